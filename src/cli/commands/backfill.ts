@@ -1,0 +1,42 @@
+import { Command } from 'commander';
+import { parseInstant } from '../../pipeline/windows.js';
+import { executeRun } from '../execute-run.js';
+import { addCommonOptions, configFromFlags, pipelineOptions, type CommonFlags } from '../run-options.js';
+import { UsageError } from '../usage-error.js';
+
+interface BackfillFlags extends CommonFlags {
+  from: string;
+  to: string;
+  newestFirst?: boolean;
+}
+
+export function register(program: Command): void {
+  addCommonOptions(
+    program
+      .command('backfill')
+      .description('Load the sessions of [--from, --to) (re-running an interrupted backfill of the same range resumes it)')
+      .requiredOption('--from <time>', 'range start: 2026-01-01 (UTC), 2026-01-01T08:00:00+02:00, or epoch seconds')
+      .requiredOption('--to <time>', 'range end (exclusive), same forms; clamped to now - settle')
+      .option('--newest-first', 'fetch the most recent windows first'),
+  ).action(async (flags: BackfillFlags) => {
+    const from = instant(flags.from, '--from');
+    const to = instant(flags.to, '--to');
+    if (from >= to) throw new UsageError(`--from (${flags.from}) must be before --to (${flags.to})`);
+    const loaded = configFromFlags(flags);
+    const base = pipelineOptions(loaded);
+    const { runBackfill } = await import('../../pipeline/run.js');
+    process.exitCode = await executeRun(
+      base,
+      (o) => runBackfill({ ...o, from, to, ...(flags.newestFirst ? { newestFirst: true } : {}) }),
+      { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel },
+    );
+  });
+}
+
+export function instant(text: string, flag: string): number {
+  try {
+    return parseInstant(text, flag);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}

@@ -1,0 +1,63 @@
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { ExitCode } from '../exit-codes.js';
+import { executeRun } from '../execute-run.js';
+import { UsageError } from '../usage-error.js';
+
+interface DemoFlags {
+  dataDir: string;
+  days: string;
+  sessionsPerDay: string;
+  json?: boolean;
+  progress?: boolean;
+  keep?: boolean;
+}
+
+export function register(program: Command): void {
+  program
+    .command('demo')
+    .description('Start the embedded emulator with ~90 days of seeded sessions and backfill them into data/demo/ (what `npm start` runs)')
+    .option('--data-dir <dir>', 'where to write', join('data', 'demo'))
+    .option('--days <n>', 'days of history', '90')
+    .option('--sessions-per-day <n>', 'average sessions per day', '300')
+    .option('--keep', 'keep what an earlier demo wrote (default: start afresh)')
+    .option('--json', 'print the summary as JSON')
+    .option('--no-progress', 'no progress bar')
+    .action(async (flags: DemoFlags) => {
+      const days = Number(flags.days);
+      const perDay = Number(flags.sessionsPerDay);
+      if (!Number.isInteger(days) || days < 1 || days > 3650) throw new UsageError('--days must be a whole number between 1 and 3650');
+      if (!Number.isInteger(perDay) || perDay < 1) throw new UsageError('--sessions-per-day must be a positive whole number');
+      const { startEmulator } = await import('../../emulator/index.js');
+      const { runBackfill } = await import('../../pipeline/run.js');
+      const nowS = Math.floor(Date.now() / 1000);
+      const from = Math.floor(nowS / 86_400) * 86_400 - days * 86_400;
+      const emulator = await startEmulator({ seed: 42, from, to: nowS, now: nowS, sessionsPerDay: perDay });
+      try {
+        if (!flags.keep) await rm(flags.dataDir, { recursive: true, force: true });
+        process.stderr.write(`emulator: reporting endpoint ${emulator.url} (in-process, seed 42, ${days} days)\n`);
+        const code = await executeRun(
+          { reportingUrl: emulator.url, apiKey: emulator.apiKey, dataDir: flags.dataDir, format: 'both' },
+          (o) => runBackfill({ ...o, from, to: nowS }),
+          { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: 'warn' },
+        );
+        if (code === ExitCode.ok && !flags.json) {
+          const db = join(flags.dataDir, 'sessions.duckdb');
+          const glob = join(flags.dataDir, 'parquet', 'sessions', '**', '*.parquet');
+          process.stdout.write(
+            [
+              '',
+              'Try it (DuckDB CLI, or any DuckDB client):',
+              `  duckdb -readonly ${db} "SELECT agent_name, count(*) AS sessions, round(avg(duration_seconds)) AS avg_s FROM sessions GROUP BY 1 ORDER BY 2 DESC LIMIT 10"`,
+              `  duckdb -c "SELECT date, count(*) FROM read_parquet('${glob}', hive_partitioning = true) GROUP BY 1 ORDER BY 1 DESC LIMIT 7"`,
+              '',
+            ].join('\n'),
+          );
+        }
+        process.exitCode = code;
+      } finally {
+        await emulator.close();
+      }
+    });
+}

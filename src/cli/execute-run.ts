@@ -1,0 +1,81 @@
+/**
+ * Runs a backfill or export for the CLI: logger, progress, signals (first SIGINT/SIGTERM stops
+ * starting windows and lets running ones commit, within a grace period; a second one exits at
+ * once — committed data is safe either way), summary and exit code.
+ */
+import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
+import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
+import { ExitCode } from './exit-codes.js';
+import { createCliLogger } from './logging.js';
+import { createProgress } from './progress.js';
+import { printSummary } from './summary.js';
+import { UsageError } from './usage-error.js';
+
+export interface ExecuteRunOptions {
+  json: boolean;
+  progress: boolean;
+  logLevel: string;
+  /** Grace period after the first signal before running requests are aborted, ms. */
+  graceMs?: number;
+}
+
+export async function executeRun(
+  base: PipelineOptions,
+  run: (opts: PipelineOptions) => Promise<RunSummary>,
+  o: ExecuteRunOptions,
+): Promise<number> {
+  const logger = createCliLogger(o.logLevel);
+  const stop = new AbortController();
+  const abort = new AbortController();
+  let stopCode: number = ExitCode.sigint;
+  let graceTimer: NodeJS.Timeout | undefined;
+  const onSignal = (sig: NodeJS.Signals) => {
+    const code = sig === 'SIGTERM' ? ExitCode.sigterm : ExitCode.sigint;
+    if (stop.signal.aborted) {
+      // Second signal: leave now. Every committed window is durable; nothing partial is visible.
+      process.stderr.write(`\n${sig} again: exiting now\n`);
+      process.exit(code);
+    }
+    stopCode = code;
+    logger.warn({ signal: sig }, 'stopping: no new windows; running ones finish and commit (send again to exit at once)');
+    stop.abort(new Error(`stopped by ${sig}`));
+    graceTimer = setTimeout(() => abort.abort(new Error(`stopped by ${sig}`)), o.graceMs ?? 10_000);
+    graceTimer.unref();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const progress = createProgress(o.progress && !o.json);
+  try {
+    const summary = await run({
+      ...base,
+      logger,
+      stopSignal: stop.signal,
+      abortSignal: abort.signal,
+      get stopExitCode() {
+        return stopCode;
+      },
+      onProgress: (p) => progress.update(p),
+    });
+    progress.stop();
+    printSummary(summary, o.json);
+    return ExitCode.ok;
+  } catch (err) {
+    progress.stop();
+    const summary = (err as { summary?: RunSummary }).summary;
+    if (summary) printSummary(summary, o.json);
+    if (err instanceof RunInterruptedError) {
+      process.stderr.write(`${err.message}\n`);
+      return stopCode;
+    }
+    if (err instanceof RunFailedError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      return ExitCode.runFailed;
+    }
+    if (err instanceof RangeError) throw new UsageError(err.message, { cause: err });
+    throw err;
+  } finally {
+    if (graceTimer) clearTimeout(graceTimer);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}

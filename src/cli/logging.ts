@@ -1,0 +1,22 @@
+/**
+ * The CLI's logger: pino, JSON lines on stderr when stderr is not a terminal, readable lines on a
+ * terminal (pino-pretty). Every byte goes through `redact()` on its way out, so no registered
+ * secret can reach a log.
+ */
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import pretty from 'pino-pretty';
+import type { Logger } from '../util/logger.js';
+import { redact } from '../util/redact.js';
+
+export function createCliLogger(level: string, stream: NodeJS.WriteStream = process.stderr): Logger {
+  const sink = new Writable({
+    write(chunk: Buffer | string, _enc, cb) {
+      stream.write(redact(chunk.toString()), cb);
+    },
+  });
+  const destination = stream.isTTY
+    ? pretty({ destination: sink, colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname', sync: true })
+    : sink;
+  return pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, destination) as unknown as Logger;
+}

@@ -1,0 +1,45 @@
+/**
+ * The `session-etl` command line. One file per command under ./commands, each exporting
+ * `register(program)`; heavy modules (DuckDB, the pipeline) are imported inside the actions,
+ * so `--help` stays fast.
+ */
+import { Command, CommanderError } from 'commander';
+import { ExitCode } from './exit-codes.js';
+import { reportFailure } from './report-failure.js';
+
+type Registrar = { register(program: Command): void };
+
+const COMMANDS: Array<() => Promise<Registrar>> = [
+  () => import('./commands/demo.js'),
+  () => import('./commands/backfill.js'),
+  () => import('./commands/export.js'),
+  () => import('./commands/emulator.js'),
+  () => import('./commands/auth.js'),
+  () => import('./commands/whoami.js'),
+  () => import('./commands/session.js'),
+];
+
+export async function main(argv: string[] = process.argv): Promise<number> {
+  const program = new Command('session-etl')
+    .description('Export remote-support session records from the GraphQL reporting endpoint into DuckDB and Parquet.')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  for (const load of COMMANDS) (await load()).register(program);
+  program.commands.forEach((c) => c.exitOverride());
+  try {
+    await program.parseAsync(argv);
+    return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and version are not errors; every other parse error is a usage error.
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.help' || err.code === 'commander.version') {
+        return ExitCode.ok;
+      }
+      return ExitCode.usage;
+    }
+    return reportFailure(err);
+  }
+}
+
+const code = await main();
+process.exitCode = code;

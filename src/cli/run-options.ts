@@ -1,0 +1,108 @@
+/**
+ * Flags shared by `backfill`, `export` and `schedule`, and their translation into the library's
+ * PipelineOptions through the one configuration (defaults < file < env < flags).
+ */
+import { Command, Option } from 'commander';
+import { loadConfig, type LoadedConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import type { PipelineOptions } from '../pipeline/run.js';
+import { parseDuration } from '../pipeline/windows.js';
+import { UsageError } from './usage-error.js';
+
+export interface CommonFlags {
+  config?: string;
+  dataDir?: string;
+  format?: string;
+  chunk?: string;
+  concurrency?: string;
+  maxResultsPerQuery?: string;
+  minChunk?: string;
+  settle?: string;
+  onInvalid?: string;
+  maxRequestsPerSecond?: string;
+  requestTimeout?: string;
+  maxAttempts?: string;
+  logLevel?: string;
+  json?: boolean;
+  progress?: boolean;
+}
+
+export function addCommonOptions(cmd: Command): Command {
+  return cmd
+    .option('--config <file>', 'configuration file (JSON); also SESSION_ETL_CONFIG')
+    .option('--data-dir <dir>', 'output directory; also SESSION_ETL_DATA_DIR (default ./data)')
+    .addOption(new Option('--format <format>', 'what to write (default both)').choices(['duckdb', 'parquet', 'both']))
+    .option('--chunk <duration>', 'window length: 15m, 6h, 1d, 7d, ... (default 1d)')
+    .option('--concurrency <n>', 'maximum requests in flight (default 4)')
+    .option('--max-results-per-query <n>', 'split a window that returns at least this many records')
+    .option('--min-chunk <duration>', 'smallest window bisection may produce (default 1m)')
+    .option('--settle <duration>', 'never fetch closer to now than this (default 10m)')
+    .addOption(new Option('--on-invalid <policy>', 'invalid records: fail the window, or quarantine them').choices(['fail', 'quarantine']))
+    .option('--max-requests-per-second <n>', 'upper bound on the request rate')
+    .option('--request-timeout <duration>', 'per-request timeout (default 60s)')
+    .option('--max-attempts <n>', 'attempts per request for transient errors (default 5)')
+    .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']))
+    .option('--json', 'print the summary as one JSON object on stdout')
+    .option('--no-progress', 'no progress bar, even on a terminal');
+}
+
+function int(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  if (!/^-?\d+$/.test(v.trim())) throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(v)}`);
+  return Number(v);
+}
+
+function num(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`${flag} must be a number, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** Loads the configuration with these flags on top. Throws UsageError (exit 2) on any bad value. */
+export function configFromFlags(flags: CommonFlags, extra: Partial<Record<keyof Config, unknown>> = {}): LoadedConfig {
+  return loadConfig({
+    ...(flags.config ? { configFile: flags.config } : {}),
+    flags: {
+      dataDir: flags.dataDir,
+      format: flags.format,
+      chunk: flags.chunk,
+      concurrency: int(flags.concurrency, '--concurrency'),
+      maxResultsPerQuery: int(flags.maxResultsPerQuery, '--max-results-per-query'),
+      minChunk: flags.minChunk,
+      settle: flags.settle,
+      onInvalid: flags.onInvalid,
+      maxRequestsPerSecond: num(flags.maxRequestsPerSecond, '--max-requests-per-second'),
+      requestTimeout: flags.requestTimeout,
+      maxAttempts: int(flags.maxAttempts, '--max-attempts'),
+      logLevel: flags.logLevel,
+      ...extra,
+    },
+  });
+}
+
+/** PipelineOptions from an effective configuration. The endpoint and key must be set. */
+export function pipelineOptions(loaded: LoadedConfig): PipelineOptions {
+  const c = loaded.config;
+  if (!c.reportingUrl) {
+    throw new UsageError('no reporting endpoint: set REPORTING_URL (or reportingUrl in the configuration file)');
+  }
+  if (!c.apiKey) {
+    throw new UsageError('no reporting API key: set REPORTING_API_KEY in the environment (or apiKeyFile in the configuration)');
+  }
+  return {
+    reportingUrl: c.reportingUrl,
+    apiKey: c.apiKey,
+    dataDir: c.dataDir,
+    format: c.format,
+    chunkSeconds: parseDuration(c.chunk),
+    concurrency: c.concurrency,
+    ...(c.maxResultsPerQuery ? { maxResultsPerQuery: c.maxResultsPerQuery } : {}),
+    minChunkSeconds: parseDuration(c.minChunk),
+    settleSeconds: parseDuration(c.settle),
+    onInvalid: c.onInvalid,
+    ...(c.maxRequestsPerSecond ? { maxRequestsPerSecond: c.maxRequestsPerSecond } : {}),
+    timeoutMs: parseDuration(c.requestTimeout) * 1000,
+    retry: { maxAttempts: c.maxAttempts },
+  };
+}

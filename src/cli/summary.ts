@@ -1,0 +1,25 @@
+/** Printing a run summary for a person, or as one JSON object. */
+import type { RunSummary } from '../pipeline/run.js';
+
+export function formatSummary(s: RunSummary): string {
+  const secs = (s.durationMs / 1000).toFixed(1);
+  const rate = s.durationMs > 0 ? Math.round(s.sessions.written / (s.durationMs / 1000)) : 0;
+  const lines = [
+    `${s.kind} ${s.runId}: ${s.outcome}${s.resumed ? ' (resumed an interrupted backfill)' : ''}`,
+    `  range          ${s.range ? `${s.range.from} – ${s.range.to}` : '(nothing to fetch)'}`,
+    `  windows        ${s.windows.done} of ${s.windows.total} done${s.windows.skipped ? `, ${s.windows.skipped} not started` : ''}`,
+    `  sessions       ${s.sessions.written} written (${s.sessions.new ?? '?'} new, ${s.sessions.updated ?? '?'} updated), ${s.sessions.rejected} rejected`,
+    `  requests       ${s.requests} (${s.retries} retries, ${s.rateLimited} rate-limited, ${s.bisections} bisections)`,
+    `  duration       ${secs} s (${rate} sessions/s)`,
+    `  checkpoint     ${s.checkpoint ?? '(none)'}`,
+  ];
+  if (s.coverageHoles.length) lines.push(`  coverage holes ${s.coverageHoles.map((h) => `${h.from}–${h.to}`).join(', ')}`);
+  if (s.files.duckdb) lines.push(`  duckdb         ${s.files.duckdb}`);
+  if (s.files.parquet) lines.push(`  parquet        ${s.files.parquet} (${s.files.partitionsWritten.length} partitions rewritten)`);
+  if (s.error) lines.push(`  error          ${s.error}`);
+  return lines.join('\n') + '\n';
+}
+
+export function printSummary(s: RunSummary, json: boolean, out: NodeJS.WritableStream = process.stdout): void {
+  out.write(json ? JSON.stringify(s) + '\n' : formatSummary(s));
+}

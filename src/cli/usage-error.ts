@@ -1,0 +1,14 @@
+import { ExitCode } from './exit-codes.js';
+
+/** A bad flag, argument or configuration value: printed with a hint, exits 2, nothing is written. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+  readonly exitCode = ExitCode.usage;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+export function isUsageError(e: unknown): e is UsageError {
+  return e instanceof UsageError;
+}

@@ -1,0 +1,123 @@
+/**
+ * Loads the effective configuration: config/default.json < user file (--config or
+ * SESSION_ETL_CONFIG) < environment < CLI flags; later ones win. Remembers where each value came from.
+ */
+import { readFileSync, existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { UsageError } from '../cli/usage-error.js';
+import { registerSecret, REDACTED } from '../util/redact.js';
+import { ConfigSchema, type Config } from './schema.js';
+
+export type Source = 'default' | 'file' | 'env' | 'flag';
+
+export interface LoadedConfig {
+  config: Config & { apiKey: string | null };
+  sources: Record<string, Source>;
+  file: string | null;
+}
+
+const DEFAULT_FILE = fileURLToPath(new URL('../../../config/default.json', import.meta.url));
+const DEFAULT_FILE_SRC = fileURLToPath(new URL('../../config/default.json', import.meta.url));
+
+/** Environment variables and the keys they set. */
+export const ENV_KEYS: Record<string, keyof Config> = {
+  REPORTING_URL: 'reportingUrl',
+  REPORTING_API_KEY: 'apiKey',
+  REPORTING_API_KEY_FILE: 'apiKeyFile',
+  SESSION_ETL_DATA_DIR: 'dataDir',
+  SESSION_ETL_FORMAT: 'format',
+  SESSION_ETL_LOG_LEVEL: 'logLevel',
+};
+
+export interface LoadOptions {
+  /** Values from CLI flags (already named as config keys). Undefined values are ignored. */
+  flags?: Partial<Record<keyof Config, unknown>>;
+  /** --config FILE */
+  configFile?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
+  const env = opts.env ?? process.env;
+  const sources: Record<string, Source> = {};
+  const merged: Record<string, unknown> = {};
+  const put = (obj: Record<string, unknown>, source: Source) => {
+    for (const [k, v] of Object.entries(obj)) {
+      if (v === undefined) continue;
+      merged[k] = v;
+      sources[k] = source;
+    }
+  };
+  put(readJson(existsSync(DEFAULT_FILE) ? DEFAULT_FILE : DEFAULT_FILE_SRC, 'default configuration'), 'default');
+
+  const file = opts.configFile ?? env.SESSION_ETL_CONFIG ?? null;
+  if (file) {
+    const fromFile = readJson(file, 'configuration file');
+    if ('apiKey' in fromFile && fromFile.apiKey) {
+      throw new UsageError(
+        `configuration file ${file} holds apiKey: keep the key out of files that may be committed; ` +
+          'set REPORTING_API_KEY in the environment or point apiKeyFile at a file with mode 0600',
+      );
+    }
+    put(fromFile, 'file');
+  }
+  const fromEnv: Record<string, unknown> = {};
+  for (const [name, key] of Object.entries(ENV_KEYS)) {
+    const v = env[name];
+    if (v !== undefined && v !== '') fromEnv[key] = v;
+  }
+  put(fromEnv, 'env');
+  put((opts.flags ?? {}) as Record<string, unknown>, 'flag');
+
+  const parsed = ConfigSchema.safeParse(merged);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => {
+      const key = i.path.join('.') || '(root)';
+      const where = sources[String(i.path[0])] ? ` (from ${describeSource(sources[String(i.path[0])]!, file)})` : '';
+      if (i.code === 'unrecognized_keys') return `unknown configuration key(s) ${i.keys.join(', ')}${file ? ` in ${file}` : ''}`;
+      return `${key}${where}: ${i.message}`;
+    });
+    throw new UsageError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const config = parsed.data as Config & { apiKey: string | null };
+  if (!config.apiKey && config.apiKeyFile) {
+    try {
+      config.apiKey = readFileSync(config.apiKeyFile, 'utf8').trim();
+      sources.apiKey = 'file';
+    } catch (err) {
+      throw new UsageError(`apiKeyFile ${config.apiKeyFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
+    }
+  }
+  config.apiKey ??= null;
+  registerSecret(config.apiKey);
+  return { config, sources, file };
+}
+
+function describeSource(s: Source, file: string | null): string {
+  return s === 'file' ? `file ${file}` : s === 'env' ? 'environment' : s === 'flag' ? 'command line' : 'defaults';
+}
+
+function readJson(path: string, what: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new UsageError(`${what} ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
+  }
+  try {
+    const v = JSON.parse(text) as unknown;
+    if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
+    return v as Record<string, unknown>;
+  } catch (err) {
+    throw new UsageError(`${what} ${path} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** The configuration as `session-etl config` prints it: secrets redacted, each value with its source. */
+export function describeConfig(loaded: LoadedConfig): Array<{ key: string; value: unknown; source: Source }> {
+  return Object.keys(ConfigSchema.shape).map((key) => {
+    let value = (loaded.config as Record<string, unknown>)[key] ?? null;
+    if (key === 'apiKey' && value) value = REDACTED;
+    return { key, value, source: loaded.sources[key] ?? 'default' };
+  });
+}

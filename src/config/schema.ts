@@ -1,0 +1,55 @@
+/**
+ * The one configuration schema. Every field is described; the README's configuration reference
+ * and `session-etl config` are generated from these descriptions.
+ */
+import { z } from 'zod';
+import { parseDuration, parseInstant } from '../pipeline/windows.js';
+
+const duration = (what: string) =>
+  z.string().refine(
+    (s) => {
+      try {
+        parseDuration(s);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { message: `${what}: expected a duration such as 90s, 15m, 6h, 1d or 7d` },
+  );
+
+const instant = z.union([z.string(), z.number().int().nonnegative()]).refine(
+  (v) => {
+    try {
+      parseInstant(String(v));
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { message: 'expected a date (2026-01-01), an ISO datetime with offset (2026-01-01T08:00:00Z) or epoch seconds' },
+);
+
+export const ConfigSchema = z
+  .object({
+    reportingUrl: z.url({ protocol: /^https?$/ }).nullable().describe('Reporting endpoint URL (env REPORTING_URL).'),
+    apiKey: z.string().min(1).nullable().optional().describe('Reporting API key (env REPORTING_API_KEY). Secret: never put it in a committed file; use the environment or apiKeyFile.'),
+    apiKeyFile: z.string().min(1).nullable().optional().describe('File holding the reporting API key (mode 0600 recommended).'),
+    dataDir: z.string().min(1).describe('Output directory (env SESSION_ETL_DATA_DIR): sessions.duckdb and parquet/sessions/.'),
+    format: z.enum(['duckdb', 'parquet', 'both']).describe('What to write: the DuckDB table, the Parquet dataset, or both.'),
+    chunk: duration('chunk').describe('Length of the UTC-aligned windows a range is cut into (15m, 6h, 1d, 7d, ...).'),
+    concurrency: z.number().int().min(1).max(64).describe('Maximum requests in flight (lowered automatically on 429, raised again slowly).'),
+    maxResultsPerQuery: z.number().int().min(1).nullable().describe('A window returning at least this many records is split in two (the server may cap answers silently). Null: only split on errors.'),
+    minChunk: duration('minChunk').describe('Smallest window bisection may produce; a window that still fails there fails the run.'),
+    settle: duration('settle').describe('Never fetch closer to now than this: the checkpoint stays at least this far behind.'),
+    lookback: duration('lookback').describe('How far before the checkpoint each export re-reads (sessions still running or changed).'),
+    onInvalid: z.enum(['fail', 'quarantine']).describe('An invalid record fails its window (fail), or is kept in rejected_sessions while the rest loads (quarantine).'),
+    maxRequestsPerSecond: z.number().positive().nullable().describe('Upper bound on requests per second, on top of the rate learned from 429 answers. Null: none.'),
+    requestTimeout: duration('requestTimeout').describe('Per-request timeout, body included.'),
+    maxAttempts: z.number().int().min(1).max(50).describe('Attempts per request for transient errors (5xx, resets, timeouts, incomplete bodies).'),
+    startDate: instant.nullable().describe('Where the first export starts when nothing is stored yet (like --since).'),
+    logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).describe('Log level.'),
+  })
+  .strict();
+
+export type Config = z.infer<typeof ConfigSchema>;

@@ -1,0 +1,406 @@
+/**
+ * The orchestrator: one run = resolve the range → open the store (finishing any Parquet rewrite a
+ * crash left pending) → cut windows → extract under rate control → validate and flatten → commit
+ * each window atomically → rewrite touched Parquet partitions → record the run.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { ReportingClient, type RetryOptions } from '../reporting/client.js';
+import type { FetchLike } from '../reporting/transport.js';
+import { SessionStore, type RunRow } from '../store/session-store.js';
+import { layoutOf, type OutputFormat } from '../store/layout.js';
+import { silentLogger, type Logger } from '../util/logger.js';
+import { redact } from '../util/redact.js';
+import { realSleep, type Sleep } from '../util/sleep.js';
+import { RunFailedError, RunInterruptedError } from './errors.js';
+import { extractWindows, type ExtractStats } from './extract.js';
+import { flattenResponse, type InvalidPolicy } from './flatten.js';
+import { checkpointOf, holes, subtractIntervals } from './intervals.js';
+import { RateController } from './rate-controller.js';
+import { cutWindows, describeWindow, isoOf, type Window } from './windows.js';
+
+export interface PipelineOptions {
+  /** Reporting endpoint (REPORTING_URL). */
+  reportingUrl: string;
+  /** Reporting API key (REPORTING_API_KEY). */
+  apiKey: string;
+  dataDir: string;
+  format: OutputFormat;
+  /** Chunk length in seconds. Default 1 day. */
+  chunkSeconds?: number;
+  /** Maximum concurrent requests. Default 4. */
+  concurrency?: number;
+  /** A window returning at least this many records is split (the server may cap silently). */
+  maxResultsPerQuery?: number;
+  /** Smallest window bisection may produce, seconds. Default 60. */
+  minChunkSeconds?: number;
+  /** Never fetch closer to now than this, seconds. Default 600. */
+  settleSeconds?: number;
+  /** `fail` (default): an invalid record fails its window; `quarantine`: it goes to rejected_sessions. */
+  onInvalid?: InvalidPolicy;
+  /** Fetch the most recent windows first. */
+  newestFirst?: boolean;
+  /** Upper bound on requests per second (besides the rate learned from 429s). */
+  maxRequestsPerSecond?: number;
+  /** Per-request timeout, ms. Default 60 000. */
+  timeoutMs?: number;
+  retry?: Partial<RetryOptions>;
+  /** Rewrite pending Parquet partitions at least this often during a run, seconds. Default 60. */
+  parquetFlushSeconds?: number;
+  fetch?: FetchLike;
+  /** Clock, ms since the epoch. */
+  now?: () => number;
+  sleep?: Sleep;
+  logger?: Logger;
+  /** Soft stop: no new windows start; running ones finish and commit. */
+  stopSignal?: AbortSignal;
+  /** Hard stop: running requests are aborted (nothing half-written is committed). */
+  abortSignal?: AbortSignal;
+  /** Exit code to report when stopped by a signal (130 or 143). */
+  stopExitCode?: number;
+  onProgress?: (p: Progress) => void;
+  /** Run id (generated when absent). */
+  runId?: string;
+}
+
+export interface BackfillOptions extends PipelineOptions {
+  /** Range start, epoch seconds (inclusive). */
+  from: number;
+  /** Range end, epoch seconds (exclusive); clamped to now - settle. */
+  to: number;
+}
+
+export interface ExportOptions extends PipelineOptions {
+  /** Where the first export starts when nothing is stored yet, epoch seconds. */
+  since?: number;
+  /** How far before the checkpoint each export re-reads, seconds. Default 1 day. */
+  lookbackSeconds?: number;
+}
+
+export interface Progress {
+  windowsTotal: number;
+  windowsDone: number;
+  sessions: number;
+}
+
+export interface RunSummary {
+  runId: string;
+  kind: 'backfill' | 'export';
+  outcome: 'succeeded' | 'failed' | 'interrupted' | 'nothing-to-do';
+  range: { from: string; to: string } | null;
+  resumed: boolean;
+  windows: { total: number; done: number; skipped: number };
+  sessions: { written: number; new: number | null; updated: number | null; rejected: number; duplicatesDropped: number };
+  requests: number;
+  retries: number;
+  rateLimited: number;
+  bisections: number;
+  durationMs: number;
+  checkpoint: string | null;
+  coverageHoles: Array<{ from: string; to: string }>;
+  files: { dataDir: string; duckdb: string | null; parquet: string | null; partitionsWritten: string[] };
+  error?: string;
+}
+
+export const DEFAULTS = {
+  chunkSeconds: 86_400,
+  concurrency: 4,
+  minChunkSeconds: 60,
+  settleSeconds: 600,
+  lookbackSeconds: 86_400,
+  parquetFlushSeconds: 60,
+} as const;
+
+export function newRunId(kind: string, nowMs: number): string {
+  const ts = new Date(nowMs).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return `${kind}-${ts}-${randomBytes(3).toString('hex')}`;
+}
+
+/** Loads `[from, to)` (to clamped to now - settle). Re-running an interrupted backfill of the same range resumes it. */
+export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
+  validateCommon(opts);
+  if (!Number.isInteger(opts.from) || !Number.isInteger(opts.to)) throw new RangeError('from and to must be whole epoch seconds');
+  if (opts.from >= opts.to) throw new RangeError(`--from (${isoOf(opts.from)}) must be before --to (${isoOf(opts.to)})`);
+  return execute(opts, 'backfill', async (store, nowS) => {
+    const settle = opts.settleSeconds ?? DEFAULTS.settleSeconds;
+    const to = Math.min(opts.to, Math.floor(nowS - settle));
+    if (to < opts.to) log(opts).warn({ to: isoOf(to) }, `--to is later than now - settle; the backfill stops at ${isoOf(to)}`);
+    if (opts.from >= to) return { range: null, todo: [], resumed: false };
+    const range = { start: opts.from, end: to };
+    const open = await store.openBackfill(range);
+    let todo: Window[] = [range];
+    if (open) {
+      const done = await store.coverageSince(open.startedAtMs);
+      todo = subtractIntervals(range, done);
+    }
+    return { range, todo, resumed: Boolean(open), backfill: range };
+  });
+}
+
+/** Incremental: from checkpoint - lookback (or `since` on the first run) to now - settle. */
+export async function runExport(opts: ExportOptions): Promise<RunSummary> {
+  validateCommon(opts);
+  if (opts.since === undefined && !existsSync(layoutOf(opts.dataDir, opts.format).dbPath)) {
+    throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);
+  }
+  return execute(opts, 'export', async (store, nowS) => {
+    const settle = opts.settleSeconds ?? DEFAULTS.settleSeconds;
+    const lookback = opts.lookbackSeconds ?? DEFAULTS.lookbackSeconds;
+    const to = Math.floor(nowS - settle);
+    const checkpoint = checkpointOf(await store.coverage());
+    let from: number;
+    if (checkpoint === undefined) {
+      if (opts.since === undefined) {
+        throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);
+      }
+      from = opts.since;
+    } else {
+      from = checkpoint - lookback;
+      if (opts.since !== undefined) from = Math.max(from, Math.min(opts.since, checkpoint));
+    }
+    if (from >= to) return { range: null, todo: [], resumed: false };
+    const range = { start: from, end: to };
+    return { range, todo: [range], resumed: false };
+  });
+}
+
+const FIRST_RUN_MESSAGE =
+  'nothing has been exported to this data directory yet: give the first export a start with --since 2026-01-01 ' +
+  '(or startDate in the configuration), or load history with `session-etl backfill --from … --to …`';
+
+export class FirstRunNeedsSinceError extends Error {
+  override readonly name = 'FirstRunNeedsSinceError';
+  readonly exitCode = 2;
+}
+
+function validateCommon(opts: PipelineOptions): void {
+  const posInt = (v: number | undefined, name: string) => {
+    if (v !== undefined && (!Number.isInteger(v) || v <= 0)) throw new RangeError(`${name} must be a positive whole number, got ${v}`);
+  };
+  posInt(opts.concurrency, 'concurrency');
+  posInt(opts.chunkSeconds, 'chunk');
+  posInt(opts.minChunkSeconds, 'min-chunk');
+  posInt(opts.maxResultsPerQuery, 'max-results-per-query');
+  if (opts.settleSeconds !== undefined && (!Number.isInteger(opts.settleSeconds) || opts.settleSeconds < 0)) {
+    throw new RangeError(`settle must be zero or more seconds, got ${opts.settleSeconds}`);
+  }
+}
+
+function log(opts: PipelineOptions): Logger {
+  return opts.logger ?? silentLogger;
+}
+
+interface Plan {
+  range: Window | null;
+  todo: Window[];
+  resumed: boolean;
+  backfill?: Window;
+}
+
+async function execute(
+  opts: PipelineOptions,
+  kind: 'backfill' | 'export',
+  plan: (store: SessionStore, nowS: number) => Promise<Plan>,
+): Promise<RunSummary> {
+  const now = opts.now ?? Date.now;
+  const sleep = opts.sleep ?? realSleep;
+  const startedMs = now();
+  const runId = opts.runId ?? newRunId(kind, startedMs);
+  const logger = (opts.logger ?? silentLogger).child?.({ runId }) ?? opts.logger ?? silentLogger;
+  const chunk = opts.chunkSeconds ?? DEFAULTS.chunkSeconds;
+  const maxConcurrency = opts.concurrency ?? DEFAULTS.concurrency;
+
+  const store = await SessionStore.open({ dataDir: opts.dataDir, format: opts.format });
+  const stats: ExtractStats = { requests: 0, retries: 0, rateLimited: 0, bisections: 0, windowsDone: 0, records: 0 };
+  const totals = { written: 0, inserted: 0, updated: 0, rejected: 0, duplicatesDropped: 0 };
+  const partitionsWritten = new Set<string>();
+  let summary: RunSummary | undefined;
+  let runRecorded = false;
+  let flushTimer: NodeJS.Timeout | undefined;
+  try {
+    // A crash may have left committed windows whose Parquet partitions were not rewritten yet.
+    const recovered = await store.flushParquet();
+    recovered.partitions.forEach((p) => partitionsWritten.add(p));
+    if (recovered.partitions.length) logger.info({ partitions: recovered.partitions.length }, 'finished Parquet rewrites left by an earlier run');
+
+    const p = await plan(store, startedMs / 1000);
+    const windows = p.todo.flatMap((w) => cutWindows(w.start, w.end, chunk));
+    if (opts.newestFirst) windows.reverse();
+    const baseRow = (): RunRow => ({
+      run_id: runId,
+      kind,
+      range_from: p.range?.start ?? null,
+      range_to: p.range?.end ?? null,
+      started_at: startedMs / 1000,
+      ended_at: null,
+      outcome: 'running',
+      windows: stats.windowsDone,
+      sessions_written: totals.written,
+      sessions_new: opts.format === 'parquet' ? null : totals.inserted,
+      sessions_updated: opts.format === 'parquet' ? null : totals.updated,
+      rejected: totals.rejected,
+      requests: stats.requests,
+      retries: stats.retries,
+      rate_limited: stats.rateLimited,
+      bisections: stats.bisections,
+      partitions_written: partitionsWritten.size,
+      error: null,
+    });
+    await store.recordRun(baseRow());
+    runRecorded = true;
+    if (p.backfill && !p.resumed) await store.beginBackfill(p.backfill, runId);
+    logger.info(
+      { range: p.range ? describeWindow(p.range) : null, windows: windows.length, resumed: p.resumed },
+      windows.length ? `${kind} started` : `${kind}: nothing to fetch`,
+    );
+
+    const client = new ReportingClient({
+      url: opts.reportingUrl,
+      apiKey: opts.apiKey,
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+      ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
+      ...opts.retry,
+      now,
+      sleep,
+      logger,
+      hooks: {
+        beforeAttempt: (signal) => controller.beforeAttempt(signal),
+        onRateLimited: (ms) => {
+          stats.rateLimited++;
+          controller.onRateLimited(ms);
+          logger.warn({ retryAfterMs: ms, concurrency: controller.concurrency, pace: controller.pace }, 'rate limited (429): pausing all workers');
+        },
+        onSuccess: () => controller.onSuccess(),
+        onRetry: ({ error, delayMs }) => logger.warn({ kind: error.kind, delayMs, message: error.message }, 'retrying a request'),
+      },
+    });
+    const controller = new RateController({
+      maxConcurrency,
+      now,
+      sleep,
+      ...(opts.maxRequestsPerSecond ? { maxRequestsPerSecond: opts.maxRequestsPerSecond } : {}),
+    });
+
+    const policy = opts.onInvalid ?? 'fail';
+    const flushEvery = (opts.parquetFlushSeconds ?? DEFAULTS.parquetFlushSeconds) * 1000;
+    if (opts.format !== 'duckdb' && flushEvery > 0) {
+      flushTimer = setInterval(() => {
+        store.flushParquet().then(
+          (r) => r.partitions.forEach((x) => partitionsWritten.add(x)),
+          (err) => logger.warn({ err: String(err) }, 'periodic Parquet rewrite failed; it is retried at the end of the run'),
+        );
+      }, flushEvery);
+      flushTimer.unref();
+    }
+
+    const outcome = await extractWindows({
+      client,
+      windows,
+      controller,
+      maxConcurrency,
+      ...(opts.maxResultsPerQuery ? { maxResultsPerQuery: opts.maxResultsPerQuery } : {}),
+      minChunkSeconds: opts.minChunkSeconds ?? DEFAULTS.minChunkSeconds,
+      ...(opts.stopSignal ? { stopSignal: opts.stopSignal } : {}),
+      ...(opts.abortSignal ? { abortSignal: opts.abortSignal } : {}),
+      now,
+      stats,
+      onLog: (event, fields) => logger.info(fields, event),
+      onWindow: async (w, raws, fetchedAtMs) => {
+        const flat = flattenResponse(raws, fetchedAtMs / 1000, policy);
+        const r = await store.commitWindow({ window: w, batch: flat.batch, rejected: flat.rejected, runId });
+        totals.written += r.written;
+        totals.inserted += r.inserted ?? 0;
+        totals.updated += r.updated ?? 0;
+        totals.rejected += flat.rejected.length;
+        totals.duplicatesDropped += flat.duplicatesDropped;
+        if (flat.rejected.length) logger.warn({ window: describeWindow(w), rejected: flat.rejected.length }, 'records quarantined in rejected_sessions');
+        opts.onProgress?.({ windowsTotal: windows.length, windowsDone: stats.windowsDone, sessions: totals.written });
+      },
+    });
+    stats.rateLimited = controller.rateLimitedCount;
+    if (flushTimer) clearInterval(flushTimer);
+
+    const flushed = await store.flushParquet();
+    flushed.partitions.forEach((x) => partitionsWritten.add(x));
+    if (opts.format === 'parquet') {
+      totals.inserted += flushed.inserted;
+      totals.updated += flushed.updated;
+    }
+    await store.compactCoverage();
+    const interrupted = !outcome.error && outcome.skipped.length > 0 && Boolean(opts.stopSignal?.aborted || opts.abortSignal?.aborted);
+    const failed = Boolean(outcome.error);
+    if (p.backfill && !failed && !interrupted) await store.completeBackfill(p.backfill);
+
+    const coverage = await store.coverage();
+    const cp = checkpointOf(coverage);
+    const resultOutcome: RunSummary['outcome'] = failed ? 'failed' : interrupted ? 'interrupted' : windows.length ? 'succeeded' : 'nothing-to-do';
+    const committedNote = cp !== undefined ? `data up to ${isoOf(cp)} is committed` : 'no window was committed';
+    const errorText = outcome.error
+      ? redact(`${outcome.error.message}; ${committedNote}; run the same command again to continue`)
+      : undefined;
+    summary = {
+      runId,
+      kind,
+      outcome: resultOutcome,
+      range: p.range ? { from: isoOf(p.range.start), to: isoOf(p.range.end) } : null,
+      resumed: p.resumed,
+      windows: { total: windows.length, done: stats.windowsDone, skipped: outcome.skipped.length },
+      sessions: {
+        written: totals.written,
+        new: opts.format === 'parquet' && flushed.partitions.length === 0 && totals.written > 0 ? null : totals.inserted,
+        updated: opts.format === 'parquet' && flushed.partitions.length === 0 && totals.written > 0 ? null : totals.updated,
+        rejected: totals.rejected,
+        duplicatesDropped: totals.duplicatesDropped,
+      },
+      requests: stats.requests,
+      retries: stats.retries,
+      rateLimited: stats.rateLimited,
+      bisections: stats.bisections,
+      durationMs: now() - startedMs,
+      checkpoint: cp !== undefined ? isoOf(cp) : null,
+      coverageHoles: holes(coverage).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
+      files: {
+        dataDir: opts.dataDir,
+        duckdb: opts.format === 'parquet' ? null : store.layout.dbPath,
+        parquet: opts.format === 'duckdb' ? null : store.layout.parquetDir,
+        partitionsWritten: [...partitionsWritten].sort(),
+      },
+      ...(errorText ? { error: errorText } : {}),
+    };
+    await store.recordRun({
+      ...baseRow(),
+      ended_at: now() / 1000,
+      outcome: resultOutcome,
+      sessions_new: summary.sessions.new,
+      sessions_updated: summary.sessions.updated,
+      error: errorText ?? null,
+    });
+    if (failed) {
+      logger.error({ error: errorText }, `${kind} failed`);
+      throw Object.assign(new RunFailedError(`${kind} ${runId} failed: ${errorText}`, runId, { cause: outcome.error }), { summary });
+    }
+    if (interrupted) {
+      throw Object.assign(
+        new RunInterruptedError(`${kind} ${runId} stopped: ${summary.windows.skipped} windows not started; ${committedNote}`, opts.stopExitCode ?? 130),
+        { summary },
+      );
+    }
+    logger.info({ sessions: totals.written, windows: stats.windowsDone, durationMs: summary.durationMs }, `${kind} finished`);
+    return summary;
+  } catch (err) {
+    if (runRecorded && !summary) {
+      await store
+        .recordRun({
+          run_id: runId, kind, range_from: null, range_to: null, started_at: startedMs / 1000, ended_at: now() / 1000,
+          outcome: 'failed', windows: stats.windowsDone, sessions_written: totals.written, sessions_new: null, sessions_updated: null,
+          rejected: totals.rejected, requests: stats.requests, retries: stats.retries, rate_limited: stats.rateLimited,
+          bisections: stats.bisections, partitions_written: partitionsWritten.size, error: redact(String((err as Error)?.message ?? err)),
+        })
+        .catch(() => {});
+    }
+    throw err;
+  } finally {
+    if (flushTimer) clearInterval(flushTimer);
+    await store.close();
+  }
+}

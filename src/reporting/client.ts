@@ -1,0 +1,215 @@
+/**
+ * The reporting client: graphql-request over the typed transport, with retries.
+ *
+ * Retry policy: transient errors (5xx, reset, timeout, incomplete body) are retried with
+ * exponential backoff and full jitter up to `maxAttempts`; 429 waits for Retry-After (or the
+ * backoff when absent) up to `maxRateLimitWaits` times; everything else fails at once.
+ */
+import { ClientError, GraphQLClient } from 'graphql-request';
+import { silentLogger, type Logger } from '../util/logger.js';
+import { redact, registerSecret } from '../util/redact.js';
+import { realSleep, type Sleep } from '../util/sleep.js';
+import { GraphQLResponseError, type GraphQLErrorEntry } from './errors/GraphQLResponseError.js';
+import { InvalidResponseError } from './errors/InvalidResponseError.js';
+import { RateLimitedError } from './errors/RateLimitedError.js';
+import { ReportingError } from './errors/ReportingError.js';
+import { TransientError } from './errors/TransientError.js';
+import { sessionQuery, sessionsQuery } from './query.js';
+import { validateRecord } from './record-schema.js';
+import { backoffDelay } from './retry-timing.js';
+import type { SessionRecord } from './session-record.js';
+import { createTransport, type FetchLike } from './transport.js';
+
+export interface RetryOptions {
+  /** Attempts per request for transient errors (first try included). Default 5. */
+  maxAttempts: number;
+  /** How many 429 answers one request may wait out before failing. Default 20. */
+  maxRateLimitWaits: number;
+  /** Backoff ceiling of the first retry, ms. Default 500. */
+  baseDelayMs: number;
+  /** Largest backoff, ms. Default 30 000. */
+  maxDelayMs: number;
+  /** Longest Retry-After honoured, ms; a longer one fails the request. Default 300 000. */
+  maxRetryAfterMs: number;
+}
+
+export interface AttemptHooks {
+  /** Awaited before every attempt: the pipeline's shared pause after a 429 lives here. */
+  beforeAttempt?(signal?: AbortSignal): Promise<void>;
+  /** A 429 came back. */
+  onRateLimited?(retryAfterMs: number | undefined): void;
+  /** A retry is about to wait `delayMs`. */
+  onRetry?(info: { attempt: number; error: ReportingError; delayMs: number }): void;
+  /** An attempt succeeded. */
+  onSuccess?(): void;
+}
+
+export interface ReportingClientOptions extends Partial<RetryOptions> {
+  /** The endpoint, e.g. https://reporting.example.com/ (REPORTING_URL). */
+  url: string;
+  /** The reporting API key, sent as the whole Authorization header (REPORTING_API_KEY). */
+  apiKey: string;
+  /** Per-request timeout in ms, body included. Default 60 000. */
+  timeoutMs?: number;
+  fetch?: FetchLike;
+  /** Clock in ms since the epoch (injectable for tests). */
+  now?: () => number;
+  sleep?: Sleep;
+  random?: () => number;
+  logger?: Logger;
+  hooks?: AttemptHooks;
+}
+
+export interface FetchResult<T> {
+  value: T;
+  /** Attempts made (1 when the first succeeded). */
+  attempts: number;
+  /** 429 answers received on the way. */
+  rateLimited: number;
+}
+
+export const DEFAULT_RETRY: RetryOptions = {
+  maxAttempts: 5,
+  maxRateLimitWaits: 20,
+  baseDelayMs: 500,
+  maxDelayMs: 30_000,
+  maxRetryAfterMs: 300_000,
+};
+
+export class ReportingClient {
+  private readonly gql: GraphQLClient;
+  private readonly retry: RetryOptions;
+  private readonly now: () => number;
+  private readonly sleep: Sleep;
+  private readonly random: () => number;
+  private readonly logger: Logger;
+  private readonly hooks: AttemptHooks;
+  readonly url: string;
+
+  constructor(opts: ReportingClientOptions) {
+    if (!opts.url) throw new TypeError('reporting URL is required (REPORTING_URL)');
+    if (!opts.apiKey) throw new TypeError('reporting API key is required (REPORTING_API_KEY)');
+    registerSecret(opts.apiKey);
+    this.url = opts.url;
+    this.now = opts.now ?? Date.now;
+    this.sleep = opts.sleep ?? realSleep;
+    this.random = opts.random ?? Math.random;
+    this.logger = opts.logger ?? silentLogger;
+    this.hooks = opts.hooks ?? {};
+    this.retry = {
+      maxAttempts: opts.maxAttempts ?? DEFAULT_RETRY.maxAttempts,
+      maxRateLimitWaits: opts.maxRateLimitWaits ?? DEFAULT_RETRY.maxRateLimitWaits,
+      baseDelayMs: opts.baseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
+      maxDelayMs: opts.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
+      maxRetryAfterMs: opts.maxRetryAfterMs ?? DEFAULT_RETRY.maxRetryAfterMs,
+    };
+    const transport = createTransport({
+      fetch: opts.fetch ?? globalThis.fetch,
+      timeoutMs: opts.timeoutMs ?? 60_000,
+      now: this.now,
+    });
+    const apiKey = opts.apiKey;
+    // The key lives only in this closure's header factory: it is not a property of the client.
+    this.gql = new GraphQLClient(opts.url, {
+      fetch: transport,
+      headers: () => ({ Authorization: apiKey, 'Content-Type': 'application/json' }),
+      errorPolicy: 'none',
+    });
+  }
+
+  /**
+   * Sessions the server returns for `[start, end]` (epoch seconds; which boundary is inclusive is
+   * the server's rule), as raw JSON values: the caller validates them (see validateRecord) so it
+   * can choose to quarantine bad records instead of failing.
+   */
+  async fetchSessionsRaw(start: number, end: number, signal?: AbortSignal): Promise<FetchResult<unknown[]>> {
+    const query = sessionsQuery(start, end);
+    return this.withRetry(async () => {
+      const data = await this.run(query, signal);
+      const list = (data as { sessions?: unknown } | null | undefined)?.sessions;
+      if (!Array.isArray(list)) {
+        throw new InvalidResponseError(`the reporting endpoint answered without a data.sessions list for window ${start}..${end}`);
+      }
+      return list;
+    }, signal);
+  }
+
+  /** Sessions for `[start, end]`, every record validated (throws RecordValidationError on the first bad one). */
+  async fetchSessions(start: number, end: number, signal?: AbortSignal): Promise<FetchResult<SessionRecord[]>> {
+    const r = await this.fetchSessionsRaw(start, end, signal);
+    return { ...r, value: r.value.map((raw, i) => validateRecord(raw, i)) };
+  }
+
+  /** One session by id (UUID), or null when the server has none. */
+  async getSession(id: string, signal?: AbortSignal): Promise<SessionRecord | null> {
+    const query = sessionQuery(id);
+    const r = await this.withRetry(async () => {
+      const data = await this.run(query, signal);
+      if (!data || typeof data !== 'object' || !('session' in data)) {
+        throw new InvalidResponseError('the reporting endpoint answered without data.session');
+      }
+      return (data as { session: unknown }).session;
+    }, signal);
+    return r.value == null ? null : validateRecord(r.value, 0);
+  }
+
+  private async run(query: string, signal?: AbortSignal): Promise<unknown> {
+    try {
+      const res = await this.gql.rawRequest<unknown>({ query, ...(signal ? { signal } : {}) });
+      return res.data;
+    } catch (err) {
+      throw this.classify(err);
+    }
+  }
+
+  /** Maps what graphql-request throws onto the error family. */
+  private classify(err: unknown): unknown {
+    if (err instanceof ReportingError) return err;
+    if (err instanceof ClientError) {
+      const errors = (err.response.errors ?? []) as unknown as GraphQLErrorEntry[];
+      return new GraphQLResponseError(errors, err.response.data ?? null);
+    }
+    if (err instanceof SyntaxError) {
+      return new TransientError('incomplete-body', 'the reporting endpoint sent a body that is not complete JSON', undefined, {
+        cause: new Error(redact(err.message)),
+      });
+    }
+    if (err instanceof Error && /Invalid execution result/.test(err.message)) {
+      return new InvalidResponseError(`the reporting endpoint answered with a body that is not a GraphQL response: ${redact(err.message).slice(0, 200)}`);
+    }
+    return err;
+  }
+
+  private async withRetry<T>(attempt: () => Promise<T>, signal?: AbortSignal): Promise<FetchResult<T>> {
+    let attempts = 0;
+    let transientFailures = 0;
+    let rateLimited = 0;
+    for (;;) {
+      if (signal?.aborted) throw signal.reason;
+      await this.hooks.beforeAttempt?.(signal);
+      attempts++;
+      try {
+        const value = await attempt();
+        this.hooks.onSuccess?.();
+        return { value, attempts, rateLimited };
+      } catch (err) {
+        if (!(err instanceof ReportingError) || !err.retryable) throw err;
+        let delayMs: number;
+        if (err instanceof RateLimitedError) {
+          rateLimited++;
+          this.hooks.onRateLimited?.(err.retryAfterMs);
+          if (rateLimited > this.retry.maxRateLimitWaits) throw err;
+          if (err.retryAfterMs !== undefined && err.retryAfterMs > this.retry.maxRetryAfterMs) throw err;
+          delayMs = err.retryAfterMs ?? backoffDelay(rateLimited, this.retry, this.random);
+        } else {
+          transientFailures++;
+          if (transientFailures >= this.retry.maxAttempts) throw err;
+          delayMs = backoffDelay(transientFailures, this.retry, this.random);
+        }
+        this.hooks.onRetry?.({ attempt: attempts, error: err, delayMs });
+        this.logger.debug({ attempt: attempts, kind: err.kind, delayMs, message: err.message }, 'retrying request');
+        await this.sleep(delayMs, signal);
+      }
+    }
+  }
+}

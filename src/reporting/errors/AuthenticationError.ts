@@ -1,0 +1,14 @@
+import { ReportingError } from './ReportingError.js';
+
+/** HTTP 401 or 403: the key was refused. Never retried. */
+export class AuthenticationError extends ReportingError {
+  override readonly name = 'AuthenticationError';
+  readonly kind = 'authentication';
+  readonly retryable = false;
+  constructor(readonly status: number) {
+    super(
+      `the reporting endpoint refused the API key (HTTP ${status}): check REPORTING_API_KEY ` +
+        '(it must be a reporting-kind key, sent as the whole Authorization header, and not revoked)',
+    );
+  }
+}

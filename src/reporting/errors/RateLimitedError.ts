@@ -1,0 +1,14 @@
+import { ReportingError } from './ReportingError.js';
+
+/** HTTP 429. `retryAfterMs` comes from the Retry-After header when the server sent one. */
+export class RateLimitedError extends ReportingError {
+  override readonly name = 'RateLimitedError';
+  readonly kind = 'rate-limited';
+  readonly retryable = true;
+  constructor(readonly retryAfterMs: number | undefined) {
+    super(
+      `the reporting endpoint answered 429 Too Many Requests` +
+        (retryAfterMs === undefined ? ' without Retry-After' : `, retry after ${Math.ceil(retryAfterMs / 1000)} s`),
+    );
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * Pure helpers for retry timing: Retry-After parsing and exponential backoff with full jitter.
+ */
+
+/**
+ * Parses a Retry-After header value (delta-seconds or an HTTP date) into milliseconds from `nowMs`.
+ * Returns undefined when absent or unreadable; never negative.
+ */
+export function parseRetryAfter(value: string | null | undefined, nowMs: number): number | undefined {
+  if (value == null) return undefined;
+  const v = value.trim();
+  if (v === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  const date = Date.parse(v);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - nowMs);
+}
+
+export interface BackoffPolicy {
+  /** First delay ceiling in ms. */
+  baseDelayMs: number;
+  /** Largest delay in ms. */
+  maxDelayMs: number;
+}
+
+/** Full jitter ("Exponential Backoff and Jitter"): a uniform delay in [0, min(max, base * 2^(attempt-1))]. */
+export function backoffDelay(attempt: number, policy: BackoffPolicy, random: () => number = Math.random): number {
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
+  return Math.floor(random() * ceiling);
+}

@@ -1,0 +1,44 @@
+/** Small helpers over @duckdb/node-api: open a file with our settings, read rows as plain objects. */
+import { DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
+
+export interface Db {
+  instance: DuckDBInstance;
+  conn: DuckDBConnection;
+  path: string;
+  close(): void;
+}
+
+/** Opens (or creates) a DuckDB file. Sessions use UTC so that dates of TIMESTAMPTZ values are UTC dates. */
+export async function openDb(path: string, opts: { readOnly?: boolean; threads?: number } = {}): Promise<Db> {
+  const config: Record<string, string> = { TimeZone: 'UTC' };
+  if (opts.readOnly) config.access_mode = 'READ_ONLY';
+  if (opts.threads) config.threads = String(opts.threads);
+  const instance = await DuckDBInstance.create(path, config);
+  const conn = await instance.connect();
+  let closed = false;
+  return {
+    instance,
+    conn,
+    path,
+    close() {
+      if (closed) return;
+      closed = true;
+      conn.closeSync();
+      instance.closeSync();
+    },
+  };
+}
+
+export async function queryRows<T = Record<string, unknown>>(
+  conn: DuckDBConnection,
+  sql: string,
+  params?: DuckDBValue[],
+): Promise<T[]> {
+  const reader = await conn.runAndReadAll(sql, params);
+  return reader.getRowObjectsJS() as T[];
+}
+
+/** Quotes a string as a SQL literal (for file paths in COPY, which cannot be bound parameters). */
+export function sqlString(s: string): string {
+  return `'${s.replace(/'/g, "''")}'`;
+}

@@ -1,0 +1,19 @@
+import { ExitCode } from '../cli/exit-codes.js';
+
+/** The data directory cannot be used: not writable, or it holds files of another program. Exit 2; nothing written. */
+export class DataDirError extends Error {
+  override readonly name = 'DataDirError';
+  readonly exitCode = ExitCode.usage;
+}
+
+/** A write to the store failed (disk full, I/O error). What was committed before stays intact. */
+export class StoreWriteError extends Error {
+  override readonly name = 'StoreWriteError';
+  readonly exitCode = ExitCode.runFailed;
+}
+
+/** The DuckDB file is held by another process (another writer, or a BI tool reading it). */
+export class StoreBusyError extends Error {
+  override readonly name = 'StoreBusyError';
+  readonly exitCode = ExitCode.locked;
+}
