@@ -10,11 +10,12 @@ export interface Db {
 
 /** Opens (or creates) a DuckDB file. Sessions use UTC so that dates of TIMESTAMPTZ values are UTC dates. */
 export async function openDb(path: string, opts: { readOnly?: boolean; threads?: number } = {}): Promise<Db> {
-  const config: Record<string, string> = { TimeZone: 'UTC' };
+  const config: Record<string, string> = {};
   if (opts.readOnly) config.access_mode = 'READ_ONLY';
   if (opts.threads) config.threads = String(opts.threads);
   const instance = await DuckDBInstance.create(path, config);
   const conn = await instance.connect();
+  await conn.run("SET TimeZone = 'UTC'");
   let closed = false;
   return {
     instance,

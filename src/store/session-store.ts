@@ -171,7 +171,7 @@ export class SessionStore {
     try {
       for (const ddl of STATE_DDL) await c.run(ddl);
       if (this.format === 'parquet') {
-        await c.run(sessionsTableDdl('_pending_rows', false).replace('session_id VARCHAR NOT NULL', 'session_id VARCHAR NOT NULL, partition VARCHAR NOT NULL'));
+        await c.run(sessionsTableDdl('_pending_rows', false).replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)'));
       } else {
         await c.run(sessionsTableDdl('sessions'));
       }
