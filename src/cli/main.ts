@@ -3,6 +3,7 @@
  * `register(program)`; heavy modules (DuckDB, the pipeline) are imported inside the actions,
  * so `--help` stays fast.
  */
+import { existsSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ExitCode } from './exit-codes.js';
 import { reportFailure } from './report-failure.js';
@@ -20,6 +21,8 @@ const COMMANDS: Array<() => Promise<Registrar>> = [
 ];
 
 export async function main(argv: string[] = process.argv): Promise<number> {
+  // A .env file in the working directory is read if present (the environment still wins).
+  if (existsSync('.env')) process.loadEnvFile('.env');
   const program = new Command('session-etl')
     .description('Export remote-support session records from the GraphQL reporting endpoint into DuckDB and Parquet.')
     .showHelpAfterError('(run with --help for usage)')

@@ -1,0 +1,27 @@
+/** Renders the configuration reference (README) from the zod schema's descriptions. */
+import { ConfigSchema } from './schema.js';
+import { ENV_KEYS } from './load.js';
+import { readFileSync, existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+function defaults(): Record<string, unknown> {
+  for (const rel of ['../../../config/default.json', '../../config/default.json']) {
+    const p = fileURLToPath(new URL(rel, import.meta.url));
+    if (existsSync(p)) return JSON.parse(readFileSync(p, 'utf8')) as Record<string, unknown>;
+  }
+  return {};
+}
+
+export function configReferenceMarkdown(): string {
+  const envOf = Object.fromEntries(Object.entries(ENV_KEYS).map(([env, key]) => [key, env]));
+  const d = defaults();
+  const rows = Object.entries(ConfigSchema.shape).map(([key, schema]) => {
+    const def = key in d ? JSON.stringify(d[key]) : '—';
+    const env = envOf[key] ? `\`${envOf[key]}\`` : '—';
+    const flag = key === 'apiKey' || key === 'apiKeyFile' || key === 'reportingUrl' || key === 'startDate' || key === 'lookback'
+      ? (key === 'startDate' ? '`--since`' : key === 'lookback' ? '`--lookback`' : '—')
+      : `\`--${key.replace(/[A-Z]/g, (m) => '-' + m.toLowerCase())}\``;
+    return `| \`${key}\` | ${def} | ${env} | ${flag} | ${(schema as { description?: string }).description ?? ''} |`;
+  });
+  return ['| key | default | environment | flag | meaning |', '|---|---|---|---|---|', ...rows].join('\n');
+}

@@ -1,0 +1,19 @@
+/**
+ * session-etl's public library API: the one public door. Internals (the store's SQL, the
+ * emulator's generator, the CLI) are deliberately not exported.
+ */
+export { runBackfill, runExport, newRunId, DEFAULTS } from './pipeline/run.js';
+export type { PipelineOptions, BackfillOptions, ExportOptions, RunSummary, Progress } from './pipeline/run.js';
+export { RunFailedError, RunInterruptedError, WindowFailedError } from './pipeline/errors.js';
+export { cutWindows, parseInstant, parseDuration, type Window } from './pipeline/windows.js';
+export { ReportingClient, DEFAULT_RETRY } from './reporting/client.js';
+export type { ReportingClientOptions, RetryOptions, AttemptHooks, FetchResult } from './reporting/client.js';
+export * from './reporting/errors/index.js';
+export type { SessionRecord } from './reporting/session-record.js';
+export { SESSION_COLUMNS } from './store/contract.js';
+export type { OutputFormat } from './store/layout.js';
+export { DataDirError, StoreBusyError, StoreWriteError } from './store/errors.js';
+export { loadConfig } from './config/load.js';
+export { ConfigSchema, type Config } from './config/schema.js';
+export { startEmulator, DEFAULT_EMULATOR_API_KEY } from './emulator/index.js';
+export type { Emulator, EmulatorOptions, EmulatorFaults } from './emulator/index.js';

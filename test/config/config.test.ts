@@ -1,0 +1,61 @@
+import { readFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { describeConfig, loadConfig } from '../../src/config/load.js';
+import { configReferenceMarkdown } from '../../src/config/reference.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'session-etl-config-'));
+function file(obj: unknown): string {
+  const p = join(dir, `c-${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(p, typeof obj === 'string' ? obj : JSON.stringify(obj));
+  return p;
+}
+
+describe('configuration', () => {
+  it('the README reference is generated from the schema', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    expect(readme).toContain(configReferenceMarkdown());
+  });
+
+  it('defaults < file < env < flags, with sources', () => {
+    const cfg = file({ concurrency: 2, dataDir: '/from/file', chunk: '6h' });
+    const loaded = loadConfig({
+      configFile: cfg,
+      env: { SESSION_ETL_DATA_DIR: '/from/env', REPORTING_URL: 'http://x.test/', REPORTING_API_KEY: 'k-123456' },
+      flags: { concurrency: 8 },
+    });
+    expect(loaded.config).toMatchObject({ concurrency: 8, dataDir: '/from/env', chunk: '6h', format: 'both', reportingUrl: 'http://x.test/' });
+    expect(loaded.sources).toMatchObject({ concurrency: 'flag', dataDir: 'env', chunk: 'file', format: 'default' });
+    const shown = describeConfig(loaded);
+    expect(shown.find((r) => r.key === 'apiKey')!.value).toBe('[REDACTED]');
+  });
+
+  it.each([
+    [{ concurrency: 0 }, /concurrency.*(>=1|too small)/i],
+    [{ concurrency: -3 }, /concurrency/],
+    [{ chunk: '1y' }, /chunk: expected a duration/],
+    [{ format: 'csv' }, /format/],
+    [{ bogus: 1 }, /unknown configuration key\(s\) bogus/],
+    [{ reportingUrl: 'ftp://x' }, /reportingUrl/],
+    [{ startDate: '2026-02-30' }, /startDate/],
+  ])('%j is refused naming the key', (obj, msg) => {
+    expect(() => loadConfig({ configFile: file(obj), env: {} })).toThrow(msg);
+  });
+
+  it('refuses an API key inside a configuration file', () => {
+    expect(() => loadConfig({ configFile: file({ apiKey: 'secret-in-file' }), env: {} })).toThrow(/keep the key out of files/);
+  });
+
+  it('reads apiKeyFile', () => {
+    const keyFile = join(dir, 'key');
+    writeFileSync(keyFile, 'key-from-file-99\n', { mode: 0o600 });
+    expect(loadConfig({ configFile: file({ apiKeyFile: keyFile }), env: {} }).config.apiKey).toBe('key-from-file-99');
+  });
+
+  it('a file that is not JSON is a clear error', () => {
+    expect(() => loadConfig({ configFile: file('{ nope'), env: {} })).toThrow(/is not valid JSON/);
+    expect(() => loadConfig({ configFile: join(dir, 'missing.json'), env: {} })).toThrow(/cannot be read \(ENOENT\)/);
+  });
+});
