@@ -17,3 +17,7 @@ export { loadConfig } from './config/load.js';
 export { ConfigSchema, type Config } from './config/schema.js';
 export { startEmulator, DEFAULT_EMULATOR_API_KEY } from './emulator/index.js';
 export type { Emulator, EmulatorOptions, EmulatorFaults } from './emulator/index.js';
+// The rest of the interface: token service, session control, identity (docs/interface.md).
+export * from './auth/index.js';
+export * from './control/index.js';
+export * from './identity/index.js';

@@ -7,6 +7,8 @@ export const ExitCode = {
   usage: 2,
   /** Another writer holds the data directory's lock. */
   locked: 3,
+  /** The token service needs a new sign-in (`session-etl auth login`). */
+  signInRequired: 4,
   /** Stopped by SIGINT. */
   sigint: 130,
   /** Stopped by SIGTERM. */

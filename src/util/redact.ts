@@ -12,7 +12,7 @@ export function registerSecret(value: string | undefined | null): void {
 
 export const REDACTED = '[REDACTED]';
 
-/** Replaces every registered secret (and its URL-encoded and base64 forms) in `text`. */
+/** Replaces every registered secret (and its URL-encoded form) in `text`. */
 export function redact(text: string): string {
   let out = text;
   for (const s of secrets) {

@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import lockfile from 'proper-lockfile';
+import { readStoredTokens, type StoredTokens } from './stored-tokens.js';
+import type { TokenStore } from './token-store.js';
+
+/** The token file used when SESSION_ETL_TOKEN_FILE is not set: `$XDG_CONFIG_HOME/session-etl/tokens.json`, else `~/.config/session-etl/tokens.json`. */
+export function defaultTokenFile(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_CONFIG_HOME || join(homedir(), '.config');
+  return join(base, 'session-etl', 'tokens.json');
+}
+
+/**
+ * Keeps tokens in one JSON file readable by its owner only (mode 0600, its directory 0700 when this
+ * creates it). Writes go to a temporary file of the same mode that then replaces the token file, so
+ * a crash never leaves half a file. `withLock` takes a lock file beside it for cross-process refreshes.
+ */
+export class FileTokenStore implements TokenStore {
+  readonly description: string;
+  constructor(readonly path: string) {
+    this.description = path;
+  }
+
+  async load(): Promise<StoredTokens | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+    try {
+      return readStoredTokens(JSON.parse(text));
+    } catch {
+      // A file that is not JSON holds no usable tokens: the user signs in again, which rewrites it.
+      return undefined;
+    }
+  }
+
+  async save(tokens: StoredTokens): Promise<void> {
+    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
+    const tmp = `${this.path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+    const fh = await open(tmp, 'wx', 0o600);
+    try {
+      await fh.writeFile(JSON.stringify(tokens, null, 2) + '\n', 'utf8');
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    // The mode given to open() is reduced by the umask; make sure it is exactly 0600.
+    await chmod(tmp, 0o600);
+    await rename(tmp, this.path);
+  }
+
+  async clear(): Promise<void> {
+    await rm(this.path, { force: true });
+  }
+
+  async withLock<T>(fn: () => Promise<T>): Promise<T> {
+    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
+    const release = await lockfile.lock(this.path, {
+      realpath: false,
+      stale: 30_000,
+      retries: { retries: 50, minTimeout: 50, maxTimeout: 500 },
+    });
+    try {
+      return await fn();
+    } finally {
+      await release();
+    }
+  }
+
+  /** The file's permission bits (e.g. 0o600), or undefined when there is no file. */
+  async mode(): Promise<number | undefined> {
+    try {
+      return (await stat(this.path)).mode & 0o777;
+    } catch {
+      return undefined;
+    }
+  }
+}

@@ -1,0 +1,139 @@
+import { registerSecret } from '../util/redact.js';
+import { AuthNetworkError } from './errors/AuthNetworkError.js';
+import { SignInRequiredError } from './errors/SignInRequiredError.js';
+import { TokenRequestError, oauthErrorOf } from './errors/TokenRequestError.js';
+import { describeNetworkError, parseBody, type FetchLike } from './http.js';
+import { normalizeTokenResponse, type TokenResponse } from './token-response.js';
+import { joinUrl, VARIANT_ENDPOINTS, type TokenServiceVariant } from './variants.js';
+
+export interface TokenClientOptions {
+  /** Host of the token service: {auth_url} for `current` (e.g. https://auth.example.com). */
+  baseUrl: string;
+  clientId: string;
+  /** Sent in the Basic header. Not used by the oldest variant. */
+  clientSecret?: string;
+  /** Which token service; `current` unless told otherwise. */
+  variant?: TokenServiceVariant;
+  fetch?: FetchLike;
+  /** Per-request timeout; 30 s by default. */
+  timeoutMs?: number;
+  /** Where deprecation warnings go; `process.emitWarning(..., 'DeprecationWarning')` by default. */
+  warn?: (message: string) => void;
+}
+
+/** The deprecation notice of the password grant. */
+export const PASSWORD_GRANT_WARNING =
+  'the password grant is deprecated: it has no multifactor step and no scope consent, and new clients cannot use it ' +
+  '(existing clients with it enabled keep working). Use the authorization code flow (`session-etl auth login`).';
+
+/**
+ * Client of the token endpoint (POST {auth_url}/oauth/token): client credentials in the Basic
+ * header, grant parameters in a form body, every answer normalised to one `TokenResponse`.
+ *
+ * For the superseded variants (explicit `variant` option): the v2 proxy works like the current
+ * service at /oauth/v2/token; the oldest proxy (/oauth/access_token) takes client_id in the form,
+ * no secret, and `user_id` instead of `username`; the former provider answers at /oauth2/v2/token.
+ */
+export class TokenClient {
+  readonly variant: TokenServiceVariant;
+  /** The token service host this client talks to. */
+  readonly baseUrl: string;
+  readonly clientId: string;
+  readonly tokenUrl: string;
+  private readonly fetchImpl: FetchLike;
+  private readonly timeoutMs: number;
+  private readonly warn: (message: string) => void;
+
+  constructor(private readonly opts: TokenClientOptions) {
+    this.variant = opts.variant ?? 'current';
+    this.baseUrl = opts.baseUrl;
+    this.clientId = opts.clientId;
+    this.tokenUrl = joinUrl(opts.baseUrl, VARIANT_ENDPOINTS[this.variant].tokenPath);
+    this.fetchImpl = opts.fetch ?? globalThis.fetch;
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.warn = opts.warn ?? ((m) => process.emitWarning(m, { type: 'DeprecationWarning', code: 'SESSION_ETL_PASSWORD_GRANT' }));
+    registerSecret(opts.clientSecret);
+    if (opts.clientSecret !== undefined) registerSecret(this.basicCredentials());
+  }
+
+  /**
+   * Exchanges an authorization code. `redirectUri` must be given exactly when one was given at
+   * authorize (it must then be the same value); leave it out otherwise.
+   */
+  async exchangeCode(code: string, redirectUri?: string): Promise<TokenResponse> {
+    registerSecret(code);
+    const form: Record<string, string> = { grant_type: 'authorization_code', code };
+    if (redirectUri !== undefined) form.redirect_uri = redirectUri;
+    return this.request(form, 'authorization code');
+  }
+
+  /**
+   * Exchanges a refresh token. The answer has `refresh_token` only when a new one was issued (it
+   * invalidates the one sent); otherwise the one sent stays valid. Throws `SignInRequiredError`
+   * when the refresh token is expired or invalid, or was issued by the former provider.
+   */
+  async refresh(refreshToken: string): Promise<TokenResponse> {
+    registerSecret(refreshToken);
+    try {
+      return await this.request({ grant_type: 'refresh_token', refresh_token: refreshToken }, 'refresh token');
+    } catch (err) {
+      throw refreshFailure(err);
+    }
+  }
+
+  /**
+   * The deprecated password grant. It still works for clients that have it enabled, but it has no
+   * multifactor step and no scope consent, and new clients cannot use it: a deprecation warning is
+   * emitted on every call.
+   */
+  async passwordGrant(username: string, password: string): Promise<TokenResponse> {
+    registerSecret(password);
+    this.warn(PASSWORD_GRANT_WARNING);
+    const userField = this.variant === 'oldest' ? 'user_id' : 'username';
+    return this.request({ grant_type: 'password', [userField]: username, password }, 'password grant');
+  }
+
+  private basicCredentials(): string {
+    return Buffer.from(`${this.opts.clientId}:${this.opts.clientSecret ?? ''}`, 'utf8').toString('base64');
+  }
+
+  private async request(form: Record<string, string>, what: string): Promise<TokenResponse> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/x-www-form-urlencoded',
+      accept: 'application/json',
+    };
+    const body = new URLSearchParams(form);
+    if (this.variant === 'oldest') body.set('client_id', this.opts.clientId);
+    else headers.authorization = `Basic ${this.basicCredentials()}`;
+
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.fetchImpl(this.tokenUrl, {
+        method: 'POST',
+        headers,
+        body: body.toString(),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      text = await res.text();
+    } catch (err) {
+      throw new AuthNetworkError(`the token service at ${this.tokenUrl} could not be reached: ${describeNetworkError(err)}`, err);
+    }
+    const parsed = parseBody(text);
+    if (!res.ok) throw new TokenRequestError(res.status, parsed, what);
+    return normalizeTokenResponse(parsed, this.variant);
+  }
+}
+
+/** Maps the refresh grant's refusals that mean "sign in again" to `SignInRequiredError`. */
+function refreshFailure(err: unknown): unknown {
+  if (!(err instanceof TokenRequestError)) return err;
+  const { error, description } = oauthErrorOf(err.body);
+  const details = { status: err.status, body: err.body, cause: err };
+  if (err.status === 400 && error === 'invalid_request' && description === 'unsupported.jwt') {
+    return new SignInRequiredError('former-provider-token', details);
+  }
+  // RFC 6749 section 5.2: an expired, revoked or replaced refresh token is `invalid_grant`.
+  if ((err.status === 400 || err.status === 401) && error === 'invalid_grant') return new SignInRequiredError('refresh-token-invalid', details);
+  return err;
+}

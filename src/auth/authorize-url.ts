@@ -1,0 +1,53 @@
+import { joinUrl, VARIANT_ENDPOINTS, type TokenServiceVariant } from './variants.js';
+
+export interface AuthorizeUrlOptions {
+  /** Host of the token service: {auth_url} for `current`, {legacy_api_url} for the proxies, {former_auth_url} for the former provider. */
+  baseUrl: string;
+  clientId: string;
+  /** `code` (authorization code flow, the default) or `token` (implicit flow). The proxies only know `code`. */
+  responseType?: 'code' | 'token';
+  /** Where the browser is sent back. Required by `current` and `former-provider`; optional for the proxies. */
+  redirectUri?: string;
+  /** Scopes, as a list or one space-separated string; sent separated by `%20`. Ignored by the proxies. */
+  scope?: string | readonly string[];
+  /** Opaque value echoed back in the redirect; check it there (request forgery). */
+  state?: string;
+  /** Which token service; `current` unless told otherwise. */
+  variant?: TokenServiceVariant;
+}
+
+/**
+ * The URL of the browser authorize page. Parameters are encoded with `encodeURIComponent`, so
+ * spaces between scopes become `%20` (the document asks for it; URLSearchParams would write `+`).
+ *
+ * - current, former-provider: response_type, client_id, redirect_uri, scope, state.
+ * - v2-proxy: response_type=code (always), client_id, state, optional redirect_uri.
+ * - oldest: client_id, optional redirect_uri and state (no response_type, no scope).
+ */
+export function buildAuthorizeUrl(opts: AuthorizeUrlOptions): string {
+  const variant = opts.variant ?? 'current';
+  const responseType = opts.responseType ?? 'code';
+  const scope = typeof opts.scope === 'string' ? opts.scope : opts.scope?.join(' ');
+  const params: Array<[string, string | undefined]> = [];
+  switch (variant) {
+    case 'current':
+    case 'former-provider':
+      if (!opts.redirectUri) throw new TypeError(`the ${variant} authorize page needs a redirect_uri`);
+      params.push(['response_type', responseType], ['client_id', opts.clientId], ['redirect_uri', opts.redirectUri]);
+      params.push(['scope', scope], ['state', opts.state]);
+      break;
+    case 'v2-proxy':
+      if (responseType !== 'code') throw new TypeError('the v2 proxy only supports response_type=code');
+      params.push(['response_type', 'code'], ['client_id', opts.clientId], ['state', opts.state], ['redirect_uri', opts.redirectUri]);
+      break;
+    case 'oldest':
+      if (responseType !== 'code') throw new TypeError('the oldest proxy only supports the authorization code flow');
+      params.push(['client_id', opts.clientId], ['redirect_uri', opts.redirectUri], ['state', opts.state]);
+      break;
+  }
+  const query = params
+    .filter((p): p is [string, string] => p[1] !== undefined && p[1] !== '')
+    .map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
+    .join('&');
+  return `${joinUrl(opts.baseUrl, VARIANT_ENDPOINTS[variant].authorizePath)}?${query}`;
+}

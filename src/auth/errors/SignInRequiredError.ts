@@ -1,0 +1,46 @@
+import { ExitCode } from '../../cli/exit-codes.js';
+import { AuthError } from './AuthError.js';
+
+/** Why a new interactive sign-in is needed. */
+export type SignInReason =
+  /** No tokens are stored (never logged in, or logged out). */
+  | 'not-signed-in'
+  /** The refresh token expired (or was invalidated by a newer one) before it was exchanged. */
+  | 'refresh-token-invalid'
+  /** The refresh token was issued by the former provider: HTTP 400 invalid_request / unsupported.jwt. */
+  | 'former-provider-token'
+  /** The access token expired and no refresh token was ever issued. */
+  | 'no-refresh-token'
+  /** The stored tokens belong to another token service or client id than the configured one. */
+  | 'other-service';
+
+const EXPLANATION: Record<SignInReason, string> = {
+  'not-signed-in': 'no tokens are stored',
+  'refresh-token-invalid': 'the refresh token has expired or was replaced; the token service no longer accepts it',
+  'former-provider-token':
+    'the stored refresh token was issued by the former token provider, whose refresh tokens the current token service rejects (unsupported.jwt)',
+  'no-refresh-token': 'the access token has expired and the token service issued no refresh token',
+  'other-service': 'the stored tokens were issued by another token service or for another client id',
+};
+
+/**
+ * A person has to authorize again through the authorization code flow. Thrown instead of the
+ * raw token endpoint error when refreshing cannot work any more; the message says what to do.
+ * Never retryable.
+ */
+export class SignInRequiredError extends AuthError {
+  override readonly name = 'SignInRequiredError';
+  readonly kind = 'sign-in-required';
+  readonly retryable = false;
+  readonly exitCode = ExitCode.signInRequired;
+  constructor(
+    readonly reason: SignInReason,
+    details: { status?: number; body?: unknown; cause?: unknown } = {},
+  ) {
+    super(`sign-in required: ${EXPLANATION[reason]}. Run \`session-etl auth login\` to sign in again.`, details);
+  }
+}
+
+export function isSignInRequiredError(e: unknown): e is SignInRequiredError {
+  return e instanceof SignInRequiredError;
+}

@@ -1,0 +1,26 @@
+/** The `fetch` signature the clients accept, so tests and callers can inject their own. */
+export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+/** Parses a body as JSON when it is JSON, and keeps it as text otherwise (error bodies are not published). */
+export function parseBody(text: string): unknown {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+/** A short description of a fetch failure: the system error code when there is one. */
+export function describeNetworkError(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ''}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** A body for an error message: text or JSON, cut at 300 characters; empty for no body. */
+export function summarizeBody(body: unknown): string {
+  if (body === undefined || body === null || body === '') return '';
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
+}

@@ -1,0 +1,73 @@
+import { z } from 'zod';
+import { registerSecret } from '../util/redact.js';
+import { defaultTokenFile } from './FileTokenStore.js';
+
+const url = (what: string) => z.url({ protocol: /^https?$/, error: `${what} must be an http(s) URL` });
+
+/**
+ * Where the rest of the interface lives and how to authenticate to it. Loaded from the environment
+ * (variable names below) over values given by a configuration object; never from a committed file.
+ */
+export const InterfaceConfigSchema = z.object({
+  authUrl: url('AUTH_URL').optional().describe('Token service host, {auth_url} (env AUTH_URL), e.g. https://auth.example.com'),
+  apiUrl: url('API_URL').optional().describe('Host of the identity lookup, {api_url} (env API_URL)'),
+  consoleUrl: url('CONSOLE_URL').optional().describe('Console host for session control, {base_url} (env CONSOLE_URL)'),
+  clientId: z.string().min(1).optional().describe('OAuth client id (env OAUTH_CLIENT_ID)'),
+  clientSecret: z.string().min(1).optional().describe('OAuth client secret (env OAUTH_CLIENT_SECRET); a secret, never printed'),
+  tokenFile: z
+    .string()
+    .min(1)
+    .describe('Token store, a JSON file of mode 0600 (env SESSION_ETL_TOKEN_FILE; default ~/.config/session-etl/tokens.json)'),
+});
+export type InterfaceConfig = z.infer<typeof InterfaceConfigSchema>;
+
+/** The environment variable of each field. */
+export const INTERFACE_ENV: Readonly<Record<keyof InterfaceConfig, string>> = {
+  authUrl: 'AUTH_URL',
+  apiUrl: 'API_URL',
+  consoleUrl: 'CONSOLE_URL',
+  clientId: 'OAUTH_CLIENT_ID',
+  clientSecret: 'OAUTH_CLIENT_SECRET',
+  tokenFile: 'SESSION_ETL_TOKEN_FILE',
+};
+
+/** A missing or malformed setting; the CLI shows it as a usage error (exit 2). */
+export class InterfaceConfigError extends Error {
+  override readonly name = 'InterfaceConfigError';
+}
+
+/**
+ * Reads the settings: environment variables win over `config` (values from a configuration object),
+ * which win over defaults. `require` lists the fields the caller cannot do without.
+ */
+export function loadInterfaceConfig(
+  opts: { env?: NodeJS.ProcessEnv; config?: Partial<InterfaceConfig>; require?: ReadonlyArray<keyof InterfaceConfig> } = {},
+): InterfaceConfig {
+  const env = opts.env ?? process.env;
+  const merged: Record<string, unknown> = { tokenFile: defaultTokenFile(env), ...stripUndefined(opts.config ?? {}) };
+  for (const [field, name] of Object.entries(INTERFACE_ENV)) {
+    const v = env[name];
+    if (v !== undefined && v !== '') merged[field] = v.trim();
+  }
+  registerSecret(typeof merged.clientSecret === 'string' ? merged.clientSecret : undefined);
+  const parsed = InterfaceConfigSchema.safeParse(merged);
+  if (!parsed.success) {
+    const msgs = parsed.error.issues.map((i) => {
+      const field = i.path[0] as keyof InterfaceConfig;
+      return `${INTERFACE_ENV[field] ?? String(field)}: ${i.message}`;
+    });
+    throw new InterfaceConfigError(`invalid setting: ${msgs.join('; ')}`);
+  }
+  const missing = (opts.require ?? []).filter((f) => parsed.data[f] === undefined);
+  if (missing.length > 0) {
+    throw new InterfaceConfigError(
+      `missing setting${missing.length > 1 ? 's' : ''}: ${missing.map((f) => INTERFACE_ENV[f]).join(', ')} ` +
+        '(set the environment variable; docs/interface.md lists the values for the local emulator)',
+    );
+  }
+  return parsed.data;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

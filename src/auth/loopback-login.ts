@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { buildAuthorizeUrl } from './authorize-url.js';
+import { AuthorizationResponseError } from './errors/AuthorizationResponseError.js';
+import { parseCodeRedirect } from './redirect.js';
+import type { TokenClient } from './TokenClient.js';
+import type { TokenResponse } from './token-response.js';
+
+/** The scope the session control endpoints need: the session-kind word and `settings`. */
+export const SESSION_CONTROL_SCOPE = 'remoteview;settings';
+
+export interface LoopbackLoginOptions {
+  /** Exchanges the code; its baseUrl and clientId also build the authorize URL. */
+  client: TokenClient;
+  /** Scopes to ask for; `remoteview;settings` by default. */
+  scope?: string | readonly string[];
+  /** Port of the loopback listener; 0 (any free port) by default. */
+  redirectPort?: number;
+  /**
+   * Shows the authorize URL to the person: opens a browser, or prints it. Called once the listener
+   * is up; may return before the person has finished.
+   */
+  openUrl: (url: string) => void | Promise<void>;
+  /** Gives up after this long; 5 minutes by default. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface LoopbackLoginResult {
+  tokens: TokenResponse;
+  /** The redirect_uri that was used (http://127.0.0.1:PORT/callback). */
+  redirectUri: string;
+}
+
+const PAGE = (title: string, text: string) =>
+  `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1><p>${text}</p></body></html>`;
+
+/**
+ * The authorization code flow for a command-line program: listens on 127.0.0.1, has the person
+ * authorize in a browser (the authorize page redirects to http://127.0.0.1:PORT/callback with a
+ * code and the state), checks the state, and exchanges the code, sending the same redirect_uri.
+ */
+export async function loginWithLoopback(opts: LoopbackLoginOptions): Promise<LoopbackLoginResult> {
+  const state = randomBytes(24).toString('base64url');
+  const server = createServer();
+  await listen(server, opts.redirectPort ?? 0);
+  try {
+    const port = (server.address() as AddressInfo).port;
+    const redirectUri = `http://127.0.0.1:${port}/callback`;
+    const authorizeUrl = buildAuthorizeUrl({
+      baseUrl: opts.client.baseUrl,
+      clientId: opts.client.clientId,
+      responseType: 'code',
+      redirectUri,
+      scope: opts.scope ?? SESSION_CONTROL_SCOPE,
+      state,
+      variant: opts.client.variant,
+    });
+    const codePromise = waitForCallback(server, redirectUri, state, opts.timeoutMs ?? 300_000, opts.signal);
+    await opts.openUrl(authorizeUrl);
+    const { code } = await codePromise;
+    const tokens = await opts.client.exchangeCode(code, redirectUri);
+    return { tokens, redirectUri };
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+function listen(server: Server, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function waitForCallback(
+  server: Server,
+  redirectUri: string,
+  state: string,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<{ code: string }> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => finish(new AuthorizationResponseError(`no answer from the authorize page within ${Math.round(timeoutMs / 1000)} s; sign in again`)),
+      timeoutMs,
+    );
+    const onAbort = () => finish(signal?.reason ?? new Error('aborted'));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    function finish(err: unknown, value?: { code: string }) {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      server.off('request', onRequest);
+      if (value) resolve(value);
+      else reject(err);
+    }
+    function onRequest(req: IncomingMessage, res: ServerResponse) {
+      const url = new URL(req.url ?? '/', redirectUri);
+      if (req.method !== 'GET' || url.pathname !== '/callback') {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+        return;
+      }
+      try {
+        const { code } = parseCodeRedirect(url, state);
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', connection: 'close' });
+        res.end(PAGE('Signed in', 'session-etl received the authorization. You can close this window.'));
+        finish(undefined, { code });
+      } catch (err) {
+        res.writeHead(400, { 'content-type': 'text/html; charset=utf-8', connection: 'close' });
+        res.end(PAGE('Sign-in failed', 'session-etl could not use this answer; see the terminal.'));
+        finish(err);
+      }
+    }
+    server.on('request', onRequest);
+    if (signal?.aborted) onAbort();
+  });
+}

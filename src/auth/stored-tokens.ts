@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import { registerSecret } from '../util/redact.js';
+import type { LegacyUserFields, TokenResponse } from './token-response.js';
+import { TOKEN_SERVICE_VARIANTS } from './variants.js';
+
+/** What is kept between runs: the tokens, when they expire, and which service and client they belong to. */
+export const StoredTokensSchema = z.object({
+  version: z.literal(1),
+  /** Base URL of the token service that issued the tokens ({auth_url}). */
+  authUrl: z.string(),
+  clientId: z.string(),
+  variant: z.enum(TOKEN_SERVICE_VARIANTS as [string, ...string[]]),
+  accessToken: z.string().min(1),
+  tokenType: z.string(),
+  /** When the access token expires, epoch milliseconds. */
+  expiresAt: z.number(),
+  /** When the tokens were obtained (login or last refresh), epoch milliseconds. */
+  obtainedAt: z.number(),
+  /** The current refresh token: the last one issued (an issued one invalidates the previous). */
+  refreshToken: z.string().min(1).optional(),
+  /** When the refresh token was issued, epoch milliseconds. */
+  refreshTokenIssuedAt: z.number().optional(),
+  scope: z.string().optional(),
+  principal: z.string().optional(),
+  userFields: z.record(z.string(), z.unknown()).optional(),
+});
+export type StoredTokens = z.infer<typeof StoredTokensSchema> & { variant: TokenResponse['variant']; userFields?: LegacyUserFields };
+
+/**
+ * Lifetime assumed for an access token whose answer had no expires_in: the shortest lifetime the
+ * document names (3600 s, the v2 proxy's), so the token is refreshed rather than used too late.
+ */
+export const DEFAULT_EXPIRES_IN_SECONDS = 3600;
+
+/**
+ * The stored tokens after a token answer. Rotation: the answer's refresh token replaces the stored
+ * one when there is one; when the answer has none, the previous refresh token stays.
+ */
+export function applyTokenResponse(
+  previous: StoredTokens | undefined,
+  res: TokenResponse,
+  ctx: { authUrl: string; clientId: string; now: number },
+): StoredTokens {
+  const out: StoredTokens = {
+    version: 1,
+    authUrl: ctx.authUrl,
+    clientId: ctx.clientId,
+    variant: res.variant,
+    accessToken: res.access_token,
+    tokenType: res.token_type,
+    expiresAt: ctx.now + (res.expires_in ?? DEFAULT_EXPIRES_IN_SECONDS) * 1000,
+    obtainedAt: ctx.now,
+  };
+  if (res.refresh_token !== undefined) {
+    out.refreshToken = res.refresh_token;
+    out.refreshTokenIssuedAt = ctx.now;
+  } else if (previous?.refreshToken !== undefined) {
+    out.refreshToken = previous.refreshToken;
+    if (previous.refreshTokenIssuedAt !== undefined) out.refreshTokenIssuedAt = previous.refreshTokenIssuedAt;
+  }
+  const scope = res.scope ?? previous?.scope;
+  if (scope !== undefined) out.scope = scope;
+  const principal = res.principal ?? previous?.principal;
+  if (principal !== undefined) out.principal = principal;
+  const userFields = res.user_fields ?? previous?.userFields;
+  if (userFields !== undefined) out.userFields = userFields;
+  return out;
+}
+
+/** Parses stored tokens (from a file) and registers their secrets; undefined when the content is not stored tokens. */
+export function readStoredTokens(value: unknown): StoredTokens | undefined {
+  const parsed = StoredTokensSchema.safeParse(value);
+  if (!parsed.success) return undefined;
+  registerSecret(parsed.data.accessToken);
+  registerSecret(parsed.data.refreshToken);
+  return parsed.data as StoredTokens;
+}
+
+/** A description of stored tokens that holds no token value: for `auth status` and logs. */
+export interface TokenSummary {
+  authUrl: string;
+  clientId: string;
+  variant: string;
+  principal: string | undefined;
+  scopes: string[];
+  tokenType: string;
+  expiresAt: string;
+  /** Seconds until the access token expires; negative once expired. */
+  expiresInSeconds: number;
+  expired: boolean;
+  hasRefreshToken: boolean;
+  obtainedAt: string;
+}
+
+export function summarizeTokens(t: StoredTokens, now: number): TokenSummary {
+  return {
+    authUrl: t.authUrl,
+    clientId: t.clientId,
+    variant: t.variant,
+    principal: t.principal ?? (typeof t.userFields?.email === 'string' ? t.userFields.email : undefined),
+    scopes: splitScopes(t.scope),
+    tokenType: t.tokenType,
+    expiresAt: new Date(t.expiresAt).toISOString(),
+    expiresInSeconds: Math.floor((t.expiresAt - now) / 1000),
+    expired: t.expiresAt <= now,
+    hasRefreshToken: t.refreshToken !== undefined,
+    obtainedAt: new Date(t.obtainedAt).toISOString(),
+  };
+}
+
+/** Scopes of a space-separated scope string. */
+export function splitScopes(scope: string | undefined): string[] {
+  return (scope ?? '').split(' ').filter((s) => s !== '');
+}

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { registerSecret } from '../util/redact.js';
+import { InvalidTokenResponseError } from './errors/InvalidTokenResponseError.js';
+import type { TokenServiceVariant } from './variants.js';
+
+/**
+ * The extra user fields that the superseded token services sent with a token (the current service
+ * omits them; profile data comes from the identity lookup). Kept aside, never lost.
+ */
+export interface LegacyUserFields {
+  account_key?: string;
+  organizer_key?: string;
+  email?: string;
+  firstName?: string;
+  lastName?: string;
+  /** "2" or "3". */
+  version?: string;
+  account_type?: string;
+  /** Oldest variant only. */
+  platform?: string;
+  /** Any other field that was not part of the token itself. */
+  [field: string]: unknown;
+}
+
+/**
+ * One token shape for every variant: the current token service's response.
+ * Normalisation: `type` → `token_type`, `username` → `principal`, a string `expires_in` → integer,
+ * the former provider's milliseconds → seconds; the superseded user fields go to `user_fields`.
+ */
+export interface TokenResponse {
+  access_token: string;
+  /** `Bearer` in current responses. */
+  token_type: string;
+  /** Lifetime of the access token in seconds, when the service said. */
+  expires_in?: number;
+  /** Space-separated scopes granted. */
+  scope?: string;
+  /** Authenticated user identifier (e-mail shaped). */
+  principal?: string;
+  /** Present only when a (new) refresh token was issued; it invalidates the previous one. */
+  refresh_token?: string;
+  /** The superseded variants' extra user fields; absent for the current service. */
+  user_fields?: LegacyUserFields;
+  /** Which token service answered. */
+  variant: TokenServiceVariant;
+}
+
+const expiresIn = z.union([z.number(), z.string().regex(/^\s*\d+(\.\d+)?\s*$/, 'a number of seconds')]).transform(Number);
+
+const RawTokenResponse = z
+  .looseObject({
+    access_token: z.string().min(1),
+    token_type: z.string().optional(),
+    /** Former provider's name for token_type. */
+    type: z.string().optional(),
+    expires_in: expiresIn.optional(),
+    scope: z.string().optional(),
+    principal: z.string().optional(),
+    /** Former provider's name for principal. */
+    username: z.string().optional(),
+    refresh_token: z.string().min(1).optional(),
+  });
+
+const TOKEN_FIELDS = new Set(['access_token', 'token_type', 'type', 'expires_in', 'scope', 'principal', 'username', 'refresh_token', 'state']);
+
+/**
+ * Reads a token service answer (JSON body, or the parameters of an implicit-flow fragment) as the
+ * one `TokenResponse` shape. Registers the tokens as secrets before anything else is done with them.
+ * Throws `InvalidTokenResponseError` when there is no usable access token.
+ */
+export function normalizeTokenResponse(raw: unknown, variant: TokenServiceVariant): TokenResponse {
+  if (raw && typeof raw === 'object') {
+    const r = raw as Record<string, unknown>;
+    registerSecret(typeof r.access_token === 'string' ? r.access_token : undefined);
+    registerSecret(typeof r.refresh_token === 'string' ? r.refresh_token : undefined);
+  }
+  const parsed = RawTokenResponse.safeParse(raw);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`);
+    throw new InvalidTokenResponseError(`the ${variant} token service sent an answer that is not a token: ${issues.join('; ')}`, issues);
+  }
+  const p = parsed.data;
+  let seconds = p.expires_in;
+  // The former provider counted in milliseconds; round down so a token is never believed to live longer.
+  if (seconds !== undefined && variant === 'former-provider') seconds = seconds / 1000;
+  if (seconds !== undefined) seconds = Math.floor(seconds);
+
+  const extra: LegacyUserFields = {};
+  for (const [k, v] of Object.entries(p)) if (!TOKEN_FIELDS.has(k)) extra[k] = v;
+
+  const out: TokenResponse = {
+    access_token: p.access_token,
+    token_type: p.token_type ?? p.type ?? 'Bearer',
+    variant,
+  };
+  if (seconds !== undefined) out.expires_in = seconds;
+  if (p.scope !== undefined) out.scope = p.scope;
+  const principal = p.principal ?? p.username;
+  if (principal !== undefined) out.principal = principal;
+  if (p.refresh_token !== undefined) out.refresh_token = p.refresh_token;
+  if (Object.keys(extra).length > 0) out.user_fields = extra;
+  return out;
+}

@@ -1,0 +1,177 @@
+import { redact } from '../util/redact.js';
+import { ControlHttpError } from './errors/ControlHttpError.js';
+import { ControlNetworkError } from './errors/ControlNetworkError.js';
+import { InvalidControlResponseError } from './errors/InvalidControlResponseError.js';
+import {
+  EndSessionRequestSchema,
+  RemoteViewSessionRequestSchema,
+  RemoteViewSessionResponseSchema,
+  SessionV1RequestSchema,
+  SessionV1ResponseSchema,
+  validateRequest,
+  type EndSessionRequest,
+  type RemoteViewSessionRequest,
+  type SessionV1Request,
+} from './requests.js';
+import type { z } from 'zod';
+import { describeNetworkError, parseBody, type FetchLike } from '../auth/http.js';
+
+/** The HTTP method used to end a session. The document does not give it. */
+export type EndSessionMethod = 'DELETE' | 'POST' | 'PUT' | 'PATCH';
+export const END_SESSION_METHODS: readonly EndSessionMethod[] = ['DELETE', 'POST', 'PUT', 'PATCH'];
+/**
+ * Assumed method of "end session": the document gives the path ({base_url}/api/v2/Session) and the
+ * body but not the method. DELETE is assumed: POST on the collection path reads as "create" (it is
+ * the v1 create), and the body names the session to remove. Override with `endSessionMethod`.
+ */
+export const DEFAULT_END_SESSION_METHOD: EndSessionMethod = 'DELETE';
+
+export interface SessionControlClientOptions {
+  /** Console host, {base_url}. */
+  baseUrl: string;
+  /**
+   * The Bearer token, or a function giving a valid one (e.g. `TokenManager.getAccessToken`, which
+   * refreshes it when needed). It must carry the scope `remoteview;settings`.
+   */
+  accessToken: string | (() => Promise<string>);
+  fetch?: FetchLike;
+  /** Per-request timeout; 30 s by default. */
+  timeoutMs?: number;
+  /** Method used by `endSession`; DELETE by default (see DEFAULT_END_SESSION_METHOD). */
+  endSessionMethod?: EndSessionMethod;
+  /** Where deprecation warnings go; `process.emitWarning(..., 'DeprecationWarning')` by default. */
+  warn?: (message: string) => void;
+}
+
+/** A started remote-view session. */
+export interface RemoteViewSession {
+  /** URL for the agent. */
+  agentUrl: string | null;
+  /** URL for the customer. */
+  clientUrl: string | null;
+  /**
+   * The session id, when the answer reveals it. The document's 201 body has no id: it is taken
+   * from the Location header, else from a UUID in agentUrl; undefined when neither has one.
+   */
+  sessionId: string | undefined;
+}
+
+export interface SessionV1 {
+  customerName?: string | null;
+  sourceApp?: string | null;
+  agentEmail?: string | null;
+  sessionType?: number;
+  webhooks?: unknown[] | null;
+  [field: string]: unknown;
+}
+
+export interface EndSessionResult {
+  status: number;
+  /** The answer's body, if any: its shape is not published. */
+  body: unknown;
+  method: EndSessionMethod;
+}
+
+export const SESSION_V1_WARNING = 'the v1 session path (POST /api/v1/Session) is deprecated: use the v2 remote-view start instead.';
+
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
+
+/**
+ * Client of the session control endpoints on the console host: start a remote-view session, the
+ * deprecated v1 create, and end a session. Requests are validated against the document before they
+ * are sent; failures carry the status and body that came back. Nothing is retried: starting a
+ * session is not idempotent.
+ */
+export class SessionControlClient {
+  private readonly fetchImpl: FetchLike;
+  private readonly timeoutMs: number;
+  private readonly warn: (message: string) => void;
+
+  constructor(private readonly opts: SessionControlClientOptions) {
+    this.fetchImpl = opts.fetch ?? globalThis.fetch;
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.warn = opts.warn ?? ((m) => process.emitWarning(m, { type: 'DeprecationWarning', code: 'SESSION_ETL_SESSION_V1' }));
+  }
+
+  /** POST {base_url}/api/v2/Session/RemoteView; the console answers 201 with agentUrl and clientUrl. */
+  async startRemoteViewSession(request: RemoteViewSessionRequest = {}): Promise<RemoteViewSession> {
+    const what = 'starting a remote-view session';
+    const body = validateRequest(RemoteViewSessionRequestSchema, request, what);
+    const res = await this.send('POST', '/api/v2/Session/RemoteView', body, what);
+    const parsed = check(RemoteViewSessionResponseSchema, res, what);
+    return {
+      agentUrl: parsed.agentUrl,
+      clientUrl: parsed.clientUrl,
+      sessionId: sessionIdOf(res.location, parsed.agentUrl, this.opts.baseUrl),
+    };
+  }
+
+  /**
+   * Deprecated: POST {base_url}/api/v1/Session with sessionType 0 to 4. Works, and emits a
+   * deprecation warning. Answers 201 with the same fields as the request.
+   */
+  async createSessionV1(request: SessionV1Request): Promise<SessionV1> {
+    const what = 'creating a session (v1)';
+    const body = validateRequest(SessionV1RequestSchema, request, what);
+    this.warn(SESSION_V1_WARNING);
+    const res = await this.send('POST', '/api/v1/Session', body, what);
+    return check(SessionV1ResponseSchema, res, what) as SessionV1;
+  }
+
+  /** Ends a session: {base_url}/api/v2/Session with sessionId, endSource, showWrapup. The method is an assumption (DELETE by default). */
+  async endSession(request: EndSessionRequest, options: { method?: EndSessionMethod } = {}): Promise<EndSessionResult> {
+    const what = 'ending the session';
+    const body = validateRequest(EndSessionRequestSchema, request, what);
+    const method = options.method ?? this.opts.endSessionMethod ?? DEFAULT_END_SESSION_METHOD;
+    const res = await this.send(method, '/api/v2/Session', body, what);
+    return { status: res.status, body: res.body, method };
+  }
+
+  private async send(
+    method: string,
+    path: string,
+    body: unknown,
+    what: string,
+  ): Promise<{ status: number; body: unknown; location: string | undefined }> {
+    const url = this.opts.baseUrl.replace(/\/+$/, '') + path;
+    const token = typeof this.opts.accessToken === 'string' ? this.opts.accessToken : await this.opts.accessToken();
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.fetchImpl(url, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      text = await res.text();
+    } catch (err) {
+      throw new ControlNetworkError(`${what} failed: the console at ${url} could not be reached: ${describeNetworkError(err)}`, err);
+    }
+    const parsed = parseBody(text);
+    if (!res.ok) throw new ControlHttpError(res.status, parsed, what);
+    return { status: res.status, body: parsed, location: res.headers.get('location') ?? undefined };
+  }
+}
+
+function check<S extends z.ZodType>(schema: S, res: { status: number; body: unknown }, what: string): z.output<S> {
+  const parsed = schema.safeParse(res.body);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`);
+  throw new InvalidControlResponseError(
+    `${what}: the console answered HTTP ${res.status} with an unexpected body: ${redact(issues.join('; '))}`,
+    res.status,
+    res.body,
+    issues,
+  );
+}
+
+/** The session id from the Location header, else from a UUID in agentUrl. */
+function sessionIdOf(location: string | undefined, agentUrl: string | null, base: string): string | undefined {
+  if (location) {
+    const m = UUID.exec(new URL(location, base).pathname);
+    if (m) return m[0];
+  }
+  if (agentUrl) return UUID.exec(agentUrl)?.[0];
+  return undefined;
+}

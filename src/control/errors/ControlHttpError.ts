@@ -1,0 +1,21 @@
+import { summarizeBody } from '../../auth/http.js';
+import { ControlError } from './ControlError.js';
+
+/**
+ * The console answered with a non-2xx status. The status codes and error bodies of the session
+ * control endpoints are not published: whatever came back is carried as is (`status`, `body`,
+ * secrets redacted). Retryable for 429 and 5xx.
+ */
+export class ControlHttpError extends ControlError {
+  override readonly name = 'ControlHttpError';
+  readonly kind = 'http-status';
+  readonly retryable: boolean;
+  constructor(status: number, body: unknown, what: string) {
+    const hint =
+      status === 401 || status === 403
+        ? ' (the access token was refused: it must come from the authorization code flow and carry the scope remoteview;settings; `session-etl auth login` signs in again)'
+        : '';
+    super(`${what} failed: the console answered HTTP ${status}${body === undefined || body === '' ? '' : `: ${summarizeBody(body)}`}${hint}`, { status, body });
+    this.retryable = status === 429 || status >= 500;
+  }
+}

@@ -1,0 +1,59 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { redirect, sendText } from './http.js';
+import type { EmulatedVariant, InterfaceState } from './state.js';
+import { tokenAnswer } from './token-endpoint.js';
+
+/**
+ * The browser authorize pages. The emulator auto-approves: it redirects at once to redirect_uri with
+ * `code` and `state` (code flow), or with a fragment holding the token (implicit flow).
+ *
+ * - GET /oauth/authorize with response_type: the current service (code or token).
+ * - GET /oauth/authorize without response_type: the oldest proxy (code only).
+ * - GET /oauth/v2/authorize: the v2 proxy (response_type=code required).
+ * - GET /oauth2/v2/grant: the former provider (code or token; its fragment says `type`,
+ *   milliseconds and `username`).
+ */
+export function handleAuthorize(req: IncomingMessage, res: ServerResponse, url: URL, state: InterfaceState, now: number): void {
+  state.counters.authorize++;
+  const q = url.searchParams;
+  let variant: EmulatedVariant;
+  if (url.pathname === '/oauth/v2/authorize') variant = 'v2-proxy';
+  else if (url.pathname === '/oauth2/v2/grant') variant = 'former-provider';
+  else variant = q.has('response_type') ? 'current' : 'oldest';
+
+  const o = state.options;
+  if (q.get('client_id') !== o.clientId) {
+    // Never redirect for an unknown client: its redirect_uri is not to be trusted.
+    return sendText(res, 400, 'unauthorized_client: unknown client_id');
+  }
+  const givenRedirect = q.get('redirect_uri') ?? undefined;
+  const target = givenRedirect ?? o.registeredRedirectUri;
+  if (!target) return sendText(res, 400, 'invalid_request: redirect_uri is required (no redirect address is registered)');
+  let targetUrl: URL;
+  try {
+    targetUrl = new URL(target);
+  } catch {
+    return sendText(res, 400, 'invalid_request: redirect_uri is not a URL');
+  }
+  const responseType = variant === 'oldest' ? 'code' : q.get('response_type');
+  const appState = q.get('state');
+  const scope = variant === 'current' || variant === 'former-provider' ? (q.get('scope') ?? '') : '';
+
+  if (responseType === 'code') {
+    const code = state.issueCode({ clientId: o.clientId, redirectUri: givenRedirect, scope, variant }, now);
+    targetUrl.searchParams.set('code', code);
+    if (appState !== null) targetUrl.searchParams.set('state', appState);
+    return redirect(res, targetUrl.toString());
+  }
+  if (responseType === 'token' && (variant === 'current' || variant === 'former-provider')) {
+    const answer = tokenAnswer(state, { clientId: o.clientId, scope, variant }, now, { withRefreshToken: false });
+    const fragment = new URLSearchParams();
+    for (const [k, v] of Object.entries(answer)) if (v !== undefined) fragment.set(k, String(v));
+    if (appState !== null) fragment.set('state', appState);
+    targetUrl.hash = fragment.toString();
+    return redirect(res, targetUrl.toString());
+  }
+  targetUrl.searchParams.set('error', 'unsupported_response_type');
+  if (appState !== null) targetUrl.searchParams.set('state', appState);
+  return redirect(res, targetUrl.toString());
+}

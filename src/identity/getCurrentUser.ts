@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { describeNetworkError, parseBody, summarizeBody, type FetchLike } from '../auth/http.js';
+import { IdentityError } from './errors/IdentityError.js';
+
+/** The current user, as the identity lookup describes them. */
+export interface CurrentUser {
+  id: string;
+  userName: string;
+  givenName: string | undefined;
+  familyName: string | undefined;
+  /** Keys of the accounts the user belongs to. */
+  accountKeys: string[];
+  /** The whole record as it came (its other fields are not published). */
+  record: Record<string, unknown>;
+}
+
+export interface GetCurrentUserOptions {
+  /** Host of the identity lookup, {api_url}. */
+  apiUrl: string;
+  /** A Bearer token (no scope needed), or a function giving a valid one. */
+  accessToken: string | (() => Promise<string>);
+  fetch?: FetchLike;
+  timeoutMs?: number;
+}
+
+const IdentityRecordSchema = z.looseObject({
+  id: z.union([z.string(), z.number()]).transform(String),
+  userName: z.string(),
+  name: z.looseObject({ givenName: z.string().optional(), familyName: z.string().optional() }).optional(),
+});
+
+/** GET {api_url}/identity/v1/Users/me with a Bearer token. */
+export async function getCurrentUser(opts: GetCurrentUserOptions): Promise<CurrentUser> {
+  const url = opts.apiUrl.replace(/\/+$/, '') + '/identity/v1/Users/me';
+  const token = typeof opts.accessToken === 'string' ? opts.accessToken : await opts.accessToken();
+  let res: Response;
+  let text: string;
+  try {
+    res = await (opts.fetch ?? globalThis.fetch)(url, {
+      headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+      signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000),
+    });
+    text = await res.text();
+  } catch (err) {
+    throw new IdentityError(`the identity lookup at ${url} could not be reached: ${describeNetworkError(err)}`, { cause: err, retryable: true });
+  }
+  const body = parseBody(text);
+  if (!res.ok) {
+    const shown = summarizeBody(body);
+    throw new IdentityError(`the identity lookup answered HTTP ${res.status}${shown ? `: ${shown}` : ''}`, {
+      status: res.status,
+      body,
+      retryable: res.status === 429 || res.status >= 500,
+    });
+  }
+  const parsed = IdentityRecordSchema.safeParse(body);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ');
+    throw new IdentityError(`the identity lookup answered with a body that is not an identity record: ${issues}`, {
+      status: res.status,
+      body,
+      retryable: false,
+    });
+  }
+  const record = parsed.data;
+  return {
+    id: record.id,
+    userName: record.userName,
+    givenName: record.name?.givenName,
+    familyName: record.name?.familyName,
+    accountKeys: accountKeysOf(record),
+    record: body as Record<string, unknown>,
+  };
+}
+
+/**
+ * The account keys of an identity record. The document only says "an array of accounts that holds
+ * the account key": `accounts` is looked for at the top level and inside extension objects (SCIM
+ * style, e.g. `urn:scim:schemas:extension:...`), and each element's key is read from `value`,
+ * `accountKey`, `key` or `account_key` (or the element itself when it is a string or number).
+ */
+export function accountKeysOf(record: Record<string, unknown>): string[] {
+  const lists: unknown[] = [];
+  if (Array.isArray(record.accounts)) lists.push(...record.accounts);
+  for (const v of Object.values(record)) {
+    if (v && typeof v === 'object' && !Array.isArray(v) && Array.isArray((v as { accounts?: unknown }).accounts)) {
+      lists.push(...(v as { accounts: unknown[] }).accounts);
+    }
+  }
+  const keys: string[] = [];
+  for (const a of lists) {
+    let key: unknown = a;
+    if (a && typeof a === 'object') {
+      const o = a as Record<string, unknown>;
+      key = o.value ?? o.accountKey ?? o.key ?? o.account_key;
+    }
+    if ((typeof key === 'string' && key !== '') || typeof key === 'number') {
+      const k = String(key);
+      if (!keys.includes(k)) keys.push(k);
+    }
+  }
+  return keys;
+}
