@@ -14,7 +14,10 @@ const COMMANDS: Array<() => Promise<Registrar>> = [
   () => import('./commands/demo.js'),
   () => import('./commands/backfill.js'),
   () => import('./commands/export.js'),
-  () => import('./commands/emulator.js'),
+  () => import('./commands/status.js'),
+  () => import('./commands/schedule.js'),
+  () => import('./commands/config.js'),
+  // emulator registered when present
   () => import('./commands/auth.js'),
   () => import('./commands/whoami.js'),
   () => import('./commands/session.js'),

@@ -25,6 +25,7 @@ export interface CommonFlags {
   logLevel?: string;
   json?: boolean;
   progress?: boolean;
+  wait?: boolean;
 }
 
 export function addCommonOptions(cmd: Command): Command {
@@ -42,6 +43,7 @@ export function addCommonOptions(cmd: Command): Command {
     .option('--request-timeout <duration>', 'per-request timeout (default 60s)')
     .option('--max-attempts <n>', 'attempts per request for transient errors (default 5)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']))
+    .option('--wait', 'when another run holds the data directory, wait for it instead of failing (exit 3)')
     .option('--json', 'print the summary as one JSON object on stdout')
     .option('--no-progress', 'no progress bar, even on a terminal');
 }
@@ -82,7 +84,7 @@ export function configFromFlags(flags: CommonFlags, extra: Partial<Record<keyof 
 }
 
 /** PipelineOptions from an effective configuration. The endpoint and key must be set. */
-export function pipelineOptions(loaded: LoadedConfig): PipelineOptions {
+export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean } = {}): PipelineOptions {
   const c = loaded.config;
   if (!c.reportingUrl) {
     throw new UsageError('no reporting endpoint: set REPORTING_URL (or reportingUrl in the configuration file)');
@@ -104,5 +106,10 @@ export function pipelineOptions(loaded: LoadedConfig): PipelineOptions {
     ...(c.maxRequestsPerSecond ? { maxRequestsPerSecond: c.maxRequestsPerSecond } : {}),
     timeoutMs: parseDuration(c.requestTimeout) * 1000,
     retry: { maxAttempts: c.maxAttempts },
+    lock: {
+      wait: Boolean(flags.wait),
+      onWait: (h) =>
+        process.stderr.write(`waiting for the data directory's lock${h ? ` (held by pid ${h.pid} on ${h.host}, ${h.command})` : ''}…\n`),
+    },
   };
 }

@@ -12,15 +12,23 @@ function defaults(): Record<string, unknown> {
   return {};
 }
 
+/** Keys whose flag is not the kebab-case of the key (— : no flag). */
+const FLAG_OF: Record<string, string> = {
+  reportingUrl: '—',
+  apiKey: '—',
+  apiKeyFile: '—',
+  startDate: '`--since` (export)',
+  scheduleCron: '`--cron` (schedule)',
+  scheduleTimezone: '`--timezone` (schedule)',
+};
+
 export function configReferenceMarkdown(): string {
   const envOf = Object.fromEntries(Object.entries(ENV_KEYS).map(([env, key]) => [key, env]));
   const d = defaults();
   const rows = Object.entries(ConfigSchema.shape).map(([key, schema]) => {
     const def = key in d ? JSON.stringify(d[key]) : '—';
     const env = envOf[key] ? `\`${envOf[key]}\`` : '—';
-    const flag = key === 'apiKey' || key === 'apiKeyFile' || key === 'reportingUrl' || key === 'startDate' || key === 'lookback'
-      ? (key === 'startDate' ? '`--since`' : key === 'lookback' ? '`--lookback`' : '—')
-      : `\`--${key.replace(/[A-Z]/g, (m) => '-' + m.toLowerCase())}\``;
+    const flag = key in FLAG_OF ? FLAG_OF[key] : `\`--${key.replace(/[A-Z]/g, (m) => '-' + m.toLowerCase())}\``;
     return `| \`${key}\` | ${def} | ${env} | ${flag} | ${(schema as { description?: string }).description ?? ''} |`;
   });
   return ['| key | default | environment | flag | meaning |', '|---|---|---|---|---|', ...rows].join('\n');

@@ -2,6 +2,7 @@
  * The one configuration schema. Every field is described; the README's configuration reference
  * and `session-etl config` are generated from these descriptions.
  */
+import cron from 'node-cron';
 import { z } from 'zod';
 import { parseDuration, parseInstant } from '../pipeline/windows.js';
 
@@ -48,8 +49,25 @@ export const ConfigSchema = z
     requestTimeout: duration('requestTimeout').describe('Per-request timeout, body included.'),
     maxAttempts: z.number().int().min(1).max(50).describe('Attempts per request for transient errors (5xx, resets, timeouts, incomplete bodies).'),
     startDate: instant.nullable().describe('Where the first export starts when nothing is stored yet (like --since).'),
+    scheduleCron: z
+      .string()
+      .refine((s) => cron.validate(s), { message: 'expected a cron expression such as "0 2 * * *" (minute hour day month weekday, optional seconds first)' })
+      .describe('When `session-etl schedule` runs the nightly export (node-cron syntax).'),
+    scheduleTimezone: z
+      .string()
+      .refine(isTimeZone, { message: 'expected an IANA time zone such as UTC or Europe/Berlin' })
+      .describe('Time zone of scheduleCron.'),
     logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).describe('Log level.'),
   })
   .strict();
 
 export type Config = z.infer<typeof ConfigSchema>;
+
+function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -5,6 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { DataDirError } from '../store/errors.js';
+import { acquireLock, type Lock, type LockHolder } from '../store/lock.js';
 import { ReportingClient, type RetryOptions } from '../reporting/client.js';
 import type { FetchLike } from '../reporting/transport.js';
 import { SessionStore, type RunRow } from '../store/session-store.js';
@@ -61,6 +64,11 @@ export interface PipelineOptions {
   onProgress?: (p: Progress) => void;
   /** Run id (generated when absent). */
   runId?: string;
+  /**
+   * The data directory's one-writer lock. Default: taken, failing at once (LockHeldError, exit 3)
+   * when another run holds it; `{ wait: true }` queues behind it; `false` when the caller holds it.
+   */
+  lock?: false | { wait?: boolean; waitTimeoutMs?: number; onWait?: (holder: LockHolder | undefined) => void };
 }
 
 export interface BackfillOptions extends PipelineOptions {
@@ -210,7 +218,24 @@ async function execute(
   const chunk = opts.chunkSeconds ?? DEFAULTS.chunkSeconds;
   const maxConcurrency = opts.concurrency ?? DEFAULTS.concurrency;
 
-  const store = await SessionStore.open({ dataDir: opts.dataDir, format: opts.format });
+  let lock: Lock | undefined;
+  if (opts.lock !== false) {
+    await ensureDataDir(opts.dataDir);
+    lock = await acquireLock(layoutOf(opts.dataDir, opts.format).lockPath, {
+      command: `${kind} (run ${runId})`,
+      ...(opts.lock?.wait ? { wait: true } : {}),
+      ...(opts.lock?.waitTimeoutMs !== undefined ? { waitTimeoutMs: opts.lock.waitTimeoutMs } : {}),
+      ...(opts.lock?.onWait ? { onWait: opts.lock.onWait } : {}),
+      ...(opts.stopSignal ? { signal: opts.stopSignal } : {}),
+    });
+  }
+  let store: SessionStore;
+  try {
+    store = await SessionStore.open({ dataDir: opts.dataDir, format: opts.format });
+  } catch (err) {
+    await lock?.release();
+    throw err;
+  }
   const stats: ExtractStats = { requests: 0, retries: 0, rateLimited: 0, bisections: 0, windowsDone: 0, records: 0 };
   const totals = { written: 0, inserted: 0, updated: 0, rejected: 0, duplicatesDropped: 0 };
   const partitionsWritten = new Set<string>();
@@ -402,5 +427,19 @@ async function execute(
   } finally {
     if (flushTimer) clearInterval(flushTimer);
     await store.close();
+    await lock?.release();
+  }
+}
+
+async function ensureDataDir(dir: string): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new DataDirError(
+      `data directory ${dir} cannot be created (${code}): ` +
+        (code === 'EACCES' || code === 'EROFS' || code === 'EPERM' ? 'it is not writable; choose another --data-dir' : 'a file stands in the way; choose another --data-dir'),
+      { cause: err },
+    );
   }
 }

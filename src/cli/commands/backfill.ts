@@ -23,7 +23,7 @@ export function register(program: Command): void {
     const to = instant(flags.to, '--to');
     if (from >= to) throw new UsageError(`--from (${flags.from}) must be before --to (${flags.to})`);
     const loaded = configFromFlags(flags);
-    const base = pipelineOptions(loaded);
+    const base = pipelineOptions(loaded, flags);
     const { runBackfill } = await import('../../pipeline/run.js');
     process.exitCode = await executeRun(
       base,

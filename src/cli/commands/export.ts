@@ -19,7 +19,7 @@ export function register(program: Command): void {
       .option('--lookback <duration>', 're-read this much before the checkpoint (default 24h)'),
   ).action(async (flags: ExportFlags) => {
     const loaded = configFromFlags(flags, { lookback: flags.lookback });
-    const base = pipelineOptions(loaded);
+    const base = pipelineOptions(loaded, flags);
     const sinceText = flags.since ?? (loaded.config.startDate != null ? String(loaded.config.startDate) : undefined);
     const since = sinceText !== undefined ? instant(sinceText, flags.since ? '--since' : 'startDate') : undefined;
     let lookbackSeconds: number;

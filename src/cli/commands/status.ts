@@ -1,0 +1,60 @@
+import { Command } from 'commander';
+import { loadConfig } from '../../config/load.js';
+import type { StoreStatus } from '../../store/status.js';
+
+export function register(program: Command): void {
+  program
+    .command('status')
+    .description('Checkpoint and lag, coverage holes, last runs, rows, partitions and size (read-only)')
+    .option('--data-dir <dir>', 'data directory; also SESSION_ETL_DATA_DIR (default ./data)')
+    .option('--config <file>', 'configuration file')
+    .option('--runs <n>', 'how many recent runs to show', '10')
+    .option('--json', 'print as JSON')
+    .action(async (flags: { dataDir?: string; config?: string; runs: string; json?: boolean }) => {
+      const { config } = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      const { readStatus } = await import('../../store/status.js');
+      const s = await readStatus(config.dataDir, Date.now(), Math.max(1, Number(flags.runs) || 10));
+      process.stdout.write(flags.json ? JSON.stringify(s) + '\n' : formatStatus(s));
+    });
+}
+
+function human(bytes: number): string {
+  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  let v = bytes;
+  while (v >= 1024 && i < u.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(i ? 1 : 0)} ${u[i]}`;
+}
+
+function lag(seconds: number): string {
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 172_800) return `${(seconds / 3600).toFixed(1)} h`;
+  return `${(seconds / 86_400).toFixed(1)} days`;
+}
+
+export function formatStatus(s: StoreStatus): string {
+  const lines = [
+    `data directory  ${s.dataDir} (format ${s.format})`,
+    `checkpoint      ${s.checkpoint ?? '(none yet)'}${s.lagSeconds !== null ? `  — ${lag(s.lagSeconds)} behind now` : ''}`,
+    `coverage        ${s.coverage.map((c) => `${c.from} – ${c.to}`).join(', ') || '(none)'}`,
+    `coverage holes  ${s.coverageHoles.map((c) => `${c.from} – ${c.to}`).join(', ') || 'none'}`,
+    `rows            ${s.rows ?? '(parquet only: see the dataset)'}${s.rejected ? `, ${s.rejected} rejected` : ''}`,
+    `partitions      ${s.partitions}${s.pendingPartitions.length ? ` (${s.pendingPartitions.length} waiting for a rewrite)` : ''}`,
+    `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})`,
+    `running now     ${s.runningNow ? `pid ${s.runningNow.pid} on ${s.runningNow.host}: ${s.runningNow.command}, since ${s.runningNow.startedAt}` : 'no'}`,
+    '',
+    'last runs:',
+  ];
+  for (const r of s.lastRuns) {
+    lines.push(
+      `  ${r.started_at}  ${String(r.kind).padEnd(8)} ${String(r.outcome).padEnd(13)} ${r.sessions_written} sessions ` +
+        `(${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated), ${r.retries} retries, ${r.rate_limited} 429s, ${r.bisections} bisections` +
+        (r.error ? `\n      error: ${r.error}` : ''),
+    );
+  }
+  if (!s.lastRuns.length) lines.push('  (none)');
+  return lines.join('\n') + '\n';
+}

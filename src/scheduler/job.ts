@@ -1,0 +1,26 @@
+/** A scheduled job: one file per job under jobs/, default-exporting a JobDefinition. */
+import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
+
+export interface JobContext {
+  /** Pipeline options from the effective configuration (endpoint, key, data directory, limits, logger, signals). */
+  pipeline: PipelineOptions;
+  /** Where a first export starts when nothing is stored yet (config startDate), epoch seconds. */
+  since?: number;
+  /** Export lookback, seconds. */
+  lookbackSeconds: number;
+}
+
+export interface JobSettings {
+  /** Cron expression from the configuration (scheduleCron). */
+  cron: string;
+  /** IANA time zone from the configuration (scheduleTimezone). */
+  timezone: string;
+}
+
+export interface JobDefinition {
+  name: string;
+  description: string;
+  /** The cron expression (node-cron syntax, optional seconds field) and time zone, given the configured ones. */
+  schedule(settings: JobSettings): { cron: string; timezone: string };
+  run(ctx: JobContext): Promise<RunSummary>;
+}

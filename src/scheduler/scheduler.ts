@@ -1,0 +1,84 @@
+/**
+ * The long-lived scheduler: fires each job on its cron expression (node-cron). A tick that comes
+ * while the job's previous run is still going is skipped and logged, never queued. The DuckDB file
+ * is opened by each run and closed after it, so BI tools can read it between runs.
+ */
+import cron from 'node-cron';
+import type { RunSummary } from '../pipeline/run.js';
+import type { Logger } from '../util/logger.js';
+import type { JobContext, JobDefinition, JobSettings } from './job.js';
+
+export interface SchedulerOptions {
+  jobs: JobDefinition[];
+  settings: JobSettings;
+  /** Builds a fresh context for each run (fresh signals, logger with the run's id). */
+  context: () => JobContext;
+  logger: Logger;
+  onRunEnd?: (job: string, result: { summary?: RunSummary; error?: unknown }) => void;
+}
+
+export interface Scheduler {
+  /** Runs every job once now (what --run-now does). */
+  runNow(): Promise<void>;
+  /** Stops firing; resolves when running jobs have ended. */
+  stop(): Promise<void>;
+  readonly running: boolean;
+  readonly skipped: number;
+}
+
+export function startScheduler(opts: SchedulerOptions): Scheduler {
+  const inFlight = new Map<string, Promise<void>>();
+  let skipped = 0;
+  const tasks: Array<{ stop(): unknown; destroy?(): unknown }> = [];
+
+  const fire = (job: JobDefinition, reason: string): Promise<void> => {
+    const current = inFlight.get(job.name);
+    if (current) {
+      skipped++;
+      opts.logger.warn({ job: job.name, reason }, 'previous run still going: this tick is skipped');
+      return current;
+    }
+    const p = (async () => {
+      opts.logger.info({ job: job.name, reason }, 'job starting');
+      try {
+        const summary = await job.run(opts.context());
+        opts.logger.info({ job: job.name, outcome: summary.outcome, sessions: summary.sessions.written }, 'job finished');
+        opts.onRunEnd?.(job.name, { summary });
+      } catch (error) {
+        opts.logger.error({ job: job.name, error: error instanceof Error ? error.message : String(error) }, 'job failed');
+        opts.onRunEnd?.(job.name, { error });
+      } finally {
+        inFlight.delete(job.name);
+      }
+    })();
+    inFlight.set(job.name, p);
+    return p;
+  };
+
+  for (const job of opts.jobs) {
+    const { cron: expr, timezone } = job.schedule(opts.settings);
+    if (!cron.validate(expr)) throw new Error(`job ${job.name}: ${JSON.stringify(expr)} is not a valid cron expression`);
+    const task = cron.schedule(expr, () => void fire(job, 'schedule'), { timezone, name: job.name });
+    tasks.push(task);
+    opts.logger.info({ job: job.name, cron: expr, timezone }, 'job scheduled');
+  }
+
+  return {
+    async runNow() {
+      await Promise.all(opts.jobs.map((j) => fire(j, 'run-now')));
+    },
+    async stop() {
+      for (const t of tasks) {
+        t.stop();
+        t.destroy?.();
+      }
+      await Promise.all([...inFlight.values()]);
+    },
+    get running() {
+      return inFlight.size > 0;
+    },
+    get skipped() {
+      return skipped;
+    },
+  };
+}
