@@ -22,6 +22,8 @@ import { layoutOf, NULL_PARTITION, PARTITION_FILE, partitionDir, type OutputForm
 
 export const SCHEMA_VERSION = 1;
 const CHUNK_ROWS = 2048;
+/** Most windows committed in one transaction. */
+const MAX_GROUP = 64;
 
 const STATE_DDL = [
   `CREATE TABLE IF NOT EXISTS _session_etl_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`,
@@ -214,58 +216,102 @@ export class SessionStore {
 
   /**
    * Commits one window: its rows (upserted, newest extracted_at wins), its rejected records, its
-   * coverage interval and the Parquet partitions it touched, in one transaction.
+   * coverage interval and the Parquet partitions it touched, in one transaction. Windows that
+   * arrive while a commit is running are grouped into the next transaction (group commit): each
+   * window is still all-or-nothing, and a group costs one fsync instead of one per window.
    */
   commitWindow(commit: WindowCommit): Promise<CommitResult> {
-    return this.exclusive(async () => {
-      const c = this.conn;
-      await this.stage(commit.batch);
-      await c.run('BEGIN TRANSACTION');
-      try {
-        let inserted: number | undefined;
-        let updated: number | undefined;
-        let partitions: string[];
-        if (this.format === 'parquet') {
-          await c.run(`INSERT INTO _pending_rows SELECT ${STAGING_SELECT}, ${PARTITION_OF_STAGED} FROM _staging`);
-          partitions = (await queryRows<{ p: string }>(c, `SELECT DISTINCT ${PARTITION_OF_STAGED} AS p FROM _staging`)).map((r) => r.p);
-        } else {
-          const parts = await queryRows<{ p: string }>(
-            c,
-            `SELECT DISTINCT p FROM (
-               SELECT ${PARTITION_OF_STAGED} AS p FROM _staging
-               UNION ALL SELECT ${PARTITION_OF_STORED.replace('started_at', 's.started_at')} FROM sessions s JOIN _staging USING (session_id))`,
+    return new Promise<CommitResult>((resolve, reject) => {
+      this.waiting.push({ commit, resolve, reject });
+      if (!this.groupRunning) void this.drainGroups();
+    });
+  }
+
+  private waiting: Array<{ commit: WindowCommit; resolve: (r: CommitResult) => void; reject: (e: unknown) => void }> = [];
+  private groupRunning = false;
+
+  private async drainGroups(): Promise<void> {
+    this.groupRunning = true;
+    try {
+      while (this.waiting.length) {
+        const group = this.waiting.splice(0, MAX_GROUP);
+        try {
+          const r = await this.exclusive(() => this.commitGroup(group.map((g) => g.commit)));
+          // The group's counts go to its first window, so that summing per-window results is right.
+          group.forEach((g, i) =>
+            g.resolve(
+              i === 0
+                ? r
+                : { written: 0, inserted: r.inserted === undefined ? undefined : 0, updated: r.updated === undefined ? undefined : 0, partitions: [] },
+            ),
           );
-          partitions = parts.map((r) => r.p);
-          const existing = await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _staging JOIN sessions USING (session_id)');
-          updated = Number(existing[0]?.n ?? 0);
-          inserted = commit.batch.length - updated;
-          await c.run(
-            `INSERT INTO sessions (${COLUMN_LIST}) SELECT ${STAGING_SELECT} FROM _staging
-             ON CONFLICT (session_id) DO UPDATE SET ${UPSERT_SET} WHERE excluded.extracted_at >= sessions.extracted_at`,
-          );
-          if (this.format === 'both' && partitions.length) {
-            await c.run(
-              `INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]) ON CONFLICT DO NOTHING`,
-              [listValue(partitions)],
-            );
-          }
+        } catch (err) {
+          group.forEach((g) => g.reject(err));
         }
-        for (const r of commit.rejected) {
+      }
+    } finally {
+      this.groupRunning = false;
+    }
+  }
+
+  private async commitGroup(commits: WindowCommit[]): Promise<CommitResult> {
+    const c = this.conn;
+    const written = commits.reduce((n, x) => n + x.batch.length, 0);
+    for (const x of commits) await this.stage(x.batch);
+    await c.run('BEGIN TRANSACTION');
+    try {
+      let inserted: number | undefined;
+      let updated: number | undefined;
+      let partitions: string[] = [];
+      if (written > 0 && this.format === 'parquet') {
+        await c.run(`INSERT INTO _pending_rows SELECT ${STAGING_SELECT}, ${PARTITION_OF_STAGED} FROM _staging`);
+        partitions = (await queryRows<{ p: string }>(c, `SELECT DISTINCT ${PARTITION_OF_STAGED} AS p FROM _staging`)).map((r) => r.p);
+      } else if (written > 0) {
+        // One statement learns the partitions touched (new rows' dates and the dates of the rows they
+        // replace) and how many ids are new.
+        const info = await queryRows<{ p: string | null; existing: bigint; distinct_ids: bigint }>(
+          c,
+          `WITH ids AS (SELECT DISTINCT session_id FROM _staging),
+                old AS (SELECT s.session_id, ${PARTITION_OF_STORED.replace('started_at', 's.started_at')} AS p FROM sessions s JOIN ids USING (session_id))
+           SELECT p, (SELECT count(*) FROM old) AS existing, (SELECT count(*) FROM ids) AS distinct_ids
+           FROM (SELECT ${PARTITION_OF_STAGED} AS p FROM _staging UNION SELECT p FROM old)`,
+        );
+        partitions = info.map((r) => r.p!).filter((p) => p !== null);
+        updated = Number(info[0]?.existing ?? 0);
+        inserted = Number(info[0]?.distinct_ids ?? 0) - updated;
+        await c.run(
+          `INSERT INTO sessions (${COLUMN_LIST}) SELECT ${STAGING_SELECT} FROM _staging
+           QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC) = 1
+           ON CONFLICT (session_id) DO UPDATE SET ${UPSERT_SET} WHERE excluded.extracted_at >= sessions.extracted_at`,
+        );
+        if (this.format === 'both' && partitions.length) {
+          await c.run(`INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]) ON CONFLICT DO NOTHING`, [listValue(partitions)]);
+        }
+      } else if (this.format !== 'parquet') {
+        inserted = 0;
+        updated = 0;
+      }
+      for (const x of commits) {
+        for (const r of x.rejected) {
           await c.run(
             `INSERT INTO rejected_sessions VALUES ($1, $2, $3, $4, to_timestamp($5::DOUBLE), to_timestamp($6::DOUBLE), $7, now())`,
-            [r.sessionId, r.field, r.reason, safeJson(r.raw), commit.window.start, commit.window.end, commit.runId],
+            [r.sessionId, r.field, r.reason, safeJson(r.raw), x.window.start, x.window.end, x.runId],
           );
         }
-        await c.run(`INSERT INTO _coverage VALUES ($1, $2, $3, now())`, [commit.window.start, commit.window.end, commit.runId]);
-        await c.run('COMMIT');
-        return { written: commit.batch.length, inserted, updated, partitions };
-      } catch (err) {
-        await c.run('ROLLBACK').catch(() => {});
-        throw wrapWriteError(err, `committing window ${commit.window.start}..${commit.window.end}`);
-      } finally {
-        await c.run('DELETE FROM _staging').catch(() => {});
       }
-    });
+      const values = commits.map((_, i) => `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3}, now())`).join(', ');
+      await c.run(`INSERT INTO _coverage VALUES ${values}`, commits.flatMap((x) => [x.window.start, x.window.end, x.runId]));
+      await c.run('COMMIT');
+      // Written = distinct sessions upserted (a session twice in the group counts once).
+      const distinct = inserted !== undefined && updated !== undefined ? inserted + updated : written;
+      return { written: distinct, inserted, updated, partitions };
+    } catch (err) {
+      await c.run('ROLLBACK').catch(() => {});
+      const w = commits.map((x) => `${x.window.start}..${x.window.end}`).join(', ');
+      throw wrapWriteError(err, `committing window${commits.length > 1 ? 's' : ''} ${w}`);
+    } finally {
+      await c.run('DELETE FROM _staging').catch(() => {});
+    }
   }
 
   private async stage(batch: RowBatch): Promise<void> {

@@ -119,9 +119,10 @@ describe('backfill behaviours', () => {
     const before = await readDuckDbSessions(dataDir);
     const second = await runBackfill({ ...base(emu, dataDir), from: FROM, to: FROM + 3 * D });
     expect(second.resumed).toBe(false);
-    expect(second.sessions.new).toBe(0);
-    expect(second.sessions.updated).toBe(first.sessions.written);
     const after = await readDuckDbSessions(dataDir);
+    expect(first.sessions.new).toBe(before.length);
+    expect(second.sessions.new).toBe(0);
+    expect(second.sessions.updated).toBeGreaterThanOrEqual(after.length);
     expect(strip(after)).toEqual(strip(before));
     expect(parquetRowsComparable(await readParquetDataset(dataDir))).toEqual(after);
   });
