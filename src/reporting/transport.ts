@@ -3,6 +3,7 @@
  * reads the whole body, and turns every transport outcome into the typed error family, so
  * graphql-request only ever sees a complete 2xx body.
  */
+import { crashPoint } from '../util/crash-point.js';
 import { AuthenticationError } from './errors/AuthenticationError.js';
 import { HttpStatusError } from './errors/HttpStatusError.js';
 import { RateLimitedError } from './errors/RateLimitedError.js';
@@ -26,6 +27,7 @@ export function createTransport(opts: TransportOptions): FetchLike {
     let body: string;
     try {
       res = await opts.fetch(input, { ...init, signal });
+      crashPoint('fetch');
       body = await res.text();
     } catch (err) {
       if (init?.signal?.aborted) throw init.signal.reason ?? err;

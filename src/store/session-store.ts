@@ -13,6 +13,7 @@ import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBDataChunk, BOOLEAN, DOUBLE, VARCHAR, listValue, type DuckDBType, type DuckDBConnection } from '@duckdb/node-api';
 import type { RowBatch, RejectedRecord } from '../pipeline/flatten.js';
+import { crashPoint } from '../util/crash-point.js';
 import { mergeIntervals } from '../pipeline/intervals.js';
 import type { Window } from '../pipeline/windows.js';
 import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
@@ -237,6 +238,7 @@ export class SessionStore {
         const group = this.waiting.splice(0, MAX_GROUP);
         try {
           const r = await this.exclusive(() => this.commitGroup(group.map((g) => g.commit)));
+          crashPoint('after-commit');
           // The group's counts go to its first window, so that summing per-window results is right.
           group.forEach((g, i) =>
             g.resolve(
@@ -299,6 +301,7 @@ export class SessionStore {
           );
         }
       }
+      crashPoint('mid-transaction');
       const values = commits.map((_, i) => `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3}, now())`).join(', ');
       await c.run(`INSERT INTO _coverage VALUES ${values}`, commits.flatMap((x) => [x.window.start, x.window.end, x.runId]));
       await c.run('COMMIT');
@@ -398,6 +401,7 @@ export class SessionStore {
           `COPY (${source} ORDER BY started_at, session_id) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
         );
         await fsyncFile(tmp);
+        crashPoint('mid-parquet-rewrite');
         await mkdir(dir, { recursive: true });
         await rename(tmp, final);
         await fsyncDir(dir);
