@@ -17,7 +17,7 @@ const COMMANDS: Array<() => Promise<Registrar>> = [
   () => import('./commands/status.js'),
   () => import('./commands/schedule.js'),
   () => import('./commands/config.js'),
-  // emulator registered when present
+  () => import('./commands/emulator.js'),
   () => import('./commands/auth.js'),
   () => import('./commands/whoami.js'),
   () => import('./commands/session.js'),

@@ -167,9 +167,10 @@ describe('backfill behaviours', () => {
 
   it('a newer version of a session replaces the older one (running sessions end)', async () => {
     const dataDir = await tempDir();
-    const early = TO - 2 * 3600;
+    // A weekday at 15:00 UTC: busy hours, so some sessions are still running.
+    const early = TO - D + 15 * 3600;
     emu.setNow(early);
-    await runBackfill({ ...base(emu, dataDir, { now: () => early * 1000, settleSeconds: 0 }), from: TO - D, to: early });
+    await runBackfill({ ...base(emu, dataDir, { now: () => early * 1000, settleSeconds: 0 }), from: TO - 2 * D, to: early });
     const running = (await readDuckDbSessions(dataDir)).filter((r) => r.ended_at === null);
     expect(running.length).toBeGreaterThan(0);
     emu.setNow(NOW);

@@ -1,0 +1,173 @@
+/**
+ * `session-etl emulator`: runs the reporting endpoint emulator (and the rest of the emulated vendor
+ * interface) on loopback until SIGINT or SIGTERM, for trying the CLI or other clients against it.
+ */
+import { Command } from 'commander';
+import type { EmulatorFaults, EmulatorOptions } from '../../emulator/index.js';
+import { parseInstant } from '../../pipeline/windows.js';
+import { UsageError } from '../usage-error.js';
+
+export interface EmulatorFlags {
+  host: string;
+  port: string;
+  apiKey?: string;
+  seed: string;
+  from?: string;
+  to?: string;
+  sessionsPerDay: string;
+  now?: string;
+  windowRule: string;
+  argTypes: string;
+  latencyMs?: string;
+  rateLimitRps?: string;
+  serverErrorRate?: string;
+  resetRate?: string;
+  truncateRate?: string;
+  partialErrorRate?: string;
+  maxResults?: string;
+  maxSpanSeconds?: string;
+  truncateResultsTo?: string;
+  logRequests?: boolean;
+}
+
+const WINDOW_RULES = ['closed', 'half-open', 'overlap'] as const;
+const ARG_TYPES = ['Int!', 'Int', 'String!'] as const;
+
+export function register(program: Command): void {
+  program
+    .command('emulator')
+    .description('Run the reporting endpoint emulator (seeded sessions, optional faults) on loopback until Ctrl-C')
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--port <n>', 'port (0: any free port)', '0')
+    .option('--api-key <key>', 'the API key to accept (default: emulator-reporting-key)')
+    .option('--seed <n>', 'data and fault seed', '1')
+    .option('--from <time>', 'first instant with data: 2026-01-01, ISO datetime with offset, or epoch seconds (default: 90 days ago)')
+    .option('--to <time>', 'end of data, exclusive (default: data runs up to now)')
+    .option('--sessions-per-day <n>', 'average sessions per day over a week', '200')
+    .option('--now <time>', "pin the emulator's clock at this instant (default: the wall clock)")
+    .option('--window-rule <rule>', `which sessions a window returns: ${WINDOW_RULES.join(', ')}`, 'closed')
+    .option('--arg-types <type>', `how the schema declares sessions(start, end): ${ARG_TYPES.join(', ')}`, 'Int!')
+    .option('--latency-ms <n>', 'delay before every answer')
+    .option('--rate-limit-rps <n>', 'requests per second before answering 429 with Retry-After')
+    .option('--server-error-rate <p>', 'probability (0..1) of HTTP 500/502/503')
+    .option('--reset-rate <p>', 'probability (0..1) of a connection reset')
+    .option('--truncate-rate <p>', 'probability (0..1) of a 200 with a body cut in half')
+    .option('--partial-error-rate <p>', 'probability (0..1) of half the records plus an error')
+    .option('--max-results <n>', 'refuse windows with more records (GraphQL error)')
+    .option('--max-span-seconds <n>', 'refuse windows longer than this (GraphQL error)')
+    .option('--truncate-results-to <n>', 'silently return only the first N records of a window')
+    .option('--log-requests', 'print one line per request to stderr')
+    .action(async (flags: EmulatorFlags) => {
+      await runEmulator(flags, { stdout: process.stdout, stderr: process.stderr, until: untilSignal });
+    });
+}
+
+export interface EmulatorCommandIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  /** Called once the emulator runs; resolves when it should stop (the command: at SIGINT or SIGTERM). */
+  until: () => Promise<unknown>;
+}
+
+/** Starts the emulator, prints the one line naming its URL and key, and closes it when `until` resolves. */
+export async function runEmulator(flags: EmulatorFlags, io: EmulatorCommandIo): Promise<void> {
+  const options = emulatorOptionsFromFlags(flags);
+  if (flags.logRequests) options.log = (line) => io.stderr.write(`${line}\n`);
+  const { startEmulator } = await import('../../emulator/index.js');
+  const emulator = await startEmulator(options).catch((err: unknown) => {
+    // The checks the flags cannot make on their own become usage errors too.
+    throw err instanceof RangeError ? new UsageError(err.message, { cause: err }) : err;
+  });
+  try {
+    io.stdout.write(`reporting endpoint: ${emulator.url}  api key: ${emulator.apiKey}\n`);
+    await io.until();
+  } finally {
+    await emulator.close();
+  }
+}
+
+/** Checks every flag and builds the emulator options; a bad value throws a UsageError naming the flag. */
+export function emulatorOptionsFromFlags(flags: EmulatorFlags): EmulatorOptions {
+  const options: EmulatorOptions = {
+    host: flags.host,
+    port: integer('--port', flags.port, 0, 65_535),
+    seed: integer('--seed', flags.seed, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+    sessionsPerDay: number('--sessions-per-day', flags.sessionsPerDay, 0, 1_000_000),
+    windowRule: oneOf('--window-rule', flags.windowRule, WINDOW_RULES),
+    argTypes: oneOf('--arg-types', flags.argTypes, ARG_TYPES),
+  };
+  if (flags.apiKey !== undefined) {
+    if (flags.apiKey.trim() === '') throw new UsageError('--api-key must not be empty');
+    options.apiKey = flags.apiKey;
+  }
+  if (flags.from !== undefined) options.from = instant('--from', flags.from);
+  if (flags.to !== undefined) options.to = instant('--to', flags.to);
+  if (flags.now !== undefined) options.now = instant('--now', flags.now);
+  if (options.from !== undefined && options.to !== undefined && options.to <= options.from) {
+    throw new UsageError('--to must lie after --from');
+  }
+
+  const faults: EmulatorFaults = {};
+  const set = <K extends keyof EmulatorFaults>(key: K, value: EmulatorFaults[K] | undefined): void => {
+    if (value !== undefined) faults[key] = value;
+  };
+  const optional = <T>(text: string | undefined, parse: (t: string) => T): T | undefined =>
+    text === undefined ? undefined : parse(text);
+  set('latencyMs', optional(flags.latencyMs, (t) => number('--latency-ms', t, 0, 600_000)));
+  set('rateLimitRps', optional(flags.rateLimitRps, (t) => number('--rate-limit-rps', t, Number.MIN_VALUE, 1_000_000)));
+  set('serverErrorRate', optional(flags.serverErrorRate, (t) => number('--server-error-rate', t, 0, 1)));
+  set('resetRate', optional(flags.resetRate, (t) => number('--reset-rate', t, 0, 1)));
+  set('truncateRate', optional(flags.truncateRate, (t) => number('--truncate-rate', t, 0, 1)));
+  set('partialErrorRate', optional(flags.partialErrorRate, (t) => number('--partial-error-rate', t, 0, 1)));
+  set('maxResults', optional(flags.maxResults, (t) => integer('--max-results', t, 0, Number.MAX_SAFE_INTEGER)));
+  set('maxSpanSeconds', optional(flags.maxSpanSeconds, (t) => integer('--max-span-seconds', t, 0, Number.MAX_SAFE_INTEGER)));
+  set('truncateResultsTo', optional(flags.truncateResultsTo, (t) => integer('--truncate-results-to', t, 0, Number.MAX_SAFE_INTEGER)));
+  if (Object.keys(faults).length > 0) options.faults = faults;
+  return options;
+}
+
+function number(flag: string, text: string, min: number, max: number): number {
+  const n = text.trim() === '' ? NaN : Number(text);
+  if (!Number.isFinite(n) || n < min || n > max) {
+    const range = min === Number.MIN_VALUE ? `a number greater than 0` : `a number from ${min} to ${max}`;
+    throw new UsageError(`${flag} must be ${range}; got ${JSON.stringify(text)}`);
+  }
+  return n;
+}
+
+function integer(flag: string, text: string, min: number, max: number): number {
+  const n = /^\s*-?\d+\s*$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `a whole number of at least ${min}` : `a whole number from ${min} to ${max}`;
+    throw new UsageError(`${flag} must be ${range}; got ${JSON.stringify(text)}`);
+  }
+  return n;
+}
+
+function oneOf<T extends string>(flag: string, text: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(text)) {
+    throw new UsageError(`${flag} must be one of ${allowed.join(', ')}; got ${JSON.stringify(text)}`);
+  }
+  return text as T;
+}
+
+function instant(flag: string, text: string): number {
+  try {
+    return parseInstant(text, flag);
+  } catch (err) {
+    throw new UsageError((err as Error).message, { cause: err });
+  }
+}
+
+/** Resolves at the first SIGINT or SIGTERM (and stops listening for the other). */
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
+  });
+}

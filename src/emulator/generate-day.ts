@@ -1,0 +1,286 @@
+/**
+ * Generates one UTC day of sessions from a PRNG seeded by (seed, day), so any day can be made on
+ * its own, in any order, and always comes out the same. Records are complete (every field present,
+ * null where absent) and describe the session as it will be once ended; the store hides what "now"
+ * has not reached yet. They are written straight to JSON text, without keeping objects, because
+ * serving them is what a benchmark spends the emulator's time on.
+ */
+import { JsonBytes, fragment, innerFragment, jsonFragment } from './json-bytes.js';
+import { Random, cumulativeOf, pickCumulative } from './prng.js';
+import type { SessionIdCodec } from './session-ids.js';
+import {
+  AGENTS, type AgentProfile, COMPANY_IDS, COMPANY_WEIGHTS, CUSTOMER_ORGS, CUSTOMER_V4_PREFIXES, DEVICE_TYPES,
+  DEVICE_TYPE_WEIGHTS, FIRST_NAMES, GROUPS, HOUR_WEIGHTS, LAST_NAMES, NOTES, OPERATING_SYSTEMS,
+  SESSION_TYPES, SESSION_TYPE_WEIGHTS, WEEKDAY_WEIGHTS,
+} from './vocabulary.js';
+
+export const DAY_SECONDS = 86_400;
+/** No generated session lasts longer than this; the overlap rule looks back this far. */
+export const MAX_DURATION_SECONDS = 10 * 3_600;
+
+/** The order of the fields in every generated record: the SDL's (the fast path relies on it). */
+export const SESSION_FIELD_NAMES = [
+  'id', 'companyId', 'pin', 'started', 'ended', 'duration', 'sessionType', 'recording', 'recordingUrl',
+  'agent', 'agentGroupId', 'agentIp', 'customerIp', 'externalFields',
+] as const;
+
+export interface GenerateDayOptions {
+  seed: number;
+  /** Average over a week; weekdays get more, weekends fewer. */
+  sessionsPerDay: number;
+  ids: SessionIdCodec;
+}
+
+const HOUR_CUMULATIVE = cumulativeOf(HOUR_WEIGHTS);
+const COMPANY_CUMULATIVE = cumulativeOf(COMPANY_WEIGHTS);
+const TYPE_CUMULATIVE = cumulativeOf(SESSION_TYPE_WEIGHTS);
+const DEVICE_CUMULATIVE = cumulativeOf(DEVICE_TYPE_WEIGHTS);
+
+/** Day-of-week of a day index since the epoch, 0 = Sunday (1970-01-01 was a Thursday). */
+export function weekdayOf(day: number): number {
+  return (((day + 4) % 7) + 7) % 7;
+}
+
+/**
+ * One generated day: the JSON text of its full records (`r0,r1,...`, sorted by started then id, each
+ * as JSON.stringify would write it, every field present in SDL order) and the columns the store
+ * needs to pick windows without parsing. Objects are made from the text only when asked for.
+ */
+export interface GeneratedDay {
+  readonly day: number;
+  readonly count: number;
+  readonly started: Int32Array;
+  /** When each session ends (or will end); the store shows it as running until then. */
+  readonly ended: Int32Array;
+  readonly text: Buffer;
+  /** Byte offset of each record in `text`; offsets[count] is text.length + 1. */
+  readonly offsets: Uint32Array;
+}
+
+/** The sessions that start on `day` (UTC). */
+export function generateDay(options: GenerateDayOptions, day: number): GeneratedDay {
+  const rng = new Random(options.seed, day, 0xda7);
+  const dayStart = day * DAY_SECONDS;
+  const mean = options.sessionsPerDay * (WEEKDAY_WEIGHTS[weekdayOf(day)] as number);
+  const count = Math.max(0, Math.round(mean * (0.85 + 0.3 * rng.next())));
+  // Each record is written to `raw` as it is made (in generation order, which fixes the draws and
+  // so the data), then copied in sorted order; no per-record string outlives its writing.
+  const raw = new JsonBytes(count * 640 + 1_024);
+  const rawStart = new Uint32Array(count + 1);
+  const startedAt = new Int32Array(count);
+  const endedAt = new Int32Array(count);
+  const ids: string[] = new Array(count);
+  let n = 0;
+  const add = (t: number, forcedType: string | undefined): void => {
+    rawStart[n] = raw.length;
+    ids[n] = options.ids.encode(day, n);
+    startedAt[n] = t;
+    endedAt[n] = t + writeSession(raw, rng, ids[n] as string, t, forcedType);
+    n++;
+  };
+  // Scheduled unattended jobs start exactly on the hour, midnight included: a closed window whose
+  // end is midnight returns them, and so does the next window starting at midnight.
+  for (const hour of [0, 0, 12]) {
+    if (n < count && rng.chance(0.35)) add(dayStart + hour * 3_600, 'unattended');
+  }
+  while (n < count) add(dayStart + pickCumulative(rng, HOUR_CUMULATIVE) * 3_600 + rng.int(3_600), undefined);
+  rawStart[count] = raw.length;
+
+  const order = Array.from({ length: count }, (_, k) => k);
+  order.sort((a, b) => {
+    const d = (startedAt[a] as number) - (startedAt[b] as number);
+    if (d !== 0) return d;
+    const ia = ids[a] as string;
+    const ib = ids[b] as string;
+    return ia < ib ? -1 : ia > ib ? 1 : 0;
+  });
+  const text = Buffer.allocUnsafe(Math.max(0, raw.length + count - 1));
+  const started = new Int32Array(count);
+  const ended = new Int32Array(count);
+  const offsets = new Uint32Array(count + 1);
+  let pos = 0;
+  for (let k = 0; k < count; k++) {
+    const i = order[k] as number;
+    if (k > 0) text[pos++] = 0x2c; // ','
+    offsets[k] = pos;
+    pos += raw.bytes.copy(text, pos, rawStart[i], rawStart[i + 1]);
+    started[k] = startedAt[i] as number;
+    ended[k] = endedAt[i] as number;
+  }
+  offsets[count] = pos + 1;
+  return { day, count, started, ended, text, offsets };
+}
+
+// Pre-encoded JSON pieces. The key fragments spell out the record in SDL order.
+const F = {
+  id: fragment('{"id":"'),
+  companyId: fragment('","companyId":"'),
+  pin: fragment('","pin":'),
+  started: fragment(',"started":'),
+  ended: fragment(',"ended":'),
+  duration: fragment(',"duration":'),
+  sessionType: fragment(',"sessionType":"'),
+  recording: fragment('","recording":'),
+  recordingUrl: fragment(',"recordingUrl":'),
+  urlStart: fragment('"https://recordings.example.com/v1/'),
+  urlEnd: fragment('.mp4"'),
+  agent: fragment(',"agent":'),
+  agentGroupId: fragment(',"agentGroupId":'),
+  agentIp: fragment(',"agentIp":'),
+  customerIp: fragment(',"customerIp":'),
+  externalFields: fragment(',"externalFields":'),
+  customerName: fragment('{"customerName":'),
+  externalCaseId: fragment(',"externalCaseId":'),
+  notes: fragment(',"notes":'),
+  accountingInfo: fragment(',"accountingInfo":'),
+  customerDeviceType: fragment(',"customerDeviceType":'),
+  customerOs: fragment(',"customerOs":'),
+  v6Prefix: fragment('"2001:db8:'),
+  true: fragment('true'),
+  false: fragment('false'),
+};
+const AGENT_JSON = AGENTS.map((a) => jsonFragment({ id: a.id, name: a.name, email: a.email }));
+const OFFICE_IP_JSON = GROUPS.map((g) => jsonFragment(g.officeIp));
+const ORG_JSON = CUSTOMER_ORGS.map((o) => jsonFragment(o));
+const FIRST_INNER = FIRST_NAMES.map(innerFragment);
+const LAST_INNER = LAST_NAMES.map(innerFragment);
+const NOTES_JSON = NOTES.map((n) => jsonFragment(n));
+const DEVICE_JSON = DEVICE_TYPES.map((d) => jsonFragment(d));
+const OS_JSON = new Map(Object.entries(OPERATING_SYSTEMS).map(([d, list]) => [d, list.map((o) => jsonFragment(o))]));
+
+const QUOTE = 0x22;
+
+/** Writes one full record (every field, SDL order) and returns its duration. */
+function writeSession(w: JsonBytes, rng: Random, id: string, started: number, forcedType: string | undefined): number {
+  const sessionType = forcedType ?? (SESSION_TYPES[pickCumulative(rng, TYPE_CUMULATIVE)] as string);
+  const duration = drawDuration(rng, sessionType);
+  const agentIndex = rng.chance(0.03) ? -1 : rng.int(AGENTS.length);
+  const groupIndex = agentIndex < 0 ? -1 : (AGENTS[agentIndex] as AgentProfile).groupIndex;
+  const group = GROUPS[groupIndex];
+  const companyId = COMPANY_IDS[group ? group.company : pickCumulative(rng, COMPANY_CUMULATIVE)] as string;
+
+  w.raw(F.id);
+  w.ascii(id);
+  w.raw(F.companyId);
+  w.ascii(companyId);
+  w.raw(F.pin);
+  if (sessionType === 'unattended') w.null();
+  else if (rng.chance(0.01)) w.quoted('');
+  else {
+    w.byte(QUOTE);
+    w.padded(rng.int(1_000_000), 6);
+    w.byte(QUOTE);
+  }
+  w.raw(F.started);
+  w.int(started);
+  w.raw(F.ended);
+  w.int(started + duration);
+  w.raw(F.duration);
+  w.int(duration);
+  w.raw(F.sessionType);
+  w.ascii(sessionType);
+  w.raw(F.recording);
+  const recording = rng.chance(0.3);
+  w.raw(recording ? F.true : F.false);
+  w.raw(F.recordingUrl);
+  if (recording) {
+    w.raw(F.urlStart);
+    w.ascii(companyId);
+    w.byte(0x2f); // '/'
+    w.ascii(id);
+    w.raw(F.urlEnd);
+  } else w.null();
+  w.raw(F.agent);
+  if (agentIndex < 0) w.null();
+  else w.raw(AGENT_JSON[agentIndex] as Uint8Array);
+  w.raw(F.agentGroupId);
+  if (group) w.int(group.id);
+  else w.null();
+  w.raw(F.agentIp);
+  if (!group) w.null();
+  else if (rng.chance(0.6)) w.raw(OFFICE_IP_JSON[groupIndex] as Uint8Array);
+  else if (rng.chance(0.1)) writeV6(w, rng);
+  else writeV4(w, rng);
+  w.raw(F.customerIp);
+  if (rng.chance(0.01)) w.null();
+  else if (rng.chance(0.15)) writeV6(w, rng);
+  else writeV4(w, rng);
+  w.raw(F.externalFields);
+  if (rng.chance(0.08)) w.null();
+  else writeExternalFields(w, rng);
+  w.byte(0x7d); // '}'
+  return duration;
+}
+
+/** Log-normal around nine minutes, a few zero-length failures, unattended jobs run longer. */
+function drawDuration(rng: Random, sessionType: string): number {
+  if (rng.chance(0.005)) return 0;
+  const median = sessionType === 'unattended' ? 1_800 : sessionType === 'chat' ? 300 : 540;
+  const d = Math.round(Math.exp(Math.log(median) + 1.15 * rng.normal()));
+  return Math.min(MAX_DURATION_SECONDS, Math.max(5, d));
+}
+
+/** An externalFields object. */
+function writeExternalFields(w: JsonBytes, rng: Random): void {
+  w.raw(F.customerName);
+  const r = rng.next();
+  if (r < 0.02) w.null();
+  else if (r < 0.35) w.raw(ORG_JSON[rng.int(ORG_JSON.length)] as Uint8Array);
+  else {
+    w.byte(QUOTE);
+    w.raw(FIRST_INNER[rng.int(FIRST_INNER.length)] as Uint8Array);
+    w.byte(0x20);
+    w.raw(LAST_INNER[rng.int(LAST_INNER.length)] as Uint8Array);
+    w.byte(QUOTE);
+  }
+  w.raw(F.externalCaseId);
+  const c = rng.next();
+  if (c < 0.6) {
+    w.ascii('"CASE-');
+    w.padded(rng.int(1_000_000), 6);
+    w.byte(QUOTE);
+  } else if (c < 0.85) w.quoted('');
+  else w.null();
+  w.raw(F.notes);
+  if (rng.chance(0.7)) w.raw(NOTES_JSON[rng.int(NOTES_JSON.length)] as Uint8Array);
+  else w.null();
+  w.raw(F.accountingInfo);
+  const a = rng.next();
+  if (a < 0.2) {
+    w.ascii('"CC-');
+    w.padded(rng.int(10_000), 4);
+    w.byte(QUOTE);
+  } else if (a < 0.7) w.quoted('');
+  else w.null();
+  w.raw(F.customerDeviceType);
+  const device = pickCumulative(rng, DEVICE_CUMULATIVE);
+  w.raw(DEVICE_JSON[device] as Uint8Array);
+  w.raw(F.customerOs);
+  const systems = OS_JSON.get(DEVICE_TYPES[device] as string) as Uint8Array[];
+  w.raw(systems[rng.int(systems.length)] as Uint8Array);
+  w.byte(0x7d);
+}
+
+/** A public-looking IPv4 address, quoted. */
+function writeV4(w: JsonBytes, rng: Random): void {
+  w.byte(QUOTE);
+  w.int(CUSTOMER_V4_PREFIXES[rng.int(CUSTOMER_V4_PREFIXES.length)] as number);
+  w.byte(0x2e);
+  w.int(rng.int(256));
+  w.byte(0x2e);
+  w.int(rng.int(256));
+  w.byte(0x2e);
+  w.int(1 + rng.int(254));
+  w.byte(QUOTE);
+}
+
+/** An IPv6 address in the documentation prefix, compressed form, quoted. */
+function writeV6(w: JsonBytes, rng: Random): void {
+  w.raw(F.v6Prefix);
+  w.hex(rng.int(0x10000));
+  w.byte(0x3a);
+  w.hex(rng.int(0x10000));
+  w.ascii('::');
+  w.hex(rng.int(0x10000));
+  w.byte(QUOTE);
+}

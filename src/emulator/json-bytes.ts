@@ -1,0 +1,113 @@
+/**
+ * An append-only writer of JSON as UTF-8 bytes. The generator writes each record straight into a
+ * day's buffer with it: building per-record strings and encoding them cost several times more, most
+ * of it in garbage collection. Callers compose the JSON from pre-encoded fragments (`jsonFragment`)
+ * and from values that need no escaping (digits, hex, ASCII ids), so every byte is as JSON.stringify
+ * would write it.
+ */
+const HEX = '0123456789abcdef';
+const encoder = new TextEncoder();
+
+/** The UTF-8 bytes of a piece of JSON text written as is (keys, punctuation). */
+export function fragment(text: string): Uint8Array {
+  return encoder.encode(text);
+}
+
+/** The UTF-8 bytes of JSON.stringify(value). */
+export function jsonFragment(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}
+
+/** The UTF-8 bytes of a string's JSON escaping without the surrounding quotes. */
+export function innerFragment(value: string): Uint8Array {
+  return encoder.encode(JSON.stringify(value).slice(1, -1));
+}
+
+export class JsonBytes {
+  bytes: Buffer;
+  length = 0;
+
+  constructor(capacity: number) {
+    this.bytes = Buffer.allocUnsafe(Math.max(64, capacity));
+  }
+
+  /** Makes room for at least `n` more bytes. */
+  reserve(n: number): void {
+    if (this.length + n <= this.bytes.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.bytes.length * 2, this.length + n));
+    this.bytes.copy(bigger, 0, 0, this.length);
+    this.bytes = bigger;
+  }
+
+  raw(b: Uint8Array): void {
+    this.reserve(b.length);
+    const out = this.bytes;
+    let p = this.length;
+    for (let i = 0; i < b.length; i++) out[p++] = b[i] as number;
+    this.length = p;
+  }
+
+  byte(c: number): void {
+    this.reserve(1);
+    this.bytes[this.length++] = c;
+  }
+
+  /** Characters below U+0080 that JSON leaves alone (no quote, backslash or control character). */
+  ascii(s: string): void {
+    this.reserve(s.length);
+    const out = this.bytes;
+    let p = this.length;
+    for (let i = 0; i < s.length; i++) out[p++] = s.charCodeAt(i);
+    this.length = p;
+  }
+
+  /** A quoted `ascii` string, or null. */
+  quoted(s: string | null): void {
+    if (s === null) return this.null();
+    this.byte(0x22);
+    this.ascii(s);
+    this.byte(0x22);
+  }
+
+  null(): void {
+    this.ascii('null');
+  }
+
+  /** A safe integer in decimal. */
+  int(n: number): void {
+    if (n < 0) {
+      this.byte(0x2d);
+      n = -n;
+    }
+    this.padded(n, 1);
+  }
+
+  /** A non-negative integer in decimal, left-padded with zeros to `width` digits. */
+  padded(n: number, width: number): void {
+    let digits = 1;
+    for (let x = n; x >= 10; x = Math.floor(x / 10)) digits++;
+    const total = Math.max(width, digits);
+    this.reserve(total);
+    const out = this.bytes;
+    let p = this.length + total;
+    this.length = p;
+    for (let k = 0; k < total; k++) {
+      out[--p] = 0x30 + (n % 10);
+      n = Math.floor(n / 10);
+    }
+  }
+
+  /** A non-negative integer in lowercase hexadecimal, no padding. */
+  hex(n: number): void {
+    let digits = 1;
+    for (let x = n; x >= 16; x = Math.floor(x / 16)) digits++;
+    this.reserve(digits);
+    const out = this.bytes;
+    let p = this.length + digits;
+    this.length = p;
+    for (let k = 0; k < digits; k++) {
+      out[--p] = HEX.charCodeAt(n % 16);
+      n = Math.floor(n / 16);
+    }
+  }
+}

@@ -1,0 +1,105 @@
+/** Public types of the reporting endpoint emulator; see docs/emulator.md. */
+import type { SessionRecord } from '../reporting/session-record.js';
+import type { ArgTypes } from './schema.js';
+import type { WindowRule } from './session-store.js';
+
+export type { ArgTypes, WindowRule };
+
+/** The API key the emulator accepts unless `apiKey` is given. */
+export const DEFAULT_EMULATOR_API_KEY = 'emulator-reporting-key';
+
+/**
+ * Failures the emulator can inject. Rates are probabilities in [0, 1], drawn per request from a
+ * PRNG seeded by `seed`, so a given request sequence meets the same faults on every run.
+ */
+export interface EmulatorFaults {
+  /** Added before every answer (reporting requests, including 401/429/405 answers). */
+  latencyMs?: number;
+  /** Requests per second accepted per sliding window; beyond it: 429 with Retry-After (integer seconds >= 1) and a JSON body. */
+  rateLimitRps?: number;
+  /** Probability of an HTTP 500 (JSON body), 502 or 503 (plain-text proxy pages), chosen at random among the three. */
+  serverErrorRate?: number;
+  /** Probability that the socket is destroyed without any answer. */
+  resetRate?: number;
+  /** Probability of a 200 whose body is cut in the middle (Content-Length matches the cut body, so only the JSON is broken). */
+  truncateRate?: number;
+  /** Probability that a `sessions` answer holds only the first half of the records plus an `errors` entry. */
+  partialErrorRate?: number;
+  /** A `sessions` window with more records answers 200 {errors:[{message: "... exceeds the maximum result size of N ..."}], data: null}. */
+  maxResults?: number;
+  /** A `sessions` window with end - start larger answers 200 {errors:[{message: "... span ... exceeds ..."}], data: null}. */
+  maxSpanSeconds?: number;
+  /** Silently return only the first N records of a window (sorted by started, then id). */
+  truncateResultsTo?: number;
+}
+
+export interface EmulatorOptions {
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0 (OS-assigned). */
+  port?: number;
+  /** The one key accepted in the Authorization header; default DEFAULT_EMULATOR_API_KEY. */
+  apiKey?: string;
+  /** Data and fault seed; default 1. */
+  seed?: number;
+  /** Epoch seconds, first instant with data; default: now - 90 days, at UTC midnight. */
+  from?: number;
+  /** Epoch seconds, end of data (exclusive); default: data runs up to "now", wherever the clock is. */
+  to?: number;
+  /** Average sessions per day over a week; default 200. */
+  sessionsPerDay?: number;
+  /**
+   * The emulator's "now" in epoch seconds, fixed until `setNow`. Default: the wall clock, read at
+   * every request (so a long-running emulator sees sessions end and new ones begin).
+   */
+  now?: number;
+  /** Which sessions a window returns; default 'closed'. See docs/emulator.md. */
+  windowRule?: WindowRule;
+  /** How the SDL declares sessions(start, end); default 'Int!'. See docs/emulator.md. */
+  argTypes?: ArgTypes;
+  faults?: EmulatorFaults;
+  /**
+   * Keep rendered `sessions` bodies by query text, so a repeated query costs only the write
+   * (benchmarks). `true` keeps up to 1 GiB (a million full records take about 560 MB); an object sets the limit. Default false.
+   */
+  cacheBodies?: boolean | { maxBytes: number };
+  /** Receives one line per request. The API key is never part of it. */
+  log?: (line: string) => void;
+  /** Passed untouched to the interface handler as `ctx.options`. */
+  interface?: unknown;
+}
+
+export interface EmulatorStats {
+  /** Every HTTP request received, including those answered by the interface handler. */
+  requests: number;
+  /** Answers by HTTP status ("200", "401", ...); resets are not answers and are not counted here. */
+  byStatus: Record<string, number>;
+  /** Injected faults by kind: serverError, reset, truncate, partial, rateLimited, maxResults, maxSpan, truncatedResults. */
+  faults: Record<string, number>;
+  inFlight: number;
+  maxInFlight: number;
+  /** Session records in answers that were sent complete (truncated bodies are not counted). */
+  recordsServed: number;
+}
+
+export interface EmulatorDataset {
+  /** Every session whose started lies in [start, end) as the server would return it at the current "now" (sorted by started, then id). */
+  sessionsStartedIn(start: number, end: number): SessionRecord[];
+  /** The session with this id, or undefined. */
+  byId(id: string): SessionRecord | undefined;
+}
+
+export interface Emulator {
+  /** e.g. http://127.0.0.1:PORT/ */
+  url: string;
+  apiKey: string;
+  close(): Promise<void>;
+  stats(): EmulatorStats;
+  resetStats(): void;
+  /** Replaces the fault settings (and drops cached bodies). */
+  setFaults(f: EmulatorFaults): void;
+  /** Pins the clock: sessions that were running may now be ended (same id) and new ones may appear. */
+  setNow(nowSeconds: number): void;
+  /** Ground truth for tests. */
+  dataset: EmulatorDataset;
+}

@@ -1,0 +1,388 @@
+/**
+ * Answers one reporting request body ({query, variables?}) the way a graphql-js server would:
+ * parse and validate (cached by query text), then either execute with graphql-js or, for the plain
+ * `{ sessions(start, end) { ... } }` shape the pipeline sends, write the JSON without executing
+ * (the "fast path", byte for byte what graphql-js would produce): the all-fields selection is sliced
+ * from the days' pre-written text, other selections are projected and JSON.stringify'd.
+ * Data-level faults (maxSpan, maxResults, truncateResults, partial) are applied here, in both paths.
+ */
+import {
+  GraphQLError, Kind, execute, getArgumentValues, getLocation, getNamedType, getVariableValues,
+  isObjectType, parse, validate,
+  type DocumentNode, type FieldNode, type GraphQLField, type GraphQLObjectType, type GraphQLSchema,
+  type OperationDefinitionNode, type SelectionSetNode, type SourceLocation,
+} from 'graphql';
+import { AGENT_FIELD_NAMES, EXTERNAL_FIELD_NAMES, type SessionRecord } from '../reporting/session-record.js';
+import type { BodyCache } from './body-cache.js';
+import type { FaultDice, FaultKind } from './faults.js';
+import type { EmulatorFaults } from './options.js';
+import { epochSecondsArg } from './schema.js';
+import { SESSION_FIELD_NAMES } from './generate-day.js';
+import type { Selection, SessionStore, WindowRule } from './session-store.js';
+
+/** A request body after JSON parsing; the server has checked that `query` is a string. */
+export interface ReportingRequest {
+  query: string;
+  variables?: Record<string, unknown> | null;
+  operationName?: string | null;
+}
+
+export interface Answer {
+  status: number;
+  contentType: string;
+  chunks: Buffer[];
+  bytes: number;
+  /** Session records in the body. */
+  records: number;
+  /** The data-level fault this answer carries, if any (for the request log). */
+  fault?: FaultKind;
+}
+
+export interface ReportingEndpointOptions {
+  schema: GraphQLSchema;
+  store: SessionStore;
+  windowRule: WindowRule;
+  faults: () => EmulatorFaults;
+  dice: FaultDice;
+  countFault: (kind: FaultKind) => void;
+  bodyCache?: BodyCache;
+}
+
+/** Turns a record into the object to serialise; null when the record serialises as it is. */
+type Projector = ((r: SessionRecord) => unknown) | null;
+
+interface FastPlan {
+  operation: OperationDefinitionNode;
+  field: FieldNode;
+  fieldDef: GraphQLField<unknown, unknown>;
+  responseKey: string;
+  location: SourceLocation;
+  project: Projector;
+}
+
+interface Prepared {
+  document?: DocumentNode;
+  errors?: readonly GraphQLError[];
+  fast?: FastPlan;
+}
+
+interface ExecContext {
+  extraErrors: GraphQLError[];
+  records: number;
+  fault?: FaultKind;
+}
+
+/** A data-level failure of the `sessions` field, reported as graphql-js reports a resolver error. */
+class FieldFailure extends GraphQLError {
+  constructor(message: string, readonly kind?: FaultKind) {
+    super(message);
+  }
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const PREPARED_CACHE_SIZE = 512;
+const RECORDS_PER_CHUNK = 2_000;
+
+export class ReportingEndpoint {
+  private readonly prepared = new Map<string, Prepared>();
+  private readonly rootValue: Record<string, unknown>;
+
+  constructor(private readonly o: ReportingEndpointOptions) {
+    this.rootValue = {
+      sessions: (args: Record<string, unknown>, ctx: ExecContext, info: { fieldNodes: readonly FieldNode[]; path: { key: string | number } }) => {
+        const start = epochSecondsArg(args.start, 'start');
+        const end = epochSecondsArg(args.end, 'end');
+        this.checkSpan(start, end);
+        let { selection, windowRecords } = this.resolveWindow(start, end);
+        if (selection.count < windowRecords) ctx.fault = 'truncatedResults';
+        if (this.o.dice.roll(this.o.faults().partialErrorRate)) {
+          const partial = this.partial(selection);
+          ctx.extraErrors.push(new GraphQLError(partial.message, { nodes: info.fieldNodes, path: [info.path.key] }));
+          ctx.fault = 'partial';
+          selection = partial.selection;
+        }
+        ctx.records += selection.count;
+        return this.o.store.records(selection);
+      },
+      session: (args: { id: string }, ctx: ExecContext) => {
+        const r = this.o.store.lookup(args.id) ?? null;
+        if (r) ctx.records += 1;
+        return r;
+      },
+    };
+  }
+
+  async handle(request: ReportingRequest): Promise<Answer> {
+    const prepared = this.prepare(request.query);
+    if (prepared.errors) return jsonAnswer({ errors: prepared.errors }, 0);
+    const document = prepared.document as DocumentNode;
+    if (prepared.fast) {
+      const answer = this.fastPath(prepared.fast, request);
+      if (answer) return answer;
+    }
+    const ctx: ExecContext = { extraErrors: [], records: 0 };
+    const result = await execute({
+      schema: this.o.schema,
+      document,
+      rootValue: this.rootValue,
+      contextValue: ctx,
+      variableValues: request.variables ?? undefined,
+      operationName: request.operationName ?? undefined,
+    });
+    for (const e of result.errors ?? []) if (e.originalError instanceof FieldFailure) ctx.fault ??= e.originalError.kind;
+    const errors = [...(result.errors ?? []), ...ctx.extraErrors];
+    const body = errors.length ? { errors, data: result.data } : { data: result.data };
+    const answer = jsonAnswer(body, ctx.records);
+    if (ctx.fault) answer.fault = ctx.fault;
+    return answer;
+  }
+
+  /** Parse and validate once per distinct query text. */
+  private prepare(query: string): Prepared {
+    const cached = this.prepared.get(query);
+    if (cached) return cached;
+    let prepared: Prepared;
+    try {
+      const document = parse(query);
+      const errors = validate(this.o.schema, document);
+      prepared = errors.length ? { errors } : { document, fast: planFastPath(this.o.schema, document) };
+    } catch (err) {
+      if (!(err instanceof GraphQLError)) throw err;
+      prepared = { errors: [err] };
+    }
+    if (this.prepared.size >= PREPARED_CACHE_SIZE) this.prepared.delete(this.prepared.keys().next().value as string);
+    this.prepared.set(query, prepared);
+    return prepared;
+  }
+
+  /** The answer written without graphql-js execution, or undefined to fall back to it. */
+  private fastPath(plan: FastPlan, request: ReportingRequest): Answer | undefined {
+    if (request.operationName && request.operationName !== plan.operation.name?.value) return undefined;
+    let variableValues: Record<string, unknown> = {};
+    if (plan.operation.variableDefinitions?.length) {
+      const coerced = getVariableValues(this.o.schema, plan.operation.variableDefinitions, request.variables ?? {});
+      if (coerced.errors) return undefined;
+      variableValues = coerced.coerced;
+    }
+    let args: Record<string, unknown>;
+    try {
+      args = getArgumentValues(plan.fieldDef, plan.field, variableValues);
+    } catch {
+      return undefined;
+    }
+
+    const fieldError = (err: unknown): Answer => {
+      if (!(err instanceof GraphQLError)) throw err;
+      const body = { errors: [{ message: err.message, locations: [plan.location], path: [plan.responseKey] }], data: null };
+      const answer = jsonAnswer(body, 0);
+      if (err instanceof FieldFailure && err.kind) answer.fault = err.kind;
+      return answer;
+    };
+
+    let start: number;
+    let end: number;
+    try {
+      start = epochSecondsArg(args.start, 'start');
+      end = epochSecondsArg(args.end, 'end');
+      this.checkSpan(start, end);
+    } catch (err) {
+      return fieldError(err);
+    }
+
+    const cache = this.o.bodyCache;
+    const key = cache ? `${request.query}\u0000${JSON.stringify(request.variables ?? null)}\u0000${request.operationName ?? ''}` : '';
+    const hit = cache?.get(key, this.o.store.now());
+    let selection: Selection | undefined;
+    let settled = false;
+    let windowRecords = 0;
+    if (!hit) {
+      try {
+        ({ selection, settled, windowRecords } = this.resolveWindow(start, end));
+      } catch (err) {
+        return fieldError(err);
+      }
+    }
+
+    if (this.o.dice.roll(this.o.faults().partialErrorRate)) {
+      selection ??= this.resolveWindow(start, end).selection;
+      const partial = this.partial(selection);
+      const error = { message: partial.message, locations: [plan.location], path: [plan.responseKey] };
+      const prefix = `{"errors":[${JSON.stringify(error)}],"data":{${JSON.stringify(plan.responseKey)}:[`;
+      const answer = this.render(prefix, partial.selection, plan.project, ']}}');
+      answer.fault = 'partial';
+      return answer;
+    }
+    if (hit) {
+      const answer: Answer = { status: 200, contentType: JSON_TYPE, chunks: hit.chunks, bytes: hit.bytes, records: hit.records };
+      if (hit.records < hit.windowRecords) {
+        this.o.countFault('truncatedResults');
+        answer.fault = 'truncatedResults';
+      }
+      return answer;
+    }
+    const chosen = selection as Selection;
+    const answer = this.render(`{"data":{${JSON.stringify(plan.responseKey)}:[`, chosen, plan.project, ']}}');
+    if (chosen.count < windowRecords) answer.fault = 'truncatedResults';
+    cache?.set(key, {
+      chunks: answer.chunks, bytes: answer.bytes, records: chosen.count, windowRecords, now: chosen.now, settled,
+    });
+    return answer;
+  }
+
+  private checkSpan(start: number, end: number): void {
+    const max = this.o.faults().maxSpanSeconds;
+    if (max !== undefined && end - start > max) {
+      this.o.countFault('maxSpan');
+      throw new FieldFailure(
+        `The time span between start and end (${end - start} seconds) exceeds the maximum span of ${max} seconds.`,
+        'maxSpan',
+      );
+    }
+  }
+
+  /** The window's records after maxResults and truncateResultsTo. */
+  private resolveWindow(start: number, end: number): { selection: Selection; windowRecords: number; settled: boolean } {
+    const { store, windowRule } = this.o;
+    const faults = this.o.faults();
+    const all = store.select(start, end, windowRule);
+    if (faults.maxResults !== undefined && all.count > faults.maxResults) {
+      this.o.countFault('maxResults');
+      throw new FieldFailure(
+        `The query matches ${all.count} session records, which exceeds the maximum result size of ${faults.maxResults}; narrow the time window.`,
+        'maxResults',
+      );
+    }
+    let selection = all;
+    if (faults.truncateResultsTo !== undefined && all.count > faults.truncateResultsTo) {
+      this.o.countFault('truncatedResults');
+      selection = all.take(faults.truncateResultsTo);
+    }
+    return { selection, windowRecords: all.count, settled: store.isSettled(end, windowRule) };
+  }
+
+  /** The partial-result fault: the first half of the records and an error saying the rest failed. */
+  private partial(selection: Selection): { selection: Selection; message: string } {
+    this.o.countFault('partial');
+    const kept = Math.floor(selection.count / 2);
+    return {
+      selection: selection.take(kept),
+      message: `Failed to load ${selection.count - kept} session records; the result is incomplete.`,
+    };
+  }
+
+  /** prefix, the selected records joined by commas, suffix; in chunks (a million records would not fit one string). */
+  private render(prefix: string, selection: Selection, project: Projector, suffix: string): Answer {
+    const chunks: Buffer[] = [Buffer.from(prefix, 'utf8')];
+    if (project === null) {
+      // All fields in SDL order: slices of the days' pre-written text.
+      chunks.push(...this.o.store.render(selection));
+    } else {
+      const records = this.o.store.records(selection);
+      for (let i = 0; i < records.length; i += RECORDS_PER_CHUNK) {
+        // V8's JSON.stringify of a whole array of plain objects beats assembling strings by hand.
+        const json = JSON.stringify(records.slice(i, i + RECORDS_PER_CHUNK).map(project));
+        chunks.push(Buffer.from((i === 0 ? '' : ',') + json.slice(1, -1), 'utf8'));
+      }
+    }
+    chunks.push(Buffer.from(suffix, 'utf8'));
+    let bytes = 0;
+    for (const c of chunks) bytes += c.length;
+    return { status: 200, contentType: JSON_TYPE, chunks, bytes, records: selection.count };
+  }
+}
+
+function jsonAnswer(body: unknown, records: number): Answer {
+  const buf = Buffer.from(JSON.stringify(body), 'utf8');
+  return { status: 200, contentType: JSON_TYPE, chunks: [buf], bytes: buf.length, records };
+}
+
+/**
+ * A fast-path plan for a document that is one query operation selecting only `sessions` (alias
+ * allowed), whose selections are plain fields (no fragments, directives or repeated response keys).
+ * Anything else is left to graphql-js.
+ */
+export function planFastPath(schema: GraphQLSchema, document: DocumentNode): FastPlan | undefined {
+  if (document.definitions.length !== 1) return undefined;
+  const operation = document.definitions[0];
+  if (operation?.kind !== Kind.OPERATION_DEFINITION || operation.operation !== 'query') return undefined;
+  if (operation.directives?.length || operation.selectionSet.selections.length !== 1) return undefined;
+  const field = operation.selectionSet.selections[0];
+  if (field?.kind !== Kind.FIELD || field.name.value !== 'sessions' || field.directives?.length) return undefined;
+  const fieldDef = schema.getQueryType()?.getFields().sessions;
+  if (!fieldDef || !field.selectionSet || !field.loc || !document.loc) return undefined;
+  const projection = compileProjection(field.selectionSet, getNamedType(fieldDef.type) as GraphQLObjectType);
+  if (!projection) return undefined;
+  return {
+    operation,
+    field,
+    fieldDef,
+    responseKey: field.alias?.value ?? field.name.value,
+    location: getLocation(document.loc.source, field.loc.start),
+    project: projection.identity ? null : (projection.project as unknown as (r: SessionRecord) => unknown),
+  };
+}
+
+/**
+ * The generated records hold every field in SDL order, so a selection of all fields in that order
+ * serialises as the record itself; any other selection is copied into a new object.
+ */
+const RECORD_KEYS: Record<string, readonly string[]> = {
+  Session: SESSION_FIELD_NAMES,
+  Agent: AGENT_FIELD_NAMES,
+  ExternalFields: EXTERNAL_FIELD_NAMES,
+};
+
+type Step =
+  | { key: string; kind: 'constant'; value: string }
+  | { key: string; kind: 'scalar'; name: string }
+  | { key: string; kind: 'object'; name: string; project: (o: Record<string, unknown>) => unknown };
+
+/** An object holding the selected fields only, in selection order (null where absent), as graphql-js returns them. */
+function compileProjection(
+  selectionSet: SelectionSetNode, type: GraphQLObjectType,
+): { identity: boolean; project: (o: Record<string, unknown>) => unknown } | undefined {
+  const steps: Step[] = [];
+  const seen = new Set<string>();
+  const fields = type.getFields();
+  let identity = true;
+  for (const sel of selectionSet.selections) {
+    if (sel.kind !== Kind.FIELD || sel.directives?.length || sel.arguments?.length) return undefined;
+    const key = sel.alias?.value ?? sel.name.value;
+    if (seen.has(key)) return undefined; // graphql-js would merge the two; not worth copying
+    seen.add(key);
+    const name = sel.name.value;
+    if (key !== name) identity = false;
+    if (name === '__typename') {
+      steps.push({ key, kind: 'constant', value: type.name });
+      identity = false;
+      continue;
+    }
+    const def = fields[name];
+    if (!def) return undefined;
+    const named = getNamedType(def.type);
+    if (isObjectType(named)) {
+      if (!sel.selectionSet) return undefined;
+      const inner = compileProjection(sel.selectionSet, named);
+      if (!inner) return undefined;
+      if (!inner.identity) identity = false;
+      steps.push({ key, kind: 'object', name, project: inner.project });
+    } else {
+      steps.push({ key, kind: 'scalar', name });
+    }
+  }
+  const own = RECORD_KEYS[type.name];
+  if (!own || own.length !== steps.length || steps.some((st, i) => st.key !== own[i])) identity = false;
+  const project = (o: Record<string, unknown>): unknown => {
+    const out: Record<string, unknown> = {};
+    for (const step of steps) {
+      if (step.kind === 'constant') {
+        out[step.key] = step.value;
+        continue;
+      }
+      const v = o[step.name];
+      out[step.key] = v === null || v === undefined ? null : step.kind === 'object' ? step.project(v as Record<string, unknown>) : v;
+    }
+    return out;
+  };
+  return { identity, project };
+}

@@ -1,0 +1,219 @@
+/**
+ * The emulator's data: generated lazily day by day, cached in a small LRU, and shown as it looks at
+ * the emulator's current "now" (sessions not started yet are hidden, sessions still running have
+ * ended and duration null).
+ *
+ * A window is first chosen as a Selection (runs of record positions, no objects); it is then either
+ * rendered straight from the days' pre-written JSON text (the pipeline's all-fields query) or turned
+ * into objects (other selections, graphql-js execution, the test dataset).
+ */
+import type { SessionRecord } from '../reporting/session-record.js';
+import { DAY_SECONDS, MAX_DURATION_SECONDS, generateDay, type GeneratedDay } from './generate-day.js';
+import { SessionIdCodec } from './session-ids.js';
+
+export type WindowRule = 'closed' | 'half-open' | 'overlap';
+
+export interface SessionStoreOptions {
+  seed: number;
+  sessionsPerDay: number;
+  /** First instant with data (epoch seconds, inclusive). */
+  from: number;
+  /** End of data (epoch seconds, exclusive); undefined: data runs up to "now". */
+  to: number | undefined;
+  /** The emulator's idea of now, in whole epoch seconds. */
+  now: () => number;
+  /** How many generated days to keep. */
+  cacheDays?: number;
+}
+
+interface DayEntry {
+  gen: GeneratedDay;
+  /** The day's records as objects, parsed from the text on first need. */
+  records?: SessionRecord[];
+}
+
+/** Consecutive positions [from, to) of one day; a running record is always a part of its own. */
+interface Part {
+  day: DayEntry;
+  from: number;
+  to: number;
+  running: boolean;
+}
+
+/** The records a window returns, in order, as positions in the cached days. */
+export class Selection {
+  constructor(
+    readonly parts: readonly Part[],
+    readonly count: number,
+    /** The "now" the selection was made at. */
+    readonly now: number,
+  ) {}
+
+  /** The first `n` records. */
+  take(n: number): Selection {
+    if (n >= this.count) return this;
+    const parts: Part[] = [];
+    let left = n;
+    for (const p of this.parts) {
+      if (left <= 0) break;
+      const size = p.to - p.from;
+      parts.push(size <= left ? p : { ...p, to: p.from + left });
+      left -= size;
+    }
+    return new Selection(parts, n, this.now);
+  }
+}
+
+export class SessionStore {
+  private readonly days = new Map<number, DayEntry>();
+  private readonly ids: SessionIdCodec;
+  private readonly cacheDays: number;
+
+  constructor(private readonly options: SessionStoreOptions) {
+    this.ids = new SessionIdCodec(options.seed);
+    this.cacheDays = options.cacheDays ?? 64;
+  }
+
+  now(): number {
+    return this.options.now();
+  }
+
+  /** What a `sessions(start, end)` query returns under `rule`, sorted by started then id. */
+  select(start: number, end: number, rule: WindowRule): Selection {
+    const now = this.now();
+    const [lo, hi] = this.startedBounds(rule === 'overlap' ? start - MAX_DURATION_SECONDS : start, rule === 'half-open' ? end - 1 : end, now);
+    return this.collect(lo, hi, now, rule === 'overlap' ? start : undefined);
+  }
+
+  /** Whether `select(start, end, rule)` can no longer change as "now" moves forward. */
+  isSettled(end: number, rule: WindowRule): boolean {
+    const hi = rule === 'half-open' ? end - 1 : end;
+    const lastDayEnd = (Math.floor(hi / DAY_SECONDS) + 1) * DAY_SECONDS;
+    return lastDayEnd + MAX_DURATION_SECONDS <= this.now();
+  }
+
+  /** The selection's records as objects, shown at the selection's now. Shared with the cache: do not change them. */
+  records(selection: Selection): SessionRecord[] {
+    const out: SessionRecord[] = [];
+    for (const p of selection.parts) {
+      const all = this.objects(p.day);
+      for (let i = p.from; i < p.to; i++) {
+        const r = all[i] as SessionRecord;
+        out.push(p.running ? runningView(r) : r);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The JSON of the selection's full records (every field, SDL order), comma separated, as Buffers.
+   * An ended run is one slice of its day's pre-written text, so serving costs next to nothing.
+   */
+  render(selection: Selection): Buffer[] {
+    const out: Buffer[] = [];
+    for (const p of selection.parts) {
+      if (out.length > 0) out.push(COMMA);
+      if (p.running) {
+        out.push(Buffer.from(JSON.stringify(runningView(this.objects(p.day)[p.from] as SessionRecord)), 'utf8'));
+      } else {
+        const { text, offsets } = p.day.gen;
+        out.push(text.subarray(offsets[p.from] as number, (offsets[p.to] as number) - 1));
+      }
+    }
+    return out;
+  }
+
+  /** Every session whose started lies in [start, end), as the server would return it now; copies. */
+  sessionsStartedIn(start: number, end: number): SessionRecord[] {
+    const now = this.now();
+    const [lo, hi] = this.startedBounds(start, end - 1, now);
+    return this.records(this.collect(lo, hi, now, undefined)).map(cloneRecord);
+  }
+
+  /** The session with this id as the server would return it now (shared with the cache), or undefined. */
+  lookup(id: string): SessionRecord | undefined {
+    const key = this.ids.decode(id);
+    if (!key) return undefined;
+    const now = this.now();
+    const [lo, hi] = this.startedBounds(-Infinity, Infinity, now);
+    const dayStart = key.day * DAY_SECONDS;
+    if (dayStart + DAY_SECONDS <= lo || dayStart > hi) return undefined;
+    const found = this.objects(this.day(key.day)).find((r) => r.id === id);
+    if (!found || (found.started as number) < lo || (found.started as number) > hi) return undefined;
+    return (found.ended as number) > now ? runningView(found) : found;
+  }
+
+  byId(id: string): SessionRecord | undefined {
+    const r = this.lookup(id);
+    return r && cloneRecord(r);
+  }
+
+  /** Inclusive bounds on `started`, clipped to the data range and to now. */
+  private startedBounds(lo: number, hi: number, now: number): [number, number] {
+    const to = this.options.to === undefined ? Infinity : this.options.to - 1;
+    return [Math.max(lo, this.options.from), Math.min(hi, now, to)];
+  }
+
+  /** Sessions with started in [lo, hi]; with `overlapStart`, only those still running or ended at or after it. */
+  private collect(lo: number, hi: number, now: number, overlapStart: number | undefined): Selection {
+    const parts: Part[] = [];
+    let count = 0;
+    if (hi < lo) return new Selection(parts, 0, now);
+    for (let d = Math.floor(lo / DAY_SECONDS); d <= Math.floor(hi / DAY_SECONDS); d++) {
+      const entry = this.day(d);
+      const { started, ended } = entry.gen;
+      let last: Part | undefined;
+      for (let i = lowerBound(started, lo); i < started.length && (started[i] as number) <= hi; i++) {
+        const running = (ended[i] as number) > now;
+        if (overlapStart !== undefined && (running ? now : (ended[i] as number)) < overlapStart) continue;
+        count++;
+        if (!running && last && !last.running && last.to === i) last.to++;
+        else parts.push((last = { day: entry, from: i, to: i + 1, running }));
+      }
+    }
+    return new Selection(parts, count, now);
+  }
+
+  private objects(entry: DayEntry): SessionRecord[] {
+    entry.records ??= JSON.parse(`[${entry.gen.text.toString('utf8')}]`) as SessionRecord[];
+    return entry.records;
+  }
+
+  private day(d: number): DayEntry {
+    const cached = this.days.get(d);
+    if (cached) {
+      this.days.delete(d);
+      this.days.set(d, cached);
+      return cached;
+    }
+    const made = { gen: generateDay({ seed: this.options.seed, sessionsPerDay: this.options.sessionsPerDay, ids: this.ids }, d) };
+    this.days.set(d, made);
+    if (this.days.size > this.cacheDays) this.days.delete(this.days.keys().next().value as number);
+    return made;
+  }
+}
+
+const COMMA = Buffer.from(',');
+
+function runningView(r: SessionRecord): SessionRecord {
+  return { ...r, ended: null, duration: null };
+}
+
+function lowerBound(values: Int32Array, t: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((values[mid] as number) < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export function cloneRecord(r: SessionRecord): SessionRecord {
+  return {
+    ...r,
+    agent: r.agent ? { ...r.agent } : r.agent,
+    externalFields: r.externalFields ? { ...r.externalFields } : r.externalFields,
+  };
+}

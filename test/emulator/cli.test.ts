@@ -1,0 +1,94 @@
+import { existsSync } from 'node:fs';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { emulatorOptionsFromFlags, runEmulator, type EmulatorFlags } from '../../src/cli/commands/emulator.js';
+import { UsageError } from '../../src/cli/usage-error.js';
+import { startCli, waitFor } from '../helpers/cli.js';
+
+const DEFAULTS: EmulatorFlags = { host: '127.0.0.1', port: '0', seed: '1', sessionsPerDay: '200', windowRule: 'closed', argTypes: 'Int!' };
+
+describe('emulator flags', () => {
+  it('builds the options from the flags', () => {
+    expect(
+      emulatorOptionsFromFlags({
+        ...DEFAULTS, port: '8080', seed: '-3', from: '2026-01-01', to: '1767830400', now: '2026-01-05T12:00:00Z',
+        windowRule: 'overlap', argTypes: 'String!', apiKey: 'abc', latencyMs: '25', rateLimitRps: '0.5',
+        serverErrorRate: '0.1', resetRate: '0', truncateRate: '1', partialErrorRate: '0.25', maxResults: '1000',
+        maxSpanSeconds: '86400', truncateResultsTo: '0',
+      }),
+    ).toEqual({
+      host: '127.0.0.1', port: 8080, seed: -3, sessionsPerDay: 200, windowRule: 'overlap', argTypes: 'String!', apiKey: 'abc',
+      from: 1767225600, to: 1767830400, now: 1767614400,
+      faults: {
+        latencyMs: 25, rateLimitRps: 0.5, serverErrorRate: 0.1, resetRate: 0, truncateRate: 1, partialErrorRate: 0.25,
+        maxResults: 1000, maxSpanSeconds: 86400, truncateResultsTo: 0,
+      },
+    });
+    expect(emulatorOptionsFromFlags(DEFAULTS).faults).toBeUndefined();
+  });
+
+  it.each([
+    [{ port: '70000' }, '--port'],
+    [{ port: 'http' }, '--port'],
+    [{ seed: '1.5' }, '--seed'],
+    [{ sessionsPerDay: '-1' }, '--sessions-per-day'],
+    [{ from: 'yesterday' }, '--from'],
+    [{ to: '2026-01-01T08:00:00' }, '--to'],
+    [{ now: '2026-02-30' }, '--now'],
+    [{ from: '2026-02-01', to: '2026-01-01' }, '--to'],
+    [{ windowRule: 'open' }, '--window-rule'],
+    [{ argTypes: 'Float' }, '--arg-types'],
+    [{ apiKey: ' ' }, '--api-key'],
+    [{ latencyMs: '-5' }, '--latency-ms'],
+    [{ rateLimitRps: '0' }, '--rate-limit-rps'],
+    [{ serverErrorRate: '1.5' }, '--server-error-rate'],
+    [{ resetRate: 'often' }, '--reset-rate'],
+    [{ truncateRate: '' }, '--truncate-rate'],
+    [{ partialErrorRate: '-0.1' }, '--partial-error-rate'],
+    [{ maxResults: '10.5' }, '--max-results'],
+    [{ maxSpanSeconds: '1d' }, '--max-span-seconds'],
+    [{ truncateResultsTo: '-1' }, '--truncate-results-to'],
+  ] as Array<[Partial<EmulatorFlags>, string]>)('refuses %o with a usage error naming %s', (bad, flag) => {
+    let error: unknown;
+    try {
+      emulatorOptionsFromFlags({ ...DEFAULTS, ...bad });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as Error).message).toContain(flag);
+  });
+});
+
+describe('emulator command', () => {
+  it('prints exactly one line with the URL and key, serves, and closes when told to stop', async () => {
+    const stdout = new PassThrough();
+    let out = '';
+    stdout.on('data', (d: Buffer) => (out += d.toString()));
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    const run = runEmulator({ ...DEFAULTS, apiKey: 'cli-key', now: '2026-01-15T14:00:00Z' }, { stdout, stderr: new PassThrough(), until: () => stopped });
+    await waitFor(() => out.includes('\n'), 5_000, 'the line');
+    const m = /^reporting endpoint: (http:\/\/127\.0\.0\.1:\d+\/) {2}api key: cli-key\n$/.exec(out);
+    expect(m).not.toBeNull();
+    const res = await fetch(m![1]!, { method: 'POST', headers: { authorization: 'cli-key' }, body: JSON.stringify({ query: '{ sessions(start: 1768435200, end: 1768485600) { id } }' }) });
+    expect(res.status).toBe(200);
+    stop();
+    await run;
+    await expect(fetch(m![1]!, { method: 'POST' })).rejects.toThrow();
+  });
+
+  const built = existsSync(fileURLToPath(new URL('../../dist/src/cli/commands/emulator.js', import.meta.url)));
+  it.skipIf(!built)('the built CLI runs until SIGTERM and exits 0; a bad flag exits 2', async () => {
+    const child = startCli(['emulator', '--seed', '3']);
+    await waitFor(() => child.output().includes('api key:'), 20_000, 'the emulator line');
+    expect(child.output()).toMatch(/^reporting endpoint: http:\/\/127\.0\.0\.1:\d+\/ {2}api key: emulator-reporting-key\n$/);
+    child.kill('SIGTERM');
+    expect((await child.result).code).toBe(0);
+    const bad = startCli(['emulator', '--reset-rate', '2']);
+    const r = await bad.result;
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--reset-rate/);
+  });
+});
