@@ -21,3 +21,5 @@ export type { Emulator, EmulatorOptions, EmulatorFaults } from './emulator/index
 export * from './auth/index.js';
 export * from './control/index.js';
 export * from './identity/index.js';
+// The vendor's list conventions (paging, sorting, filtering) over sessions: docs/list-conventions.md.
+export * from './list/index.js';

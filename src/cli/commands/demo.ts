@@ -39,7 +39,7 @@ export function register(program: Command): void {
         process.stderr.write(`emulator: reporting endpoint ${emulator.url} (in-process, seed 42, ${days} days)\n`);
         const code = await executeRun(
           { reportingUrl: emulator.url, apiKey: emulator.apiKey, dataDir: flags.dataDir, format: 'both' },
-          (o) => runBackfill({ ...o, from, to: nowS }),
+          (o) => runBackfill({ ...o, from, to: nowS - 600 }),
           { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: 'warn' },
         );
         if (code === ExitCode.ok && !flags.json) {

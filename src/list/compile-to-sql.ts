@@ -1,0 +1,132 @@
+import { orderKeys, selectedLeaves, type ListRequest } from './list-request.js';
+import type { FilterExpr } from './parse-filter.js';
+import { ID_FIELD, STARTED_FIELD, type LeafField } from './session-fields.js';
+
+/** Where the sessions are: a table with the contract's columns, or the Parquet dataset. */
+export type ListSource = { readonly table: string } | { readonly parquetGlob: string };
+
+/** A value bound to a `?` placeholder. */
+export type SqlParam = string | number | boolean | null;
+
+export interface CompiledListQuery {
+  /** The page: selected, filtered, ordered. Placeholders: `params`, then LIMIT, then OFFSET. */
+  readonly sql: string;
+  /** The number of records that pass the filter and date range. Placeholders: `params`. */
+  readonly countSql: string;
+  /** Every user-supplied value (regular expressions, dates, the Parquet glob), in placeholder order. */
+  readonly params: readonly SqlParam[];
+  /** The leaves `sql` returns, in column order; each column is named after the leaf's interface path. */
+  readonly leaves: readonly LeafField[];
+}
+
+const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+
+/**
+ * Writes a list request as DuckDB SQL over the `sessions` table (or a table of the same columns)
+ * or the Parquet dataset, giving the same answer as `evaluateInMemory`. Values travel as bound
+ * parameters; the only identifiers written into the text are contract columns and the table
+ * name, which must be a plain (optionally schema-qualified) identifier.
+ *
+ * The truncation rules need the count before the page; `queryDuckDb` runs both.
+ */
+export function compileToSql(req: ListRequest, source: ListSource): CompiledListQuery {
+  const params: SqlParam[] = [];
+  const from = sourceSql(source, params);
+
+  const where: string[] = [];
+  if (req.startedFrom !== null) {
+    where.push(`${q(STARTED_FIELD.column)} >= to_timestamp(?)`);
+    params.push(req.startedFrom);
+  }
+  if (req.startedTo !== null) {
+    where.push(`${q(STARTED_FIELD.column)} < to_timestamp(?)`);
+    params.push(req.startedTo);
+  }
+  if (req.filter) where.push(filterSql(req.filter, params));
+  const whereSql = where.length === 0 ? '' : `\nWHERE ${where.join('\n  AND ')}`;
+
+  const leaves = selectedLeaves(req);
+  const select = leaves.length === 0 ? '1 AS "_"' : leaves.map((l) => `${valueSql(l)} AS ${q(l.path)}`).join(',\n       ');
+  const order = orderKeys(req).map(({ field, descending }) => orderSql(field, descending)).join(',\n         ');
+
+  return {
+    sql: `SELECT ${select}\nFROM ${from}${whereSql}\nORDER BY ${order}\nLIMIT ? OFFSET ?`,
+    countSql: `SELECT count(*) AS total\nFROM ${from}${whereSql}`,
+    params,
+    leaves,
+  };
+}
+
+function sourceSql(source: ListSource, params: SqlParam[]): string {
+  if ('parquetGlob' in source) {
+    params.push(source.parquetGlob);
+    return 'read_parquet(?)';
+  }
+  if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$/.test(source.table)) {
+    throw new TypeError(`table name "${source.table}" is not a plain identifier`);
+  }
+  return source.table.split('.').map(q).join('.');
+}
+
+/** Contract column names and interface paths hold no double quote; quoting keeps keywords safe. */
+function q(identifier: string): string {
+  return `"${identifier}"`;
+}
+
+/** Whole epoch seconds, floored, as the in-memory side reads epoch fields. */
+function epochSeconds(column: string): string {
+  return `CAST(floor(epoch_us(${q(column)}) / 1000000.0) AS BIGINT)`;
+}
+
+function valueSql(leaf: LeafField): string {
+  return leaf.kind === 'epoch' ? epochSeconds(leaf.column) : q(leaf.column);
+}
+
+/** The text a regular expression sees: '' for null, decimal for numbers, true/false for booleans. */
+function textSql(leaf: LeafField | null): string {
+  if (!leaf) return "''";
+  switch (leaf.kind) {
+    case 'string': return `coalesce(${q(leaf.column)}, '')`;
+    case 'epoch': return `coalesce(CAST(${epochSeconds(leaf.column)} AS VARCHAR), '')`;
+    default: return `coalesce(CAST(${q(leaf.column)} AS VARCHAR), '')`;
+  }
+}
+
+function filterSql(expr: FilterExpr, params: SqlParam[]): string {
+  switch (expr.type) {
+    case 'and':
+    case 'or':
+      return `(${expr.operands.map((e) => filterSql(e, params)).join(expr.type === 'and' ? ' AND ' : ' OR ')})`;
+    case 'match':
+      params.push(expr.pattern.re2);
+      return `${expr.negated ? 'NOT ' : ''}regexp_full_match(${textSql(expr.field.field)}, ?)`;
+  }
+}
+
+/**
+ * Ascending puts nulls first, descending reverses everything (nulls last). Strings: US-ASCII
+ * letters without case, then code points; `id` by code point only. Binary collation throughout,
+ * whatever the connection's `default_collation` says.
+ */
+function orderSql(leaf: LeafField, descending: boolean): string {
+  const dir = descending ? 'DESC NULLS LAST' : 'ASC NULLS FIRST';
+  const col = q(leaf.column);
+  if (leaf === ID_FIELD) return `${col} COLLATE "binary" ${dir}`;
+  switch (leaf.kind) {
+    case 'string':
+      return `${asciiLowerSql(col)} COLLATE "binary" ${dir}, ${col} COLLATE "binary" ${dir}`;
+    case 'epoch':
+      return `${epochSeconds(leaf.column)} ${dir}`;
+    default:
+      return `${col} ${dir}`;
+  }
+}
+
+/**
+ * US-ASCII letters lowered, nothing else. `translate` alone costs seconds per million rows;
+ * `lower` is fast and, on text that is all ASCII (as many bytes as characters), lowers exactly
+ * A–Z, whatever Unicode version DuckDB carries.
+ */
+function asciiLowerSql(col: string): string {
+  return `CASE WHEN strlen(${col}) = length(${col}) THEN lower(${col}) ELSE translate(${col}, '${UPPER}', '${UPPER.toLowerCase()}') END`;
+}

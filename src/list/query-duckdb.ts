@@ -1,0 +1,32 @@
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import { compileToSql, type ListSource } from './compile-to-sql.js';
+import { resolveWindow, shapeRecord, type ListPage, type ListRequest } from './list-request.js';
+
+/**
+ * Answers a list request in DuckDB: counts the matching sessions, applies the truncation rules,
+ * then reads the page. Same result as `evaluateInMemory` over the same records.
+ */
+export async function queryDuckDb(connection: DuckDBConnection, req: ListRequest, source: ListSource): Promise<ListPage> {
+  const compiled = compileToSql(req, source);
+  const params = compiled.params as DuckDBValue[];
+  const countRows = (await connection.runAndReadAll(compiled.countSql, params)).getRowObjectsJS();
+  const total = Number(countRows[0]?.['total'] ?? 0);
+  const window = resolveWindow(req.paging, total);
+  let rows: Record<string, unknown>[] = [];
+  if (window.limit > 0) {
+    rows = (await connection.runAndReadAll(compiled.sql, [...params, window.limit, window.offset])).getRowObjectsJS();
+  }
+  return {
+    items: rows.map((row) => shapeRecord(compiled.leaves, (leaf) => fromSql(row[leaf.path]))),
+    total,
+    offset: window.offset,
+    pageSize: window.pageSize,
+    paging: req.paging,
+  };
+}
+
+/** BIGINT arrives as bigint; the interface's integers are numbers. */
+function fromSql(v: unknown): unknown {
+  if (typeof v === 'bigint') return Number(v);
+  return v ?? null;
+}
