@@ -17,6 +17,7 @@ const COMMANDS: Array<() => Promise<Registrar>> = [
   () => import('./commands/status.js'),
   () => import('./commands/schedule.js'),
   () => import('./commands/config.js'),
+  () => import('./commands/sessions.js'),
   () => import('./commands/emulator.js'),
   () => import('./commands/auth.js'),
   () => import('./commands/whoami.js'),

@@ -1,0 +1,88 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { evaluateInMemory, parseListRequest } from '../../src/list/index.js';
+import { runBackfill } from '../../src/pipeline/run.js';
+import { runCli } from '../helpers/cli.js';
+
+const D = 86_400;
+const FROM = 1767225600; // 2026-01-01
+const TO = FROM + 62 * D; // through February
+const NOW = TO + D;
+let emu: Emulator;
+let dataDir: string;
+
+beforeAll(async () => {
+  emu = await startEmulator({ seed: 21, from: FROM, to: NOW, now: NOW, sessionsPerDay: 60 });
+  dataDir = await mkdtemp(join(tmpdir(), 'session-etl-sessions-'));
+  await runBackfill({ reportingUrl: emu.url, apiKey: emu.apiKey, dataDir, format: 'both', from: FROM, to: TO, now: () => NOW * 1000 });
+});
+afterAll(async () => {
+  await emu.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+// "All recorded sessions of agents at example.com last month, longest first, 20 a page, page 3."
+const question = {
+  filter: 'agent.email=".*@example\\.com" & recording="true"',
+  fromDate: '2026-02-01',
+  toDate: '2026-03-01',
+  ascending: 'duration=false',
+  pageSize: '20',
+  offset: '40',
+  attributeNames: 'id,agent.email,duration,started,recording',
+};
+
+describe('session-etl sessions', () => {
+  it.each(['duckdb', 'parquet'])('answers the question from the %s store exactly as the library does over the in-memory list', async (source) => {
+    const r = await runCli(
+      [
+        'sessions', '--data-dir', dataDir, '--source', source, '--format', 'json',
+        '--filter', question.filter, '--from', question.fromDate, '--to', question.toDate,
+        '--ascending', question.ascending, '--pageSize', question.pageSize, '--offset', question.offset,
+        '--attributeNames', question.attributeNames,
+      ],
+      {},
+    );
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const got = JSON.parse(r.stdout);
+    const truth = emu.dataset.sessionsStartedIn(FROM, TO);
+    const expected = evaluateInMemory(truth, parseListRequest(question));
+    expect(got.items).toEqual(expected.items);
+    expect(got.total).toBe(expected.total);
+    expect(got.items).toHaveLength(20);
+    for (const it of got.items) {
+      expect(it.agent.email).toMatch(/@example\.com$/);
+      expect(it.recording).toBe(true);
+    }
+    const durations = got.items.map((i: { duration: number }) => i.duration);
+    expect(durations).toEqual([...durations].sort((a, b) => b - a));
+  });
+
+  it('csv and ndjson, and sessions get <id>', async () => {
+    const id = emu.dataset.sessionsStartedIn(FROM, FROM + D)[0]!.id;
+    const csv = await runCli(['sessions', '--data-dir', dataDir, '--format', 'csv', '--attributeNames', 'id,pin', '--pageSize', '3'], {});
+    expect(csv.code).toBe(0);
+    expect(csv.stdout.split('\n')[0]).toBe('id,pin');
+    expect(csv.stdout.trim().split('\n')).toHaveLength(4);
+    const nd = await runCli(['sessions', '--data-dir', dataDir, '--format', 'ndjson', '--pageSize', '2'], {});
+    expect(nd.stdout.trim().split('\n').map((l) => JSON.parse(l))).toHaveLength(2);
+    const one = await runCli(['sessions', 'get', id, '--data-dir', dataDir], {});
+    expect(one.code).toBe(0);
+    expect(JSON.parse(one.stdout)).toEqual(emu.dataset.byId(id));
+    const none = await runCli(['sessions', 'get', '00000000-0000-4000-8000-000000000000', '--data-dir', dataDir], {});
+    expect(none.code).toBe(1);
+  });
+
+  it('a bad filter points at the position and exits 2', async () => {
+    const r = await runCli(['sessions', '--data-dir', dataDir, '--filter', 'agent.email="x" &'], {});
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/\^/);
+    const j = await runCli(['sessions', '--data-dir', dataDir, '--filter', 'pin="a*+"'], {});
+    expect(j.code).toBe(2);
+    expect(j.stderr).toMatch(/possessive/i);
+  });
+});
