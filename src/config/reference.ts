@@ -20,10 +20,24 @@ const FLAG_OF: Record<string, string> = {
   startDate: '`--since` (export)',
   scheduleCron: '`--cron` (schedule)',
   scheduleTimezone: '`--timezone` (schedule)',
+  authUrl: '—',
+  apiUrl: '—',
+  consoleUrl: '—',
+  oauthClientId: '—',
+  tokenFile: '—',
+};
+
+/** Environment variables read by the interface commands (src/auth/interface-config.ts), not by loadConfig. */
+const INTERFACE_ENV_OF: Record<string, string> = {
+  authUrl: 'AUTH_URL',
+  apiUrl: 'API_URL',
+  consoleUrl: 'CONSOLE_URL',
+  oauthClientId: 'OAUTH_CLIENT_ID',
+  tokenFile: 'SESSION_ETL_TOKEN_FILE',
 };
 
 export function configReferenceMarkdown(): string {
-  const envOf = Object.fromEntries(Object.entries(ENV_KEYS).map(([env, key]) => [key, env]));
+  const envOf: Record<string, string> = { ...INTERFACE_ENV_OF, ...Object.fromEntries(Object.entries(ENV_KEYS).map(([env, key]) => [key, env])) };
   const d = defaults();
   const rows = Object.entries(ConfigSchema.shape).map(([key, schema]) => {
     const def = key in d ? JSON.stringify(d[key]) : '—';

@@ -57,6 +57,11 @@ export const ConfigSchema = z
       .string()
       .refine(isTimeZone, { message: 'expected an IANA time zone such as UTC or Europe/Berlin' })
       .describe('Time zone of scheduleCron.'),
+    authUrl: z.url({ protocol: /^https?$/ }).nullable().optional().describe('Token service host for `auth` commands (env AUTH_URL).'),
+    apiUrl: z.url({ protocol: /^https?$/ }).nullable().optional().describe('Identity lookup host for `whoami` (env API_URL).'),
+    consoleUrl: z.url({ protocol: /^https?$/ }).nullable().optional().describe('Console host for `session start/end` (env CONSOLE_URL).'),
+    oauthClientId: z.string().min(1).nullable().optional().describe('OAuth client id (env OAUTH_CLIENT_ID). The client secret is env-only: OAUTH_CLIENT_SECRET.'),
+    tokenFile: z.string().min(1).nullable().optional().describe('Token store, mode 0600 (env SESSION_ETL_TOKEN_FILE; default ~/.config/session-etl/tokens.json).'),
     logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).describe('Log level.'),
   })
   .strict();

@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { FileTokenStore } from '../../auth/FileTokenStore.js';
 import { createTokenSetup, type InterfaceRuntime } from '../../auth/from-config.js';
 import { InterfaceConfigError, loadInterfaceConfig, type InterfaceConfig } from '../../auth/interface-config.js';
+import { loadConfig as loadMainConfig } from '../../config/load.js';
 import { loginWithLoopback, SESSION_CONTROL_SCOPE } from '../../auth/loopback-login.js';
 import type { StoredTokens, TokenSummary } from '../../auth/stored-tokens.js';
 import { summarizeTokens } from '../../auth/stored-tokens.js';
@@ -25,7 +26,21 @@ export interface InterfaceCommandDeps extends InterfaceRuntime {
 }
 
 export function defaultDeps(): InterfaceCommandDeps {
-  return { env: process.env, stdout: process.stdout, stderr: process.stderr, openBrowser };
+  return {
+    env: process.env,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    openBrowser,
+    // The configuration file (SESSION_ETL_CONFIG) may name the hosts, client id and token file;
+    // the environment still wins. Read lazily, so that --help never depends on it.
+    get config() {
+      const c = loadMainConfig().config;
+      return Object.fromEntries(
+        Object.entries({ authUrl: c.authUrl, apiUrl: c.apiUrl, consoleUrl: c.consoleUrl, clientId: c.oauthClientId, tokenFile: c.tokenFile })
+          .filter(([, v]) => v != null),
+      ) as Partial<InterfaceConfig>;
+    },
+  };
 }
 
 /** Loads the settings the command needs; a missing or bad one is a usage error (exit 2). */
