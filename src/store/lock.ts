@@ -8,7 +8,7 @@
  * A stale lock is taken over by renaming it aside first, so that of two processes taking it over
  * only one succeeds.
  *
- * Written here rather than with proper-lockfile because proper-lockfile knows only mtime
+ * Written here rather than with proper-lockfile (which the token store uses) because it knows only mtime
  * staleness: it cannot name the holder or see at once that a local holder has died.
  */
 import { mkdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
