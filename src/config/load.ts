@@ -6,6 +6,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../cli/usage-error.js';
 import { registerSecret, REDACTED } from '../util/redact.js';
+import type { z } from 'zod';
 import { ConfigSchema, type Config } from './schema.js';
 
 export type Source = 'default' | 'file' | 'env' | 'flag';
@@ -60,6 +61,9 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
       );
     }
     put(fromFile, 'file');
+    // A bad value in the file is an error even when the environment or a flag overrides it today.
+    const fileOnly = ConfigSchema.safeParse(merged);
+    if (!fileOnly.success) throw invalidConfig(fileOnly.error.issues, sources, file);
   }
   const fromEnv: Record<string, unknown> = {};
   for (const [name, key] of Object.entries(ENV_KEYS)) {
@@ -70,15 +74,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   put((opts.flags ?? {}) as Record<string, unknown>, 'flag');
 
   const parsed = ConfigSchema.safeParse(merged);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => {
-      const key = i.path.join('.') || '(root)';
-      const where = sources[String(i.path[0])] ? ` (from ${describeSource(sources[String(i.path[0])]!, file)})` : '';
-      if (i.code === 'unrecognized_keys') return `unknown configuration key(s) ${i.keys.join(', ')}${file ? ` in ${file}` : ''}`;
-      return `${key}${where}: ${i.message}`;
-    });
-    throw new UsageError(`invalid configuration:\n  ${lines.join('\n  ')}`);
-  }
+  if (!parsed.success) throw invalidConfig(parsed.error.issues, sources, file);
   const config = parsed.data as Config & { apiKey: string | null };
   if (!config.apiKey && config.apiKeyFile) {
     try {
@@ -91,6 +87,16 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   config.apiKey ??= null;
   registerSecret(config.apiKey);
   return { config, sources, file };
+}
+
+function invalidConfig(issues: z.core.$ZodIssue[], sources: Record<string, Source>, file: string | null): UsageError {
+  const lines = issues.map((i) => {
+    const key = i.path.join('.') || '(root)';
+    const where = sources[String(i.path[0])] ? ` (from ${describeSource(sources[String(i.path[0])]!, file)})` : '';
+    if (i.code === 'unrecognized_keys') return `unknown configuration key(s) ${i.keys.join(', ')}${file ? ` in ${file}` : ''}`;
+    return `${key}${where}: ${i.message}`;
+  });
+  return new UsageError(`invalid configuration:\n  ${lines.join('\n  ')}`);
 }
 
 function describeSource(s: Source, file: string | null): string {

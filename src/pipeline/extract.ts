@@ -8,6 +8,7 @@ import pLimit from 'p-limit';
 import { GraphQLResponseError } from '../reporting/errors/GraphQLResponseError.js';
 import { ReportingError } from '../reporting/errors/ReportingError.js';
 import type { ReportingClient } from '../reporting/client.js';
+import type { SessionsBody } from '../reporting/sessions-body.js';
 import { WindowFailedError } from './errors.js';
 import type { RateController } from './rate-controller.js';
 import { bisect, describeWindow, type Window } from './windows.js';
@@ -34,8 +35,13 @@ export interface ExtractOptions {
   abortSignal?: AbortSignal;
   now: () => number;
   stats: ExtractStats;
-  /** Receives every complete leaf window with its raw records and when they were fetched (ms). */
-  onWindow(window: Window, records: unknown[], fetchedAtMs: number): Promise<void>;
+  /**
+   * Receives every complete leaf window with its body (as the scanner read it) and when it was
+   * fetched (ms); resolves once the window is committed. The runner does not wait for the commit
+   * before fetching the next window (at most 2 × maxConcurrency windows wait for theirs), so commit
+   * latency overlaps the next requests; a failed commit fails the run like a failed request.
+   */
+  onWindow(window: Window, body: SessionsBody, fetchedAtMs: number): Promise<void>;
   onLog?(event: string, fields: Record<string, unknown>): void;
 }
 
@@ -61,21 +67,32 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
   const stopped = () => Boolean(opts.stopSignal?.aborted) || failFast.signal.aborted;
   const abort = opts.abortSignal;
 
-  const fetchLeaf = async (w: Window): Promise<void> => {
+  const commits = new Set<Promise<void>>();
+  const fail = (err: unknown) => {
+    if (!firstError) {
+      firstError = err instanceof Error ? err : new Error(String(err));
+      failFast.abort(firstError);
+    }
+  };
+
+  const fetchLeaf = async (w: Window): Promise<Array<Promise<void>>> => {
+    const leaves: Array<Promise<void>> = [];
     let lastMessage = '';
     const stack: Window[] = [w];
     while (stack.length) {
       const cur = stack.pop()!;
       if (opts.abortSignal?.aborted) throw opts.abortSignal.reason;
       opts.stats.requests++;
-      let records: unknown[];
+      let body: SessionsBody;
+      let count: number;
       try {
-        const r = await opts.client.fetchSessionsRaw(cur.start, cur.end, abort);
+        const r = await opts.client.fetchSessionsBody(cur.start, cur.end, abort);
         opts.stats.requests += r.attempts - 1;
         opts.stats.retries += r.attempts - 1;
-        records = r.value;
-        if (opts.maxResultsPerQuery !== undefined && records.length >= opts.maxResultsPerQuery) {
-          lastMessage = `the answer held ${records.length} records, at least --max-results-per-query (${opts.maxResultsPerQuery}), so it may be capped`;
+        body = r.value;
+        count = body.kind === 'ndjson' ? body.count : body.records.length;
+        if (opts.maxResultsPerQuery !== undefined && count >= opts.maxResultsPerQuery) {
+          lastMessage = `the answer held ${count} records, at least --max-results-per-query (${opts.maxResultsPerQuery}), so it may be capped`;
           throw new SplitNeeded(lastMessage);
         }
       } catch (err) {
@@ -101,34 +118,41 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
         }
         throw err;
       }
-      opts.stats.records += records.length;
-      await opts.onWindow(cur, records, opts.now());
+      opts.stats.records += count;
+      const committed = opts.onWindow(cur, body, opts.now());
+      committed.catch(() => {}); // observed below
+      leaves.push(committed);
     }
+    return leaves;
   };
 
   const tasks = opts.windows.map((w) =>
     limit(async () => {
+      while (commits.size >= 2 * opts.maxConcurrency) await Promise.race(commits);
       if (stopped()) {
         skipped.push(w);
         return;
       }
       try {
-        await fetchLeaf(w);
-        opts.stats.windowsDone++;
+        const leaves = await fetchLeaf(w);
+        const done: Promise<void> = Promise.all(leaves).then(
+          () => void opts.stats.windowsDone++,
+          (err: unknown) => fail(err),
+        );
+        commits.add(done);
+        void done.finally(() => commits.delete(done));
       } catch (err) {
         if (opts.abortSignal?.aborted) {
           skipped.push(w);
           return;
         }
-        if (!firstError) {
-          firstError = err instanceof Error ? err : new Error(String(err));
-          failFast.abort(firstError);
-        }
+        fail(err);
         skipped.push(w);
       }
     }),
   );
   await Promise.all(tasks);
+  while (commits.size) await Promise.all([...commits]);
   opts.controller.onConcurrencyChange = undefined;
   return { skipped, ...(firstError ? { error: firstError } : {}) };
 }

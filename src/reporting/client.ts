@@ -1,5 +1,8 @@
 /**
- * The reporting client: graphql-request over the typed transport, with retries.
+ * The reporting client: graphql-request over the typed transport, with retries. The `sessions`
+ * hot path (fetchSessionsBody) posts the query itself and hands the body bytes to the scanner in
+ * sessions-body.ts instead: graphql-request would turn every body into a string and then into one
+ * object per record, which costs more than everything else the pipeline does (docs/benchmarks.md).
  *
  * Retry policy: transient errors (5xx, reset, timeout, incomplete body) are retried with
  * exponential backoff and full jitter up to `maxAttempts`; 429 waits for Retry-After (or the
@@ -18,7 +21,8 @@ import { sessionQuery, sessionsQuery } from './query.js';
 import { validateRecord } from './record-schema.js';
 import { backoffDelay } from './retry-timing.js';
 import type { SessionRecord } from './session-record.js';
-import { createTransport, type FetchLike } from './transport.js';
+import { readSessionsBody, type SessionsBody } from './sessions-body.js';
+import { createBytesTransport, createTransport, type BytesResponse, type FetchLike } from './transport.js';
 
 export interface RetryOptions {
   /** Attempts per request for transient errors (first try included). Default 5. */
@@ -84,6 +88,7 @@ export class ReportingClient {
   private readonly random: () => number;
   private readonly logger: Logger;
   private readonly hooks: AttemptHooks;
+  private readonly post: (query: string, signal?: AbortSignal) => Promise<BytesResponse>;
   readonly url: string;
 
   constructor(opts: ReportingClientOptions) {
@@ -109,12 +114,36 @@ export class ReportingClient {
       now: this.now,
     });
     const apiKey = opts.apiKey;
-    // The key lives only in this closure's header factory: it is not a property of the client.
+    // The key lives only in these closures' header factories: it is not a property of the client.
     this.gql = new GraphQLClient(opts.url, {
       fetch: transport,
       headers: () => ({ Authorization: apiKey, 'Content-Type': 'application/json' }),
       errorPolicy: 'none',
     });
+    const bytes = createBytesTransport({ fetch: opts.fetch ?? globalThis.fetch, timeoutMs: opts.timeoutMs ?? 60_000, now: this.now });
+    const url = opts.url;
+    this.post = (query, signal) =>
+      bytes(url, {
+        method: 'POST',
+        headers: { Authorization: apiKey, 'Content-Type': 'application/json', Accept: 'application/json' },
+        body: JSON.stringify({ query }),
+        ...(signal ? { signal } : {}),
+      });
+  }
+
+  /**
+   * Sessions the server returns for `[start, end]` (epoch seconds), as the body scanner read them:
+   * either newline-delimited JSON whose every record passed the schema (for DuckDB to load), or the
+   * parsed records when the body is not in the fast shape (validate them with validateRecord).
+   * Incomplete bodies are transient (retried); GraphQL errors, with or without data, throw
+   * GraphQLResponseError.
+   */
+  async fetchSessionsBody(start: number, end: number, signal?: AbortSignal): Promise<FetchResult<SessionsBody>> {
+    const query = sessionsQuery(start, end);
+    return this.withRetry(async () => {
+      const res = await this.post(query, signal);
+      return readSessionsBody(res.body, `window ${start}..${end}`);
+    }, signal);
   }
 
   /**

@@ -1,7 +1,8 @@
 /**
- * The HTTP layer under graphql-request: a `fetch` wrapper that adds the per-request timeout,
- * reads the whole body, and turns every transport outcome into the typed error family, so
- * graphql-request only ever sees a complete 2xx body.
+ * The HTTP layer: adds the per-request timeout, reads the whole body as bytes, and turns every
+ * transport outcome into the typed error family. `requestBytes` serves the `sessions` hot path
+ * (the body goes to the byte scanner, never through a string); `createTransport` wraps it as the
+ * `fetch` under graphql-request, which so only ever sees a complete 2xx body.
  */
 import { crashPoint } from '../util/crash-point.js';
 import { AuthenticationError } from './errors/AuthenticationError.js';
@@ -18,17 +19,33 @@ export interface TransportOptions {
   now: () => number;
 }
 
+export interface BytesResponse {
+  status: number;
+  headers: Headers;
+  /** The whole 2xx body. */
+  body: Buffer;
+}
+
 /** Returns a fetch that throws ReportingError subclasses for every failure and buffers the body. */
 export function createTransport(opts: TransportOptions): FetchLike {
+  const request = createBytesTransport(opts);
+  return async (input, init) => {
+    const res = await request(input, init);
+    return new Response(res.body, { status: res.status, headers: res.headers });
+  };
+}
+
+/** Like createTransport, but hands back the body as bytes. */
+export function createBytesTransport(opts: TransportOptions): (input: string | URL | Request, init?: RequestInit) => Promise<BytesResponse> {
   return async (input, init) => {
     const timeout = AbortSignal.timeout(opts.timeoutMs);
     const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
     let res: Response;
-    let body: string;
+    let body: Buffer;
     try {
       res = await opts.fetch(input, { ...init, signal });
       crashPoint('fetch');
-      body = await res.text();
+      body = Buffer.from(await res.arrayBuffer());
     } catch (err) {
       if (init?.signal?.aborted) throw init.signal.reason ?? err;
       if (timeout.aborted) {
@@ -44,8 +61,8 @@ export function createTransport(opts: TransportOptions): FetchLike {
     if (status >= 500) {
       throw new TransientError('server-error', `the reporting endpoint answered HTTP ${status}`, status);
     }
-    if (status < 200 || status >= 300) throw new HttpStatusError(status, body);
-    return new Response(body, { status, headers: res.headers });
+    if (status < 200 || status >= 300) throw new HttpStatusError(status, body.toString('utf8'));
+    return { status, headers: res.headers, body };
   };
 }
 

@@ -9,10 +9,13 @@ export interface Db {
 }
 
 /** Opens (or creates) a DuckDB file. Sessions use UTC so that dates of TIMESTAMPTZ values are UTC dates. */
-export async function openDb(path: string, opts: { readOnly?: boolean; threads?: number } = {}): Promise<Db> {
-  const config: Record<string, string> = {};
+export async function openDb(path: string, opts: { readOnly?: boolean; threads?: number; memoryLimit?: string } = {}): Promise<Db> {
+  // Never fetch or load an extension: a data directory holding, say, an SQLite file under our name
+  // would otherwise make DuckDB download the sqlite extension from the internet to open it.
+  const config: Record<string, string> = { autoinstall_known_extensions: 'false', autoload_known_extensions: 'false' };
   if (opts.readOnly) config.access_mode = 'READ_ONLY';
   if (opts.threads) config.threads = String(opts.threads);
+  if (opts.memoryLimit) config.memory_limit = opts.memoryLimit;
   const instance = await DuckDBInstance.create(path, config);
   const conn = await instance.connect();
   await conn.run("SET TimeZone = 'UTC'");

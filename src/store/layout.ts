@@ -11,6 +11,11 @@ export interface StoreLayout {
   parquetDir: string;
   /** Temporary files, on the same file system so that renames are atomic; never under parquetDir. */
   tmpDir: string;
+  /**
+   * Committed windows' records as newline-delimited JSON, waiting to be merged into the sessions
+   * table (formats duckdb and both); listed in the _pending_files table. Removed when empty.
+   */
+  pendingDir: string;
   /** The inter-process lock file. */
   lockPath: string;
 }
@@ -21,6 +26,7 @@ export function layoutOf(dataDir: string, format: OutputFormat): StoreLayout {
     dbPath: join(dataDir, format === 'parquet' ? 'state.duckdb' : 'sessions.duckdb'),
     parquetDir: join(dataDir, 'parquet', 'sessions'),
     tmpDir: join(dataDir, '.tmp'),
+    pendingDir: join(dataDir, 'pending'),
     lockPath: join(dataDir, '.session-etl.lock'),
   };
 }

@@ -1,8 +1,9 @@
 /**
  * One writer at a time: an inter-process lock on the data directory.
  *
- * The lock is a directory created with mkdir (atomic on every local file system) holding
- * `holder.json` (pid, host, start time, command). The holder refreshes the file's mtime every few
+ * The lock is a directory holding `holder.json` (pid, host, start time, command), prepared aside
+ * and renamed into place (atomic on every local file system, and it fails while a lock is there), so
+ * a lock never exists without its holder file. The holder refreshes the file's mtime every few
  * seconds. A lock is stale when its holder is on this host and its pid is gone (a crash or kill -9:
  * detected at once), or when its heartbeat is older than `staleMs` (a holder on another host).
  * A stale lock is taken over by renaming it aside first, so that of two processes taking it over
@@ -11,11 +12,12 @@
  * Written here rather than with proper-lockfile (which the token store uses) because it knows only mtime
  * staleness: it cannot name the holder or see at once that a local holder has died.
  */
-import { mkdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { ExitCode } from '../cli/exit-codes.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
+import { DataDirError } from './errors.js';
 
 export interface LockHolder {
   pid: number;
@@ -69,12 +71,25 @@ export async function acquireLock(path: string, opts: LockOptions): Promise<Lock
   let waited = false;
   const me: LockHolder = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), command: opts.command };
   for (;;) {
+    // The lock appears with its holder file already in it: the directory is prepared aside and
+    // renamed into place (atomic; it fails while another lock is there). A writer killed half-way
+    // leaves only the aside directory, never a lock nobody can be named for.
+    const staging = `${path}.new-${process.pid}-${Date.now()}`;
     try {
-      await mkdir(path);
-      await writeFile(join(path, HOLDER), JSON.stringify(me), { mode: 0o644 });
+      await mkdir(staging);
+      await writeFile(join(staging, HOLDER), JSON.stringify(me), { mode: 0o644 });
+      await rename(staging, path);
+      await removeLeftovers(path);
       return holdLock(path);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      await rm(staging, { recursive: true, force: true }).catch(() => {});
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+        throw new DataDirError(`data directory ${dirname(path)} is not writable (${code}); choose another --data-dir or fix its permissions`, {
+          cause: err,
+        });
+      }
+      if (code !== 'EEXIST' && code !== 'ENOTEMPTY') throw err;
     }
     const holder = await readHolder(path);
     if (await isStale(path, holder, staleMs)) {
@@ -87,6 +102,16 @@ export async function acquireLock(path: string, opts: LockOptions): Promise<Lock
       opts.onWait?.(holder);
     }
     await sleep(opts.pollMs ?? 500, opts.signal);
+  }
+}
+
+/** Removes what writers killed while taking the lock left beside it (their pid is gone). */
+async function removeLeftovers(path: string): Promise<void> {
+  const dir = dirname(path);
+  const prefix = `${basename(path)}.`;
+  for (const n of await readdir(dir).catch(() => [] as string[])) {
+    const m = n.startsWith(prefix) ? /^(?:new|stale)-(\d+)-\d+$/.exec(n.slice(prefix.length)) : null;
+    if (m && !pidAlive(Number(m[1]))) await rm(join(dir, n), { recursive: true, force: true }).catch(() => {});
   }
 }
 
@@ -127,7 +152,9 @@ function pidAlive(pid: number): boolean {
 
 async function isStale(path: string, holder: LockHolder | undefined, staleMs: number): Promise<boolean> {
   if (holder && holder.host === hostname()) return !pidAlive(holder.pid);
-  // Unknown holder (holder.json not written yet, or another host): judge by the heartbeat.
+  // No readable holder file: a lock is only ever created with one, so this one is debris.
+  if (!holder) return true;
+  // A holder on another host: judge by the heartbeat.
   try {
     const { stat } = await import('node:fs/promises');
     const st = await stat(holder ? join(path, HOLDER) : path);

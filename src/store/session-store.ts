@@ -9,15 +9,17 @@
  * rewrites them. With format `parquet`, the rows wait in `_pending_rows` (committed with their
  * coverage) until the partition rewrite merges them into the dataset.
  */
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, open, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { DuckDBDataChunk, BOOLEAN, DOUBLE, VARCHAR, listValue, type DuckDBType, type DuckDBConnection } from '@duckdb/node-api';
 import type { RowBatch, RejectedRecord } from '../pipeline/flatten.js';
 import { crashPoint } from '../util/crash-point.js';
 import { mergeIntervals } from '../pipeline/intervals.js';
-import type { Window } from '../pipeline/windows.js';
+import { redact } from '../util/redact.js';
+import { describeWindow, type Window } from '../pipeline/windows.js';
 import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
 import { openDb, queryRows, sqlString, type Db } from './duckdb.js';
+import { NDJSON_COLUMNS, NDJSON_SELECT } from './ndjson.js';
 import { DataDirError, StoreBusyError, StoreWriteError } from './errors.js';
 import { layoutOf, NULL_PARTITION, PARTITION_FILE, partitionDir, type OutputFormat, type StoreLayout } from './layout.js';
 
@@ -25,11 +27,20 @@ export const SCHEMA_VERSION = 1;
 const CHUNK_ROWS = 2048;
 /** Most windows committed in one transaction. */
 const MAX_GROUP = 64;
+/**
+ * DuckDB's memory limit, when SESSION_ETL_DUCKDB_MEMORY_LIMIT sets one (default: DuckDB's, 80 % of
+ * the machine). Measured in docs/benchmarks.md: a limit does not lower the peak RSS of a backfill
+ * much (most of it is not DuckDB's buffer pool), and too low a one fails the merge.
+ */
+const WRITER_MEMORY_LIMIT = process.env.SESSION_ETL_DUCKDB_MEMORY_LIMIT;
+/** Connections that rewrite Parquet partitions side by side (each COPY is mostly one thread plus fixed costs). */
+const REWRITE_CONNECTIONS = 2;
 
 const STATE_DDL = [
   `CREATE TABLE IF NOT EXISTS _session_etl_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`,
   `CREATE TABLE IF NOT EXISTS _coverage (start_s BIGINT NOT NULL, end_s BIGINT NOT NULL, run_id VARCHAR, committed_at TIMESTAMPTZ NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS _parquet_pending (partition VARCHAR PRIMARY KEY)`,
+  `CREATE TABLE IF NOT EXISTS _pending_files (file VARCHAR PRIMARY KEY, extracted_at DOUBLE NOT NULL, rows BIGINT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS rejected_sessions (
      session_id VARCHAR, field VARCHAR, reason VARCHAR, raw VARCHAR,
      window_start TIMESTAMPTZ, window_end TIMESTAMPTZ, run_id VARCHAR, rejected_at TIMESTAMPTZ)`,
@@ -58,25 +69,42 @@ const UPSERT_SET = SESSION_COLUMNS.filter((c) => c.name !== 'session_id')
   .map((c) => `${c.name} = excluded.${c.name}`)
   .join(', ');
 const COLUMN_LIST = SESSION_COLUMNS.map((c) => c.name).join(', ');
+/** The newest version of each session among the rows waiting in _pending_rows. */
+const PENDING_NEWEST = `SELECT ${COLUMN_LIST}, partition FROM _pending_rows QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC) = 1`;
 
 export interface WindowCommit {
   window: Window;
-  batch: RowBatch;
+  /** Rows validated and flattened in JavaScript (a body that left the scanner's fast path). */
+  batch?: RowBatch;
+  /** Records as newline-delimited JSON, every one already checked (reporting/sessions-body.ts): DuckDB parses them. */
+  ndjson?: { bytes: Buffer; count: number; /** epoch seconds */ extractedAt: number };
+  rejected: readonly RejectedRecord[];
+  runId: string;
+}
+
+/** A window in the commit queue: its NDJSON already written to a file under .tmp/. */
+interface QueuedCommit {
+  window: Window;
+  batch?: RowBatch;
+  file?: { path: string; count: number; extractedAt: number };
   rejected: readonly RejectedRecord[];
   runId: string;
 }
 
 export interface CommitResult {
+  /** Rows committed (to _pending_rows: counted as new or updated when they are merged). */
   written: number;
-  /** Sessions not stored before (undefined with format parquet until the partition rewrite). */
-  inserted: number | undefined;
-  updated: number | undefined;
-  partitions: string[];
+}
+
+export interface MergeResult {
+  /** Sessions new to the table / replacing a stored version. */
+  inserted: number;
+  updated: number;
 }
 
 export interface FlushResult {
   partitions: string[];
-  /** With format parquet: sessions new to the dataset / replacing a stored version. */
+  /** Sessions new to the table or dataset / replacing a stored version (merged by this flush). */
   inserted: number;
   updated: number;
 }
@@ -124,21 +152,28 @@ export class SessionStore {
   static async open(opts: { dataDir: string; format: OutputFormat; readOnly?: boolean }): Promise<SessionStore> {
     const layout = layoutOf(opts.dataDir, opts.format);
     const readOnly = opts.readOnly ?? false;
-    if (!readOnly) await prepareDirs(layout);
-    else if (!(await exists(layout.dbPath))) {
+    const existed = await exists(layout.dbPath);
+    if (readOnly && !existed) {
       throw new DataDirError(`no session-etl data in ${opts.dataDir} (expected ${layout.dbPath}); run a backfill or export first`);
     }
-    const existed = await exists(layout.dbPath);
+    // Nothing is written to a directory before it is known to be ours: a file of another program
+    // where ours go, or a DuckDB file that is not ours, is refused first.
+    if (!readOnly) await checkLayout(layout, opts.format);
+    if (!readOnly && !existed) await prepareDirs(layout);
     let db: Db;
     try {
-      db = await openDb(layout.dbPath, { readOnly });
+      db = await openDb(layout.dbPath, { readOnly, ...(WRITER_MEMORY_LIMIT ? { memoryLimit: WRITER_MEMORY_LIMIT } : {}) });
     } catch (err) {
       throw translateOpenError(err, layout.dbPath);
     }
     const store = new SessionStore(layout, opts.format, db, readOnly);
     try {
       await store.checkOwnership(existed);
-      if (!readOnly) await store.ensureSchema();
+      if (!readOnly) {
+        if (existed) await prepareDirs(layout);
+        await store.ensureSchema();
+        await store.dropUncommittedFiles();
+      }
     } catch (err) {
       db.close();
       throw err;
@@ -173,11 +208,9 @@ export class SessionStore {
     await c.run('BEGIN TRANSACTION');
     try {
       for (const ddl of STATE_DDL) await c.run(ddl);
-      if (this.format === 'parquet') {
-        await c.run(sessionsTableDdl('_pending_rows', false).replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)'));
-      } else {
-        await c.run(sessionsTableDdl('sessions'));
-      }
+      // Committed rows wait here, without an index, until a flush merges them (see mergePending).
+      await c.run(sessionsTableDdl('_pending_rows', false).replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)'));
+      if (this.format !== 'parquet') await c.run(sessionsTableDdl('sessions'));
       await c.run(
         `INSERT INTO _session_etl_meta VALUES ('schema_version', '${SCHEMA_VERSION}'), ('created_by', 'session-etl') ON CONFLICT DO NOTHING`,
       );
@@ -216,19 +249,44 @@ export class SessionStore {
   }
 
   /**
-   * Commits one window: its rows (upserted, newest extracted_at wins), its rejected records, its
-   * coverage interval and the Parquet partitions it touched, in one transaction. Windows that
-   * arrive while a commit is running are grouped into the next transaction (group commit): each
-   * window is still all-or-nothing, and a group costs one fsync instead of one per window.
+   * Commits one window: its rows (appended to _pending_rows), its rejected records, its coverage
+   * interval, in one transaction. Windows that arrive while a commit is running are grouped into the
+   * next transaction (group commit): each window is still all-or-nothing, and a group costs one
+   * fsync instead of one per window. Rows reach the sessions table (upserted, newest extracted_at
+   * wins) when a flush merges them: appending to a table without an index and merging in one
+   * statement costs a fraction of upserting window by window into the primary key's index.
    */
-  commitWindow(commit: WindowCommit): Promise<CommitResult> {
+  async commitWindow(commit: WindowCommit): Promise<CommitResult> {
+    let file: QueuedCommit['file'];
+    if (commit.ndjson && commit.ndjson.count > 0) {
+      // Written now, so the body's memory is free while the window waits for its group. With a
+      // sessions table the file itself is what the transaction commits (by name): it must be durable first.
+      const keep = this.format !== 'parquet';
+      if (keep && !this.pendingDirMade) {
+        await mkdir(this.layout.pendingDir, { recursive: true });
+        this.pendingDirMade = true;
+      }
+      const path = join(keep ? this.layout.pendingDir : this.layout.tmpDir, `rows-${process.pid}-${Date.now()}-${++this.fileSeq}.ndjson`);
+      await writeFile(path, commit.ndjson.bytes);
+      if (keep) await fsyncFile(path);
+      file = { path, count: commit.ndjson.count, extractedAt: commit.ndjson.extractedAt };
+    }
+    const queued: QueuedCommit = {
+      window: commit.window,
+      rejected: commit.rejected,
+      runId: commit.runId,
+      ...(commit.batch ? { batch: commit.batch } : {}),
+      ...(file ? { file } : {}),
+    };
     return new Promise<CommitResult>((resolve, reject) => {
-      this.waiting.push({ commit, resolve, reject });
+      this.waiting.push({ commit: queued, resolve, reject });
       if (!this.groupRunning) void this.drainGroups();
     });
   }
 
-  private waiting: Array<{ commit: WindowCommit; resolve: (r: CommitResult) => void; reject: (e: unknown) => void }> = [];
+  private fileSeq = 0;
+  private pendingDirMade = false;
+  private waiting: Array<{ commit: QueuedCommit; resolve: (r: CommitResult) => void; reject: (e: unknown) => void }> = [];
   private groupRunning = false;
 
   private async drainGroups(): Promise<void> {
@@ -237,18 +295,14 @@ export class SessionStore {
       while (this.waiting.length) {
         const group = this.waiting.splice(0, MAX_GROUP);
         try {
-          const r = await this.exclusive(() => this.commitGroup(group.map((g) => g.commit)));
+          await this.exclusive(() => this.commitGroup(group.map((g) => g.commit)));
           crashPoint('after-commit');
-          // The group's counts go to its first window, so that summing per-window results is right.
-          group.forEach((g, i) =>
-            g.resolve(
-              i === 0
-                ? r
-                : { written: 0, inserted: r.inserted === undefined ? undefined : 0, updated: r.updated === undefined ? undefined : 0, partitions: [] },
-            ),
-          );
+          group.forEach((g) => g.resolve({ written: rowsOf(g.commit) }));
+          // Format parquet loaded the files into _pending_rows; the others committed them by name.
+          if (this.format === 'parquet') for (const g of group) if (g.commit.file) await rm(g.commit.file.path, { force: true }).catch(() => {});
         } catch (err) {
           group.forEach((g) => g.reject(err));
+          for (const g of group) if (g.commit.file) await rm(g.commit.file.path, { force: true }).catch(() => {});
         }
       }
     } finally {
@@ -256,48 +310,35 @@ export class SessionStore {
     }
   }
 
-  private async commitGroup(commits: WindowCommit[]): Promise<CommitResult> {
+  private async commitGroup(commits: QueuedCommit[]): Promise<void> {
     const c = this.conn;
-    const written = commits.reduce((n, x) => n + x.batch.length, 0);
-    for (const x of commits) await this.stage(x.batch);
+    for (const x of commits) if (x.batch) await this.stage(x.batch);
+    const files = commits.flatMap((x) => (x.file ? [x.file] : []));
+    const staged = commits.some((x) => x.batch && x.batch.length > 0);
     await c.run('BEGIN TRANSACTION');
     try {
-      let inserted: number | undefined;
-      let updated: number | undefined;
-      let partitions: string[] = [];
-      if (written > 0 && this.format === 'parquet') {
-        await c.run(`INSERT INTO _pending_rows SELECT ${STAGING_SELECT}, ${PARTITION_OF_STAGED} FROM _staging`);
-        partitions = (await queryRows<{ p: string }>(c, `SELECT DISTINCT ${PARTITION_OF_STAGED} AS p FROM _staging`)).map((r) => r.p);
-      } else if (written > 0) {
-        // One statement learns the partitions touched (new rows' dates and the dates of the rows they
-        // replace) and how many ids are new.
-        const info = await queryRows<{ p: string | null; existing: bigint; distinct_ids: bigint }>(
-          c,
-          `WITH ids AS (SELECT DISTINCT session_id FROM _staging),
-                old AS (SELECT s.session_id, ${PARTITION_OF_STORED.replace('started_at', 's.started_at')} AS p FROM sessions s JOIN ids USING (session_id))
-           SELECT p, (SELECT count(*) FROM old) AS existing, (SELECT count(*) FROM ids) AS distinct_ids
-           FROM (SELECT ${PARTITION_OF_STAGED} AS p FROM _staging UNION SELECT p FROM old)`,
-        );
-        partitions = info.map((r) => r.p!).filter((p) => p !== null);
-        updated = Number(info[0]?.existing ?? 0);
-        inserted = Number(info[0]?.distinct_ids ?? 0) - updated;
+      if (files.length && this.format !== 'parquet') {
+        // The files are the rows: the merge reads them (DuckDB parses them, with explicit types).
+        const values = files.map((_, i) => `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`).join(', ');
+        await c.run(`INSERT INTO _pending_files VALUES ${values}`, files.flatMap((f) => [basename(f.path), f.extractedAt, f.count]));
+      } else if (files.length) {
+        // DuckDB parses the records itself, with explicit types (the scanner checked them).
+        const list = files.map((f) => sqlString(f.path)).join(', ');
+        const lineage = files.map((f) => `(${sqlString(f.path)}, ${f.extractedAt})`).join(', ');
         await c.run(
-          `INSERT INTO sessions (${COLUMN_LIST}) SELECT ${STAGING_SELECT} FROM _staging
-           QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC) = 1
-           ON CONFLICT (session_id) DO UPDATE SET ${UPSERT_SET} WHERE excluded.extracted_at >= sessions.extracted_at`,
+          `INSERT INTO _pending_rows SELECT ${NDJSON_SELECT}
+           FROM read_json([${list}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited', filename = true) r
+           JOIN (VALUES ${lineage}) f(filename, extracted) USING (filename)`,
         );
-        if (this.format === 'both' && partitions.length) {
-          await c.run(`INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]) ON CONFLICT DO NOTHING`, [listValue(partitions)]);
-        }
-      } else if (this.format !== 'parquet') {
-        inserted = 0;
-        updated = 0;
+      }
+      if (staged) {
+        await c.run(`INSERT INTO _pending_rows SELECT ${STAGING_SELECT}, ${PARTITION_OF_STAGED} FROM _staging`);
       }
       for (const x of commits) {
         for (const r of x.rejected) {
           await c.run(
             `INSERT INTO rejected_sessions VALUES ($1, $2, $3, $4, to_timestamp($5::DOUBLE), to_timestamp($6::DOUBLE), $7, now())`,
-            [r.sessionId, r.field, r.reason, safeJson(r.raw), x.window.start, x.window.end, x.runId],
+            [r.sessionId, r.field, r.reason, redact(safeJson(r.raw)), x.window.start, x.window.end, x.runId],
           );
         }
       }
@@ -305,16 +346,97 @@ export class SessionStore {
       const values = commits.map((_, i) => `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3}, now())`).join(', ');
       await c.run(`INSERT INTO _coverage VALUES ${values}`, commits.flatMap((x) => [x.window.start, x.window.end, x.runId]));
       await c.run('COMMIT');
-      // Written = distinct sessions upserted (a session twice in the group counts once).
-      const distinct = inserted !== undefined && updated !== undefined ? inserted + updated : written;
-      return { written: distinct, inserted, updated, partitions };
     } catch (err) {
       await c.run('ROLLBACK').catch(() => {});
-      const w = commits.map((x) => `${x.window.start}..${x.window.end}`).join(', ');
+      const w = commits.map((x) => describeWindow(x.window)).join(', ');
       throw wrapWriteError(err, `committing window${commits.length > 1 ? 's' : ''} ${w}`);
     } finally {
-      await c.run('DELETE FROM _staging').catch(() => {});
+      if (staged) await c.run('DELETE FROM _staging').catch(() => {});
     }
+  }
+
+  /**
+   * Moves the rows waiting in _pending_rows into the sessions table (formats duckdb and both): the
+   * newest version of each session, upserted (newest extracted_at wins), in started_at order so that
+   * the table's zone maps keep per-day reads cheap; the partitions touched (the new rows' days and
+   * the days of the versions they replace) marked for a Parquet rewrite; one transaction.
+   */
+  mergePending(): Promise<MergeResult> {
+    return this.exclusive(() => this.mergePendingNow());
+  }
+
+  private async mergePendingNow(): Promise<MergeResult> {
+    const c = this.conn;
+    if (this.format === 'parquet') return { inserted: 0, updated: 0 };
+    const files = await queryRows<{ file: string; extracted_at: number }>(c, 'SELECT file, extracted_at FROM _pending_files ORDER BY file');
+    const rows = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _pending_rows'))[0]?.n ?? 0);
+    if (files.length === 0 && rows === 0) return { inserted: 0, updated: 0 };
+    const paths = files.map((f) => join(this.layout.pendingDir, f.file));
+    const sources = [
+      ...(files.length
+        ? [
+            `SELECT ${NDJSON_SELECT} FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited', filename = true) r
+             JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${files[i]!.extracted_at})`).join(', ')}) f(filename, extracted) USING (filename)`,
+          ]
+        : []),
+      ...(rows ? [`SELECT * FROM _pending_rows`] : []),
+    ];
+    await c.run(`CREATE OR REPLACE TEMP TABLE _merge AS ${sources.join(' UNION ALL ')}`);
+    const newest = `SELECT ${COLUMN_LIST} FROM _merge QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC) = 1 ORDER BY started_at, session_id`;
+    await c.run('BEGIN TRANSACTION');
+    try {
+      const before = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM sessions'))[0]?.n ?? 0);
+      let inserted: number;
+      let updated: number;
+      if (before === 0) {
+        // An empty table: a plain insert lets DuckDB build the primary key's index in bulk.
+        const r = await c.run(`INSERT INTO sessions ${newest}`);
+        inserted = Number(r.rowsChanged);
+        updated = 0;
+        if (this.format === 'both') await c.run(`INSERT INTO _parquet_pending SELECT DISTINCT partition FROM _merge ON CONFLICT DO NOTHING`);
+      } else {
+        if (this.format === 'both') {
+          await c.run(
+            `INSERT INTO _parquet_pending
+             SELECT DISTINCT partition FROM _merge
+             UNION SELECT ${PARTITION_OF_STORED.replace('started_at', 's.started_at')} FROM sessions s SEMI JOIN _merge p USING (session_id)
+             ON CONFLICT DO NOTHING`,
+          );
+        }
+        const distinct = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(DISTINCT session_id) AS n FROM _merge'))[0]?.n ?? 0);
+        await c.run(
+          `INSERT INTO sessions (${COLUMN_LIST}) ${newest}
+           ON CONFLICT (session_id) DO UPDATE SET ${UPSERT_SET} WHERE excluded.extracted_at >= sessions.extracted_at`,
+        );
+        const after = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM sessions'))[0]?.n ?? 0);
+        inserted = after - before;
+        updated = distinct - inserted;
+      }
+      if (rows) await c.run('DELETE FROM _pending_rows');
+      if (files.length) await c.run('DELETE FROM _pending_files');
+      await c.run('COMMIT');
+      for (const p of paths) await rm(p, { force: true });
+      await rmdir(this.layout.pendingDir).then(() => (this.pendingDirMade = false), () => {});
+      return { inserted, updated };
+    } catch (err) {
+      await c.run('ROLLBACK').catch(() => {});
+      throw wrapWriteError(err, 'merging committed rows into the sessions table');
+    } finally {
+      await c.run('DROP TABLE IF EXISTS _merge').catch(() => {});
+    }
+  }
+
+  /** Files of windows whose transaction never committed (a crash between the write and the commit). */
+  private async dropUncommittedFiles(): Promise<void> {
+    let names: string[];
+    try {
+      names = await readdir(this.layout.pendingDir);
+    } catch {
+      return;
+    }
+    const listed = new Set((await queryRows<{ file: string }>(this.conn, 'SELECT file FROM _pending_files')).map((r) => r.file));
+    for (const n of names) if (!listed.has(n)) await rm(join(this.layout.pendingDir, n), { force: true, recursive: true });
+    if (listed.size === 0) await rmdir(this.layout.pendingDir).catch(() => {});
   }
 
   private async stage(batch: RowBatch): Promise<void> {
@@ -346,28 +468,121 @@ export class SessionStore {
   }
 
   /**
-   * Rewrites every pending partition whole: query → .tmp file → fsync → rename over the old file
-   * → fsync the directory → clear the pending mark. Readers only ever see complete files.
+   * Makes committed data visible in its final form: merges the rows waiting in _pending_rows into
+   * the sessions table (formats duckdb and both), then rewrites every pending Parquet partition
+   * whole: query → .tmp file → fsync → rename over the old file → fsync the directory → clear the
+   * pending mark. Readers only ever see complete files.
    */
-  flushParquet(): Promise<FlushResult> {
+  flush(): Promise<FlushResult> {
     return this.exclusive(async () => {
       const result: FlushResult = { partitions: [], inserted: 0, updated: 0 };
+      const merged = await this.mergePendingNow();
+      result.inserted += merged.inserted;
+      result.updated += merged.updated;
       if (this.format === 'duckdb') return result;
-      for (const p of await this.pendingPartitions()) {
-        const counts = await this.rewritePartition(p);
-        result.partitions.push(p);
-        result.inserted += counts.inserted;
-        result.updated += counts.updated;
+      const partitions = await this.pendingPartitions();
+      if (this.format === 'parquet') {
+        for (const p of partitions) {
+          const counts = await this.rewritePartition(this.conn, p);
+          await this.conn.run(`DELETE FROM _pending_rows WHERE partition = ${sqlString(p)}`);
+          result.partitions.push(p);
+          result.inserted += counts.inserted;
+          result.updated += counts.updated;
+        }
+        return result;
       }
+      // From the sessions table: independent COPYs, run side by side on a few connections; each
+      // file's fsync and rename run while the next COPY does.
+      const conns = [this.conn, ...(await this.extraConnections(Math.min(REWRITE_CONNECTIONS, partitions.length) - 1))];
+      let next = 0;
+      const done: string[] = [];
+      const finishing: Array<Promise<void>> = [];
+      let failure: unknown;
+      await Promise.all(
+        conns.map(async (conn) => {
+          while (next < partitions.length && failure === undefined) {
+            const p = partitions[next++]!;
+            try {
+              const finish = this.copyPartition(conn, p).then((fin) => fin());
+              // The COPY itself is awaited here; the rest (fsync, rename) runs on.
+              finishing.push(finish.then(() => void done.push(p), (err: unknown) => void (failure ??= err)));
+              await this.copying.get(p);
+            } catch (err) {
+              failure ??= err;
+            }
+          }
+        }),
+      );
+      await Promise.all(finishing);
+      if (done.length) {
+        await this.conn.run(`DELETE FROM _parquet_pending WHERE partition IN (SELECT unnest($1::VARCHAR[]))`, [listValue(done)]);
+      }
+      if (failure !== undefined) throw failure;
+      result.partitions.push(...partitions);
       return result;
     });
   }
 
-  private async rewritePartition(p: string): Promise<{ inserted: number; updated: number }> {
-    const c = this.conn;
+  private copying = new Map<string, Promise<unknown>>();
+
+  /** COPY one partition of the sessions table to .tmp; resolves to the step that puts the file in place. */
+  private copyPartition(c: DuckDBConnection, p: string): Promise<() => Promise<void>> {
     const dir = partitionDir(this.layout.parquetDir, p);
     const final = join(dir, PARTITION_FILE);
-    const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${Date.now()}.parquet`);
+    const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}.parquet`);
+    const copy = c.run(
+      `COPY (SELECT ${COLUMN_LIST} FROM sessions WHERE ${partitionPredicate(p)} ORDER BY started_at, session_id)
+       TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+    );
+    this.copying.set(p, copy.catch(() => {}));
+    return copy.then(
+      (copied) => async () => {
+        this.copying.delete(p);
+        try {
+          if (Number(copied.rowsChanged) === 0) {
+            // The partition holds no session any more.
+            await rm(tmp, { force: true });
+            await rm(dir, { recursive: true, force: true });
+            return;
+          }
+          await fsyncFile(tmp);
+          crashPoint('mid-parquet-rewrite');
+          await mkdir(dir, { recursive: true });
+          await rename(tmp, final);
+          await fsyncDir(dir);
+          crashPoint('after-parquet-rename');
+        } catch (err) {
+          await rm(tmp, { force: true }).catch(() => {});
+          throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
+        }
+      },
+      async (err: unknown) => {
+        this.copying.delete(p);
+        await rm(tmp, { force: true }).catch(() => {});
+        throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
+      },
+    );
+  }
+
+  /** Former name of flush(). */
+  flushParquet(): Promise<FlushResult> {
+    return this.flush();
+  }
+
+  private extra: DuckDBConnection[] = [];
+  private async extraConnections(n: number): Promise<DuckDBConnection[]> {
+    while (this.extra.length < n) {
+      const conn = await this.db.instance.connect();
+      await conn.run("SET TimeZone = 'UTC'");
+      this.extra.push(conn);
+    }
+    return this.extra.slice(0, Math.max(0, n));
+  }
+
+  private async rewritePartition(c: DuckDBConnection, p: string): Promise<{ inserted: number; updated: number }> {
+    const dir = partitionDir(this.layout.parquetDir, p);
+    const final = join(dir, PARTITION_FILE);
+    const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}.parquet`);
     let source: string;
     let inserted = 0;
     let updated = 0;
@@ -393,25 +608,25 @@ export class SessionStore {
       source = `SELECT ${COLUMN_LIST} FROM sessions WHERE ${partitionPredicate(p)}`;
     }
     try {
-      const count = await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM (${source})`);
-      if (Number(count[0]?.n ?? 0) === 0) {
+      const copied = await c.run(
+        `COPY (${source} ORDER BY started_at, session_id) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+      );
+      if (Number(copied.rowsChanged) === 0) {
+        // The partition holds no session any more.
+        await rm(tmp, { force: true });
         await rm(dir, { recursive: true, force: true });
       } else {
-        await c.run(
-          `COPY (${source} ORDER BY started_at, session_id) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
-        );
         await fsyncFile(tmp);
         crashPoint('mid-parquet-rewrite');
         await mkdir(dir, { recursive: true });
         await rename(tmp, final);
         await fsyncDir(dir);
+        crashPoint('after-parquet-rename');
       }
     } catch (err) {
       await rm(tmp, { force: true }).catch(() => {});
       throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
     }
-    if (this.format === 'parquet') await c.run(`DELETE FROM _pending_rows WHERE partition = ${sqlString(p)}`);
-    else await c.run(`DELETE FROM _parquet_pending WHERE partition = ${sqlString(p)}`);
     return { inserted, updated };
   }
 
@@ -419,11 +634,26 @@ export class SessionStore {
   compactCoverage(): Promise<void> {
     return this.exclusive(async () => {
       const c = this.conn;
-      const merged = await this.coverage();
+      // A merged interval keeps the earliest commit time of its parts: resuming a backfill takes only
+      // what was committed after it started (coverageSince), so a run that failed or was stopped must
+      // not make older coverage look like its own work (it would then be skipped, never refreshed).
+      const rows = await queryRows<{ start_s: bigint | number; end_s: bigint | number; ms: bigint | number }>(
+        c,
+        'SELECT start_s, end_s, epoch_ms(committed_at) AS ms FROM _coverage ORDER BY start_s, end_s',
+      );
+      const merged: Array<{ start: number; end: number; ms: number }> = [];
+      for (const r of rows) {
+        const last = merged[merged.length - 1];
+        const w = { start: Number(r.start_s), end: Number(r.end_s), ms: Number(r.ms) };
+        if (last && w.start <= last.end) {
+          last.end = Math.max(last.end, w.end);
+          last.ms = Math.min(last.ms, w.ms);
+        } else merged.push(w);
+      }
       await c.run('BEGIN TRANSACTION');
       try {
         await c.run('DELETE FROM _coverage');
-        for (const w of merged) await c.run(`INSERT INTO _coverage VALUES ($1, $2, NULL, now())`, [w.start, w.end]);
+        for (const w of merged) await c.run(`INSERT INTO _coverage VALUES ($1, $2, NULL, to_timestamp($3::DOUBLE / 1000))`, [w.start, w.end, w.ms]);
         await c.run('COMMIT');
       } catch (err) {
         await c.run('ROLLBACK').catch(() => {});
@@ -487,8 +717,13 @@ export class SessionStore {
     if (this.closed) return;
     await this.queue.catch(() => {});
     this.closed = true;
+    for (const conn of this.extra) conn.closeSync();
     this.db.close();
   }
+}
+
+function rowsOf(c: QueuedCommit): number {
+  return (c.batch?.length ?? 0) + (c.file?.count ?? 0);
 }
 
 function partitionPredicate(p: string): string {
@@ -511,6 +746,28 @@ async function exists(p: string): Promise<boolean> {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Refuses, writing nothing, a data directory where a file stands in the place of one of our directories. */
+async function checkLayout(layout: StoreLayout, format: OutputFormat): Promise<void> {
+  const dirs = [layout.dataDir, layout.tmpDir, layout.pendingDir];
+  if (format !== 'duckdb') dirs.push(dirname(layout.parquetDir), layout.parquetDir);
+  for (const d of dirs) {
+    let st;
+    try {
+      st = await stat(d);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') continue;
+      throw new DataDirError(`data directory ${layout.dataDir} cannot be used (${code}): ${d} is not reachable; choose another --data-dir`, { cause: err });
+    }
+    if (!st.isDirectory()) {
+      throw new DataDirError(
+        `data directory ${layout.dataDir} cannot be used: ${d} is a file (of another program?) where session-etl keeps a directory; ` +
+          'choose another --data-dir or move that file away',
+      );
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { ExitCode } from '../exit-codes.js';
@@ -12,6 +12,41 @@ interface DemoFlags {
   json?: boolean;
   progress?: boolean;
   keep?: boolean;
+}
+
+/** What a data directory of session-etl may hold: the demo clears only such a directory. */
+const OWN_ENTRIES = new Set(['sessions.duckdb', 'sessions.duckdb.wal', 'state.duckdb', 'state.duckdb.wal', 'parquet', 'pending', '.tmp', '.session-etl.lock']);
+
+/**
+ * Starts the demo afresh without destroying what is not ours: a directory holding anything else
+ * (or a DuckDB file of another program) is refused, and one a run is using is left alone (exit 3).
+ */
+async function clearDemoDir(dir: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new UsageError(`--data-dir ${dir} cannot be used (${(err as NodeJS.ErrnoException).code ?? err})`);
+  }
+  const foreign = names.filter((n) => !OWN_ENTRIES.has(n));
+  if (foreign.length) {
+    throw new UsageError(
+      `--data-dir ${dir} is not a session-etl data directory (it holds ${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', …' : ''}): ` +
+        'the demo clears its directory, so it refuses this one; choose another --data-dir',
+    );
+  }
+  const { SessionStore } = await import('../../store/session-store.js');
+  const { acquireLock } = await import('../../store/lock.js');
+  for (const format of ['both', 'parquet'] as const) {
+    if (names.includes(format === 'both' ? 'sessions.duckdb' : 'state.duckdb')) await (await SessionStore.open({ dataDir: dir, format, readOnly: true })).close();
+  }
+  const lock = await acquireLock(join(dir, '.session-etl.lock'), { command: 'demo (clearing its data directory)' });
+  try {
+    for (const n of names) if (n !== '.session-etl.lock') await rm(join(dir, n), { recursive: true, force: true });
+  } finally {
+    await lock.release();
+  }
 }
 
 export function register(program: Command): void {
@@ -35,7 +70,7 @@ export function register(program: Command): void {
       const from = Math.floor(nowS / 86_400) * 86_400 - days * 86_400;
       const emulator = await startEmulator({ seed: 42, from, to: nowS, now: nowS, sessionsPerDay: perDay });
       try {
-        if (!flags.keep) await rm(flags.dataDir, { recursive: true, force: true });
+        if (!flags.keep) await clearDemoDir(flags.dataDir);
         process.stderr.write(`emulator: reporting endpoint ${emulator.url} (in-process, seed 42, ${days} days)\n`);
         const code = await executeRun(
           { reportingUrl: emulator.url, apiKey: emulator.apiKey, dataDir: flags.dataDir, format: 'both' },

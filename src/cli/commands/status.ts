@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { loadConfig } from '../../config/load.js';
+import { UsageError } from '../usage-error.js';
 import type { StoreStatus } from '../../store/status.js';
 
 export function register(program: Command): void {
@@ -11,9 +12,12 @@ export function register(program: Command): void {
     .option('--runs <n>', 'how many recent runs to show', '10')
     .option('--json', 'print as JSON')
     .action(async (flags: { dataDir?: string; config?: string; runs: string; json?: boolean }) => {
+      if (!/^\d+$/.test(flags.runs.trim()) || Number(flags.runs) < 1) {
+        throw new UsageError(`--runs must be a positive whole number, got ${JSON.stringify(flags.runs)}`);
+      }
       const { config } = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
       const { readStatus } = await import('../../store/status.js');
-      const s = await readStatus(config.dataDir, Date.now(), Math.max(1, Number(flags.runs) || 10));
+      const s = await readStatus(config.dataDir, Date.now(), Number(flags.runs));
       process.stdout.write(flags.json ? JSON.stringify(s) + '\n' : formatStatus(s));
     });
 }

@@ -1,0 +1,479 @@
+/**
+ * `npm run bench`: the performance figures of docs/benchmarks.md, measured side by side in one run
+ * (this machine is shared: only ratios measured together mean anything). Prints one table and
+ * writes it, with date, commit and machine, between the markers of docs/benchmarks.md.
+ *
+ * The emulator runs in its own process (bench/emulator-process.ts) with cached response bodies, so
+ * its own cost stays small; each backfill runs as a real `session-etl` process, whose peak RSS is
+ * read at its exit (bench/rss-probe.ts). BENCH_SCALE=0.1 runs everything on a tenth of the data
+ * (a quick check; the doc is only written from a full run).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { createInterface, type Interface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { DuckDBConnection, DuckDBInstance, version as duckdbVersion } from '@duckdb/node-api';
+import { tableFromArrays } from 'apache-arrow';
+import { runExport } from '../src/pipeline/run.js';
+import { flattenResponse } from '../src/pipeline/flatten.js';
+import { sessionsQuery } from '../src/reporting/query.js';
+import { readSessionsBody } from '../src/reporting/sessions-body.js';
+import { validateRecord } from '../src/reporting/record-schema.js';
+import { SESSION_COLUMNS, sessionsTableDdl } from '../src/store/contract.js';
+import { NDJSON_COLUMNS, NDJSON_SELECT } from '../src/store/ndjson.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const DIST = join(ROOT, 'dist', 'bench');
+const BIN = join(ROOT, 'bin', 'session-etl.js');
+const DOC = join(ROOT, 'docs', 'benchmarks.md');
+const D = 86_400;
+const SCALE = Number(process.env.BENCH_SCALE ?? 1);
+const BIG = Math.round(1_000_000 * SCALE);
+const SMALL = Math.round(100_000 * SCALE);
+const DAYS = 365;
+const TODAY = Math.floor(Date.now() / 1000 / D) * D;
+const FROM = TODAY - (DAYS + 1) * D;
+const TO = FROM + DAYS * D; // yesterday, 00:00 UTC; the emulator has one more day (the nightly export's)
+
+interface Row {
+  section: string;
+  measure: string;
+  value: string;
+  goal?: string;
+  met?: boolean;
+}
+const rows: Row[] = [];
+const notes: string[] = [];
+function row(r: Row): void {
+  rows.push(r);
+  const mark = r.met === undefined ? '' : r.met ? '  [met]' : '  [NOT met]';
+  process.stderr.write(`  ${r.section} | ${r.measure}: ${r.value}${r.goal ? ` (goal ${r.goal})` : ''}${mark}\n`);
+}
+const log = (s: string) => process.stderr.write(`${s}\n`);
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const secs = (ms: number) => `${fmt(ms / 1000, 2)} s`;
+const mb = (bytes: number) => `${fmt(bytes / 2 ** 20, 1)} MiB`;
+
+// ---- the emulator process --------------------------------------------------------------------
+
+interface EmulatorProc {
+  url: string;
+  apiKey: string;
+  stats(): Promise<{ requests: number; byStatus: Record<string, number>; faults: Record<string, number>; recordsServed: number }>;
+  reset(): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function startEmulatorProcess(options: Record<string, unknown>): Promise<EmulatorProc> {
+  const child = spawn(process.execPath, [join(DIST, 'emulator-process.js'), JSON.stringify(options)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines: Interface = createInterface({ input: child.stdout! });
+  const next = () => new Promise<string>((res) => lines.once('line', res));
+  const { url, apiKey } = JSON.parse(await next()) as { url: string; apiKey: string };
+  return {
+    url,
+    apiKey,
+    async stats() {
+      const p = next();
+      child.stdin!.write('stats\n');
+      return JSON.parse(await p);
+    },
+    async reset() {
+      const p = next();
+      child.stdin!.write('reset\n');
+      await p;
+    },
+    close: () =>
+      new Promise<void>((res) => {
+        child.once('exit', () => res());
+        child.stdin!.end();
+      }),
+  };
+}
+
+function emulatorOptions(sessions: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { seed: 1, from: FROM, to: TO + D, sessionsPerDay: sessions / DAYS, cacheBodies: { maxBytes: 3 * 2 ** 30 }, ...extra };
+}
+
+// ---- raw HTTP ----------------------------------------------------------------------------------
+
+async function post(emu: EmulatorProc, start: number, end: number): Promise<Buffer> {
+  const res = await fetch(emu.url, {
+    method: 'POST',
+    headers: { Authorization: emu.apiKey, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ query: sessionsQuery(start, end) }),
+  });
+  if (res.status !== 200) throw new Error(`emulator answered ${res.status}`);
+  return Buffer.from(await res.arrayBuffer());
+}
+
+/** Fetches every day of [FROM, TO) with `concurrency` requests in flight; `each` sees every body. */
+async function fetchAll(emu: EmulatorProc, concurrency: number, each?: (day: number, body: Buffer) => void): Promise<{ ms: number; bytes: number }> {
+  let next = 0;
+  let bytes = 0;
+  const t = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < DAYS) {
+        const d = next++;
+        const body = await post(emu, FROM + d * D, FROM + (d + 1) * D);
+        bytes += body.length;
+        each?.(d, body);
+      }
+    }),
+  );
+  return { ms: performance.now() - t, bytes };
+}
+
+// ---- a session-etl process -------------------------------------------------------------------
+
+interface CliRun {
+  wallMs: number;
+  code: number;
+  summary: { durationMs: number; sessions: { written: number; new: number | null; updated: number | null }; requests: number; rateLimited: number; retries: number; windows: { total: number; done: number }; outcome: string };
+  maxRssBytes: number;
+  stderr: string;
+}
+
+async function cli(args: string[], emu: EmulatorProc, env: Record<string, string> = {}): Promise<CliRun> {
+  const rssFile = join(tmpdir(), `bench-rss-${process.pid}-${Date.now()}.json`);
+  const t = performance.now();
+  const child: ChildProcess = spawn(process.execPath, ['--import', join(DIST, 'rss-probe.js'), BIN, ...args, '--json', '--log-level', 'warn'], {
+    env: { ...process.env, REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, BENCH_RSS_FILE: rssFile, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const code = await new Promise<number>((res) => child.once('exit', (c) => res(c ?? -1)));
+  const wallMs = performance.now() - t;
+  const rss = JSON.parse(await readFile(rssFile, 'utf8')) as { maxRssKb: number };
+  await rm(rssFile, { force: true });
+  if (code !== 0) throw new Error(`session-etl ${args.join(' ')} exited ${code}: ${stderr.slice(-2000)}`);
+  return { wallMs, code, summary: JSON.parse(stdout), maxRssBytes: rss.maxRssKb * 1024, stderr };
+}
+
+const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
+const backfillArgs = (dataDir: string, extra: string[] = []) => ['backfill', '--from', iso(FROM), '--to', iso(TO), '--data-dir', dataDir, ...extra];
+
+// ---- DuckDB alone (the native limit) ---------------------------------------------------------
+
+async function duck(path: string): Promise<{ inst: DuckDBInstance; conn: DuckDBConnection; close(): void }> {
+  const inst = await DuckDBInstance.create(path);
+  const conn = await inst.connect();
+  await conn.run("SET TimeZone = 'UTC'");
+  return { inst, conn, close: () => (conn.closeSync(), inst.closeSync()) };
+}
+
+const COLUMN_LIST = SESSION_COLUMNS.map((c) => c.name).join(', ');
+
+/** read_json → the contract's table → the partitioned dataset, one statement per step (timed by the caller). */
+async function nativeConvert(ndjson: string, dir: string): Promise<{ loadMs: number; parquetMs: number; totalMs: number }> {
+  await mkdir(dir, { recursive: true });
+  const t0 = performance.now();
+  const db = await duck(join(dir, 'sessions.duckdb'));
+  await db.conn.run(sessionsTableDdl('sessions'));
+  await db.conn.run(
+    `INSERT INTO sessions SELECT ${COLUMN_LIST} FROM (
+       SELECT ${NDJSON_SELECT} FROM read_json(${sql(ndjson)}, columns = ${NDJSON_COLUMNS}, format = 'newline_delimited') r, (SELECT ${Date.now() / 1000} AS extracted) f
+       QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC) = 1)
+     ORDER BY started_at, session_id`,
+  );
+  await db.conn.run('CHECKPOINT');
+  const t1 = performance.now();
+  await copyPartitions(db, join(dir, 'parquet', 'sessions'));
+  db.close();
+  const t2 = performance.now();
+  return { loadMs: t1 - t0, parquetMs: t2 - t1, totalMs: t2 - t0 };
+}
+
+/** One COPY per day (rows sorted by started_at), two connections side by side: what the store does. */
+async function copyPartitions(db: { inst: DuckDBInstance; conn: DuckDBConnection }, root: string): Promise<void> {
+  const days = (await db.conn.runAndReadAll(`SELECT DISTINCT strftime(started_at, '%Y-%m-%d') FROM sessions ORDER BY 1`)).getRows().map((r) => String(r[0]));
+  const second = await db.inst.connect();
+  await second.run("SET TimeZone = 'UTC'");
+  let next = 0;
+  await Promise.all(
+    [db.conn, second].map(async (c) => {
+      while (next < days.length) {
+        const day = days[next++]!;
+        await mkdir(join(root, `date=${day}`), { recursive: true });
+        await c.run(
+          `COPY (SELECT ${COLUMN_LIST} FROM sessions WHERE started_at >= TIMESTAMPTZ '${day} 00:00:00+00' AND started_at < TIMESTAMPTZ '${day} 00:00:00+00' + INTERVAL 1 DAY
+             ORDER BY started_at, session_id) TO ${sql(join(root, `date=${day}`, 'part-0.parquet'))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+        );
+      }
+    }),
+  );
+  second.closeSync();
+}
+
+const sql = (s: string) => `'${s.replace(/'/g, "''")}'`;
+
+async function dirStats(root: string): Promise<{ files: number; bytes: number; sizes: number[] }> {
+  const sizes: number[] = [];
+  for (const d of await readdir(root).catch(() => [] as string[])) {
+    for (const f of await readdir(join(root, d))) sizes.push((await stat(join(root, d, f))).size);
+  }
+  sizes.sort((a, b) => a - b);
+  return { files: sizes.length, bytes: sizes.reduce((a, b) => a + b, 0), sizes };
+}
+
+async function bestOf<T>(n: number, fn: () => Promise<T>): Promise<number> {
+  let best = Infinity;
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn();
+    best = Math.min(best, performance.now() - t);
+  }
+  return best;
+}
+
+// ---- the cases ---------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const work = await mkdtemp(join(tmpdir(), 'session-etl-bench-'));
+  const began = performance.now();
+  log(`session-etl bench: ${fmt(BIG)} sessions over ${DAYS} days (${iso(FROM)} – ${iso(TO)}), work dir ${work}`);
+  try {
+    // Case 1 and 2: the big emulator, bodies rendered once (the warm-up pass) and then served from its cache.
+    const big = await startEmulatorProcess(emulatorOptions(BIG));
+    const warm = await fetchAll(big, 4);
+    notes.push(`The emulator rendered the ${fmt(BIG)}-session year in ${secs(warm.ms)} (${mb(warm.bytes)} of JSON), then served it from its cache.`);
+    log(`  emulator warm-up ${secs(warm.ms)}`);
+
+    // 1c: the transport limit.
+    const raw = await fetchAll(big, 4);
+    const stats = await big.stats();
+    const sessions = stats.recordsServed / 2; // two complete passes so far
+    const rawRate = (sessions / raw.ms) * 1000;
+
+    // 1a: the full backfill, a real process (peak RSS recorded: case 2).
+    const dirA = join(work, 'a');
+    const a = await cli(backfillArgs(dirA), big);
+    const stored = a.summary.sessions.new ?? 0;
+    const aRate = (stored / a.wallMs) * 1000;
+
+    // 1b: the native limit: the same records as one NDJSON file, converted by DuckDB alone.
+    const ndjson = join(work, 'sessions.ndjson');
+    const parts: Buffer[] = [];
+    await fetchAll(big, 4, (d, body) => {
+      const r = readSessionsBody(body, `day ${d}`);
+      if (r.kind !== 'ndjson') throw new Error('the emulator body left the fast path');
+      parts[d] = r.ndjson;
+    });
+    const out = await open(ndjson, 'w');
+    for (const p of parts) if (p && p.length) await out.write(Buffer.concat([p, Buffer.from('\n')]));
+    await out.close();
+    parts.length = 0;
+    const nb = await nativeConvert(ndjson, join(work, 'b'));
+    const bRate = (stored / nb.totalMs) * 1000;
+
+
+    row({ section: '1 throughput', measure: `(a) backfill ${fmt(stored)} sessions → DuckDB + Parquet (process wall time)`, value: `${secs(a.wallMs)}, ${fmt(aRate)} sessions/s` });
+    row({ section: '1 throughput', measure: '(b) native: NDJSON → read_json → table → Parquet, DuckDB alone', value: `${secs(nb.totalMs)} (load ${secs(nb.loadMs)}, Parquet ${secs(nb.parquetMs)}), ${fmt(bRate)} sessions/s` });
+    row({ section: '1 throughput', measure: '(c) transport: raw fetch of every chunk, 4 in flight', value: `${secs(raw.ms)}, ${fmt(rawRate)} sessions/s` });
+    row({ section: '1 throughput', measure: '(a)/(b)', value: fmt(aRate / bRate, 2), goal: '≥ 0.80', met: aRate / bRate >= 0.8 });
+    row({ section: '1 throughput', measure: '(a)/(c)', value: fmt(aRate / rawRate, 2) });
+
+    // Profile: the JavaScript stages, on every body of the year, in this process.
+    await profile(big, stored);
+
+    // Case 2: memory at 1M (from 1a) and at 100k.
+    const small = await startEmulatorProcess(emulatorOptions(SMALL));
+    await fetchAll(small, 4);
+    const s100 = await cli(backfillArgs(join(work, 'small')), small);
+    row({ section: '2 memory', measure: `peak RSS, backfill of ${fmt(s100.summary.sessions.new ?? 0)} sessions`, value: mb(s100.maxRssBytes) });
+    // Option: the same backfill with the body scanner off (JSON.parse + zod + flatten + appender).
+    const js = await cli(backfillArgs(join(work, 'small-js')), small, { SESSION_ETL_BODY_SCANNER: 'off' });
+    await rm(join(work, 'small-js'), { recursive: true, force: true });
+    row({
+      section: '1 options',
+      measure: `backfill of ${fmt(SMALL)}: body scanner + DuckDB read_json / scanner off (JSON.parse + zod + flatten + appender)`,
+      value: `${secs(s100.wallMs)} / ${secs(js.wallMs)}: the scanner path is ${fmt(js.wallMs / s100.wallMs, 2)} × as fast`,
+    });
+    row({ section: '2 memory', measure: `peak RSS, backfill of ${fmt(stored)} sessions`, value: mb(a.maxRssBytes), goal: '≤ 300 MB', met: a.maxRssBytes <= 300e6 });
+    row({ section: '2 memory', measure: `RSS ${fmt(BIG)} / RSS ${fmt(SMALL)}`, value: fmt(a.maxRssBytes / s100.maxRssBytes, 2), goal: '≤ 1.2', met: a.maxRssBytes / s100.maxRssBytes <= 1.2 });
+
+    // Case 3: a nightly export on top of the 1M store, and the same export into an empty store.
+    const dirFull = join(work, 'nightly-full');
+    await cp(dirA, dirFull, { recursive: true });
+    const onFull = await cli(['export', '--data-dir', dirFull], big);
+    const onEmpty = await cli(['export', '--data-dir', join(work, 'nightly-empty'), '--since', iso(TO - D)], big);
+    const r3 = onFull.wallMs / onEmpty.wallMs;
+    row({ section: '3 incremental', measure: `nightly export on a ${fmt(stored)}-session store`, value: `${secs(onFull.wallMs)} (${fmt(onFull.summary.sessions.written)} sessions, run ${secs(onFull.summary.durationMs)})` });
+    row({ section: '3 incremental', measure: 'the same export into an empty store', value: `${secs(onEmpty.wallMs)} (${fmt(onEmpty.summary.sessions.written)} sessions, run ${secs(onEmpty.summary.durationMs)})` });
+    row({ section: '3 incremental', measure: 'ratio', value: fmt(r3, 2), goal: '≤ 1.2', met: r3 <= 1.2 });
+    await rm(dirFull, { recursive: true, force: true });
+
+    // Case 6a: the BI query over the 1M dataset, Parquet and table.
+    const bi = `SELECT agent_name, date_trunc('month', started_at) AS month, count(*) AS sessions, avg(duration_seconds) AS mean_duration FROM %s GROUP BY ALL ORDER BY ALL`;
+    {
+      const db = await duck(':memory:');
+      const pq = await bestOf(3, () => db.conn.run(bi.replace('%s', `read_parquet(${sql(join(dirA, 'parquet', 'sessions', '**', '*.parquet'))}, hive_partitioning = true)`)));
+      await db.conn.run(`ATTACH ${sql(join(dirA, 'sessions.duckdb'))} AS s (READ_ONLY)`);
+      const tb = await bestOf(3, () => db.conn.run(bi.replace('%s', 's.sessions')));
+      db.close();
+      const ds = await dirStats(join(dirA, 'parquet', 'sessions'));
+      row({ section: '6 reading', measure: `BI query (sessions, mean duration per agent per month), ${fmt(stored)} sessions: Parquet / table`, value: `${secs(pq)} / ${secs(tb)}` });
+      row({ section: '6 reading', measure: 'dataset after the backfill', value: `${ds.files} files, ${mb(ds.bytes)}, median file ${mb(ds.sizes[Math.floor(ds.sizes.length / 2)] ?? 0)}` });
+    }
+    await big.close();
+    await rm(dirA, { recursive: true, force: true });
+    await rm(join(work, 'b'), { recursive: true, force: true });
+    await rm(ndjson, { force: true });
+
+    // Case 4: latency-bound.
+    const slow = await startEmulatorProcess(emulatorOptions(SMALL, { faults: { latencyMs: 200 } }));
+    const lat = await cli(backfillArgs(join(work, 'latency'), ['--concurrency', '8']), slow);
+    await slow.close();
+    const ideal = Math.ceil(DAYS / 8) * 200;
+    row({ section: '4 latency', measure: `365 one-day chunks, 200 ms each, concurrency 8 (ideal ${secs(ideal)})`, value: `run ${secs(lat.summary.durationMs)} = ${fmt(lat.summary.durationMs / ideal, 2)} × ideal; process ${secs(lat.wallMs)}`, goal: '≤ 1.15 × ideal', met: lat.summary.durationMs / ideal <= 1.15 });
+
+    // Case 5: rate-limited.
+    const limited = await startEmulatorProcess(emulatorOptions(SMALL, { faults: { rateLimitRps: 10 } }));
+    const rl = await cli(backfillArgs(join(work, 'limited')), limited);
+    const rlStats = await limited.stats();
+    await limited.close();
+    const answered = rlStats.byStatus['200'] ?? 0;
+    const total429 = rlStats.byStatus['429'] ?? 0;
+    const rate = answered / (rl.summary.durationMs / 1000);
+    const complete = rl.summary.sessions.new === s100.summary.sessions.new;
+    row({ section: '5 rate limit', measure: 'sustained rate (200 answers per second of the run), quota 10/s', value: `${fmt(rate, 2)} req/s = ${fmt(rate * 10, 0)} % of quota`, goal: '≥ 90 %', met: rate >= 9 });
+    row({ section: '5 rate limit', measure: '429 answers / all requests', value: `${total429} / ${total429 + answered} = ${fmt((100 * total429) / (total429 + answered), 1)} %`, goal: '≤ 5 %', met: total429 / (total429 + answered) <= 0.05 });
+    row({ section: '5 rate limit', measure: 'data complete (sessions stored = unlimited backfill)', value: `${fmt(rl.summary.sessions.new ?? 0)} = ${fmt(s100.summary.sessions.new ?? 0)}: ${complete ? 'yes' : 'NO'}`, met: complete });
+
+    // Case 6b: 365 nightly runs (in this process, the clock advanced a day per run).
+    await nightlyRuns(small, work);
+    await small.close();
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  const table = render();
+  process.stdout.write(`${table}\n`);
+  log(`bench finished in ${secs(performance.now() - began)}`);
+  if (SCALE === 1) await writeDoc(table);
+  else log(`BENCH_SCALE=${SCALE}: docs/benchmarks.md left as it is`);
+}
+
+/** Where the time goes: each JavaScript stage over every body of the year, in this process. */
+async function profile(emu: EmulatorProc, stored: number): Promise<void> {
+  const bodies: Buffer[] = [];
+  await fetchAll(emu, 4, (d, b) => (bodies[d] = b));
+  const total = bodies.reduce((n, b) => n + b.length, 0);
+  let records = 0;
+  const copies = bodies.map((b) => Buffer.from(b));
+  let t = performance.now();
+  for (const b of copies) {
+    const r = readSessionsBody(b, 'profile');
+    records += r.kind === 'ndjson' ? r.count : r.records.length;
+  }
+  const scanMs = performance.now() - t;
+  copies.length = 0;
+  // The slow path's stages, on a twelfth of the year (they would take long on all of it).
+  const sample = bodies.filter((_, i) => i % 12 === 0);
+  const sampleRecords: unknown[][] = [];
+  t = performance.now();
+  for (const b of sample) sampleRecords.push((JSON.parse(b.toString('utf8')) as { data: { sessions: unknown[] } }).data.sessions);
+  const parseMs = performance.now() - t;
+  const n = sampleRecords.reduce((k, r) => k + r.length, 0);
+  t = performance.now();
+  for (const rs of sampleRecords) rs.forEach((r, i) => validateRecord(r, i));
+  const zodMs = performance.now() - t;
+  t = performance.now();
+  const batches = sampleRecords.map((rs) => flattenResponse(rs, Date.now() / 1000, 'fail').batch);
+  const flattenMs = performance.now() - t;
+  // An Arrow hand-off: the flattened columns as an Arrow table (DuckDB's Node API has no Arrow scan).
+  t = performance.now();
+  for (const b of batches) {
+    const cols: Record<string, unknown> = {};
+    SESSION_COLUMNS.forEach((c, i) => (cols[c.name] = b.columns[i]));
+    tableFromArrays(cols as never);
+  }
+  const arrowMs = performance.now() - t;
+  // DuckDB's own parse of the same records: read_json of the NDJSON into a table without index.
+  const dir = await mkdtemp(join(tmpdir(), 'bench-profile-'));
+  const files: string[] = [];
+  for (const [i, b] of bodies.entries()) {
+    const r = readSessionsBody(Buffer.from(b), 'p');
+    if (r.kind === 'ndjson' && r.count) {
+      const f = join(dir, `${i}.ndjson`);
+      await writeFile(f, r.ndjson);
+      files.push(f);
+    }
+  }
+  bodies.length = 0;
+  const db = await duck(join(dir, 'p.duckdb'));
+  await db.conn.run(sessionsTableDdl('_pending_rows', false).replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)'));
+  t = performance.now();
+  await db.conn.run(
+    `INSERT INTO _pending_rows SELECT ${NDJSON_SELECT} FROM read_json([${files.map(sql).join(', ')}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited') r, (SELECT 0 AS extracted) f`,
+  );
+  const readJsonMs = performance.now() - t;
+  db.close();
+  await rm(dir, { recursive: true, force: true });
+  const per = (ms: number, k: number) => `${fmt((k / ms) * 1000)} records/s`;
+  row({ section: '1 profile', measure: `body scanner (parse + validate + NDJSON, JS), ${fmt(records)} records, ${mb(total)}`, value: `${secs(scanMs)}, ${per(scanMs, records)}` });
+  row({ section: '1 profile', measure: `DuckDB read_json of the NDJSON → table without index`, value: `${secs(readJsonMs)}, ${per(readJsonMs, records)}` });
+  row({ section: '1 profile', measure: `slow path, sample of ${fmt(n)}: JSON.parse / zod / flatten / Arrow table from the columns`, value: `${per(parseMs, n)} / ${per(zodMs, n)} / ${per(flattenMs, n)} / ${per(arrowMs, n)}` });
+  void stored;
+}
+
+/** Case 6b: 365 nightly exports, one a day, then the dataset's files. */
+async function nightlyRuns(emu: EmulatorProc, work: string): Promise<void> {
+  const dataDir = join(work, 'nightly');
+  const t = performance.now();
+  let slowest = 0;
+  for (let k = 1; k <= DAYS; k++) {
+    const nowMs = (FROM + k * D + 2 * 3600) * 1000;
+    const s = performance.now();
+    await runExport({
+      reportingUrl: emu.url, apiKey: emu.apiKey, dataDir, format: 'both', now: () => nowMs,
+      ...(k === 1 ? { since: FROM } : {}),
+    });
+    slowest = Math.max(slowest, performance.now() - s);
+  }
+  const ms = performance.now() - t;
+  const ds = await dirStats(join(dataDir, 'parquet', 'sessions'));
+  const median = ds.sizes[Math.floor(ds.sizes.length / 2)] ?? 0;
+  row({ section: '6 reading', measure: `${DAYS} nightly exports (${fmt(SMALL)} sessions a year)`, value: `${secs(ms)} in all, mean ${secs(ms / DAYS)}, slowest ${secs(slowest)}` });
+  row({ section: '6 reading', measure: 'dataset after them: files, size, smallest / median / largest file', value: `${ds.files} files for ${DAYS} days, ${mb(ds.bytes)}; ${mb(ds.sizes[0] ?? 0)} / ${mb(median)} / ${mb(ds.sizes.at(-1) ?? 0)}`, goal: 'one file per day', met: ds.files <= DAYS + 1 });
+}
+
+function render(): string {
+  const lines = ['| case | measure | figure | goal | met |', '|---|---|---|---|---|'];
+  for (const r of rows) lines.push(`| ${r.section} | ${r.measure} | ${r.value} | ${r.goal ?? ''} | ${r.met === undefined ? '' : r.met ? 'yes' : '**no**'} |`);
+  return lines.join('\n');
+}
+
+async function writeDoc(table: string): Promise<void> {
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    if (execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim()) commit += ' (with uncommitted changes)';
+  } catch {
+    // not a git checkout
+  }
+  const machine =
+    `${availableParallelism()} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), ${fmt(totalmem() / 2 ** 30, 1)} GiB memory, ` +
+    `Node ${process.version}, DuckDB ${duckdbVersion()}`;
+  const block = [
+    '<!-- bench:start (written by `npm run bench`; do not edit by hand) -->',
+    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, commit ${commit}, ${machine}.`,
+    '',
+    table,
+    '',
+    ...notes.map((n) => `${n}`),
+    '<!-- bench:end -->',
+  ].join('\n');
+  let doc = await readFile(DOC, 'utf8').catch(() => '# Benchmarks\n\n<!-- bench:start -->\n<!-- bench:end -->\n');
+  const a = doc.indexOf('<!-- bench:start');
+  const b = doc.indexOf('<!-- bench:end -->');
+  doc = a >= 0 && b > a ? doc.slice(0, a) + block + doc.slice(b + '<!-- bench:end -->'.length) : `${doc}\n${block}\n`;
+  await writeFile(DOC, doc);
+  log(`wrote ${DOC}`);
+}
+
+await main();

@@ -1,0 +1,219 @@
+/**
+ * Reads the body of a `sessions` answer without building a JavaScript object per record.
+ *
+ * The fast path is a byte scanner for the shape a GraphQL server sends for our query —
+ * `{"data":{"sessions":[{…},{…}]}}`, fields in the order the query selects them (the GraphQL
+ * specification orders response fields as requested). It checks every record against the Session
+ * schema on the way (id a non-empty string; strings, integers and booleans where the schema says,
+ * or null; agent and externalFields objects or null), counts the records, and turns the list into
+ * newline-delimited JSON in place (each separating comma becomes a newline), which DuckDB then
+ * reads with explicit column types. Nothing is allocated per record but the id, kept to find a
+ * session twice in one answer.
+ *
+ * Anything else — GraphQL errors, another field order, absent fields, whitespace, a float, a wrong
+ * type, a session id twice — takes the slow path: JSON.parse, the classification the client has
+ * always made, and the records are handed back for the precise validator (record-schema.ts), which
+ * names the session id and the field. A body that ends before its brackets close is incomplete
+ * (transient, retried), as a failed JSON.parse is.
+ */
+import { isUtf8 } from 'node:buffer';
+import { GraphQLResponseError, type GraphQLErrorEntry } from './errors/GraphQLResponseError.js';
+import { InvalidResponseError } from './errors/InvalidResponseError.js';
+import { TransientError } from './errors/TransientError.js';
+import { redact } from '../util/redact.js';
+
+export type SessionsBody =
+  /** Every record checked: `ndjson` holds one record per line (a view of the body's bytes). */
+  | { kind: 'ndjson'; ndjson: Buffer; count: number }
+  /** The records as parsed: validate them one by one. */
+  | { kind: 'records'; records: unknown[] };
+
+type FieldKind = 'id' | 'str' | 'int' | 'bool' | 'obj';
+interface FieldSpec {
+  /** `"name":` as bytes (preceded by a comma for every field but the first). */
+  token: Buffer;
+  kind: FieldKind;
+  fields?: FieldSpec[];
+}
+
+const enc = (s: string) => Buffer.from(s, 'utf8');
+function spec(fields: Array<[string, FieldKind, FieldSpec[]?]>): FieldSpec[] {
+  return fields.map(([name, kind, nested], i) => ({ token: enc(`${i ? ',' : ''}"${name}":`), kind, ...(nested ? { fields: nested } : {}) }));
+}
+
+/** The selection of src/reporting/query.ts, in its order. */
+const RECORD = spec([
+  ['id', 'id'], ['companyId', 'str'], ['pin', 'str'], ['started', 'int'], ['ended', 'int'], ['duration', 'int'],
+  ['sessionType', 'str'], ['recording', 'bool'], ['recordingUrl', 'str'],
+  ['agent', 'obj', spec([['id', 'str'], ['name', 'str'], ['email', 'str']])],
+  ['agentGroupId', 'int'], ['agentIp', 'str'], ['customerIp', 'str'],
+  ['externalFields', 'obj', spec([
+    ['customerName', 'str'], ['externalCaseId', 'str'], ['notes', 'str'], ['accountingInfo', 'str'],
+    ['customerDeviceType', 'str'], ['customerOs', 'str'],
+  ])],
+]);
+
+const PREFIX = enc('{"data":{"sessions":[');
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** SESSION_ETL_BODY_SCANNER=off sends every body down the slow path (the benchmark compares both). */
+const SCANNER_ON = process.env.SESSION_ETL_BODY_SCANNER !== 'off';
+
+/** Thrown inside the scanner: the body is not in the fast shape (or not complete); the slow path decides. */
+const NOT_FAST = Symbol('not-fast');
+
+/**
+ * Classifies a `sessions` body: records ready for DuckDB, records to validate one by one, or an
+ * error (GraphQLResponseError, InvalidResponseError, TransientError 'incomplete-body').
+ * `body` is modified in place on the fast path.
+ */
+export function readSessionsBody(body: Buffer, what: string): SessionsBody {
+  const fast = SCANNER_ON ? scan(body) : undefined;
+  if (fast) return fast;
+  return slowPath(body, what);
+}
+
+function slowPath(body: Buffer, what: string): SessionsBody {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new TransientError('incomplete-body', 'the reporting endpoint sent a body that is not complete JSON', undefined, {
+      cause: new Error(redact((err as Error).message)),
+    });
+  }
+  if (!payload || typeof payload !== 'object' || Array.isArray(payload)) {
+    throw new InvalidResponseError(`the reporting endpoint answered with a body that is not a GraphQL response (${what})`);
+  }
+  const { data, errors } = payload as { data?: unknown; errors?: unknown };
+  if (errors !== undefined && errors !== null) {
+    const list = Array.isArray(errors) ? (errors as GraphQLErrorEntry[]) : [{ message: String(errors) }];
+    throw new GraphQLResponseError(list, data ?? null);
+  }
+  const sessions = (data as { sessions?: unknown } | null | undefined)?.sessions;
+  if (!Array.isArray(sessions)) {
+    throw new InvalidResponseError(`the reporting endpoint answered without a data.sessions list for ${what}`);
+  }
+  return { kind: 'records', records: sessions };
+}
+
+/** The fast path; undefined when the body is not in the fast shape. */
+function scan(b: Buffer): SessionsBody | undefined {
+  if (b.length < PREFIX.length + 3 || !startsWith(b, 0, PREFIX)) return undefined;
+  let p = PREFIX.length;
+  const first = p;
+  const separators: number[] = [];
+  const ids = new Set<string>();
+  try {
+    if (b[p] !== 0x5d) {
+      for (;;) {
+        p = record(b, p, ids);
+        const c = b[p];
+        if (c === 0x5d) break;
+        if (c !== 0x2c) throw NOT_FAST;
+        separators.push(p);
+        p++;
+      }
+    }
+    const last = p; // the closing ']'
+    if (b[p + 1] !== 0x7d || b[p + 2] !== 0x7d) throw NOT_FAST;
+    for (let i = p + 3; i < b.length; i++) {
+      const c = b[i];
+      if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) throw NOT_FAST;
+    }
+    // JSON.parse refuses raw control characters and replaces bytes that are not UTF-8; DuckDB's
+    // reader would instead fail the commit. The fast shape has no whitespace between tokens, so any
+    // byte below 0x20 up to the closing ']' sits inside a string: both go to the slow path.
+    for (let i = first; i < last; i++) if (b[i]! < 0x20) throw NOT_FAST;
+    if (!isUtf8(b)) throw NOT_FAST;
+    for (const s of separators) b[s] = 0x0a;
+    return { kind: 'ndjson', ndjson: b.subarray(first, last), count: ids.size };
+  } catch (err) {
+    if (err === NOT_FAST) return undefined;
+    throw err;
+  }
+}
+
+function startsWith(b: Buffer, at: number, token: Buffer): boolean {
+  if (at + token.length > b.length) return false;
+  for (let i = 0; i < token.length; i++) if (b[at + i] !== token[i]) return false;
+  return true;
+}
+
+/** One record starting at `p` (`{`); returns the position after its `}`. */
+function record(b: Buffer, p: number, ids: Set<string>): number {
+  if (b[p] !== 0x7b) throw NOT_FAST;
+  p++;
+  for (const f of RECORD) {
+    if (!startsWith(b, p, f.token)) throw NOT_FAST;
+    p += f.token.length;
+    if (f.kind === 'id') {
+      if (b[p] !== QUOTE || b[p + 1] === QUOTE) throw NOT_FAST;
+      const end = stringEnd(b, p);
+      // An escaped id (\u0041…) could spell an id seen before differently: the slow path decodes it.
+      for (let i = p + 1; i < end; i++) if (b[i] === BACKSLASH) throw NOT_FAST;
+      const id = b.toString('latin1', p + 1, end);
+      if (ids.has(id)) throw NOT_FAST;
+      ids.add(id);
+      p = end + 1;
+    } else {
+      p = value(b, p, f);
+    }
+  }
+  if (b[p] !== 0x7d) throw NOT_FAST;
+  return p + 1;
+}
+
+function value(b: Buffer, p: number, f: FieldSpec): number {
+  const c = b[p];
+  if (c === 0x6e) {
+    if (b[p + 1] === 0x75 && b[p + 2] === 0x6c && b[p + 3] === 0x6c) return p + 4;
+    throw NOT_FAST;
+  }
+  switch (f.kind) {
+    case 'str':
+      if (c !== QUOTE) throw NOT_FAST;
+      return stringEnd(b, p) + 1;
+    case 'int': {
+      let q = p;
+      if (b[q] === 0x2d) q++;
+      const start = q;
+      while (q < b.length && b[q]! >= 0x30 && b[q]! <= 0x39) q++;
+      const digits = q - start;
+      // Leading zeros are not JSON; more than 15 digits may leave the safe-integer range.
+      if (digits === 0 || digits > 15 || (digits > 1 && b[start] === 0x30)) throw NOT_FAST;
+      const t = b[q];
+      if (t !== 0x2c && t !== 0x7d) throw NOT_FAST;
+      return q;
+    }
+    case 'bool':
+      if (c === 0x74 && b[p + 1] === 0x72 && b[p + 2] === 0x75 && b[p + 3] === 0x65) return p + 4;
+      if (c === 0x66 && b[p + 1] === 0x61 && b[p + 2] === 0x6c && b[p + 3] === 0x73 && b[p + 4] === 0x65) return p + 5;
+      throw NOT_FAST;
+    case 'obj': {
+      if (c !== 0x7b) throw NOT_FAST;
+      p++;
+      for (const g of f.fields!) {
+        if (!startsWith(b, p, g.token)) throw NOT_FAST;
+        p = value(b, p + g.token.length, g);
+      }
+      if (b[p] !== 0x7d) throw NOT_FAST;
+      return p + 1;
+    }
+    default:
+      throw NOT_FAST;
+  }
+}
+
+/** Position of the quote that closes the string opening at `p`. */
+function stringEnd(b: Buffer, p: number): number {
+  let q = p;
+  for (;;) {
+    q = b.indexOf(QUOTE, q + 1);
+    if (q < 0) throw NOT_FAST;
+    let k = q - 1;
+    while (b[k] === BACKSLASH) k--;
+    if ((q - 1 - k) % 2 === 0) return q;
+  }
+}

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { GraphQLResponseError, InvalidResponseError, TransientError } from '../../src/reporting/errors/index.js';
+import { readSessionsBody } from '../../src/reporting/sessions-body.js';
+
+const rec = (id: string, extra: Record<string, unknown> = {}) => ({
+  id, companyId: '7', pin: '0042', started: 1767225600, ended: null, duration: null, sessionType: 'chat', recording: false,
+  recordingUrl: null, agent: { id: '1', name: 'A "quoted" \\ name', email: null }, agentGroupId: 12, agentIp: null, customerIp: '::1',
+  externalFields: null, ...extra,
+});
+const body = (v: unknown) => Buffer.from(JSON.stringify(v));
+
+describe('readSessionsBody', () => {
+  it('reads the fast shape as NDJSON, one record per line, values untouched', () => {
+    const records = [rec('a'), rec('b', { externalFields: { customerName: 'x,y}{', externalCaseId: '', notes: 'a\nb', accountingInfo: null, customerDeviceType: null, customerOs: null } })];
+    const r = readSessionsBody(body({ data: { sessions: records } }), 'w');
+    expect(r.kind).toBe('ndjson');
+    if (r.kind !== 'ndjson') return;
+    expect(r.count).toBe(2);
+    expect(r.ndjson.toString().split('\n').map((l) => JSON.parse(l))).toEqual(records);
+    expect(readSessionsBody(body({ data: { sessions: [] } }), 'w')).toMatchObject({ kind: 'ndjson', count: 0 });
+  });
+
+  it.each([
+    ['a float where an integer belongs', { started: 1.5 }],
+    ['a string where an integer belongs', { started: '17' }],
+    ['a number where a string belongs', { pin: 42 }],
+    ['an empty id', { id: '' }],
+    ['an unknown extra field', { extra: 1 }],
+    ['a boolean as a string', { recording: 'yes' }],
+  ])('leaves the fast path for %s: the records go to the precise validator', (_name, extra) => {
+    const r = readSessionsBody(body({ data: { sessions: [rec('a'), rec('b', extra)] } }), 'w');
+    expect(r.kind).toBe('records');
+    if (r.kind === 'records') expect(r.records).toEqual([rec('a'), rec('b', extra)]);
+  });
+
+  it('leaves the fast path for another field order and for a session id twice, body untouched', () => {
+    const { id, ...rest } = rec('a');
+    const reordered = body({ data: { sessions: [rec('z'), { ...rest, id }] } });
+    expect(readSessionsBody(reordered, 'w').kind).toBe('records');
+    const twice = body({ data: { sessions: [rec('a'), rec('a')] } });
+    const r = readSessionsBody(twice, 'w');
+    expect(r).toEqual({ kind: 'records', records: [rec('a'), rec('a')] });
+  });
+
+  it('refuses data that comes with errors, and answers without data.sessions', () => {
+    expect(() => readSessionsBody(body({ data: { sessions: [rec('a')] }, errors: [{ message: 'boom' }] }), 'w')).toThrow(GraphQLResponseError);
+    expect(() => readSessionsBody(body({ errors: [{ message: 'too wide' }], data: null }), 'w')).toThrow(/too wide/);
+    expect(() => readSessionsBody(body({ data: { sessions: null } }), 'w')).toThrow(InvalidResponseError);
+  });
+
+  it('a truncated body is transient (incomplete-body)', () => {
+    const full = body({ data: { sessions: [rec('a'), rec('b')] } });
+    for (const cut of [10, Math.floor(full.length / 2), full.length - 1]) {
+      const err = (() => {
+        try {
+          readSessionsBody(Buffer.from(full.subarray(0, cut)), 'w');
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err).toBeInstanceOf(TransientError);
+      expect((err as TransientError).kind).toBe('incomplete-body');
+    }
+  });
+});
