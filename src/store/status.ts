@@ -21,6 +21,8 @@ export interface StoreStatus {
   rows: number | null;
   partitions: number;
   pendingPartitions: string[];
+  /** Committed windows' records not merged into `sessions` yet (merged by the next run). */
+  pendingRows: number;
   rejected: number;
   bytes: { duckdb: number; parquet: number; total: number };
   lastRuns: Array<Record<string, unknown>>;
@@ -52,6 +54,9 @@ export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10)
       return o;
     });
     const pendingPartitions = await store.pendingPartitions();
+    const pendingRows = Number(
+      (await queryRows<{ n: bigint | number | null }>(store.conn, 'SELECT coalesce(sum(rows), 0) AS n FROM _pending_files').catch(() => []))[0]?.n ?? 0,
+    );
     const { count: partitions, bytes: parquetBytes } = await datasetSize(layout.parquetDir);
     const duckdbBytes = await sizeOf(layout.dbPath) + (await sizeOf(`${layout.dbPath}.wal`));
     return {
@@ -64,6 +69,7 @@ export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10)
       rows,
       partitions,
       pendingPartitions,
+      pendingRows,
       rejected,
       bytes: { duckdb: duckdbBytes, parquet: parquetBytes, total: duckdbBytes + parquetBytes },
       lastRuns,

@@ -45,7 +45,7 @@ export function formatStatus(s: StoreStatus): string {
     `checkpoint      ${s.checkpoint ?? '(none yet)'}${s.lagSeconds !== null ? `  — ${lag(s.lagSeconds)} behind now` : ''}`,
     `coverage        ${s.coverage.map((c) => `${c.from} – ${c.to}`).join(', ') || '(none)'}`,
     `coverage holes  ${s.coverageHoles.map((c) => `${c.from} – ${c.to}`).join(', ') || 'none'}`,
-    `rows            ${s.rows ?? '(parquet only: see the dataset)'}${s.rejected ? `, ${s.rejected} rejected` : ''}`,
+    `rows            ${s.rows ?? '(parquet only: see the dataset)'}${s.pendingRows ? ` (+${s.pendingRows} committed, merged by the next run)` : ''}${s.rejected ? `, ${s.rejected} rejected` : ''}`,
     `partitions      ${s.partitions}${s.pendingPartitions.length ? ` (${s.pendingPartitions.length} waiting for a rewrite)` : ''}`,
     `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})`,
     `running now     ${s.runningNow ? `pid ${s.runningNow.pid} on ${s.runningNow.host}: ${s.runningNow.command}, since ${s.runningNow.startedAt}` : 'no'}`,
