@@ -1,3 +1,4 @@
+import { redact } from '../util/redact.js';
 /** The `fetch` signature the clients accept, so tests and callers can inject their own. */
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -21,6 +22,7 @@ export function describeNetworkError(err: unknown): string {
 /** A body for an error message: text or JSON, cut at 300 characters; empty for no body. */
 export function summarizeBody(body: unknown): string {
   if (body === undefined || body === null || body === '') return '';
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  // Redact before cutting: a secret cut in half would no longer match.
+  const text = redact(typeof body === 'string' ? body : JSON.stringify(body));
   return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }

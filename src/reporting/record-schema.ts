@@ -3,6 +3,7 @@
  * integers must be integers. Unknown extra fields are dropped (we select the fields we want).
  */
 import { z } from 'zod';
+import { redact } from '../util/redact.js';
 import { RecordValidationError } from './errors/RecordValidationError.js';
 import type { SessionRecord } from './session-record.js';
 
@@ -71,6 +72,10 @@ function describeValue(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
   if (typeof v === 'object') return 'an object';
-  if (typeof v === 'string') return `a string ${JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)}`;
+  if (typeof v === 'string') {
+    // Redacted before it is cut short: a cut secret would no longer be recognised, and most of it would leak.
+    const r = redact(v);
+    return `a string ${JSON.stringify(r.length > 40 ? r.slice(0, 40) + '…' : r)}`;
+  }
   return `${typeof v} ${String(v)}`;
 }

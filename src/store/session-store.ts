@@ -152,13 +152,27 @@ export class SessionStore {
   static async open(opts: { dataDir: string; format: OutputFormat; readOnly?: boolean }): Promise<SessionStore> {
     const layout = layoutOf(opts.dataDir, opts.format);
     const readOnly = opts.readOnly ?? false;
-    const existed = await exists(layout.dbPath);
+    let existed = await exists(layout.dbPath);
     if (readOnly && !existed) {
       throw new DataDirError(`no session-etl data in ${opts.dataDir} (expected ${layout.dbPath}); run a backfill or export first`);
     }
     // Nothing is written to a directory before it is known to be ours: a file of another program
     // where ours go, or a DuckDB file that is not ours, is refused first.
     if (!readOnly) await checkLayout(layout, opts.format);
+    if (existed) {
+      const head = await fileHead(layout.dbPath);
+      if (head.length === 0 && !readOnly && !(await exists(`${layout.dbPath}.wal`))) {
+        // A run killed while DuckDB was creating the file leaves it empty: it holds nothing; start anew.
+        await rm(layout.dbPath, { force: true });
+        existed = false;
+      } else if (head.length > 0 && head.subarray(8, 12).toString('latin1') !== 'DUCK') {
+        // Refused before DuckDB sees it (DuckDB would try to load an extension to read, say, an SQLite file).
+        throw new DataDirError(
+          `${layout.dbPath} is not a session-etl DuckDB file (not a DuckDB database at all: it starts with ` +
+            `${JSON.stringify(head.toString('latin1').replace(/[^\x20-\x7e]/g, '.'))}); choose another --data-dir or move it away`,
+        );
+      }
+    }
     if (!readOnly && !existed) await prepareDirs(layout);
     let db: Db;
     try {
@@ -414,7 +428,9 @@ export class SessionStore {
       }
       if (rows) await c.run('DELETE FROM _pending_rows');
       if (files.length) await c.run('DELETE FROM _pending_files');
+      crashPoint('mid-merge');
       await c.run('COMMIT');
+      crashPoint('after-merge');
       for (const p of paths) await rm(p, { force: true });
       await rmdir(this.layout.pendingDir).then(() => (this.pendingDirMade = false), () => {});
       return { inserted, updated };
@@ -746,6 +762,18 @@ async function exists(p: string): Promise<boolean> {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** The first 16 bytes of a file (fewer when it is shorter). */
+async function fileHead(path: string): Promise<Buffer> {
+  const fh = await open(path, 'r');
+  try {
+    const b = Buffer.alloc(16);
+    const { bytesRead } = await fh.read(b, 0, 16, 0);
+    return b.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
   }
 }
 

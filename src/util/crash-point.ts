@@ -4,15 +4,23 @@
  * would. Unset (always, outside the suite), a crash point costs one property read.
  *
  * Points: fetch (a request sent, its answer not read), mid-transaction (rows written inside an
- * open transaction, not committed), after-commit (committed, Parquet not rewritten yet),
- * mid-parquet-rewrite (the new file written to .tmp, not renamed into place), after-parquet-rename
- * (the new file in place, its partition still marked pending).
+ * open transaction, not committed), after-commit (committed, Parquet not rewritten yet), mid-merge
+ * (committed rows being merged into the sessions table, not committed), after-merge (merged, the
+ * merged pending files not removed yet), mid-parquet-rewrite (the new file written to .tmp, not
+ * renamed into place), after-parquet-rename (the new file in place, its partition still marked pending).
  *
  * Test only, too: SESSION_ETL_FAULT=enospc:<point>[:<n>] makes the n-th passage through
  * mid-transaction or mid-parquet-rewrite throw ENOSPC, as a full disk would there (the suite's
  * fallback where it cannot mount a small file system).
  */
-export type CrashPointName = 'fetch' | 'mid-transaction' | 'after-commit' | 'mid-parquet-rewrite' | 'after-parquet-rename';
+export type CrashPointName =
+  | 'fetch'
+  | 'mid-transaction'
+  | 'after-commit'
+  | 'mid-merge'
+  | 'after-merge'
+  | 'mid-parquet-rewrite'
+  | 'after-parquet-rename';
 
 const spec = process.env.SESSION_ETL_CRASH_AT;
 const [target, nth] = spec ? [spec.split(':')[0], Number(spec.split(':')[1] ?? 1)] : [undefined, 0];
