@@ -1,3 +1,4 @@
+import { describeNetworkError } from '../util/describe-network-error.js';
 import { redact } from '../util/redact.js';
 /** The `fetch` signature the clients accept, so tests and callers can inject their own. */
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -13,11 +14,7 @@ export function parseBody(text: string): unknown {
 }
 
 /** A short description of a fetch failure: the system error code when there is one. */
-export function describeNetworkError(err: unknown): string {
-  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
-  if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ''}`;
-  return err instanceof Error ? err.message : String(err);
-}
+export { describeNetworkError };
 
 /** A body for an error message: text or JSON, cut at 300 characters; empty for no body. */
 export function summarizeBody(body: unknown): string {

@@ -1,3 +1,4 @@
+import { describeNetworkError } from '../util/describe-network-error.js';
 /**
  * The HTTP layer: adds the per-request timeout, reads the whole body as bytes, and turns every
  * transport outcome into the typed error family. `requestBytes` serves the `sessions` hot path
@@ -64,10 +65,4 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
     if (status < 200 || status >= 300) throw new HttpStatusError(status, body.toString('utf8'));
     return { status, headers: res.headers, body };
   };
-}
-
-function describeNetworkError(err: unknown): string {
-  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
-  if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ''}`;
-  return err instanceof Error ? err.message : String(err);
 }

@@ -70,7 +70,6 @@ const UPSERT_SET = SESSION_COLUMNS.filter((c) => c.name !== 'session_id')
   .join(', ');
 const COLUMN_LIST = SESSION_COLUMNS.map((c) => c.name).join(', ');
 /** The newest version of each session among the rows waiting in _pending_rows. */
-const PENDING_NEWEST = `SELECT ${COLUMN_LIST}, partition FROM _pending_rows QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC) = 1`;
 
 export interface WindowCommit {
   window: Window;
@@ -554,23 +553,7 @@ export class SessionStore {
     return copy.then(
       (copied) => async () => {
         this.copying.delete(p);
-        try {
-          if (Number(copied.rowsChanged) === 0) {
-            // The partition holds no session any more.
-            await rm(tmp, { force: true });
-            await rm(dir, { recursive: true, force: true });
-            return;
-          }
-          await fsyncFile(tmp);
-          crashPoint('mid-parquet-rewrite');
-          await mkdir(dir, { recursive: true });
-          await rename(tmp, final);
-          await fsyncDir(dir);
-          crashPoint('after-parquet-rename');
-        } catch (err) {
-          await rm(tmp, { force: true }).catch(() => {});
-          throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
-        }
+        await placePartitionFile(Number(copied.rowsChanged), tmp, dir, final, p);
       },
       async (err: unknown) => {
         this.copying.delete(p);
@@ -578,11 +561,6 @@ export class SessionStore {
         throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
       },
     );
-  }
-
-  /** Former name of flush(). */
-  flushParquet(): Promise<FlushResult> {
-    return this.flush();
   }
 
   private extra: DuckDBConnection[] = [];
@@ -623,26 +601,16 @@ export class SessionStore {
     } else {
       source = `SELECT ${COLUMN_LIST} FROM sessions WHERE ${partitionPredicate(p)}`;
     }
+    let copied: { rowsChanged: number | bigint };
     try {
-      const copied = await c.run(
+      copied = await c.run(
         `COPY (${source} ORDER BY started_at, session_id) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
       );
-      if (Number(copied.rowsChanged) === 0) {
-        // The partition holds no session any more.
-        await rm(tmp, { force: true });
-        await rm(dir, { recursive: true, force: true });
-      } else {
-        await fsyncFile(tmp);
-        crashPoint('mid-parquet-rewrite');
-        await mkdir(dir, { recursive: true });
-        await rename(tmp, final);
-        await fsyncDir(dir);
-        crashPoint('after-parquet-rename');
-      }
     } catch (err) {
       await rm(tmp, { force: true }).catch(() => {});
       throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
     }
+    await placePartitionFile(Number(copied.rowsChanged), tmp, dir, final, p);
     return { inserted, updated };
   }
 
@@ -762,6 +730,29 @@ async function exists(p: string): Promise<boolean> {
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Puts a partition's new file (written to .tmp by COPY) in place: fsync, rename over the old
+ * file, fsync the directory. A partition that holds no session any more is removed instead.
+ */
+async function placePartitionFile(rows: number, tmp: string, dir: string, final: string, p: string): Promise<void> {
+  try {
+    if (rows === 0) {
+      await rm(tmp, { force: true });
+      await rm(dir, { recursive: true, force: true });
+      return;
+    }
+    await fsyncFile(tmp);
+    crashPoint('mid-parquet-rewrite');
+    await mkdir(dir, { recursive: true });
+    await rename(tmp, final);
+    await fsyncDir(dir);
+    crashPoint('after-parquet-rename');
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => {});
+    throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
   }
 }
 
