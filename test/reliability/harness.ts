@@ -3,12 +3,9 @@
  * random source, temporary directories, the CLI as a child process, and ground truth from the
  * emulator in the comparable shape of test/helpers/read-store.ts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { Emulator } from '../../src/emulator/index.js';
 import { expectedRow, type ExpectedRow } from '../helpers/read-store.js';
 
@@ -83,17 +80,7 @@ export function dayStart(daysAgo: number, nowS = Math.floor(Date.now() / 1000)):
 export const isoDay = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 export const isoTime = (t: number) => new Date(t * 1000).toISOString().replace('.000Z', 'Z');
 
-/** The repository root (where package.json is), from src or from dist. */
-export const REPO_ROOT = (() => {
-  let d = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(d, 'package.json'))) {
-    const up = dirname(d);
-    if (up === d) throw new Error('cannot find the repository root');
-    d = up;
-  }
-  return d;
-})();
-export const BIN = join(REPO_ROOT, 'bin', 'session-etl.js');
+export { BIN, REPO_ROOT } from '../helpers/cli.js';
 
 /** Temporary directories, removed by cleanup(). A base directory can be given (e.g. a tmpfs). */
 export class TempDirs {
@@ -109,37 +96,9 @@ export class TempDirs {
   }
 }
 
-export interface CliRun {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-  durationMs: number;
-}
-
-export type CliProcess = ChildProcess & { result: Promise<CliRun> };
-
-/** Starts `session-etl <args>` with only the given environment (plus PATH, HOME and TZ=UTC). */
-export function startCli(args: string[], env: Record<string, string | undefined>, cwd?: string): CliProcess {
-  const t0 = Date.now();
-  const child = spawn(process.execPath, [BIN, ...args], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    ...(cwd ? { cwd } : {}),
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const result = new Promise<CliRun>((resolve) => {
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, durationMs: Date.now() - t0 }));
-  });
-  return Object.assign(child, { result });
-}
-
-export function runCli(args: string[], env: Record<string, string | undefined>, cwd?: string): Promise<CliRun> {
-  return startCli(args, env, cwd).result;
-}
+export { startCli, runCli } from '../helpers/cli.js';
+export type { CliResult as CliRun } from '../helpers/cli.js';
+export type CliProcess = ReturnType<typeof import('../helpers/cli.js').startCli>;
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
