@@ -406,7 +406,7 @@ async function profile(emu: EmulatorProc, stored: number): Promise<void> {
   }
   bodies.length = 0;
   const db = await duck(join(dir, 'p.duckdb'));
-  await db.conn.run(sessionsTableDdl('_pending_rows', false).replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)'));
+  await db.conn.run(sessionsTableDdl('_pending_rows').replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)'));
   t = performance.now();
   await db.conn.run(
     `INSERT INTO _pending_rows SELECT ${NDJSON_SELECT} FROM read_json([${files.map(sql).join(', ')}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited') r, (SELECT 0 AS extracted) f`,

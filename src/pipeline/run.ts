@@ -359,7 +359,8 @@ async function execute(
     last.partitions.forEach((x) => partitionsWritten.add(x));
     totals.inserted = flushed.inserted + last.inserted;
     totals.updated = flushed.updated + last.updated;
-    // Distinct sessions stored by this run (a session fetched by two windows counts once per merge).
+    // Sessions stored by this run: new, or replacing a stored version (a session that two windows
+    // returned, one starting exactly on their boundary, counts again when the second lands in a later merge).
     totals.written = totals.inserted + totals.updated;
     await store.compactCoverage();
     const interrupted = !outcome.error && outcome.skipped.length > 0 && Boolean(opts.stopSignal?.aborted || opts.abortSignal?.aborted);

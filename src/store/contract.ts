@@ -13,7 +13,7 @@ export interface ContractColumn {
 }
 
 export const SESSION_COLUMNS: readonly ContractColumn[] = [
-  { name: 'session_id', type: 'VARCHAR', source: 'id', description: 'Session identifier (UUID); primary key.' },
+  { name: 'session_id', type: 'VARCHAR', source: 'id', description: 'Session identifier (UUID); one row per session.' },
   { name: 'company_id', type: 'VARCHAR', source: 'companyId', description: 'Owning company identifier.' },
   { name: 'pin', type: 'VARCHAR', source: 'pin', description: 'Session PIN, leading zeros kept.' },
   { name: 'started_at', type: 'TIMESTAMPTZ', source: 'started', description: 'Start instant (UTC).' },
@@ -37,10 +37,13 @@ export const SESSION_COLUMNS: readonly ContractColumn[] = [
   { name: 'extracted_at', type: 'TIMESTAMPTZ', source: 'lineage', description: 'When this version of the record was fetched (UTC).' },
 ];
 
-/** `CREATE TABLE` statement for the contract, used for the sessions table and its staging twin. */
-export function sessionsTableDdl(table = 'sessions', primaryKey = true): string {
-  const cols = SESSION_COLUMNS.map((c) =>
-    `  ${c.name} ${c.type}${c.name === 'session_id' ? (primaryKey ? ' PRIMARY KEY' : ' NOT NULL') : ''}`,
-  );
+/**
+ * `CREATE TABLE` statement for the contract, used for the sessions table and its staging twins.
+ * No PRIMARY KEY index: one row per session is kept by the merge (store/session-store.ts), which is
+ * the only writer of the table; an index would make every merge after the first one cost
+ * microseconds per row (docs/benchmarks.md).
+ */
+export function sessionsTableDdl(table = 'sessions'): string {
+  const cols = SESSION_COLUMNS.map((c) => `  ${c.name} ${c.type}${c.name === 'session_id' ? ' NOT NULL' : ''}`);
   return `CREATE TABLE IF NOT EXISTS ${table} (\n${cols.join(',\n')}\n)`;
 }

@@ -23,8 +23,15 @@ import { NDJSON_COLUMNS, NDJSON_SELECT } from './ndjson.js';
 import { DataDirError, StoreBusyError, StoreWriteError } from './errors.js';
 import { layoutOf, NULL_PARTITION, PARTITION_FILE, partitionDir, type OutputFormat, type StoreLayout } from './layout.js';
 
-export const SCHEMA_VERSION = 1;
+/** 2: the sessions table has no PRIMARY KEY index (one row per session is kept by the merge). */
+export const SCHEMA_VERSION = 2;
 const CHUNK_ROWS = 2048;
+/**
+ * Most rows one merge takes from the pending files (more than one DuckDB row group, 122,880 rows,
+ * so that DuckDB writes full row groups straight to the file instead of through the WAL). Merges
+ * run in the background while windows are fetched (docs/benchmarks.md).
+ */
+const SLICE_ROWS = 131_072;
 /** Most windows committed in one transaction. */
 const MAX_GROUP = 64;
 /**
@@ -65,11 +72,7 @@ const STAGING_SELECT = SESSION_COLUMNS.map((c) =>
 ).join(', ');
 const PARTITION_OF_STAGED = `COALESCE(strftime(to_timestamp(started_at), '%Y-%m-%d'), '${NULL_PARTITION}')`;
 const PARTITION_OF_STORED = `COALESCE(strftime(started_at, '%Y-%m-%d'), '${NULL_PARTITION}')`;
-const UPSERT_SET = SESSION_COLUMNS.filter((c) => c.name !== 'session_id')
-  .map((c) => `${c.name} = excluded.${c.name}`)
-  .join(', ');
 const COLUMN_LIST = SESSION_COLUMNS.map((c) => c.name).join(', ');
-/** The newest version of each session among the rows waiting in _pending_rows. */
 
 export interface WindowCommit {
   window: Window;
@@ -222,10 +225,14 @@ export class SessionStore {
     try {
       for (const ddl of STATE_DDL) await c.run(ddl);
       // Committed rows wait here, without an index, until a flush merges them (see mergePending).
-      await c.run(sessionsTableDdl('_pending_rows', false).replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)'));
-      if (this.format !== 'parquet') await c.run(sessionsTableDdl('sessions'));
+      await c.run(sessionsTableDdl('_pending_rows').replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)'));
+      if (this.format !== 'parquet') {
+        await c.run(sessionsTableDdl('sessions'));
+        await this.dropSessionsPrimaryKey();
+      }
       await c.run(
-        `INSERT INTO _session_etl_meta VALUES ('schema_version', '${SCHEMA_VERSION}'), ('created_by', 'session-etl') ON CONFLICT DO NOTHING`,
+        `INSERT INTO _session_etl_meta VALUES ('schema_version', '${SCHEMA_VERSION}'), ('created_by', 'session-etl')
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE _session_etl_meta.key = 'schema_version'`,
       );
       await c.run('COMMIT');
     } catch (err) {
@@ -233,6 +240,23 @@ export class SessionStore {
       throw err;
     }
     await c.run(STAGING_DDL);
+  }
+
+  /**
+   * Schema 1 (session-etl before the sliced merge) gave the sessions table a PRIMARY KEY index:
+   * rebuilt without it, rows in started_at order, inside the caller's transaction.
+   */
+  private async dropSessionsPrimaryKey(): Promise<void> {
+    const c = this.conn;
+    const pk = await queryRows<{ n: bigint }>(
+      c,
+      `SELECT count(*) AS n FROM duckdb_constraints() WHERE schema_name = 'main' AND table_name = 'sessions' AND constraint_type = 'PRIMARY KEY'`,
+    );
+    if (Number(pk[0]?.n ?? 0) === 0) return;
+    await c.run(sessionsTableDdl('_sessions_v2'));
+    await c.run(`INSERT INTO _sessions_v2 SELECT ${COLUMN_LIST} FROM sessions ORDER BY started_at, session_id`);
+    await c.run('DROP TABLE sessions');
+    await c.run('ALTER TABLE _sessions_v2 RENAME TO sessions');
   }
 
   /** Serialises writes on the one connection. */
@@ -279,7 +303,11 @@ export class SessionStore {
         await mkdir(this.layout.pendingDir, { recursive: true });
         this.pendingDirMade = true;
       }
-      const path = join(keep ? this.layout.pendingDir : this.layout.tmpDir, `rows-${process.pid}-${Date.now()}-${++this.fileSeq}.ndjson`);
+      // Named by window start: a merge reads its files in that order, so rows land in the table roughly by time.
+      const path = join(
+        keep ? this.layout.pendingDir : this.layout.tmpDir,
+        `rows-${String(commit.window.start).padStart(12, '0')}-${process.pid}-${++this.fileSeq}.ndjson`,
+      );
       await writeFile(path, commit.ndjson.bytes);
       if (keep) await fsyncFile(path);
       file = { path, count: commit.ndjson.count, extractedAt: commit.ndjson.extractedAt };
@@ -311,6 +339,7 @@ export class SessionStore {
           await this.exclusive(() => this.commitGroup(group.map((g) => g.commit)));
           crashPoint('after-commit');
           group.forEach((g) => g.resolve({ written: rowsOf(g.commit) }));
+          this.kickBackground();
           // Format parquet loaded the files into _pending_rows; the others committed them by name.
           if (this.format === 'parquet') for (const g of group) if (g.commit.file) await rm(g.commit.file.path, { force: true }).catch(() => {});
         } catch (err) {
@@ -369,75 +398,113 @@ export class SessionStore {
   }
 
   /**
-   * Moves the rows waiting in _pending_rows into the sessions table (formats duckdb and both): the
-   * newest version of each session, upserted (newest extracted_at wins), in started_at order so that
-   * the table's zone maps keep per-day reads cheap; the partitions touched (the new rows' days and
-   * the days of the versions they replace) marked for a Parquet rewrite; one transaction.
+   * Moves committed rows (pending files, and rows the precise path staged in _pending_rows) into the
+   * sessions table, all of them, slice by slice. See mergeSlice.
    */
   mergePending(): Promise<MergeResult> {
-    return this.exclusive(() => this.mergePendingNow());
+    return this.background(async () => {
+      const total: MergeResult = { inserted: 0, updated: 0 };
+      const conn = await this.mergeConnection();
+      for (;;) {
+        const m = await this.mergeSlice(conn);
+        total.inserted += m.inserted;
+        total.updated += m.updated;
+        if (!m.more) return total;
+      }
+    });
   }
 
-  private async mergePendingNow(): Promise<MergeResult> {
-    const c = this.conn;
-    if (this.format === 'parquet') return { inserted: 0, updated: 0 };
-    const files = await queryRows<{ file: string; extracted_at: number }>(c, 'SELECT file, extracted_at FROM _pending_files ORDER BY file');
-    const rows = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _pending_rows'))[0]?.n ?? 0);
-    if (files.length === 0 && rows === 0) return { inserted: 0, updated: 0 };
-    const paths = files.map((f) => join(this.layout.pendingDir, f.file));
-    const sources = [
-      ...(files.length
-        ? [
-            `SELECT ${NDJSON_SELECT} FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited', filename = true) r
-             JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${files[i]!.extracted_at})`).join(', ')}) f(filename, extracted) USING (filename)`,
-          ]
-        : []),
-      ...(rows ? [`SELECT * FROM _pending_rows`] : []),
-    ];
-    await c.run(`CREATE OR REPLACE TEMP TABLE _merge AS ${sources.join(' UNION ALL ')}`);
-    const newest = `SELECT ${COLUMN_LIST} FROM _merge QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC) = 1 ORDER BY started_at, session_id`;
+  /**
+   * One bounded merge, one transaction: appends at most SLICE_ROWS rows of the oldest pending files
+   * (plus any rows the precise path staged) to the sessions table straight from read_json (no
+   * intermediate copy, no sort: the files are read in window order, and each is sorted by start),
+   * then keeps one row per session: among the versions of each session id the slice brought, the
+   * newest extracted_at wins (ties: the row just fetched); the others are deleted. The partitions
+   * touched (the new rows' days and the days of the versions they replace) are marked for a Parquet
+   * rewrite and the files forgotten, in the same transaction. Memory is bounded by the slice and
+   * DuckDB's memory limit, never by the history. Runs on its own connection, so windows keep
+   * committing meanwhile: the snapshot of this transaction decides which files and staged rows it takes.
+   */
+  private async mergeSlice(c: DuckDBConnection): Promise<MergeResult & { more: boolean }> {
+    const none = { inserted: 0, updated: 0, more: false };
+    if (this.format === 'parquet') return none;
     await c.run('BEGIN TRANSACTION');
+    let paths: string[] = [];
     try {
-      const before = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM sessions'))[0]?.n ?? 0);
-      let inserted: number;
-      let updated: number;
-      if (before === 0) {
-        // An empty table: a plain insert lets DuckDB build the primary key's index in bulk.
-        const r = await c.run(`INSERT INTO sessions ${newest}`);
-        inserted = Number(r.rowsChanged);
-        updated = 0;
-        if (this.format === 'both') await c.run(`INSERT INTO _parquet_pending SELECT DISTINCT partition FROM _merge ON CONFLICT DO NOTHING`);
-      } else {
-        if (this.format === 'both') {
-          await c.run(
-            `INSERT INTO _parquet_pending
-             SELECT DISTINCT partition FROM _merge
-             UNION SELECT ${PARTITION_OF_STORED.replace('started_at', 's.started_at')} FROM sessions s SEMI JOIN _merge p USING (session_id)
-             ON CONFLICT DO NOTHING`,
-          );
-        }
-        const distinct = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(DISTINCT session_id) AS n FROM _merge'))[0]?.n ?? 0);
-        await c.run(
-          `INSERT INTO sessions (${COLUMN_LIST}) ${newest}
-           ON CONFLICT (session_id) DO UPDATE SET ${UPSERT_SET} WHERE excluded.extracted_at >= sessions.extracted_at`,
-        );
-        const after = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM sessions'))[0]?.n ?? 0);
-        inserted = after - before;
-        updated = distinct - inserted;
+      const files = await queryRows<{ file: string; extracted_at: number; rows: bigint | number }>(
+        c,
+        'SELECT file, extracted_at, rows FROM _pending_files ORDER BY file',
+      );
+      const staged = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _pending_rows'))[0]?.n ?? 0);
+      if (files.length === 0 && staged === 0) {
+        await c.run('ROLLBACK');
+        return none;
       }
-      if (rows) await c.run('DELETE FROM _pending_rows');
-      if (files.length) await c.run('DELETE FROM _pending_files');
+      let take = 0;
+      let rows = staged;
+      while (take < files.length && (take === 0 || rows + Number(files[take]!.rows) <= SLICE_ROWS)) rows += Number(files[take++]!.rows);
+      const slice = files.slice(0, take);
+      paths = slice.map((f) => join(this.layout.pendingDir, f.file));
+      const sources = [
+        ...(slice.length
+          ? [
+              `SELECT ${NDJSON_SELECT} FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
+                 format = 'newline_delimited', filename = true) r
+               JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${slice[i]!.extracted_at})`).join(', ')}) f(filename, extracted) USING (filename)`,
+            ]
+          : []),
+        ...(staged ? [`SELECT * FROM _pending_rows`] : []),
+      ];
+      // Rows appended by this transaction are the ones above the highest row id it saw before
+      // (DuckDB numbers a transaction's own rows after every committed one); checked below.
+      const before = BigInt((await queryRows<{ m: bigint }>(c, 'SELECT coalesce(max(rowid), -1) AS m FROM sessions'))[0]?.m ?? -1n);
+      const added = Number((await c.run(`INSERT INTO sessions SELECT ${COLUMN_LIST} FROM (${sources.join(' UNION ALL ')})`)).rowsChanged);
+      const seen = Number((await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM sessions WHERE rowid > ${before}`))[0]?.n ?? 0);
+      if (seen !== added) throw new Error(`internal check failed: appended ${added} rows, found ${seen} above row id ${before}`);
+      // Every version of the sessions this slice brought (narrow: ids, times, row ids).
+      await c.run(
+        `CREATE OR REPLACE TEMP TABLE _versions AS
+         SELECT s.rowid AS rid, s.rowid > ${before} AS fresh, s.session_id, s.extracted_at, ${PARTITION_OF_STORED.replace('started_at', 's.started_at')} AS p
+         FROM sessions s WHERE s.session_id IN (SELECT session_id FROM sessions WHERE rowid > ${before})`,
+      );
+      const losers = await queryRows<{ fresh: boolean; p: string; n: bigint; ids: bigint }>(
+        c,
+        `CREATE OR REPLACE TEMP TABLE _losers AS
+         SELECT rid, fresh, p, session_id FROM _versions
+         WHERE session_id IN (SELECT session_id FROM _versions GROUP BY 1 HAVING count(*) > 1)
+         QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC, fresh DESC, rid DESC) > 1;
+         SELECT fresh, p, count(*) AS n, count(DISTINCT session_id) AS ids FROM _losers GROUP BY ALL`,
+      );
+      let freshLost = 0;
+      let updated = 0;
+      const touched = new Set<string>();
+      for (const l of losers) {
+        if (l.fresh) freshLost += Number(l.n);
+        else {
+          updated += Number(l.ids);
+          touched.add(l.p);
+        }
+      }
+      if (losers.length) await c.run('DELETE FROM sessions WHERE rowid IN (SELECT rid FROM _losers)');
+      const inserted = added - freshLost - updated;
+      if (this.format === 'both') {
+        for (const r of await queryRows<{ p: string }>(c, 'SELECT DISTINCT p FROM _versions WHERE fresh')) touched.add(r.p);
+        if (touched.size) {
+          await c.run(`INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]) ON CONFLICT DO NOTHING`, [listValue([...touched])]);
+        }
+      }
+      await c.run('DROP TABLE _versions; DROP TABLE _losers');
+      if (staged) await c.run('DELETE FROM _pending_rows');
+      if (slice.length) await c.run(`DELETE FROM _pending_files WHERE file IN (SELECT unnest($1::VARCHAR[]))`, [listValue(slice.map((f) => f.file))]);
       crashPoint('mid-merge');
       await c.run('COMMIT');
       crashPoint('after-merge');
       for (const p of paths) await rm(p, { force: true });
-      await rmdir(this.layout.pendingDir).then(() => (this.pendingDirMade = false), () => {});
-      return { inserted, updated };
+      return { inserted, updated, more: take < files.length };
     } catch (err) {
       await c.run('ROLLBACK').catch(() => {});
+      await c.run('DROP TABLE IF EXISTS _versions; DROP TABLE IF EXISTS _losers').catch(() => {});
       throw wrapWriteError(err, 'merging committed rows into the sessions table');
-    } finally {
-      await c.run('DROP TABLE IF EXISTS _merge').catch(() => {});
     }
   }
 
@@ -473,69 +540,154 @@ export class SessionStore {
   }
 
   /** Partitions whose Parquet file is older than the committed data. */
-  async pendingPartitions(): Promise<string[]> {
+  async pendingPartitions(conn: DuckDBConnection = this.conn): Promise<string[]> {
     if (this.format === 'duckdb') return [];
     const sql =
       this.format === 'parquet'
         ? 'SELECT DISTINCT partition AS p FROM _pending_rows ORDER BY 1'
         : 'SELECT partition AS p FROM _parquet_pending ORDER BY 1';
-    return (await queryRows<{ p: string }>(this.conn, sql)).map((r) => r.p);
+    return (await queryRows<{ p: string }>(conn, sql)).map((r) => r.p);
   }
 
   /**
-   * Makes committed data visible in its final form: merges the rows waiting in _pending_rows into
-   * the sessions table (formats duckdb and both), then rewrites every pending Parquet partition
-   * whole: query → .tmp file → fsync → rename over the old file → fsync the directory → clear the
-   * pending mark. Readers only ever see complete files.
+   * Makes committed data visible in its final form: merges every committed row into the sessions
+   * table (formats duckdb and both), then rewrites every pending Parquet partition whole: query →
+   * .tmp file → fsync → rename over the old file → fsync the directory → clear the pending mark.
+   * Readers only ever see complete files. Also returns what background merges did since the last flush.
    */
   flush(): Promise<FlushResult> {
-    return this.exclusive(async () => {
-      const result: FlushResult = { partitions: [], inserted: 0, updated: 0 };
-      const merged = await this.mergePendingNow();
-      result.inserted += merged.inserted;
-      result.updated += merged.updated;
-      if (this.format === 'duckdb') return result;
-      const partitions = await this.pendingPartitions();
-      if (this.format === 'parquet') {
-        for (const p of partitions) {
-          const counts = await this.rewritePartition(this.conn, p);
-          await this.conn.run(`DELETE FROM _pending_rows WHERE partition = ${sqlString(p)}`);
-          result.partitions.push(p);
-          result.inserted += counts.inserted;
-          result.updated += counts.updated;
-        }
-        return result;
+    if (this.format === 'parquet') return this.exclusive(() => this.flushParquetOnly());
+    return this.background(async () => {
+      const result = this.takeBackgroundResult();
+      const conn = await this.mergeConnection();
+      for (;;) {
+        const m = await this.mergeSlice(conn);
+        result.inserted += m.inserted;
+        result.updated += m.updated;
+        if (!m.more) break;
       }
-      // From the sessions table: independent COPYs, run side by side on a few connections; each
-      // file's fsync and rename run while the next COPY does.
-      const conns = [this.conn, ...(await this.extraConnections(Math.min(REWRITE_CONNECTIONS, partitions.length) - 1))];
-      let next = 0;
-      const done: string[] = [];
-      const finishing: Array<Promise<void>> = [];
-      let failure: unknown;
-      await Promise.all(
-        conns.map(async (conn) => {
-          while (next < partitions.length && failure === undefined) {
-            const p = partitions[next++]!;
-            try {
-              const finish = this.copyPartition(conn, p).then((fin) => fin());
-              // The COPY itself is awaited here; the rest (fsync, rename) runs on.
-              finishing.push(finish.then(() => void done.push(p), (err: unknown) => void (failure ??= err)));
-              await this.copying.get(p);
-            } catch (err) {
-              failure ??= err;
-            }
-          }
-        }),
-      );
-      await Promise.all(finishing);
-      if (done.length) {
-        await this.conn.run(`DELETE FROM _parquet_pending WHERE partition IN (SELECT unnest($1::VARCHAR[]))`, [listValue(done)]);
-      }
-      if (failure !== undefined) throw failure;
-      result.partitions.push(...partitions);
+      if (this.format === 'both') result.partitions.push(...(await this.rewritePending(await this.pendingPartitions())));
       return result;
     });
+  }
+
+  /** Format parquet: pending rows merged with each partition's old file. */
+  private async flushParquetOnly(): Promise<FlushResult> {
+    const result: FlushResult = { partitions: [], inserted: 0, updated: 0 };
+    for (const p of await this.pendingPartitions()) {
+      const counts = await this.rewritePartition(this.conn, p);
+      await this.conn.run(`DELETE FROM _pending_rows WHERE partition = ${sqlString(p)}`);
+      result.partitions.push(p);
+      result.inserted += counts.inserted;
+      result.updated += counts.updated;
+    }
+    return result;
+  }
+
+  /**
+   * Rewrites the given partitions from the sessions table: independent COPYs, run side by side on
+   * the background connections; each file's fsync and rename run while the next COPY does.
+   * Returns the partitions rewritten (all of them, or it throws).
+   */
+  private async rewritePending(partitions: string[]): Promise<string[]> {
+    if (partitions.length === 0) return [];
+    const conns = [await this.mergeConnection(), ...(await this.extraConnections(Math.min(REWRITE_CONNECTIONS, partitions.length) - 1))];
+    let next = 0;
+    const done: string[] = [];
+    const finishing: Array<Promise<void>> = [];
+    let failure: unknown;
+    await Promise.all(
+      conns.map(async (conn) => {
+        while (next < partitions.length && failure === undefined) {
+          const p = partitions[next++]!;
+          try {
+            const finish = this.copyPartition(conn, p).then((fin) => fin());
+            // The COPY itself is awaited here; the rest (fsync, rename) runs on.
+            finishing.push(finish.then(() => void done.push(p), (err: unknown) => void (failure ??= err)));
+            await this.copying.get(p);
+          } catch (err) {
+            failure ??= err;
+          }
+        }
+      }),
+    );
+    await Promise.all(finishing);
+    if (done.length) {
+      await conns[0]!.run(`DELETE FROM _parquet_pending WHERE partition IN (SELECT unnest($1::VARCHAR[]))`, [listValue(done)]);
+    }
+    if (failure !== undefined) throw failure;
+    return partitions;
+  }
+
+  // ---- background merging --------------------------------------------------------------------
+
+  private bgQueue: Promise<unknown> = Promise.resolve();
+  private bgLoop = false;
+  private bgAgain = false;
+  private bgResult: FlushResult = { partitions: [], inserted: 0, updated: 0 };
+  private closing = false;
+  /** The first error of a background merge or rewrite (the final flush tries again and reports). */
+  backgroundError: unknown;
+
+  /** Serialises merges and Parquet rewrites (on their own connections; commits go on meanwhile). */
+  private background<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.bgQueue.then(fn, fn);
+    this.bgQueue = next.catch(() => {});
+    return next;
+  }
+
+  private takeBackgroundResult(): FlushResult {
+    const r = this.bgResult;
+    this.bgResult = { partitions: [], inserted: 0, updated: 0 };
+    return r;
+  }
+
+  /**
+   * After a commit (formats duckdb and both): merge what is committed, slice by slice, then rewrite
+   * the Parquet partitions of days the coverage map holds whole (a day still being fetched waits
+   * for its last window, or for the flush at the end of the run). Work done here overlaps the
+   * fetching; the run's final flush only takes what is left. A failure stops background work until
+   * the next flush, which tries again and reports.
+   */
+  private kickBackground(): void {
+    if (this.format === 'parquet' || this.closing || this.backgroundError !== undefined) return;
+    this.bgAgain = true;
+    if (this.bgLoop) return;
+    this.bgLoop = true;
+    void this.background(async () => {
+      try {
+        const conn = await this.mergeConnection();
+        while (this.bgAgain && !this.closing) {
+          this.bgAgain = false;
+          const m = await this.mergeSlice(conn);
+          this.bgResult.inserted += m.inserted;
+          this.bgResult.updated += m.updated;
+          if (m.more) this.bgAgain = true;
+          if (this.format === 'both' && !this.closing) {
+            const ready = completeDays(await this.pendingPartitions(conn), await this.coverageOn(conn));
+            this.bgResult.partitions.push(...(await this.rewritePending(ready)));
+          }
+        }
+      } catch (err) {
+        this.backgroundError = err;
+      } finally {
+        this.bgLoop = false;
+      }
+    });
+  }
+
+  private mergeConn: DuckDBConnection | undefined;
+  private async mergeConnection(): Promise<DuckDBConnection> {
+    if (!this.mergeConn) {
+      this.mergeConn = await this.db.instance.connect();
+      await this.mergeConn.run("SET TimeZone = 'UTC'");
+    }
+    return this.mergeConn;
+  }
+
+  private async coverageOn(c: DuckDBConnection): Promise<Window[]> {
+    const rows = await queryRows<{ start_s: bigint | number; end_s: bigint | number }>(c, 'SELECT start_s, end_s FROM _coverage ORDER BY start_s');
+    return mergeIntervals(rows.map((r) => ({ start: Number(r.start_s), end: Number(r.end_s) })));
   }
 
   private copying = new Map<string, Promise<unknown>>();
@@ -699,15 +851,30 @@ export class SessionStore {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    this.closing = true;
     await this.queue.catch(() => {});
+    await this.bgQueue.catch(() => {});
     this.closed = true;
+    if (!this.readOnly) await rmdir(this.layout.pendingDir).catch(() => {});
+    this.mergeConn?.closeSync();
     for (const conn of this.extra) conn.closeSync();
     this.db.close();
   }
+
 }
 
 function rowsOf(c: QueuedCommit): number {
   return (c.batch?.length ?? 0) + (c.file?.count ?? 0);
+}
+
+/** The partitions (YYYY-MM-DD) whose whole UTC day lies inside the coverage. */
+export function completeDays(partitions: readonly string[], coverage: readonly Window[]): string[] {
+  return partitions.filter((p) => {
+    if (p === NULL_PARTITION) return false;
+    const start = Date.parse(`${p}T00:00:00Z`) / 1000;
+    if (!Number.isFinite(start)) return false;
+    return coverage.some((w) => w.start <= start && w.end >= start + 86_400);
+  });
 }
 
 function partitionPredicate(p: string): string {
