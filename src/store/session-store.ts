@@ -46,7 +46,9 @@ const REWRITE_CONNECTIONS = 2;
 const STATE_DDL = [
   `CREATE TABLE IF NOT EXISTS _session_etl_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`,
   `CREATE TABLE IF NOT EXISTS _coverage (start_s BIGINT NOT NULL, end_s BIGINT NOT NULL, run_id VARCHAR, committed_at TIMESTAMPTZ NOT NULL)`,
-  `CREATE TABLE IF NOT EXISTS _parquet_pending (partition VARCHAR PRIMARY KEY)`,
+  // One row per mark: a merge adds (partition, generation); a rewrite removes the marks it saw before
+  // its COPY, so a merge that lands during the rewrite leaves its mark (see rewritePending).
+  `CREATE TABLE IF NOT EXISTS _parquet_pending (partition VARCHAR NOT NULL, gen BIGINT NOT NULL DEFAULT 0)`,
   `CREATE TABLE IF NOT EXISTS _pending_files (file VARCHAR PRIMARY KEY, extracted_at DOUBLE NOT NULL, rows BIGINT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS rejected_sessions (
      session_id VARCHAR, field VARCHAR, reason VARCHAR, raw VARCHAR,
@@ -224,6 +226,13 @@ export class SessionStore {
     await c.run('BEGIN TRANSACTION');
     try {
       for (const ddl of STATE_DDL) await c.run(ddl);
+      const genCol = await queryRows(c, `SELECT 1 FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = '_parquet_pending' AND column_name = 'gen'`);
+      if (genCol.length === 0) {
+        // Schema 1: one row per partition, primary key.
+        await c.run('CREATE TABLE _parquet_pending_v2 AS SELECT partition, 0::BIGINT AS gen FROM _parquet_pending');
+        await c.run('DROP TABLE _parquet_pending');
+        await c.run('ALTER TABLE _parquet_pending_v2 RENAME TO _parquet_pending');
+      }
       // Committed rows wait here, without an index, until a flush merges them (see mergePending).
       await c.run(sessionsTableDdl('_pending_rows').replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)'));
       if (this.format !== 'parquet') {
@@ -402,7 +411,7 @@ export class SessionStore {
    * sessions table, all of them, slice by slice. See mergeSlice.
    */
   mergePending(): Promise<MergeResult> {
-    return this.background(async () => {
+    return this.merging(async () => {
       const total: MergeResult = { inserted: 0, updated: 0 };
       const conn = await this.mergeConnection();
       for (;;) {
@@ -490,7 +499,7 @@ export class SessionStore {
       if (this.format === 'both') {
         for (const r of await queryRows<{ p: string }>(c, 'SELECT DISTINCT p FROM _versions WHERE fresh')) touched.add(r.p);
         if (touched.size) {
-          await c.run(`INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]) ON CONFLICT DO NOTHING`, [listValue([...touched])]);
+          await c.run(`INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]), $2`, [listValue([...touched]), await this.nextGen(c)]);
         }
       }
       await c.run('DROP TABLE _versions; DROP TABLE _losers');
@@ -545,7 +554,7 @@ export class SessionStore {
     const sql =
       this.format === 'parquet'
         ? 'SELECT DISTINCT partition AS p FROM _pending_rows ORDER BY 1'
-        : 'SELECT partition AS p FROM _parquet_pending ORDER BY 1';
+        : 'SELECT DISTINCT partition AS p FROM _parquet_pending ORDER BY 1';
     return (await queryRows<{ p: string }>(conn, sql)).map((r) => r.p);
   }
 
@@ -557,18 +566,24 @@ export class SessionStore {
    */
   flush(): Promise<FlushResult> {
     if (this.format === 'parquet') return this.exclusive(() => this.flushParquetOnly());
-    return this.background(async () => {
+    return (async () => {
+      const merged = await this.merging(async () => {
+        const r: MergeResult = { inserted: 0, updated: 0 };
+        const conn = await this.mergeConnection();
+        for (;;) {
+          const m = await this.mergeSlice(conn);
+          r.inserted += m.inserted;
+          r.updated += m.updated;
+          if (!m.more) return r;
+        }
+      });
+      const partitions = this.format === 'both' ? await this.rewriting(async () => this.rewritePending(await this.pendingPartitions())) : [];
       const result = this.takeBackgroundResult();
-      const conn = await this.mergeConnection();
-      for (;;) {
-        const m = await this.mergeSlice(conn);
-        result.inserted += m.inserted;
-        result.updated += m.updated;
-        if (!m.more) break;
-      }
-      if (this.format === 'both') result.partitions.push(...(await this.rewritePending(await this.pendingPartitions())));
+      result.inserted += merged.inserted;
+      result.updated += merged.updated;
+      result.partitions.push(...partitions);
       return result;
-    });
+    })();
   }
 
   /** Format parquet: pending rows merged with each partition's old file. */
@@ -591,7 +606,14 @@ export class SessionStore {
    */
   private async rewritePending(partitions: string[]): Promise<string[]> {
     if (partitions.length === 0) return [];
-    const conns = [await this.mergeConnection(), ...(await this.extraConnections(Math.min(REWRITE_CONNECTIONS, partitions.length) - 1))];
+    const conns = await this.rewriteConnections(Math.min(REWRITE_CONNECTIONS, partitions.length));
+    // The marks as they stand before any COPY: each COPY then reads at least the data they stand for.
+    const seen = await queryRows<{ p: string; g: bigint | number }>(
+      conns[0]!,
+      `SELECT partition AS p, max(gen) AS g FROM _parquet_pending WHERE partition IN (SELECT unnest($1::VARCHAR[])) GROUP BY 1`,
+      [listValue(partitions)],
+    );
+    const gens = new Map(seen.map((r) => [r.p, Number(r.g)]));
     let next = 0;
     const done: string[] = [];
     const finishing: Array<Promise<void>> = [];
@@ -612,8 +634,15 @@ export class SessionStore {
       }),
     );
     await Promise.all(finishing);
-    if (done.length) {
-      await conns[0]!.run(`DELETE FROM _parquet_pending WHERE partition IN (SELECT unnest($1::VARCHAR[]))`, [listValue(done)]);
+    const cleared = done.filter((p) => gens.has(p));
+    if (cleared.length) {
+      // Only the marks seen above: a merge committed since then keeps its mark, and its rows are
+      // written by the next rewrite.
+      await conns[0]!.run(
+        `DELETE FROM _parquet_pending USING (SELECT unnest($1::VARCHAR[]) AS p, unnest($2::BIGINT[]) AS g) seen
+         WHERE _parquet_pending.partition = seen.p AND _parquet_pending.gen <= seen.g`,
+        [listValue(cleared), listValue(cleared.map((p) => BigInt(gens.get(p)!)))],
+      );
     }
     if (failure !== undefined) throw failure;
     return partitions;
@@ -621,19 +650,38 @@ export class SessionStore {
 
   // ---- background merging --------------------------------------------------------------------
 
-  private bgQueue: Promise<unknown> = Promise.resolve();
-  private bgLoop = false;
-  private bgAgain = false;
+  private mergeQueue: Promise<unknown> = Promise.resolve();
+  private rewriteQueue: Promise<unknown> = Promise.resolve();
+  private mergeLoop = false;
+  private mergeAgain = false;
+  private rewriteLoop = false;
+  private rewriteAgain = false;
   private bgResult: FlushResult = { partitions: [], inserted: 0, updated: 0 };
   private closing = false;
+  private gen = 0;
   /** The first error of a background merge or rewrite (the final flush tries again and reports). */
   backgroundError: unknown;
 
-  /** Serialises merges and Parquet rewrites (on their own connections; commits go on meanwhile). */
-  private background<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.bgQueue.then(fn, fn);
-    this.bgQueue = next.catch(() => {});
+  /** Serialises merges (on their own connection: commits go on meanwhile). */
+  private merging<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.mergeQueue.then(fn, fn);
+    this.mergeQueue = next.catch(() => {});
     return next;
+  }
+
+  /** Serialises Parquet rewrites (on their own connections: merges and commits go on meanwhile). */
+  private rewriting<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.rewriteQueue.then(fn, fn);
+    this.rewriteQueue = next.catch(() => {});
+    return next;
+  }
+
+  /** A generation number for Parquet marks, above every one already stored. */
+  private async nextGen(c: DuckDBConnection): Promise<bigint> {
+    if (this.gen === 0) {
+      this.gen = Number((await queryRows<{ g: bigint | null }>(c, 'SELECT coalesce(max(gen), 0) AS g FROM _parquet_pending'))[0]?.g ?? 0);
+    }
+    return BigInt(++this.gen);
   }
 
   private takeBackgroundResult(): FlushResult {
@@ -643,35 +691,54 @@ export class SessionStore {
   }
 
   /**
-   * After a commit (formats duckdb and both): merge what is committed, slice by slice, then rewrite
-   * the Parquet partitions of days the coverage map holds whole (a day still being fetched waits
-   * for its last window, or for the flush at the end of the run). Work done here overlaps the
-   * fetching; the run's final flush only takes what is left. A failure stops background work until
-   * the next flush, which tries again and reports.
+   * After a commit (formats duckdb and both): merge what is committed, slice by slice; after each
+   * merge, rewrite (on other connections, while the next merge runs) the Parquet partitions of days
+   * the coverage map holds whole (a day still being fetched waits for its last window, or for the
+   * flush at the end of the run). Work done here overlaps the fetching; the run's final flush only
+   * takes what is left. A failure stops background work until the next flush, which tries again
+   * and reports.
    */
   private kickBackground(): void {
     if (this.format === 'parquet' || this.closing || this.backgroundError !== undefined) return;
-    this.bgAgain = true;
-    if (this.bgLoop) return;
-    this.bgLoop = true;
-    void this.background(async () => {
+    this.mergeAgain = true;
+    if (this.mergeLoop) return;
+    this.mergeLoop = true;
+    void this.merging(async () => {
       try {
         const conn = await this.mergeConnection();
-        while (this.bgAgain && !this.closing) {
-          this.bgAgain = false;
+        while (this.mergeAgain && !this.closing && this.backgroundError === undefined) {
+          this.mergeAgain = false;
           const m = await this.mergeSlice(conn);
           this.bgResult.inserted += m.inserted;
           this.bgResult.updated += m.updated;
-          if (m.more) this.bgAgain = true;
-          if (this.format === 'both' && !this.closing) {
-            const ready = completeDays(await this.pendingPartitions(conn), await this.coverageOn(conn));
-            this.bgResult.partitions.push(...(await this.rewritePending(ready)));
-          }
+          if (m.more) this.mergeAgain = true;
+          if (this.format === 'both') this.kickRewrites();
         }
       } catch (err) {
-        this.backgroundError = err;
+        this.backgroundError ??= err;
       } finally {
-        this.bgLoop = false;
+        this.mergeLoop = false;
+      }
+    });
+  }
+
+  private kickRewrites(): void {
+    if (this.closing || this.backgroundError !== undefined) return;
+    this.rewriteAgain = true;
+    if (this.rewriteLoop) return;
+    this.rewriteLoop = true;
+    void this.rewriting(async () => {
+      try {
+        const conn = (await this.rewriteConnections(1))[0]!;
+        while (this.rewriteAgain && !this.closing && this.backgroundError === undefined) {
+          this.rewriteAgain = false;
+          const ready = completeDays(await this.pendingPartitions(conn), await this.coverageOn(conn));
+          this.bgResult.partitions.push(...(await this.rewritePending(ready)));
+        }
+      } catch (err) {
+        this.backgroundError ??= err;
+      } finally {
+        this.rewriteLoop = false;
       }
     });
   }
@@ -716,7 +783,7 @@ export class SessionStore {
   }
 
   private extra: DuckDBConnection[] = [];
-  private async extraConnections(n: number): Promise<DuckDBConnection[]> {
+  private async rewriteConnections(n: number): Promise<DuckDBConnection[]> {
     while (this.extra.length < n) {
       const conn = await this.db.instance.connect();
       await conn.run("SET TimeZone = 'UTC'");
@@ -853,7 +920,8 @@ export class SessionStore {
     if (this.closed) return;
     this.closing = true;
     await this.queue.catch(() => {});
-    await this.bgQueue.catch(() => {});
+    await this.mergeQueue.catch(() => {});
+    await this.rewriteQueue.catch(() => {});
     this.closed = true;
     if (!this.readOnly) await rmdir(this.layout.pendingDir).catch(() => {});
     this.mergeConn?.closeSync();

@@ -130,12 +130,20 @@ describe('merging while fetching', () => {
          .map((c) => `${c.column_name} ${c.data_type}`)
          .join(', ')});
        INSERT INTO sessions SELECT * FROM s1; DROP TABLE s1;
+       DROP TABLE _parquet_pending; CREATE TABLE _parquet_pending (partition VARCHAR PRIMARY KEY);
+       INSERT INTO _parquet_pending VALUES ('2026-01-01');
        UPDATE _session_etl_meta SET value = '1' WHERE key = 'schema_version'`,
       false,
     );
     expect(await sql(db, `SELECT 1 FROM duckdb_constraints() WHERE table_name = 'sessions' AND constraint_type = 'PRIMARY KEY'`)).toHaveLength(1);
+    const day1 = join(dataDir, 'parquet', 'sessions', 'date=2026-01-01');
+    await rm(day1, { recursive: true, force: true });
     const s = await runBackfill({ ...base(dataDir), from: FROM + 2 * D, to: TO });
     expect(s.outcome).toBe('succeeded');
+    // The partition schema 1 had marked pending is rewritten, and the marks are in the new shape.
+    expect(s.files.partitionsWritten).toContain('2026-01-01');
+    expect(existsSync(join(day1, 'part-0.parquet'))).toBe(true);
+    expect(await sql(db, 'SELECT partition, gen FROM _parquet_pending')).toEqual([]);
     expect(await sql(db, `SELECT 1 FROM duckdb_constraints() WHERE table_name = 'sessions' AND constraint_type = 'PRIMARY KEY'`)).toHaveLength(0);
     expect(await sql<{ value: string }>(db, `SELECT value FROM _session_etl_meta WHERE key = 'schema_version'`)).toEqual([{ value: '2' }]);
     const truth = emu.dataset.sessionsStartedIn(FROM, TO);
