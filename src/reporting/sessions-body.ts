@@ -125,7 +125,7 @@ function scan(b: Buffer): SessionsBody | undefined {
     // JSON.parse refuses raw control characters and replaces bytes that are not UTF-8; DuckDB's
     // reader would instead fail the commit. The fast shape has no whitespace between tokens, so any
     // byte below 0x20 up to the closing ']' sits inside a string: both go to the slow path.
-    for (let i = first; i < last; i++) if (b[i]! < 0x20) throw NOT_FAST;
+    if (hasControlByte(b, first, last)) throw NOT_FAST;
     if (!isUtf8(b)) throw NOT_FAST;
     for (const s of separators) b[s] = 0x0a;
     return { kind: 'ndjson', ndjson: b.subarray(first, last), count: ids.size };
@@ -133,6 +133,27 @@ function scan(b: Buffer): SessionsBody | undefined {
     if (err === NOT_FAST) return undefined;
     throw err;
   }
+}
+
+/**
+ * Whether any byte of b[from, to) is below 0x20, four bytes at a time (half the scanner's time went
+ * to the byte-by-byte loop): for a 32-bit word x, (x - 0x20202020) & ~x & 0x80808080 is non-zero
+ * exactly when one of its bytes is below 0x20, whatever the byte order.
+ */
+export function hasControlByte(b: Buffer, from: number, to: number): boolean {
+  let i = from;
+  while (i < to && ((b.byteOffset + i) & 3) !== 0) if (b[i++]! < 0x20) return true;
+  const words = (to - i) >>> 2;
+  if (words > 0) {
+    const u = new Uint32Array(b.buffer, b.byteOffset + i, words);
+    for (let k = 0; k < words; k++) {
+      const x = u[k]!;
+      if (((x - 0x20202020) & ~x & 0x80808080) !== 0) return true;
+    }
+    i += words << 2;
+  }
+  while (i < to) if (b[i++]! < 0x20) return true;
+  return false;
 }
 
 function startsWith(b: Buffer, at: number, token: Buffer): boolean {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GraphQLResponseError, InvalidResponseError, TransientError } from '../../src/reporting/errors/index.js';
-import { readSessionsBody } from '../../src/reporting/sessions-body.js';
+import fc from 'fast-check';
+import { hasControlByte, readSessionsBody } from '../../src/reporting/sessions-body.js';
 
 const rec = (id: string, extra: Record<string, unknown> = {}) => ({
   id, companyId: '7', pin: '0042', started: 1767225600, ended: null, duration: null, sessionType: 'chat', recording: false,
@@ -61,5 +62,24 @@ describe('readSessionsBody', () => {
       expect(err).toBeInstanceOf(TransientError);
       expect((err as TransientError).kind).toBe('incomplete-body');
     }
+  });
+});
+
+describe('hasControlByte', () => {
+  it('finds a byte below 0x20 anywhere in the range, at any alignment, exactly as a byte-by-byte loop does', () => {
+    const byte = fc.oneof(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0x1e, max: 0x22 }), fc.constantFrom(0x80, 0x9f, 0xa0, 0xff));
+    fc.assert(
+      fc.property(fc.array(byte, { maxLength: 64 }), fc.nat(8), fc.nat(8), fc.nat(8), (bytes, pad, cutFront, cutBack) => {
+        // A view at an odd offset into a larger buffer, as the body's list is inside the HTTP body.
+        const whole = Buffer.alloc(pad + bytes.length + 3, 0x41);
+        Buffer.from(bytes).copy(whole, pad);
+        const b = whole.subarray(pad);
+        const from = Math.min(cutFront, bytes.length);
+        const to = Math.max(from, bytes.length - cutBack);
+        const naive = bytes.slice(from, to).some((x) => x < 0x20);
+        expect(hasControlByte(b, from, to)).toBe(naive);
+      }),
+      { numRuns: 3000 },
+    );
   });
 });
