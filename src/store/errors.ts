@@ -17,3 +17,9 @@ export class StoreBusyError extends Error {
   override readonly name = 'StoreBusyError';
   readonly exitCode = ExitCode.locked;
 }
+
+/** A store setting from the environment is not valid (names the variable and the accepted form). Exit 2. */
+export class StoreSettingError extends Error {
+  override readonly name = 'StoreSettingError';
+  readonly exitCode = ExitCode.usage;
+}

@@ -20,7 +20,7 @@ import { describeWindow, type Window } from '../pipeline/windows.js';
 import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
 import { openDb, queryRows, sqlString, type Db } from './duckdb.js';
 import { NDJSON_COLUMNS, NDJSON_SELECT } from './ndjson.js';
-import { DataDirError, StoreBusyError, StoreWriteError } from './errors.js';
+import { DataDirError, StoreBusyError, StoreSettingError, StoreWriteError } from './errors.js';
 import { layoutOf, NULL_PARTITION, PARTITION_FILE, partitionDir, type OutputFormat, type StoreLayout } from './layout.js';
 
 /** 2: the sessions table has no PRIMARY KEY index (one row per session is kept by the merge). */
@@ -35,11 +35,13 @@ const SLICE_ROWS = 131_072;
 /** Most windows committed in one transaction. */
 const MAX_GROUP = 64;
 /**
- * DuckDB's memory limit, when SESSION_ETL_DUCKDB_MEMORY_LIMIT sets one (default: DuckDB's, 80 % of
- * the machine). Measured in docs/benchmarks.md: a limit does not lower the peak RSS of a backfill
- * much (most of it is not DuckDB's buffer pool), and too low a one fails the merge.
+ * DuckDB's memory limit for a writer (SESSION_ETL_DUCKDB_MEMORY_LIMIT, default 256MB). Without one,
+ * DuckDB keeps every block it reads or writes cached up to 80 % of the machine, so a run's memory
+ * grew with the history. Measured (docs/benchmarks.md): 256MB costs a 1 M-session backfill no time;
+ * 160MB made it ~40 % slower; 128MB ran out of memory in a merge. Readers keep DuckDB's default.
  */
-const WRITER_MEMORY_LIMIT = process.env.SESSION_ETL_DUCKDB_MEMORY_LIMIT;
+const WRITER_MEMORY_LIMIT = process.env.SESSION_ETL_DUCKDB_MEMORY_LIMIT || '256MB';
+
 /** Connections that rewrite Parquet partitions side by side (each COPY is mostly one thread plus fixed costs). */
 const REWRITE_CONNECTIONS = 2;
 
@@ -156,6 +158,11 @@ export class SessionStore {
   static async open(opts: { dataDir: string; format: OutputFormat; readOnly?: boolean }): Promise<SessionStore> {
     const layout = layoutOf(opts.dataDir, opts.format);
     const readOnly = opts.readOnly ?? false;
+    if (!readOnly && !/^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i.test(WRITER_MEMORY_LIMIT.trim())) {
+      throw new StoreSettingError(
+        `SESSION_ETL_DUCKDB_MEMORY_LIMIT is ${JSON.stringify(WRITER_MEMORY_LIMIT)}: give an amount such as 256MB or 1GB, or unset it (default 256MB)`,
+      );
+    }
     let existed = await exists(layout.dbPath);
     if (readOnly && !existed) {
       throw new DataDirError(`no session-etl data in ${opts.dataDir} (expected ${layout.dbPath}); run a backfill or export first`);
@@ -180,7 +187,7 @@ export class SessionStore {
     if (!readOnly && !existed) await prepareDirs(layout);
     let db: Db;
     try {
-      db = await openDb(layout.dbPath, { readOnly, ...(WRITER_MEMORY_LIMIT ? { memoryLimit: WRITER_MEMORY_LIMIT } : {}) });
+      db = await openDb(layout.dbPath, { readOnly, ...(readOnly ? {} : { memoryLimit: WRITER_MEMORY_LIMIT }) });
     } catch (err) {
       throw translateOpenError(err, layout.dbPath);
     }

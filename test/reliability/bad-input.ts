@@ -127,6 +127,7 @@ export const BAD_INPUT_CASES: BadInputCase[] = [
   { group: 'environment', name: 'SESSION_ETL_FORMAT=csv', args: B, env: { SESSION_ETL_FORMAT: 'csv' }, message: /format/ },
   { group: 'environment', name: 'SESSION_ETL_LOG_LEVEL=loud', args: B, env: { SESSION_ETL_LOG_LEVEL: 'loud' }, message: /logLevel/ },
   { group: 'environment', name: 'SESSION_ETL_CONFIG names a missing file', args: B, env: { SESSION_ETL_CONFIG: '/nonexistent/c.json' }, message: /cannot be read/ },
+  { group: 'environment', name: 'SESSION_ETL_DUCKDB_MEMORY_LIMIT=lots', args: B, env: { SESSION_ETL_DUCKDB_MEMORY_LIMIT: 'lots' }, message: /SESSION_ETL_DUCKDB_MEMORY_LIMIT.*256MB/ },
   // Data directories.
   {
     group: 'data directory',
