@@ -133,6 +133,8 @@ interface CliRun {
   code: number;
   summary: { durationMs: number; sessions: { written: number; new: number | null; updated: number | null }; requests: number; rateLimited: number; retries: number; windows: { total: number; done: number }; outcome: string };
   maxRssBytes: number;
+  /** User + system CPU time of the process, all threads. */
+  cpuMs: number;
   stderr: string;
 }
 
@@ -149,10 +151,10 @@ async function cli(args: string[], emu: EmulatorProc, env: Record<string, string
   child.stderr!.on('data', (d) => (stderr += d));
   const code = await new Promise<number>((res) => child.once('exit', (c) => res(c ?? -1)));
   const wallMs = performance.now() - t;
-  const rss = JSON.parse(await readFile(rssFile, 'utf8')) as { maxRssKb: number };
+  const rss = JSON.parse(await readFile(rssFile, 'utf8')) as { maxRssKb: number; cpuMs: number };
   await rm(rssFile, { force: true });
   if (code !== 0) throw new Error(`session-etl ${args.join(' ')} exited ${code}: ${stderr.slice(-2000)}`);
-  return { wallMs, code, summary: JSON.parse(stdout), maxRssBytes: rss.maxRssKb * 1024, stderr };
+  return { wallMs, code, summary: JSON.parse(stdout), maxRssBytes: rss.maxRssKb * 1024, cpuMs: rss.cpuMs, stderr };
 }
 
 const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
@@ -268,7 +270,10 @@ async function main(): Promise<void> {
     for (const p of parts) if (p && p.length) await out.write(Buffer.concat([p, Buffer.from('\n')]));
     await out.close();
     parts.length = 0;
+    const cpuBefore = process.cpuUsage();
     const nb = await nativeConvert(ndjson, join(work, 'b'));
+    const cpuB = process.cpuUsage(cpuBefore);
+    const bCpuMs = (cpuB.user + cpuB.system) / 1000;
     const bRate = (stored / nb.totalMs) * 1000;
 
 
@@ -277,6 +282,11 @@ async function main(): Promise<void> {
     row({ section: '1 throughput', measure: '(c) transport: raw fetch of every chunk, 4 in flight', value: `${secs(raw.ms)}, ${fmt(rawRate)} sessions/s` });
     row({ section: '1 throughput', measure: '(a)/(b)', value: fmt(aRate / bRate, 2), goal: '≥ 0.80', met: aRate / bRate >= 0.8 });
     row({ section: '1 throughput', measure: '(a)/(c)', value: fmt(aRate / rawRate, 2) });
+    row({
+      section: '1 throughput',
+      measure: 'CPU time (user + system, all threads): (a) / (b)',
+      value: `${fmt(a.cpuMs / 1000, 1)} / ${fmt(bCpuMs / 1000, 1)} core-seconds; on ${availableParallelism()} cores (a) cannot take less than ${secs(a.cpuMs / availableParallelism())}, i.e. (a)/(b) ≤ ${fmt(nb.totalMs / (a.cpuMs / availableParallelism()), 2)} at full use of every core`,
+    });
 
     // Profile: the JavaScript stages, on every body of the year, in this process.
     await profile(big, stored);
