@@ -248,6 +248,7 @@ async function execute(
     recovered.partitions.forEach((p) => partitionsWritten.add(p));
     if (recovered.partitions.length) logger.info({ partitions: recovered.partitions.length }, 'finished Parquet rewrites left by an earlier run');
 
+    await store.beginRunCounts();
     const p = await plan(store, startedMs / 1000);
     const windows = p.todo.flatMap((w) => cutWindows(w.start, w.end, chunk));
     if (opts.newestFirst) windows.reverse();
@@ -359,8 +360,7 @@ async function execute(
     last.partitions.forEach((x) => partitionsWritten.add(x));
     totals.inserted = flushed.inserted + last.inserted;
     totals.updated = flushed.updated + last.updated;
-    // Sessions stored by this run: new, or replacing a stored version (a session that two windows
-    // returned, one starting exactly on their boundary, counts again when the second lands in a later merge).
+    // Sessions stored by this run: new, or replacing a version stored before it (each counted once).
     totals.written = totals.inserted + totals.updated;
     await store.compactCoverage();
     const interrupted = !outcome.error && outcome.skipped.length > 0 && Boolean(opts.stopSignal?.aborted || opts.abortSignal?.aborted);

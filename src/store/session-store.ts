@@ -483,26 +483,31 @@ export class SessionStore {
          SELECT s.rowid AS rid, s.rowid > ${before} AS fresh, s.session_id, s.extracted_at, ${PARTITION_OF_STORED.replace('started_at', 's.started_at')} AS p
          FROM sessions s WHERE s.session_id IN (SELECT session_id FROM sessions WHERE rowid > ${before})`,
       );
-      const losers = await queryRows<{ fresh: boolean; p: string; n: bigint; ids: bigint }>(
+      // Stored versions at or below the run's first row id were there before the run: replacing one
+      // is an update. One stored by this run (a session two windows returned) was counted already.
+      const floor = this.runRowidFloor ?? (1n << 62n);
+      const losers = await queryRows<{ fresh: boolean; older: boolean; p: string; n: bigint; ids: bigint }>(
         c,
         `CREATE OR REPLACE TEMP TABLE _losers AS
          SELECT rid, fresh, p, session_id FROM _versions
          WHERE session_id IN (SELECT session_id FROM _versions GROUP BY 1 HAVING count(*) > 1)
          QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC, fresh DESC, rid DESC) > 1;
-         SELECT fresh, p, count(*) AS n, count(DISTINCT session_id) AS ids FROM _losers GROUP BY ALL`,
+         SELECT fresh, rid <= ${floor} AS older, p, count(*) AS n, count(DISTINCT session_id) AS ids FROM _losers GROUP BY ALL`,
       );
       let freshLost = 0;
       let updated = 0;
+      let again = 0;
       const touched = new Set<string>();
       for (const l of losers) {
         if (l.fresh) freshLost += Number(l.n);
         else {
-          updated += Number(l.ids);
+          if (l.older) updated += Number(l.ids);
+          else again += Number(l.ids);
           touched.add(l.p);
         }
       }
       if (losers.length) await c.run('DELETE FROM sessions WHERE rowid IN (SELECT rid FROM _losers)');
-      const inserted = added - freshLost - updated;
+      const inserted = added - freshLost - updated - again;
       if (this.format === 'both') {
         for (const r of await queryRows<{ p: string }>(c, 'SELECT DISTINCT p FROM _versions WHERE fresh')) touched.add(r.p);
         if (touched.size) {
@@ -522,6 +527,23 @@ export class SessionStore {
       await c.run('DROP TABLE IF EXISTS _versions; DROP TABLE IF EXISTS _losers').catch(() => {});
       throw wrapWriteError(err, 'merging committed rows into the sessions table');
     }
+  }
+
+  private runRowidFloor: bigint | undefined;
+
+  /**
+   * Marks the start of a run for the new/updated counts: a session whose stored version predates
+   * this call counts as updated when replaced; one first stored after it counts once, as new or
+   * updated, however many windows return it. (Row ids are renumbered by a checkpoint that drops
+   * deleted rows, which DuckDB runs at most once per 1 GB of WAL: a run that long may count a few
+   * sessions twice; the data is not affected.)
+   */
+  async beginRunCounts(): Promise<void> {
+    if (this.format === 'parquet') return;
+    await this.merging(async () => {
+      const r = await queryRows<{ m: bigint }>(await this.mergeConnection(), 'SELECT coalesce(max(rowid), -1) AS m FROM sessions');
+      this.runRowidFloor = BigInt(r[0]?.m ?? -1n);
+    });
   }
 
   /** Files of windows whose transaction never committed (a crash between the write and the commit). */
