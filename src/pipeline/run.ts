@@ -10,7 +10,7 @@ import { DataDirError } from '../store/errors.js';
 import { acquireLock, type Lock, type LockHolder } from '../store/lock.js';
 import { ReportingClient, type RetryOptions } from '../reporting/client.js';
 import type { FetchLike } from '../reporting/transport.js';
-import { SessionStore, type RunRow } from '../store/session-store.js';
+import { checkWriterSettings, SessionStore, type RunRow } from '../store/session-store.js';
 import { layoutOf, type OutputFormat } from '../store/layout.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { redact } from '../util/redact.js';
@@ -218,6 +218,7 @@ async function execute(
   const chunk = opts.chunkSeconds ?? DEFAULTS.chunkSeconds;
   const maxConcurrency = opts.concurrency ?? DEFAULTS.concurrency;
 
+  checkWriterSettings();
   let lock: Lock | undefined;
   if (opts.lock !== false) {
     await ensureDataDir(opts.dataDir);

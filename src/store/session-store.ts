@@ -42,6 +42,15 @@ const MAX_GROUP = 64;
  */
 const WRITER_MEMORY_LIMIT = process.env.SESSION_ETL_DUCKDB_MEMORY_LIMIT || '256MB';
 
+/** Refuses a writer setting from the environment that is not valid (before anything is created). */
+export function checkWriterSettings(): void {
+  if (!/^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i.test(WRITER_MEMORY_LIMIT.trim())) {
+    throw new StoreSettingError(
+      `SESSION_ETL_DUCKDB_MEMORY_LIMIT is ${JSON.stringify(WRITER_MEMORY_LIMIT)}: give an amount such as 256MB or 1GB, or unset it (default 256MB)`,
+    );
+  }
+}
+
 /** Connections that rewrite Parquet partitions side by side (each COPY is mostly one thread plus fixed costs). */
 const REWRITE_CONNECTIONS = 2;
 
@@ -158,11 +167,7 @@ export class SessionStore {
   static async open(opts: { dataDir: string; format: OutputFormat; readOnly?: boolean }): Promise<SessionStore> {
     const layout = layoutOf(opts.dataDir, opts.format);
     const readOnly = opts.readOnly ?? false;
-    if (!readOnly && !/^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i.test(WRITER_MEMORY_LIMIT.trim())) {
-      throw new StoreSettingError(
-        `SESSION_ETL_DUCKDB_MEMORY_LIMIT is ${JSON.stringify(WRITER_MEMORY_LIMIT)}: give an amount such as 256MB or 1GB, or unset it (default 256MB)`,
-      );
-    }
+    if (!readOnly) checkWriterSettings();
     let existed = await exists(layout.dbPath);
     if (readOnly && !existed) {
       throw new DataDirError(`no session-etl data in ${opts.dataDir} (expected ${layout.dbPath}); run a backfill or export first`);
