@@ -6,6 +6,11 @@ import type { Finding } from './report.js';
 
 export const FINDINGS: Finding[] = [
   {
+    area: '4. bad input — environment',
+    found: 'SESSION_ETL_DUCKDB_MEMORY_LIMIT=lots was refused clearly (exit 2), but only after the run had created the data directory for its lock.',
+    fix: 'src/store/session-store.ts (checkWriterSettings), called first by src/pipeline/run.ts: the setting is checked before anything is created.',
+  },
+  {
     area: '4. bad input — data directory',
     found: 'An existing data directory that is not writable ended with exit 1 and a raw "EPERM: operation not permitted, mkdir …/.session-etl.lock".',
     fix: 'src/store/lock.ts: EACCES, EPERM or EROFS while taking the lock is a DataDirError: exit 2, "data directory … is not writable".',
