@@ -10,6 +10,7 @@
  * coverage) until the partition rewrite merges them into the dataset.
  */
 import { mkdir, open, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { DuckDBDataChunk, BOOLEAN, DOUBLE, VARCHAR, listValue, type DuckDBType, type DuckDBConnection } from '@duckdb/node-api';
 import type { RowBatch, RejectedRecord } from '../pipeline/flatten.js';
@@ -50,6 +51,14 @@ export function checkWriterSettings(): void {
     );
   }
 }
+
+/**
+ * DuckDB worker threads of a writer while it runs. A run keeps several statements going at once (a
+ * merge, two Parquet COPYs, commits, besides the fetching); with DuckDB's default (one per core)
+ * they fought over the two cores: the 1 M backfill used 26-31 core-seconds, and 20-25 with one
+ * thread, in less time (docs/benchmarks.md). The checkpoint when the store closes gets every core.
+ */
+const WRITER_THREADS = 1;
 
 /** Connections that rewrite Parquet partitions side by side (each COPY is mostly one thread plus fixed costs). */
 const REWRITE_CONNECTIONS = 2;
@@ -192,7 +201,7 @@ export class SessionStore {
     if (!readOnly && !existed) await prepareDirs(layout);
     let db: Db;
     try {
-      db = await openDb(layout.dbPath, { readOnly, ...(readOnly ? {} : { memoryLimit: WRITER_MEMORY_LIMIT }) });
+      db = await openDb(layout.dbPath, { readOnly, ...(readOnly ? {} : { memoryLimit: WRITER_MEMORY_LIMIT, threads: WRITER_THREADS }) });
     } catch (err) {
       throw translateOpenError(err, layout.dbPath);
     }
@@ -957,7 +966,12 @@ export class SessionStore {
     await this.mergeQueue.catch(() => {});
     await this.rewriteQueue.catch(() => {});
     this.closed = true;
-    if (!this.readOnly) await rmdir(this.layout.pendingDir).catch(() => {});
+    if (!this.readOnly) {
+      await rmdir(this.layout.pendingDir).catch(() => {});
+      // The checkpoint DuckDB would run while closing, here with every core and off the event loop.
+      await this.conn.run(`SET threads = ${availableParallelism()}`).catch(() => {});
+      await this.conn.run('CHECKPOINT').catch(() => {});
+    }
     this.mergeConn?.closeSync();
     for (const conn of this.extra) conn.closeSync();
     this.db.close();
