@@ -16,7 +16,7 @@ export async function openDb(path: string, opts: { readOnly?: boolean; threads?:
   if (opts.readOnly) config.access_mode = 'READ_ONLY';
   if (opts.threads) config.threads = String(opts.threads);
   if (opts.memoryLimit) config.memory_limit = opts.memoryLimit;
-  // A writer checkpoints when its run ends (SessionStore.flush): DuckDB's default (a checkpoint once
+  // A writer checkpoints when it closes the store (SessionStore.close): DuckDB's default (a checkpoint once
   // the WAL passes 16 MiB) rewrote the table's partly filled row groups after every merge, ~1 s each
   // on a 1 M-row table (docs/benchmarks.md). A crash before the checkpoint only replays the WAL.
   if (!opts.readOnly) config.checkpoint_threshold = '1GB';

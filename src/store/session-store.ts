@@ -155,7 +155,8 @@ export interface RunRow {
 }
 
 export class SessionStore {
-  private queue: Promise<unknown> = Promise.resolve();
+  /** Writes on the one main connection. */
+  private readonly writes = new SerialQueue();
   private closed = false;
 
   private constructor(
@@ -291,15 +292,14 @@ export class SessionStore {
 
   /** Serialises writes on the one connection. */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(fn, fn);
-    this.queue = next.catch(() => {});
-    return next;
+    return this.writes.run(fn);
   }
 
+
   /** The merged coverage map: windows whose data is committed. */
-  async coverage(): Promise<Window[]> {
+  async coverage(conn: DuckDBConnection = this.conn): Promise<Window[]> {
     const rows = await queryRows<{ start_s: bigint | number; end_s: bigint | number }>(
-      this.conn,
+      conn,
       'SELECT start_s, end_s FROM _coverage ORDER BY start_s',
     );
     return mergeIntervals(rows.map((r) => ({ start: Number(r.start_s), end: Number(r.end_s) })));
@@ -610,16 +610,7 @@ export class SessionStore {
   flush(): Promise<FlushResult> {
     if (this.format === 'parquet') return this.exclusive(() => this.flushParquetOnly());
     return (async () => {
-      const merged = await this.merging(async () => {
-        const r: MergeResult = { inserted: 0, updated: 0 };
-        const conn = await this.mergeConnection();
-        for (;;) {
-          const m = await this.mergeSlice(conn);
-          r.inserted += m.inserted;
-          r.updated += m.updated;
-          if (!m.more) return r;
-        }
-      });
+      const merged = await this.mergePending();
       const partitions = this.format === 'both' ? await this.rewriting(async () => this.rewritePending(await this.pendingPartitions())) : [];
       const result = this.takeBackgroundResult();
       result.inserted += merged.inserted;
@@ -693,8 +684,8 @@ export class SessionStore {
 
   // ---- background merging --------------------------------------------------------------------
 
-  private mergeQueue: Promise<unknown> = Promise.resolve();
-  private rewriteQueue: Promise<unknown> = Promise.resolve();
+  private readonly merges = new SerialQueue();
+  private readonly rewrites = new SerialQueue();
   private mergeLoop = false;
   private mergeAgain = false;
   private rewriteLoop = false;
@@ -707,16 +698,12 @@ export class SessionStore {
 
   /** Serialises merges (on their own connection: commits go on meanwhile). */
   private merging<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.mergeQueue.then(fn, fn);
-    this.mergeQueue = next.catch(() => {});
-    return next;
+    return this.merges.run(fn);
   }
 
   /** Serialises Parquet rewrites (on their own connections: merges and commits go on meanwhile). */
   private rewriting<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.rewriteQueue.then(fn, fn);
-    this.rewriteQueue = next.catch(() => {});
-    return next;
+    return this.rewrites.run(fn);
   }
 
   /** A generation number for Parquet marks, above every one already stored. */
@@ -775,7 +762,7 @@ export class SessionStore {
         const conn = (await this.rewriteConnections(1))[0]!;
         while (this.rewriteAgain && !this.closing && this.backgroundError === undefined) {
           this.rewriteAgain = false;
-          const ready = completeDays(await this.pendingPartitions(conn), await this.coverageOn(conn));
+          const ready = completeDays(await this.pendingPartitions(conn), await this.coverage(conn));
           this.bgResult.partitions.push(...(await this.rewritePending(ready)));
         }
       } catch (err) {
@@ -793,11 +780,6 @@ export class SessionStore {
       await this.mergeConn.run("SET TimeZone = 'UTC'");
     }
     return this.mergeConn;
-  }
-
-  private async coverageOn(c: DuckDBConnection): Promise<Window[]> {
-    const rows = await queryRows<{ start_s: bigint | number; end_s: bigint | number }>(c, 'SELECT start_s, end_s FROM _coverage ORDER BY start_s');
-    return mergeIntervals(rows.map((r) => ({ start: Number(r.start_s), end: Number(r.end_s) })));
   }
 
   private copying = new Map<string, Promise<unknown>>();
@@ -962,9 +944,9 @@ export class SessionStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closing = true;
-    await this.queue.catch(() => {});
-    await this.mergeQueue.catch(() => {});
-    await this.rewriteQueue.catch(() => {});
+    await this.writes.idle();
+    await this.merges.idle();
+    await this.rewrites.idle();
     this.closed = true;
     if (!this.readOnly) {
       await rmdir(this.layout.pendingDir).catch(() => {});
@@ -977,6 +959,22 @@ export class SessionStore {
     this.db.close();
   }
 
+}
+
+/** Runs tasks one after another, in the order given; a failed task does not stop the next. */
+class SerialQueue {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(fn, fn);
+    this.tail = next.catch(() => {});
+    return next;
+  }
+
+  /** Resolves when every task given so far has ended. */
+  idle(): Promise<void> {
+    return this.tail.then(() => {});
+  }
 }
 
 function rowsOf(c: QueuedCommit): number {
