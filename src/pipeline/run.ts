@@ -232,7 +232,7 @@ async function execute(
   }
   let store: SessionStore;
   try {
-    store = await SessionStore.open({ dataDir: opts.dataDir, format: opts.format });
+    store = await SessionStore.open({ dataDir: opts.dataDir, format: opts.format, logger });
   } catch (err) {
     await lock?.release();
     throw err;
