@@ -289,7 +289,7 @@ export async function notifyRunEnd(settings: NotifySettings, end: RunEnd, deps: 
       } else {
         logger.warn(
           { event, receiver, attempts: d.attempts, error: d.error },
-          'notification not delivered (the run outcome is unchanged; the next run tries again where it applies)',
+          "notification not delivered (the run's outcome and exit code are unchanged)",
         );
       }
     }

@@ -289,6 +289,15 @@ describe('notifications end to end (CLI, emulator, real receiver)', () => {
     for (const out of [failed, ok, quiet]) expectNoSecret(out.stdout + out.stderr);
   });
 
+  it('a failed backfill posts run_failed as backfill', async () => {
+    const dataDir = await tempDir();
+    const start = receiver.posts.length;
+    const r = await runCli(['backfill', '--from', iso(NOW - 3 * D), '--to', iso(NOW - D), '--no-progress'], env(dataDir, { REPORTING_API_KEY: WRONG_KEY }));
+    expect(r.code).toBe(1);
+    expect(receiver.posts.slice(start).map((p) => p.json)).toMatchObject([{ event: 'run_failed', command: 'backfill', dataDir, exitCode: 1 }]);
+    expect(receiver.posts[start]!.json.runId).toMatch(/^backfill-/);
+  });
+
   it('the lag crossing --max-lag posts once, and again only after it was back under the limit', async () => {
     const dataDir = await tempDir();
     const start = receiver.posts.length;
