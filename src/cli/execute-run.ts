@@ -3,7 +3,7 @@
  * starting windows and lets running ones commit, within a grace period; a second one exits at
  * once — committed data is safe either way), summary and exit code.
  */
-import { notifyRunEnd, type NotifyDeps, type NotifySettings, type RunEnd } from '../monitoring/notify.js';
+import { notifyRunEnd, runEndOf, type NotifyDeps, type NotifySettings, type RunEnd } from '../monitoring/notify.js';
 import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
 import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
 import { ExitCode } from './exit-codes.js';
@@ -41,14 +41,8 @@ export async function executeRun(
         throw err;
       },
     );
-  const ended = (exitCode: number, error: unknown): RunEnd => {
-    const s = summary ?? (error as { summary?: RunSummary } | undefined)?.summary;
-    return {
-      command: notify.command, dataDir: base.dataDir, startedMs, endedMs: Date.now(), exitCode,
-      ...(s ? { summary: s } : {}),
-      ...(error !== undefined ? { error } : {}),
-    };
-  };
+  const ended = (exitCode: number, error: unknown): RunEnd =>
+    runEndOf({ command: notify.command, dataDir: base.dataDir, startedMs, endedMs: Date.now(), exitCode, summary, error });
   const deps = { logger: createCliLogger(o.logLevel), ...notify.deps };
   let code: number;
   try {

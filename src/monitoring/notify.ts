@@ -35,6 +35,13 @@ export interface RunEnd {
   error?: unknown;
 }
 
+/** A RunEnd from what the caller saw: a failure's own summary (RunFailedError carries one) is used when no other is given. */
+export function runEndOf(e: Omit<RunEnd, 'summary' | 'error'> & { summary?: RunSummary | undefined; error?: unknown }): RunEnd {
+  const { summary, error, ...rest } = e;
+  const s = summary ?? (error as { summary?: RunSummary } | undefined)?.summary;
+  return { ...rest, ...(s ? { summary: s } : {}), ...(error !== undefined ? { error } : {}) };
+}
+
 /** The JSON body POSTed to notifyUrl (README "Notifications"). */
 export interface NotifyPayload {
   event: NotifyEvent;

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import type { NotifySettings } from '../../monitoring/notify.js';
+import { notifyRunEnd, runEndOf, type NotifySettings } from '../../monitoring/notify.js';
 import type { RunSummary } from '../../pipeline/run.js';
 import { parseDuration, parseInstant } from '../../pipeline/windows.js';
 import type { Logger } from '../../util/logger.js';
@@ -97,16 +97,6 @@ async function notifyScheduledRun(
   r: { summary?: RunSummary; error?: unknown; startedMs: number; endedMs: number },
   logger: Logger,
 ): Promise<void> {
-  const { notifyRunEnd } = await import('../../monitoring/notify.js');
-  const summary = r.summary ?? (r.error as { summary?: RunSummary } | undefined)?.summary;
-  await notifyRunEnd(
-    settings,
-    {
-      command: 'schedule', job, dataDir, startedMs: r.startedMs, endedMs: r.endedMs,
-      exitCode: r.error === undefined ? ExitCode.ok : exitCodeOf(r.error),
-      ...(summary ? { summary } : {}),
-      ...(r.error !== undefined ? { error: r.error } : {}),
-    },
-    { logger },
-  );
+  const exitCode = r.error === undefined ? ExitCode.ok : exitCodeOf(r.error);
+  await notifyRunEnd(settings, runEndOf({ command: 'schedule', job, dataDir, exitCode, ...r }), { logger });
 }
