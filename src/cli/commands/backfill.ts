@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { parseInstant } from '../../pipeline/windows.js';
 import { executeRun } from '../execute-run.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, type CommonFlags } from '../run-options.js';
+import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
 import { UsageError } from '../usage-error.js';
 
 interface BackfillFlags extends CommonFlags {
@@ -28,7 +28,7 @@ export function register(program: Command): void {
     process.exitCode = await executeRun(
       base,
       (o) => runBackfill({ ...o, from, to, ...(flags.newestFirst ? { newestFirst: true } : {}) }),
-      { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel },
+      { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel, ...withNotify(loaded, 'backfill') },
     );
   });
 }

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { parseDuration } from '../../pipeline/windows.js';
 import { executeRun } from '../execute-run.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, type CommonFlags } from '../run-options.js';
+import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
 import { UsageError } from '../usage-error.js';
 import { instant } from './backfill.js';
 
@@ -32,7 +32,7 @@ export function register(program: Command): void {
     process.exitCode = await executeRun(
       base,
       (o) => runExport({ ...o, lookbackSeconds, ...(since !== undefined ? { since } : {}) }),
-      { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel },
+      { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel, ...withNotify(loaded, 'export') },
     );
   });
 }

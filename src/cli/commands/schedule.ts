@@ -1,8 +1,12 @@
 import { Command } from 'commander';
+import { notifyRunEnd, runEndOf, type NotifySettings } from '../../monitoring/notify.js';
+import type { RunSummary } from '../../pipeline/run.js';
 import { parseDuration, parseInstant } from '../../pipeline/windows.js';
+import type { Logger } from '../../util/logger.js';
 import { ExitCode } from '../exit-codes.js';
 import { createCliLogger } from '../logging.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, type CommonFlags } from '../run-options.js';
+import { exitCodeOf } from '../execute-run.js';
+import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, type CommonFlags } from '../run-options.js';
 import { formatSummary } from '../summary.js';
 import { UsageError } from '../usage-error.js';
 
@@ -34,6 +38,7 @@ export function register(program: Command): void {
     const jobs = await loadJobs(flags.jobsDir);
     if (!jobs.length) throw new UsageError(`no job files in ${flags.jobsDir ?? 'jobs/'}`);
 
+    const notify = notifySettings(loaded);
     let stop = new AbortController();
     let abort = new AbortController();
     let exitCode: number = ExitCode.ok;
@@ -50,11 +55,12 @@ export function register(program: Command): void {
           lookbackSeconds,
         };
       },
-      onRunEnd: (_job, r) => {
+      onRunEnd: async (job, r) => {
         if (r.summary && flags.json) process.stdout.write(JSON.stringify(r.summary) + '\n');
         else if (r.summary) process.stdout.write(formatSummary(r.summary));
         const s = (r.error as { summary?: unknown } | undefined)?.summary;
         if (s && flags.json) process.stdout.write(JSON.stringify(s) + '\n');
+        if (notify) await notifyScheduledRun(notify, job, base.dataDir, r, logger);
       },
     });
     process.stderr.write(`scheduler running: ${jobs.map((j) => j.name).join(', ')} at "${c.scheduleCron}" (${c.scheduleTimezone}); Ctrl-C to stop\n`);
@@ -81,4 +87,16 @@ export function register(program: Command): void {
     });
     process.exitCode = exitCode;
   });
+}
+
+/** A scheduled run's notifications, with the exit code `export` would have ended with. */
+async function notifyScheduledRun(
+  settings: NotifySettings,
+  job: string,
+  dataDir: string,
+  r: { summary?: RunSummary; error?: unknown; startedMs: number; endedMs: number },
+  logger: Logger,
+): Promise<void> {
+  const exitCode = r.error === undefined ? ExitCode.ok : exitCodeOf(r.error);
+  await notifyRunEnd(settings, runEndOf({ command: 'schedule', job, dataDir, exitCode, ...r }), { logger });
 }
