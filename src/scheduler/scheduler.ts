@@ -14,7 +14,10 @@ export interface SchedulerOptions {
   /** Builds a fresh context for each run (fresh signals, logger with the run's id). */
   context: () => JobContext;
   logger: Logger;
-  onRunEnd?: (job: string, result: { summary?: RunSummary; error?: unknown }) => void;
+  /** Called as a job's run starts. */
+  onRunStart?: (job: string) => void;
+  /** Called as a job's run ends; the run counts as running until a returned promise settles (monitoring reads the store here). */
+  onRunEnd?: (job: string, result: { summary?: RunSummary; error?: unknown; durationMs: number }) => void | Promise<void>;
 }
 
 export interface Scheduler {
@@ -40,13 +43,21 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
     }
     const p = (async () => {
       opts.logger.info({ job: job.name, reason }, 'job starting');
+      const t0 = Date.now();
+      let result: { summary?: RunSummary; error?: unknown };
+      opts.onRunStart?.(job.name);
       try {
         const summary = await job.run(opts.context());
         opts.logger.info({ job: job.name, outcome: summary.outcome, sessions: summary.sessions.written }, 'job finished');
-        opts.onRunEnd?.(job.name, { summary });
+        result = { summary };
       } catch (error) {
         opts.logger.error({ job: job.name, error: error instanceof Error ? error.message : String(error) }, 'job failed');
-        opts.onRunEnd?.(job.name, { error });
+        result = { error };
+      }
+      try {
+        await opts.onRunEnd?.(job.name, { ...result, durationMs: Date.now() - t0 });
+      } catch (err) {
+        opts.logger.error({ job: job.name, error: err instanceof Error ? err.message : String(err) }, 'after-run hook failed');
       } finally {
         inFlight.delete(job.name);
       }

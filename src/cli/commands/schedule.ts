@@ -3,6 +3,7 @@ import { parseDuration, parseInstant } from '../../pipeline/windows.js';
 import { ExitCode } from '../exit-codes.js';
 import { createCliLogger } from '../logging.js';
 import { addCommonOptions, configFromFlags, pipelineOptions, type CommonFlags } from '../run-options.js';
+import { parseHttpPort, parseMaxLag } from '../monitoring-options.js';
 import { formatSummary } from '../summary.js';
 import { UsageError } from '../usage-error.js';
 
@@ -11,6 +12,9 @@ interface ScheduleFlags extends CommonFlags {
   timezone?: string;
   runNow?: boolean;
   jobsDir?: string;
+  httpPort?: string;
+  httpHost: string;
+  maxLag?: string;
 }
 
 export function register(program: Command): void {
@@ -21,7 +25,10 @@ export function register(program: Command): void {
       .option('--cron <expr>', 'cron expression of the nightly export (config scheduleCron; seconds field allowed)')
       .option('--timezone <tz>', 'time zone of the cron expression (config scheduleTimezone, default UTC)')
       .option('--run-now', 'also run every job once at start')
-      .option('--jobs-dir <dir>', 'where the job files are (default: the jobs/ of this installation)'),
+      .option('--jobs-dir <dir>', 'where the job files are (default: the jobs/ of this installation)')
+      .option('--http-port <port>', 'serve Prometheus /metrics and /healthz on this port while running (0: a free port)')
+      .option('--http-host <host>', 'address of the metrics endpoint', '127.0.0.1')
+      .option('--max-lag <duration>', '/healthz is unhealthy when the checkpoint is further behind now (default 26h)'),
   ).action(async (flags: ScheduleFlags) => {
     const loaded = configFromFlags(flags, { scheduleCron: flags.cron, scheduleTimezone: flags.timezone });
     const base = pipelineOptions(loaded, flags);
@@ -33,6 +40,10 @@ export function register(program: Command): void {
     const { startScheduler } = await import('../../scheduler/scheduler.js');
     const jobs = await loadJobs(flags.jobsDir);
     if (!jobs.length) throw new UsageError(`no job files in ${flags.jobsDir ?? 'jobs/'}`);
+    const httpPort = flags.httpPort !== undefined ? parseHttpPort(flags.httpPort) : undefined;
+    const maxLagSeconds = parseMaxLag(flags.maxLag);
+    const monitor = httpPort === undefined ? undefined : await startMonitor(flags.httpHost, httpPort, maxLagSeconds, base.dataDir, logger);
+    if (monitor) process.stdout.write(`Metrics: ${monitor.url}/metrics  (health: ${monitor.url}/healthz)\n`);
 
     let stop = new AbortController();
     let abort = new AbortController();
@@ -50,7 +61,9 @@ export function register(program: Command): void {
           lookbackSeconds,
         };
       },
-      onRunEnd: (_job, r) => {
+      ...(monitor ? { onRunStart: (job: string) => monitor.onRunStart(job) } : {}),
+      onRunEnd: async (job, r) => {
+        await monitor?.onRunEnd(job, r);
         if (r.summary && flags.json) process.stdout.write(JSON.stringify(r.summary) + '\n');
         else if (r.summary) process.stdout.write(formatSummary(r.summary));
         const s = (r.error as { summary?: unknown } | undefined)?.summary;
@@ -73,7 +86,7 @@ export function register(program: Command): void {
         logger.warn({ signal: sig, running: scheduler.running }, 'scheduler stopping');
         stop.abort(new Error(`stopped by ${sig}`));
         setTimeout(() => abort.abort(new Error(`stopped by ${sig}`)), 10_000).unref();
-        void scheduler.stop().then(resolve);
+        void scheduler.stop().then(() => monitor?.close()).then(resolve);
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
@@ -81,4 +94,15 @@ export function register(program: Command): void {
     });
     process.exitCode = exitCode;
   });
+}
+
+async function startMonitor(host: string, port: number, maxLagSeconds: number, dataDir: string, logger: ReturnType<typeof createCliLogger>) {
+  const { startSchedulerMonitor } = await import('../../monitoring/scheduler-monitor.js');
+  const { MonitoringServerError } = await import('../../monitoring/http-server.js');
+  try {
+    return await startSchedulerMonitor({ host, port, maxLagSeconds, dataDir, logger });
+  } catch (err) {
+    if (err instanceof MonitoringServerError) throw new UsageError(err.message, { cause: err });
+    throw err;
+  }
 }
