@@ -20,7 +20,7 @@ export async function statusCheck(dataDir: string, flags: { check?: boolean; max
     const lagH = ((health.lagSeconds ?? 0) / 3600).toFixed(1);
     process.stdout.write(`OK: checkpoint ${health.checkpoint} (${lagH} h behind now), last run ${health.lastRun?.outcome ?? 'none'}\n`);
   } else {
-    for (const r of health.reasons) process.stdout.write(`CRITICAL: ${r}\n`);
+    for (const r of health.reasons) process.stdout.write(`UNHEALTHY: ${r}\n`);
   }
   return health.healthy ? ExitCode.ok : ExitCode.runFailed;
 }

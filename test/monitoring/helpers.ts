@@ -63,6 +63,8 @@ export async function startPrometheus(target: string, dir: string): Promise<{ ur
     config,
     ['global:', '  scrape_interval: 1s', 'scrape_configs:', '  - job_name: session-etl', '    static_configs:', `      - targets: ['${target}']`, ''].join('\n'),
   );
+  const version = spawnSync('prometheus', ['--version'], { encoding: 'utf8' });
+  if (version.error) throw new Error(`prometheus cannot run (${version.error.message}): install Debian's prometheus package (apt-get install prometheus)`);
   const port = await freePort();
   const child = spawn(
     'prometheus',

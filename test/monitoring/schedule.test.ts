@@ -169,7 +169,7 @@ describe('schedule --http-port (real processes, emulator, Prometheus)', () => {
 
     const check = await runCli(['status', '--check'], env());
     expect(check.code).toBe(1);
-    expect(check.stdout.trim().split('\n')).toEqual([expect.stringMatching(/^CRITICAL: last run export-\S+ \(export\) failed: .*HTTP 401/)]);
+    expect(check.stdout.trim().split('\n')).toEqual([expect.stringMatching(/^UNHEALTHY: last run export-\S+ \(export\) failed: .*HTTP 401/)]);
     const lagging = await runCli(['status', '--check', '--max-lag', '5m'], env());
     expect(lagging.code).toBe(1);
     expect(lagging.stdout.trim().split('\n')).toHaveLength(2);
