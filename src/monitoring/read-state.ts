@@ -4,7 +4,9 @@
  * read-only); it can switch to another reader without its callers noticing.
  */
 import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { DataDirError } from '../store/errors.js';
+import type { LockHolder } from '../store/lock.js';
 import { readStatus } from '../store/status.js';
 
 /** A finished run as monitoring sees it. Times are epoch seconds. */
@@ -59,9 +61,11 @@ export async function readMonitoredState(dataDir: string, nowMs = Date.now()): P
     endedAt: seconds(r.ended_at),
     error: r.error == null ? null : String(r.error),
   }));
-  // A `running` row is a run in progress when the lock names a holder; without one, its process died.
+  // A `running` row is a run in progress when a live lock holder names it; otherwise its process died.
+  const holder = s.runningNow;
+  const inProgress = (r: MonitoredRun) => holder !== null && holder.command.includes(r.runId) && alive(holder);
   const finished = runs
-    .filter((r) => r.outcome !== 'running' || !s.runningNow)
+    .filter((r) => r.outcome !== 'running' || !inProgress(r))
     .map((r) => (r.outcome === 'running' ? { ...r, outcome: 'unfinished' } : r));
   const success = finished.find((r) => r.outcome === 'succeeded' || r.outcome === 'nothing-to-do');
   return {
@@ -71,4 +75,15 @@ export async function readMonitoredState(dataDir: string, nowMs = Date.now()): P
     lastRun: finished[0] ?? null,
     lastSuccessAt: success ? (success.endedAt ?? success.startedAt) : null,
   };
+}
+
+/** A holder on this host is alive when its pid is; one on another host is taken at its word. */
+function alive(holder: LockHolder): boolean {
+  if (holder.host !== hostname()) return true;
+  try {
+    process.kill(holder.pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
