@@ -4,6 +4,7 @@
  * Prometheus server.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -193,6 +194,16 @@ describe('schedule --http-port (real processes, emulator, Prometheus)', () => {
       const r = await runCli([...args], env());
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toMatch(message);
+    }
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (busy.address() as AddressInfo).port;
+      const r = await runCli(['schedule', '--cron', '0 0 1 1 *', '--http-port', String(port), '--config', config], env());
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`cannot serve metrics on 127\\.0\\.0\\.1:${port} \\(EADDRINUSE\\): the port is in use`));
+    } finally {
+      busy.close();
     }
   });
 });
