@@ -2,8 +2,8 @@ import { Command } from 'commander';
 import { parseDuration, parseInstant } from '../../pipeline/windows.js';
 import { ExitCode } from '../exit-codes.js';
 import { createCliLogger } from '../logging.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, type CommonFlags } from '../run-options.js';
 import { parseHttpPort, parseMaxLag } from '../monitoring-options.js';
+import { addCommonOptions, configFromFlags, pipelineOptions, type CommonFlags } from '../run-options.js';
 import { formatSummary } from '../summary.js';
 import { UsageError } from '../usage-error.js';
 
