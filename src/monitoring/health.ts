@@ -2,6 +2,7 @@
  * Is the export healthy? One pure function of the monitored state, shared by `/healthz` and
  * `session-etl status --check`, so both always give the same answer and the same reasons.
  */
+import { isoOf as iso } from '../pipeline/windows.js';
 import type { MonitoredState } from './read-state.js';
 
 /** The default --max-lag: a nightly export that missed one night is late by more than a day. */
@@ -21,8 +22,6 @@ export interface Health {
   lagSeconds: number | null;
   lastRun: { runId: string; kind: string; outcome: string; endedAt: string | null } | null;
 }
-
-const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
 
 export function checkHealth(state: MonitoredState, o: HealthOptions): Health {
   const reasons: string[] = [];
