@@ -102,6 +102,7 @@ export interface RunSummary {
   requests: number;
   retries: number;
   rateLimited: number;
+  pausedMs?: number;
   bisections: number;
   durationMs: number;
   checkpoint: string | null;

@@ -14,8 +14,16 @@ export interface SchedulerOptions {
   /** Builds a fresh context for each run (fresh signals, logger with the run's id). */
   context: () => JobContext;
   logger: Logger;
-  /** Awaited before the job counts as ended (notifications are sent from here). */
-  onRunEnd?: (job: string, result: { summary?: RunSummary; error?: unknown; startedMs: number; endedMs: number }) => void | Promise<void>;
+  /** Called as a job's run starts. */
+  onRunStart?: (job: string) => void;
+  /**
+   * Called as a job's run ends; the run counts as running until a returned promise settles
+   * (monitoring reads the store here, notifications are sent from here).
+   */
+  onRunEnd?: (
+    job: string,
+    result: { summary?: RunSummary; error?: unknown; startedMs: number; endedMs: number; durationMs: number },
+  ) => void | Promise<void>;
 }
 
 export interface Scheduler {
@@ -43,6 +51,7 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
       opts.logger.info({ job: job.name, reason }, 'job starting');
       const startedMs = Date.now();
       let result: { summary?: RunSummary; error?: unknown };
+      opts.onRunStart?.(job.name);
       try {
         const summary = await job.run(opts.context());
         opts.logger.info({ job: job.name, outcome: summary.outcome, sessions: summary.sessions.written }, 'job finished');
@@ -52,7 +61,8 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
         result = { error };
       }
       try {
-        await opts.onRunEnd?.(job.name, { ...result, startedMs, endedMs: Date.now() });
+        const endedMs = Date.now();
+        await opts.onRunEnd?.(job.name, { ...result, startedMs, endedMs, durationMs: endedMs - startedMs });
       } catch (error) {
         opts.logger.error({ job: job.name, error: error instanceof Error ? error.message : String(error) }, 'after-run step failed');
       } finally {

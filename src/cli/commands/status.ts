@@ -11,11 +11,19 @@ export function register(program: Command): void {
     .option('--config <file>', 'configuration file')
     .option('--runs <n>', 'how many recent runs to show', '10')
     .option('--json', 'print as JSON')
-    .action(async (flags: { dataDir?: string; config?: string; runs: string; json?: boolean }) => {
+    .option('--check', 'health check: exit 0 when healthy, 1 with one line per problem (failed last run, lag beyond --max-lag, holes)')
+    .option('--max-lag <duration>', 'with --check: the checkpoint may be this far behind now (default 26h)')
+    .action(async (flags: { dataDir?: string; config?: string; runs: string; json?: boolean; check?: boolean; maxLag?: string }) => {
       if (!/^\d+$/.test(flags.runs.trim()) || Number(flags.runs) < 1) {
         throw new UsageError(`--runs must be a positive whole number, got ${JSON.stringify(flags.runs)}`);
       }
       const { config } = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      if (flags.check || flags.maxLag !== undefined) {
+        const { statusCheck } = await import('../status-check.js');
+        // --max-lag, else the configuration's maxLag (the same limit notifications use).
+        process.exitCode = await statusCheck(config.dataDir, { ...flags, maxLag: flags.maxLag ?? config.maxLag });
+        return;
+      }
       const { readStatus } = await import('../../store/status.js');
       const s = await readStatus(config.dataDir, Date.now(), Number(flags.runs));
       process.stdout.write(flags.json ? JSON.stringify(s) + '\n' : formatStatus(s));
