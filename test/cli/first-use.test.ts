@@ -104,3 +104,45 @@ describe('a range in the future', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ range: null, windows: { total: 0 } });
   });
 });
+
+describe('sessions for a person', () => {
+  const base = () => ['sessions', '--data-dir', dataDir];
+
+  it('the table shows times as ISO UTC and columns in the order --attribute-names asked', async () => {
+    const r = await runCli([...base(), '--output', 'table', '--attribute-names', 'started,id,agent.email,pin', '--page-size', '3', '--sort', 'started']);
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split('\n');
+    expect(lines[0]!.split(/\s+/)).toEqual(['started', 'id', 'agent.email', 'pin']);
+    const first = emu.dataset.sessionsStartedIn(FROM, TO).sort((a, b) => a.started - b.started)[0]!;
+    const iso = new Date(first.started * 1000).toISOString().replace('.000Z', 'Z');
+    expect(lines[2]!.startsWith(`${iso}  ${first.id}`)).toBe(true);
+  });
+
+  it('csv and json keep the asked order too, with times as the interface gives them (epoch seconds)', async () => {
+    const csv = await runCli([...base(), '--output', 'csv', '--attribute-names', 'pin,started,agent.email,id', '--page-size', '2']);
+    expect(csv.code).toBe(0);
+    const [header, row] = csv.stdout.split('\n');
+    expect(header).toBe('pin,started,agent.email,id');
+    expect(row!.split(',')[1]).toMatch(/^\d{10}$/);
+    const json = await runCli([...base(), '--output', 'json', '--attribute-names', 'pin,agent.name,started,agent.email', '--page-size', '1']);
+    const item = JSON.parse(json.stdout).items[0];
+    expect(Object.keys(item)).toEqual(['pin', 'agent', 'started']);
+    expect(Object.keys(item.agent)).toEqual(['name', 'email']);
+  });
+
+  it('kebab-case flags and the vendor\'s camelCase spellings give the same answer; --format still means --output here', async () => {
+    const kebab = await runCli([...base(), '--output', 'json', '--page-size', '4', '--attribute-names', 'id,duration', '--from-date', new Date((FROM + D) * 1000).toISOString().slice(0, 10)]);
+    const camel = await runCli([...base(), '--format', 'json', '--pageSize', '4', '--attributeNames', 'id,duration', '--fromDate', new Date((FROM + D) * 1000).toISOString().slice(0, 10)]);
+    expect(kebab.code).toBe(0);
+    expect(kebab.stderr).toBe('');
+    expect(camel.stderr).toBe('');
+    expect(JSON.parse(kebab.stdout).items).toHaveLength(4);
+    expect(JSON.parse(camel.stdout)).toEqual(JSON.parse(kebab.stdout));
+    const help = await runCli(['sessions', '--help']);
+    expect(help.stdout).toContain('--page-size');
+    expect(help.stdout).not.toMatch(/^\s+--pageSize/m);
+    const both = await runCli([...base(), '--output', 'csv', '--format', 'json']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('--output csv and --format json disagree');
+  });
+});
