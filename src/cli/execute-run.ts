@@ -24,7 +24,8 @@ export async function executeRun(
   run: (opts: PipelineOptions) => Promise<RunSummary>,
   o: ExecuteRunOptions,
 ): Promise<number> {
-  const logger = createCliLogger(o.logLevel);
+  const progress = createProgress(o.progress && !o.json);
+  const logger = createCliLogger(o.logLevel, process.stderr, progress);
   const stop = new AbortController();
   const abort = new AbortController();
   let stopCode: number = ExitCode.sigint;
@@ -33,7 +34,8 @@ export async function executeRun(
     const code = sig === 'SIGTERM' ? ExitCode.sigterm : ExitCode.sigint;
     if (stop.signal.aborted) {
       // Second signal: leave now. Every committed window is durable; nothing partial is visible.
-      process.stderr.write(`\n${sig} again: exiting now\n`);
+      progress.stop();
+      process.stderr.write(`${sig} again: exiting now\n`);
       process.exit(code);
     }
     stopCode = code;
@@ -44,7 +46,6 @@ export async function executeRun(
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  const progress = createProgress(o.progress && !o.json);
   try {
     const summary = await run({
       ...base,

@@ -113,8 +113,8 @@ describe('sessions for a person', () => {
     expect(r.code).toBe(0);
     const lines = r.stdout.split('\n');
     expect(lines[0]!.split(/\s+/)).toEqual(['started', 'id', 'agent.email', 'pin']);
-    const first = emu.dataset.sessionsStartedIn(FROM, TO).sort((a, b) => a.started - b.started)[0]!;
-    const iso = new Date(first.started * 1000).toISOString().replace('.000Z', 'Z');
+    const first = emu.dataset.sessionsStartedIn(FROM, TO).sort((a, b) => a.started! - b.started!)[0]!;
+    const iso = new Date(first.started! * 1000).toISOString().replace('.000Z', 'Z');
     expect(lines[2]!.startsWith(`${iso}  ${first.id}`)).toBe(true);
   });
 
