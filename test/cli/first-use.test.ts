@@ -146,3 +146,12 @@ describe('sessions for a person', () => {
     expect(both.stderr).toContain('--output csv and --format json disagree');
   });
 });
+
+describe('days only partly covered', () => {
+  it('status marks the day after a backfill to midnight as partial (only its 00:00:00 sessions are stored)', async () => {
+    const r = await runCli(['status', '--data-dir', dataDir]);
+    expect(r.code).toBe(0);
+    const toDay = new Date(TO * 1000).toISOString().slice(0, 10);
+    expect(r.stdout).toContain(`partial days    ${toDay} (covered 00:00:00 only)\n`);
+  });
+});
