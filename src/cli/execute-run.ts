@@ -24,8 +24,7 @@ export async function executeRun(
   run: (opts: PipelineOptions) => Promise<RunSummary>,
   o: ExecuteRunOptions,
 ): Promise<number> {
-  const progress = createProgress(o.progress && !o.json);
-  const logger = createCliLogger(o.logLevel, process.stderr, progress);
+  const logger = createCliLogger(o.logLevel);
   const stop = new AbortController();
   const abort = new AbortController();
   let stopCode: number = ExitCode.sigint;
@@ -46,6 +45,7 @@ export async function executeRun(
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const progress = createProgress(o.progress && !o.json);
   try {
     const summary = await run({
       ...base,

@@ -1,10 +1,10 @@
 /**
  * A progress bar with ETA on a terminal (cli-progress); nothing otherwise (the log lines say enough).
  *
- * The bar and the log share the terminal, so every log line goes through `writeLines`: with the
- * bar drawn, it clears the bar's line, writes the lines, and draws the bar again below them. `stop`
- * clears the bar and leaves the cursor at the start of that empty line, so whatever follows (the
- * summary, the Ctrl-C message) starts on a clean line.
+ * The bar and the log share the terminal, so log lines go out through `writeLines`: with a bar
+ * drawn on that stream, it clears the bar's line, writes the lines, and draws the bar again below
+ * them. `stop` clears the bar and leaves the cursor at the start of that empty line, so whatever
+ * follows (the summary, the Ctrl-C message) starts on a clean line.
  */
 import { clearLine, cursorTo } from 'node:readline';
 import cliProgress from 'cli-progress';
@@ -12,17 +12,29 @@ import type { Progress } from '../pipeline/run.js';
 
 export interface RunProgress {
   update(p: Progress): void;
-  /** Writes whole lines (ending in a newline) to the terminal without mixing them into the bar. */
-  writeLines(text: string): void;
-  /** Clears the bar (once started) and shows the cursor again. */
+  /** Clears the bar (once drawn) and shows the cursor again. */
   stop(): void;
 }
 
 /** Back to column 0, and erase the whole line. */
 export const CLEAR_LINE = '\r\x1b[2K';
 
+/** The bar drawn on each stream now, redrawn after each log line written there. */
+const drawnOn = new Map<NodeJS.WritableStream, () => void>();
+
+/** Writes whole lines (ending in a newline) to `stream` without mixing them into a bar drawn there. */
+export function writeLines(stream: NodeJS.WritableStream, text: string): void {
+  const redraw = drawnOn.get(stream);
+  if (!redraw) {
+    stream.write(text);
+    return;
+  }
+  stream.write(CLEAR_LINE + text);
+  redraw();
+}
+
 export function createProgress(enabled: boolean, stream: NodeJS.WriteStream = process.stderr): RunProgress {
-  if (!enabled || !stream.isTTY) return { update() {}, writeLines: (text) => void stream.write(text), stop() {} };
+  if (!enabled || !stream.isTTY) return { update() {}, stop() {} };
   const width = () => stream.columns || 80;
   // cli-progress's own terminal saves the cursor position when the bar starts and restores it when
   // it stops: after log lines have scrolled the screen, that jumps back up and the summary is
@@ -58,21 +70,15 @@ export function createProgress(enabled: boolean, stream: NodeJS.WriteStream = pr
     update(p) {
       if (!drawn) {
         bar.start(p.windowsTotal, p.windowsDone, { sessions: p.sessions });
+        drawnOn.set(stream, () => bar.render());
         drawn = true;
       }
       bar.update(p.windowsDone, { sessions: p.sessions });
     },
-    writeLines(text) {
-      if (!drawn) {
-        stream.write(text);
-        return;
-      }
-      stream.write(CLEAR_LINE + text);
-      bar.render();
-    },
     stop() {
       if (!drawn) return;
       drawn = false;
+      drawnOn.delete(stream);
       bar.stop();
     },
   };
