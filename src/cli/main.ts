@@ -54,8 +54,6 @@ export async function main(argv: string[] = process.argv): Promise<number> {
   }
 }
 
-dropOutputOnEpipe(process.stdout);
-dropOutputOnEpipe(process.stderr);
 /** The version in package.json (found upwards from this file: src/cli or dist/src/cli). */
 function packageVersion(): string {
   for (let dir = new URL('.', import.meta.url); ; dir = new URL('..', dir)) {
@@ -65,5 +63,7 @@ function packageVersion(): string {
   }
 }
 
+dropOutputOnEpipe(process.stdout);
+dropOutputOnEpipe(process.stderr);
 const code = await main();
 process.exitCode = code;

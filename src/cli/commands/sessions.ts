@@ -164,7 +164,10 @@ function inOrder(view: Record<string, unknown>, paths: readonly string[]): Recor
     }
     const parent = p.slice(0, dot);
     const src = view[parent] as Record<string, unknown> | undefined;
-    if (!src || typeof src !== 'object') continue;
+    if (!src || typeof src !== 'object') {
+      if (!(parent in out) && parent in view) out[parent] = view[parent];
+      continue;
+    }
     const obj = (out[parent] ??= {}) as Record<string, unknown>;
     obj[p.slice(dot + 1)] = src[p.slice(dot + 1)];
   }
