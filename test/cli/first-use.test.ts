@@ -153,5 +153,7 @@ describe('days only partly covered', () => {
     expect(r.code).toBe(0);
     const toDay = new Date(TO * 1000).toISOString().slice(0, 10);
     expect(r.stdout).toContain(`partial days    ${toDay} (covered 00:00:00 only)\n`);
+    const json = await runCli(['status', '--data-dir', dataDir, '--json']);
+    expect(JSON.parse(json.stdout).partialDays).toEqual([{ date: toDay, covered: ['00:00:00 only'] }]);
   });
 });

@@ -19,7 +19,7 @@ export function register(program: Command): void {
       const { config } = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
       const { readStatus } = await import('../../store/status.js');
       const s = await readStatus(config.dataDir, Date.now(), Number(flags.runs));
-      process.stdout.write(flags.json ? JSON.stringify(s) + '\n' : formatStatus(s));
+      process.stdout.write(flags.json ? JSON.stringify({ ...s, partialDays: partialDays(s.coverage) }) + '\n' : formatStatus(s));
     });
 }
 
