@@ -75,7 +75,8 @@ async function executeRunCore(
     const code = sig === 'SIGTERM' ? ExitCode.sigterm : ExitCode.sigint;
     if (stop.signal.aborted) {
       // Second signal: leave now. Every committed window is durable; nothing partial is visible.
-      process.stderr.write(`\n${sig} again: exiting now\n`);
+      progress.stop();
+      process.stderr.write(`${sig} again: exiting now\n`);
       process.exit(code);
     }
     stopCode = code;

@@ -133,7 +133,9 @@ export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
   return execute(opts, 'backfill', async (store, nowS) => {
     const settle = opts.settleSeconds ?? DEFAULTS.settleSeconds;
     const to = Math.min(opts.to, Math.floor(nowS - settle));
-    if (to < opts.to) log(opts).warn({ to: isoOf(to) }, `--to is later than now - settle; the backfill stops at ${isoOf(to)}`);
+    if (opts.from >= to) {
+      log(opts).warn({ settleEnd: isoOf(to) }, `nothing to fetch: the whole range starts at or after now - settle (${isoOf(to)}); sessions that recent are not fetched yet`);
+    } else if (to < opts.to) log(opts).warn({ to: isoOf(to) }, `--to is later than now - settle; the backfill stops at ${isoOf(to)}`);
     if (opts.from >= to) return { range: null, todo: [], resumed: false };
     const range = { start: opts.from, end: to };
     const open = await store.openBackfill(range);

@@ -25,6 +25,9 @@ export function register(program: Command): void {
     const from = instant(flags.from, '--from');
     const to = instant(flags.to, '--to');
     if (from >= to) throw new UsageError(`--from (${flags.from}) must be before --to (${flags.to})`);
+    if (from > Date.now() / 1000) {
+      throw new UsageError(`--from (${flags.from}) is in the future: the whole range is, and there is nothing to fetch yet`);
+    }
     const loaded = configFromFlags(flags);
     const base = pipelineOptions(loaded, flags);
     const { runBackfill } = await import('../../pipeline/run.js');

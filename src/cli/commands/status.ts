@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { loadConfig } from '../../config/load.js';
+import { partialDays } from '../partial-days.js';
 import { UsageError } from '../usage-error.js';
 import type { StoreStatus } from '../../store/status.js';
 
@@ -26,8 +27,16 @@ export function register(program: Command): void {
       }
       const { readStatus } = await import('../../store/status.js');
       const s = await readStatus(config.dataDir, Date.now(), Number(flags.runs));
-      process.stdout.write(flags.json ? JSON.stringify(s) + '\n' : formatStatus(s));
+      process.stdout.write(flags.json ? JSON.stringify({ ...s, partialDays: partialDays(s.coverage) }) + '\n' : formatStatus(s));
     });
+}
+
+/** UTC days (partitions) only partly covered, so incomplete in the data; see partial-days.ts. */
+function describePartialDays(coverage: StoreStatus['coverage']): string {
+  const days = partialDays(coverage);
+  if (!days.length) return 'none';
+  const shown = days.slice(0, 8).map((d) => `${d.date} (covered ${d.covered.join(', ')})`);
+  return shown.join(', ') + (days.length > shown.length ? `, and ${days.length - shown.length} more` : '');
 }
 
 function human(bytes: number): string {
@@ -53,6 +62,7 @@ export function formatStatus(s: StoreStatus): string {
     `checkpoint      ${s.checkpoint ?? '(none yet)'}${s.lagSeconds !== null ? `  — ${lag(s.lagSeconds)} behind now` : ''}`,
     `coverage        ${s.coverage.map((c) => `${c.from} – ${c.to}`).join(', ') || '(none)'}`,
     `coverage holes  ${s.coverageHoles.map((c) => `${c.from} – ${c.to}`).join(', ') || 'none'}`,
+    `partial days    ${describePartialDays(s.coverage)}`,
     `rows            ${s.rows ?? '(parquet only: see the dataset)'}${s.pendingRows ? ` (+${s.pendingRows} committed, merged by the next run)` : ''}${s.rejected ? `, ${s.rejected} rejected` : ''}`,
     `partitions      ${s.partitions}${s.pendingPartitions.length ? ` (${s.pendingPartitions.length} waiting for a rewrite)` : ''}`,
     `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})`,
