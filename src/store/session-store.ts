@@ -204,7 +204,7 @@ export class SessionStore {
     try {
       db = await openDb(layout.dbPath, { readOnly, ...(readOnly ? {} : { memoryLimit: WRITER_MEMORY_LIMIT, threads: WRITER_THREADS }) });
     } catch (err) {
-      throw translateOpenError(err, layout.dbPath);
+      throw translateOpenError(err, layout.dbPath, readOnly);
     }
     const store = new SessionStore(layout, opts.format, db, readOnly);
     try {
@@ -807,6 +807,17 @@ export class SessionStore {
     );
   }
 
+  private snapshotConn: DuckDBConnection | undefined;
+  /** A connection of its own for reading the state while the run writes (the state snapshot). */
+  async readConnection(): Promise<DuckDBConnection> {
+    if (this.closed) throw new Error('the store is closed');
+    if (!this.snapshotConn) {
+      this.snapshotConn = await this.db.instance.connect();
+      await this.snapshotConn.run("SET TimeZone = 'UTC'");
+    }
+    return this.snapshotConn;
+  }
+
   private extra: DuckDBConnection[] = [];
   private async rewriteConnections(n: number): Promise<DuckDBConnection[]> {
     while (this.extra.length < n) {
@@ -911,6 +922,25 @@ export class SessionStore {
     });
   }
 
+  /**
+   * Records every run still marked `running` as `died` (ended_at = now): called by a writer holding the
+   * lock, so none of them is running any more (killed, or crashed, without recording its outcome).
+   * Returns their run ids.
+   */
+  recordDiedRuns(foundBy: string, holder?: { runId?: string; pid: number; host: string }): Promise<string[]> {
+    return this.exclusive(async () => {
+      const rows = await queryRows<{ run_id: string }>(this.conn, `SELECT run_id FROM _runs WHERE outcome = 'running'`);
+      for (const { run_id } of rows) {
+        const who = holder?.runId === run_id ? `its process (pid ${holder.pid} on ${holder.host}) is gone` : 'its process is gone';
+        await this.conn.run(`UPDATE _runs SET outcome = 'died', ended_at = now(), error = $2 WHERE run_id = $1 AND outcome = 'running'`, [
+          run_id,
+          `${who}: killed or crashed before recording an outcome; found by run ${foundBy}, which resumes its work`,
+        ]);
+      }
+      return rows.map((r) => r.run_id);
+    });
+  }
+
   async lastRuns(limit = 10): Promise<Record<string, unknown>[]> {
     return queryRows(this.conn, `SELECT * FROM _runs ORDER BY started_at DESC LIMIT ${Math.max(1, Math.floor(limit))}`);
   }
@@ -955,6 +985,7 @@ export class SessionStore {
       await this.conn.run('CHECKPOINT').catch(() => {});
     }
     this.mergeConn?.closeSync();
+    this.snapshotConn?.closeSync();
     for (const conn of this.extra) conn.closeSync();
     this.db.close();
   }
@@ -1098,13 +1129,24 @@ async function prepareDirs(layout: StoreLayout): Promise<void> {
   }
 }
 
-function translateOpenError(err: unknown, path: string): Error {
+function translateOpenError(err: unknown, path: string, readOnly: boolean): Error {
   const msg = err instanceof Error ? err.message : String(err);
   if (/lock/i.test(msg) && /conflict|Could not set lock/i.test(msg)) {
-    return new StoreBusyError(
-      `${path} is open in another process (another session-etl run, or a tool holding it for writing): ${firstLine(msg)}`,
-      { cause: err },
-    );
+    // DuckDB names the holder ("Conflicting lock is held in /usr/bin/node (PID 123)") and, when the
+    // holder only reads, adds that the file could be opened read-only.
+    const pid = /\(PID (\d+)\)/.exec(msg)?.[1];
+    const program = /held in (.+?) \(PID/.exec(msg)?.[1];
+    const holder = pid ? `pid ${pid}${program ? ` (${basename(program)})` : ''}` : 'another process';
+    const byReader = !readOnly && /read-only mode/i.test(msg);
+    const text = readOnly
+      ? `${path} is open for writing by ${holder} (a session-etl run holds it while it runs)`
+      : byReader
+        ? `${path} is held open by ${holder}, a reader (a BI tool, notebook or duckdb shell left connected?): DuckDB lets a run ` +
+          'write the file only when no other process has it open. Close that connection, or pass --wait to wait until it closes; ' +
+          'point BI tools at the Parquet dataset (parquet/sessions/), which a run never locks'
+        : `${path} is open for writing by ${holder} (a tool that opened it read-write, or another session-etl run): ` +
+          'close it, or pass --wait to wait until it closes';
+    return new StoreBusyError(text, { cause: err, holder, byReader, ...(pid ? { pid: Number(pid) } : {}) });
   }
   if (/not a valid DuckDB database file|Invalid Input|not a DuckDB|unable to open|Corrupt|IO Error/i.test(msg)) {
     return new DataDirError(`${path} is not a session-etl DuckDB file (${firstLine(msg)}); choose another --data-dir or move it away`, {
