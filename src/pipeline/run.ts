@@ -505,7 +505,10 @@ async function openWhenFree(opts: PipelineOptions, logger: Logger): Promise<Sess
     try {
       return await SessionStore.open({ dataDir: opts.dataDir, format: opts.format });
     } catch (err) {
-      if (!(err instanceof StoreBusyError) || Date.now() >= deadline || opts.stopSignal?.aborted) {
+      if (err instanceof StoreBusyError && opts.stopSignal?.aborted) {
+        throw new RunInterruptedError(`stopped while waiting for ${err.holder} to close the DuckDB file; nothing was written`, opts.stopExitCode ?? 130);
+      }
+      if (!(err instanceof StoreBusyError) || Date.now() >= deadline) {
         if (err instanceof StoreBusyError && lock?.wait) {
           throw new StoreBusyError(`${err.message} (still held after waiting ${Math.round((lock.waitTimeoutMs ?? 0) / 1000)} s, --wait-timeout)`, {
             cause: err,
