@@ -48,14 +48,39 @@ export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10)
   const died = holder && !alive ? holder : null;
   const { count: partitions, bytes: parquetBytes } = await datasetSize(layout.parquetDir);
   const duckdbBytes = (await sizeOf(layout.dbPath)) + (await sizeOf(`${layout.dbPath}.wal`));
-  let state: StoreState;
-  let asOf: string | null = null;
-  let store: SessionStore | undefined;
+  const { state, asOf } = await readState(dataDir, format, runs);
+  const cp = state.checkpoint !== null ? Date.parse(state.checkpoint) / 1000 : undefined;
+  return {
+    dataDir,
+    format,
+    source: asOf ? 'snapshot' : 'duckdb',
+    asOf,
+    checkpoint: state.checkpoint,
+    lagSeconds: cp !== undefined ? Math.round(nowMs / 1000 - cp) : null,
+    coverage: state.coverage,
+    coverageHoles: state.coverageHoles,
+    rows: state.rows,
+    partitions,
+    pendingPartitions: state.pendingPartitions,
+    pendingRows: state.pendingRows,
+    rejected: state.rejected,
+    bytes: { duckdb: duckdbBytes, parquet: parquetBytes, total: duckdbBytes + parquetBytes },
+    lastRuns: state.lastRuns.slice(0, runs).map((r) => markDied(r, alive, died)),
+    runningNow: alive,
+    lastRunDied: died ? { runId: died.runId ?? runIdOf(died.command), pid: died.pid, host: died.host, startedAt: died.startedAt } : null,
+  };
+}
+
+/**
+ * The store's state from the DuckDB file; while a run holds it (DuckDB lets no other process open it
+ * meanwhile), from the snapshot the run publishes, with the time it was written.
+ */
+async function readState(dataDir: string, format: OutputFormat, runs: number): Promise<{ state: StoreState; asOf: string | null }> {
+  let store: SessionStore;
   try {
     store = await SessionStore.open({ dataDir, format, readOnly: true });
   } catch (err) {
     if (!(err instanceof StoreBusyError)) throw err;
-    // A run holds the file (DuckDB lets no other process open it meanwhile): read what it published.
     const snapshot = await readStateSnapshot(dataDir);
     if (!snapshot) {
       throw new StoreBusyError(`${err.message}, and it has not published a state snapshot (${STATE_FILE}) yet: try again in a moment`, {
@@ -63,36 +88,13 @@ export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10)
         holder: err.holder,
       });
     }
-    state = snapshot;
-    asOf = snapshot.writtenAt;
+    return { state: snapshot, asOf: snapshot.writtenAt };
   }
-  if (store) {
-    try {
-      state = await collectState(store, store.conn, runs);
-    } finally {
-      await store.close();
-    }
+  try {
+    return { state: await collectState(store, store.conn, runs), asOf: null };
+  } finally {
+    await store.close();
   }
-  const cp = state!.checkpoint !== null ? Date.parse(state!.checkpoint) / 1000 : undefined;
-  return {
-    dataDir,
-    format,
-    source: asOf ? 'snapshot' : 'duckdb',
-    asOf,
-    checkpoint: state!.checkpoint,
-    lagSeconds: cp !== undefined ? Math.round(nowMs / 1000 - cp) : null,
-    coverage: state!.coverage,
-    coverageHoles: state!.coverageHoles,
-    rows: state!.rows,
-    partitions,
-    pendingPartitions: state!.pendingPartitions,
-    pendingRows: state!.pendingRows,
-    rejected: state!.rejected,
-    bytes: { duckdb: duckdbBytes, parquet: parquetBytes, total: duckdbBytes + parquetBytes },
-    lastRuns: state!.lastRuns.slice(0, runs).map((r) => markDied(r, alive, died)),
-    runningNow: alive,
-    lastRunDied: died ? { runId: died.runId ?? runIdOf(died.command), pid: died.pid, host: died.host, startedAt: died.startedAt } : null,
-  };
 }
 
 /** The run id in a holder's command ("backfill (run backfill-…)"), for locks written before holders named it. */
