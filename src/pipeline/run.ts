@@ -22,7 +22,7 @@ import { extractWindows, type ExtractStats } from './extract.js';
 import { flattenResponse, type InvalidPolicy } from './flatten.js';
 import { checkpointOf, holes, subtractIntervals } from './intervals.js';
 import { RateController } from './rate-controller.js';
-import { checkPlanSize, cutWindows, describeWindow, isoOf, type Window } from './windows.js';
+import { checkPlanSize, cutWindows, describeWindow, formatDuration, isoOf, type Window } from './windows.js';
 
 export interface PipelineOptions {
   /** Reporting endpoint (REPORTING_URL). */
@@ -510,7 +510,12 @@ async function openWhenFree(opts: PipelineOptions, logger: Logger): Promise<Sess
       }
       if (!(err instanceof StoreBusyError) || Date.now() >= deadline) {
         if (err instanceof StoreBusyError && lock?.wait) {
-          throw new StoreBusyError(`${err.message} (still held after waiting ${Math.round((lock.waitTimeoutMs ?? 0) / 1000)} s, --wait-timeout)`, {
+          const waited = formatDuration(Math.max(1, Math.round((lock.waitTimeoutMs ?? 0) / 1000)));
+          const text =
+            `${layoutOf(opts.dataDir, opts.format).dbPath} is still held open by ${err.holder}${err.byReader ? ', a reader,' : ''} ` +
+            `after waiting ${waited} (--wait-timeout): close that connection, or give a longer --wait-timeout` +
+            (err.byReader ? '; point BI tools at the Parquet dataset (parquet/sessions/), which a run never locks' : '');
+          throw new StoreBusyError(text, {
             cause: err,
             holder: err.holder,
             byReader: err.byReader,

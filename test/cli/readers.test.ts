@@ -109,7 +109,7 @@ describe('readers beside a run (real processes)', () => {
     again.stdin!.write('close\n');
     expect(gaveUp.code).toBe(3);
     expect(gaveUp.stderr).toContain(`pid ${again.pid}`);
-    expect(gaveUp.stderr).toMatch(/still held after waiting 2 s/);
+    expect(gaveUp.stderr).toMatch(/is still held open by pid \d+ \(\S+\), a reader, after waiting 2s \(--wait-timeout\): close that connection, or give a longer --wait-timeout/);
   });
 
   it('status and sessions while a run holds the file: status shows the snapshot and the run; sessions reads Parquet or says why not', async () => {
