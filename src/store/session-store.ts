@@ -1139,7 +1139,7 @@ function translateOpenError(err: unknown, path: string, readOnly: boolean): Erro
     const holder = pid ? `pid ${pid}${program ? ` (${basename(program)})` : ''}` : 'another process';
     const byReader = !readOnly && /read-only mode/i.test(msg);
     const text = readOnly
-      ? `${path} is open for writing by ${holder} (a session-etl run holds it while it runs)`
+      ? `${path} is open for writing by ${holder} (a session-etl run holds it while it runs, or a tool opened it read-write)`
       : byReader
         ? `${path} is held open by ${holder}, a reader (a BI tool, notebook or duckdb shell left connected?): DuckDB lets a run ` +
           'write the file only when no other process has it open. Close that connection, or pass --wait to wait until it closes; ' +
