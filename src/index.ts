@@ -13,6 +13,7 @@ export type { SessionRecord } from './reporting/session-record.js';
 export { SESSION_COLUMNS } from './store/contract.js';
 export type { OutputFormat } from './store/layout.js';
 export { DataDirError, StoreBusyError, StoreWriteError } from './store/errors.js';
+export { readStateSnapshot, StateSnapshotSchema, type StateSnapshot } from './store/state-snapshot.js';
 export { loadConfig } from './config/load.js';
 export { ConfigSchema, type Config } from './config/schema.js';
 export { startEmulator, DEFAULT_EMULATOR_API_KEY } from './emulator/index.js';

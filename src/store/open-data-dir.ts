@@ -4,7 +4,7 @@
  * directories, and opening the DuckDB file with the message a user can act on when that fails.
  */
 import { mkdir, open, readdir, rm, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { openDb, type Db } from './duckdb.js';
 import { exists, fileHead } from './durable-fs.js';
 import { DataDirError, firstLine, StoreBusyError, StoreSettingError } from './errors.js';
@@ -66,7 +66,7 @@ export async function openDataDir(layout: StoreLayout, format: OutputFormat, rea
     const db = await openDb(layout.dbPath, { readOnly, ...(readOnly ? {} : { memoryLimit: WRITER_MEMORY_LIMIT, threads: WRITER_THREADS }) });
     return { db, existed };
   } catch (err) {
-    throw translateOpenError(err, layout.dbPath);
+    throw translateOpenError(err, layout.dbPath, readOnly);
   }
 }
 
@@ -119,13 +119,24 @@ export async function prepareDirs(layout: StoreLayout): Promise<void> {
   }
 }
 
-function translateOpenError(err: unknown, path: string): Error {
+function translateOpenError(err: unknown, path: string, readOnly: boolean): Error {
   const msg = err instanceof Error ? err.message : String(err);
   if (/lock/i.test(msg) && /conflict|Could not set lock/i.test(msg)) {
-    return new StoreBusyError(
-      `${path} is open in another process (another session-etl run, or a tool holding it for writing): ${firstLine(msg)}`,
-      { cause: err },
-    );
+    // DuckDB names the holder ("Conflicting lock is held in /usr/bin/node (PID 123)") and, when the
+    // holder only reads, adds that the file could be opened read-only.
+    const pid = /\(PID (\d+)\)/.exec(msg)?.[1];
+    const program = /held in (.+?) \(PID/.exec(msg)?.[1];
+    const holder = pid ? `pid ${pid}${program ? ` (${basename(program)})` : ''}` : 'another process';
+    const byReader = !readOnly && /read-only mode/i.test(msg);
+    const text = readOnly
+      ? `${path} is open for writing by ${holder} (a session-etl run holds it while it runs, or a tool opened it read-write)`
+      : byReader
+        ? `${path} is held open by ${holder}, a reader (a BI tool, notebook or duckdb shell left connected?): DuckDB lets a run ` +
+          'write the file only when no other process has it open. Close that connection, or pass --wait to wait until it closes; ' +
+          'point BI tools at the Parquet dataset (parquet/sessions/), which a run never locks'
+        : `${path} is open for writing by ${holder} (a tool that opened it read-write, or another session-etl run): ` +
+          'close it, or pass --wait to wait until it closes';
+    return new StoreBusyError(text, { cause: err, holder, byReader, ...(pid ? { pid: Number(pid) } : {}) });
   }
   if (/not a valid DuckDB database file|Invalid Input|not a DuckDB|unable to open|Corrupt|IO Error/i.test(msg)) {
     return new DataDirError(`${path} is not a session-etl DuckDB file (${firstLine(msg)}); choose another --data-dir or move it away`, {

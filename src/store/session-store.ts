@@ -144,8 +144,24 @@ export class SessionStore {
     return this.exclusive(() => compactCoverage(this.conn));
   }
 
+  /** A connection of its own for reading the state while the run writes (the state snapshot). */
+  async readConnection(): Promise<DuckDBConnection> {
+    if (this.closed) throw new Error('the store is closed');
+    if (!this.snapshotConn) {
+      this.snapshotConn = await this.db.instance.connect();
+      await this.snapshotConn.run("SET TimeZone = 'UTC'");
+    }
+    return this.snapshotConn;
+  }
+  private snapshotConn: DuckDBConnection | undefined;
+
   recordRun(run: runLog.RunRow): Promise<void> {
     return this.exclusive(() => runLog.recordRun(this.conn, run));
+  }
+
+  /** Records every run still marked `running` as `died` (see run-log.ts); returns their run ids. */
+  recordDiedRuns(foundBy: string, holder?: { runId?: string; pid: number; host: string }): Promise<string[]> {
+    return this.exclusive(() => runLog.recordDiedRuns(this.conn, foundBy, holder));
   }
 
   lastRuns(limit = 10): Promise<Record<string, unknown>[]> {
@@ -178,6 +194,7 @@ export class SessionStore {
       await this.conn.run('CHECKPOINT').catch(() => {});
     }
     this.sink.closeConnections();
+    this.snapshotConn?.closeSync();
     this.db.close();
   }
 }

@@ -15,7 +15,7 @@ interface DemoFlags {
 }
 
 /** What a data directory of session-etl may hold: the demo clears only such a directory. */
-const OWN_ENTRIES = new Set(['sessions.duckdb', 'sessions.duckdb.wal', 'state.duckdb', 'state.duckdb.wal', 'parquet', 'pending', '.tmp', '.session-etl.lock']);
+const OWN_ENTRIES = new Set(['sessions.duckdb', 'sessions.duckdb.wal', 'state.duckdb', 'state.duckdb.wal', 'state.json', 'parquet', 'pending', '.tmp', '.session-etl.lock']);
 
 /**
  * Starts the demo afresh without destroying what is not ours: a directory holding anything else
