@@ -5,13 +5,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rmdir } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { DataDirError } from '../store/errors.js';
 import { acquireLock, type Lock, type LockHolder } from '../store/lock.js';
 import { ReportingClient, type RetryOptions } from '../reporting/client.js';
 import type { FetchLike } from '../reporting/transport.js';
-import { checkWriterSettings, SessionStore, type RunRow } from '../store/session-store.js';
-import { layoutOf, type OutputFormat } from '../store/layout.js';
+import { checkWriterSettings, discardNew, SessionStore, type RunRow } from '../store/session-store.js';
+import { DIR_MODE, layoutOf, refuseLinks, type OutputFormat } from '../store/layout.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { redact } from '../util/redact.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
@@ -28,7 +29,11 @@ export interface PipelineOptions {
   /** Reporting API key (REPORTING_API_KEY). */
   apiKey: string;
   dataDir: string;
-  format: OutputFormat;
+  /**
+   * What to write. Default: the format the data directory recorded on its first run (a new one: both).
+   * One that differs from the recorded format is refused (DataDirError, exit 2).
+   */
+  format?: OutputFormat;
   /** Chunk length in seconds. Default 1 day. */
   chunkSeconds?: number;
   /** Maximum concurrent requests. Default 4. */
@@ -148,7 +153,7 @@ export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
 /** Incremental: from checkpoint - lookback (or `since` on the first run) to now - settle. */
 export async function runExport(opts: ExportOptions): Promise<RunSummary> {
   validateCommon(opts);
-  if (opts.since === undefined && !existsSync(layoutOf(opts.dataDir, opts.format).dbPath)) {
+  if (opts.since === undefined && !(['both', 'parquet'] as const).some((f) => existsSync(layoutOf(opts.dataDir, f).dbPath))) {
     throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);
   }
   return execute(opts, 'export', async (store, nowS) => {
@@ -220,9 +225,15 @@ async function execute(
 
   checkWriterSettings();
   let lock: Lock | undefined;
+  let dirCreated: string | undefined;
   if (opts.lock !== false) {
-    await ensureDataDir(opts.dataDir);
-    lock = await acquireLock(layoutOf(opts.dataDir, opts.format).lockPath, {
+    dirCreated = await ensureDataDir(opts.dataDir);
+    // Before the lock: its directory must not be a link either.
+    await refuseLinks(opts.dataDir).catch(async (err: unknown) => {
+      await removeEmptyDirs(opts.dataDir, dirCreated);
+      throw err;
+    });
+    lock = await acquireLock(layoutOf(opts.dataDir, 'both').lockPath, {
       command: `${kind} (run ${runId})`,
       ...(opts.lock?.wait ? { wait: true } : {}),
       ...(opts.lock?.waitTimeoutMs !== undefined ? { waitTimeoutMs: opts.lock.waitTimeoutMs } : {}),
@@ -235,8 +246,10 @@ async function execute(
     store = await SessionStore.open({ dataDir: opts.dataDir, format: opts.format });
   } catch (err) {
     await lock?.release();
+    await removeEmptyDirs(opts.dataDir, dirCreated);
     throw err;
   }
+  const format = store.format;
   const stats: ExtractStats = { requests: 0, retries: 0, rateLimited: 0, bisections: 0, windowsDone: 0, records: 0 };
   const totals = { written: 0, inserted: 0, updated: 0, rejected: 0, duplicatesDropped: 0 };
   const partitionsWritten = new Set<string>();
@@ -398,8 +411,8 @@ async function execute(
       coverageHoles: holes(coverage).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
       files: {
         dataDir: opts.dataDir,
-        duckdb: opts.format === 'parquet' ? null : store.layout.dbPath,
-        parquet: opts.format === 'duckdb' ? null : store.layout.parquetDir,
+        duckdb: format === 'parquet' ? null : store.layout.dbPath,
+        parquet: format === 'duckdb' ? null : store.layout.parquetDir,
         partitionsWritten: [...partitionsWritten].sort(),
       },
       ...(errorText ? { error: errorText } : {}),
@@ -438,14 +451,21 @@ async function execute(
     throw err;
   } finally {
     if (flushTimer) clearInterval(flushTimer);
+    // A new store whose run failed before committing anything holds nothing worth keeping (a wrong
+    // key, say): what this run created goes again. Data of any earlier run is never touched.
+    const kept = summary?.outcome === 'succeeded' || summary?.outcome === 'nothing-to-do';
+    const discard = !kept && store.created.length > 0 && (await store.coverage().then((c) => c.length === 0, () => false));
     await store.close();
+    if (discard) await discardNew(store.created);
     await lock?.release();
+    if (discard) await removeEmptyDirs(opts.dataDir, dirCreated);
   }
 }
 
-async function ensureDataDir(dir: string): Promise<void> {
+/** Creates the data directory when missing; returns the first directory it created (see mkdir), if any. */
+async function ensureDataDir(dir: string): Promise<string | undefined> {
   try {
-    await mkdir(dir, { recursive: true });
+    return await mkdir(dir, { recursive: true, mode: DIR_MODE });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new DataDirError(
@@ -453,5 +473,14 @@ async function ensureDataDir(dir: string): Promise<void> {
         (code === 'EACCES' || code === 'EROFS' || code === 'EPERM' ? 'it is not writable; choose another --data-dir' : 'a file stands in the way; choose another --data-dir'),
       { cause: err },
     );
+  }
+}
+
+/** Removes `dir` and its parents up to `top` (the directories ensureDataDir created), each only if empty. */
+async function removeEmptyDirs(dir: string, top: string | undefined): Promise<void> {
+  if (top === undefined) return;
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    if (!(await rmdir(d).then(() => true, () => false))) return;
+    if (d === resolve(top) || dirname(d) === d) return;
   }
 }

@@ -9,7 +9,8 @@
  * rewrites them. With format `parquet`, the rows wait in `_pending_rows` (committed with their
  * coverage) until the partition rewrite merges them into the dataset.
  */
-import { mkdir, open, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { DuckDBDataChunk, BOOLEAN, DOUBLE, VARCHAR, listValue, type DuckDBType, type DuckDBConnection } from '@duckdb/node-api';
@@ -22,7 +23,10 @@ import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
 import { openDb, queryRows, sqlString, type Db } from './duckdb.js';
 import { NDJSON_COLUMNS, NDJSON_SELECT } from './ndjson.js';
 import { DataDirError, StoreBusyError, StoreSettingError, StoreWriteError } from './errors.js';
-import { layoutOf, NULL_PARTITION, PARTITION_FILE, partitionDir, type OutputFormat, type StoreLayout } from './layout.js';
+import {
+  DIR_MODE, FILE_MODE, layoutOf, NULL_PARTITION, PARTITION_FILE, partitionDir, PENDING_FILE_NAME, refuseLinks, TMP_FILE_NAME,
+  type OutputFormat, type StoreLayout,
+} from './layout.js';
 
 /** 2: the sessions table has no PRIMARY KEY index (one row per session is kept by the merge). */
 export const SCHEMA_VERSION = 2;
@@ -171,20 +175,32 @@ export class SessionStore {
   }
 
   /**
+   * Directories and files this writer created (its DuckDB file was new): what a first run that
+   * commits nothing removes again (see discardNew). Empty when the store existed.
+   */
+  readonly created: string[] = [];
+
+  /**
    * Opens the store, creating the data directory and schema when needed. Refuses a directory whose
    * DuckDB file belongs to another program, and a file held by another process.
+   *
+   * The format: a data directory keeps the one its first run recorded (`format` in
+   * _session_etl_meta; before that was recorded, which files it holds). Without `format` the store
+   * opens in that format (a new one: `both`); a `format` that differs from it is refused (exit 2):
+   * a store written in another format would miss the history, and rewrite Parquet partitions from it.
    */
-  static async open(opts: { dataDir: string; format: OutputFormat; readOnly?: boolean }): Promise<SessionStore> {
-    const layout = layoutOf(opts.dataDir, opts.format);
+  static async open(opts: { dataDir: string; format?: OutputFormat | undefined; readOnly?: boolean }): Promise<SessionStore> {
     const readOnly = opts.readOnly ?? false;
     if (!readOnly) checkWriterSettings();
+    const fileFormat = await formatOfFiles(opts.dataDir, opts.format, readOnly);
+    const layout = layoutOf(opts.dataDir, fileFormat);
     let existed = await exists(layout.dbPath);
     if (readOnly && !existed) {
       throw new DataDirError(`no session-etl data in ${opts.dataDir} (expected ${layout.dbPath}); run a backfill or export first`);
     }
     // Nothing is written to a directory before it is known to be ours: a file of another program
-    // where ours go, or a DuckDB file that is not ours, is refused first.
-    if (!readOnly) await checkLayout(layout, opts.format);
+    // where ours go, a link out of it, or a DuckDB file that is not ours, is refused first.
+    if (!readOnly) await checkLayout(layout, opts.format ?? fileFormat);
     if (existed) {
       const head = await fileHead(layout.dbPath);
       if (head.length === 0 && !readOnly && !(await exists(`${layout.dbPath}.wal`))) {
@@ -199,16 +215,24 @@ export class SessionStore {
         );
       }
     }
-    if (!readOnly && !existed) await prepareDirs(layout);
+    const created = !readOnly && !existed ? await prepareDirs(layout) : [];
     let db: Db;
     try {
       db = await openDb(layout.dbPath, { readOnly, ...(readOnly ? {} : { memoryLimit: WRITER_MEMORY_LIMIT, threads: WRITER_THREADS }) });
     } catch (err) {
       throw translateOpenError(err, layout.dbPath);
     }
-    const store = new SessionStore(layout, opts.format, db, readOnly);
+    let store = new SessionStore(layout, fileFormat, db, readOnly);
     try {
       await store.checkOwnership(existed);
+      const format = existed ? await store.recordedFormat(opts.format) : fileFormat;
+      if (format !== fileFormat) store = new SessionStore(layout, format, db, readOnly);
+      if (!existed) {
+        // DuckDB created the file with the umask's mode.
+        const mode = (await stat(layout.dbPath)).mode & 0o777;
+        if (mode & ~FILE_MODE) await chmod(layout.dbPath, mode & FILE_MODE);
+        store.created.push(...created, layout.dbPath);
+      }
       if (!readOnly) {
         if (existed) await prepareDirs(layout);
         await store.ensureSchema();
@@ -243,6 +267,22 @@ export class SessionStore {
     }
   }
 
+  /**
+   * The format this existing store keeps: the one recorded in _session_etl_meta, or (a store from
+   * before it was recorded) the one asked for, else the one its files show. Refuses one asked for
+   * that differs from the recorded one.
+   */
+  private async recordedFormat(asked: OutputFormat | undefined): Promise<OutputFormat> {
+    const meta = await queryRows<{ value: string }>(this.conn, `SELECT value FROM _session_etl_meta WHERE key = 'format'`).catch(() => []);
+    const recorded = meta[0]?.value as OutputFormat | undefined;
+    if (recorded && asked && recorded !== asked) throw formatMismatch(this.layout.dataDir, recorded, asked);
+    if (recorded) return recorded;
+    if (asked) return asked;
+    if (this.format === 'parquet') return 'parquet';
+    const partitions = await readdir(this.layout.parquetDir).catch(() => [] as string[]);
+    return partitions.length ? 'both' : 'duckdb';
+  }
+
   private async ensureSchema(): Promise<void> {
     const c = this.conn;
     await c.run('BEGIN TRANSACTION');
@@ -262,7 +302,7 @@ export class SessionStore {
         await this.dropSessionsPrimaryKey();
       }
       await c.run(
-        `INSERT INTO _session_etl_meta VALUES ('schema_version', '${SCHEMA_VERSION}'), ('created_by', 'session-etl')
+        `INSERT INTO _session_etl_meta VALUES ('schema_version', '${SCHEMA_VERSION}'), ('created_by', 'session-etl'), ('format', '${this.format}')
          ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE _session_etl_meta.key = 'schema_version'`,
       );
       await c.run('COMMIT');
@@ -330,7 +370,7 @@ export class SessionStore {
       // sessions table the file itself is what the transaction commits (by name): it must be durable first.
       const keep = this.format !== 'parquet';
       if (keep && !this.pendingDirMade) {
-        await mkdir(this.layout.pendingDir, { recursive: true });
+        await mkdir(this.layout.pendingDir, { recursive: true, mode: DIR_MODE });
         this.pendingDirMade = true;
       }
       // Named by window start: a merge reads its files in that order, so rows land in the table roughly by time.
@@ -338,7 +378,7 @@ export class SessionStore {
         keep ? this.layout.pendingDir : this.layout.tmpDir,
         `rows-${String(commit.window.start).padStart(12, '0')}-${process.pid}-${++this.fileSeq}.ndjson`,
       );
-      await writeFile(path, commit.ndjson.bytes);
+      await writeFile(path, commit.ndjson.bytes, { mode: FILE_MODE });
       if (keep) await fsyncFile(path);
       file = { path, count: commit.ndjson.count, extractedAt: commit.ndjson.extractedAt };
     }
@@ -560,16 +600,21 @@ export class SessionStore {
     });
   }
 
-  /** Files of windows whose transaction never committed (a crash between the write and the commit). */
+  /**
+   * Files of windows whose transaction never committed (a crash between the write and the commit).
+   * Only files named as session-etl names them are removed; anything else in pending/ is left alone.
+   */
   private async dropUncommittedFiles(): Promise<void> {
-    let names: string[];
+    let entries: Dirent[];
     try {
-      names = await readdir(this.layout.pendingDir);
+      entries = await readdir(this.layout.pendingDir, { withFileTypes: true });
     } catch {
       return;
     }
     const listed = new Set((await queryRows<{ file: string }>(this.conn, 'SELECT file FROM _pending_files')).map((r) => r.file));
-    for (const n of names) if (!listed.has(n)) await rm(join(this.layout.pendingDir, n), { force: true, recursive: true });
+    for (const e of entries) {
+      if (e.isFile() && PENDING_FILE_NAME.test(e.name) && !listed.has(e.name)) await unlink(join(this.layout.pendingDir, e.name)).catch(() => {});
+    }
     if (listed.size === 0) await rmdir(this.layout.pendingDir).catch(() => {});
   }
 
@@ -1022,12 +1067,14 @@ async function placePartitionFile(rows: number, tmp: string, dir: string, final:
   try {
     if (rows === 0) {
       await rm(tmp, { force: true });
-      await rm(dir, { recursive: true, force: true });
+      // Our file only: the directory goes when nothing else is in it.
+      await rm(final, { force: true });
+      await rmdir(dir).catch(() => {});
       return;
     }
-    await fsyncFile(tmp);
+    await fsyncFile(tmp, { restrictMode: true });
     crashPoint('mid-parquet-rewrite');
-    await mkdir(dir, { recursive: true });
+    await mkdir(dir, { recursive: true, mode: DIR_MODE });
     await rename(tmp, final);
     await fsyncDir(dir);
     crashPoint('after-parquet-rename');
@@ -1049,8 +1096,54 @@ async function fileHead(path: string): Promise<Buffer> {
   }
 }
 
+/**
+ * Which DuckDB file to open: state.duckdb for format parquet, sessions.duckdb for duckdb and both.
+ * Without a format asked for, the file the directory holds (a new directory: both). Refuses a format
+ * whose file is missing while the other one is there, and a directory holding both without a format.
+ */
+async function formatOfFiles(dataDir: string, asked: OutputFormat | undefined, readOnly: boolean): Promise<OutputFormat> {
+  const sessionsFile = await exists(layoutOf(dataDir, 'both').dbPath);
+  const stateFile = await exists(layoutOf(dataDir, 'parquet').dbPath);
+  if (asked === 'parquet' && sessionsFile && !stateFile) throw formatMismatch(dataDir, 'duckdb or both', asked);
+  if (asked && asked !== 'parquet' && stateFile && !sessionsFile) throw formatMismatch(dataDir, 'parquet', asked);
+  if (asked) return asked;
+  if (sessionsFile && stateFile) {
+    throw new DataDirError(
+      `data directory ${dataDir} holds both sessions.duckdb (format duckdb or both) and state.duckdb (format parquet): ` +
+        'pass --format to say which one to use',
+    );
+  }
+  if (stateFile) return 'parquet';
+  if (!sessionsFile && readOnly) throw new DataDirError(`no session-etl data in ${dataDir}: run a backfill or an export first`);
+  return 'both';
+}
+
+function formatMismatch(dataDir: string, stored: string, asked: OutputFormat): DataDirError {
+  return new DataDirError(
+    `data directory ${dataDir} holds format ${stored}, and format ${asked} was asked for (--format, SESSION_ETL_FORMAT or the ` +
+      `configuration file): writing ${asked} there would miss the data stored so far. Drop the setting (the data directory's ` +
+      `own format is used), set it to ${stored}, or give format ${asked} a new --data-dir`,
+  );
+}
+
+/**
+ * Removes what a writer created, once closed, when its run committed nothing: the DuckDB file it
+ * created (and its WAL), and the directories it created when they are empty. Nothing else.
+ */
+export async function discardNew(created: readonly string[]): Promise<void> {
+  for (const p of created) {
+    if (!p.endsWith('.duckdb')) continue;
+    for (const f of [p, `${p}.wal`]) {
+      const st = await lstat(f).catch(() => undefined);
+      if (st?.isFile()) await unlink(f).catch(() => {});
+    }
+  }
+  for (const p of [...created].reverse()) if (!p.endsWith('.duckdb')) await rmdir(p).catch(() => {});
+}
+
 /** Refuses, writing nothing, a data directory where a file stands in the place of one of our directories. */
 async function checkLayout(layout: StoreLayout, format: OutputFormat): Promise<void> {
+  await refuseLinks(layout.dataDir);
   const dirs = [layout.dataDir, layout.tmpDir, layout.pendingDir];
   if (format !== 'duckdb') dirs.push(dirname(layout.parquetDir), layout.parquetDir);
   for (const d of dirs) {
@@ -1071,18 +1164,24 @@ async function checkLayout(layout: StoreLayout, format: OutputFormat): Promise<v
   }
 }
 
-async function prepareDirs(layout: StoreLayout): Promise<void> {
+/** Creates the data directory and .tmp/ when missing; returns the directories it created. */
+async function prepareDirs(layout: StoreLayout): Promise<string[]> {
+  const created: string[] = [];
   try {
-    await mkdir(layout.dataDir, { recursive: true });
+    if (await mkdir(layout.dataDir, { recursive: true, mode: DIR_MODE })) created.push(layout.dataDir);
     const st = await stat(layout.dataDir);
     if (!st.isDirectory()) throw new DataDirError(`data directory ${layout.dataDir} is not a directory`);
-    await mkdir(layout.tmpDir, { recursive: true });
-    // Leftovers of a crashed rewrite: never under parquet/sessions, so readers never saw them.
-    for (const f of await readdir(layout.tmpDir)) await rm(join(layout.tmpDir, f), { force: true, recursive: true });
+    if (await mkdir(layout.tmpDir, { recursive: true, mode: DIR_MODE })) created.push(layout.tmpDir);
+    // Leftovers of a crashed rewrite: never under parquet/sessions, so readers never saw them. Only
+    // files named as session-etl names them (never through a link: refuseLinks checked .tmp itself).
+    for (const e of await readdir(layout.tmpDir, { withFileTypes: true })) {
+      if (e.isFile() && TMP_FILE_NAME.test(e.name)) await unlink(join(layout.tmpDir, e.name)).catch(() => {});
+    }
     const probe = join(layout.tmpDir, `.probe-${process.pid}`);
-    const fh = await open(probe, 'w');
+    const fh = await open(probe, 'w', FILE_MODE);
     await fh.close();
     await rm(probe, { force: true });
+    return created;
   } catch (err) {
     if (err instanceof DataDirError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
@@ -1126,9 +1225,14 @@ function firstLine(s: string): string {
   return s.split('\n')[0]!.slice(0, 300);
 }
 
-async function fsyncFile(path: string): Promise<void> {
+/** fsync; with restrictMode, also takes from a file DuckDB created what FILE_MODE does not allow (whatever the umask). */
+async function fsyncFile(path: string, opts: { restrictMode?: boolean } = {}): Promise<void> {
   const fh = await open(path, 'r+');
   try {
+    if (opts.restrictMode) {
+      const mode = (await fh.stat()).mode & 0o777;
+      if (mode & ~FILE_MODE) await fh.chmod(mode & FILE_MODE);
+    }
     await fh.sync();
   } finally {
     await fh.close();

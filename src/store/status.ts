@@ -1,10 +1,8 @@
 /** What `session-etl status` reports, read from the data directory without writing anything. */
-import { existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { checkpointOf, holes } from '../pipeline/intervals.js';
 import { isoOf } from '../pipeline/windows.js';
-import { DataDirError } from './errors.js';
 import { readHolder, type LockHolder } from './lock.js';
 import { layoutOf, type OutputFormat } from './layout.js';
 import { SessionStore } from './session-store.js';
@@ -30,16 +28,10 @@ export interface StoreStatus {
 }
 
 export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10): Promise<StoreStatus> {
-  const format: OutputFormat = existsSync(layoutOf(dataDir, 'both').dbPath)
-    ? (existsSync(layoutOf(dataDir, 'both').parquetDir) ? 'both' : 'duckdb')
-    : existsSync(layoutOf(dataDir, 'parquet').dbPath)
-      ? 'parquet'
-      : (() => {
-          throw new DataDirError(`no session-etl data in ${dataDir}: run a backfill or an export first`);
-        })();
-  const layout = layoutOf(dataDir, format);
-  const runningNow = (await readHolder(layout.lockPath)) ?? null;
-  const store = await SessionStore.open({ dataDir, format, readOnly: true });
+  const runningNow = (await readHolder(layoutOf(dataDir, 'both').lockPath)) ?? null;
+  // The format the data directory recorded (SessionStore.open reads it).
+  const store = await SessionStore.open({ dataDir, readOnly: true });
+  const { format, layout } = store;
   try {
     const coverage = await store.coverage();
     const cp = checkpointOf(coverage);
