@@ -13,7 +13,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runBackfill, type PipelineOptions } from '../../src/pipeline/run.js';
 import { DataDirError } from '../../src/store/errors.js';
 import { readStatus } from '../../src/store/status.js';
-import { BIN } from '../helpers/cli.js';
+import { BIN, runCli } from '../helpers/cli.js';
 import { readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
 
 const D = 86_400;
@@ -134,6 +134,32 @@ describe('a data directory keeps its format', () => {
     expect(existsSync(join(dataDir, 'state.duckdb'))).toBe(false);
     expect((await readDuckDbSessions(dataDir)).length).toBe(emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).length);
   });
+
+  it('the CLI: a later backfill without --format keeps a parquet directory whole; an explicit other format is refused', async () => {
+    const dataDir = join(await tempDir(), 'data');
+    const env = { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir };
+    const at = (t: number) => new Date(t * 1000).toISOString();
+    const first = await runCli(['backfill', '--from', at(FROM), '--to', at(FROM + 3 * D), '--format', 'parquet', '--no-progress'], env);
+    expect(first.code).toBe(0);
+    const perDay = async () => Object.fromEntries((await readParquetDataset(dataDir)).map((p) => [p.partition, p.rows.length]));
+    const before = await perDay();
+    expect(before[`date=${DAY1}`]).toBe(emu.dataset.sessionsStartedIn(FROM + D, FROM + 2 * D).length);
+    // Part of one day again, format not given: the directory's own (parquet) is used.
+    const part = ['backfill', '--from', at(FROM + D + 6 * 3600), '--to', at(FROM + D + 9 * 3600), '--no-progress'];
+    const again = await runCli(part, env);
+    expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(await perDay()).toEqual(before);
+    expect(existsSync(join(dataDir, 'sessions.duckdb'))).toBe(false);
+    // Asked for explicitly, from the flag or the environment: refused, naming both formats, nothing written.
+    for (const [args, extra] of [[['--format', 'both'], {}], [[], { SESSION_ETL_FORMAT: 'duckdb' }]] as const) {
+      const r = await runCli([...part, ...args], { ...env, ...extra });
+      expect({ code: r.code }).toEqual({ code: 2 });
+      expect(r.stderr).toMatch(/format duckdb or both|format parquet/);
+      expect(r.stderr).toMatch(/format (both|duckdb) was asked for/);
+    }
+    expect(existsSync(join(dataDir, 'sessions.duckdb'))).toBe(false);
+    expect(await perDay()).toEqual(before);
+  }, 60_000);
 
   it('status reports the recorded format, also when no Parquet partition was written yet', async () => {
     const dataDir = join(await tempDir(), 'data');
