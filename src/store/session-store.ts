@@ -269,7 +269,7 @@ export class SessionStore {
 
   /**
    * The format this existing store keeps: the one recorded in _session_etl_meta, or (a store from
-   * before it was recorded) the one asked for, else the one its files show. Refuses one asked for
+   * before it was recorded) the one asked for, else the one its contents show. Refuses one asked for
    * that differs from the recorded one.
    */
   private async recordedFormat(asked: OutputFormat | undefined): Promise<OutputFormat> {
@@ -279,8 +279,12 @@ export class SessionStore {
     if (recorded) return recorded;
     if (asked) return asked;
     if (this.format === 'parquet') return 'parquet';
+    // Sessions stored and no Parquet dataset: written as duckdb. Anything else (a dataset, or no
+    // rows yet: say a first run killed before its schema was written) keeps the default, both.
     const partitions = await readdir(this.layout.parquetDir).catch(() => [] as string[]);
-    return partitions.length ? 'both' : 'duckdb';
+    if (partitions.length) return 'both';
+    const rows = await queryRows<{ n: bigint }>(this.conn, 'SELECT count(*) AS n FROM (SELECT 1 FROM sessions LIMIT 1)').catch(() => []);
+    return Number(rows[0]?.n ?? 0) > 0 ? 'duckdb' : 'both';
   }
 
   private async ensureSchema(): Promise<void> {

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runBackfill, type PipelineOptions } from '../../src/pipeline/run.js';
@@ -160,6 +161,16 @@ describe('a data directory keeps its format', () => {
     expect(existsSync(join(dataDir, 'sessions.duckdb'))).toBe(false);
     expect(await perDay()).toEqual(before);
   }, 60_000);
+
+  it('a store whose first run was killed before its schema was written opens as a new one (both)', async () => {
+    const dataDir = join(await tempDir(), 'data');
+    await mkdir(dataDir);
+    const inst = await DuckDBInstance.create(join(dataDir, 'sessions.duckdb'));
+    inst.closeSync();
+    const s = await runBackfill({ ...opts(dataDir), from: FROM, to: FROM + 2 * D });
+    expect(s.files.parquet).not.toBeNull();
+    expect((await readParquetDataset(dataDir)).length).toBe(2);
+  });
 
   it('status reports the recorded format, also when no Parquet partition was written yet', async () => {
     const dataDir = join(await tempDir(), 'data');
