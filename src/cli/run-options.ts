@@ -36,7 +36,7 @@ export function addCommonOptions(cmd: Command): Command {
   return cmd
     .option('--config <file>', 'configuration file (JSON); also SESSION_ETL_CONFIG')
     .option('--data-dir <dir>', 'output directory; also SESSION_ETL_DATA_DIR (default ./data)')
-    .addOption(new Option('--format <format>', 'what to write (default both)').choices(['duckdb', 'parquet', 'both']))
+    .addOption(new Option('--format <format>', 'what to write (default: the data directory\'s format; a new one: both)').choices(['duckdb', 'parquet', 'both']))
     .option('--chunk <duration>', 'window length: 15m, 6h, 1d, 7d, ... (default 1d)')
     .option('--concurrency <n>', 'maximum requests in flight (default 4)')
     .option('--max-results-per-query <n>', 'split a window that returns at least this many records')
@@ -114,7 +114,9 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
     reportingUrl: c.reportingUrl,
     apiKey: c.apiKey,
     dataDir: c.dataDir,
-    format: c.format,
+    // Set by the user (flag, environment, file): checked against the data directory's format.
+    // Otherwise the data directory's own format is used (a new one: the default).
+    ...(loaded.sources.format && loaded.sources.format !== 'default' ? { format: c.format } : {}),
     chunkSeconds: parseDuration(c.chunk),
     concurrency: c.concurrency,
     ...(c.maxResultsPerQuery ? { maxResultsPerQuery: c.maxResultsPerQuery } : {}),

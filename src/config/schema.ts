@@ -37,7 +37,7 @@ export const ConfigSchema = z
     apiKey: z.string().min(1).nullable().optional().describe('Reporting API key (env REPORTING_API_KEY). Secret: never put it in a committed file; use the environment or apiKeyFile.'),
     apiKeyFile: z.string().min(1).nullable().optional().describe('File holding the reporting API key (mode 0600 recommended).'),
     dataDir: z.string().min(1).describe('Output directory (env SESSION_ETL_DATA_DIR): sessions.duckdb and parquet/sessions/.'),
-    format: z.enum(['duckdb', 'parquet', 'both']).describe('What to write: the DuckDB table, the Parquet dataset, or both.'),
+    format: z.enum(['duckdb', 'parquet', 'both']).describe('What to write: the DuckDB table, the Parquet dataset, or both. Unset, a data directory keeps the format of its first run; a different one is refused (exit 2).'),
     chunk: duration('chunk').describe('Length of the UTC-aligned windows a range is cut into (15m, 6h, 1d, 7d, ...). A run plans at most 1,000,000 windows (each is held in memory while it runs): a larger plan is refused with exit 2, naming its size and the smallest `--chunk` that fits.'),
     concurrency: z.number().int().min(1).max(64).describe('Maximum requests in flight (lowered automatically on 429, raised again slowly).'),
     maxResultsPerQuery: z.number().int().min(1).nullable().describe('A window returning at least this many records is split in two (the server may cap answers silently). Null: only split on errors.'),

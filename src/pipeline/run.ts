@@ -5,15 +5,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rmdir, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { DataDirError, StoreBusyError } from '../store/errors.js';
-import { StatePublisher } from '../store/state-snapshot.js';
+import { StatePublisher, STATE_FILE } from '../store/state-snapshot.js';
 import { acquireLock, type Lock, type LockHolder } from '../store/lock.js';
 import { ReportingClient, type RetryOptions } from '../reporting/client.js';
 import type { FetchLike } from '../reporting/transport.js';
-import { checkWriterSettings, SessionStore, type RunRow } from '../store/session-store.js';
-import { layoutOf, type OutputFormat } from '../store/layout.js';
+import { checkWriterSettings, discardNew, SessionStore, type RunRow } from '../store/session-store.js';
+import { DIR_MODE, layoutOf, refuseLinks, type OutputFormat } from '../store/layout.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { redact } from '../util/redact.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
@@ -30,7 +31,11 @@ export interface PipelineOptions {
   /** Reporting API key (REPORTING_API_KEY). */
   apiKey: string;
   dataDir: string;
-  format: OutputFormat;
+  /**
+   * What to write. Default: the format the data directory recorded on its first run (a new one: both).
+   * One that differs from the recorded format is refused (DataDirError, exit 2).
+   */
+  format?: OutputFormat;
   /** Chunk length in seconds. Default 1 day. */
   chunkSeconds?: number;
   /** Maximum concurrent requests. Default 4. */
@@ -164,10 +169,11 @@ export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
 /** Incremental: from checkpoint - lookback (or `since` on the first run) to now - settle. */
 export async function runExport(opts: ExportOptions): Promise<RunSummary> {
   validateCommon(opts);
-  if (opts.since === undefined && !existsSync(layoutOf(opts.dataDir, opts.format).dbPath)) {
+  const stored = (['both', 'parquet'] as const).some((f) => existsSync(layoutOf(opts.dataDir, f).dbPath));
+  if (opts.since === undefined && !stored) {
     throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);
   }
-  if (opts.since !== undefined && !existsSync(layoutOf(opts.dataDir, opts.format).dbPath)) {
+  if (opts.since !== undefined && !stored) {
     // The first export plans [since, now - settle): refused before anything is written when too large.
     const to = Math.floor((opts.now ?? Date.now)() / 1000 - (opts.settleSeconds ?? DEFAULTS.settleSeconds));
     if (opts.since < to) checkPlanSize([{ start: opts.since, end: to }], opts.chunkSeconds ?? DEFAULTS.chunkSeconds);
@@ -250,9 +256,15 @@ async function execute(
 
   checkWriterSettings();
   let lock: Lock | undefined;
+  let dirCreated: string | undefined;
   if (opts.lock !== false) {
-    await ensureDataDir(opts.dataDir);
-    lock = await acquireLock(layoutOf(opts.dataDir, opts.format).lockPath, {
+    dirCreated = await ensureDataDir(opts.dataDir);
+    // Before the lock: its directory must not be a link either.
+    await refuseLinks(opts.dataDir).catch(async (err: unknown) => {
+      await removeEmptyDirs(opts.dataDir, dirCreated);
+      throw err;
+    });
+    lock = await acquireLock(layoutOf(opts.dataDir, 'both').lockPath, {
       command: `${kind} (run ${runId})`,
       runId,
       ...(opts.lock?.wait ? { wait: true } : {}),
@@ -266,6 +278,7 @@ async function execute(
     store = await openWhenFree(opts, logger);
   } catch (err) {
     await lock?.release();
+    await removeEmptyDirs(opts.dataDir, dirCreated);
     throw err;
   }
   const publisher = new StatePublisher(
@@ -273,6 +286,7 @@ async function execute(
     { runId, pid: process.pid, host: hostname(), startedAt: new Date(startedMs).toISOString(), command: `${kind} (run ${runId})` },
     { now, onError: (err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json); the run goes on') },
   );
+  const format = store.format;
   const stats: ExtractStats = { requests: 0, retries: 0, rateLimited: 0, bisections: 0, windowsDone: 0, records: 0 };
   const totals = { written: 0, inserted: 0, updated: 0, rejected: 0, duplicatesDropped: 0 };
   const partitionsWritten = new Set<string>();
@@ -440,8 +454,8 @@ async function execute(
       coverageHoles: holes(coverage).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
       files: {
         dataDir: opts.dataDir,
-        duckdb: opts.format === 'parquet' ? null : store.layout.dbPath,
-        parquet: opts.format === 'duckdb' ? null : store.layout.parquetDir,
+        duckdb: format === 'parquet' ? null : store.layout.dbPath,
+        parquet: format === 'duckdb' ? null : store.layout.parquetDir,
         partitionsWritten: [...partitionsWritten].sort(),
       },
       ...(errorText ? { error: errorText } : {}),
@@ -482,8 +496,18 @@ async function execute(
     if (flushTimer) clearInterval(flushTimer);
     // The snapshot readers see once the run has ended (status reads the DuckDB file itself then).
     await publisher.final().catch((err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json)'));
+    // A new store whose run failed before committing anything holds nothing worth keeping (a wrong
+    // key, say): what this run created goes again. Data of any earlier run is never touched.
+    const kept = summary?.outcome === 'succeeded' || summary?.outcome === 'nothing-to-do';
+    const discard = !kept && store.created.length > 0 && (await store.coverage().then((c) => c.length === 0, () => false));
     await store.close();
+    if (discard) {
+      await discardNew(store.created);
+      // The snapshot this run published describes a store that is gone.
+      await unlink(join(opts.dataDir, STATE_FILE)).catch(() => {});
+    }
     await lock?.release();
+    if (discard) await removeEmptyDirs(opts.dataDir, dirCreated);
   }
 }
 
@@ -515,7 +539,7 @@ async function openWhenFree(opts: PipelineOptions, logger: Logger): Promise<Sess
         if (err instanceof StoreBusyError && lock?.wait) {
           const waited = formatDuration(Math.max(1, Math.round((lock.waitTimeoutMs ?? 0) / 1000)));
           const text =
-            `${layoutOf(opts.dataDir, opts.format).dbPath} is still held open by ${err.holder}${err.byReader ? ', a reader,' : ''} ` +
+            `The DuckDB file in ${opts.dataDir} is still held open by ${err.holder}${err.byReader ? ', a reader,' : ''} ` +
             `after waiting ${waited} (--wait-timeout): close that connection, or give a longer --wait-timeout` +
             (err.byReader ? '; point BI tools at the Parquet dataset (parquet/sessions/), which a run never locks' : '');
           throw new StoreBusyError(text, {
@@ -537,9 +561,10 @@ async function openWhenFree(opts: PipelineOptions, logger: Logger): Promise<Sess
   }
 }
 
-async function ensureDataDir(dir: string): Promise<void> {
+/** Creates the data directory when missing; returns the first directory it created (see mkdir), if any. */
+async function ensureDataDir(dir: string): Promise<string | undefined> {
   try {
-    await mkdir(dir, { recursive: true });
+    return await mkdir(dir, { recursive: true, mode: DIR_MODE });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new DataDirError(
@@ -547,5 +572,14 @@ async function ensureDataDir(dir: string): Promise<void> {
         (code === 'EACCES' || code === 'EROFS' || code === 'EPERM' ? 'it is not writable; choose another --data-dir' : 'a file stands in the way; choose another --data-dir'),
       { cause: err },
     );
+  }
+}
+
+/** Removes `dir` and its parents up to `top` (the directories ensureDataDir created), each only if empty. */
+async function removeEmptyDirs(dir: string, top: string | undefined): Promise<void> {
+  if (top === undefined) return;
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    if (!(await rmdir(d).then(() => true, () => false))) return;
+    if (d === resolve(top) || dirname(d) === d) return;
   }
 }

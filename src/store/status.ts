@@ -1,8 +1,7 @@
 /** What `session-etl status` reports, read from the data directory without writing anything. */
-import { existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DataDirError, StoreBusyError } from './errors.js';
+import { StoreBusyError } from './errors.js';
 import { holderState, readHolder, type LockHolder } from './lock.js';
 import { layoutOf, type OutputFormat } from './layout.js';
 import { SessionStore } from './session-store.js';
@@ -35,20 +34,15 @@ export interface StoreStatus {
 }
 
 export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10): Promise<StoreStatus> {
-  const format: OutputFormat = existsSync(layoutOf(dataDir, 'both').dbPath)
-    ? (existsSync(layoutOf(dataDir, 'both').parquetDir) ? 'both' : 'duckdb')
-    : existsSync(layoutOf(dataDir, 'parquet').dbPath)
-      ? 'parquet'
-      : (() => {
-          throw new DataDirError(`no session-etl data in ${dataDir}: run a backfill or an export first`);
-        })();
-  const layout = layoutOf(dataDir, format);
-  const holder = (await readHolder(layout.lockPath)) ?? null;
+  // The lock lives at the same place whatever the format.
+  const holder = (await readHolder(layoutOf(dataDir, 'both').lockPath)) ?? null;
   const alive = holder && holderState(holder) === 'alive' ? holder : null;
   const died = holder && !alive ? holder : null;
+  const { state, asOf } = await readState(dataDir, runs);
+  const format = state.format;
+  const layout = layoutOf(dataDir, format);
   const { count: partitions, bytes: parquetBytes } = await datasetSize(layout.parquetDir);
   const duckdbBytes = (await sizeOf(layout.dbPath)) + (await sizeOf(`${layout.dbPath}.wal`));
-  const { state, asOf } = await readState(dataDir, format, runs);
   const cp = state.checkpoint !== null ? Date.parse(state.checkpoint) / 1000 : undefined;
   return {
     dataDir,
@@ -72,13 +66,14 @@ export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10)
 }
 
 /**
- * The store's state from the DuckDB file; while a run holds it (DuckDB lets no other process open it
- * meanwhile), from the snapshot the run publishes, with the time it was written.
+ * The store's state (in the format the data directory recorded) from the DuckDB file; while a run
+ * holds it (DuckDB lets no other process open it meanwhile), from the snapshot the run publishes,
+ * with the time it was written.
  */
-async function readState(dataDir: string, format: OutputFormat, runs: number): Promise<{ state: StoreState; asOf: string | null }> {
+async function readState(dataDir: string, runs: number): Promise<{ state: StoreState; asOf: string | null }> {
   let store: SessionStore;
   try {
-    store = await SessionStore.open({ dataDir, format, readOnly: true });
+    store = await SessionStore.open({ dataDir, readOnly: true });
   } catch (err) {
     if (!(err instanceof StoreBusyError)) throw err;
     const snapshot = await readStateSnapshot(dataDir);
