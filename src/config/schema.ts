@@ -33,7 +33,9 @@ const instant = z.union([z.string(), z.number().int().nonnegative()]).refine(
 
 export const ConfigSchema = z
   .object({
-    reportingUrl: z.url({ protocol: /^https?$/ }).nullable().describe('Reporting endpoint URL (env REPORTING_URL).'),
+    reportingUrl: z
+      .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL such as https://reporting.example.com/graphql (scheme and host included)' })
+      .nullable().describe('Reporting endpoint URL (env REPORTING_URL).'),
     apiKey: z.string().min(1).nullable().optional().describe('Reporting API key (env REPORTING_API_KEY). Secret: never put it in a committed file; use the environment or apiKeyFile.'),
     apiKeyFile: z.string().min(1).nullable().optional().describe('File holding the reporting API key (mode 0600 recommended).'),
     dataDir: z.string().min(1).describe('Output directory (env SESSION_ETL_DATA_DIR): sessions.duckdb and parquet/sessions/.'),

@@ -58,4 +58,31 @@ describe('configuration', () => {
     expect(() => loadConfig({ configFile: file('{ nope'), env: {} })).toThrow(/is not valid JSON/);
     expect(() => loadConfig({ configFile: join(dir, 'missing.json'), env: {} })).toThrow(/cannot be read \(ENOENT\)/);
   });
+
+  it('a key file given as the configuration file: the error shows none of its characters', () => {
+    const keyFile = join(dir, 'key-as-config');
+    writeFileSync(keyFile, 'rk-KEYFILEq8Zx0m3\n', { mode: 0o600 });
+    let message = '';
+    try {
+      loadConfig({ configFile: keyFile, env: {} });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/is not valid JSON/);
+    expect(message).not.toMatch(/rk-|KEYFILE/);
+  });
+
+  it('a REPORTING_URL without a scheme says what a valid one looks like', () => {
+    expect(() => loadConfig({ env: { REPORTING_URL: 'reporting.example.com/graphql' } })).toThrow(
+      /reportingUrl \(from environment\): expected an http:\/\/ or https:\/\/ URL such as https:\/\/reporting\.example\.com/,
+    );
+  });
+
+  it('the password of a URL is a secret: config shows it redacted, and it is redacted everywhere', async () => {
+    const loaded = loadConfig({ env: { REPORTING_URL: 'https://etl:Pa55-w0rd-Url@reporting.example.com/' } });
+    expect(loaded.config.reportingUrl).toBe('https://etl:Pa55-w0rd-Url@reporting.example.com/');
+    expect(describeConfig(loaded).find((r) => r.key === 'reportingUrl')!.value).toBe('https://[REDACTED]@reporting.example.com/');
+    const { redact } = await import('../../src/util/redact.js');
+    expect(redact('the server echoed Pa55-w0rd-Url')).toBe('the server echoed [REDACTED]');
+  });
 });
