@@ -1,3 +1,4 @@
+import { describeRedirect, isRedirect } from '../util/display-url.js';
 import { registerSecret } from '../util/redact.js';
 import { AuthNetworkError } from './errors/AuthNetworkError.js';
 import { SignInRequiredError } from './errors/SignInRequiredError.js';
@@ -113,6 +114,8 @@ export class TokenClient {
         method: 'POST',
         headers,
         body: body.toString(),
+        // Never follow a redirect: the client secret and the code or refresh token are in this request.
+        redirect: 'manual',
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       text = await res.text();
@@ -120,6 +123,10 @@ export class TokenClient {
       throw new AuthNetworkError(`the token service at ${this.tokenUrl} could not be reached: ${describeNetworkError(err)}`, err);
     }
     const parsed = parseBody(text);
+    if (isRedirect(res.status)) {
+      const where = describeRedirect(res.status, res.headers.get('location'), this.tokenUrl);
+      throw new TokenRequestError(res.status, `${where}; redirects are not followed (the credentials would go with them): set AUTH_URL to the token service's own address`, what);
+    }
     if (!res.ok) throw new TokenRequestError(res.status, parsed, what);
     return normalizeTokenResponse(parsed, this.variant);
   }

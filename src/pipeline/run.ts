@@ -13,6 +13,7 @@ import type { FetchLike } from '../reporting/transport.js';
 import { checkWriterSettings, SessionStore, type RunRow } from '../store/session-store.js';
 import { layoutOf, type OutputFormat } from '../store/layout.js';
 import { silentLogger, type Logger } from '../util/logger.js';
+import { needsSettingFixed } from '../reporting/errors/ReportingError.js';
 import { redact } from '../util/redact.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
 import { RunFailedError, RunInterruptedError } from './errors.js';
@@ -373,7 +374,12 @@ async function execute(
     const resultOutcome: RunSummary['outcome'] = failed ? 'failed' : interrupted ? 'interrupted' : windows.length ? 'succeeded' : 'nothing-to-do';
     const committedNote = cp !== undefined ? `data up to ${isoOf(cp)} is committed` : 'no window was committed';
     const errorText = outcome.error
-      ? redact(`${outcome.error.message}; ${committedNote}; run the same command again to continue`)
+      ? redact(
+          `${outcome.error.message}; ${committedNote}; ` +
+            (needsSettingFixed(outcome.error)
+              ? 'running it again will not help until that is fixed (see above)'
+              : 'run the same command again to continue'),
+        )
       : undefined;
     summary = {
       runId,

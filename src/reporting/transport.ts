@@ -1,4 +1,5 @@
 import { describeNetworkError } from '../util/describe-network-error.js';
+import { displayUrl, isRedirect } from '../util/display-url.js';
 /**
  * The HTTP layer: adds the per-request timeout, reads the whole body as bytes, and turns every
  * transport outcome into the typed error family. `requestBytes` serves the `sessions` hot path
@@ -9,6 +10,7 @@ import { crashPoint } from '../util/crash-point.js';
 import { AuthenticationError } from './errors/AuthenticationError.js';
 import { HttpStatusError } from './errors/HttpStatusError.js';
 import { RateLimitedError } from './errors/RateLimitedError.js';
+import { RedirectError } from './errors/RedirectError.js';
 import { TransientError } from './errors/TransientError.js';
 import { parseRetryAfter } from './retry-timing.js';
 
@@ -44,7 +46,9 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
     let res: Response;
     let body: Buffer;
     try {
-      res = await opts.fetch(input, { ...init, signal });
+      // Never follow a redirect: the Authorization header and the query would go to wherever the
+      // server points, and the answer from there would be taken for the endpoint's (see RedirectError).
+      res = await opts.fetch(input, { ...init, signal, redirect: 'manual' });
       crashPoint('fetch');
       body = Buffer.from(await res.arrayBuffer());
     } catch (err) {
@@ -52,12 +56,13 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
       if (timeout.aborted) {
         throw new TransientError('timeout', `the reporting endpoint did not answer within ${opts.timeoutMs} ms`, undefined, { cause: err });
       }
-      throw new TransientError('network', `connection to the reporting endpoint failed: ${describeNetworkError(err)}`, undefined, {
+      throw new TransientError('network', `connection to the reporting endpoint ${displayUrl(urlOf(input))} failed: ${describeNetworkError(err)}`, undefined, {
         cause: err,
       });
     }
     const status = res.status;
     if (status === 401 || status === 403) throw new AuthenticationError(status);
+    if (isRedirect(status)) throw new RedirectError(status, res.headers.get('location') ?? undefined, urlOf(input));
     if (status === 429) throw new RateLimitedError(parseRetryAfter(res.headers.get('retry-after'), opts.now()));
     if (status >= 500) {
       throw new TransientError('server-error', `the reporting endpoint answered HTTP ${status}`, status);
@@ -65,4 +70,8 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
     if (status < 200 || status >= 300) throw new HttpStatusError(status, body.toString('utf8'));
     return { status, headers: res.headers, body };
   };
+}
+
+function urlOf(input: string | URL | Request): string {
+  return typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
 }
