@@ -62,6 +62,12 @@ export const ConfigSchema = z
     maxRequestsPerSecond: z.number().positive().nullable().describe('Upper bound on requests per second, on top of the rate learned from 429 answers. Null: none.'),
     requestTimeout: duration('requestTimeout').describe('Per-request timeout, body included.'),
     maxAttempts: z.number().int().min(1).max(50).describe('Attempts per request for transient errors (5xx, resets, timeouts, incomplete bodies).'),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(2 ** 31)
+      .describe('Largest answer body read, in bytes (default 268435456, 256 MiB); a window whose answer is larger is split in two, and fails below minChunk.'),
     startDate: instant.nullable().describe('Where the first export starts when nothing is stored yet (like --since).'),
     scheduleCron: z
       .string()

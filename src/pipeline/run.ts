@@ -48,6 +48,8 @@ export interface PipelineOptions {
   maxRequestsPerSecond?: number;
   /** Per-request timeout, ms. Default 60 000. */
   timeoutMs?: number;
+  /** Largest answer body, bytes; a larger one splits its window. Default 256 MiB. */
+  maxBodyBytes?: number;
   retry?: Partial<RetryOptions>;
   /** Rewrite pending Parquet partitions at least this often during a run, seconds. Default 60. */
   parquetFlushSeconds?: number;
@@ -287,6 +289,7 @@ async function execute(
       apiKey: opts.apiKey,
       ...(opts.fetch ? { fetch: opts.fetch } : {}),
       ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
+      ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
       ...opts.retry,
       now,
       sleep,

@@ -20,7 +20,7 @@ import { redact } from '../util/redact.js';
 import { describeWindow, type Window } from '../pipeline/windows.js';
 import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
 import { openDb, queryRows, sqlString, type Db } from './duckdb.js';
-import { NDJSON_COLUMNS, NDJSON_SELECT } from './ndjson.js';
+import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, NDJSON_SELECT } from './ndjson.js';
 import { DataDirError, StoreBusyError, StoreSettingError, StoreWriteError } from './errors.js';
 import { layoutOf, NULL_PARTITION, PARTITION_FILE, partitionDir, type OutputFormat, type StoreLayout } from './layout.js';
 
@@ -399,7 +399,7 @@ export class SessionStore {
         const lineage = files.map((f) => `(${sqlString(f.path)}, ${f.extractedAt})`).join(', ');
         await c.run(
           `INSERT INTO _pending_rows SELECT ${NDJSON_SELECT}
-           FROM read_json([${list}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited', filename = true) r
+           FROM read_json([${list}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
            JOIN (VALUES ${lineage}) f(filename, extracted) USING (filename)`,
         );
       }
@@ -479,7 +479,7 @@ export class SessionStore {
         ...(slice.length
           ? [
               `SELECT ${NDJSON_SELECT} FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
-                 format = 'newline_delimited', filename = true) r
+                 format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
                JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${slice[i]!.extracted_at})`).join(', ')}) f(filename, extracted) USING (filename)`,
             ]
           : []),

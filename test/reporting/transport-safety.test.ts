@@ -9,11 +9,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ReportingClient } from '../../src/reporting/client.js';
-import { RedirectError } from '../../src/reporting/errors/index.js';
+import { BodyTooLargeError, RedirectError } from '../../src/reporting/errors/index.js';
+import { MAX_RECORD_BYTES } from '../../src/reporting/record-size.js';
+import { NDJSON_MAX_OBJECT_BYTES } from '../../src/store/ndjson.js';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { writeFile } from 'node:fs/promises';
 import { TokenClient } from '../../src/auth/TokenClient.js';
 import { SessionControlClient } from '../../src/control/SessionControlClient.js';
 import { getCurrentUser } from '../../src/identity/getCurrentUser.js';
 import { runCli } from '../helpers/cli.js';
+import { readDuckDbSessions } from '../helpers/read-store.js';
 import { fakeTime } from '../helpers/capture.js';
 
 const KEY = 'rk-TRANSPORT-9fQ2xLm7Zt4w';
@@ -142,5 +147,111 @@ describe('first-use failures say what is wrong and what to do', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/user name or password cannot be used/);
     expect(r.stdout + r.stderr).not.toContain('url-Passw0rd-1');
+  });
+});
+
+/** A session in the fast shape (fields in the order the query selects them). */
+function session(id: string, started: number, notes = 'n'): string {
+  return JSON.stringify({
+    id, companyId: 'c1', pin: '001', started, ended: started + 60, duration: 60, sessionType: 'rv', recording: false, recordingUrl: null,
+    agent: { id: 'a1', name: 'Ann', email: 'ann@example.com' }, agentGroupId: 7, agentIp: '10.0.0.1', customerIp: '10.0.0.2',
+    externalFields: { customerName: 'Cy', externalCaseId: 'x1', notes, accountingInfo: null, customerDeviceType: null, customerOs: null },
+  });
+}
+const JAN1 = Date.UTC(2026, 0, 1) / 1000;
+const window = (body: string) => /start: (\d+), end: (\d+)/.exec(body)!.slice(1).map(Number) as [number, number];
+const sessionsBody = (records: string[]) => `{"data":{"sessions":[${records.join(',')}]}}`;
+
+describe('size limits: nothing is committed that DuckDB cannot read back, and no body fills the memory', () => {
+  it('keeps read_json able to read every record accepted', () => {
+    expect(NDJSON_MAX_OBJECT_BYTES).toBeGreaterThan(MAX_RECORD_BYTES);
+  });
+
+  // One notes string over DuckDB's default maximum_object_size (16 MiB) used to be committed, and
+  // every later merge failed.
+  const huge = 'x'.repeat(17 * 1024 * 1024);
+  const bigId = '11111111-1111-4111-8111-111111111111';
+  const endpointWithHugeRecord = () =>
+    server((_q, res, body) => {
+      const [start] = window(body);
+      const records = start === JAN1 ? [session('22222222-2222-4222-8222-222222222222', JAN1 + 10), session(bigId, JAN1 + 20, huge)] : [];
+      res.writeHead(200, { 'content-type': 'application/json' }).end(sessionsBody(records));
+    });
+
+  it('a record over the limit fails its window before commit, naming the session and its size', async () => {
+    const endpoint = await endpointWithHugeRecord();
+    const r = await runCli(['backfill', '--from', FROM, '--to', TO, '--chunk', '1d', '--json'], {
+      REPORTING_URL: endpoint.url,
+      REPORTING_API_KEY: KEY,
+      SESSION_ETL_DATA_DIR: await tempDir(),
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`invalid session record id "${bigId}": .*is \\d+ bytes of JSON, over the limit of ${MAX_RECORD_BYTES} bytes per record`));
+    const summary = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { checkpoint: unknown };
+    expect(summary.checkpoint).toBeNull();
+  });
+
+  it('under --on-invalid quarantine it goes to rejected_sessions truncated, and later runs still merge', async () => {
+    const endpoint = await endpointWithHugeRecord();
+    const dataDir = await tempDir();
+    const env = { REPORTING_URL: endpoint.url, REPORTING_API_KEY: KEY, SESSION_ETL_DATA_DIR: dataDir };
+    const args = ['backfill', '--from', FROM, '--to', TO, '--chunk', '1d', '--on-invalid', 'quarantine'];
+    expect((await runCli(args, env)).code).toBe(0);
+    expect((await runCli(args, env)).code).toBe(0);
+    expect((await readDuckDbSessions(dataDir)).map((x) => x.session_id)).toEqual(['22222222-2222-4222-8222-222222222222']);
+    const inst = await DuckDBInstance.create(join(dataDir, 'sessions.duckdb'), { access_mode: 'READ_ONLY' });
+    const c = await inst.connect();
+    const rows = (await c.runAndReadAll('SELECT session_id, length(raw) AS n FROM rejected_sessions')).getRowObjectsJS();
+    c.closeSync();
+    inst.closeSync();
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) {
+      expect(row.session_id).toBe(bigId);
+      expect(Number(row.n)).toBeLessThan(4096);
+    }
+  });
+
+  it('an endless body is cut at maxBodyBytes: BodyTooLargeError, not a process that fills its memory', async () => {
+    const endpoint = await server((_q, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once('drain', pump);
+      };
+      res.write('{"data":{"sessions":[');
+      pump();
+    });
+    const time = fakeTime();
+    const c = new ReportingClient({ url: endpoint.url, apiKey: KEY, now: time.now, sleep: time.sleep, timeoutMs: 20_000, maxBodyBytes: 1024 * 1024 });
+    const err = await c.fetchSessionsBody(JAN1, JAN1 + 86_400).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BodyTooLargeError);
+    expect((err as Error).message).toMatch(/larger than the limit of 1048576 bytes \(maxBodyBytes\)/);
+  });
+
+  it('a body over maxBodyBytes splits the window: smaller windows give smaller bodies, and the run completes', async () => {
+    // 60 sessions a day, one an hour... ~500 bytes each: a day's body is ~30 KB, an hour's ~1 KB.
+    const all = Array.from({ length: 48 }, (_, i) => ({ id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, started: JAN1 + i * 1800 + 5 }));
+    const endpoint = await server((_q, res, body) => {
+      const [start, end] = window(body);
+      const records = all.filter((x) => x.started >= start && x.started < end).map((x) => session(x.id, x.started));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(sessionsBody(records));
+    });
+    const dataDir = await tempDir();
+    const config = join(dataDir, '..', `cfg-${Date.now()}.json`);
+    await writeFile(config, JSON.stringify({ maxBodyBytes: 8192 }));
+    const env = { REPORTING_URL: endpoint.url, REPORTING_API_KEY: KEY, SESSION_ETL_DATA_DIR: dataDir };
+    const r = await runCli(['backfill', '--from', FROM, '--to', TO, '--chunk', '1d', '--json', '--config', config], env);
+    expect(r.code).toBe(0);
+    const summary = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { bisections: number; sessions: { new: number } };
+    expect(summary.bisections).toBeGreaterThan(0);
+    expect(summary.sessions.new).toBe(48);
+
+    // Down to --min-chunk and still too large: the window fails, naming the limit.
+    const tiny = join(dataDir, '..', `cfg-tiny-${Date.now()}.json`);
+    await writeFile(tiny, JSON.stringify({ maxBodyBytes: 1024, minChunk: '6h' }));
+    const f = await runCli(['backfill', '--from', FROM, '--to', TO, '--chunk', '1d', '--config', tiny], { ...env, SESSION_ETL_DATA_DIR: await tempDir() });
+    expect(f.code).toBe(1);
+    expect(f.stderr).toMatch(/cannot be split below the minimum chunk .*larger than the limit of 1024 bytes \(maxBodyBytes\)/);
   });
 });

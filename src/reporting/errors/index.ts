@@ -7,3 +7,4 @@ export { GraphQLResponseError, type GraphQLErrorEntry } from './GraphQLResponseE
 export { InvalidResponseError } from './InvalidResponseError.js';
 export { RecordValidationError } from './RecordValidationError.js';
 export { RedirectError } from './RedirectError.js';
+export { BodyTooLargeError } from './BodyTooLargeError.js';
