@@ -59,12 +59,16 @@ export class TokenClient {
 
   /**
    * Exchanges an authorization code. `redirectUri` must be given exactly when one was given at
-   * authorize (it must then be the same value); leave it out otherwise.
+   * authorize (it must then be the same value); leave it out otherwise. `codeVerifier` goes with a
+   * code asked for with a PKCE challenge.
    */
-  async exchangeCode(code: string, redirectUri?: string): Promise<TokenResponse> {
+  async exchangeCode(code: string, redirectUri?: string, codeVerifier?: string): Promise<TokenResponse> {
     registerSecret(code);
+    registerSecret(codeVerifier);
     const form: Record<string, string> = { grant_type: 'authorization_code', code };
     if (redirectUri !== undefined) form.redirect_uri = redirectUri;
+    // PKCE: the verifier of the challenge sent with the authorize request (pkce.ts).
+    if (codeVerifier !== undefined) form.code_verifier = codeVerifier;
     return this.request(form, 'authorization code');
   }
 
