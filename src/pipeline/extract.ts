@@ -105,7 +105,9 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
             throw new WindowFailedError(
               cur,
               `it cannot be split below the minimum chunk (${opts.minChunkSeconds} s); last server message: ${lastMessage}. ` +
-                'Lower --min-chunk, or raise --max-results-per-query if the server allows more',
+                (err instanceof BodyTooLargeError
+                  ? 'Lower --min-chunk, or raise maxBodyBytes in the configuration'
+                  : 'Lower --min-chunk, or raise --max-results-per-query if the server allows more'),
               { cause: err },
             );
           }

@@ -252,6 +252,6 @@ describe('size limits: nothing is committed that DuckDB cannot read back, and no
     await writeFile(tiny, JSON.stringify({ maxBodyBytes: 1024, minChunk: '6h' }));
     const f = await runCli(['backfill', '--from', FROM, '--to', TO, '--chunk', '1d', '--config', tiny], { ...env, SESSION_ETL_DATA_DIR: await tempDir() });
     expect(f.code).toBe(1);
-    expect(f.stderr).toMatch(/cannot be split below the minimum chunk .*larger than the limit of 1024 bytes \(maxBodyBytes\)/);
+    expect(f.stderr).toMatch(/cannot be split below the minimum chunk .*larger than the limit of 1024 bytes \(maxBodyBytes\).*raise maxBodyBytes in the configuration/);
   });
 });
