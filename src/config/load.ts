@@ -5,6 +5,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../cli/usage-error.js';
+import { receiverOf, registerNotifyUrlSecret } from '../monitoring/notify.js';
 import { redact, registerSecret, REDACTED } from '../util/redact.js';
 import type { z } from 'zod';
 import { ConfigSchema, type Config } from './schema.js';
@@ -28,6 +29,7 @@ export const ENV_KEYS: Record<string, keyof Config> = {
   SESSION_ETL_DATA_DIR: 'dataDir',
   SESSION_ETL_FORMAT: 'format',
   SESSION_ETL_LOG_LEVEL: 'logLevel',
+  SESSION_ETL_NOTIFY_URL: 'notifyUrl',
 };
 
 export interface LoadOptions {
@@ -87,6 +89,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   }
   config.apiKey ??= null;
   registerSecret(config.apiKey);
+  registerNotifyUrlSecret(config.notifyUrl);
   return { config, sources, file };
 }
 
@@ -143,6 +146,7 @@ export function describeConfig(loaded: LoadedConfig): Array<{ key: string; value
   return Object.keys(ConfigSchema.shape).map((key) => {
     let value = (loaded.config as Record<string, unknown>)[key] ?? null;
     if (key === 'apiKey' && value) value = REDACTED;
+    else if (key === 'notifyUrl' && value) value = `${receiverOf(String(value))}/${REDACTED}`;
     else if (typeof value === 'string') value = redact(value);
     return { key, value, source: loaded.sources[key] ?? 'default' };
   });

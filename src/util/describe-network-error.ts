@@ -1,6 +1,6 @@
 /** What the system error codes of a failed connection mean, in words a person searches for. */
 const MEANING: Record<string, string> = {
-  ECONNREFUSED: 'connection refused (nothing listens at that address and port)',
+  ECONNREFUSED: 'connection refused, nothing listens at that address and port',
   ENOTFOUND: 'host not found (check the host name)',
   EAI_AGAIN: 'host name lookup failed (DNS unavailable?)',
   ECONNRESET: 'connection reset by the server',
@@ -17,7 +17,7 @@ export function describeNetworkError(err: unknown): string {
   const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
   if (cause?.code) {
     const meaning = MEANING[cause.code];
-    return `${meaning ? `${meaning}: ` : ''}${cause.code}${cause.message ? ` (${cause.message})` : ''}`;
+    return `${cause.code}${meaning ? `: ${meaning}` : ''}${cause.message ? ` (${cause.message})` : ''}`;
   }
   return err instanceof Error ? err.message : String(err);
 }

@@ -129,7 +129,7 @@ describe('first-use failures say what is wrong and what to do', () => {
       SESSION_ETL_DATA_DIR: await tempDir(),
     });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`connection to the reporting endpoint http://127.0.0.1:${port}/graphql failed: connection refused`);
+    expect(r.stderr).toContain(`connection to the reporting endpoint http://127.0.0.1:${port}/graphql failed: ECONNREFUSED: connection refused`);
   });
 
   it('a REPORTING_URL without http:// exits 2 saying what a valid one looks like', async () => {
