@@ -13,8 +13,8 @@ export function defaultTokenFile(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /**
- * Keeps tokens in one JSON file readable by its owner only (mode 0600, its directory 0700 when this
- * creates it). Writes go to a temporary file of the same mode that then replaces the token file, so
+ * Keeps tokens in one JSON file readable by its owner only (mode 0600, its directory 0700; an
+ * existing directory others may write to is made 0700, or refused when it is not the user's). Writes go to a temporary file of the same mode that then replaces the token file, so
  * a crash never leaves half a file. `withLock` takes a lock file beside it for cross-process refreshes.
  */
 export class FileTokenStore implements TokenStore {
@@ -40,7 +40,7 @@ export class FileTokenStore implements TokenStore {
   }
 
   async save(tokens: StoredTokens): Promise<void> {
-    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
+    await this.secureDir();
     const tmp = `${this.path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
     const fh = await open(tmp, 'wx', 0o600);
     try {
@@ -59,7 +59,7 @@ export class FileTokenStore implements TokenStore {
   }
 
   async withLock<T>(fn: () => Promise<T>): Promise<T> {
-    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
+    await this.secureDir();
     const release = await lockfile.lock(this.path, {
       realpath: false,
       stale: 30_000,
@@ -70,6 +70,25 @@ export class FileTokenStore implements TokenStore {
     } finally {
       await release();
     }
+  }
+
+  /**
+   * Creates the token directory (0700), or checks the one there: a directory others may write to
+   * lets them replace or plant the token file. Ours: made 0700. Someone else's: refused.
+   */
+  private async secureDir(): Promise<void> {
+    const dir = dirname(this.path);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const st = await stat(dir);
+    if ((st.mode & 0o022) === 0) return;
+    const uid = process.getuid?.();
+    if (uid !== undefined && st.uid !== uid) {
+      throw new Error(
+        `the token directory ${dir} can be written by other users and is not yours (mode ${(st.mode & 0o777).toString(8)}): ` +
+          'tokens are not kept there; set SESSION_ETL_TOKEN_FILE to a file in a directory only you can write',
+      );
+    }
+    await chmod(dir, 0o700);
   }
 
   /** The file's permission bits (e.g. 0o600), or undefined when there is no file. */

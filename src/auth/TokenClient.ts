@@ -1,3 +1,4 @@
+import { describeRedirect, isRedirect } from '../util/display-url.js';
 import { registerSecret } from '../util/redact.js';
 import { AuthNetworkError } from './errors/AuthNetworkError.js';
 import { SignInRequiredError } from './errors/SignInRequiredError.js';
@@ -58,12 +59,16 @@ export class TokenClient {
 
   /**
    * Exchanges an authorization code. `redirectUri` must be given exactly when one was given at
-   * authorize (it must then be the same value); leave it out otherwise.
+   * authorize (it must then be the same value); leave it out otherwise. `codeVerifier` goes with a
+   * code asked for with a PKCE challenge.
    */
-  async exchangeCode(code: string, redirectUri?: string): Promise<TokenResponse> {
+  async exchangeCode(code: string, redirectUri?: string, codeVerifier?: string): Promise<TokenResponse> {
     registerSecret(code);
+    registerSecret(codeVerifier);
     const form: Record<string, string> = { grant_type: 'authorization_code', code };
     if (redirectUri !== undefined) form.redirect_uri = redirectUri;
+    // PKCE: the verifier of the challenge sent with the authorize request (pkce.ts).
+    if (codeVerifier !== undefined) form.code_verifier = codeVerifier;
     return this.request(form, 'authorization code');
   }
 
@@ -113,6 +118,8 @@ export class TokenClient {
         method: 'POST',
         headers,
         body: body.toString(),
+        // Never follow a redirect: the client secret and the code or refresh token are in this request.
+        redirect: 'manual',
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       text = await res.text();
@@ -120,6 +127,10 @@ export class TokenClient {
       throw new AuthNetworkError(`the token service at ${this.tokenUrl} could not be reached: ${describeNetworkError(err)}`, err);
     }
     const parsed = parseBody(text);
+    if (isRedirect(res.status)) {
+      const where = describeRedirect(res.status, res.headers.get('location'), this.tokenUrl);
+      throw new TokenRequestError(res.status, `${where}; redirects are not followed (the credentials would go with them): set AUTH_URL to the token service's own address`, what);
+    }
     if (!res.ok) throw new TokenRequestError(res.status, parsed, what);
     return normalizeTokenResponse(parsed, this.variant);
   }

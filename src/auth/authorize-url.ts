@@ -14,14 +14,17 @@ export interface AuthorizeUrlOptions {
   state?: string;
   /** Which token service; `current` unless told otherwise. */
   variant?: TokenServiceVariant;
+  /** PKCE S256 challenge (see pkce.ts); sent with code_challenge_method=S256 by the services that take parameters. */
+  codeChallenge?: string;
 }
 
 /**
  * The URL of the browser authorize page. Parameters are encoded with `encodeURIComponent`, so
  * spaces between scopes become `%20` (the document asks for it; URLSearchParams would write `+`).
  *
- * - current, former-provider: response_type, client_id, redirect_uri, scope, state.
- * - v2-proxy: response_type=code (always), client_id, state, optional redirect_uri.
+ * - current, former-provider: response_type, client_id, redirect_uri, scope, state (and the PKCE
+ *   code_challenge, code_challenge_method=S256 when given).
+ * - v2-proxy: response_type=code (always), client_id, state, optional redirect_uri (and PKCE).
  * - oldest: client_id, optional redirect_uri and state (no response_type, no scope).
  */
 export function buildAuthorizeUrl(opts: AuthorizeUrlOptions): string {
@@ -35,10 +38,12 @@ export function buildAuthorizeUrl(opts: AuthorizeUrlOptions): string {
       if (!opts.redirectUri) throw new TypeError(`the ${variant} authorize page needs a redirect_uri`);
       params.push(['response_type', responseType], ['client_id', opts.clientId], ['redirect_uri', opts.redirectUri]);
       params.push(['scope', scope], ['state', opts.state]);
+      if (opts.codeChallenge) params.push(['code_challenge', opts.codeChallenge], ['code_challenge_method', 'S256']);
       break;
     case 'v2-proxy':
       if (responseType !== 'code') throw new TypeError('the v2 proxy only supports response_type=code');
       params.push(['response_type', 'code'], ['client_id', opts.clientId], ['state', opts.state], ['redirect_uri', opts.redirectUri]);
+      if (opts.codeChallenge) params.push(['code_challenge', opts.codeChallenge], ['code_challenge_method', 'S256']);
       break;
     case 'oldest':
       if (responseType !== 'code') throw new TypeError('the oldest proxy only supports the authorization code flow');

@@ -1,5 +1,6 @@
 export { buildAuthorizeUrl, type AuthorizeUrlOptions } from './authorize-url.js';
 export { parseCodeRedirect, parseImplicitRedirect, type AuthorizationCode } from './redirect.js';
+export { createPkcePair, pkceChallenge, type PkcePair } from './pkce.js';
 export { normalizeTokenResponse, type TokenResponse, type LegacyUserFields } from './token-response.js';
 export { TokenClient, PASSWORD_GRANT_WARNING, type TokenClientOptions } from './TokenClient.js';
 export { TokenManager, type TokenManagerOptions } from './TokenManager.js';

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildAuthorizeUrl } from './authorize-url.js';
+import { createPkcePair } from './pkce.js';
 import { AuthorizationResponseError } from './errors/AuthorizationResponseError.js';
 import { parseCodeRedirect } from './redirect.js';
 import type { TokenClient } from './TokenClient.js';
@@ -39,10 +40,13 @@ const PAGE = (title: string, text: string) =>
 /**
  * The authorization code flow for a command-line program: listens on 127.0.0.1, has the person
  * authorize in a browser (the authorize page redirects to http://127.0.0.1:PORT/callback with a
- * code and the state), checks the state, and exchanges the code, sending the same redirect_uri.
+ * code and the state), checks the state, and exchanges the code, sending the same redirect_uri and
+ * the PKCE verifier (S256). A callback whose state is not ours — any other page or program may
+ * request the loopback address — is answered and ignored: only the real answer ends the wait.
  */
 export async function loginWithLoopback(opts: LoopbackLoginOptions): Promise<LoopbackLoginResult> {
   const state = randomBytes(24).toString('base64url');
+  const pkce = opts.client.variant === 'oldest' ? undefined : createPkcePair();
   const server = createServer();
   await listen(server, opts.redirectPort ?? 0);
   try {
@@ -56,11 +60,14 @@ export async function loginWithLoopback(opts: LoopbackLoginOptions): Promise<Loo
       scope: opts.scope ?? SESSION_CONTROL_SCOPE,
       state,
       variant: opts.client.variant,
+      ...(pkce ? { codeChallenge: pkce.challenge } : {}),
     });
     const codePromise = waitForCallback(server, redirectUri, state, opts.timeoutMs ?? 300_000, opts.signal);
+    // The answer may come (or fail) before openUrl returns: awaited below, never unhandled meanwhile.
+    codePromise.catch(() => {});
     await opts.openUrl(authorizeUrl);
     const { code } = await codePromise;
-    const tokens = await opts.client.exchangeCode(code, redirectUri);
+    const tokens = await opts.client.exchangeCode(code, redirectUri, pkce?.verifier);
     return { tokens, redirectUri };
   } finally {
     server.closeAllConnections();
@@ -103,6 +110,11 @@ function waitForCallback(
       const url = new URL(req.url ?? '/', redirectUri);
       if (req.method !== 'GET' || url.pathname !== '/callback') {
         res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+        return;
+      }
+      if (url.searchParams.get('state') !== state) {
+        res.writeHead(400, { 'content-type': 'text/html; charset=utf-8', connection: 'close' });
+        res.end(PAGE('Ignored', 'This answer does not belong to the sign-in in progress.'));
         return;
       }
       try {

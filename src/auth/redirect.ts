@@ -1,3 +1,4 @@
+import { printable } from '../util/printable.js';
 import { registerSecret } from '../util/redact.js';
 import { AuthorizationResponseError } from './errors/AuthorizationResponseError.js';
 import { normalizeTokenResponse, type TokenResponse } from './token-response.js';
@@ -50,7 +51,11 @@ function checkError(params: URLSearchParams): void {
   const error = params.get('error');
   if (!error) return;
   const description = params.get('error_description');
-  throw new AuthorizationResponseError(`the authorization was refused: ${error}${description ? ` (${description})` : ''}`, error);
+  // Both come from whoever requested the callback: never print their control characters.
+  throw new AuthorizationResponseError(
+    `the authorization was refused: ${printable(error, 100)}${description ? ` (${printable(description)})` : ''}`,
+    printable(error, 100),
+  );
 }
 
 function checkState(actual: string | undefined, expected: string | undefined): void {

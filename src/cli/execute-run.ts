@@ -11,6 +11,7 @@ import { createCliLogger } from './logging.js';
 import { createProgress } from './progress.js';
 import { printSummary } from './summary.js';
 import { UsageError } from './usage-error.js';
+import { redact } from '../util/redact.js';
 
 export interface ExecuteRunOptions {
   json: boolean;
@@ -107,11 +108,11 @@ async function executeRunCore(
     const summary = (err as { summary?: RunSummary }).summary;
     if (summary) printSummary(summary, o.json);
     if (err instanceof RunInterruptedError) {
-      process.stderr.write(`${err.message}\n`);
+      process.stderr.write(`${redact(err.message)}\n`);
       return stopCode;
     }
     if (err instanceof RunFailedError) {
-      process.stderr.write(`error: ${err.message}\n`);
+      process.stderr.write(`error: ${redact(err.message)}\n`);
       return ExitCode.runFailed;
     }
     if (err instanceof RangeError) throw new UsageError(err.message, { cause: err });

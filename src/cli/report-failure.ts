@@ -1,22 +1,17 @@
 import { ExitCode } from './exit-codes.js';
 import { isUsageError } from './usage-error.js';
+import { redact, redactedCauseChain } from '../util/redact.js';
 
 /** Prints an error for a person (message and cause chain, no stack unless SESSION_ETL_DEBUG) and returns the exit code. */
 export function reportFailure(err: unknown, stderr: NodeJS.WritableStream = process.stderr): number {
   if (isUsageError(err)) {
-    stderr.write(`error: ${err.message}\n(run with --help for usage)\n`);
+    stderr.write(`error: ${redact(err.message)}\n(run with --help for usage)\n`);
     return ExitCode.usage;
   }
-  const lines: string[] = [];
-  let cur: unknown = err;
-  let depth = 0;
-  while (cur && depth < 8) {
-    const msg = cur instanceof Error ? cur.message : String(cur);
-    lines.push(depth === 0 ? `error: ${msg}` : `  caused by: ${msg}`);
-    cur = cur instanceof Error ? cur.cause : undefined;
-    depth++;
-  }
-  if (process.env.SESSION_ETL_DEBUG && err instanceof Error && err.stack) lines.push(err.stack);
+  // Every message of the chain is redacted: a cause may come from a library (undici, DuckDB) that
+  // put a header value or a body in its message.
+  const lines = redactedCauseChain(err).map((msg, depth) => (depth === 0 ? `error: ${msg}` : `  caused by: ${msg}`));
+  if (process.env.SESSION_ETL_DEBUG && err instanceof Error && err.stack) lines.push(redact(err.stack));
   stderr.write(lines.join('\n') + '\n');
   const code = (err as { exitCode?: unknown } | null)?.exitCode;
   return typeof code === 'number' && code > 0 ? code : ExitCode.runFailed;

@@ -125,6 +125,7 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
     onInvalid: c.onInvalid,
     ...(c.maxRequestsPerSecond ? { maxRequestsPerSecond: c.maxRequestsPerSecond } : {}),
     timeoutMs: parseDuration(c.requestTimeout) * 1000,
+    maxBodyBytes: c.maxBodyBytes,
     retry: { maxAttempts: c.maxAttempts },
     lock: {
       wait: Boolean(flags.wait),

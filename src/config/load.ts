@@ -6,7 +6,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../cli/usage-error.js';
 import { receiverOf, registerNotifyUrlSecret } from '../monitoring/notify.js';
-import { registerSecret, REDACTED } from '../util/redact.js';
+import { redact, registerSecret, REDACTED } from '../util/redact.js';
 import type { z } from 'zod';
 import { ConfigSchema, type Config } from './schema.js';
 
@@ -74,6 +74,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   }
   put(fromEnv, 'env');
   put((opts.flags ?? {}) as Record<string, unknown>, 'flag');
+  for (const key of URL_KEYS) registerUrlSecrets(merged[key]);
 
   const parsed = ConfigSchema.safeParse(merged);
   if (!parsed.success) throw invalidConfig(parsed.error.issues, sources, file);
@@ -90,6 +91,20 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   registerSecret(config.apiKey);
   registerNotifyUrlSecret(config.notifyUrl);
   return { config, sources, file };
+}
+
+/** The configuration keys holding URLs: their user:password part is a secret. */
+const URL_KEYS = ['reportingUrl', 'authUrl', 'apiUrl', 'consoleUrl'] as const;
+
+function registerUrlSecrets(value: unknown): void {
+  if (typeof value !== 'string') return;
+  try {
+    const u = new URL(value);
+    registerSecret(decodeURIComponent(u.password));
+    registerSecret(u.password);
+  } catch {
+    // Not a URL: the schema says so, without printing the value.
+  }
 }
 
 function invalidConfig(issues: z.core.$ZodIssue[], sources: Record<string, Source>, file: string | null): UsageError {
@@ -118,7 +133,11 @@ function readJson(path: string, what: string): Record<string, unknown> {
     if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
     return v as Record<string, unknown>;
   } catch (err) {
-    throw new UsageError(`${what} ${path} is not valid JSON: ${(err as Error).message}`);
+    // Never the parser's message: it quotes the text, and a key file given as --config would show
+    // its first characters. The position is enough to find the mistake.
+    const at = /position (\d+)/.exec((err as Error).message)?.[1];
+    const problem = (err as Error).message === 'not a JSON object' ? 'it is not a JSON object' : `it is not valid JSON${at ? ` (error at character ${at})` : ''}`;
+    throw new UsageError(`${what} ${path} cannot be used: ${problem}; it must hold one JSON object of configuration keys`);
   }
 }
 
@@ -127,7 +146,8 @@ export function describeConfig(loaded: LoadedConfig): Array<{ key: string; value
   return Object.keys(ConfigSchema.shape).map((key) => {
     let value = (loaded.config as Record<string, unknown>)[key] ?? null;
     if (key === 'apiKey' && value) value = REDACTED;
-    if (key === 'notifyUrl' && value) value = `${receiverOf(String(value))}/${REDACTED}`;
+    else if (key === 'notifyUrl' && value) value = `${receiverOf(String(value))}/${REDACTED}`;
+    else if (typeof value === 'string') value = redact(value);
     return { key, value, source: loaded.sources[key] ?? 'default' };
   });
 }

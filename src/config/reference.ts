@@ -17,6 +17,7 @@ const FLAG_OF: Record<string, string> = {
   reportingUrl: '—',
   apiKey: '—',
   apiKeyFile: '—',
+  maxBodyBytes: '—',
   startDate: '`--since` (export)',
   scheduleCron: '`--cron` (schedule)',
   scheduleTimezone: '`--timezone` (schedule)',

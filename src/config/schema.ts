@@ -31,9 +31,23 @@ const instant = z.union([z.string(), z.number().int().nonnegative()]).refine(
   { message: 'expected a date (2026-01-01), an ISO datetime with offset (2026-01-01T08:00:00Z) or epoch seconds' },
 );
 
+const USERINFO_MESSAGE = 'a URL holding a user name or password cannot be used (requests refuse it, and it would be a secret in the configuration): remove the user:password@ part';
+
+function noUserinfo(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return u.username === '' && u.password === '';
+  } catch {
+    return true;
+  }
+}
+
 export const ConfigSchema = z
   .object({
-    reportingUrl: z.url({ protocol: /^https?$/ }).nullable().describe('Reporting endpoint URL (env REPORTING_URL).'),
+    reportingUrl: z
+      .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL such as https://reporting.example.com/graphql (scheme and host included)' })
+      .refine(noUserinfo, { message: USERINFO_MESSAGE })
+      .nullable().describe('Reporting endpoint URL (env REPORTING_URL).'),
     apiKey: z.string().min(1).nullable().optional().describe('Reporting API key (env REPORTING_API_KEY). Secret: never put it in a committed file; use the environment or apiKeyFile.'),
     apiKeyFile: z.string().min(1).nullable().optional().describe('File holding the reporting API key (mode 0600 recommended).'),
     dataDir: z.string().min(1).describe('Output directory (env SESSION_ETL_DATA_DIR): sessions.duckdb and parquet/sessions/.'),
@@ -48,6 +62,12 @@ export const ConfigSchema = z
     maxRequestsPerSecond: z.number().positive().nullable().describe('Upper bound on requests per second, on top of the rate learned from 429 answers. Null: none. At least 0.01 (one request every 100 s): a lower rate would look like a hang, and is refused with exit 2.'),
     requestTimeout: duration('requestTimeout').describe('Per-request timeout, body included.'),
     maxAttempts: z.number().int().min(1).max(50).describe('Attempts per request for transient errors (5xx, resets, timeouts, incomplete bodies).'),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(2 ** 31)
+      .describe('Largest answer body read, in bytes (default 268435456, 256 MiB); a window whose answer is larger is split in two, and fails below minChunk.'),
     startDate: instant.nullable().describe('Where the first export starts when nothing is stored yet (like --since).'),
     scheduleCron: z
       .string()
@@ -57,9 +77,9 @@ export const ConfigSchema = z
       .string()
       .refine(isTimeZone, { message: 'expected an IANA time zone such as UTC or Europe/Berlin' })
       .describe('Time zone of scheduleCron.'),
-    authUrl: z.url({ protocol: /^https?$/ }).nullable().optional().describe('Token service host for `auth` commands (env AUTH_URL).'),
-    apiUrl: z.url({ protocol: /^https?$/ }).nullable().optional().describe('Identity lookup host for `whoami` (env API_URL).'),
-    consoleUrl: z.url({ protocol: /^https?$/ }).nullable().optional().describe('Console host for `session start/end` (env CONSOLE_URL).'),
+    authUrl: z.url({ protocol: /^https?$/ }).refine(noUserinfo, { message: USERINFO_MESSAGE }).nullable().optional().describe('Token service host for `auth` commands (env AUTH_URL).'),
+    apiUrl: z.url({ protocol: /^https?$/ }).refine(noUserinfo, { message: USERINFO_MESSAGE }).nullable().optional().describe('Identity lookup host for `whoami` (env API_URL).'),
+    consoleUrl: z.url({ protocol: /^https?$/ }).refine(noUserinfo, { message: USERINFO_MESSAGE }).nullable().optional().describe('Console host for `session start/end` (env CONSOLE_URL).'),
     oauthClientId: z.string().min(1).nullable().optional().describe('OAuth client id (env OAUTH_CLIENT_ID). The client secret is env-only: OAUTH_CLIENT_SECRET.'),
     tokenFile: z.string().min(1).nullable().optional().describe('Token store, mode 0600 (env SESSION_ETL_TOKEN_FILE; default ~/.config/session-etl/tokens.json).'),
     notifyUrl: z

@@ -1,3 +1,4 @@
+import { describeRedirect, isRedirect } from '../util/display-url.js';
 import { redact } from '../util/redact.js';
 import { ControlHttpError } from './errors/ControlHttpError.js';
 import { ControlNetworkError } from './errors/ControlNetworkError.js';
@@ -142,6 +143,8 @@ export class SessionControlClient {
         method,
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' },
         body: JSON.stringify(body),
+        // Never follow a redirect: the access token and webhook tokens are in this request.
+        redirect: 'manual',
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       text = await res.text();
@@ -149,6 +152,10 @@ export class SessionControlClient {
       throw new ControlNetworkError(`${what} failed: the console at ${url} could not be reached: ${describeNetworkError(err)}`, err);
     }
     const parsed = parseBody(text);
+    if (isRedirect(res.status)) {
+      const where = describeRedirect(res.status, res.headers.get('location'), url);
+      throw new ControlHttpError(res.status, `${where}; redirects are not followed (the access token would go with them): set CONSOLE_URL to the console's own address`, what);
+    }
     if (!res.ok) throw new ControlHttpError(res.status, parsed, what);
     return { status: res.status, body: parsed, location: res.headers.get('location') ?? undefined };
   }

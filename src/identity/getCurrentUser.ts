@@ -1,3 +1,4 @@
+import { describeRedirect, isRedirect } from '../util/display-url.js';
 import { z } from 'zod';
 import { describeNetworkError, parseBody, summarizeBody, type FetchLike } from '../auth/http.js';
 import { IdentityError } from './errors/IdentityError.js';
@@ -38,6 +39,8 @@ export async function getCurrentUser(opts: GetCurrentUserOptions): Promise<Curre
   try {
     res = await (opts.fetch ?? globalThis.fetch)(url, {
       headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+      // Never follow a redirect: the access token would go with it.
+      redirect: 'manual',
       signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000),
     });
     text = await res.text();
@@ -45,6 +48,13 @@ export async function getCurrentUser(opts: GetCurrentUserOptions): Promise<Curre
     throw new IdentityError(`the identity lookup at ${url} could not be reached: ${describeNetworkError(err)}`, { cause: err, retryable: true });
   }
   const body = parseBody(text);
+  if (isRedirect(res.status)) {
+    const where = describeRedirect(res.status, res.headers.get('location'), url);
+    throw new IdentityError(`the identity lookup answered ${where}; redirects are not followed (the access token would go with them): set API_URL to the identity service's own address`, {
+      status: res.status,
+      retryable: false,
+    });
+  }
   if (!res.ok) {
     const shown = summarizeBody(body);
     throw new IdentityError(`the identity lookup answered HTTP ${res.status}${shown ? `: ${shown}` : ''}`, {

@@ -5,6 +5,7 @@
  * `minChunkSeconds`; hands each complete leaf window to `onWindow` (which commits it).
  */
 import pLimit from 'p-limit';
+import { BodyTooLargeError } from '../reporting/errors/BodyTooLargeError.js';
 import { GraphQLResponseError } from '../reporting/errors/GraphQLResponseError.js';
 import { ReportingError } from '../reporting/errors/ReportingError.js';
 import type { ReportingClient } from '../reporting/client.js';
@@ -96,14 +97,17 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
           throw new SplitNeeded(lastMessage);
         }
       } catch (err) {
-        if (err instanceof SplitNeeded || err instanceof GraphQLResponseError) {
-          lastMessage = err instanceof GraphQLResponseError ? err.message : lastMessage;
+        // A body over maxBodyBytes splits too: a shorter window gives a smaller body.
+        if (err instanceof SplitNeeded || err instanceof GraphQLResponseError || err instanceof BodyTooLargeError) {
+          lastMessage = err instanceof SplitNeeded ? lastMessage : err.message;
           const halves = bisect(cur, opts.minChunkSeconds);
           if (!halves) {
             throw new WindowFailedError(
               cur,
               `it cannot be split below the minimum chunk (${opts.minChunkSeconds} s); last server message: ${lastMessage}. ` +
-                'Lower --min-chunk, or raise --max-results-per-query if the server allows more',
+                (err instanceof BodyTooLargeError
+                  ? 'Lower --min-chunk, or raise maxBodyBytes in the configuration'
+                  : 'Lower --min-chunk, or raise --max-results-per-query if the server allows more'),
               { cause: err },
             );
           }

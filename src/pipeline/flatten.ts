@@ -4,6 +4,7 @@
  */
 import { RecordValidationError } from '../reporting/errors/RecordValidationError.js';
 import { validateRecord } from '../reporting/record-schema.js';
+import { checkRecordSize } from '../reporting/record-size.js';
 import type { SessionRecord } from '../reporting/session-record.js';
 import { SESSION_COLUMNS } from '../store/contract.js';
 
@@ -82,10 +83,12 @@ export function flattenResponse(raws: readonly unknown[], extractedAt: number, p
   raws.forEach((raw, index) => {
     let rec: SessionRecord;
     try {
+      checkRecordSize(raw, index);
       rec = validateRecord(raw, index);
     } catch (err) {
       if (!(err instanceof RecordValidationError) || policy === 'fail') throw err;
-      rejected.push({ sessionId: err.sessionId ?? null, field: err.path, reason: err.message, raw });
+      // err.record is the raw record (truncated when it is over the size limit).
+      rejected.push({ sessionId: err.sessionId ?? null, field: err.path, reason: err.message, raw: err.record });
       return;
     }
     const row = flattenRecord(rec, extractedAt);

@@ -16,6 +16,7 @@ import type { FetchLike } from '../reporting/transport.js';
 import { checkWriterSettings, discardNew, SessionStore, type RunRow } from '../store/session-store.js';
 import { DIR_MODE, layoutOf, refuseLinks, type OutputFormat } from '../store/layout.js';
 import { silentLogger, type Logger } from '../util/logger.js';
+import { needsSettingFixed } from '../reporting/errors/ReportingError.js';
 import { redact } from '../util/redact.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
 import { RunFailedError, RunInterruptedError } from './errors.js';
@@ -54,6 +55,8 @@ export interface PipelineOptions {
   maxRequestsPerSecond?: number;
   /** Per-request timeout, ms. Default 60 000. */
   timeoutMs?: number;
+  /** Largest answer body, bytes; a larger one splits its window. Default 256 MiB. */
+  maxBodyBytes?: number;
   retry?: Partial<RetryOptions>;
   /** Rewrite pending Parquet partitions at least this often during a run, seconds. Default 60. */
   parquetFlushSeconds?: number;
@@ -341,6 +344,7 @@ async function execute(
       apiKey: opts.apiKey,
       ...(opts.fetch ? { fetch: opts.fetch } : {}),
       ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
+      ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
       ...opts.retry,
       now,
       sleep,
@@ -429,7 +433,12 @@ async function execute(
     const resultOutcome: RunSummary['outcome'] = failed ? 'failed' : interrupted ? 'interrupted' : windows.length ? 'succeeded' : 'nothing-to-do';
     const committedNote = cp !== undefined ? `data up to ${isoOf(cp)} is committed` : 'no window was committed';
     const errorText = outcome.error
-      ? redact(`${outcome.error.message}; ${committedNote}; run the same command again to continue`)
+      ? redact(
+          `${outcome.error.message}; ${committedNote}; ` +
+            (needsSettingFixed(outcome.error)
+              ? 'running it again will not help until that is fixed (see above)'
+              : 'run the same command again to continue'),
+        )
       : undefined;
     summary = {
       runId,

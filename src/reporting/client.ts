@@ -55,6 +55,8 @@ export interface ReportingClientOptions extends Partial<RetryOptions> {
   apiKey: string;
   /** Per-request timeout in ms, body included. Default 60 000. */
   timeoutMs?: number;
+  /** Largest answer body read, bytes (BodyTooLargeError beyond). Default 256 MiB. */
+  maxBodyBytes?: number;
   fetch?: FetchLike;
   /** Clock in ms since the epoch (injectable for tests). */
   now?: () => number;
@@ -108,10 +110,12 @@ export class ReportingClient {
       maxDelayMs: opts.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
       maxRetryAfterMs: opts.maxRetryAfterMs ?? DEFAULT_RETRY.maxRetryAfterMs,
     };
+    const limits = opts.maxBodyBytes !== undefined ? { maxBodyBytes: opts.maxBodyBytes } : {};
     const transport = createTransport({
       fetch: opts.fetch ?? globalThis.fetch,
       timeoutMs: opts.timeoutMs ?? 60_000,
       now: this.now,
+      ...limits,
     });
     const apiKey = opts.apiKey;
     // The key lives only in these closures' header factories: it is not a property of the client.
@@ -120,7 +124,7 @@ export class ReportingClient {
       headers: () => ({ Authorization: apiKey, 'Content-Type': 'application/json' }),
       errorPolicy: 'none',
     });
-    const bytes = createBytesTransport({ fetch: opts.fetch ?? globalThis.fetch, timeoutMs: opts.timeoutMs ?? 60_000, now: this.now });
+    const bytes = createBytesTransport({ fetch: opts.fetch ?? globalThis.fetch, timeoutMs: opts.timeoutMs ?? 60_000, now: this.now, ...limits });
     const url = opts.url;
     this.post = (query, signal) =>
       bytes(url, {

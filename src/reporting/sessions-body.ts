@@ -21,6 +21,7 @@ import { GraphQLResponseError, type GraphQLErrorEntry } from './errors/GraphQLRe
 import { InvalidResponseError } from './errors/InvalidResponseError.js';
 import { TransientError } from './errors/TransientError.js';
 import { redact } from '../util/redact.js';
+import { MAX_RECORD_BYTES } from './record-size.js';
 
 export type SessionsBody =
   /** Every record checked: `ndjson` holds one record per line (a view of the body's bytes). */
@@ -108,7 +109,10 @@ function scan(b: Buffer): SessionsBody | undefined {
   try {
     if (b[p] !== 0x5d) {
       for (;;) {
+        const start = p;
         p = record(b, p, ids);
+        // An over-size record takes the precise path, which names it (record-size.ts).
+        if (p - start > MAX_RECORD_BYTES) throw NOT_FAST;
         const c = b[p];
         if (c === 0x5d) break;
         if (c !== 0x2c) throw NOT_FAST;

@@ -1,4 +1,5 @@
 import { describeNetworkError } from '../util/describe-network-error.js';
+import { displayUrl, isRedirect } from '../util/display-url.js';
 /**
  * The HTTP layer: adds the per-request timeout, reads the whole body as bytes, and turns every
  * transport outcome into the typed error family. `requestBytes` serves the `sessions` hot path
@@ -7,8 +8,10 @@ import { describeNetworkError } from '../util/describe-network-error.js';
  */
 import { crashPoint } from '../util/crash-point.js';
 import { AuthenticationError } from './errors/AuthenticationError.js';
+import { BodyTooLargeError } from './errors/BodyTooLargeError.js';
 import { HttpStatusError } from './errors/HttpStatusError.js';
 import { RateLimitedError } from './errors/RateLimitedError.js';
+import { RedirectError } from './errors/RedirectError.js';
 import { TransientError } from './errors/TransientError.js';
 import { parseRetryAfter } from './retry-timing.js';
 
@@ -18,7 +21,12 @@ export interface TransportOptions {
   fetch: FetchLike;
   timeoutMs: number;
   now: () => number;
+  /** Largest body read; a larger one throws BodyTooLargeError. Default DEFAULT_MAX_BODY_BYTES. */
+  maxBodyBytes?: number;
 }
+
+/** 256 MiB: about 500,000 sessions in one answer; a day of a busy account is a few megabytes. */
+export const DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024;
 
 export interface BytesResponse {
   status: number;
@@ -44,20 +52,24 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
     let res: Response;
     let body: Buffer;
     try {
-      res = await opts.fetch(input, { ...init, signal });
+      // Never follow a redirect: the Authorization header and the query would go to wherever the
+      // server points, and the answer from there would be taken for the endpoint's (see RedirectError).
+      res = await opts.fetch(input, { ...init, signal, redirect: 'manual' });
       crashPoint('fetch');
-      body = Buffer.from(await res.arrayBuffer());
+      body = await readBody(res, opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
     } catch (err) {
+      if (err instanceof BodyTooLargeError) throw err;
       if (init?.signal?.aborted) throw init.signal.reason ?? err;
       if (timeout.aborted) {
         throw new TransientError('timeout', `the reporting endpoint did not answer within ${opts.timeoutMs} ms`, undefined, { cause: err });
       }
-      throw new TransientError('network', `connection to the reporting endpoint failed: ${describeNetworkError(err)}`, undefined, {
+      throw new TransientError('network', `connection to the reporting endpoint ${displayUrl(urlOf(input))} failed: ${describeNetworkError(err)}`, undefined, {
         cause: err,
       });
     }
     const status = res.status;
     if (status === 401 || status === 403) throw new AuthenticationError(status);
+    if (isRedirect(status)) throw new RedirectError(status, res.headers.get('location') ?? undefined, urlOf(input));
     if (status === 429) throw new RateLimitedError(parseRetryAfter(res.headers.get('retry-after'), opts.now()));
     if (status >= 500) {
       throw new TransientError('server-error', `the reporting endpoint answered HTTP ${status}`, status);
@@ -65,4 +77,36 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
     if (status < 200 || status >= 300) throw new HttpStatusError(status, body.toString('utf8'));
     return { status, headers: res.headers, body };
   };
+}
+
+/**
+ * The whole body, refused beyond `limit` bytes: by its Content-Length before reading, else as soon
+ * as the bytes counted pass it (the stream is cancelled), so a huge body never sits in memory.
+ */
+async function readBody(res: Response, limit: number): Promise<Buffer> {
+  const declared = res.headers.get('content-length');
+  const length = declared === null ? NaN : Number(declared);
+  if (Number.isSafeInteger(length) && length > limit) {
+    await res.body?.cancel().catch(() => {});
+    throw new BodyTooLargeError(limit, length);
+  }
+  if (!res.body) return Buffer.alloc(0);
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel().catch(() => {});
+      throw new BodyTooLargeError(limit);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+function urlOf(input: string | URL | Request): string {
+  return typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
 }

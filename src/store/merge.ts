@@ -8,7 +8,7 @@ import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { crashPoint } from '../util/crash-point.js';
 import { queryRows, sqlString } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
-import { NDJSON_COLUMNS, NDJSON_SELECT } from './ndjson.js';
+import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, NDJSON_SELECT } from './ndjson.js';
 import { COLUMN_LIST, PARTITION_OF_STORED } from './schema.js';
 import type { MergeResult } from './sink.js';
 
@@ -63,7 +63,7 @@ export async function mergeSlice(c: DuckDBConnection, ctx: MergeContext): Promis
       ...(slice.length
         ? [
             `SELECT ${NDJSON_SELECT} FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
-               format = 'newline_delimited', filename = true) r
+               format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
              JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${slice[i]!.extracted_at})`).join(', ')}) f(filename, extracted) USING (filename)`,
           ]
         : []),

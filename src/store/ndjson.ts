@@ -7,6 +7,13 @@
 import { SESSION_COLUMNS } from './contract.js';
 import { NULL_PARTITION } from './layout.js';
 
+/**
+ * read_json's `maximum_object_size`, 16 MiB: twice the largest record accepted
+ * (reporting/record-size.ts MAX_RECORD_BYTES, 8 MiB; a test keeps them in step), so that every
+ * committed line can be read back at merge time.
+ */
+export const NDJSON_MAX_OBJECT_BYTES = 16 * 1024 * 1024;
+
 /** The DuckDB type a source field is read as (timestamps arrive as epoch seconds). */
 function jsonType(type: string): string {
   return type === 'TIMESTAMPTZ' || type === 'BIGINT' ? 'BIGINT' : type;

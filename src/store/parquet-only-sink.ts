@@ -10,7 +10,7 @@ import { queryRows, sqlString } from './duckdb.js';
 import { exists } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
 import { PARTITION_FILE, partitionDir, type StoreLayout } from './layout.js';
-import { NDJSON_COLUMNS, NDJSON_SELECT } from './ndjson.js';
+import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, NDJSON_SELECT } from './ndjson.js';
 import { placePartitionFile } from './parquet-rewriter.js';
 import { COLUMN_LIST } from './schema.js';
 import type { SerialQueue } from './serial-queue.js';
@@ -33,7 +33,7 @@ export class ParquetOnlySink implements Sink {
     const lineage = files.map((f) => `(${sqlString(f.path)}, ${f.extractedAt})`).join(', ');
     await c.run(
       `INSERT INTO _pending_rows SELECT ${NDJSON_SELECT}
-       FROM read_json([${list}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited', filename = true) r
+       FROM read_json([${list}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
        JOIN (VALUES ${lineage}) f(filename, extracted) USING (filename)`,
     );
   }

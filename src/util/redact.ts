@@ -1,39 +1,120 @@
 /**
- * Secret redaction. Every secret the process learns (API key, client secret, tokens, webhook tokens)
- * is registered here, and every log line and error message passes through `redact()` before it
- * leaves the process.
+ * Secret redaction. Every secret the process learns (API key, client secret, tokens, webhook tokens,
+ * the password of a URL) is registered here, and every log line and error message passes through
+ * `redact()` before it leaves the process.
+ *
+ * A server may echo a secret back in another form, so each is hidden in every form it may take:
+ * as is, JSON-escaped (`/` as `\/` too), URL- and form-encoded, in any letter case (those matched
+ * case-insensitively), and base64 / base64url (case-sensitive), also when it sits at any offset
+ * inside a longer base64 text (`Basic base64(id:secret)`): the part of the encoding that depends on
+ * the secret alone is matched. The user:password part of any URL is hidden whatever it holds.
  */
 const secrets = new Set<string>();
+let plain: RegExp | undefined;
+let encoded: RegExp | undefined;
 
 /** Registers a secret so that `redact()` hides it wherever it appears. Very short values are ignored. */
 export function registerSecret(value: string | undefined | null): void {
-  if (typeof value === 'string' && value.length >= 4) secrets.add(value);
+  if (typeof value === 'string' && value.length >= 4 && !secrets.has(value)) {
+    secrets.add(value);
+    build();
+  }
 }
 
 export const REDACTED = '[REDACTED]';
 
-/** Replaces every registered secret (and its URL-encoded form) in `text`. */
+/** A URL's user:password@ (any scheme), up to the host. */
+const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>]+@/gi;
+
+/** Replaces every registered secret (in each of its forms) and the userinfo of every URL in `text`. */
 export function redact(text: string): string {
   let out = text;
-  for (const s of secrets) {
-    for (const form of forms(s)) if (out.includes(form)) out = out.split(form).join(REDACTED);
-  }
+  if (plain) out = out.replace(plain, REDACTED);
+  if (encoded) out = out.replace(encoded, REDACTED);
+  if (out.includes('@')) out = out.replace(USERINFO, `$1${REDACTED}@`);
   return out;
 }
 
-function forms(s: string): string[] {
-  const f = new Set([s, encodeURIComponent(s)]);
-  return [...f];
+/** The forms of `s` matched case-insensitively. */
+export function textForms(s: string): string[] {
+  const json = JSON.stringify(s).slice(1, -1);
+  return [
+    s,
+    json,
+    json.replaceAll('/', '\\/'),
+    encodeURIComponent(s),
+    new URLSearchParams({ x: s }).toString().slice(2),
+  ];
 }
 
-/** A deep copy of `value` with registered secrets replaced in every string, for error properties and logs. */
-export function redactDeep<T>(value: T): T {
-  if (typeof value === 'string') return redact(value) as T;
-  if (Array.isArray(value)) return value.map((v) => redactDeep(v)) as T;
-  if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = redactDeep(v);
-    return out as T;
+/** The base64 and base64url forms of `s`, at each of the three byte offsets inside a longer text. */
+export function base64Forms(s: string): string[] {
+  const bytes = Buffer.from(s, 'utf8');
+  const out: string[] = [];
+  for (let shift = 0; shift < 3; shift++) {
+    const b64 = Buffer.concat([Buffer.alloc(shift), bytes]).toString('base64');
+    // Characters of the first group mix in the bytes before the secret; those of an incomplete last
+    // group the bytes after it (or the padding).
+    const head = shift === 0 ? 0 : 4;
+    const tail = (shift + bytes.length) % 3 === 0 ? 0 : 4;
+    const core = b64.slice(head, b64.length - tail);
+    if (shift === 0) out.push(b64, b64.replace(/=+$/, ''));
+    if (core.length >= 8) out.push(core);
   }
-  return value;
+  return [...out, ...out.map((f) => f.replaceAll('+', '-').replaceAll('/', '_'))];
+}
+
+function build(): void {
+  const ci = new Set<string>();
+  const cs = new Set<string>();
+  for (const s of secrets) {
+    for (const f of textForms(s)) ci.add(f);
+    for (const f of base64Forms(s)) cs.add(f);
+  }
+  const alternation = (set: Set<string>) =>
+    [...set]
+      .filter((f) => f.length >= 4)
+      .sort((a, b) => b.length - a.length)
+      .map((f) => f.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'))
+      .join('|');
+  plain = ci.size ? new RegExp(alternation(ci), 'gi') : undefined;
+  encoded = cs.size ? new RegExp(alternation(cs), 'g') : undefined;
+}
+
+/** How deep `redactDeep` copies; anything deeper is replaced (a hostile body may nest thousands of levels). */
+export const MAX_REDACT_DEPTH = 32;
+export const TOO_DEEP = '[nested too deep]';
+
+/**
+ * A deep copy of `value` with registered secrets replaced in every string, for error properties and
+ * logs. Copies at most MAX_REDACT_DEPTH levels (deeper values become TOO_DEEP) and no cycle.
+ */
+export function redactDeep<T>(value: T, depth = 0, seen: WeakSet<object> = new WeakSet()): T {
+  if (typeof value === 'string') return redact(value) as T;
+  if (!value || typeof value !== 'object') return value;
+  if (depth >= MAX_REDACT_DEPTH || seen.has(value)) return TOO_DEEP as T;
+  seen.add(value);
+  let out: unknown;
+  if (Array.isArray(value)) out = value.map((v) => redactDeep(v, depth + 1, seen));
+  else {
+    const o: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) o[redact(k)] = redactDeep(v, depth + 1, seen);
+    out = o;
+  }
+  seen.delete(value);
+  return out as T;
+}
+
+/**
+ * The message of `err` and of each error in its cause chain (at most 8), redacted: what a person
+ * may be shown. Non-Error causes are shown as text.
+ */
+export function redactedCauseChain(err: unknown, max = 8): string[] {
+  const out: string[] = [];
+  let cur: unknown = err;
+  while (cur !== undefined && cur !== null && out.length < max) {
+    out.push(redact(cur instanceof Error ? cur.message : String(cur)));
+    cur = cur instanceof Error ? cur.cause : undefined;
+  }
+  return out;
 }

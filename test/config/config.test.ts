@@ -58,4 +58,36 @@ describe('configuration', () => {
     expect(() => loadConfig({ configFile: file('{ nope'), env: {} })).toThrow(/is not valid JSON/);
     expect(() => loadConfig({ configFile: join(dir, 'missing.json'), env: {} })).toThrow(/cannot be read \(ENOENT\)/);
   });
+
+  it('a key file given as the configuration file: the error shows none of its characters', () => {
+    const keyFile = join(dir, 'key-as-config');
+    writeFileSync(keyFile, 'rk-KEYFILEq8Zx0m3\n', { mode: 0o600 });
+    let message = '';
+    try {
+      loadConfig({ configFile: keyFile, env: {} });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/is not valid JSON/);
+    expect(message).not.toMatch(/rk-|KEYFILE/);
+  });
+
+  it('a REPORTING_URL without a scheme says what a valid one looks like', () => {
+    expect(() => loadConfig({ env: { REPORTING_URL: 'reporting.example.com/graphql' } })).toThrow(
+      /reportingUrl \(from environment\): expected an http:\/\/ or https:\/\/ URL such as https:\/\/reporting\.example\.com/,
+    );
+  });
+
+  it('a URL with a password is refused without showing it, and the password is redacted everywhere', async () => {
+    let message = '';
+    try {
+      loadConfig({ env: { REPORTING_URL: 'https://etl:Pa55-w0rd-Url@reporting.example.com/' } });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/reportingUrl \(from environment\): a URL holding a user name or password cannot be used/);
+    expect(message).not.toContain('Pa55-w0rd-Url');
+    const { redact } = await import('../../src/util/redact.js');
+    expect(redact('the server echoed Pa55-w0rd-Url')).toBe('the server echoed [REDACTED]');
+  });
 });

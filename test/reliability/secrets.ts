@@ -17,11 +17,32 @@ import {
   check, cliEnv, dayStart, DAY, excerpt, isoDay, newResult, sleep, startCli, TempDirs, timed, type CliRun, type ScenarioResult,
 } from './harness.js';
 
-/** The ways a secret may be written out: whole (plain, base64, URL-encoded, UTF-16) or cut short. */
+/**
+ * The ways a secret may be written out: whole (plain, JSON-escaped with `\/`, lower- and upper-cased,
+ * base64, base64url, URL-encoded, UTF-16) or cut short.
+ */
 function forms(secret: string): string[] {
   // The last 24 characters of every secret here are random hex: 12 of them in a row are a partial leak.
   const core = secret.slice(-24, -12);
-  return [...new Set([secret, Buffer.from(secret).toString('base64'), encodeURIComponent(secret), Buffer.from(secret, 'utf16le').toString('latin1'), core])];
+  return [
+    ...new Set([
+      secret,
+      secret.replaceAll('/', '\\/'),
+      secret.toLowerCase(),
+      secret.toUpperCase(),
+      Buffer.from(secret).toString('base64'),
+      Buffer.from(secret).toString('base64url'),
+      encodeURIComponent(secret),
+      Buffer.from(secret, 'utf16le').toString('latin1'),
+      core,
+      core.toUpperCase(),
+    ]),
+  ];
+}
+
+/** What a hostile server may echo of a header: the value as is and in the forms redaction must know. */
+function echoForms(value: string): string {
+  return [value, value.toLowerCase(), value.toUpperCase(), Buffer.from(value).toString('base64'), Buffer.from(`id:${value}`).toString('base64')].join(' | ');
 }
 
 async function filesUnder(root: string): Promise<string[]> {
@@ -41,7 +62,8 @@ async function filesUnder(root: string): Promise<string[]> {
 export async function runSecrets(o: { seed: number; log?: (line: string) => void }): Promise<ScenarioResult> {
   const log = o.log ?? (() => {});
   const r = newResult('5. secrets', 'every command with a distinctive API key and client secret; every byte written searched');
-  const apiKey = `rk-RELIABILITY-${randomBytes(12).toString('hex')}`;
+  // A '/' in the key: JSON may escape it as '\/'.
+  const apiKey = `rk/RELIABILITY-${randomBytes(12).toString('hex')}`;
   const wrongKey = `rk-WRONG-${randomBytes(12).toString('hex')}`;
   const clientSecret = `cs-RELIABILITY-${randomBytes(12).toString('hex')}`;
   const iface = { clientSecret };
@@ -84,10 +106,16 @@ export async function runSecrets(o: { seed: number; log?: (line: string) => void
     await run('a wrong API key', ['backfill', ...range, '--log-level', 'debug'], { REPORTING_API_KEY: wrongKey }, 1);
     await run('an unreachable endpoint', ['backfill', ...range, '--max-attempts', '2'], { REPORTING_URL: 'http://127.0.0.1:9/' }, 1);
     // A hostile endpoint that echoes the request's Authorization header back.
-    for (const mode of ['400 body', '500 body', 'GraphQL error message', 'record field'] as const) {
+    for (const mode of ['400 body', '500 body', 'GraphQL error message', 'record field', 'GraphQL error in other forms', 'record field in other forms'] as const) {
+      const other = mode.endsWith('in other forms');
       const proxy = await startCorruptingProxy(emu.url, {
         respond: (req) => {
-          const auth = String(req.headers.authorization ?? '');
+          const auth = other ? echoForms(String(req.headers.authorization ?? '')) : String(req.headers.authorization ?? '');
+          if (mode === 'GraphQL error in other forms') {
+            // JSON.stringify of a body that itself escapes '/' as '\/' (as PHP's json_encode does).
+            return { status: 200, body: JSON.stringify({ errors: [{ message: `not allowed for key ${auth}`, extensions: { key: auth } }], data: null }).replaceAll('/', '\\/') };
+          }
+          if (mode === 'record field in other forms') return undefined;
           if (mode === 'record field') return undefined;
           if (mode === '400 body') return { status: 400, body: JSON.stringify({ message: `bad request, you sent Authorization: ${auth}` }) };
           if (mode === '500 body') return { status: 500, body: `<html>proxy error for ${auth}</html>` };
@@ -95,17 +123,21 @@ export async function runSecrets(o: { seed: number; log?: (line: string) => void
         },
         // The echoed key inside a record: an invalid one, so it travels into rejected_sessions' reason.
         rewrite: (records, req) =>
-          mode === 'record field' && records.length ? [{ ...records[0]!, started: `key ${String(req.headers.authorization)}` }, ...records.slice(1)] : undefined,
+          (mode === 'record field' || mode === 'record field in other forms') && records.length
+            ? [{ ...records[0]!, started: `key ${other ? echoForms(String(req.headers.authorization)) : String(req.headers.authorization)}` }, ...records.slice(1)]
+            : undefined,
       });
       try {
         await run(`an endpoint echoing the key in a ${mode}`, ['backfill', ...range, '--max-attempts', '2', '--min-chunk', '12h', '--log-level', 'debug'], { REPORTING_URL: proxy.url }, 1);
-        if (mode === 'record field') {
-          await run('the echoed key in a quarantined record', ['backfill', ...range, '--on-invalid', 'quarantine'], { REPORTING_URL: proxy.url }, 0);
+        if (mode === 'record field' || mode === 'record field in other forms') {
+          await run(`the echoed key in a quarantined record (${mode})`, ['backfill', ...range, '--on-invalid', 'quarantine'], { REPORTING_URL: proxy.url }, 0);
         }
       } finally {
         await proxy.close();
       }
     }
+    // The run history now holds the hostile runs' errors: status shows them.
+    await run('status --json after the hostile runs', ['status', '--json'], {}, 0);
     // The scheduler runs the export once (--run-now) and is stopped.
     const cfg = join(cwd, 'schedule.json');
     await writeFile(cfg, JSON.stringify({ startDate: isoDay(from) }));

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { GraphQLResponseError, InvalidResponseError, TransientError } from '../../src/reporting/errors/index.js';
 import fc from 'fast-check';
 import { hasControlByte, readSessionsBody } from '../../src/reporting/sessions-body.js';
+import { MAX_RECORD_BYTES } from '../../src/reporting/record-size.js';
+import { flattenResponse } from '../../src/pipeline/flatten.js';
 
 const rec = (id: string, extra: Record<string, unknown> = {}) => ({
   id, companyId: '7', pin: '0042', started: 1767225600, ended: null, duration: null, sessionType: 'chat', recording: false,
@@ -62,6 +64,23 @@ describe('readSessionsBody', () => {
       expect(err).toBeInstanceOf(TransientError);
       expect((err as TransientError).kind).toBe('incomplete-body');
     }
+  });
+});
+
+describe('the per-record size limit', () => {
+  it('a record over MAX_RECORD_BYTES leaves the fast path, and the precise path names it with its size', () => {
+    const big = rec('big-one', { companyId: 'x'.repeat(MAX_RECORD_BYTES) });
+    const r = readSessionsBody(body({ data: { sessions: [rec('a'), big] } }), 'w');
+    expect(r.kind).toBe('records');
+    if (r.kind !== 'records') return;
+    expect(() => flattenResponse(r.records, 0, 'fail')).toThrow(/id "big-one": .*is \d+ bytes of JSON, over the limit of 8388608 bytes per record/);
+    const q = flattenResponse(r.records, 0, 'quarantine');
+    expect(q.batch.length).toBe(1);
+    expect(q.rejected).toHaveLength(1);
+    expect(JSON.stringify(q.rejected[0]!.raw).length).toBeLessThan(2048);
+    // Just under the limit still takes the fast path.
+    const fits = rec('fits', { companyId: 'x'.repeat(MAX_RECORD_BYTES - 1024) });
+    expect(readSessionsBody(body({ data: { sessions: [fits] } }), 'w').kind).toBe('ndjson');
   });
 });
 

@@ -40,7 +40,16 @@ export function handleAuthorize(req: IncomingMessage, res: ServerResponse, url: 
   const scope = variant === 'current' || variant === 'former-provider' ? (q.get('scope') ?? '') : '';
 
   if (responseType === 'code') {
-    const code = state.issueCode({ clientId: o.clientId, redirectUri: givenRedirect, scope, variant }, now);
+    // PKCE (RFC 7636): only S256 is accepted; the challenge is checked at the exchange.
+    const challenge = q.get('code_challenge') ?? undefined;
+    const method = q.get('code_challenge_method') ?? 'plain';
+    if (challenge !== undefined && (method !== 'S256' || !/^[A-Za-z0-9_-]{43}$/.test(challenge))) {
+      targetUrl.searchParams.set('error', 'invalid_request');
+      targetUrl.searchParams.set('error_description', 'code_challenge must be an S256 challenge (code_challenge_method=S256)');
+      if (appState !== null) targetUrl.searchParams.set('state', appState);
+      return redirect(res, targetUrl.toString());
+    }
+    const code = state.issueCode({ clientId: o.clientId, redirectUri: givenRedirect, scope, variant, ...(challenge ? { codeChallenge: challenge } : {}) }, now);
     targetUrl.searchParams.set('code', code);
     if (appState !== null) targetUrl.searchParams.set('state', appState);
     return redirect(res, targetUrl.toString());

@@ -12,6 +12,8 @@ export interface IssuedCode {
   variant: EmulatedVariant;
   expiresAt: number;
   used: boolean;
+  /** The PKCE S256 challenge given at authorize, if any: the exchange must then carry its verifier. */
+  codeChallenge?: string;
 }
 
 export interface IssuedToken {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { basicOf, readBody, sendJson } from './http.js';
 import type { EmulatedVariant, InterfaceState } from './state.js';
@@ -110,6 +111,13 @@ function codeGrant(res: ServerResponse, params: URLSearchParams, variant: Emulat
   // redirect_uri is required only if it was given at authorize, and must then be the same; ignored otherwise.
   if (issued.redirectUri !== undefined && params.get('redirect_uri') !== issued.redirectUri) {
     return oauthError(res, 400, 'invalid_grant', 'redirect_uri does not match the one given at authorize');
+  }
+  if (issued.codeChallenge !== undefined) {
+    const verifier = params.get('code_verifier');
+    if (!verifier) return oauthError(res, 400, 'invalid_grant', 'code_verifier is missing (the code was asked for with a PKCE challenge)');
+    if (createHash('sha256').update(verifier, 'ascii').digest('base64url') !== issued.codeChallenge) {
+      return oauthError(res, 400, 'invalid_grant', 'code_verifier does not match the code_challenge');
+    }
   }
   issued.used = true;
   sendJson(res, 200, tokenAnswer(state, issued, now, { withRefreshToken: true }));

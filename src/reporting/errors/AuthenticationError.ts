@@ -5,6 +5,7 @@ export class AuthenticationError extends ReportingError {
   override readonly name = 'AuthenticationError';
   readonly kind = 'authentication';
   readonly retryable = false;
+  override readonly needsSettingFixed = true;
   constructor(readonly status: number) {
     super(
       `the reporting endpoint refused the API key (HTTP ${status}): check REPORTING_API_KEY ` +

@@ -8,7 +8,9 @@ export class HttpStatusError extends ReportingError {
   readonly retryable = false;
   readonly body: string;
   constructor(readonly status: number, body: string) {
-    super(`the reporting endpoint answered HTTP ${status}: ${redact(body).slice(0, 300)}`);
-    this.body = redact(body).slice(0, 2000);
+    // Cut (with a margin longer than any secret's forms) before redacting: the body may be large.
+    const head = redact(body.slice(0, 4096)).slice(0, 2000);
+    super(`the reporting endpoint answered HTTP ${status}: ${head.slice(0, 300)}`);
+    this.body = head;
   }
 }

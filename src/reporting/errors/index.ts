@@ -6,3 +6,5 @@ export { HttpStatusError } from './HttpStatusError.js';
 export { GraphQLResponseError, type GraphQLErrorEntry } from './GraphQLResponseError.js';
 export { InvalidResponseError } from './InvalidResponseError.js';
 export { RecordValidationError } from './RecordValidationError.js';
+export { RedirectError } from './RedirectError.js';
+export { BodyTooLargeError } from './BodyTooLargeError.js';

@@ -1,0 +1,43 @@
+/**
+ * The size limit of one session record. DuckDB's JSON reader refuses a line longer than its
+ * `maximum_object_size`, and it reads committed records at every merge: a record it cannot read,
+ * once committed, would fail every later merge. So nothing larger than MAX_RECORD_BYTES is
+ * accepted (the body scanner and the precise path both check), and the reader is given twice that
+ * (store/ndjson.ts). No real session comes near it: a record is a few hundred bytes.
+ */
+import { RecordValidationError } from './errors/RecordValidationError.js';
+
+/** Largest record accepted, as JSON bytes: 8 MiB. */
+export const MAX_RECORD_BYTES = 8 * 1024 * 1024;
+
+/** How much of an over-size record is kept for quarantine. */
+const KEPT_BYTES = 1024;
+
+/**
+ * Throws a RecordValidationError naming the session id and the size when `raw` is larger than
+ * MAX_RECORD_BYTES as JSON; its `record` is a truncated copy, for quarantine.
+ */
+export function checkRecordSize(raw: unknown, index: number, limit = MAX_RECORD_BYTES): void {
+  // Cheap bound first: JSON of the record is at most 6 bytes per UTF-16 unit of its strings plus
+  // its structure; only a record that may be near the limit is serialised.
+  if (stringUnits(raw, 0) * 6 + 4096 <= limit) return;
+  const json = JSON.stringify(raw) ?? '';
+  const size = Buffer.byteLength(json, 'utf8');
+  if (size <= limit) return;
+  const id = raw && typeof raw === 'object' && typeof (raw as { id?: unknown }).id === 'string' ? (raw as { id: string }).id : undefined;
+  throw new RecordValidationError(
+    id,
+    index,
+    '',
+    `is ${size} bytes of JSON, over the limit of ${limit} bytes per record (no session field is that long: the server sent something else)`,
+    { truncated: true, bytes: size, start: json.slice(0, KEPT_BYTES) },
+  );
+}
+
+function stringUnits(v: unknown, depth: number): number {
+  if (typeof v === 'string') return v.length;
+  if (!v || typeof v !== 'object' || depth > 8) return v && typeof v === 'object' ? Infinity : 8;
+  let n = 0;
+  for (const [k, x] of Object.entries(v)) n += k.length + 2 + stringUnits(x, depth + 1);
+  return n;
+}
