@@ -52,33 +52,103 @@ export class FaultDice {
   }
 }
 
+/** A value that changes during a run: `rps` from `atSeconds` after the first request on. */
+export type Schedule = ReadonlyArray<{ atSeconds: number; rps: number }>;
+
+/** The schedule's value `elapsedMs` after its start (the first entry's before its time). */
+export function scheduledAt(schedule: Schedule, elapsedMs: number): number {
+  let v = (schedule[0] as { rps: number }).rps;
+  for (const s of schedule) if (s.atSeconds * 1000 <= elapsedMs) v = s.rps;
+  return v;
+}
+
+/** The next change of the schedule after `elapsedMs`, or Infinity. */
+function nextChange(schedule: Schedule, elapsedMs: number): number {
+  let t = Infinity;
+  for (const s of schedule) if (s.atSeconds * 1000 > elapsedMs) t = Math.min(t, s.atSeconds * 1000);
+  return t;
+}
+
+export interface RateLimiterOptions {
+  /** The quota, requests per second (with `schedule`: until its first entry applies). */
+  rps: number;
+  /** The quota changes at these times (seconds after the first request). */
+  schedule?: Schedule;
+  /** Another client of the same account takes this many requests per second of the quota, evenly spaced. */
+  others?: Schedule;
+}
+
 /**
  * A sliding-window quota: at most floor(rps) requests in any 1-second window (for rps < 1: one
  * request per 1/rps seconds). A refused request learns when the oldest counted one leaves the window.
+ * The quota may follow a schedule, and another client may take part of it (a shared account quota).
  */
 export class RateLimiter {
-  private readonly windowMs: number;
-  private readonly limit: number;
+  private readonly o: RateLimiterOptions;
   private stamps: number[] = [];
   private head = 0;
+  private start: number | undefined;
+  private nextOther = 0;
 
-  constructor(rps: number) {
-    this.windowMs = rps >= 1 ? 1_000 : 1_000 / rps;
-    this.limit = rps >= 1 ? Math.floor(rps) : 1;
+  constructor(rps: number | RateLimiterOptions) {
+    this.o = typeof rps === 'number' ? { rps } : rps;
   }
 
-  /** Counts the request and returns undefined, or returns the Retry-After in whole seconds (>= 1). */
-  take(nowMs: number): number | undefined {
-    while (this.head < this.stamps.length && (this.stamps[this.head] as number) <= nowMs - this.windowMs) this.head++;
+  private quota(nowMs: number): { windowMs: number; limit: number } {
+    const rps = this.o.schedule?.length ? scheduledAt(this.o.schedule, nowMs - (this.start as number)) : this.o.rps;
+    return rps >= 1 ? { windowMs: 1_000, limit: Math.floor(rps) } : { windowMs: 1_000 / rps, limit: 1 };
+  }
+
+  private drop(nowMs: number, windowMs: number): void {
+    while (this.head < this.stamps.length && (this.stamps[this.head] as number) <= nowMs - windowMs) this.head++;
     if (this.head > 1_024) {
       this.stamps = this.stamps.slice(this.head);
       this.head = 0;
     }
-    if (this.stamps.length - this.head < this.limit) {
+  }
+
+  /** The other client's requests up to `nowMs`, each counted when the window has room for it. */
+  private others(nowMs: number): void {
+    const others = this.o.others;
+    if (!others?.length) return;
+    const start = this.start as number;
+    while (this.nextOther <= nowMs) {
+      const t = this.nextOther;
+      const rps = scheduledAt(others, t - start);
+      if (rps <= 0) {
+        this.nextOther = start + nextChange(others, t - start);
+        continue;
+      }
+      const q = this.quota(t);
+      this.drop(t, q.windowMs);
+      if (this.stamps.length - this.head < q.limit) this.stamps.push(t);
+      this.nextOther = t + 1_000 / rps;
+    }
+  }
+
+  /** Counts the request and returns undefined, or returns the Retry-After in whole seconds (>= 1). */
+  take(nowMs: number): number | undefined {
+    if (this.start === undefined) this.nextOther = this.start = nowMs;
+    this.others(nowMs);
+    const { windowMs, limit } = this.quota(nowMs);
+    this.drop(nowMs, windowMs);
+    if (this.stamps.length - this.head < limit) {
       this.stamps.push(nowMs);
       return undefined;
     }
-    const freesAt = (this.stamps[this.head] as number) + this.windowMs;
+    const freesAt = (this.stamps[this.head] as number) + windowMs;
     return Math.max(1, Math.ceil((freesAt - nowMs) / 1_000));
+  }
+
+  /** What rate-limit headers say after the request at `nowMs`: the quota, what is left of it, seconds to the oldest request leaving the window. */
+  state(nowMs: number): { limit: number; remaining: number; resetSeconds: number } {
+    if (this.start === undefined) this.nextOther = this.start = nowMs;
+    this.others(nowMs);
+    const { windowMs, limit } = this.quota(nowMs);
+    this.drop(nowMs, windowMs);
+    const used = this.stamps.length - this.head;
+    const oldest = this.stamps[this.head];
+    const resetSeconds = oldest === undefined ? 0 : Math.max(1, Math.ceil((oldest + windowMs - nowMs) / 1_000));
+    return { limit, remaining: Math.max(0, limit - used), resetSeconds };
   }
 }
