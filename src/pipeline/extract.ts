@@ -6,6 +6,7 @@
  */
 import pLimit from 'p-limit';
 import { GraphQLResponseError } from '../reporting/errors/GraphQLResponseError.js';
+import { RateLimitedError } from '../reporting/errors/RateLimitedError.js';
 import { ReportingError } from '../reporting/errors/ReportingError.js';
 import type { ReportingClient } from '../reporting/client.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
@@ -58,8 +59,10 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
   let firstError: Error | undefined;
   const failFast = new AbortController();
 
+  // The controller lowers the pool when 429s point at a concurrency limit, and raises it again.
   const resize = (n: number) => {
     limit.concurrency = Math.max(1, Math.min(opts.maxConcurrency, n));
+    opts.onLog?.('concurrency', { concurrency: limit.concurrency });
   };
 
   opts.controller.onConcurrencyChange = resize;
@@ -96,6 +99,8 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
           throw new SplitNeeded(lastMessage);
         }
       } catch (err) {
+        // The last attempt ended without a hook the controller hears (a 429's is onRateLimited).
+        if (!(err instanceof SplitNeeded) && !(err instanceof RateLimitedError)) opts.controller.onAttemptFailed();
         if (err instanceof SplitNeeded || err instanceof GraphQLResponseError) {
           lastMessage = err instanceof GraphQLResponseError ? err.message : lastMessage;
           const halves = bisect(cur, opts.minChunkSeconds);

@@ -57,13 +57,13 @@ const MOVED = 0.9;
 const MIN_CEILING = 0.05;
 /** Answers accepted this long after a burst's first 429 still count towards it (a 429 has no body and can overtake them), ms. */
 const GRACE_MS = 100;
-/** Less unpaused time than this in the counted second says nothing about the limit, ms. */
-const THIN_MS = 250;
 /** Probe growth: the pace is base × (1 + PROBE_GROWTH × t³), t in seconds of probing. */
 const PROBE_GROWTH = 0.02;
 const MAX_PROBE_SECONDS = 30;
 /** A burst met with more requests in flight than this share of recent accepted answers had points at a concurrency limit. */
 const CONCURRENCY_SHARE = 0.1;
+/** What a 429 at a pace under 5/s (not probing) trims off the ceiling. */
+const NOISE_TRIM = 0.95;
 /** A lower limit needs at least this share of 429s among the last ANSWERS answers. */
 const REFUSED_SHARE = 0.1;
 const ANSWERS = 30;
@@ -214,7 +214,6 @@ export class RateController {
   private setCap(n: number, now: number): void {
     const next = Math.max(1, Math.min(this.opts.maxConcurrency, n));
     if (next === this.cap) return;
-    if (process.env.RC_DEBUG) console.log(`cap t=${((now % 1e6) / 1000).toFixed(2)} ${this.cap} -> ${next} capCeiling=${this.capCeiling} hold=${this.capHoldMs}`);
     this.cap = next;
     this.capChangedAt = now;
     this.onConcurrencyChange?.(next);
@@ -311,7 +310,8 @@ export class RateController {
     for (const d of this.done) if (d.at > b.at - spanMs && d.at <= b.at + GRACE_MS) n++;
     const accepted = (n * 1000) / spanMs;
     const slack = 1000 / spanMs;
-    const probing = this.ceiling !== undefined && b.at >= this.probeFrom;
+    // Probing: the pace had grown past the ceiling when the burst came.
+    const probing = this.ceiling !== undefined && pace !== undefined && pace > this.ceiling;
     if (this.ceiling === undefined || accepted < this.ceiling * MOVED) {
       // A limit (or a lower one) is believed only when a second burst agrees and 429s are no
       // rarity among the last answers: one burst alone may be a stray 429, or a count taken soon
@@ -319,12 +319,15 @@ export class RateController {
       const c = this.candidate;
       const agreed = c && b.at - c.at <= CONFIRM_MS && Math.abs(accepted - c.rate) <= AGREE * Math.max(accepted, c.rate) + slack;
       if (agreed && this.refusedShare() >= REFUSED_SHARE) {
-        this.ceiling = Math.max(MIN_CEILING, accepted, (this.ceiling ?? this.peakRate(b.at)) / 2);
+        this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling === undefined ? this.peakRate(b.at) : this.ceiling / 2);
         this.candidate = undefined;
-        this.holdMs = this.firstHoldMs;
+        // Strong evidence: a limit that just fell is not probed again at once.
+        this.holdMs = Math.min(this.maxHoldMs, this.firstHoldMs * 4);
         this.probeFrom = this.pausedUntil + this.holdMs;
       } else {
         this.candidate = { at: b.at, rate: accepted };
+        // Weak evidence: one request less a second.
+        if (this.ceiling !== undefined && pace !== undefined && pace >= 5) this.ceiling = Math.max(Math.min(accepted, this.ceiling), this.trimmed(pace));
       }
     } else if (accepted - slack > this.ceiling / MOVED && probing) {
       // A probe found room above the old ceiling.
@@ -338,9 +341,13 @@ export class RateController {
       this.probeFrom = this.pausedUntil + this.holdMs;
       this.candidate = undefined;
     }
-    // At the ceiling but not probing: timing noise or a stray; the pause was all it cost.
-    const active = 0;
-    if (process.env.RC_DEBUG) console.log(`judge t=${((b.at % 1e6) / 1000).toFixed(2)} n429=${b.count} inflight=${b.inFlight}/${b.acceptedAsMany.toFixed(2)} n=${n} active=${active.toFixed(0)} ceiling=${this.ceiling?.toFixed(2)} hold=${this.holdMs} probing=${probing} pacebefore=${pace?.toFixed(2)}`);
+    else {
+      // At the ceiling but not probing: timing noise (another client's requests, a late release)
+      // or a stray; a little less headroom.
+      if (pace !== undefined) this.ceiling = this.trimmed(pace);
+    }
+    // A probe that met a 429 starts again from the ceiling after the pause.
+    // (no reset)
   }
 
   private concurrencyBurst(b: Burst, now: number): void {
@@ -350,6 +357,17 @@ export class RateController {
     this.capCeiling = b.inFlight;
     this.capProbeFrom = this.pausedUntil + this.capHoldMs;
     this.setCap(Math.min(this.cap, allowed), now);
+  }
+
+  /**
+   * One request less in any one second than the pace let through (it lets ceil(pace) go in any
+   * span of ceil(pace) / pace seconds): a fraction less would change nothing in a 1 s window.
+   */
+  private trimmed(pace: number): number {
+    const headroom = this.opts.headroom ?? 0.98;
+    const ceiling = this.ceiling as number;
+    const p = Math.min(pace, ceiling * headroom);
+    return Math.min(ceiling, Math.max(MIN_CEILING, p >= 5 ? (Math.ceil(p - 1e-9) - 1) / headroom : ceiling * NOISE_TRIM));
   }
 
   /** The most answers accepted within any one second of the 10 s before `t`. */
@@ -362,13 +380,6 @@ export class RateController {
       most = Math.max(most, i - j + 1);
     }
     return most;
-  }
-
-  /** Paused time within [from, to], ms. */
-  private pausedWithin(from: number, to: number): number {
-    let ms = 0;
-    for (const p of this.pauses) ms += Math.max(0, Math.min(to, p.until) - Math.max(from, p.from));
-    return ms;
   }
 
   private forget(now: number): void {

@@ -19,7 +19,8 @@ import { RunFailedError, RunInterruptedError } from './errors.js';
 import { extractWindows, type ExtractStats } from './extract.js';
 import { flattenResponse, type InvalidPolicy } from './flatten.js';
 import { checkpointOf, holes, subtractIntervals } from './intervals.js';
-import { RateController } from './rate-controller.js';
+import { RateLimitedError } from '../reporting/errors/RateLimitedError.js';
+import { RateController, readRateLimitHeaders } from './rate-controller.js';
 import { cutWindows, describeWindow, isoOf, type Window } from './windows.js';
 
 export interface PipelineOptions {
@@ -102,6 +103,10 @@ export interface RunSummary {
   requests: number;
   retries: number;
   rateLimited: number;
+  /** Time all workers spent paused by 429s (Retry-After) or by rate-limit headers, ms. */
+  pausedMs: number;
+  /** The pace learned from 429s, requests per second (before probing past it); null when never limited. */
+  pace: number | null;
   bisections: number;
   durationMs: number;
   checkpoint: string | null;
@@ -298,7 +303,14 @@ async function execute(
           logger.warn({ retryAfterMs: ms, concurrency: controller.concurrency, pace: controller.pace }, 'rate limited (429): pausing all workers');
         },
         onSuccess: () => controller.onSuccess(),
-        onRetry: ({ error, delayMs }) => logger.warn({ kind: error.kind, delayMs, message: error.message }, 'retrying a request'),
+        onResponseHeaders: (headers) => {
+          const hint = readRateLimitHeaders(headers, now());
+          if (hint) controller.onRateLimitHint(hint);
+        },
+        onRetry: ({ error, delayMs }) => {
+          if (!(error instanceof RateLimitedError)) controller.onAttemptFailed();
+          logger.warn({ kind: error.kind, delayMs, message: error.message }, 'retrying a request');
+        },
       },
     });
     const controller = new RateController({
@@ -392,6 +404,8 @@ async function execute(
       requests: stats.requests,
       retries: stats.retries,
       rateLimited: stats.rateLimited,
+      pausedMs: Math.round(controller.pausedMs),
+      pace: controller.learnedRate,
       bisections: stats.bisections,
       durationMs: now() - startedMs,
       checkpoint: cp !== undefined ? isoOf(cp) : null,
@@ -411,6 +425,8 @@ async function execute(
       sessions_new: summary.sessions.new,
       sessions_updated: summary.sessions.updated,
       error: errorText ?? null,
+      paused_ms: summary.pausedMs,
+      pace: summary.pace,
     });
     if (failed) {
       logger.error({ error: errorText }, `${kind} failed`);

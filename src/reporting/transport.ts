@@ -18,6 +18,8 @@ export interface TransportOptions {
   fetch: FetchLike;
   timeoutMs: number;
   now: () => number;
+  /** Sees the headers of every answer, before it is turned into a value or an error (rate-limit headers). */
+  onHeaders?: (headers: Headers) => void;
 }
 
 export interface BytesResponse {
@@ -57,6 +59,7 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
       });
     }
     const status = res.status;
+    opts.onHeaders?.(res.headers);
     if (status === 401 || status === 403) throw new AuthenticationError(status);
     if (status === 429) throw new RateLimitedError(parseRetryAfter(res.headers.get('retry-after'), opts.now()));
     if (status >= 500) {
