@@ -43,6 +43,8 @@ export interface RateControllerOptions {
   firstHoldMs?: number;
   /** The longest hold, reached by bursts that keep finding the same ceiling, ms. Default 40 000. */
   maxHoldMs?: number;
+  /** Receives what each burst of 429s was judged to say (for the run's debug log). */
+  log?: (fields: Record<string, unknown>) => void;
 }
 
 /** What rate-limit headers said: requests left and when the count resets. */
@@ -62,10 +64,10 @@ const PROBE_GROWTH = 0.02;
 const MAX_PROBE_SECONDS = 30;
 /** A burst met with more requests in flight than this share of recent accepted answers had points at a concurrency limit. */
 const CONCURRENCY_SHARE = 0.1;
-/** What a 429 at a pace under 5/s (not probing) trims off the ceiling. */
-const NOISE_TRIM = 0.95;
+/** What a 429 at the pace (not probing) leaves of the ceiling. */
+const NOISE_TRIM = 0.96;
 /** A lower limit needs at least this share of 429s among the last ANSWERS answers. */
-const REFUSED_SHARE = 0.1;
+const REFUSED_SHARE = 0.06;
 const ANSWERS = 30;
 /** A lower limit is believed when a second burst within this long agrees with the first, ms... */
 const CONFIRM_MS = 15_000;
@@ -319,15 +321,13 @@ export class RateController {
       const c = this.candidate;
       const agreed = c && b.at - c.at <= CONFIRM_MS && Math.abs(accepted - c.rate) <= AGREE * Math.max(accepted, c.rate) + slack;
       if (agreed && this.refusedShare() >= REFUSED_SHARE) {
-        this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling === undefined ? this.peakRate(b.at) : this.ceiling / 2);
+        this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling === undefined ? 0.75 * this.peakRate(b.at) : this.ceiling / 2);
         this.candidate = undefined;
         // Strong evidence: a limit that just fell is not probed again at once.
         this.holdMs = Math.min(this.maxHoldMs, this.firstHoldMs * 4);
         this.probeFrom = this.pausedUntil + this.holdMs;
       } else {
         this.candidate = { at: b.at, rate: accepted };
-        // Weak evidence: one request less a second.
-        if (this.ceiling !== undefined && pace !== undefined && pace >= 5) this.ceiling = Math.max(Math.min(accepted, this.ceiling), this.trimmed(pace));
       }
     } else if (accepted - slack > this.ceiling / MOVED && probing) {
       // A probe found room above the old ceiling.
@@ -340,34 +340,25 @@ export class RateController {
       this.holdMs = Math.min(this.maxHoldMs, this.holdMs * 2);
       this.probeFrom = this.pausedUntil + this.holdMs;
       this.candidate = undefined;
-    }
-    else {
+    } else {
       // At the ceiling but not probing: timing noise (another client's requests, a late release)
       // or a stray; a little less headroom.
-      if (pace !== undefined) this.ceiling = this.trimmed(pace);
+      this.ceiling = Math.max(MIN_CEILING, this.ceiling * NOISE_TRIM);
     }
-    // A probe that met a 429 starts again from the ceiling after the pause.
-    // (no reset)
+    this.opts.log?.({
+      accepted, ceiling: this.ceiling ?? null, holdMs: this.holdMs, probing, refused: b.count, inFlight: b.inFlight,
+    });
   }
 
   private concurrencyBurst(b: Burst, now: number): void {
     // The requests in flight that were not refused are what the server allows.
     const allowed = Math.max(1, b.inFlight - b.count);
-    this.capHoldMs = this.capCeiling !== undefined && b.inFlight >= this.capCeiling ? Math.min(this.maxHoldMs, this.capHoldMs * 2) : this.firstHoldMs;
+    // A concurrency limit rarely moves: the first hold is as long as after a fall of the rate.
+    this.capHoldMs = this.capCeiling !== undefined && b.inFlight >= this.capCeiling ? Math.min(this.maxHoldMs, this.capHoldMs * 2) : Math.min(this.maxHoldMs, this.firstHoldMs * 4);
     this.capCeiling = b.inFlight;
     this.capProbeFrom = this.pausedUntil + this.capHoldMs;
     this.setCap(Math.min(this.cap, allowed), now);
-  }
-
-  /**
-   * One request less in any one second than the pace let through (it lets ceil(pace) go in any
-   * span of ceil(pace) / pace seconds): a fraction less would change nothing in a 1 s window.
-   */
-  private trimmed(pace: number): number {
-    const headroom = this.opts.headroom ?? 0.98;
-    const ceiling = this.ceiling as number;
-    const p = Math.min(pace, ceiling * headroom);
-    return Math.min(ceiling, Math.max(MIN_CEILING, p >= 5 ? (Math.ceil(p - 1e-9) - 1) / headroom : ceiling * NOISE_TRIM));
+    this.opts.log?.({ concurrency: this.cap, refused: b.count, inFlight: b.inFlight, holdMs: this.capHoldMs });
   }
 
   /** The most answers accepted within any one second of the 10 s before `t`. */

@@ -317,6 +317,7 @@ async function execute(
       maxConcurrency,
       now,
       sleep,
+      log: (fields) => logger.debug(fields, 'rate control: a burst of 429s judged'),
       ...(opts.maxRequestsPerSecond ? { maxRequestsPerSecond: opts.maxRequestsPerSecond } : {}),
     });
 

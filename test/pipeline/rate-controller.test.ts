@@ -462,3 +462,36 @@ describe('RateController reports what it did', () => {
     expect(run.controller.pausedMs).toBe(merged.reduce((ms, p) => ms + p.until - p.from, 0));
   });
 });
+
+describe('a run reports its rate control (real HTTP, real store)', () => {
+  it('the summary, the _runs table and status give the 429s met, the time paused and the pace learned', async () => {
+    const { startEmulator } = await import('../../src/emulator/index.js');
+    const { runBackfill } = await import('../../src/pipeline/run.js');
+    const { readStatus } = await import('../../src/store/status.js');
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const FROM = 1767225600; // 2026-01-01
+    const emu = await startEmulator({ seed: 4, from: FROM, to: FROM + 4 * 86_400, now: FROM + 5 * 86_400, sessionsPerDay: 20 });
+    const dir = await mkdtemp(join(tmpdir(), 'session-etl-rate-'));
+    try {
+      const opts = { reportingUrl: emu.url, apiKey: emu.apiKey, format: 'duckdb' as const, from: FROM, to: FROM + 2 * 86_400, chunkSeconds: 7_200 };
+      const free = await runBackfill({ ...opts, dataDir: join(dir, 'free') });
+      expect(free).toMatchObject({ rateLimited: 0, pausedMs: 0, pace: null });
+      emu.setFaults({ rateLimitRps: 8 });
+      const limited = await runBackfill({ ...opts, dataDir: join(dir, 'limited') });
+      expect(limited.rateLimited).toBeGreaterThan(0);
+      // Every 429 of the emulator's refused Retry-After: 1 s or more, so at least a second paused.
+      expect(limited.pausedMs).toBeGreaterThanOrEqual(1000);
+      expect(limited.pausedMs).toBeLessThan(limited.durationMs);
+      expect(limited.pace).toBeGreaterThan(4);
+      expect(limited.pace).toBeLessThanOrEqual(8);
+      expect(limited.sessions.new).toBe(free.sessions.new);
+      const status = await readStatus(join(dir, 'limited'));
+      expect(status.lastRuns[0]).toMatchObject({ rate_limited: limited.rateLimited, paused_ms: limited.pausedMs, pace: limited.pace });
+    } finally {
+      await emu.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
