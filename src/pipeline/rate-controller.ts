@@ -65,7 +65,7 @@ const MAX_PROBE_SECONDS = 30;
 /** A burst met with more requests in flight than this share of recent accepted answers had points at a concurrency limit. */
 const CONCURRENCY_SHARE = 0.1;
 /** What a 429 at the pace (not probing) leaves of the ceiling. */
-const NOISE_TRIM = 0.96;
+const NOISE_TRIM = 0.98;
 /** A lower limit needs at least this share of 429s among the last ANSWERS answers. */
 const REFUSED_SHARE = 0.06;
 const ANSWERS = 30;
