@@ -1,33 +1,31 @@
 /**
- * Shared rate control for all workers of a run. Two things are kept apart:
+ * Shared rate control for all workers of a run (issue 14). Two things are kept apart:
  *
  * - **Pausing.** A 429 sets one shared pause (Retry-After, or 1 s when absent) that every worker
  *   waits out before its next attempt, including a worker already waiting for its slot. 429s that
- *   come back during the pause answer requests sent before it: they belong to the same burst. So
- *   are rate-limit headers (`RateLimit-Remaining: 0` with `RateLimit-Reset`): a pause until the reset.
- * - **Lowering the pace.** Only what the server accepted says where its limit is. When a burst of
- *   429s is over (its pause has ended), the controller counts the answers accepted in the second
- *   before it, over the part of that second that was not paused: a 429 soon after another pause
- *   is judged on the time the workers were actually sending, never on a second that was half
- *   pause (that was how a dozen stray 429s once walked the pace down to a quarter request a second).
- *   The ceiling is that accepted rate; the pace is `headroom` × the ceiling, spaced evenly.
+ *   come back during the pause answer requests sent before it: they belong to the same burst.
+ *   Rate-limit headers saying that what is left is already in flight pause until their reset.
+ * - **Lowering the pace.** Only what the server accepted says where its limit is. When a burst is
+ *   over (its pause has ended), the answers accepted in the second before it give an estimate. One
+ *   burst is weak evidence (a stray 429, or a count taken right after a pause, when little was
+ *   sent): a lower ceiling is believed only when a second burst within 15 s agrees (±25 %) and at
+ *   least 2 of the last 30 answers were 429s; it is at most halved (the first ceiling: at least 3/4
+ *   of the busiest second seen). Before that, 12 stray 429s walked the pace down to a quarter
+ *   request a second (the issue's 402 s backfill).
  *
- * A single 429 is weak evidence, a run of them at the same rate is strong: after a burst that
- * moved the ceiling, the pace holds for `firstHoldMs` only, then probes past the ceiling (growth
- * cubic in the time since the probe began, like TCP CUBIC: slow near the old ceiling, fast away
- * from it). Each burst that finds the same ceiling again doubles the hold, up to `maxHoldMs`. So a
- * stray 429 costs its pause and a few seconds at the pace the run already had; a fixed quota is
- * probed every `maxHoldMs` or so; a limit that was lowered is followed at its next burst, one that
- * was raised within a hold and a few seconds of probing.
+ * The pace is `headroom` × the ceiling, requests spaced evenly. After a hold it grows past the
+ * ceiling, cubic in the time since the probe began (as TCP CUBIC and the AWS SDKs' adaptive mode):
+ * slow near the old ceiling, fast away from it. The hold is 2 s after a rise, 8 s after a fall, and
+ * doubles with each probe that meets the same ceiling, up to `maxHoldMs`: a fixed quota is probed
+ * every 40 s or so (each probe costs one 429 and its pause), a lowered limit is followed at its
+ * second burst, a raised one within a hold and a few seconds of probing. A 429 at the pace (not
+ * probing) is timing noise: it trims the ceiling by 2 %.
  *
- * Concurrency: a burst of 429s met with more requests in flight than any recent accepted answer
- * had (and more than one) points at a concurrency limit rather than a rate: the allowed
- * concurrency drops to one below that count (the chunk runner resizes its pool through
- * `onConcurrencyChange`), and is probed upward one at a time on the same hold schedule.
- *
- * Rate-limit headers (IETF draft `RateLimit-Remaining`/`RateLimit-Reset`, or `X-RateLimit-*`) on any
- * answer: when what is left will be taken by the requests already in flight, every worker waits for
- * the reset, so the limit is kept to without meeting a 429.
+ * Concurrency: a burst met with more requests in flight than (nearly all) recent accepted answers
+ * had points at a concurrency limit rather than a rate: the allowed concurrency drops to the
+ * requests that were not refused (the chunk runner resizes its pool through `onConcurrencyChange`),
+ * grows back one a second while the pool is what holds the run back, and is probed past the
+ * concurrency that met 429s on the same kind of hold.
  */
 import type { Sleep } from '../util/sleep.js';
 
