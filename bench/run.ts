@@ -7,6 +7,9 @@
  * its own cost stays small; each backfill runs as a real `session-etl` process, whose peak RSS is
  * read at its exit (bench/rss-probe.ts). BENCH_SCALE=0.1 runs everything on a tenth of the data
  * (a quick check; the doc is only written from a full run).
+ *
+ * `npm run bench -- --only rate` runs only the rate-control cases (issue 14; about 6 minutes) and
+ * rewrites only their table (between the bench-rate markers of docs/benchmarks.md).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -63,6 +66,8 @@ interface EmulatorProc {
   url: string;
   apiKey: string;
   stats(): Promise<{ requests: number; byStatus: Record<string, number>; faults: Record<string, number>; recordsServed: number }>;
+  /** 200s and 429s answered in each second since the first reporting request. */
+  timeline(): Promise<{ seconds: Array<{ s: number; ok: number; refused: number }>; spanMs: number }>;
   reset(): Promise<void>;
   close(): Promise<void>;
 }
@@ -78,6 +83,11 @@ async function startEmulatorProcess(options: Record<string, unknown>): Promise<E
     async stats() {
       const p = next();
       child.stdin!.write('stats\n');
+      return JSON.parse(await p);
+    },
+    async timeline() {
+      const p = next();
+      child.stdin!.write('timeline\n');
       return JSON.parse(await p);
     },
     async reset() {
@@ -132,7 +142,10 @@ async function fetchAll(emu: EmulatorProc, concurrency: number, each?: (day: num
 interface CliRun {
   wallMs: number;
   code: number;
-  summary: { durationMs: number; sessions: { written: number; new: number | null; updated: number | null }; requests: number; rateLimited: number; retries: number; windows: { total: number; done: number }; outcome: string };
+  summary: {
+    durationMs: number; sessions: { written: number; new: number | null; updated: number | null }; requests: number; rateLimited: number;
+    retries: number; windows: { total: number; done: number }; outcome: string; pausedMs: number; pace: number | null;
+  };
   maxRssBytes: number;
   /** User + system CPU time of the process, all threads. */
   cpuMs: number;
@@ -236,9 +249,31 @@ async function bestOf<T>(n: number, fn: () => Promise<T>): Promise<number> {
 
 // ---- the cases ---------------------------------------------------------------------------------
 
+const ONLY = (() => {
+  const i = process.argv.indexOf('--only');
+  const v = i >= 0 ? process.argv[i + 1] : undefined;
+  if (i >= 0 && v !== 'rate') {
+    process.stderr.write(`--only takes one value: rate (the rate-control cases); got ${JSON.stringify(v ?? '')}\n`);
+    process.exit(2);
+  }
+  return v;
+})();
+
 async function main(): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'session-etl-bench-'));
   const began = performance.now();
+  if (ONLY === 'rate') {
+    try {
+      await rateCases(work);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+    const table = render(rateRows);
+    process.stdout.write(`${table}\n`);
+    log(`rate cases finished in ${secs(performance.now() - began)}`);
+    if (SCALE === 1) await writeRateDoc(table);
+    return;
+  }
   log(`session-etl bench: ${fmt(BIG)} sessions over ${DAYS} days (${iso(FROM)} – ${iso(TO)}), work dir ${work}`);
   try {
     // Case 1 and 2: the big emulator, bodies rendered once (the warm-up pass) and then served from its cache.
@@ -369,14 +404,20 @@ async function main(): Promise<void> {
     // Case 6b: 365 nightly runs (in this process, the clock advanced a day per run).
     await nightlyRuns(small, work);
     await small.close();
+
+    // Case 7: rate control (issue 14).
+    await rateCases(work);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
-  const table = render();
-  process.stdout.write(`${table}\n`);
+  const table = render(rows.filter((r) => !rateRows.includes(r)));
+  const rateTable = render(rateRows);
+  process.stdout.write(`${table}\n\n${rateTable}\n`);
   log(`bench finished in ${secs(performance.now() - began)}`);
-  if (SCALE === 1) await writeDoc(table);
-  else log(`BENCH_SCALE=${SCALE}: docs/benchmarks.md left as it is`);
+  if (SCALE === 1) {
+    await writeDoc(table);
+    await writeRateDoc(rateTable);
+  } else log(`BENCH_SCALE=${SCALE}: docs/benchmarks.md left as it is`);
 }
 
 /** Where the time goes: each JavaScript stage over every body of the year, in this process. */
@@ -463,10 +504,42 @@ async function nightlyRuns(emu: EmulatorProc, work: string): Promise<void> {
   row({ section: '6 reading', measure: 'dataset after them: files, size, smallest / median / largest file', value: `${ds.files} files for ${DAYS} days, ${mb(ds.bytes)}; ${mb(ds.sizes[0] ?? 0)} / ${mb(median)} / ${mb(ds.sizes.at(-1) ?? 0)}`, goal: 'one file per day', met: ds.files <= DAYS + 1 });
 }
 
-function render(): string {
+function render(of: Row[] = rows): string {
   const lines = ['| case | measure | figure | goal | met |', '|---|---|---|---|---|'];
-  for (const r of rows) lines.push(`| ${r.section} | ${r.measure} | ${r.value} | ${r.goal ?? ''} | ${r.met === undefined ? '' : r.met ? 'yes' : '**no**'} |`);
+  for (const r of of) lines.push(`| ${r.section} | ${r.measure} | ${r.value} | ${r.goal ?? ''} | ${r.met === undefined ? '' : r.met ? 'yes' : '**no**'} |`);
   return lines.join('\n');
+}
+
+/** The rate-control table between its own markers, so the other sections' figures stay as they were measured. */
+async function writeRateDoc(table: string): Promise<void> {
+  const block = [
+    '<!-- bench-rate:start (written by `npm run bench` and `npm run bench -- --only rate`; do not edit by hand) -->',
+    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, commit ${commitOf()}, ${machineOf()}.`,
+    '',
+    table,
+    '<!-- bench-rate:end -->',
+  ].join('\n');
+  let doc = await readFile(DOC, 'utf8');
+  const a = doc.indexOf('<!-- bench-rate:start');
+  const b = doc.indexOf('<!-- bench-rate:end -->');
+  doc = a >= 0 && b > a ? doc.slice(0, a) + block + doc.slice(b + '<!-- bench-rate:end -->'.length) : `${doc}\n${block}\n`;
+  await writeFile(DOC, doc);
+  log(`wrote the rate-control table of ${DOC}`);
+}
+
+function commitOf(): string {
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    if (execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim()) commit += ' (with uncommitted changes)';
+  } catch {
+    // not a git checkout
+  }
+  return commit;
+}
+
+function machineOf(): string {
+  return `${availableParallelism()} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), ${fmt(totalmem() / 2 ** 30, 1)} GiB memory, Node ${process.version}`;
 }
 
 async function writeDoc(table: string): Promise<void> {
@@ -495,6 +568,97 @@ async function writeDoc(table: string): Promise<void> {
   doc = a >= 0 && b > a ? doc.slice(0, a) + block + doc.slice(b + '<!-- bench:end -->'.length) : `${doc}\n${block}\n`;
   await writeFile(DOC, doc);
   log(`wrote ${DOC}`);
+}
+
+// ---- rate control (issue 14) -------------------------------------------------------------------
+
+const rateRows: Row[] = [];
+function rateRow(r: Row): void {
+  row(r);
+  rateRows.push(r);
+}
+
+/** A backfill of `days` days cut into `chunk` windows against an emulator with these faults; the emulator's counts and timeline. */
+async function rateRun(work: string, name: string, days: number, chunk: string, faults: Record<string, unknown>, extra: string[] = []) {
+  const emu = await startEmulatorProcess({ seed: 3, from: FROM, to: TO + D, sessionsPerDay: 100, cacheBodies: true, faults });
+  try {
+    const from = TO - days * D;
+    const dir = join(work, `rate-${name}`);
+    const run = await cli(['backfill', '--from', iso(from), '--to', iso(TO), '--data-dir', dir, '--chunk', chunk, '--format', 'duckdb', ...extra], emu);
+    await rm(dir, { recursive: true, force: true });
+    const st = await emu.stats();
+    const { seconds: timeline, spanMs } = await emu.timeline();
+    const ok = st.byStatus['200'] ?? 0;
+    const refused = st.byStatus['429'] ?? 0;
+    // 200 answers per second of extraction (first answer to last), as the emulator saw them.
+    return { run, ok, refused, timeline, share429: refused / Math.max(1, ok + refused), rate: ok / Math.max(0.001, spanMs / 1000) };
+  } finally {
+    await emu.close();
+  }
+}
+
+const pct = (x: number) => `${fmt(100 * x, 1)} %`;
+/** 200s a second between seconds `a` and `b` of the timeline. */
+const okRate = (t: Array<{ s: number; ok: number }>, a: number, b: number) => t.filter((x) => x.s >= a && x.s < b).reduce((n, x) => n + x.ok, 0) / (b - a);
+
+async function rateCases(work: string): Promise<void> {
+  log('rate-control cases (issue 14)');
+  // R1: stray 429s, as in the issue: about 300 requests, 4 % of them 429 with Retry-After: 1.
+  {
+    const clean = await rateRun(work, 'clean', 75, '6h', { latencyMs: 50 });
+    const stray = await rateRun(work, 'stray', 75, '6h', { latencyMs: 50, faultRate: 0.04, faultKinds: ['rateLimited'] });
+    const budget = 1.5 * clean.run.wallMs + stray.refused * 1000 + 2000;
+    const exact = stray.run.summary.sessions.new === clean.run.summary.sessions.new;
+    rateRow({ section: 'R1 stray 429s', measure: `${clean.ok} requests, 4 % stray 429s (Retry-After 1 s), 50 ms latency: wall time without / with faults`, value: `${secs(clean.run.wallMs)} / ${secs(stray.run.wallMs)} with ${stray.refused} 429s (paused ${secs(stray.run.summary.pausedMs)})`, goal: `≤ 1.5 × fault-free + 429s × 1 s + 2 s = ${secs(budget)}`, met: stray.run.wallMs <= budget });
+    rateRow({ section: 'R1 stray 429s', measure: 'data exact (sessions stored = fault-free run)', value: `${fmt(stray.run.summary.sessions.new ?? 0)} = ${fmt(clean.run.summary.sessions.new ?? 0)}: ${exact ? 'yes' : 'NO'}`, met: exact });
+  }
+  // R2: a fixed quota of 10/s.
+  {
+    const r = await rateRun(work, 'quota', 300, '1d', { rateLimitRps: 10 });
+    const rate = r.rate;
+    rateRow({ section: 'R2 fixed quota', measure: `quota 10/s, ${r.ok} requests: 200 answers per second of extraction (first answer to last)`, value: `${fmt(rate, 2)} req/s = ${pct(rate / 10)} of quota (pace learned ${fmt(r.run.summary.pace ?? 0, 2)})`, goal: '≥ 90 %', met: rate >= 9 });
+    rateRow({ section: 'R2 fixed quota', measure: '429 answers / all requests', value: `${r.refused} / ${r.ok + r.refused} = ${pct(r.share429)}`, goal: '≤ 5 %', met: r.share429 <= 0.05 });
+  }
+  // R3: a shared quota: 10/s, another client takes 0, 3, 8, 5/s for 30 s each, then 5/s.
+  {
+    const others = [{ atSeconds: 0, rps: 0 }, { atSeconds: 30, rps: 3 }, { atSeconds: 60, rps: 8 }, { atSeconds: 90, rps: 5 }];
+    const r = await rateRun(work, 'shared', 160, '6h', { rateLimitRps: 10, sharedQuotaSchedule: others });
+    const left = [10, 7, 2, 5];
+    const got = [0, 1, 2, 3].map((k) => Math.round(okRate(r.timeline, 30 * k, 30 * k + 30) * 30));
+    const share = got.reduce((a, b) => a + b, 0) / (30 * left.reduce((a, b) => a + b, 0));
+    rateRow({ section: 'R3 shared quota', measure: `10/s shared; the other client takes 0, 3, 8, 5/s for 30 s each: our 200s in each 30 s (of 300, 210, 60, 150 left)`, value: `${got.join(', ')}: ${pct(share)} of what was left`, goal: '≥ 85 %', met: share >= 0.85 });
+    const refused = r.timeline.filter((x) => x.s < 120).reduce((n, x) => n + x.refused, 0);
+    const sent = r.timeline.filter((x) => x.s < 120).reduce((n, x) => n + x.ok + x.refused, 0);
+    rateRow({ section: 'R3 shared quota', measure: '429 answers / all requests (first 120 s)', value: `${refused} / ${sent} = ${pct(refused / Math.max(1, sent))}`, goal: '≤ 5 %', met: refused / Math.max(1, sent) <= 0.05 });
+  }
+  // R4: a limit that changes 10 → 4 → 10 at 30 s and 60 s.
+  {
+    const schedule = [{ atSeconds: 0, rps: 10 }, { atSeconds: 30, rps: 4 }, { atSeconds: 60, rps: 10 }];
+    const r = await rateRun(work, 'schedule', 250, '6h', { rateLimitSchedule: schedule });
+    const down = r.timeline.filter((x) => x.s >= 35 && x.s < 60).reduce((n, x) => n + x.refused, 0);
+    const low = okRate(r.timeline, 35, 60);
+    const high = okRate(r.timeline, 90, 120);
+    rateRow({ section: 'R4 limit 10 → 4 → 10', measure: 'after the drop (35–60 s): 200s a second; 429s', value: `${fmt(low, 2)}/s = ${pct(low / 4)} of 4/s; ${down} 429s`, goal: 'followed within 5 s: ≥ 85 %', met: low >= 0.85 * 4 });
+    rateRow({ section: 'R4 limit 10 → 4 → 10', measure: 'after the raise at 60 s: 200s a second in 90–120 s', value: `${fmt(high, 2)}/s = ${pct(high / 10)} of 10/s`, goal: 'back up within a minute: ≥ 85 %', met: high >= 0.85 * 10 });
+  }
+  // R5: a concurrency limit of 2 (100 ms an answer: 20/s at best), 4 workers.
+  {
+    const r = await rateRun(work, 'concurrency', 240, '12h', { concurrencyLimit: 2, latencyMs: 100 });
+    const rate = r.rate;
+    rateRow({ section: 'R5 concurrency limit', measure: 'at most 2 in flight, 100 ms an answer (20/s at best), 4 workers: 200s a second of extraction', value: `${fmt(rate, 2)}/s = ${pct(rate / 20)} of 20/s; ${r.refused} 429s = ${pct(r.share429)}`, goal: '≥ 85 %, ≤ 5 % 429s', met: rate >= 17 && r.share429 <= 0.05 });
+  }
+  // R6: rate-limit headers, and Retry-After as an HTTP date.
+  {
+    const h = await rateRun(work, 'headers', 200, '1d', { rateLimitRps: 10, rateLimitHeaders: 'ietf' });
+    const rate = h.rate;
+    rateRow({ section: 'R6 headers', measure: 'quota 10/s with RateLimit-Remaining/-Reset: 200s a second; 429s', value: `${fmt(rate, 2)}/s = ${pct(rate / 10)}; ${h.refused} 429s`, goal: '≥ 90 %, at most the first burst of 429s (≤ 4)', met: rate >= 9 && h.refused <= 4 });
+    const x = await rateRun(work, 'x-headers', 200, '1d', { rateLimitRps: 10, rateLimitHeaders: 'x' });
+    const xr = x.rate;
+    rateRow({ section: 'R6 headers', measure: 'the same with X-RateLimit-Remaining/-Reset (epoch seconds)', value: `${fmt(xr, 2)}/s = ${pct(xr / 10)}; ${x.refused} 429s`, goal: '≥ 90 %, ≤ 4 429s', met: xr >= 9 && x.refused <= 4 });
+    const d = await rateRun(work, 'http-date', 200, '1d', { rateLimitRps: 10, retryAfterFormat: 'http-date' });
+    const dr = d.rate;
+    rateRow({ section: 'R6 headers', measure: 'quota 10/s, Retry-After as an HTTP date', value: `${fmt(dr, 2)}/s = ${pct(dr / 10)}; ${pct(d.share429)} 429s`, goal: '≥ 90 %, ≤ 5 % 429s', met: dr >= 9 && d.share429 <= 0.05 });
+  }
 }
 
 await main();

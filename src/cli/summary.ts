@@ -10,6 +10,9 @@ export function formatSummary(s: RunSummary): string {
     `  windows        ${s.windows.done} of ${s.windows.total} done${s.windows.skipped ? `, ${s.windows.skipped} not started` : ''}`,
     `  sessions       ${s.sessions.written} written (${s.sessions.new ?? '?'} new, ${s.sessions.updated ?? '?'} updated), ${s.sessions.rejected} rejected`,
     `  requests       ${s.requests} (${s.retries} retries, ${s.rateLimited} rate-limited, ${s.bisections} bisections)`,
+    ...(s.rateLimited || s.pausedMs
+      ? [`  rate limit     paused ${(s.pausedMs / 1000).toFixed(1)} s; pace ${s.pace === null ? 'not limited' : `${s.pace.toFixed(2)} requests/s`}`]
+      : []),
     `  duration       ${secs} s (${rate} sessions/s)`,
     `  checkpoint     ${s.checkpoint ?? '(none)'}`,
   ];

@@ -1,5 +1,6 @@
 /** Fault settings, their validation, the seeded dice that decide each fault, and the rate limiter. */
-import type { EmulatorFaults } from './options.js';
+export type { DrawnFaultKind };
+import { DRAWN_FAULT_KINDS, type DrawnFaultKind, type EmulatorFaults } from './options.js';
 import { Random } from './prng.js';
 
 export const FAULT_KINDS = [
@@ -7,7 +8,7 @@ export const FAULT_KINDS = [
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-const RATES = ['serverErrorRate', 'resetRate', 'truncateRate', 'partialErrorRate'] as const;
+const RATES = ['serverErrorRate', 'resetRate', 'truncateRate', 'partialErrorRate', 'faultRate'] as const;
 const COUNTS = ['maxResults', 'maxSpanSeconds', 'truncateResultsTo'] as const;
 
 /** Throws a RangeError naming the first bad setting. */
@@ -30,6 +31,50 @@ export function validateFaults(f: EmulatorFaults): void {
   if (f.rateLimitRps !== undefined && !(Number.isFinite(f.rateLimitRps) && f.rateLimitRps > 0)) {
     throw new RangeError(`faults.rateLimitRps must be a positive number; got ${f.rateLimitRps}`);
   }
+  if (f.faultKinds !== undefined) {
+    const bad = Array.isArray(f.faultKinds) ? f.faultKinds.find((k) => !DRAWN_FAULT_KINDS.includes(k)) : f.faultKinds;
+    if (bad !== undefined || !(f.faultKinds as unknown[]).length) {
+      throw new RangeError(`faults.faultKinds must list some of ${DRAWN_FAULT_KINDS.join(', ')}; got ${JSON.stringify(f.faultKinds)}`);
+    }
+  }
+  checkSchedule('rateLimitSchedule', f.rateLimitSchedule, false);
+  checkSchedule('sharedQuotaSchedule', f.sharedQuotaSchedule, true);
+  if (f.sharedQuotaSchedule && f.rateLimitRps === undefined && !f.rateLimitSchedule) {
+    throw new RangeError('faults.sharedQuotaSchedule needs a quota to share: set rateLimitRps or rateLimitSchedule');
+  }
+  if (f.concurrencyLimit !== undefined && !(Number.isInteger(f.concurrencyLimit) && f.concurrencyLimit >= 1)) {
+    throw new RangeError(`faults.concurrencyLimit must be a whole number of at least 1; got ${f.concurrencyLimit}`);
+  }
+  if (f.rateLimitHeaders !== undefined && f.rateLimitHeaders !== 'ietf' && f.rateLimitHeaders !== 'x') {
+    throw new RangeError(`faults.rateLimitHeaders must be 'ietf' or 'x'; got ${JSON.stringify(f.rateLimitHeaders)}`);
+  }
+  if (f.retryAfterFormat !== undefined && f.retryAfterFormat !== 'seconds' && f.retryAfterFormat !== 'http-date') {
+    throw new RangeError(`faults.retryAfterFormat must be 'seconds' or 'http-date'; got ${JSON.stringify(f.retryAfterFormat)}`);
+  }
+}
+
+function checkSchedule(name: string, s: Schedule | undefined, zeroAllowed: boolean): void {
+  if (s === undefined) return;
+  const ok =
+    Array.isArray(s) && s.length > 0 &&
+    s.every((e, i) =>
+      e && Number.isFinite(e.atSeconds) && e.atSeconds >= 0 && (i === 0 || e.atSeconds > (s[i - 1] as { atSeconds: number }).atSeconds) &&
+      Number.isFinite(e.rps) && (zeroAllowed ? e.rps >= 0 : e.rps > 0));
+  if (!ok) {
+    throw new RangeError(
+      `faults.${name} must be a list of {atSeconds, rps} with atSeconds rising from 0 or more and rps ${zeroAllowed ? '0 or more' : 'above 0'}; got ${JSON.stringify(s)}`,
+    );
+  }
+}
+
+/** Parses "0:10,30:4,60:10" (seconds:requests per second) into a schedule. */
+export function parseSchedule(text: string): Array<{ atSeconds: number; rps: number }> {
+  const entries = text.split(',').map((part) => {
+    const m = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(part);
+    if (!m) throw new RangeError(`a schedule is a list of SECONDS:RPS pairs such as 0:10,30:4,60:10; got ${JSON.stringify(text)}`);
+    return { atSeconds: Number(m[1]), rps: Number(m[2]) };
+  });
+  return entries;
 }
 
 /** Seeded dice: the n-th roll of a run is the same on every run with the same seed. */
@@ -47,38 +92,129 @@ export class FaultDice {
     return this.rng.next() < rate;
   }
 
+  /** One of `kinds`, each equally likely. */
+  pick<T>(kinds: readonly T[]): T {
+    return kinds[this.rng.int(kinds.length)] as T;
+  }
+
   serverErrorStatus(): 500 | 502 | 503 {
     return ([500, 502, 503] as const)[this.rng.int(3)] as 500 | 502 | 503;
   }
 }
 
+/** A value that changes during a run: `rps` from `atSeconds` after the first request on. */
+export type Schedule = ReadonlyArray<{ atSeconds: number; rps: number }>;
+
+/** The schedule's value `elapsedMs` after its start (the first entry's before its time). */
+export function scheduledAt(schedule: Schedule, elapsedMs: number): number {
+  let v = (schedule[0] as { rps: number }).rps;
+  for (const s of schedule) if (s.atSeconds * 1000 <= elapsedMs) v = s.rps;
+  return v;
+}
+
+/** The next change of the schedule after `elapsedMs`, or Infinity. */
+function nextChange(schedule: Schedule, elapsedMs: number): number {
+  let t = Infinity;
+  for (const s of schedule) if (s.atSeconds * 1000 > elapsedMs) t = Math.min(t, s.atSeconds * 1000);
+  return t;
+}
+
+export interface RateLimiterOptions {
+  /** The quota, requests per second (with `schedule`: until its first entry applies). */
+  rps: number;
+  /** The quota changes at these times (seconds after the first request). */
+  schedule?: Schedule;
+  /** Another client of the same account takes this many requests per second of the quota, evenly spaced. */
+  others?: Schedule;
+}
+
 /**
  * A sliding-window quota: at most floor(rps) requests in any 1-second window (for rps < 1: one
  * request per 1/rps seconds). A refused request learns when the oldest counted one leaves the window.
+ * The quota may follow a schedule, and another client may take part of it (a shared account quota).
  */
 export class RateLimiter {
-  private readonly windowMs: number;
-  private readonly limit: number;
+  private readonly o: RateLimiterOptions;
   private stamps: number[] = [];
   private head = 0;
+  private start: number | undefined;
+  private nextOther = 0;
+  /** The other client's requests waiting for room. */
+  private waiting = 0;
 
-  constructor(rps: number) {
-    this.windowMs = rps >= 1 ? 1_000 : 1_000 / rps;
-    this.limit = rps >= 1 ? Math.floor(rps) : 1;
+  constructor(rps: number | RateLimiterOptions) {
+    this.o = typeof rps === 'number' ? { rps } : rps;
   }
 
-  /** Counts the request and returns undefined, or returns the Retry-After in whole seconds (>= 1). */
-  take(nowMs: number): number | undefined {
-    while (this.head < this.stamps.length && (this.stamps[this.head] as number) <= nowMs - this.windowMs) this.head++;
+  private quota(nowMs: number): { windowMs: number; limit: number } {
+    const rps = this.o.schedule?.length ? scheduledAt(this.o.schedule, nowMs - (this.start as number)) : this.o.rps;
+    return rps >= 1 ? { windowMs: 1_000, limit: Math.floor(rps) } : { windowMs: 1_000 / rps, limit: 1 };
+  }
+
+  private drop(nowMs: number, windowMs: number): void {
+    while (this.head < this.stamps.length && (this.stamps[this.head] as number) <= nowMs - windowMs) this.head++;
     if (this.head > 1_024) {
       this.stamps = this.stamps.slice(this.head);
       this.head = 0;
     }
-    if (this.stamps.length - this.head < this.limit) {
+  }
+
+  /**
+   * The other client's requests up to `nowMs`: each is counted when the window has room for it,
+   * or as soon as it has (a refused client retries); at most a second's worth wait.
+   */
+  private others(nowMs: number): void {
+    const others = this.o.others;
+    if (!others?.length) return;
+    const start = this.start as number;
+    const admit = (t: number): void => {
+      const q = this.quota(t);
+      this.drop(t, q.windowMs);
+      while (this.waiting > 0 && this.stamps.length - this.head < q.limit) {
+        this.stamps.push(t);
+        this.waiting--;
+      }
+    };
+    while (this.nextOther <= nowMs) {
+      const t = this.nextOther;
+      const rps = scheduledAt(others, t - start);
+      if (rps <= 0) {
+        this.nextOther = start + nextChange(others, t - start);
+        continue;
+      }
+      // Earlier waiting requests get in when the oldest counted one leaves the window.
+      const freed = this.stamps[this.head];
+      if (this.waiting > 0 && freed !== undefined && freed + this.quota(t).windowMs <= t) admit(freed + this.quota(t).windowMs);
+      this.waiting = Math.min(this.waiting + 1, Math.max(1, Math.ceil(rps)));
+      admit(t);
+      this.nextOther = t + 1_000 / rps;
+    }
+    admit(nowMs);
+  }
+
+  /** Counts the request and returns undefined, or returns the Retry-After in whole seconds (>= 1). */
+  take(nowMs: number): number | undefined {
+    if (this.start === undefined) this.nextOther = this.start = nowMs;
+    this.others(nowMs);
+    const { windowMs, limit } = this.quota(nowMs);
+    this.drop(nowMs, windowMs);
+    if (this.stamps.length - this.head < limit) {
       this.stamps.push(nowMs);
       return undefined;
     }
-    const freesAt = (this.stamps[this.head] as number) + this.windowMs;
+    const freesAt = (this.stamps[this.head] as number) + windowMs;
     return Math.max(1, Math.ceil((freesAt - nowMs) / 1_000));
+  }
+
+  /** What rate-limit headers say after the request at `nowMs`: the quota, what is left of it, seconds to the oldest request leaving the window. */
+  state(nowMs: number): { limit: number; remaining: number; resetSeconds: number } {
+    if (this.start === undefined) this.nextOther = this.start = nowMs;
+    this.others(nowMs);
+    const { windowMs, limit } = this.quota(nowMs);
+    this.drop(nowMs, windowMs);
+    const used = this.stamps.length - this.head;
+    const oldest = this.stamps[this.head];
+    const resetSeconds = oldest === undefined ? 0 : Math.max(1, Math.ceil((oldest + windowMs - nowMs) / 1_000));
+    return { limit, remaining: Math.max(0, limit - used), resetSeconds };
   }
 }

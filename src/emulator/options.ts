@@ -1,5 +1,6 @@
 /** Public types of the reporting endpoint emulator; see docs/emulator.md. */
 import type { SessionRecord } from '../reporting/session-record.js';
+import type { Schedule } from './faults.js';
 import type { ArgTypes } from './schema.js';
 import type { WindowRule } from './session-store.js';
 
@@ -31,7 +32,29 @@ export interface EmulatorFaults {
   maxSpanSeconds?: number;
   /** Silently return only the first N records of a window (sorted by started, then id). */
   truncateResultsTo?: number;
+  /**
+   * Probability that a reporting request meets one fault drawn among `faultKinds`, each equally
+   * likely (on top of the per-kind rates above). With `faultKinds: ['rateLimited']`: stray 429s
+   * (Retry-After 1 s) unrelated to how fast the client sends.
+   */
+  faultRate?: number;
+  /** The kinds `faultRate` draws from; default all four. */
+  faultKinds?: DrawnFaultKind[];
+  /** The quota (requests per second) changes at these times, seconds after the first reporting request; `rateLimitRps` (if set) applies before the first entry. */
+  rateLimitSchedule?: Schedule;
+  /** Another client of the same account takes this many requests per second of the quota, changing at these times (seconds after the first request). Needs a quota. */
+  sharedQuotaSchedule?: Schedule;
+  /** 429 (Retry-After 1 s) to a reporting request that arrives while this many are already in flight. */
+  concurrencyLimit?: number;
+  /** Rate-limit headers on every reporting answer while a quota is set: 'ietf' (RateLimit-Limit/-Remaining/-Reset, seconds) or 'x' (X-RateLimit-*, reset as epoch seconds). */
+  rateLimitHeaders?: 'ietf' | 'x';
+  /** How 429 answers state Retry-After: 'seconds' (default) or 'http-date'. */
+  retryAfterFormat?: 'seconds' | 'http-date';
 }
+
+/** The faults `faultRate` can draw. */
+export type DrawnFaultKind = 'rateLimited' | 'serverError' | 'reset' | 'truncate';
+export const DRAWN_FAULT_KINDS: readonly DrawnFaultKind[] = ['rateLimited', 'serverError', 'reset', 'truncate'];
 
 export interface EmulatorOptions {
   /** Default 127.0.0.1. */

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BodyCache } from './body-cache.js';
 import { FAULT_KINDS, FaultDice, RateLimiter, validateFaults, type FaultKind } from './faults.js';
+import { DRAWN_FAULT_KINDS } from './options.js';
 import { DAY_SECONDS } from './generate-day.js';
 import { handleInterfaceRequest, type InterfaceContext } from './interface/index.js';
 import {
@@ -44,7 +45,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
   let faults: EmulatorFaults = { ...options.faults };
   validateFaults(faults);
-  let limiter = faults.rateLimitRps ? new RateLimiter(faults.rateLimitRps) : undefined;
+  let limiter = limiterOf(faults);
+  /** Reporting requests past authentication and not yet answered (the concurrency limit counts these). */
+  let reportingInFlight = 0;
   const bodyCache = options.cacheBodies
     ? new BodyCache(typeof options.cacheBodies === 'object' ? options.cacheBodies.maxBytes : DEFAULT_CACHE_BYTES)
     : undefined;
@@ -78,6 +81,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       return;
     }
 
+    // From arrival to answer, as a server's concurrency limit counts them (the latency included).
+    reportingInFlight++;
+    res.once('close', () => reportingInFlight--);
     const body = await readBody(req);
     if (faults.latencyMs) await sleep(faults.latencyMs);
     if (body === 'too-large') return sendJson(res, 413, { errors: [{ message: `Request body exceeds ${MAX_BODY_BYTES} bytes.` }] });
@@ -97,22 +103,33 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       return sendJson(res, 401, { errors: [{ message }] });
     }
 
-    const retryAfter = limiter?.take(Date.now());
+    const nowMs = Date.now();
+    if (faults.concurrencyLimit !== undefined && reportingInFlight > faults.concurrencyLimit) {
+      countFault('rateLimited');
+      outcome = ' fault=rateLimited(concurrency)';
+      return sendTooMany(res, 1, nowMs, `At most ${faults.concurrencyLimit} requests may be in flight at once; retry after 1 s.`, faults.retryAfterFormat);
+    }
+    const retryAfter = limiter?.take(nowMs);
+    if (limiter && faults.rateLimitHeaders) setRateLimitHeaders(res, faults.rateLimitHeaders, limiter.state(nowMs), nowMs);
     if (retryAfter !== undefined) {
       countFault('rateLimited');
       outcome = ' fault=rateLimited';
-      res.setHeader('Retry-After', String(retryAfter));
-      return sendJson(res, 429, {
-        errors: [{ message: `Rate limit of ${faults.rateLimitRps} requests per second exceeded; retry after ${retryAfter} s.` }],
-      });
+      return sendTooMany(res, retryAfter, nowMs, `Rate limit of ${faults.rateLimitRps ?? 'the schedule\'s'} requests per second exceeded; retry after ${retryAfter} s.`, faults.retryAfterFormat);
     }
-    if (dice.roll(faults.resetRate)) {
+    // One fault drawn among faultKinds (at most one per request), on top of the per-kind rates.
+    const drawn = dice.roll(faults.faultRate) ? dice.pick(faults.faultKinds?.length ? faults.faultKinds : DRAWN_FAULT_KINDS) : undefined;
+    if (drawn === 'rateLimited') {
+      countFault('rateLimited');
+      outcome = ' fault=rateLimited(stray)';
+      return sendTooMany(res, 1, nowMs, 'Too many requests; retry after 1 s.', faults.retryAfterFormat);
+    }
+    if (drawn === 'reset' || dice.roll(faults.resetRate)) {
       countFault('reset');
       outcome = ' fault=reset';
       req.socket.destroy();
       return;
     }
-    if (dice.roll(faults.serverErrorRate)) {
+    if (drawn === 'serverError' || dice.roll(faults.serverErrorRate)) {
       countFault('serverError');
       outcome = ' fault=serverError';
       return sendServerError(res, dice.serverErrorStatus());
@@ -128,7 +145,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       return sendJson(res, 500, { errors: [{ message: 'Internal server error' }] });
     }
     outcome = ` records=${answer.records}${answer.fault ? ` fault=${answer.fault}` : ''}`;
-    if (dice.roll(faults.truncateRate)) {
+    if (drawn === 'truncate' || dice.roll(faults.truncateRate)) {
       countFault('truncate');
       outcome += ' fault=truncate';
       return sendChunks(res, answer.status, answer.contentType, cutInHalf(answer.chunks, answer.bytes));
@@ -175,7 +192,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     setFaults(f) {
       validateFaults(f);
       faults = { ...f };
-      limiter = faults.rateLimitRps ? new RateLimiter(faults.rateLimitRps) : undefined;
+      limiter = limiterOf(faults);
       bodyCache?.clear();
     },
     setNow(nowSeconds) {
@@ -188,6 +205,35 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       byId: (id) => store.byId(id),
     },
   };
+}
+
+/** The quota of these settings, if any: fixed, scheduled, shared with another client. */
+function limiterOf(f: EmulatorFaults): RateLimiter | undefined {
+  const rps = f.rateLimitRps ?? f.rateLimitSchedule?.[0]?.rps;
+  if (rps === undefined) return undefined;
+  return new RateLimiter({
+    rps,
+    ...(f.rateLimitSchedule ? { schedule: f.rateLimitSchedule } : {}),
+    ...(f.sharedQuotaSchedule ? { others: f.sharedQuotaSchedule } : {}),
+  });
+}
+
+/** 429 with Retry-After as seconds or as an HTTP date (rounded up to the next whole second). */
+function sendTooMany(res: ServerResponse, seconds: number, nowMs: number, message: string, format: 'seconds' | 'http-date' = 'seconds'): void {
+  res.setHeader('Retry-After', format === 'http-date' ? new Date(Math.ceil((nowMs + seconds * 1000) / 1000) * 1000).toUTCString() : String(seconds));
+  sendJson(res, 429, { errors: [{ message }] });
+}
+
+function setRateLimitHeaders(res: ServerResponse, kind: 'ietf' | 'x', st: { limit: number; remaining: number; resetSeconds: number }, nowMs: number): void {
+  if (kind === 'ietf') {
+    res.setHeader('RateLimit-Limit', String(st.limit));
+    res.setHeader('RateLimit-Remaining', String(st.remaining));
+    res.setHeader('RateLimit-Reset', String(st.resetSeconds));
+  } else {
+    res.setHeader('X-RateLimit-Limit', String(st.limit));
+    res.setHeader('X-RateLimit-Remaining', String(st.remaining));
+    res.setHeader('X-RateLimit-Reset', String(Math.ceil(nowMs / 1000) + st.resetSeconds));
+  }
 }
 
 function checkOptions(

@@ -183,7 +183,7 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
         requests.inc({ outcome: 'retried' }, s.retries - rl);
         requests.inc({ outcome: 'rate_limited' }, rl);
         rateLimited.inc(s.rateLimited);
-        paused.inc((s.pausedMs ?? 0) / 1000);
+        paused.inc(s.pausedMs / 1000);
       }
       // Until the store is read again, what the summary says is the freshest state.
       const runId = s?.runId ?? `${r.command}-${Math.round(endedAt)}`;

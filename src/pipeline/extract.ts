@@ -7,6 +7,7 @@
 import pLimit from 'p-limit';
 import { BodyTooLargeError } from '../reporting/errors/BodyTooLargeError.js';
 import { GraphQLResponseError } from '../reporting/errors/GraphQLResponseError.js';
+import { RateLimitedError } from '../reporting/errors/RateLimitedError.js';
 import { ReportingError } from '../reporting/errors/ReportingError.js';
 import type { ReportingClient } from '../reporting/client.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
@@ -59,8 +60,10 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
   let firstError: Error | undefined;
   const failFast = new AbortController();
 
+  // The controller lowers the pool when 429s point at a concurrency limit, and raises it again.
   const resize = (n: number) => {
     limit.concurrency = Math.max(1, Math.min(opts.maxConcurrency, n));
+    opts.onLog?.('concurrency', { concurrency: limit.concurrency });
   };
 
   opts.controller.onConcurrencyChange = resize;
@@ -97,6 +100,8 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
           throw new SplitNeeded(lastMessage);
         }
       } catch (err) {
+        // The last attempt ended without a hook the controller hears (a 429's is onRateLimited).
+        if (!(err instanceof SplitNeeded) && !(err instanceof RateLimitedError)) opts.controller.onAttemptFailed();
         // A body over maxBodyBytes splits too: a shorter window gives a smaller body.
         if (err instanceof SplitNeeded || err instanceof GraphQLResponseError || err instanceof BodyTooLargeError) {
           lastMessage = err instanceof SplitNeeded ? lastMessage : err.message;

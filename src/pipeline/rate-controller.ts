@@ -1,26 +1,31 @@
 /**
- * Shared rate control for all workers of a run: the server's rate limit is learned from its 429
- * answers, then kept to, so that a run meets a handful of 429s rather than one every few seconds.
+ * Shared rate control for all workers of a run (issue 14). Two things are kept apart:
  *
- * - Before the first 429 nothing is paced (unless `maxRequestsPerSecond` is set): a server
- *   without a limit is never slowed down.
- * - A 429 sets one shared pause (Retry-After, or 1 s when absent) that every worker waits out
- *   before its next attempt, including a worker already waiting for its slot. 429s that come
- *   back during the pause answer requests sent before it: they lengthen the pause, nothing more.
- * - The ceiling is what the server accepted in the second before the 429: the successful answers
- *   of that second (for the first 429, also those that arrive just after its answer, which has
- *   no body to send and can overtake them). The pace is then `headroom` × the ceiling, requests
- *   spaced evenly so that they never bunch inside the server's window.
- * - A later 429 while holding the pace is timing noise (a request sent late by a busy event loop
- *   meets one sent on time): the headroom narrows by 2 % and widens back by 2 % in 5 minutes.
- *   One whose accepted rate is far below the ceiling means the limit itself changed: the ceiling
- *   drops to that rate, by half at most each time.
- * - Like TCP's slow start threshold, the ceiling is probed only now and then: the pace holds for
- *   `probeAfterMs`, then grows past the ceiling, slowly at first. A probe that meets a 429 keeps
- *   the ceiling (raised to what the server accepted) and doubles the hold; one that does not finds
- *   a raised limit, or none.
- * - The concurrency stays at its maximum. Halving it on a 429 (AIMD) made no difference in any
- *   measured case, rate or concurrency limit: the pace decides how many requests are in flight.
+ * - **Pausing.** A 429 sets one shared pause (Retry-After, or 1 s when absent) that every worker
+ *   waits out before its next attempt, including a worker already waiting for its slot. 429s that
+ *   come back during the pause answer requests sent before it: they belong to the same burst.
+ *   Rate-limit headers saying that what is left is already in flight pause until their reset.
+ * - **Lowering the pace.** Only what the server accepted says where its limit is. When a burst is
+ *   over (its pause has ended), the answers accepted in the second before it give an estimate. One
+ *   burst is weak evidence (a stray 429, or a count taken right after a pause, when little was
+ *   sent): a lower ceiling is believed only when a second burst within 15 s agrees (±25 %) and at
+ *   least 2 of the last 30 answers were 429s; it is at most halved (the first ceiling: at least 3/4
+ *   of the busiest second seen). Before that, 12 stray 429s walked the pace down to a quarter
+ *   request a second (the issue's 402 s backfill).
+ *
+ * The pace is `headroom` × the ceiling, requests spaced evenly. After a hold it grows past the
+ * ceiling, cubic in the time since the probe began (as TCP CUBIC and the AWS SDKs' adaptive mode):
+ * slow near the old ceiling, fast away from it. The hold is 2 s after a rise, 8 s after a fall, and
+ * doubles with each probe that meets the same ceiling, up to `maxHoldMs`: a fixed quota is probed
+ * every 40 s or so (each probe costs one 429 and its pause), a lowered limit is followed at its
+ * second burst, a raised one within a hold and a few seconds of probing. A 429 at the pace (not
+ * probing) is timing noise: it trims the ceiling by 2 %.
+ *
+ * Concurrency: a burst met with more requests in flight than (nearly all) recent accepted answers
+ * had points at a concurrency limit rather than a rate: the allowed concurrency drops to the
+ * requests that were not refused (the chunk runner resizes its pool through `onConcurrencyChange`),
+ * grows back one a second while the pool is what holds the run back, and is probed past the
+ * concurrency that met 429s on the same kind of hold.
  */
 import type { Sleep } from '../util/sleep.js';
 
@@ -32,89 +37,133 @@ export interface RateControllerOptions {
   maxRequestsPerSecond?: number;
   /** Share of the learned ceiling that is paced at. Default 0.98. */
   headroom?: number;
-  /** How long the pace holds under the ceiling before probing past it, ms. Default 120 000; doubled after each probe that meets a 429, up to 16 times. */
-  probeAfterMs?: number;
-  /** Growth of the pace when a probe starts, requests per second per second; it doubles every 5 s of probing. Default 1 % of the ceiling. */
-  rateIncreasePerSecond?: number;
+  /** How long the pace holds after a burst that moved the ceiling before probing past it, ms. Default 2 000. */
+  firstHoldMs?: number;
+  /** The longest hold, reached by bursts that keep finding the same ceiling, ms. Default 40 000. */
+  maxHoldMs?: number;
+  /** Receives what each burst of 429s was judged to say (for the run's debug log). */
+  log?: (fields: Record<string, unknown>) => void;
 }
 
-/** A 429 with the accepted rate this far below the ceiling means the limit itself has changed. */
-const LIMIT_CHANGED = 0.9;
-/** How much a 429 while holding the pace narrows the headroom, and how fast it widens back (per ms). */
-const NOISE_STEP = 0.02;
-const NOISE_RECOVERY_PER_MS = NOISE_STEP / 300_000;
+/** What rate-limit headers said: requests left and when the count resets. */
+export interface RateLimitHint {
+  remaining: number;
+  resetMs: number;
+}
+
+/** An accepted rate this far from the ceiling means the limit has moved (either way). */
+const MOVED = 0.9;
 /** Lowest ceiling learned, requests per second. */
 const MIN_CEILING = 0.05;
-/** How long after the first 429 accepted answers still count towards it, ms. */
-const FIRST_COUNT_GRACE_MS = 100;
-/** The first hold when the first 429 leaves it open whether the limit is on rate or concurrency, ms. */
-const SHORT_HOLD_MS = 10_000;
+/** Answers accepted this long after a burst's first 429 still count towards it (a 429 has no body and can overtake them), ms. */
+const GRACE_MS = 100;
+/** Probe growth: the pace is base × (1 + PROBE_GROWTH × t³), t in seconds of probing. */
+const PROBE_GROWTH = 0.02;
+const MAX_PROBE_SECONDS = 30;
+/** A burst met with more requests in flight than this share of recent accepted answers had points at a concurrency limit. */
+const CONCURRENCY_SHARE = 0.1;
+/** What a 429 at the pace (not probing) leaves of the ceiling. */
+const NOISE_TRIM = 0.98;
+/** A lower limit needs at least this share of 429s among the last ANSWERS answers. */
+const REFUSED_SHARE = 0.06;
+const ANSWERS = 30;
+/** A lower limit is believed when a second burst within this long agrees with the first, ms... */
+const CONFIRM_MS = 15_000;
+/** ...to within this share. */
+const AGREE = 0.25;
 /** Most requests the release-window check looks back over. */
 const MAX_WINDOW = 256;
+/** How far back accepted answers and pauses are kept, ms. */
+const MEMORY_MS = 10_000;
+
+interface Burst {
+  /** When its first 429 came back. */
+  at: number;
+  count: number;
+  /** Requests in flight when the first 429 came back, itself included. */
+  inFlight: number;
+  /** The share of the accepted answers of the 2 s before it that came with as many requests in flight. */
+  acceptedAsMany: number;
+}
 
 export class RateController {
   private pausedUntil = 0;
+  private pauses: Array<{ from: number; until: number }> = [];
+  private pausedTotal = 0;
   private nextSlot = 0;
   /** Requests per second the server accepts, learned from 429s; undefined until the first. */
   private ceiling: number | undefined;
-  /** Headroom lost to noise 429s, and when it was last lost. */
-  private noise = { narrowedBy: 0, at: 0 };
+  private readonly firstHoldMs: number;
+  private readonly maxHoldMs: number;
+  private holdMs: number;
   /** The pace starts growing past the ceiling at this time. */
   private probeFrom = 0;
-  private readonly firstHoldMs: number;
-  private holdMs: number;
-  /** The first 429's count, finished when answers still in flight at its time are in. */
-  private firstCount: { at: number; until: number } | undefined;
-  /** Completion times of successful attempts, oldest first, from `doneHead` on. */
-  private done: number[] = [];
-  private doneHead = 0;
+  private burst: Burst | undefined;
+  /** The last answers, true for a 429. */
+  private answers: boolean[] = [];
+  /** A burst that pointed at a lower limit, waiting for a second one to agree. */
+  private candidate: { at: number; rate: number } | undefined;
+  /** Accepted answers: when, and how many requests were in flight then (itself included). */
+  private done: Array<{ at: number; inFlight: number }> = [];
   /** Release times of recent attempts, oldest first. */
   private released: number[] = [];
+  private inFlight = 0;
+  private cap: number;
+  /** The concurrency at which 429s were last met, if a burst pointed at one. */
+  private capCeiling: number | undefined;
+  private capHoldMs: number;
+  private capProbeFrom = 0;
+  private capChangedAt = -Infinity;
   rateLimitedCount = 0;
-  /**
-   * Called whenever the allowed concurrency changes (the chunk runner resizes its pool). It stays
-   * at the maximum for now (see above), but the chunk runner keeps listening.
-   */
+  /** Called whenever the allowed concurrency changes (the chunk runner resizes its pool). */
   onConcurrencyChange: ((n: number) => void) | undefined;
 
   constructor(private readonly opts: RateControllerOptions) {
-    this.firstHoldMs = opts.probeAfterMs ?? 120_000;
+    this.firstHoldMs = opts.firstHoldMs ?? 2_000;
+    this.maxHoldMs = Math.max(this.firstHoldMs, opts.maxHoldMs ?? 40_000);
     this.holdMs = this.firstHoldMs;
+    this.capHoldMs = this.firstHoldMs;
+    this.cap = opts.maxConcurrency;
   }
 
+  /** Requests allowed in flight now. */
   get concurrency(): number {
-    return this.opts.maxConcurrency;
+    return this.cap;
   }
 
   /** The pace in force, requests per second (undefined: unpaced). */
   get pace(): number | undefined {
-    const learned = this.learnedPace(this.opts.now());
+    const now = this.opts.now();
+    let pace = this.learnedPace(now);
     const fixed = this.opts.maxRequestsPerSecond;
-    if (learned === undefined) return fixed;
-    return fixed === undefined ? learned : Math.min(fixed, learned);
+    if (fixed !== undefined) pace = pace === undefined ? fixed : Math.min(pace, fixed);
+    return pace;
+  }
+
+  /** The pace learned from 429s (the last one reached, with no probe growth), or null when never limited. */
+  get learnedRate(): number | null {
+    return this.ceiling === undefined ? null : this.ceiling * (this.opts.headroom ?? 0.98);
+  }
+
+  /** Time all workers spent held by pauses (Retry-After, or headers saying nothing is left), ms. */
+  get pausedMs(): number {
+    return this.pausedTotal - Math.max(0, this.pausedUntil - this.opts.now());
   }
 
   private learnedPace(now: number): number | undefined {
     if (this.ceiling === undefined) return undefined;
-    const base = this.ceiling * Math.max(0.5, (this.opts.headroom ?? 0.98) - this.narrowing(now));
-    const probing = Math.min(300, Math.max(0, (now - this.probeFrom) / 1000));
-    if (probing === 0) return base;
-    const growth = this.opts.rateIncreasePerSecond ?? this.ceiling * 0.01;
-    // The integral of growth × 2^(t / 5 s) over the probe so far.
-    return base + growth * (5 / Math.LN2) * (2 ** (probing / 5) - 1);
-  }
-
-  /** Headroom lost to noise 429s and not yet won back. */
-  private narrowing(now: number): number {
-    return Math.max(0, this.noise.narrowedBy - (now - this.noise.at) * NOISE_RECOVERY_PER_MS);
+    const base = this.ceiling * (this.opts.headroom ?? 0.98);
+    const t = Math.min(MAX_PROBE_SECONDS, Math.max(0, (now - this.probeFrom) / 1000));
+    return base * (1 + PROBE_GROWTH * t ** 3);
   }
 
   /** Waits for the shared pause and for this request's slot under the pace. */
   async beforeAttempt(signal?: AbortSignal): Promise<void> {
     let slot: number | undefined;
+    let pacedWait = false;
     for (;;) {
       const now = this.opts.now();
-      if (this.firstCount && now >= Math.max(this.pausedUntil, this.firstCount.until)) this.finishFirstCount();
+      if (this.burst && now >= this.pausedUntil) this.judge(this.burst);
       if (now < this.pausedUntil) {
         // Also when the pause began while this request waited for its slot: the slot is lost.
         slot = undefined;
@@ -131,8 +180,11 @@ export class RateController {
       if (at <= now) {
         this.released.push(now);
         if (this.released.length > 2 * MAX_WINDOW) this.released.splice(0, this.released.length - MAX_WINDOW);
+        this.inFlight++;
+        if (!pacedWait) this.poolBound(now);
         return;
       }
+      pacedWait = true;
       await this.opts.sleep(at - now, signal);
     }
   }
@@ -147,67 +199,210 @@ export class RateController {
     return (this.released[this.released.length - k] as number) + (k * 1000) / pace;
   }
 
+  /** A request went out without waiting for the pace: the pool is what holds the run back. */
+  private poolBound(now: number): void {
+    if (this.cap >= this.opts.maxConcurrency || this.inFlight < this.cap || now < this.pausedUntil) return;
+    if (now - this.capChangedAt < 1000) return;
+    if (this.capCeiling !== undefined && this.cap + 1 >= this.capCeiling) {
+      // Back at the concurrency that met 429s: try it again only when its hold is over.
+      if (now < this.capProbeFrom) return;
+      if (this.cap + 1 > this.capCeiling) this.capCeiling = undefined; // it held: the limit was raised
+    }
+    this.setCap(this.cap + 1, now);
+  }
+
+  private setCap(n: number, now: number): void {
+    const next = Math.max(1, Math.min(this.opts.maxConcurrency, n));
+    if (next === this.cap) return;
+    this.cap = next;
+    this.capChangedAt = now;
+    this.onConcurrencyChange?.(next);
+  }
+
+  /** The server answered 429. */
   onRateLimited(retryAfterMs: number | undefined): void {
     const now = this.opts.now();
     this.rateLimitedCount++;
-    const duringPause = now < this.pausedUntil;
-    this.pausedUntil = Math.max(this.pausedUntil, now + (retryAfterMs ?? 1000));
-    this.nextSlot = Math.max(this.nextSlot, this.pausedUntil);
-    if (duringPause) return;
-
-    // Over a second, or over four requests when the pace is slower than four a second.
-    const pace = this.pace;
-    const spanMs = Math.max(1000, pace === undefined ? 0 : 4000 / pace);
-    const accepted = this.acceptedRate(now - spanMs, now, spanMs);
-    if (this.ceiling === undefined) {
-      this.ceiling = Math.max(MIN_CEILING, accepted);
-      this.firstCount = { at: now, until: now + FIRST_COUNT_GRACE_MS };
-    } else if (now >= this.probeFrom) {
-      this.ceiling = Math.max(this.ceiling, accepted);
-      this.holdMs = Math.min(this.holdMs * 2, this.firstHoldMs * 16);
-    } else if (accepted + 1000 / spanMs < this.ceiling * LIMIT_CHANGED) {
-      // A count is one request off either way; and at most halved: a 429 soon after a pause
-      // counts over a second that was partly paused.
-      this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling / 2);
+    this.answered(true);
+    const inFlight = this.inFlight;
+    this.attemptEnded();
+    if (this.burst) {
+      this.burst.count++;
     } else {
-      this.noise = { narrowedBy: this.narrowing(now) + NOISE_STEP, at: now };
+      let all = 0;
+      let asMany = 0;
+      for (let i = this.done.length - 1; i >= 0 && (this.done[i] as { at: number }).at > now - 2000; i--) {
+        all++;
+        if ((this.done[i] as { inFlight: number }).inFlight >= inFlight) asMany++;
+      }
+      this.burst = { at: now, count: 1, inFlight, acceptedAsMany: all ? asMany / all : 0 };
     }
-    this.probeFrom = this.pausedUntil + this.holdMs;
+    this.pauseUntil(now, now + (retryAfterMs ?? 1000));
   }
 
+  /** An attempt was answered and accepted. */
   onSuccess(): void {
     const now = this.opts.now();
-    this.done.push(now);
-    if (this.done.length - this.doneHead > 4096) this.forgetBefore(now - 60_000);
+    this.done.push({ at: now, inFlight: this.inFlight });
+    this.answered(false);
+    this.attemptEnded();
+    if (this.done.length > 4096) this.forget(now);
   }
 
-  /** Counts the answers of the first 429's burst that came after its own. */
-  private finishFirstCount(): void {
-    const { at, until } = this.firstCount as { at: number; until: number };
-    this.firstCount = undefined;
-    this.ceiling = Math.max(this.ceiling ?? MIN_CEILING, this.acceptedRate(at - 1000, until, 1000));
-    // No more accepted than there are workers: the limit may as well be on concurrency, which
-    // the count says nothing about; find out soon.
-    if (this.ceiling <= this.opts.maxConcurrency) this.probeFrom = Math.min(this.probeFrom, this.pausedUntil + SHORT_HOLD_MS);
+  /** An attempt ended without an answer the controller hears of otherwise (a 5xx, a reset, a GraphQL error). */
+  onAttemptFailed(): void {
+    this.attemptEnded();
   }
 
-  /** Successful attempts completed in (from, to], per second of `spanMs`. */
-  private acceptedRate(from: number, to: number, spanMs: number): number {
-    this.forgetBefore(Math.min(from, this.firstCount ? this.firstCount.at - 1000 : from));
+  /**
+   * Rate-limit headers of an answer (call before onSuccess/onRateLimited for it). When the
+   * requests still in flight will take what is left, every worker waits for the reset: no 429.
+   */
+  onRateLimitHint(h: RateLimitHint): void {
+    const now = this.opts.now();
+    if (!(h.resetMs > 0) || !(h.remaining >= 0)) return;
+    const others = Math.max(0, this.inFlight - 1);
+    if (h.remaining - others < 1) this.pauseUntil(now, now + h.resetMs);
+  }
+
+  private answered(refused: boolean): void {
+    this.answers.push(refused);
+    if (this.answers.length > ANSWERS) this.answers.shift();
+  }
+
+  private refusedShare(): number {
     let n = 0;
-    for (let i = this.done.length - 1; i >= this.doneHead; i--) {
-      const t = this.done[i] as number;
-      if (t <= from) break;
-      if (t <= to) n++;
-    }
-    return (n * 1000) / spanMs;
+    for (const a of this.answers) if (a) n++;
+    return this.answers.length ? n / this.answers.length : 0;
   }
 
-  private forgetBefore(t: number): void {
-    while (this.doneHead < this.done.length && (this.done[this.doneHead] as number) <= t) this.doneHead++;
-    if (this.doneHead > 1024) {
-      this.done = this.done.slice(this.doneHead);
-      this.doneHead = 0;
-    }
+  private attemptEnded(): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
   }
+
+  private pauseUntil(now: number, until: number): void {
+    if (until <= this.pausedUntil) return;
+    if (now >= this.pausedUntil) {
+      this.pauses.push({ from: now, until });
+      this.pausedTotal += until - now;
+    } else {
+      this.pausedTotal += until - this.pausedUntil;
+      (this.pauses.at(-1) as { until: number }).until = until;
+    }
+    this.pausedUntil = until;
+    this.nextSlot = Math.max(this.nextSlot, until);
+  }
+
+  /** A burst of 429s is over: what does it say about the limit? */
+  private judge(b: Burst): void {
+    this.burst = undefined;
+    const now = this.opts.now();
+    this.forget(now);
+    if (b.inFlight > 1 && b.acceptedAsMany < CONCURRENCY_SHARE) {
+      this.concurrencyBurst(b, now);
+      return;
+    }
+    const pace = this.learnedPace(b.at);
+    const spanMs = pace !== undefined && pace < 2 ? 4000 / pace : 1000;
+    // What the server accepted in the span before the burst (for the first 429 of a burst, also
+    // the answers that it overtook): a count is one request off either way.
+    let n = 0;
+    for (const d of this.done) if (d.at > b.at - spanMs && d.at <= b.at + GRACE_MS) n++;
+    const accepted = (n * 1000) / spanMs;
+    const slack = 1000 / spanMs;
+    // Probing: the pace had grown past the ceiling when the burst came.
+    const probing = this.ceiling !== undefined && pace !== undefined && pace > this.ceiling;
+    if (this.ceiling === undefined || accepted < this.ceiling * MOVED) {
+      // A limit (or a lower one) is believed only when a second burst agrees and 429s are no
+      // rarity among the last answers: one burst alone may be a stray 429, or a count taken soon
+      // after a pause. At most halved.
+      const c = this.candidate;
+      const agreed = c && b.at - c.at <= CONFIRM_MS && Math.abs(accepted - c.rate) <= AGREE * Math.max(accepted, c.rate) + slack;
+      if (agreed && this.refusedShare() >= REFUSED_SHARE) {
+        this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling === undefined ? 0.75 * this.peakRate(b.at) : this.ceiling / 2);
+        this.candidate = undefined;
+        // Strong evidence: a limit that just fell is not probed again at once.
+        this.holdMs = Math.min(this.maxHoldMs, this.firstHoldMs * 4);
+        this.probeFrom = this.pausedUntil + this.holdMs;
+      } else {
+        this.candidate = { at: b.at, rate: accepted };
+      }
+    } else if (accepted - slack > this.ceiling / MOVED && probing) {
+      // A probe found room above the old ceiling.
+      this.ceiling = accepted;
+      this.holdMs = this.firstHoldMs;
+      this.probeFrom = this.pausedUntil + this.holdMs;
+      this.candidate = undefined;
+    } else if (probing) {
+      // A probe met the same ceiling again: stronger evidence, a longer hold.
+      this.holdMs = Math.min(this.maxHoldMs, this.holdMs * 2);
+      this.probeFrom = this.pausedUntil + this.holdMs;
+      this.candidate = undefined;
+    } else {
+      // At the ceiling but not probing: timing noise (another client's requests, a late release)
+      // or a stray; a little less headroom.
+      this.ceiling = Math.max(MIN_CEILING, this.ceiling * NOISE_TRIM);
+    }
+    this.opts.log?.({
+      accepted, ceiling: this.ceiling ?? null, holdMs: this.holdMs, probing, refused: b.count, inFlight: b.inFlight,
+    });
+  }
+
+  private concurrencyBurst(b: Burst, now: number): void {
+    // The requests in flight that were not refused are what the server allows.
+    const allowed = Math.max(1, b.inFlight - b.count);
+    // A concurrency limit rarely moves: the first hold is as long as after a fall of the rate.
+    this.capHoldMs = this.capCeiling !== undefined && b.inFlight >= this.capCeiling ? Math.min(this.maxHoldMs, this.capHoldMs * 2) : Math.min(this.maxHoldMs, this.firstHoldMs * 4);
+    this.capCeiling = b.inFlight;
+    this.capProbeFrom = this.pausedUntil + this.capHoldMs;
+    this.setCap(Math.min(this.cap, allowed), now);
+    this.opts.log?.({ concurrency: this.cap, refused: b.count, inFlight: b.inFlight, holdMs: this.capHoldMs });
+  }
+
+  /** The most answers accepted within any one second of the 10 s before `t`. */
+  private peakRate(t: number): number {
+    let most = 0;
+    for (let i = 0, j = 0; i < this.done.length; i++) {
+      const at = (this.done[i] as { at: number }).at;
+      if (at > t) break;
+      while ((this.done[j] as { at: number }).at <= at - 1000) j++;
+      most = Math.max(most, i - j + 1);
+    }
+    return most;
+  }
+
+  private forget(now: number): void {
+    const t = now - MEMORY_MS;
+    let i = 0;
+    while (i < this.done.length && (this.done[i] as { at: number }).at <= t) i++;
+    if (i) this.done.splice(0, i);
+    let j = 0;
+    while (j < this.pauses.length - 1 && (this.pauses[j] as { until: number }).until <= t) j++;
+    if (j) this.pauses.splice(0, j);
+  }
+}
+
+/**
+ * Rate-limit headers of an answer: the IETF draft's `RateLimit-Remaining`/`RateLimit-Reset`
+ * (seconds to the reset) or `X-RateLimit-Remaining`/`X-RateLimit-Reset` (seconds, or an epoch
+ * time in seconds when it is that large). Undefined when absent or unreadable.
+ */
+export function readRateLimitHeaders(headers: { get(name: string): string | null }, nowMs: number): RateLimitHint | undefined {
+  for (const prefix of ['ratelimit-', 'x-ratelimit-']) {
+    const remaining = numberOf(headers.get(`${prefix}remaining`));
+    const reset = numberOf(headers.get(`${prefix}reset`));
+    if (remaining === undefined || reset === undefined) continue;
+    // An epoch time (seconds) rather than seconds to go: any value past 2001.
+    const resetMs = reset > 1e9 ? reset * 1000 - nowMs : reset * 1000;
+    return { remaining, resetMs: Math.max(0, resetMs) };
+  }
+  return undefined;
+}
+
+function numberOf(v: string | null): number | undefined {
+  if (v === null) return undefined;
+  // The draft allows a list ("10, 10;w=1"): the first item counts.
+  const first = v.split(',')[0]?.split(';')[0]?.trim() ?? '';
+  if (!/^\d+(\.\d+)?$/.test(first)) return undefined;
+  return Number(first);
 }

@@ -23,7 +23,8 @@ import { RunFailedError, RunInterruptedError } from './errors.js';
 import { extractWindows, type ExtractStats } from './extract.js';
 import { flattenResponse, type InvalidPolicy } from './flatten.js';
 import { checkpointOf, holes, subtractIntervals } from './intervals.js';
-import { RateController } from './rate-controller.js';
+import { RateLimitedError } from '../reporting/errors/RateLimitedError.js';
+import { RateController, readRateLimitHeaders } from './rate-controller.js';
 import { checkPlanSize, cutWindows, describeWindow, formatDuration, isoOf, type Window } from './windows.js';
 
 export interface PipelineOptions {
@@ -121,7 +122,10 @@ export interface RunSummary {
   requests: number;
   retries: number;
   rateLimited: number;
-  pausedMs?: number;
+  /** Time all workers spent paused by 429s (Retry-After) or by rate-limit headers, ms. */
+  pausedMs: number;
+  /** The pace learned from 429s, requests per second (before probing past it); null when never limited. */
+  pace: number | null;
   bisections: number;
   durationMs: number;
   checkpoint: string | null;
@@ -357,13 +361,21 @@ async function execute(
           logger.warn({ retryAfterMs: ms, concurrency: controller.concurrency, pace: controller.pace }, 'rate limited (429): pausing all workers');
         },
         onSuccess: () => controller.onSuccess(),
-        onRetry: ({ error, delayMs }) => logger.warn({ kind: error.kind, delayMs, message: error.message }, 'retrying a request'),
+        onResponseHeaders: (headers) => {
+          const hint = readRateLimitHeaders(headers, now());
+          if (hint) controller.onRateLimitHint(hint);
+        },
+        onRetry: ({ error, delayMs }) => {
+          if (!(error instanceof RateLimitedError)) controller.onAttemptFailed();
+          logger.warn({ kind: error.kind, delayMs, message: error.message }, 'retrying a request');
+        },
       },
     });
     const controller = new RateController({
       maxConcurrency,
       now,
       sleep,
+      log: (fields) => logger.debug(fields, 'rate control: a burst of 429s judged'),
       ...(opts.maxRequestsPerSecond ? { maxRequestsPerSecond: opts.maxRequestsPerSecond } : {}),
     });
 
@@ -457,6 +469,8 @@ async function execute(
       requests: stats.requests,
       retries: stats.retries,
       rateLimited: stats.rateLimited,
+      pausedMs: Math.round(controller.pausedMs),
+      pace: controller.learnedRate,
       bisections: stats.bisections,
       durationMs: now() - startedMs,
       checkpoint: cp !== undefined ? isoOf(cp) : null,
@@ -476,6 +490,8 @@ async function execute(
       sessions_new: summary.sessions.new,
       sessions_updated: summary.sessions.updated,
       error: errorText ?? null,
+      paused_ms: summary.pausedMs,
+      pace: summary.pace,
     });
     if (failed) {
       logger.error({ error: errorText }, `${kind} failed`);

@@ -46,6 +46,8 @@ export interface AttemptHooks {
   onRetry?(info: { attempt: number; error: ReportingError; delayMs: number }): void;
   /** An attempt succeeded. */
   onSuccess?(): void;
+  /** The headers of every answer (called before onSuccess or onRateLimited): rate-limit headers live here. */
+  onResponseHeaders?(headers: Headers): void;
 }
 
 export interface ReportingClientOptions extends Partial<RetryOptions> {
@@ -116,6 +118,7 @@ export class ReportingClient {
       timeoutMs: opts.timeoutMs ?? 60_000,
       now: this.now,
       ...limits,
+      onHeaders: (h) => this.hooks.onResponseHeaders?.(h),
     });
     const apiKey = opts.apiKey;
     // The key lives only in these closures' header factories: it is not a property of the client.
@@ -124,7 +127,9 @@ export class ReportingClient {
       headers: () => ({ Authorization: apiKey, 'Content-Type': 'application/json' }),
       errorPolicy: 'none',
     });
-    const bytes = createBytesTransport({ fetch: opts.fetch ?? globalThis.fetch, timeoutMs: opts.timeoutMs ?? 60_000, now: this.now, ...limits });
+    const bytes = createBytesTransport({
+      fetch: opts.fetch ?? globalThis.fetch, timeoutMs: opts.timeoutMs ?? 60_000, now: this.now, ...limits, onHeaders: (h) => this.hooks.onResponseHeaders?.(h),
+    });
     const url = opts.url;
     this.post = (query, signal) =>
       bytes(url, {

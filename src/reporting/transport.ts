@@ -23,6 +23,8 @@ export interface TransportOptions {
   now: () => number;
   /** Largest body read; a larger one throws BodyTooLargeError. Default DEFAULT_MAX_BODY_BYTES. */
   maxBodyBytes?: number;
+  /** Sees the headers of every answer, before it is turned into a value or an error (rate-limit headers). */
+  onHeaders?: (headers: Headers) => void;
 }
 
 /** 256 MiB: about 500,000 sessions in one answer; a day of a busy account is a few megabytes. */
@@ -68,6 +70,7 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
       });
     }
     const status = res.status;
+    opts.onHeaders?.(res.headers);
     if (status === 401 || status === 403) throw new AuthenticationError(status);
     if (isRedirect(status)) throw new RedirectError(status, res.headers.get('location') ?? undefined, urlOf(input));
     if (status === 429) throw new RateLimitedError(parseRetryAfter(res.headers.get('retry-after'), opts.now()));

@@ -22,22 +22,31 @@ export interface RunRow {
   bisections: number;
   partitions_written: number;
   error: string | null;
+  /** Time all workers spent paused by 429s (Retry-After) or rate-limit headers, ms. */
+  paused_ms?: number | null;
+  /** The pace learned from 429s, requests per second; null when never limited. */
+  pace?: number | null;
 }
 
 /** Inserts a run, or updates the row of a run recorded before (its end, outcome and counts). */
 export async function recordRun(conn: DuckDBConnection, run: RunRow): Promise<void> {
   await conn.run(
-    `INSERT INTO _runs VALUES ($1, $2, to_timestamp($3::DOUBLE), to_timestamp($4::DOUBLE), to_timestamp($5::DOUBLE),
-       to_timestamp($6::DOUBLE), $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+    `INSERT INTO _runs (run_id, kind, range_from, range_to, started_at, ended_at, outcome, windows, sessions_written,
+       sessions_new, sessions_updated, rejected, requests, retries, rate_limited, bisections, partitions_written, error,
+       paused_ms, pace)
+     VALUES ($1, $2, to_timestamp($3::DOUBLE), to_timestamp($4::DOUBLE), to_timestamp($5::DOUBLE),
+       to_timestamp($6::DOUBLE), $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
      ON CONFLICT (run_id) DO UPDATE SET ended_at = excluded.ended_at, outcome = excluded.outcome, windows = excluded.windows,
        sessions_written = excluded.sessions_written, sessions_new = excluded.sessions_new,
        sessions_updated = excluded.sessions_updated, rejected = excluded.rejected, requests = excluded.requests,
        retries = excluded.retries, rate_limited = excluded.rate_limited, bisections = excluded.bisections,
-       partitions_written = excluded.partitions_written, error = excluded.error`,
+       partitions_written = excluded.partitions_written, error = excluded.error,
+       paused_ms = excluded.paused_ms, pace = excluded.pace`,
     [
       run.run_id, run.kind, run.range_from, run.range_to, run.started_at, run.ended_at, run.outcome, run.windows,
       run.sessions_written, run.sessions_new, run.sessions_updated, run.rejected, run.requests, run.retries,
       run.rate_limited, run.bisections, run.partitions_written, run.error,
+      run.paused_ms == null ? null : Math.round(run.paused_ms), run.pace ?? null,
     ],
   );
 }

@@ -32,6 +32,9 @@ const STATE_DDL = [
      started_at TIMESTAMPTZ, ended_at TIMESTAMPTZ, outcome VARCHAR,
      windows INTEGER, sessions_written BIGINT, sessions_new BIGINT, sessions_updated BIGINT, rejected BIGINT,
      requests BIGINT, retries BIGINT, rate_limited BIGINT, bisections BIGINT, partitions_written INTEGER, error VARCHAR)`,
+  // Rate control (issue 14): time all workers were paused by 429s, and the pace learned (req/s; null: never limited).
+  `ALTER TABLE _runs ADD COLUMN IF NOT EXISTS paused_ms BIGINT`,
+  `ALTER TABLE _runs ADD COLUMN IF NOT EXISTS pace DOUBLE`,
   `CREATE TABLE IF NOT EXISTS _backfills (
      range_from BIGINT, range_to BIGINT, run_id VARCHAR, started_at TIMESTAMPTZ, completed_at TIMESTAMPTZ)`,
 ];

@@ -26,6 +26,17 @@ describe('emulator flags', () => {
       },
     });
     expect(emulatorOptionsFromFlags(DEFAULTS).faults).toBeUndefined();
+    expect(
+      emulatorOptionsFromFlags({
+        ...DEFAULTS, faultRate: '0.04', faultKinds: 'rateLimited', rateLimitRps: '10', rateLimitSchedule: '0:10,30:4,60:10',
+        sharedQuotaSchedule: '0:0,30:3', concurrencyLimit: '2', rateLimitHeaders: 'ietf', retryAfterFormat: 'http-date',
+      }).faults,
+    ).toEqual({
+      rateLimitRps: 10, faultRate: 0.04, faultKinds: ['rateLimited'],
+      rateLimitSchedule: [{ atSeconds: 0, rps: 10 }, { atSeconds: 30, rps: 4 }, { atSeconds: 60, rps: 10 }],
+      sharedQuotaSchedule: [{ atSeconds: 0, rps: 0 }, { atSeconds: 30, rps: 3 }],
+      concurrencyLimit: 2, rateLimitHeaders: 'ietf', retryAfterFormat: 'http-date',
+    });
   });
 
   it.each([
@@ -49,6 +60,15 @@ describe('emulator flags', () => {
     [{ maxResults: '10.5' }, '--max-results'],
     [{ maxSpanSeconds: '1d' }, '--max-span-seconds'],
     [{ truncateResultsTo: '-1' }, '--truncate-results-to'],
+    [{ faultRate: '2' }, '--fault-rate'],
+    [{ faultKinds: 'rateLimited,meteor' }, '--fault-kinds'],
+    [{ rateLimitSchedule: '0:10,30' }, '--rate-limit-schedule'],
+    [{ rateLimitSchedule: '0:10,30:0' }, '--rate-limit-schedule'],
+    [{ rateLimitSchedule: '30:10,0:4' }, '--rate-limit-schedule'],
+    [{ sharedQuotaSchedule: '0:3' }, '--shared-quota-schedule'],
+    [{ concurrencyLimit: '0' }, '--concurrency-limit'],
+    [{ rateLimitHeaders: 'draft' }, '--rate-limit-headers'],
+    [{ retryAfterFormat: 'date' }, '--retry-after-format'],
   ] as Array<[Partial<EmulatorFlags>, string]>)('refuses %o with a usage error naming %s', (bad, flag) => {
     let error: unknown;
     try {

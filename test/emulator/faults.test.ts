@@ -131,7 +131,64 @@ describe('each fault knob', () => {
     expect(new Set(a).size).toBeGreaterThan(1);
   });
 
+  it('faultRate with faultKinds [rateLimited] answers stray 429s (Retry-After 1) whatever the pace', async () => {
+    emu.setFaults({ faultRate: 0.5, faultKinds: ['rateLimited'] });
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const r = await post(emu, { query: WINDOW });
+      statuses.push(r.status);
+      if (r.status === 429) expect(r.headers.get('retry-after')).toBe('1');
+    }
+    expect(new Set(statuses)).toEqual(new Set([200, 429]));
+    expect(emu.stats().faults.rateLimited).toBe(statuses.filter((st) => st === 429).length);
+    expect((emu.stats().faults.serverError ?? 0) + (emu.stats().faults.reset ?? 0) + (emu.stats().faults.truncate ?? 0)).toBe(0);
+  });
+
+  it('faultRate draws among all four kinds by default', async () => {
+    emu.setFaults({ faultRate: 1 });
+    for (let i = 0; i < 40; i++) await post(emu, { query: WINDOW }).catch(() => undefined);
+    const f = emu.stats().faults;
+    expect([f.rateLimited, f.serverError, f.reset, f.truncate].every((n) => (n ?? 0) > 0)).toBe(true);
+  });
+
+  it('concurrencyLimit answers 429 to a request beyond N in flight', async () => {
+    emu.setFaults({ concurrencyLimit: 2, latencyMs: 150 });
+    const statuses = (await Promise.all(Array.from({ length: 4 }, () => post(emu, { query: WINDOW })))).map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 200, 429, 429]);
+    // One at a time, never refused.
+    for (let i = 0; i < 3; i++) expect((await post(emu, { query: WINDOW })).status).toBe(200);
+  });
+
+  it('rateLimitHeaders sends RateLimit-* (or X-RateLimit-* with an epoch reset) with every answer', async () => {
+    emu.setFaults({ rateLimitRps: 3, rateLimitHeaders: 'ietf' });
+    const r = await Promise.all([0, 1, 2, 3].map(() => post(emu, { query: WINDOW })));
+    const remaining = r.map((x) => Number(x.headers.get('ratelimit-remaining'))).sort();
+    expect(remaining).toEqual([0, 0, 1, 2]);
+    expect(r.every((x) => x.headers.get('ratelimit-limit') === '3' && x.headers.get('ratelimit-reset') === '1')).toBe(true);
+    emu.setFaults({ rateLimitRps: 3, rateLimitHeaders: 'x' });
+    const x = await post(emu, { query: WINDOW });
+    expect(x.headers.get('x-ratelimit-remaining')).toBe('2');
+    expect(Number(x.headers.get('x-ratelimit-reset')) - Date.now() / 1000).toBeGreaterThan(0);
+    expect(Number(x.headers.get('x-ratelimit-reset')) - Date.now() / 1000).toBeLessThanOrEqual(2);
+  });
+
+  it('retryAfterFormat http-date states Retry-After as an HTTP date', async () => {
+    emu.setFaults({ rateLimitRps: 1, retryAfterFormat: 'http-date' });
+    await post(emu, { query: WINDOW });
+    const r = await post(emu, { query: WINDOW });
+    expect(r.status).toBe(429);
+    const at = Date.parse(r.headers.get('retry-after')!);
+    expect(r.headers.get('retry-after')).toMatch(/GMT$/);
+    expect(at - Date.now()).toBeGreaterThan(0);
+    expect(at - Date.now()).toBeLessThanOrEqual(2000);
+  });
+
   it('refuses impossible settings', () => {
+    expect(() => emu.setFaults({ faultKinds: ['meteor' as never] })).toThrow(/faultKinds/);
+    expect(() => emu.setFaults({ faultRate: 2 })).toThrow(/faultRate/);
+    expect(() => emu.setFaults({ sharedQuotaSchedule: [{ atSeconds: 0, rps: 3 }] })).toThrow(/needs a quota/);
+    expect(() => emu.setFaults({ rateLimitSchedule: [{ atSeconds: 5, rps: 3 }, { atSeconds: 2, rps: 1 }] })).toThrow(/rateLimitSchedule/);
+    expect(() => emu.setFaults({ concurrencyLimit: 0 })).toThrow(/concurrencyLimit/);
     expect(() => emu.setFaults({ resetRate: 1.5 })).toThrow(RangeError);
     expect(() => emu.setFaults({ maxResults: -1 })).toThrow(/maxResults/);
     expect(() => emu.setFaults({ rateLimitRps: 0 })).toThrow(/rateLimitRps/);
@@ -162,6 +219,20 @@ describe('RateLimiter', () => {
     expect(l.take(300)).toBe(1);
     expect(l.take(1_000)).toBeUndefined();
     expect(l.take(1_050)).toBe(1);
+  });
+
+  it('follows a schedule from the first request, and leaves another client its share', () => {
+    const l = new RateLimiter({ rps: 5, schedule: [{ atSeconds: 0, rps: 5 }, { atSeconds: 10, rps: 2 }] });
+    const taken = (from: number) => [0, 100, 200, 300, 400, 500].filter((dt) => l.take(from + dt) === undefined).length;
+    expect(taken(0)).toBe(5);
+    expect(taken(10_000)).toBe(2);
+    // 3 of 5 a second go to the other client, evenly spread: 2 are left.
+    const shared = new RateLimiter({ rps: 5, others: [{ atSeconds: 0, rps: 3 }] });
+    shared.take(0);
+    const ok = Array.from({ length: 50 }, (_, i) => shared.take(1_000 + i * 100)).filter((r) => r === undefined).length;
+    expect(ok).toBeGreaterThanOrEqual(9);
+    expect(ok).toBeLessThanOrEqual(11);
+    expect(shared.state(6_000)).toMatchObject({ limit: 5 });
   });
 
   it('below one request per second, waits whole seconds', () => {

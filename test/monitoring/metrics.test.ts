@@ -27,6 +27,7 @@ function summary(over: Partial<RunSummary> = {}): RunSummary {
     retries: 4,
     rateLimited: 3,
     pausedMs: 7500,
+    pace: 9.8,
     bisections: 0,
     durationMs: 42_000,
     checkpoint: '2026-03-10T11:50:00Z',

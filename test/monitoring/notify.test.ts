@@ -49,6 +49,8 @@ function summary(over: Partial<RunSummary> = {}): RunSummary {
     requests: 1,
     retries: 0,
     rateLimited: 0,
+    pausedMs: 0,
+    pace: null,
     bisections: 0,
     durationMs: 1000,
     checkpoint: '2026-03-05T02:00:00Z',

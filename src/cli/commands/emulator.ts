@@ -4,6 +4,8 @@
  */
 import { Command } from 'commander';
 import type { EmulatorFaults, EmulatorOptions } from '../../emulator/index.js';
+import { parseSchedule } from '../../emulator/faults.js';
+import { DRAWN_FAULT_KINDS } from '../../emulator/options.js';
 import { parseInstant } from '../../pipeline/windows.js';
 import { UsageError } from '../usage-error.js';
 
@@ -27,6 +29,13 @@ export interface EmulatorFlags {
   maxResults?: string;
   maxSpanSeconds?: string;
   truncateResultsTo?: string;
+  faultRate?: string;
+  faultKinds?: string;
+  rateLimitSchedule?: string;
+  sharedQuotaSchedule?: string;
+  concurrencyLimit?: string;
+  rateLimitHeaders?: string;
+  retryAfterFormat?: string;
   logRequests?: boolean;
 }
 
@@ -56,6 +65,13 @@ export function register(program: Command): void {
     .option('--max-results <n>', 'refuse windows with more records (GraphQL error)')
     .option('--max-span-seconds <n>', 'refuse windows longer than this (GraphQL error)')
     .option('--truncate-results-to <n>', 'silently return only the first N records of a window')
+    .option('--fault-rate <p>', 'probability (0..1) of one fault drawn among --fault-kinds')
+    .option('--fault-kinds <list>', `kinds --fault-rate draws from, comma-separated: ${DRAWN_FAULT_KINDS.join(', ')} (default: all; rateLimited alone: stray 429s)`)
+    .option('--rate-limit-schedule <list>', 'the quota changes over time: SECONDS:RPS pairs from the first request, e.g. 0:10,30:4,60:10')
+    .option('--shared-quota-schedule <list>', "another client's requests per second taken from the quota, SECONDS:RPS pairs, e.g. 0:0,30:3,60:8,90:5")
+    .option('--concurrency-limit <n>', 'answer 429 to a request that arrives while this many are in flight')
+    .option('--rate-limit-headers <kind>', 'send rate-limit headers with every answer while a quota is set: ietf (RateLimit-*) or x (X-RateLimit-*)')
+    .option('--retry-after-format <format>', 'how 429 answers state Retry-After: seconds or http-date', 'seconds')
     .option('--log-requests', 'print one line per request to stderr')
     .action(async (flags: EmulatorFlags) => {
       await runEmulator(flags, { stdout: process.stdout, stderr: process.stderr, until: untilSignal });
@@ -122,8 +138,34 @@ export function emulatorOptionsFromFlags(flags: EmulatorFlags): EmulatorOptions 
   set('maxResults', optional(flags.maxResults, (t) => integer('--max-results', t, 0, Number.MAX_SAFE_INTEGER)));
   set('maxSpanSeconds', optional(flags.maxSpanSeconds, (t) => integer('--max-span-seconds', t, 0, Number.MAX_SAFE_INTEGER)));
   set('truncateResultsTo', optional(flags.truncateResultsTo, (t) => integer('--truncate-results-to', t, 0, Number.MAX_SAFE_INTEGER)));
+  set('faultRate', optional(flags.faultRate, (t) => number('--fault-rate', t, 0, 1)));
+  set('faultKinds', optional(flags.faultKinds, (t) => t.split(',').map((k) => oneOf('--fault-kinds', k.trim(), DRAWN_FAULT_KINDS))));
+  set('rateLimitSchedule', optional(flags.rateLimitSchedule, (t) => schedule('--rate-limit-schedule', t, false)));
+  set('sharedQuotaSchedule', optional(flags.sharedQuotaSchedule, (t) => schedule('--shared-quota-schedule', t, true)));
+  set('concurrencyLimit', optional(flags.concurrencyLimit, (t) => integer('--concurrency-limit', t, 1, 1_000_000)));
+  set('rateLimitHeaders', optional(flags.rateLimitHeaders, (t) => oneOf('--rate-limit-headers', t, ['ietf', 'x'] as const)));
+  if (flags.retryAfterFormat !== undefined && flags.retryAfterFormat !== 'seconds') {
+    set('retryAfterFormat', oneOf('--retry-after-format', flags.retryAfterFormat, ['seconds', 'http-date'] as const));
+  }
+  if (faults.sharedQuotaSchedule && faults.rateLimitRps === undefined && !faults.rateLimitSchedule) {
+    throw new UsageError('--shared-quota-schedule needs a quota to share: add --rate-limit-rps or --rate-limit-schedule');
+  }
   if (Object.keys(faults).length > 0) options.faults = faults;
   return options;
+}
+
+function schedule(flag: string, text: string, zeroAllowed: boolean): Array<{ atSeconds: number; rps: number }> {
+  let s: Array<{ atSeconds: number; rps: number }>;
+  try {
+    s = parseSchedule(text);
+  } catch (err) {
+    throw new UsageError(`${flag}: ${(err as Error).message}`, { cause: err });
+  }
+  s.forEach((e, i) => {
+    if (i > 0 && e.atSeconds <= (s[i - 1] as { atSeconds: number }).atSeconds) throw new UsageError(`${flag}: the times must rise; got ${JSON.stringify(text)}`);
+    if (!zeroAllowed && e.rps <= 0) throw new UsageError(`${flag}: every rate must be above 0; got ${JSON.stringify(text)}`);
+  });
+  return s;
 }
 
 function number(flag: string, text: string, min: number, max: number): number {

@@ -80,7 +80,7 @@ export function formatStatus(s: StoreStatus): string {
   for (const r of s.lastRuns) {
     lines.push(
       `  ${r.started_at}  ${String(r.kind).padEnd(8)} ${String(r.outcome).padEnd(13)} ${r.sessions_written} sessions ` +
-        `(${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated), ${r.retries} retries, ${r.rate_limited} 429s, ${r.bisections} bisections` +
+        `(${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated), ${r.retries} retries, ${r.rate_limited} 429s${r.paused_ms ? ` (paused ${(Number(r.paused_ms) / 1000).toFixed(1)} s${r.pace != null ? `, pace ${Number(r.pace).toFixed(2)}/s` : ''})` : ''}, ${r.bisections} bisections` +
         (r.error ? `\n      error: ${r.error}` : ''),
     );
   }
