@@ -5,7 +5,7 @@
 export { runBackfill, runExport, newRunId, DEFAULTS } from './pipeline/run.js';
 export type { PipelineOptions, BackfillOptions, ExportOptions, RunSummary, Progress } from './pipeline/run.js';
 export { RunFailedError, RunInterruptedError, WindowFailedError } from './pipeline/errors.js';
-export { cutWindows, parseInstant, parseDuration, type Window } from './pipeline/windows.js';
+export { cutWindows, parseInstant, parseDuration, type Window } from './time/windows.js';
 export { ReportingClient, DEFAULT_RETRY } from './reporting/client.js';
 export type { ReportingClientOptions, RetryOptions, AttemptHooks, FetchResult } from './reporting/client.js';
 export * from './reporting/errors/index.js';

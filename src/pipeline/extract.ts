@@ -11,7 +11,7 @@ import type { ReportingClient } from '../reporting/client.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
 import { WindowFailedError } from './errors.js';
 import type { RateController } from './rate-controller.js';
-import { bisect, describeWindow, type Window } from './windows.js';
+import { bisect, describeWindow, type Window } from '../time/windows.js';
 
 export interface ExtractStats {
   requests: number;

@@ -18,9 +18,9 @@ import { realSleep, type Sleep } from '../util/sleep.js';
 import { RunFailedError, RunInterruptedError } from './errors.js';
 import { extractWindows, type ExtractStats } from './extract.js';
 import { flattenResponse, type InvalidPolicy } from './flatten.js';
-import { checkpointOf, holes, subtractIntervals } from './intervals.js';
+import { checkpointOf, holes, subtractIntervals } from '../time/intervals.js';
 import { RateController } from './rate-controller.js';
-import { cutWindows, describeWindow, isoOf, type Window } from './windows.js';
+import { cutWindows, describeWindow, isoOf, type Window } from '../time/windows.js';
 
 export interface PipelineOptions {
   /** Reporting endpoint (REPORTING_URL). */

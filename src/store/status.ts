@@ -2,8 +2,8 @@
 import { existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { checkpointOf, holes } from '../pipeline/intervals.js';
-import { isoOf } from '../pipeline/windows.js';
+import { checkpointOf, holes } from '../time/intervals.js';
+import { isoOf } from '../time/windows.js';
 import { DataDirError } from './errors.js';
 import { readHolder, type LockHolder } from './lock.js';
 import { layoutOf, type OutputFormat } from './layout.js';

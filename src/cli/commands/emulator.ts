@@ -4,7 +4,7 @@
  */
 import { Command } from 'commander';
 import type { EmulatorFaults, EmulatorOptions } from '../../emulator/index.js';
-import { parseInstant } from '../../pipeline/windows.js';
+import { parseInstant } from '../../time/windows.js';
 import { UsageError } from '../usage-error.js';
 
 export interface EmulatorFlags {

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { parseDuration, parseInstant } from '../../pipeline/windows.js';
+import { parseDuration, parseInstant } from '../../time/windows.js';
 import { ExitCode } from '../exit-codes.js';
 import { createCliLogger } from '../logging.js';
 import { addCommonOptions, configFromFlags, pipelineOptions, type CommonFlags } from '../run-options.js';
