@@ -4,7 +4,7 @@
  */
 import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { UsageError } from '../cli/usage-error.js';
+import { ConfigError } from './errors.js';
 import { registerSecret, REDACTED } from '../util/redact.js';
 import type { z } from 'zod';
 import { ConfigSchema, type Config } from './schema.js';
@@ -55,7 +55,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   if (file) {
     const fromFile = readJson(file, 'configuration file');
     if ('apiKey' in fromFile && fromFile.apiKey) {
-      throw new UsageError(
+      throw new ConfigError(
         `configuration file ${file} holds apiKey: keep the key out of files that may be committed; ` +
           'set REPORTING_API_KEY in the environment or point apiKeyFile at a file with mode 0600',
       );
@@ -81,7 +81,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
       config.apiKey = readFileSync(config.apiKeyFile, 'utf8').trim();
       sources.apiKey = 'file';
     } catch (err) {
-      throw new UsageError(`apiKeyFile ${config.apiKeyFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
+      throw new ConfigError(`apiKeyFile ${config.apiKeyFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
     }
   }
   config.apiKey ??= null;
@@ -89,14 +89,14 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   return { config, sources, file };
 }
 
-function invalidConfig(issues: z.core.$ZodIssue[], sources: Record<string, Source>, file: string | null): UsageError {
+function invalidConfig(issues: z.core.$ZodIssue[], sources: Record<string, Source>, file: string | null): ConfigError {
   const lines = issues.map((i) => {
     const key = i.path.join('.') || '(root)';
     const where = sources[String(i.path[0])] ? ` (from ${describeSource(sources[String(i.path[0])]!, file)})` : '';
     if (i.code === 'unrecognized_keys') return `unknown configuration key(s) ${i.keys.join(', ')}${file ? ` in ${file}` : ''}`;
     return `${key}${where}: ${i.message}`;
   });
-  return new UsageError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  return new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
 }
 
 function describeSource(s: Source, file: string | null): string {
@@ -108,14 +108,14 @@ function readJson(path: string, what: string): Record<string, unknown> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new UsageError(`${what} ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
+    throw new ConfigError(`${what} ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
   }
   try {
     const v = JSON.parse(text) as unknown;
     if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
     return v as Record<string, unknown>;
   } catch (err) {
-    throw new UsageError(`${what} ${path} is not valid JSON: ${(err as Error).message}`);
+    throw new ConfigError(`${what} ${path} is not valid JSON: ${(err as Error).message}`);
   }
 }
 

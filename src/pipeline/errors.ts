@@ -1,4 +1,4 @@
-import { ExitCode } from '../cli/exit-codes.js';
+import { ExitCode } from '../errors.js';
 import { describeWindow, type Window } from '../time/windows.js';
 
 /** A window could not be fetched completely: names the window and the last server message. */

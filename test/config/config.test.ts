@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeConfig, loadConfig } from '../../src/config/load.js';
 import { configReferenceMarkdown } from '../../src/config/reference.js';
+import { ConfigError, exitCodeOf } from '../../src/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'session-etl-config-'));
 function file(obj: unknown): string {
@@ -57,5 +58,25 @@ describe('configuration', () => {
   it('a file that is not JSON is a clear error', () => {
     expect(() => loadConfig({ configFile: file('{ nope'), env: {} })).toThrow(/is not valid JSON/);
     expect(() => loadConfig({ configFile: join(dir, 'missing.json'), env: {} })).toThrow(/cannot be read \(ENOENT\)/);
+  });
+
+  it('every configuration error is a ConfigError a library user can catch, asking for exit 2', () => {
+    const bad = [
+      () => loadConfig({ configFile: file({ concurrency: 0 }), env: {} }),
+      () => loadConfig({ configFile: file({ apiKey: 'secret-in-file' }), env: {} }),
+      () => loadConfig({ configFile: file('{ nope'), env: {} }),
+      () => loadConfig({ configFile: join(dir, 'missing.json'), env: {} }),
+      () => loadConfig({ configFile: file({ apiKeyFile: join(dir, 'no-such-key') }), env: {} }),
+    ];
+    for (const load of bad) {
+      let caught: unknown;
+      try {
+        load();
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).toBeInstanceOf(ConfigError);
+      expect(exitCodeOf(caught)).toBe(2);
+    }
   });
 });

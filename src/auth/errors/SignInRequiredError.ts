@@ -1,4 +1,4 @@
-import { ExitCode } from '../../cli/exit-codes.js';
+import { ExitCode } from '../../errors.js';
 import { AuthError } from './AuthError.js';
 
 /** Why a new interactive sign-in is needed. */
