@@ -12,12 +12,12 @@ import {
   type DocumentNode, type FieldNode, type GraphQLField, type GraphQLObjectType, type GraphQLSchema,
   type OperationDefinitionNode, type SelectionSetNode, type SourceLocation,
 } from 'graphql';
-import { AGENT_FIELD_NAMES, EXTERNAL_FIELD_NAMES, type SessionRecord } from '../reporting/session-record.js';
+import type { SessionRecord } from '../reporting/session-record.js';
 import type { BodyCache } from './body-cache.js';
 import type { FaultDice, FaultKind } from './faults.js';
 import type { EmulatorFaults } from './options.js';
 import { epochSecondsArg } from './schema.js';
-import { SESSION_FIELD_NAMES } from './generate-day.js';
+import { AGENT_FIELD_NAMES, EXTERNAL_FIELD_NAMES, SESSION_FIELD_NAMES } from './generate-day.js';
 import type { Selection, SessionStore, WindowRule } from './session-store.js';
 
 /** A request body after JSON parsing; the server has checked that `query` is a string. */

@@ -13,7 +13,7 @@ import { mkdir, open, readdir, rename, rm, rmdir, stat, writeFile } from 'node:f
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { DuckDBDataChunk, BOOLEAN, DOUBLE, VARCHAR, listValue, type DuckDBType, type DuckDBConnection } from '@duckdb/node-api';
-import type { RowBatch, RejectedRecord } from '../pipeline/flatten.js';
+import type { RowBatch, RejectedRecord } from './rows.js';
 import { crashPoint } from '../util/crash-point.js';
 import { mergeIntervals } from '../time/intervals.js';
 import { redact } from '../util/redact.js';
