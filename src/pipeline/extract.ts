@@ -5,8 +5,8 @@
  * `minChunkSeconds`; hands each complete leaf window to `onWindow` (which commits it).
  */
 import pLimit from 'p-limit';
-import { GraphQLResponseError } from '../reporting/errors/GraphQLResponseError.js';
-import { ReportingError } from '../reporting/errors/ReportingError.js';
+import { GraphQLResponseError } from '../reporting/errors/graphql-response-error.js';
+import { ReportingError } from '../reporting/errors/reporting-error.js';
 import type { ReportingClient } from '../reporting/client.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
 import { WindowFailedError } from './errors.js';

@@ -3,7 +3,7 @@
  * (reporting/record-schema.ts) and become a columnar batch in the order of the public contract
  * (store/rows.ts), plus the records that were rejected and the duplicates dropped.
  */
-import { RecordValidationError } from '../reporting/errors/RecordValidationError.js';
+import { RecordValidationError } from '../reporting/errors/record-validation-error.js';
 import { validateRecord } from '../reporting/record-schema.js';
 import type { SessionRecord } from '../reporting/session-record.js';
 import { flattenRecord, toColumns, type CellValue, type RejectedRecord, type RowBatch } from '../store/rows.js';

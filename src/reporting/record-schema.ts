@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { redact } from '../util/redact.js';
-import { RecordValidationError } from './errors/RecordValidationError.js';
+import { RecordValidationError } from './errors/record-validation-error.js';
 import { RECORD_SHAPE, type FieldDef, type SessionRecord } from '../schema/session-fields.js';
 
 /** The zod type of one field: `id` a non-empty string; every other field its JSON type, or null, or absent. */

@@ -17,9 +17,9 @@
  * (transient, retried), as a failed JSON.parse is.
  */
 import { isUtf8 } from 'node:buffer';
-import { GraphQLResponseError, type GraphQLErrorEntry } from './errors/GraphQLResponseError.js';
-import { InvalidResponseError } from './errors/InvalidResponseError.js';
-import { TransientError } from './errors/TransientError.js';
+import { GraphQLResponseError, type GraphQLErrorEntry } from './errors/graphql-response-error.js';
+import { InvalidResponseError } from './errors/invalid-response-error.js';
+import { TransientError } from './errors/transient-error.js';
 import { redact } from '../util/redact.js';
 import { RECORD_SHAPE, type FieldDef } from '../schema/session-fields.js';
 

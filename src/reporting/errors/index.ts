@@ -1,8 +1,8 @@
-export { ReportingError, isReportingError } from './ReportingError.js';
-export { AuthenticationError } from './AuthenticationError.js';
-export { RateLimitedError } from './RateLimitedError.js';
-export { TransientError, type TransientKind } from './TransientError.js';
-export { HttpStatusError } from './HttpStatusError.js';
-export { GraphQLResponseError, type GraphQLErrorEntry } from './GraphQLResponseError.js';
-export { InvalidResponseError } from './InvalidResponseError.js';
-export { RecordValidationError } from './RecordValidationError.js';
+export { ReportingError, isReportingError } from './reporting-error.js';
+export { AuthenticationError } from './authentication-error.js';
+export { RateLimitedError } from './rate-limited-error.js';
+export { TransientError, type TransientKind } from './transient-error.js';
+export { HttpStatusError } from './http-status-error.js';
+export { GraphQLResponseError, type GraphQLErrorEntry } from './graphql-response-error.js';
+export { InvalidResponseError } from './invalid-response-error.js';
+export { RecordValidationError } from './record-validation-error.js';
