@@ -1,7 +1,7 @@
 /** Public types of the reporting endpoint emulator; see docs/emulator.md. */
 import type { SessionRecord } from '../reporting/session-record.js';
 import type { ArgTypes } from './schema.js';
-import type { WindowRule } from './session-store.js';
+import type { WindowRule } from './session-dataset.js';
 
 export type { ArgTypes, WindowRule };
 

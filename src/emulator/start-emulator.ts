@@ -15,7 +15,7 @@ import {
 } from './options.js';
 import { ReportingEndpoint, type Answer, type ReportingRequest } from './reporting-endpoint.js';
 import { reportingSchema, type ArgTypes } from './schema.js';
-import { SessionStore, type WindowRule } from './session-store.js';
+import { SessionStore, type WindowRule } from './session-dataset.js';
 
 const REPORTING_PATHS = new Set(['/', '/graphql', '/graphql/']);
 const INTERFACE_PREFIXES = ['/oauth', '/identity', '/api/'];

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { generateDay } from '../../src/emulator/generate-day.js';
 import { SessionIdCodec } from '../../src/emulator/session-ids.js';
-import { SessionStore } from '../../src/emulator/session-store.js';
+import { SessionStore } from '../../src/emulator/session-dataset.js';
 import type { SessionRecord } from '../../src/reporting/session-record.js';
 import { D, FROM, NOW, TODAY } from './helpers.js';
 
