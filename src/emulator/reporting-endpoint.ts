@@ -18,7 +18,7 @@ import type { FaultDice, FaultKind } from './faults.js';
 import type { EmulatorFaults } from './options.js';
 import { epochSecondsArg } from './schema.js';
 import { AGENT_FIELD_NAMES, EXTERNAL_FIELD_NAMES, SESSION_FIELD_NAMES } from './generate-day.js';
-import type { Selection, SessionStore, WindowRule } from './session-dataset.js';
+import type { Selection, SessionDataset, WindowRule } from './session-dataset.js';
 
 /** A request body after JSON parsing; the server has checked that `query` is a string. */
 export interface ReportingRequest {
@@ -40,7 +40,7 @@ export interface Answer {
 
 export interface ReportingEndpointOptions {
   schema: GraphQLSchema;
-  store: SessionStore;
+  store: SessionDataset;
   windowRule: WindowRule;
   faults: () => EmulatorFaults;
   dice: FaultDice;
