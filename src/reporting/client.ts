@@ -147,26 +147,16 @@ export class ReportingClient {
   }
 
   /**
-   * Sessions the server returns for `[start, end]` (epoch seconds; which boundary is inclusive is
-   * the server's rule), as raw JSON values: the caller validates them (see validateRecord) so it
-   * can choose to quarantine bad records instead of failing.
+   * Sessions for `[start, end]` (epoch seconds), every record validated (throws
+   * RecordValidationError on the first bad one): the production path (fetchSessionsBody) with the
+   * records as objects, for a caller who wants them in memory rather than in a store.
    */
-  async fetchSessionsRaw(start: number, end: number, signal?: AbortSignal): Promise<FetchResult<unknown[]>> {
-    const query = sessionsQuery(start, end);
-    return this.withRetry(async () => {
-      const data = await this.run(query, signal);
-      const list = (data as { sessions?: unknown } | null | undefined)?.sessions;
-      if (!Array.isArray(list)) {
-        throw new InvalidResponseError(`the reporting endpoint answered without a data.sessions list for window ${start}..${end}`);
-      }
-      return list;
-    }, signal);
-  }
-
-  /** Sessions for `[start, end]`, every record validated (throws RecordValidationError on the first bad one). */
   async fetchSessions(start: number, end: number, signal?: AbortSignal): Promise<FetchResult<SessionRecord[]>> {
-    const r = await this.fetchSessionsRaw(start, end, signal);
-    return { ...r, value: r.value.map((raw, i) => validateRecord(raw, i)) };
+    const r = await this.fetchSessionsBody(start, end, signal);
+    const body = r.value;
+    const raws: unknown[] =
+      body.kind === 'records' ? body.records : body.count === 0 ? [] : body.ndjson.toString('utf8').split('\n').map((line) => JSON.parse(line) as unknown);
+    return { ...r, value: raws.map((raw, i) => validateRecord(raw, i)) };
   }
 
   /** One session by id (UUID), or null when the server has none. */
