@@ -1,9 +1,9 @@
 /**
- * Loads the effective configuration: config/default.json < user file (--config or
+ * Loads the effective configuration: defaults (./defaults.ts) < user file (--config or
  * SESSION_ETL_CONFIG) < environment < CLI flags; later ones win. Remembers where each value came from.
  */
-import { readFileSync, existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { CONFIG_DEFAULTS } from './defaults.js';
 import { ConfigError } from './errors.js';
 import { registerSecret, REDACTED } from '../util/redact.js';
 import type { z } from 'zod';
@@ -17,8 +17,6 @@ export interface LoadedConfig {
   file: string | null;
 }
 
-const DEFAULT_FILE = fileURLToPath(new URL('../../../config/default.json', import.meta.url));
-const DEFAULT_FILE_SRC = fileURLToPath(new URL('../../config/default.json', import.meta.url));
 
 /** Environment variables and the keys they set. */
 export const ENV_KEYS: Record<string, keyof Config> = {
@@ -49,7 +47,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
       sources[k] = source;
     }
   };
-  put(readJson(existsSync(DEFAULT_FILE) ? DEFAULT_FILE : DEFAULT_FILE_SRC, 'default configuration'), 'default');
+  put({ ...CONFIG_DEFAULTS }, 'default');
 
   const file = opts.configFile ?? env.SESSION_ETL_CONFIG ?? null;
   if (file) {

@@ -20,7 +20,8 @@ import { extractWindows, type ExtractStats } from './extract.js';
 import { flattenResponse, type InvalidPolicy } from './flatten.js';
 import { checkpointOf, holes, subtractIntervals } from '../time/intervals.js';
 import { RateController } from './rate-controller.js';
-import { cutWindows, describeWindow, isoOf, type Window } from '../time/windows.js';
+import { cutWindows, describeWindow, isoOf, parseDuration, type Window } from '../time/windows.js';
+import { CONFIG_DEFAULTS } from '../config/defaults.js';
 
 export interface PipelineOptions {
   /** Reporting endpoint (REPORTING_URL). */
@@ -110,12 +111,13 @@ export interface RunSummary {
   error?: string;
 }
 
+/** What a library run uses when an option is not given: the configuration's defaults (config/defaults.ts). */
 export const DEFAULTS = {
-  chunkSeconds: 86_400,
-  concurrency: 4,
-  minChunkSeconds: 60,
-  settleSeconds: 600,
-  lookbackSeconds: 86_400,
+  chunkSeconds: parseDuration(CONFIG_DEFAULTS.chunk),
+  concurrency: CONFIG_DEFAULTS.concurrency,
+  minChunkSeconds: parseDuration(CONFIG_DEFAULTS.minChunk),
+  settleSeconds: parseDuration(CONFIG_DEFAULTS.settle),
+  lookbackSeconds: parseDuration(CONFIG_DEFAULTS.lookback),
   parquetFlushSeconds: 60,
 } as const;
 

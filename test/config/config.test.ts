@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeConfig, loadConfig } from '../../src/config/load.js';
 import { configReferenceMarkdown } from '../../src/config/reference.js';
-import { ConfigError, exitCodeOf } from '../../src/index.js';
+import { ConfigError, DEFAULTS, exitCodeOf, parseDuration } from '../../src/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'session-etl-config-'));
 function file(obj: unknown): string {
@@ -78,5 +78,18 @@ describe('configuration', () => {
       expect(caught).toBeInstanceOf(ConfigError);
       expect(exitCodeOf(caught)).toBe(2);
     }
+  });
+
+  it('a library run and a command-line run use the same defaults when nothing is set', () => {
+    const { config, sources } = loadConfig({ env: {} });
+    expect(sources).toMatchObject({ chunk: 'default', concurrency: 'default', minChunk: 'default', settle: 'default', lookback: 'default' });
+    expect(DEFAULTS).toMatchObject({
+      chunkSeconds: parseDuration(config.chunk),
+      concurrency: config.concurrency,
+      minChunkSeconds: parseDuration(config.minChunk),
+      settleSeconds: parseDuration(config.settle),
+      lookbackSeconds: parseDuration(config.lookback),
+    });
+    expect(DEFAULTS).toMatchObject({ chunkSeconds: 86_400, concurrency: 4, minChunkSeconds: 60, settleSeconds: 600, lookbackSeconds: 86_400 });
   });
 });
