@@ -11,7 +11,7 @@ export { cutWindows, parseInstant, parseDuration, InstantParseError, type Window
 export { ReportingClient, DEFAULT_RETRY } from './reporting/client.js';
 export type { ReportingClientOptions, RetryOptions, AttemptHooks, FetchResult } from './reporting/client.js';
 export * from './reporting/errors/index.js';
-export type { SessionRecord } from './reporting/session-record.js';
+export type { SessionRecord } from './schema/session-fields.js';
 export { SESSION_COLUMNS } from './store/contract.js';
 export type { OutputFormat } from './store/layout.js';
 export { DataDirError, StoreBusyError, StoreWriteError, StoreSettingError } from './store/errors.js';

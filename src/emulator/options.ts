@@ -1,5 +1,5 @@
 /** Public types of the reporting endpoint emulator; see docs/emulator.md. */
-import type { SessionRecord } from '../reporting/session-record.js';
+import type { SessionRecord } from '../schema/session-fields.js';
 import type { ArgTypes } from './schema.js';
 import type { WindowRule } from './session-dataset.js';
 

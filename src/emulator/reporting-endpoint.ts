@@ -12,7 +12,7 @@ import {
   type DocumentNode, type FieldNode, type GraphQLField, type GraphQLObjectType, type GraphQLSchema,
   type OperationDefinitionNode, type SelectionSetNode, type SourceLocation,
 } from 'graphql';
-import type { SessionRecord } from '../reporting/session-record.js';
+import type { SessionRecord } from '../schema/session-fields.js';
 import type { BodyCache } from './body-cache.js';
 import type { FaultDice, FaultKind } from './faults.js';
 import type { EmulatorFaults } from './options.js';

@@ -7,7 +7,7 @@
  * rendered straight from the days' pre-written JSON text (the pipeline's all-fields query) or turned
  * into objects (other selections, graphql-js execution, the test dataset).
  */
-import type { SessionRecord } from '../reporting/session-record.js';
+import type { SessionRecord } from '../schema/session-fields.js';
 import { DAY_SECONDS, MAX_DURATION_SECONDS, generateDay, type GeneratedDay } from './generate-day.js';
 import { SessionIdCodec } from './session-ids.js';
 

@@ -5,7 +5,7 @@
  */
 import { RecordValidationError } from '../reporting/errors/record-validation-error.js';
 import { validateRecord } from '../reporting/record-schema.js';
-import type { SessionRecord } from '../reporting/session-record.js';
+import type { SessionRecord } from '../schema/session-fields.js';
 import { flattenRecord, toColumns, type CellValue, type RejectedRecord, type RowBatch } from '../store/rows.js';
 
 export type InvalidPolicy = 'fail' | 'quarantine';

@@ -20,7 +20,7 @@ import { TransientError } from './errors/transient-error.js';
 import { sessionQuery, sessionsQuery } from './query.js';
 import { validateRecord } from './record-schema.js';
 import { backoffDelay } from './retry-timing.js';
-import type { SessionRecord } from './session-record.js';
+import type { SessionRecord } from '../schema/session-fields.js';
 import { readSessionsBody, type SessionsBody } from './sessions-body.js';
 import { createBytesTransport, createTransport, type BytesResponse, type FetchLike } from './transport.js';
 

@@ -3,7 +3,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { generateDay } from '../../src/emulator/generate-day.js';
 import { SessionIdCodec } from '../../src/emulator/session-ids.js';
 import { SessionDataset } from '../../src/emulator/session-dataset.js';
-import type { SessionRecord } from '../../src/reporting/session-record.js';
+import type { SessionRecord } from '../../src/schema/session-fields.js';
 import { D, FROM, NOW, TODAY } from './helpers.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
