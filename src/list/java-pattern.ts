@@ -1,4 +1,5 @@
 import { CodePointSet } from './code-point-set.js';
+import { checkRepetition, emit, MAX_PROGRAM_SIZE, MAX_REPEAT, programSize, type PatternFail, type PatternNode } from './pattern-tree.js';
 
 /**
  * The regular expressions of filter matches: Java `Pattern` syntax, read into a small tree and
@@ -22,21 +23,8 @@ export interface TranslatedPattern {
   readonly re2: string;
 }
 
-/** Reports a problem at `index` (into the pattern) and does not return. */
-export type PatternFail = (index: number, problem: string, expected: string) => never;
-
 /** Deepest nesting of groups and classes accepted, so a hostile pattern cannot exhaust the stack. */
 export const MAX_PATTERN_DEPTH = 100;
-/** RE2's largest repetition count; it also caps the product of nested counts at this value. */
-export const MAX_REPEAT = 1000;
-/** Rough instruction budget, well below where DuckDB's RE2 gives up with "pattern too large". */
-const MAX_PROGRAM_SIZE = 100_000;
-
-type PatternNode =
-  | { readonly type: 'set'; readonly set: CodePointSet }
-  | { readonly type: 'seq'; readonly items: readonly PatternNode[] }
-  | { readonly type: 'alt'; readonly alts: readonly PatternNode[] }
-  | { readonly type: 'repeat'; readonly body: PatternNode; readonly min: number; readonly max: number | null; readonly at: number };
 
 interface Flags {
   /** CASE_INSENSITIVE: US-ASCII letters only (Java's default without UNICODE_CASE). */
@@ -47,7 +35,6 @@ interface Flags {
   d: boolean;
 }
 
-const SURROGATES = CodePointSet.of([0xd800, 0xdfff]);
 
 const range = (lo: string, hi: string): [number, number] => [lo.codePointAt(0) ?? 0, hi.codePointAt(0) ?? 0];
 const DIGIT = CodePointSet.of(range('0', '9'));
@@ -542,60 +529,4 @@ class JavaPatternReader {
     this.i = end < 0 ? this.src.length : end + 2;
     return { kind: 'quote', cps: [...text].map((ch) => ch.codePointAt(0) ?? 0) };
   }
-}
-
-/** RE2 refuses a count above 1000, and nested counts whose product along a path exceeds 1000. */
-function checkRepetition(node: PatternNode, product: number, fail: PatternFail): void {
-  switch (node.type) {
-    case 'seq': node.items.forEach((n) => checkRepetition(n, product, fail)); return;
-    case 'alt': node.alts.forEach((n) => checkRepetition(n, product, fail)); return;
-    case 'repeat': {
-      // `*`, `+`, `?` count as 0, 1, 1: neutral.
-      const count = node.max ?? node.min;
-      const next = count > 0 ? product * count : product;
-      if (next > MAX_REPEAT) {
-        fail(node.at, `nested repetition counts multiply to more than ${MAX_REPEAT} (DuckDB's RE2 limit)`, 'smaller counts, or "*" / "+" for open-ended repetition');
-      }
-      checkRepetition(node.body, next, fail);
-      return;
-    }
-    default: return;
-  }
-}
-
-function programSize(node: PatternNode): number {
-  switch (node.type) {
-    case 'set': return 1 + 4 * node.set.ranges.length;
-    case 'seq': return node.items.reduce((n, item) => n + programSize(item), 0);
-    case 'alt': return node.alts.reduce((n, alt) => n + programSize(alt) + 1, 0);
-    case 'repeat': return 1 + programSize(node.body) * Math.max(1, node.max ?? node.min + 1);
-  }
-}
-
-function emit(node: PatternNode, target: 'js' | 're2'): string {
-  switch (node.type) {
-    case 'set': return emitSet(node.set, target);
-    case 'seq': return node.items.map((n) => emit(n, target)).join('');
-    case 'alt': return `(?:${node.alts.map((n) => emit(n, target)).join('|')})`;
-    case 'repeat': {
-      const body = node.body.type === 'set' ? emit(node.body, target) : `(?:${emit(node.body, target)})`;
-      const { min, max } = node;
-      const q = max === null
-        ? (min === 0 ? '*' : min === 1 ? '+' : `{${min},}`)
-        : (min === 0 && max === 1 ? '?' : min === max ? `{${min}}` : `{${min},${max}}`);
-      return body + q;
-    }
-  }
-}
-
-/**
- * Code points are written as escapes so no character means anything to either engine; surrogates
- * are left out because no valid string (and no DuckDB VARCHAR) holds a lone one.
- */
-function emitSet(input: CodePointSet, target: 'js' | 're2'): string {
-  const set = input.minus(SURROGATES);
-  const esc = (cp: number): string => (target === 'js' ? `\\u{${cp.toString(16)}}` : `\\x{${cp.toString(16)}}`);
-  if (set.isEmpty) return target === 'js' ? '[]' : '[^\\x{0}-\\x{10ffff}]';
-  if (set.single !== null) return esc(set.single);
-  return `[${set.ranges.map(([lo, hi]) => (lo === hi ? esc(lo) : `${esc(lo)}-${esc(hi)}`)).join('')}]`;
 }
