@@ -8,13 +8,20 @@ import { redact } from '../util/redact.js';
 import { RecordValidationError } from './errors/record-validation-error.js';
 import { RECORD_SHAPE, type FieldDef, type SessionRecord } from '../schema/session-fields.js';
 
+const LEAF = {
+  string: z.string().nullish(),
+  integer: z.number().int().nullish(),
+  boolean: z.boolean().nullish(),
+};
+const ID = z.string().min(1, 'must be a non-empty string');
+
 /** The zod type of one field: `id` a non-empty string; every other field its JSON type, or null, or absent. */
 function leafSchema(f: FieldDef): z.ZodType {
   if (!f.nullable) {
     if (f.json !== 'string') throw new Error(`record-schema: a non-nullable ${f.json} field (${f.path}) has no rule`);
-    return z.string().min(1, 'must be a non-empty string');
+    return ID;
   }
-  return f.json === 'string' ? z.string().nullish() : f.json === 'integer' ? z.number().int().nullish() : z.boolean().nullish();
+  return LEAF[f.json];
 }
 
 /** The record's schema, built from the field table in selection order (issues are reported in that order). */
