@@ -15,6 +15,7 @@ import { layoutOf, type OutputFormat } from '../store/layout.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { redact } from '../util/redact.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
+import { ExitCode } from '../errors.js';
 import { RunFailedError, RunInterruptedError } from './errors.js';
 import { extractWindows, type ExtractStats } from './extract.js';
 import { flattenResponse, type InvalidPolicy } from './flatten.js';
@@ -180,7 +181,7 @@ const FIRST_RUN_MESSAGE =
 
 export class FirstRunNeedsSinceError extends Error {
   override readonly name = 'FirstRunNeedsSinceError';
-  readonly exitCode = 2;
+  readonly exitCode = ExitCode.usage;
 }
 
 function validateCommon(opts: PipelineOptions): void {
