@@ -52,7 +52,6 @@ function compileFlatten(): (r: SessionRecord, extractedAt: number) => CellValue[
     return `${local} ? (${local}.${field} ?? null) : null`;
   });
   const locals = [...objects].map(([head, local]) => `const ${local} = r.${head};`).join(' ');
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- compiled from the contract, see above
   return new Function('r', 'extractedAt', `${locals} return [${values.join(', ')}, extractedAt];`) as (r: SessionRecord, extractedAt: number) => CellValue[];
 }
 
