@@ -27,3 +27,7 @@ export * from './control/index.js';
 export * from './identity/index.js';
 // The vendor's list conventions (paging, sorting, filtering) over sessions: docs/list-conventions.md.
 export * from './list/index.js';
+// Monitoring: Prometheus metrics (a registry per call) and the health verdict (README "Monitoring").
+export { createMetrics, type SessionEtlMetrics, type MetricsOptions, type RunRecord } from './monitoring/metrics.js';
+export { checkHealth, DEFAULT_MAX_LAG_SECONDS, type Health, type HealthOptions } from './monitoring/health.js';
+export { readMonitoredState, type MonitoredState, type MonitoredRun } from './monitoring/read-state.js';

@@ -3,9 +3,10 @@
  * starting windows and lets running ones commit, within a grace period; a second one exits at
  * once — committed data is safe either way), summary and exit code.
  */
+import { notifyRunEnd, runEndOf, type NotifyDeps, type NotifySettings, type RunEnd } from '../monitoring/notify.js';
 import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
 import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
-import { ExitCode } from './exit-codes.js';
+import { ExitCode, exitCodeOf } from './exit-codes.js';
 import { createCliLogger } from './logging.js';
 import { createProgress } from './progress.js';
 import { printSummary } from './summary.js';
@@ -17,9 +18,47 @@ export interface ExecuteRunOptions {
   logLevel: string;
   /** Grace period after the first signal before running requests are aborted, ms. */
   graceMs?: number;
+  /** Post run notifications (README "Notifications") as this command. */
+  notify?: NotifySettings & { command: string; deps?: NotifyDeps };
 }
 
+/** Runs as below, then (with `o.notify`) posts what the run's end calls for; that never changes the exit code. */
 export async function executeRun(
+  base: PipelineOptions,
+  run: (opts: PipelineOptions) => Promise<RunSummary>,
+  o: ExecuteRunOptions,
+): Promise<number> {
+  const notify = o.notify;
+  if (!notify) return executeRunCore(base, run, o);
+  const startedMs = Date.now();
+  let summary: RunSummary | undefined;
+  let failure: unknown;
+  const tracked = (opts: PipelineOptions) =>
+    run(opts).then(
+      (s) => (summary = s),
+      (err: unknown) => {
+        failure = err;
+        throw err;
+      },
+    );
+  const ended = (exitCode: number, error: unknown): RunEnd =>
+    runEndOf({ command: notify.command, dataDir: base.dataDir, startedMs, endedMs: Date.now(), exitCode, summary, error });
+  const deps = { logger: createCliLogger(o.logLevel), ...notify.deps };
+  let code: number;
+  try {
+    code = await executeRunCore(base, tracked, o);
+  } catch (err) {
+    await notifyRunEnd(notify, ended(exitCodeOf(err), err), deps);
+    throw err;
+  }
+  await notifyRunEnd(notify, ended(code, failure), deps);
+  return code;
+}
+
+/** The exit code a failure ends the command with (as reportFailure decides it): defined with the errors. */
+export { exitCodeOf };
+
+async function executeRunCore(
   base: PipelineOptions,
   run: (opts: PipelineOptions) => Promise<RunSummary>,
   o: ExecuteRunOptions,
@@ -33,7 +72,8 @@ export async function executeRun(
     const code = sig === 'SIGTERM' ? ExitCode.sigterm : ExitCode.sigint;
     if (stop.signal.aborted) {
       // Second signal: leave now. Every committed window is durable; nothing partial is visible.
-      process.stderr.write(`\n${sig} again: exiting now\n`);
+      progress.stop();
+      process.stderr.write(`${sig} again: exiting now\n`);
       process.exit(code);
     }
     stopCode = code;

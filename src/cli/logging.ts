@@ -1,18 +1,21 @@
 /**
  * The CLI's logger: pino, JSON lines on stderr when stderr is not a terminal, readable lines on a
  * terminal (pino-pretty). Every byte goes through `redact()` on its way out, so no registered
- * secret can reach a log.
+ * secret can reach a log. Lines go out through `writeLines` (progress.ts), which keeps them apart
+ * from a progress bar drawn on the same terminal.
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import pretty from 'pino-pretty';
 import type { Logger } from '../util/logger.js';
+import { writeLines } from './progress.js';
 import { redact } from '../util/redact.js';
 
 export function createCliLogger(level: string, stream: NodeJS.WriteStream = process.stderr): Logger {
   const sink = new Writable({
     write(chunk: Buffer | string, _enc, cb) {
-      stream.write(redact(chunk.toString()), cb);
+      writeLines(stream, redact(chunk.toString()));
+      cb();
     },
   });
   const destination = stream.isTTY

@@ -3,10 +3,12 @@
  * `register(program)`; heavy modules (DuckDB, the pipeline) are imported inside the actions,
  * so `--help` stays fast.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { dropOutputOnEpipe } from './epipe.js';
 import { ExitCode } from './exit-codes.js';
 import { reportFailure } from './report-failure.js';
+import { suggestBeforeRequired } from './suggest-options.js';
 
 type Registrar = { register(program: Command): void };
 
@@ -29,10 +31,14 @@ export async function main(argv: string[] = process.argv): Promise<number> {
   if (existsSync('.env')) process.loadEnvFile('.env');
   const program = new Command('session-etl')
     .description('Export remote-support session records from the GraphQL reporting endpoint into DuckDB and Parquet.')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   for (const load of COMMANDS) (await load()).register(program);
-  program.commands.forEach((c) => c.exitOverride());
+  program.commands.forEach((c) => {
+    c.exitOverride();
+    suggestBeforeRequired(c);
+  });
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
@@ -48,5 +54,16 @@ export async function main(argv: string[] = process.argv): Promise<number> {
   }
 }
 
+/** The version in package.json (found upwards from this file: src/cli or dist/src/cli). */
+function packageVersion(): string {
+  for (let dir = new URL('.', import.meta.url); ; dir = new URL('..', dir)) {
+    const file = new URL('package.json', dir);
+    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+    if (dir.pathname === '/') return 'unknown';
+  }
+}
+
+dropOutputOnEpipe(process.stdout);
+dropOutputOnEpipe(process.stderr);
 const code = await main();
 process.exitCode = code;

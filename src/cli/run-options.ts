@@ -5,6 +5,7 @@
 import { Command, Option } from 'commander';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
+import type { NotifySettings } from '../monitoring/notify.js';
 import type { PipelineOptions } from '../pipeline/run.js';
 import { parseDuration } from '../time/windows.js';
 import { UsageError } from './usage-error.js';
@@ -26,6 +27,8 @@ export interface CommonFlags {
   json?: boolean;
   progress?: boolean;
   wait?: boolean;
+  notifyUrl?: string;
+  maxLag?: string;
 }
 
 export function addCommonOptions(cmd: Command): Command {
@@ -43,6 +46,8 @@ export function addCommonOptions(cmd: Command): Command {
     .option('--request-timeout <duration>', 'per-request timeout (default 60s)')
     .option('--max-attempts <n>', 'attempts per request for transient errors (default 5)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']))
+    .option('--notify-url <url>', 'POST a JSON notification here when a run fails, recovers or falls behind; also SESSION_ETL_NOTIFY_URL')
+    .option('--max-lag <duration>', 'notify when the checkpoint falls further behind now than this (default 26h)')
     .option('--wait', 'when another run holds the data directory, wait for it instead of failing (exit 3)')
     .option('--json', 'print the summary as one JSON object on stdout')
     .option('--no-progress', 'no progress bar, even on a terminal');
@@ -78,6 +83,8 @@ export function configFromFlags(flags: CommonFlags, extra: Partial<Record<keyof 
       requestTimeout: flags.requestTimeout,
       maxAttempts: int(flags.maxAttempts, '--max-attempts'),
       logLevel: flags.logLevel,
+      notifyUrl: flags.notifyUrl,
+      maxLag: flags.maxLag,
       ...extra,
     },
   });
@@ -112,4 +119,16 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean } 
         process.stderr.write(`waiting for the data directory's lock${h ? ` (held by pid ${h.pid} on ${h.host}, ${h.command})` : ''}…\n`),
     },
   };
+}
+
+/** Where and when run notifications go (README "Notifications"); undefined when notifyUrl is not set. */
+export function notifySettings(loaded: LoadedConfig): NotifySettings | undefined {
+  const c = loaded.config;
+  return c.notifyUrl ? { url: c.notifyUrl, maxLagSeconds: parseDuration(c.maxLag, 'maxLag') } : undefined;
+}
+
+/** The `notify` part of executeRun's options, when notifications are configured. */
+export function withNotify(loaded: LoadedConfig, command: string): { notify?: NotifySettings & { command: string } } {
+  const n = notifySettings(loaded);
+  return n ? { notify: { ...n, command } } : {};
 }

@@ -22,6 +22,8 @@ export const CONFIG_DEFAULTS = {
   maxAttempts: 5,
   startDate: null,
   logLevel: 'info',
+  notifyUrl: null,
+  maxLag: '26h',
   scheduleCron: '0 2 * * *',
   scheduleTimezone: 'UTC',
 } as const satisfies Partial<Config>;

@@ -3,6 +3,7 @@
  * SESSION_ETL_CONFIG) < environment < CLI flags; later ones win. Remembers where each value came from.
  */
 import { readFileSync } from 'node:fs';
+import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { CONFIG_DEFAULTS } from './defaults.js';
 import { ConfigError } from './errors.js';
 import { registerSecret, REDACTED } from '../util/redact.js';
@@ -26,6 +27,7 @@ export const ENV_KEYS: Record<string, keyof Config> = {
   SESSION_ETL_DATA_DIR: 'dataDir',
   SESSION_ETL_FORMAT: 'format',
   SESSION_ETL_LOG_LEVEL: 'logLevel',
+  SESSION_ETL_NOTIFY_URL: 'notifyUrl',
 };
 
 export interface LoadOptions {
@@ -84,6 +86,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   }
   config.apiKey ??= null;
   registerSecret(config.apiKey);
+  registerNotifyUrlSecret(config.notifyUrl);
   return { config, sources, file };
 }
 
@@ -122,6 +125,7 @@ export function describeConfig(loaded: LoadedConfig): Array<{ key: string; value
   return Object.keys(ConfigSchema.shape).map((key) => {
     let value = (loaded.config as Record<string, unknown>)[key] ?? null;
     if (key === 'apiKey' && value) value = REDACTED;
+    if (key === 'notifyUrl' && value) value = `${receiverOf(String(value))}/${REDACTED}`;
     return { key, value, source: loaded.sources[key] ?? 'default' };
   });
 }

@@ -62,6 +62,11 @@ export const ConfigSchema = z
     consoleUrl: z.url({ protocol: /^https?$/ }).nullable().optional().describe('Console host for `session start/end` (env CONSOLE_URL).'),
     oauthClientId: z.string().min(1).nullable().optional().describe('OAuth client id (env OAUTH_CLIENT_ID). The client secret is env-only: OAUTH_CLIENT_SECRET.'),
     tokenFile: z.string().min(1).nullable().optional().describe('Token store, mode 0600 (env SESSION_ETL_TOKEN_FILE; default ~/.config/session-etl/tokens.json).'),
+    notifyUrl: z
+      .url({ protocol: /^https?$/ })
+      .nullable()
+      .describe('Webhook that receives a JSON POST when a run fails, recovers, or the lag first exceeds maxLag (env SESSION_ETL_NOTIFY_URL; Slack and Teams incoming webhooks work as they are). Secret: its path usually is the token.'),
+    maxLag: duration('maxLag').describe('How far the checkpoint may fall behind now before it is an alert (notifications; `status --check`).'),
     logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).describe('Log level.'),
   })
   .strict();

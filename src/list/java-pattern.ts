@@ -1,5 +1,5 @@
 import { CodePointSet } from './code-point-set.js';
-import { checkRepetition, emit, MAX_PROGRAM_SIZE, MAX_REPEAT, programSize, type PatternFail, type PatternNode } from './pattern-tree.js';
+import { CLASS_ESCAPES, LINE_TERMINATORS, POSIX, SURROGATES } from './java-pattern-classes.js';
 
 /**
  * The regular expressions of filter matches: Java `Pattern` syntax, read into a small tree and
@@ -23,8 +23,21 @@ export interface TranslatedPattern {
   readonly re2: string;
 }
 
+/** Reports a problem at `index` (into the pattern) and does not return. */
+export type PatternFail = (index: number, problem: string, expected: string) => never;
+
 /** Deepest nesting of groups and classes accepted, so a hostile pattern cannot exhaust the stack. */
 export const MAX_PATTERN_DEPTH = 100;
+/** RE2's largest repetition count; it also caps the product of nested counts at this value. */
+export const MAX_REPEAT = 1000;
+/** Rough instruction budget, well below where DuckDB's RE2 gives up with "pattern too large". */
+const MAX_PROGRAM_SIZE = 100_000;
+
+type PatternNode =
+  | { readonly type: 'set'; readonly set: CodePointSet }
+  | { readonly type: 'seq'; readonly items: readonly PatternNode[] }
+  | { readonly type: 'alt'; readonly alts: readonly PatternNode[] }
+  | { readonly type: 'repeat'; readonly body: PatternNode; readonly min: number; readonly max: number | null; readonly at: number };
 
 interface Flags {
   /** CASE_INSENSITIVE: US-ASCII letters only (Java's default without UNICODE_CASE). */
@@ -34,41 +47,6 @@ interface Flags {
   /** UNIX_LINES: only `\n` ends a line for `.`. */
   d: boolean;
 }
-
-
-const range = (lo: string, hi: string): [number, number] => [lo.codePointAt(0) ?? 0, hi.codePointAt(0) ?? 0];
-const DIGIT = CodePointSet.of(range('0', '9'));
-const LOWER = CodePointSet.of(range('a', 'z'));
-const UPPER = CodePointSet.of(range('A', 'Z'));
-const ALPHA = LOWER.union(UPPER);
-const ALNUM = ALPHA.union(DIGIT);
-const WORD = ALNUM.union(CodePointSet.of(0x5f));
-const SPACE = CodePointSet.of(0x20, [0x09, 0x0d]); // space, \t \n \x0B \f \r
-const PUNCT = CodePointSet.of(range('!', '/'), range(':', '@'), range('[', '`'), range('{', '~'));
-const HORIZONTAL_SPACE = CodePointSet.of(0x20, 0x09, 0xa0, 0x1680, 0x180e, [0x2000, 0x200a], 0x202f, 0x205f, 0x3000);
-const VERTICAL_SPACE = CodePointSet.of([0x0a, 0x0d], 0x85, 0x2028, 0x2029);
-const LINE_TERMINATORS = CodePointSet.of(0x0a, 0x0d, 0x85, 0x2028, 0x2029);
-
-/** Java's POSIX classes, US-ASCII only as in Java without UNICODE_CHARACTER_CLASS. */
-const POSIX: Record<string, CodePointSet> = {
-  Lower: LOWER,
-  Upper: UPPER,
-  ASCII: CodePointSet.of([0, 0x7f]),
-  Alpha: ALPHA,
-  Digit: DIGIT,
-  Alnum: ALNUM,
-  Punct: PUNCT,
-  Graph: CodePointSet.of([0x21, 0x7e]),
-  Print: CodePointSet.of([0x20, 0x7e]),
-  Blank: CodePointSet.of(0x20, 0x09),
-  Cntrl: CodePointSet.of([0, 0x1f], 0x7f),
-  XDigit: DIGIT.union(CodePointSet.of(range('a', 'f'), range('A', 'F'))),
-  Space: SPACE,
-};
-
-const CLASS_ESCAPES: Record<string, CodePointSet> = {
-  d: DIGIT, w: WORD, s: SPACE, h: HORIZONTAL_SPACE, v: VERTICAL_SPACE,
-};
 
 type Escape =
   | { kind: 'char'; cp: number }
@@ -529,4 +507,60 @@ class JavaPatternReader {
     this.i = end < 0 ? this.src.length : end + 2;
     return { kind: 'quote', cps: [...text].map((ch) => ch.codePointAt(0) ?? 0) };
   }
+}
+
+/** RE2 refuses a count above 1000, and nested counts whose product along a path exceeds 1000. */
+function checkRepetition(node: PatternNode, product: number, fail: PatternFail): void {
+  switch (node.type) {
+    case 'seq': node.items.forEach((n) => checkRepetition(n, product, fail)); return;
+    case 'alt': node.alts.forEach((n) => checkRepetition(n, product, fail)); return;
+    case 'repeat': {
+      // `*`, `+`, `?` count as 0, 1, 1: neutral.
+      const count = node.max ?? node.min;
+      const next = count > 0 ? product * count : product;
+      if (next > MAX_REPEAT) {
+        fail(node.at, `nested repetition counts multiply to more than ${MAX_REPEAT} (DuckDB's RE2 limit)`, 'smaller counts, or "*" / "+" for open-ended repetition');
+      }
+      checkRepetition(node.body, next, fail);
+      return;
+    }
+    default: return;
+  }
+}
+
+function programSize(node: PatternNode): number {
+  switch (node.type) {
+    case 'set': return 1 + 4 * node.set.ranges.length;
+    case 'seq': return node.items.reduce((n, item) => n + programSize(item), 0);
+    case 'alt': return node.alts.reduce((n, alt) => n + programSize(alt) + 1, 0);
+    case 'repeat': return 1 + programSize(node.body) * Math.max(1, node.max ?? node.min + 1);
+  }
+}
+
+function emit(node: PatternNode, target: 'js' | 're2'): string {
+  switch (node.type) {
+    case 'set': return emitSet(node.set, target);
+    case 'seq': return node.items.map((n) => emit(n, target)).join('');
+    case 'alt': return `(?:${node.alts.map((n) => emit(n, target)).join('|')})`;
+    case 'repeat': {
+      const body = node.body.type === 'set' ? emit(node.body, target) : `(?:${emit(node.body, target)})`;
+      const { min, max } = node;
+      const q = max === null
+        ? (min === 0 ? '*' : min === 1 ? '+' : `{${min},}`)
+        : (min === 0 && max === 1 ? '?' : min === max ? `{${min}}` : `{${min},${max}}`);
+      return body + q;
+    }
+  }
+}
+
+/**
+ * Code points are written as escapes so no character means anything to either engine; surrogates
+ * are left out because no valid string (and no DuckDB VARCHAR) holds a lone one.
+ */
+function emitSet(input: CodePointSet, target: 'js' | 're2'): string {
+  const set = input.minus(SURROGATES);
+  const esc = (cp: number): string => (target === 'js' ? `\\u{${cp.toString(16)}}` : `\\x{${cp.toString(16)}}`);
+  if (set.isEmpty) return target === 'js' ? '[]' : '[^\\x{0}-\\x{10ffff}]';
+  if (set.single !== null) return esc(set.single);
+  return `[${set.ranges.map(([lo, hi]) => (lo === hi ? esc(lo) : `${esc(lo)}-${esc(hi)}`)).join('')}]`;
 }

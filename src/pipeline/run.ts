@@ -104,6 +104,7 @@ export interface RunSummary {
   requests: number;
   retries: number;
   rateLimited: number;
+  pausedMs?: number;
   bisections: number;
   durationMs: number;
   checkpoint: string | null;
@@ -135,7 +136,9 @@ export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
   return execute(opts, 'backfill', async (store, nowS) => {
     const settle = opts.settleSeconds ?? DEFAULTS.settleSeconds;
     const to = Math.min(opts.to, Math.floor(nowS - settle));
-    if (to < opts.to) log(opts).warn({ to: isoOf(to) }, `--to is later than now - settle; the backfill stops at ${isoOf(to)}`);
+    if (opts.from >= to) {
+      log(opts).warn({ settleEnd: isoOf(to) }, `nothing to fetch: the whole range starts at or after now - settle (${isoOf(to)}); sessions that recent are not fetched yet`);
+    } else if (to < opts.to) log(opts).warn({ to: isoOf(to) }, `--to is later than now - settle; the backfill stops at ${isoOf(to)}`);
     if (opts.from >= to) return { range: null, todo: [], resumed: false };
     const range = { start: opts.from, end: to };
     const open = await store.openBackfill(range);
@@ -235,7 +238,7 @@ async function execute(
   }
   let store: SessionStore;
   try {
-    store = await SessionStore.open({ dataDir: opts.dataDir, format: opts.format });
+    store = await SessionStore.open({ dataDir: opts.dataDir, format: opts.format, logger });
   } catch (err) {
     await lock?.release();
     throw err;

@@ -14,7 +14,16 @@ export interface SchedulerOptions {
   /** Builds a fresh context for each run (fresh signals, logger with the run's id). */
   context: () => JobContext;
   logger: Logger;
-  onRunEnd?: (job: string, result: { summary?: RunSummary; error?: unknown }) => void;
+  /** Called as a job's run starts. */
+  onRunStart?: (job: string) => void;
+  /**
+   * Called as a job's run ends; the run counts as running until a returned promise settles
+   * (monitoring reads the store here, notifications are sent from here).
+   */
+  onRunEnd?: (
+    job: string,
+    result: { summary?: RunSummary; error?: unknown; startedMs: number; endedMs: number; durationMs: number },
+  ) => void | Promise<void>;
 }
 
 export interface Scheduler {
@@ -40,13 +49,22 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
     }
     const p = (async () => {
       opts.logger.info({ job: job.name, reason }, 'job starting');
+      const startedMs = Date.now();
+      let result: { summary?: RunSummary; error?: unknown };
+      opts.onRunStart?.(job.name);
       try {
         const summary = await job.run(opts.context());
         opts.logger.info({ job: job.name, outcome: summary.outcome, sessions: summary.sessions.written }, 'job finished');
-        opts.onRunEnd?.(job.name, { summary });
+        result = { summary };
       } catch (error) {
         opts.logger.error({ job: job.name, error: error instanceof Error ? error.message : String(error) }, 'job failed');
-        opts.onRunEnd?.(job.name, { error });
+        result = { error };
+      }
+      try {
+        const endedMs = Date.now();
+        await opts.onRunEnd?.(job.name, { ...result, startedMs, endedMs, durationMs: endedMs - startedMs });
+      } catch (error) {
+        opts.logger.error({ job: job.name, error: error instanceof Error ? error.message : String(error) }, 'after-run step failed');
       } finally {
         inFlight.delete(job.name);
       }

@@ -23,3 +23,16 @@ export class StoreSettingError extends Error {
   override readonly name = 'StoreSettingError';
   readonly exitCode = ExitCode.usage;
 }
+
+/** A write failure, named after what was being written and saying that committed data is intact. */
+export function wrapWriteError(err: unknown, what: string): Error {
+  const msg = err instanceof Error ? err.message : String(err);
+  const full = /No space left|ENOSPC|disk full/i.test(msg)
+    ? `${what} failed: the disk is full (${firstLine(msg)}); data committed before this point is intact`
+    : `${what} failed: ${firstLine(msg)}; data committed before this point is intact`;
+  return new StoreWriteError(full, { cause: err });
+}
+
+export function firstLine(s: string): string {
+  return s.split('\n')[0]!.slice(0, 300);
+}

@@ -6,9 +6,10 @@ export function register(program: Command): void {
     .command('config')
     .description('Print the effective configuration (secrets redacted) and where each value came from')
     .option('--config <file>', 'configuration file; also SESSION_ETL_CONFIG')
+    .option('--data-dir <dir>', 'data directory (shown as coming from the command line); also SESSION_ETL_DATA_DIR')
     .option('--json', 'print as JSON')
-    .action((flags: { config?: string; json?: boolean }) => {
-      const loaded = loadConfig(flags.config ? { configFile: flags.config } : {});
+    .action((flags: { config?: string; dataDir?: string; json?: boolean }) => {
+      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
       const rows = describeConfig(loaded);
       if (flags.json) {
         process.stdout.write(JSON.stringify({ file: loaded.file, values: rows }) + '\n');

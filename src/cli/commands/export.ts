@@ -1,11 +1,13 @@
 import { Command } from 'commander';
 import { parseDuration } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, type CommonFlags } from '../run-options.js';
+import { withMetricsFile } from '../monitoring-options.js';
+import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
 import { UsageError } from '../usage-error.js';
 import { instant } from './backfill.js';
 
 interface ExportFlags extends CommonFlags {
+  metricsFile?: string;
   since?: string;
   lookback?: string;
 }
@@ -16,7 +18,8 @@ export function register(program: Command): void {
       .command('export')
       .description('Incremental export: from checkpoint - lookback to now - settle (the first run needs --since)')
       .option('--since <time>', 'start of the first export when nothing is stored yet (or startDate in the configuration)')
-      .option('--lookback <duration>', 're-read this much before the checkpoint (default 24h)'),
+      .option('--lookback <duration>', 're-read this much before the checkpoint (default 24h)')
+      .option('--metrics-file <path>', "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector)"),
   ).action(async (flags: ExportFlags) => {
     const loaded = configFromFlags(flags, { lookback: flags.lookback });
     const base = pipelineOptions(loaded, flags);
@@ -31,8 +34,8 @@ export function register(program: Command): void {
     const { runExport } = await import('../../pipeline/run.js');
     process.exitCode = await executeRun(
       base,
-      (o) => runExport({ ...o, lookbackSeconds, ...(since !== undefined ? { since } : {}) }),
-      { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel },
+      await withMetricsFile(flags.metricsFile, 'export', (o) => runExport({ ...o, lookbackSeconds, ...(since !== undefined ? { since } : {}) })),
+      { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel, ...withNotify(loaded, 'export') },
     );
   });
 }

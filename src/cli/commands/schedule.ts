@@ -1,8 +1,13 @@
 import { Command } from 'commander';
+import { notifyRunEnd, runEndOf, type NotifySettings } from '../../monitoring/notify.js';
+import type { RunSummary } from '../../pipeline/run.js';
 import { parseDuration, parseInstant } from '../../time/windows.js';
+import type { Logger } from '../../util/logger.js';
 import { ExitCode } from '../exit-codes.js';
 import { createCliLogger } from '../logging.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, type CommonFlags } from '../run-options.js';
+import { exitCodeOf } from '../execute-run.js';
+import { parseHttpPort } from '../monitoring-options.js';
+import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, type CommonFlags } from '../run-options.js';
 import { formatSummary } from '../summary.js';
 import { UsageError } from '../usage-error.js';
 
@@ -11,6 +16,8 @@ interface ScheduleFlags extends CommonFlags {
   timezone?: string;
   runNow?: boolean;
   jobsDir?: string;
+  httpPort?: string;
+  httpHost: string;
 }
 
 export function register(program: Command): void {
@@ -21,7 +28,9 @@ export function register(program: Command): void {
       .option('--cron <expr>', 'cron expression of the nightly export (config scheduleCron; seconds field allowed)')
       .option('--timezone <tz>', 'time zone of the cron expression (config scheduleTimezone, default UTC)')
       .option('--run-now', 'also run every job once at start')
-      .option('--jobs-dir <dir>', 'where the job files are (default: the jobs/ of this installation)'),
+      .option('--jobs-dir <dir>', 'where the job files are (default: the jobs/ of this installation)')
+      .option('--http-port <port>', 'serve Prometheus /metrics and /healthz on this port while running (0: a free port)')
+      .option('--http-host <host>', 'address of the metrics endpoint', '127.0.0.1'),
   ).action(async (flags: ScheduleFlags) => {
     const loaded = configFromFlags(flags, { scheduleCron: flags.cron, scheduleTimezone: flags.timezone });
     const base = pipelineOptions(loaded, flags);
@@ -33,7 +42,13 @@ export function register(program: Command): void {
     const { startScheduler } = await import('../../scheduler/scheduler.js');
     const jobs = await loadJobs(flags.jobsDir);
     if (!jobs.length) throw new UsageError(`no job files in ${flags.jobsDir ?? 'jobs/'}`);
+    const httpPort = flags.httpPort !== undefined ? parseHttpPort(flags.httpPort) : undefined;
+    // --max-lag (config maxLag): /healthz's lag limit, and the lag alert of notifications.
+    const maxLagSeconds = parseDuration(c.maxLag, 'maxLag');
+    const monitor = httpPort === undefined ? undefined : await startMonitor(flags.httpHost, httpPort, maxLagSeconds, base.dataDir, logger);
+    if (monitor) process.stdout.write(`Metrics: ${monitor.url}/metrics  (health: ${monitor.url}/healthz)\n`);
 
+    const notify = notifySettings(loaded);
     let stop = new AbortController();
     let abort = new AbortController();
     let exitCode: number = ExitCode.ok;
@@ -50,11 +65,14 @@ export function register(program: Command): void {
           lookbackSeconds,
         };
       },
-      onRunEnd: (_job, r) => {
+      ...(monitor ? { onRunStart: (job: string) => monitor.onRunStart(job) } : {}),
+      onRunEnd: async (job, r) => {
+        await monitor?.onRunEnd(job, r);
         if (r.summary && flags.json) process.stdout.write(JSON.stringify(r.summary) + '\n');
         else if (r.summary) process.stdout.write(formatSummary(r.summary));
         const s = (r.error as { summary?: unknown } | undefined)?.summary;
         if (s && flags.json) process.stdout.write(JSON.stringify(s) + '\n');
+        if (notify) await notifyScheduledRun(notify, job, base.dataDir, r, logger);
       },
     });
     process.stderr.write(`scheduler running: ${jobs.map((j) => j.name).join(', ')} at "${c.scheduleCron}" (${c.scheduleTimezone}); Ctrl-C to stop\n`);
@@ -73,7 +91,7 @@ export function register(program: Command): void {
         logger.warn({ signal: sig, running: scheduler.running }, 'scheduler stopping');
         stop.abort(new Error(`stopped by ${sig}`));
         setTimeout(() => abort.abort(new Error(`stopped by ${sig}`)), 10_000).unref();
-        void scheduler.stop().then(resolve);
+        void scheduler.stop().then(() => monitor?.close()).then(resolve);
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
@@ -81,4 +99,27 @@ export function register(program: Command): void {
     });
     process.exitCode = exitCode;
   });
+}
+
+/** A scheduled run's notifications, with the exit code `export` would have ended with. */
+async function notifyScheduledRun(
+  settings: NotifySettings,
+  job: string,
+  dataDir: string,
+  r: { summary?: RunSummary; error?: unknown; startedMs: number; endedMs: number },
+  logger: Logger,
+): Promise<void> {
+  const exitCode = r.error === undefined ? ExitCode.ok : exitCodeOf(r.error);
+  await notifyRunEnd(settings, runEndOf({ command: 'schedule', job, dataDir, exitCode, ...r }), { logger });
+}
+
+async function startMonitor(host: string, port: number, maxLagSeconds: number, dataDir: string, logger: ReturnType<typeof createCliLogger>) {
+  const { startSchedulerMonitor } = await import('../../monitoring/scheduler-monitor.js');
+  const { MonitoringServerError } = await import('../../monitoring/http-server.js');
+  try {
+    return await startSchedulerMonitor({ host, port, maxLagSeconds, dataDir, logger });
+  } catch (err) {
+    if (err instanceof MonitoringServerError) throw new UsageError(err.message, { cause: err });
+    throw err;
+  }
 }

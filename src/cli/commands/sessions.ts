@@ -20,6 +20,7 @@ interface SessionsFlags {
   offset?: string;
   page?: string;
   size?: string;
+  output?: string;
   format?: string;
   source?: string;
 }
@@ -28,7 +29,8 @@ export function register(program: Command): void {
   program
     .command('sessions')
     .description(
-      'Query the exported sessions with the vendor\'s list conventions (filter, ascending/sort, pageSize/offset or page/size, attributeNames); `sessions get <id>` for one. Read-only',
+      'Query the exported sessions with the vendor\'s list conventions (filter, ascending/sort, pageSize/offset or page/size, attributeNames); `sessions get <id>` for one. Read-only. ' +
+        'The vendor\'s camelCase spellings (--pageSize, --attributeNames, --fromDate, --toDate) are accepted too',
     )
     .argument('[get]', '`get` to show one session')
     .argument('[id]', 'session id (with get)')
@@ -38,20 +40,29 @@ export function register(program: Command): void {
     .option('--ascending <pairs>', 'field=true|false,… (true ascending, false descending), in order of sorting')
     .option('--descending <fields>', 'fields to sort descending, or true to reverse the order')
     .option('--sort <spec>', 'field asc,field (another spelling of the sort)')
-    .option('--attributeNames <fields>', 'fields to return, e.g. id,agent.name,started')
-    .option('--fromDate <time>', 'sessions started at or after (2026-01-01, ISO datetime, epoch seconds)')
-    .option('--from <time>', 'same as --fromDate')
-    .option('--toDate <time>', 'sessions started before')
-    .option('--to <time>', 'same as --toDate')
-    .option('--pageSize <n>', 'items per page (default 100)')
+    .option('--attribute-names <fields>', 'fields to return, in this order, e.g. id,agent.name,started')
+    .option('--from <time>', 'sessions started at or after (2026-01-01, ISO datetime, epoch seconds); also --from-date')
+    .option('--to <time>', 'sessions started before; also --to-date')
+    .option('--page-size <n>', 'items per page (default 100)')
     .option('--offset <n>', 'zero-based position of the first item (default 0)')
     .option('--page <n>', 'page number (page/size paging, hypermedia-style answer)')
     .option('--size <n>', 'page size (page/size paging)')
-    .addOption(new Option('--format <format>', 'output (default: table on a terminal, json otherwise)').choices(['table', 'json', 'csv', 'ndjson']))
+    .addOption(new Option('--output <format>', 'output format (default: table on a terminal, json otherwise)').choices(OUTPUTS))
+    .addOption(new Option('--format <format>', 'deprecated spelling of --output (elsewhere --format is the storage format)').choices(OUTPUTS))
     .addOption(new Option('--source <source>', 'read the DuckDB table or the Parquet dataset (default: DuckDB when present)').choices(['duckdb', 'parquet']))
+    // Hidden spellings: the vendor's camelCase parameter names, and --from-date / --to-date.
+    .addOption(new Option('--attributeNames <fields>').hideHelp())
+    .addOption(new Option('--pageSize <n>').hideHelp())
+    .addOption(new Option('--from-date <time>').hideHelp())
+    .addOption(new Option('--fromDate <time>').hideHelp())
+    .addOption(new Option('--to-date <time>').hideHelp())
+    .addOption(new Option('--toDate <time>').hideHelp())
     .action(async (get: string | undefined, id: string | undefined, flags: SessionsFlags) => {
       const { config } = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
       const list = await import('../../list/index.js');
+      if (flags.output && flags.format && flags.output !== flags.format) {
+        throw new UsageError(`--output ${flags.output} and --format ${flags.format} disagree: give --output only (--format is its old spelling)`);
+      }
       const params: Record<string, string | undefined> = {
         filter: flags.filter,
         ascending: flags.ascending,
@@ -109,8 +120,11 @@ export function register(program: Command): void {
         process.stdout.write(JSON.stringify(one, null, 2) + '\n');
         return;
       }
-      const format = flags.format ?? (process.stdout.isTTY ? 'table' : 'json');
+      const format = flags.output ?? flags.format ?? (process.stdout.isTTY ? 'table' : 'json');
       const out = process.stdout;
+      // The library returns fields in interface order; the user sees them in the order asked for.
+      const asked = req.attributes?.flatMap((f) => (f.kind === 'object' ? f.children : [f])).map((f) => f.path);
+      if (asked) page = { ...page, items: page.items.map((i) => inOrder(i, asked)) };
       if (format === 'json') {
         const body = page.paging.kind === 'page' ? list.toPageResponse(page, { baseHref: 'session-etl:sessions' }) : page;
         out.write(JSON.stringify(body, null, 2) + '\n');
@@ -118,16 +132,46 @@ export function register(program: Command): void {
         for (const item of page.items) out.write(JSON.stringify(item) + '\n');
       } else {
         const rows = page.items.map((i) => flattenView(i));
-        const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+        const cols = asked ?? [...new Set(rows.flatMap((r) => Object.keys(r)))];
         if (format === 'csv') {
+          // Values as the interface defines them (times in epoch seconds), like json and ndjson.
           out.write(cols.map(csvCell).join(',') + '\n');
           for (const r of rows) out.write(cols.map((c) => csvCell(r[c])).join(',') + '\n');
         } else {
+          // For a person: times as ISO 8601 UTC instead of epoch seconds.
+          for (const r of rows) for (const c of cols) if (list.resolveField(c)?.kind === 'epoch' && typeof r[c] === 'number') r[c] = isoUtc(r[c]);
           out.write(renderTable(cols, rows));
           out.write(`${page.items.length} of ${page.total} sessions (offset ${page.offset})\n`);
         }
       }
     });
+}
+
+const OUTPUTS = ['table', 'json', 'csv', 'ndjson'];
+
+function isoUtc(epochSeconds: number): string {
+  return new Date(epochSeconds * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+/** The record with its keys in the asked order (an object where its first field was asked, its fields in asked order). */
+function inOrder(view: Record<string, unknown>, paths: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const p of paths) {
+    const dot = p.indexOf('.');
+    if (dot < 0) {
+      if (p in view) out[p] = view[p];
+      continue;
+    }
+    const parent = p.slice(0, dot);
+    const src = view[parent] as Record<string, unknown> | undefined;
+    if (!src || typeof src !== 'object') {
+      if (!(parent in out) && parent in view) out[parent] = view[parent];
+      continue;
+    }
+    const obj = (out[parent] ??= {}) as Record<string, unknown>;
+    obj[p.slice(dot + 1)] = src[p.slice(dot + 1)];
+  }
+  return out;
 }
 
 function flattenView(v: Record<string, unknown>, prefix = '', out: Record<string, unknown> = {}): Record<string, unknown> {

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { loadConfig } from '../../config/load.js';
+import { partialDays } from '../partial-days.js';
 import { UsageError } from '../usage-error.js';
 import type { StoreStatus } from '../../store/status.js';
 
@@ -11,15 +12,31 @@ export function register(program: Command): void {
     .option('--config <file>', 'configuration file')
     .option('--runs <n>', 'how many recent runs to show', '10')
     .option('--json', 'print as JSON')
-    .action(async (flags: { dataDir?: string; config?: string; runs: string; json?: boolean }) => {
+    .option('--check', 'health check: exit 0 when healthy, 1 with one line per problem (failed last run, lag beyond --max-lag, holes)')
+    .option('--max-lag <duration>', 'with --check: the checkpoint may be this far behind now (default 26h)')
+    .action(async (flags: { dataDir?: string; config?: string; runs: string; json?: boolean; check?: boolean; maxLag?: string }) => {
       if (!/^\d+$/.test(flags.runs.trim()) || Number(flags.runs) < 1) {
         throw new UsageError(`--runs must be a positive whole number, got ${JSON.stringify(flags.runs)}`);
       }
       const { config } = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      if (flags.check || flags.maxLag !== undefined) {
+        const { statusCheck } = await import('../status-check.js');
+        // --max-lag, else the configuration's maxLag (the same limit notifications use).
+        process.exitCode = await statusCheck(config.dataDir, { ...flags, maxLag: flags.maxLag ?? config.maxLag });
+        return;
+      }
       const { readStatus } = await import('../../store/status.js');
       const s = await readStatus(config.dataDir, Date.now(), Number(flags.runs));
-      process.stdout.write(flags.json ? JSON.stringify(s) + '\n' : formatStatus(s));
+      process.stdout.write(flags.json ? JSON.stringify({ ...s, partialDays: partialDays(s.coverage) }) + '\n' : formatStatus(s));
     });
+}
+
+/** UTC days (partitions) only partly covered, so incomplete in the data; see partial-days.ts. */
+function describePartialDays(coverage: StoreStatus['coverage']): string {
+  const days = partialDays(coverage);
+  if (!days.length) return 'none';
+  const shown = days.slice(0, 8).map((d) => `${d.date} (covered ${d.covered.join(', ')})`);
+  return shown.join(', ') + (days.length > shown.length ? `, and ${days.length - shown.length} more` : '');
 }
 
 function human(bytes: number): string {
@@ -45,6 +62,7 @@ export function formatStatus(s: StoreStatus): string {
     `checkpoint      ${s.checkpoint ?? '(none yet)'}${s.lagSeconds !== null ? `  — ${lag(s.lagSeconds)} behind now` : ''}`,
     `coverage        ${s.coverage.map((c) => `${c.from} – ${c.to}`).join(', ') || '(none)'}`,
     `coverage holes  ${s.coverageHoles.map((c) => `${c.from} – ${c.to}`).join(', ') || 'none'}`,
+    `partial days    ${describePartialDays(s.coverage)}`,
     `rows            ${s.rows ?? '(parquet only: see the dataset)'}${s.pendingRows ? ` (+${s.pendingRows} committed, merged by the next run)` : ''}${s.rejected ? `, ${s.rejected} rejected` : ''}`,
     `partitions      ${s.partitions}${s.pendingPartitions.length ? ` (${s.pendingPartitions.length} waiting for a rewrite)` : ''}`,
     `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})`,

@@ -1,0 +1,48 @@
+/** Flags of the monitoring features (`schedule --http-port`, `--metrics-file`, `status --check`), checked before anything runs. */
+import { existsSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { DEFAULT_MAX_LAG_SECONDS } from '../monitoring/health.js';
+import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
+import { parseDuration } from '../time/windows.js';
+import { UsageError } from './usage-error.js';
+
+/** --max-lag: a duration such as 26h or 2d; default 26 h. */
+export function parseMaxLag(text: string | undefined): number {
+  if (text === undefined) return DEFAULT_MAX_LAG_SECONDS;
+  try {
+    return parseDuration(text, '--max-lag');
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/** --http-port: 0 to 65535 (0 picks a free port). */
+export function parseHttpPort(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || n > 65_535) {
+    throw new UsageError(`--http-port must be a port number from 0 to 65535 (0 picks a free one), got ${JSON.stringify(text)}`);
+  }
+  return n;
+}
+
+/**
+ * With --metrics-file, `run` wrapped so that the metrics file is written after it, whatever the
+ * outcome; without, `run` itself. The path is checked now, before anything runs.
+ */
+export async function withMetricsFile(
+  path: string | undefined,
+  command: string,
+  run: (o: PipelineOptions) => Promise<RunSummary>,
+): Promise<(o: PipelineOptions) => Promise<RunSummary>> {
+  if (path === undefined) return run;
+  const dir = dirname(path);
+  if (path.trim() === '') throw new UsageError('--metrics-file needs a file path');
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+    throw new UsageError(`--metrics-file ${path}: directory ${dir} does not exist; create it or choose another path`);
+  }
+  if (existsSync(path) && statSync(path).isDirectory()) {
+    throw new UsageError(`--metrics-file ${path} is a directory; give a file name such as ${join(path, 'session_etl.prom')}`);
+  }
+  const { writeMetricsAfter } = await import('../monitoring/metrics-file.js');
+  return (o) => writeMetricsAfter(path, command, o.dataDir, () => run(o));
+}

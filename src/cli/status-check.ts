@@ -1,0 +1,26 @@
+/**
+ * `session-etl status --check`: the health check for cron, Nagios/Icinga, a Kubernetes probe or a
+ * CI job. The same verdict as the scheduler's /healthz: exit 0 and one `OK` line when healthy,
+ * exit 1 and one line per reason when not.
+ */
+import { checkHealth } from '../monitoring/health.js';
+import { readMonitoredState } from '../monitoring/read-state.js';
+import { ExitCode } from './exit-codes.js';
+import { parseMaxLag } from './monitoring-options.js';
+import { UsageError } from './usage-error.js';
+
+export async function statusCheck(dataDir: string, flags: { check?: boolean; maxLag?: string; json?: boolean }): Promise<number> {
+  if (!flags.check) throw new UsageError('--max-lag goes with --check');
+  const maxLagSeconds = parseMaxLag(flags.maxLag);
+  const nowMs = Date.now();
+  const health = checkHealth(await readMonitoredState(dataDir, nowMs), { nowMs, maxLagSeconds });
+  if (flags.json) {
+    process.stdout.write(JSON.stringify({ dataDir, ...health }) + '\n');
+  } else if (health.healthy) {
+    const lagH = ((health.lagSeconds ?? 0) / 3600).toFixed(1);
+    process.stdout.write(`OK: checkpoint ${health.checkpoint} (${lagH} h behind now), last run ${health.lastRun?.outcome ?? 'none'}\n`);
+  } else {
+    for (const r of health.reasons) process.stdout.write(`UNHEALTHY: ${r}\n`);
+  }
+  return health.healthy ? ExitCode.ok : ExitCode.runFailed;
+}

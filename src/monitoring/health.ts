@@ -1,0 +1,52 @@
+/**
+ * Is the export healthy? One pure function of the monitored state, shared by `/healthz` and
+ * `session-etl status --check`, so both always give the same answer and the same reasons.
+ */
+import { isoOf as iso } from '../time/windows.js';
+import type { MonitoredState } from './read-state.js';
+
+/** The default --max-lag: a nightly export that missed one night is late by more than a day. */
+export const DEFAULT_MAX_LAG_SECONDS = 26 * 3600;
+
+export interface HealthOptions {
+  nowMs: number;
+  /** A checkpoint further behind now than this is unhealthy, seconds. */
+  maxLagSeconds: number;
+}
+
+export interface Health {
+  healthy: boolean;
+  /** One line per problem, each saying what is wrong and what to do; empty when healthy. */
+  reasons: string[];
+  checkpoint: string | null;
+  lagSeconds: number | null;
+  lastRun: { runId: string; kind: string; outcome: string; endedAt: string | null } | null;
+}
+
+export function checkHealth(state: MonitoredState, o: HealthOptions): Health {
+  const reasons: string[] = [];
+  const lag = state.checkpoint !== null ? Math.round(o.nowMs / 1000 - state.checkpoint) : null;
+  const run = state.lastRun;
+  if (run?.outcome === 'failed') {
+    reasons.push(`last run ${run.runId} (${run.kind}) failed${run.error ? `: ${run.error}` : ''}`);
+  } else if (run?.outcome === 'unfinished') {
+    reasons.push(`last run ${run.runId} (${run.kind}), started ${iso(run.startedAt)}, never finished: its process was killed or crashed; run it again`);
+  }
+  if (state.checkpoint === null) {
+    reasons.push('nothing exported yet: no checkpoint in this data directory');
+  } else if (lag! > o.maxLagSeconds) {
+    reasons.push(
+      `checkpoint ${iso(state.checkpoint)} is ${(lag! / 3600).toFixed(1)} h behind now, more than the allowed ${(o.maxLagSeconds / 3600).toFixed(1)} h (--max-lag)`,
+    );
+  }
+  if (state.coverageHoles > 0) {
+    reasons.push(`${state.coverageHoles} coverage hole(s): run \`session-etl status\` to see them and backfill each one`);
+  }
+  return {
+    healthy: reasons.length === 0,
+    reasons,
+    checkpoint: state.checkpoint !== null ? iso(state.checkpoint) : null,
+    lagSeconds: lag,
+    lastRun: run ? { runId: run.runId, kind: run.kind, outcome: run.outcome, endedAt: run.endedAt !== null ? iso(run.endedAt) : null } : null,
+  };
+}

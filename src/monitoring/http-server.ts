@@ -1,0 +1,73 @@
+/**
+ * The scheduler's monitoring endpoint (node:http): `GET /metrics` (Prometheus text exposition)
+ * and `GET /healthz` (200 with a JSON body when healthy, 503 with the reasons when not).
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Health } from './health.js';
+
+export interface MonitoringServerOptions {
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  metrics(): Promise<{ body: string; contentType: string }>;
+  health(): Health & Record<string, unknown>;
+}
+
+export interface MonitoringServer {
+  /** Base URL, e.g. http://127.0.0.1:9464 */
+  url: string;
+  close(): Promise<void>;
+}
+
+export class MonitoringServerError extends Error {
+  override readonly name = 'MonitoringServerError';
+}
+
+export async function startMonitoringServer(o: MonitoringServerOptions): Promise<MonitoringServer> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    const send = (status: number, type: string, body: string) => {
+      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    };
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD');
+      return send(405, 'text/plain; charset=utf-8', 'only GET and HEAD\n');
+    }
+    if (path === '/metrics') {
+      o.metrics().then(
+        (m) => send(200, m.contentType, m.body),
+        (err: unknown) => send(500, 'text/plain; charset=utf-8', `metrics failed: ${err instanceof Error ? err.message : String(err)}\n`),
+      );
+      return;
+    }
+    if (path === '/healthz') {
+      const h = o.health();
+      return send(h.healthy ? 200 : 503, 'application/json', JSON.stringify(h) + '\n');
+    }
+    send(404, 'text/plain; charset=utf-8', 'not found: try /metrics or /healthz\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        new MonitoringServerError(
+          `cannot serve metrics on ${o.host}:${o.port} (${err.code ?? err.message}): ` +
+            (err.code === 'EADDRINUSE' ? 'the port is in use; choose another --http-port, or 0 for a free one' : 'check --http-host and --http-port'),
+          { cause: err },
+        ),
+      ),
+    );
+    server.listen(o.port, o.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = o.host.includes(':') ? `[${o.host}]` : o.host;
+  return {
+    url: `http://${host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,201 @@
+/**
+ * The Prometheus metrics of session-etl (prom-client), in a registry of their own so that a test,
+ * or a process watching two data directories, can hold several. Two sources feed it:
+ * - the stored state (checkpoint, holes, last runs, stored sessions), read from the data directory,
+ *   so that the gauges are right after a restart instead of starting from zero;
+ * - the summaries of the runs this process made: counters, per process (Prometheus' counter
+ *   semantics handle the reset when the process restarts).
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { RunSummary } from '../pipeline/run.js';
+import { redact } from '../util/redact.js';
+import { EMPTY_STATE, type MonitoredState } from './read-state.js';
+
+/** Outcomes of `session_etl_runs_total`: RunSummary's, and `failed` for a run that ended before it had one. */
+export const RUN_OUTCOMES = ['succeeded', 'nothing-to-do', 'interrupted', 'failed'] as const;
+
+export interface MetricsOptions {
+  /** Node's default process metrics (CPU, memory, event loop, ...). Off for a textfile: node_exporter has its own `process_*`. */
+  processMetrics?: boolean;
+  /** Commands whose `session_etl_runs_total` series start at 0 for every outcome, so `increase()` sees the first failure. */
+  commands?: readonly string[];
+  /** The clock, ms; default Date.now. */
+  now?: () => number;
+}
+
+/** One run that ended, successfully or not. */
+export interface RunRecord {
+  command: string;
+  /** The run's summary: returned, or carried by the error (RunFailedError, RunInterruptedError). */
+  summary?: RunSummary;
+  /** Set when the run threw. */
+  error?: unknown;
+  /** Wall time of the run, ms (the summary's when there is one). */
+  durationMs: number;
+  /** When it ended, epoch ms; default now. */
+  endedAtMs?: number;
+}
+
+export interface SessionEtlMetrics {
+  readonly registry: Registry;
+  /** The exposition's Content-Type. */
+  readonly contentType: string;
+  /** Replaces everything the gauges know from the data directory. */
+  setState(state: MonitoredState): void;
+  /**
+   * The state read back after a run this process recorded: the store's word wins, except that a
+   * run which ended before it was logged in the store (lock held, no data directory) stays the last run.
+   */
+  refreshState(state: MonitoredState): void;
+  readonly state: MonitoredState;
+  /** A run started or ended (session_etl_run_in_progress). */
+  setRunning(running: boolean): void;
+  /** Counts a run that ended and updates the state-derived gauges from its summary. */
+  recordRun(run: RunRecord): void;
+  /** The text exposition format. */
+  metrics(): Promise<string>;
+}
+
+const DURATION_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14_400];
+
+/** The summary a run's error carries (RunFailedError and RunInterruptedError have one). */
+export function summaryOf(error: unknown): RunSummary | undefined {
+  return (error as { summary?: RunSummary } | undefined)?.summary;
+}
+
+export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
+  const now = o.now ?? Date.now;
+  const registry = new Registry();
+  const registers = [registry];
+  let state: MonitoredState = EMPTY_STATE;
+  const orNaN = (v: number | null) => v ?? Number.NaN;
+
+  new Gauge({
+    name: 'session_etl_checkpoint_timestamp_seconds',
+    help: 'The incremental checkpoint: everything before it is stored without gaps (NaN until the first export)',
+    registers,
+    collect() {
+      this.set(orNaN(state.checkpoint));
+    },
+  });
+  new Gauge({
+    name: 'session_etl_checkpoint_lag_seconds',
+    help: 'Now minus the checkpoint, at scrape time (NaN until the first export)',
+    registers,
+    collect() {
+      this.set(state.checkpoint !== null ? now() / 1000 - state.checkpoint : Number.NaN);
+    },
+  });
+  new Gauge({
+    name: 'session_etl_coverage_holes',
+    help: 'Gaps in the stored coverage after the checkpoint (each needs a backfill)',
+    registers,
+    collect() {
+      this.set(state.coverageHoles);
+    },
+  });
+  new Gauge({
+    name: 'session_etl_last_run_timestamp_seconds',
+    help: 'When the latest run (any outcome) ended, or started when it never finished (NaN when none)',
+    registers,
+    collect() {
+      this.set(state.lastRun ? (state.lastRun.endedAt ?? state.lastRun.startedAt) : Number.NaN);
+    },
+  });
+  new Gauge({
+    name: 'session_etl_last_success_timestamp_seconds',
+    help: 'When the latest succeeded (or nothing-to-do) run ended (NaN when none)',
+    registers,
+    collect() {
+      this.set(orNaN(state.lastSuccessAt));
+    },
+  });
+  new Gauge({
+    name: 'session_etl_last_run_failed',
+    help: '1 when the latest run failed or never finished, else 0',
+    registers,
+    collect() {
+      this.set(state.lastRun?.outcome === 'failed' || state.lastRun?.outcome === 'unfinished' ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'session_etl_stored_sessions',
+    help: 'Rows of the sessions table (NaN for a Parquet-only store)',
+    registers,
+    collect() {
+      this.set(orNaN(state.storedSessions));
+    },
+  });
+  const inProgress = new Gauge({ name: 'session_etl_run_in_progress', help: '1 while this process runs an export or backfill', registers });
+
+  const runs = new Counter({ name: 'session_etl_runs_total', help: 'Runs ended by this process, by command and outcome', labelNames: ['command', 'outcome'], registers });
+  const duration = new Histogram({
+    name: 'session_etl_run_duration_seconds',
+    help: 'Wall time of the runs of this process',
+    labelNames: ['command'],
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const written = new Counter({ name: 'session_etl_sessions_written_total', help: 'Sessions stored (new or replacing a stored version) by the runs of this process', registers });
+  const requests = new Counter({
+    name: 'session_etl_requests_total',
+    help: 'HTTP requests to the reporting endpoint: completed (answered, or the last failed attempt), retried (a transient failure, retried), rate_limited (a 429)',
+    labelNames: ['outcome'],
+    registers,
+  });
+  const rateLimited = new Counter({ name: 'session_etl_rate_limited_total', help: '429 answers from the reporting endpoint', registers });
+  const paused = new Counter({ name: 'session_etl_paused_seconds_total', help: 'Time all workers were paused by rate limiting', registers });
+
+  for (const command of o.commands ?? []) {
+    for (const outcome of RUN_OUTCOMES) runs.inc({ command, outcome }, 0);
+    duration.zero({ command });
+  }
+  for (const outcome of ['completed', 'retried', 'rate_limited']) requests.inc({ outcome }, 0);
+  if (o.processMetrics) collectDefaultMetrics({ register: registry });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    get state() {
+      return state;
+    },
+    setState(s) {
+      state = s;
+    },
+    refreshState(s) {
+      const mine = state.lastRun;
+      const logged = mine === null || (s.lastRun !== null && (s.lastRun.runId === mine.runId || s.lastRun.startedAt >= mine.startedAt - 1));
+      state = logged ? s : { ...s, lastRun: mine };
+    },
+    setRunning(running) {
+      inProgress.set(running ? 1 : 0);
+    },
+    recordRun(r) {
+      const s = r.summary;
+      const outcome = s?.outcome ?? 'failed';
+      const endedAt = (r.endedAtMs ?? now()) / 1000;
+      runs.inc({ command: r.command, outcome });
+      duration.observe({ command: r.command }, (s?.durationMs ?? r.durationMs) / 1000);
+      if (s) {
+        written.inc(s.sessions.written);
+        const rl = Math.min(s.rateLimited, s.retries);
+        requests.inc({ outcome: 'completed' }, Math.max(0, s.requests - s.retries));
+        requests.inc({ outcome: 'retried' }, s.retries - rl);
+        requests.inc({ outcome: 'rate_limited' }, rl);
+        rateLimited.inc(s.rateLimited);
+        paused.inc((s.pausedMs ?? 0) / 1000);
+      }
+      // Until the store is read again, what the summary says is the freshest state.
+      const runId = s?.runId ?? `${r.command}-${Math.round(endedAt)}`;
+      const error = s?.error ?? (r.error instanceof Error ? redact(r.error.message) : r.error != null ? redact(String(r.error)) : null);
+      state = {
+        ...state,
+        ...(s?.checkpoint ? { checkpoint: Date.parse(s.checkpoint) / 1000 } : {}),
+        ...(s ? { coverageHoles: s.coverageHoles.length } : {}),
+        lastRun: { runId, kind: s?.kind ?? r.command, outcome, startedAt: endedAt - r.durationMs / 1000, endedAt, error },
+        ...(outcome === 'succeeded' || outcome === 'nothing-to-do' ? { lastSuccessAt: endedAt } : {}),
+      };
+    },
+    metrics: () => registry.metrics(),
+  };
+}

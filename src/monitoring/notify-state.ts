@@ -1,0 +1,55 @@
+/**
+ * What the notifier remembers between runs and processes: whether a failure is still open (so the
+ * next success says "recovered") and whether the lag alert has been sent (so it is sent once per
+ * crossing). One small JSON file in the data directory, `notify-state.json`, mode 0640, replaced
+ * by an atomic rename. A file rather than the `_runs` table: failures that never reach the run log
+ * (lock held, unusable data directory, sign-in needed) count too, and reading it needs no DuckDB
+ * connection after the run has released the data directory. It holds no secret.
+ */
+import { chmod, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export const NOTIFY_STATE_FILE = 'notify-state.json';
+
+export interface NotifyState {
+  /** The first failed run of the current streak, until a success has been notified as a recovery. */
+  failing: { runId: string | null; command: string; since: string } | null;
+  /** Set when lag_exceeded was delivered; cleared when an export finds the lag back under the limit. */
+  lagExceeded: { notifiedAt: string; lagSeconds: number } | null;
+}
+
+export const EMPTY_NOTIFY_STATE: NotifyState = { failing: null, lagExceeded: null };
+
+export function notifyStatePath(dataDir: string): string {
+  return join(dataDir, NOTIFY_STATE_FILE);
+}
+
+/** The stored state; the empty state when there is none (or it cannot be read: nothing was sent yet, as far as we know). */
+export async function readNotifyState(dataDir: string): Promise<NotifyState> {
+  let text: string;
+  try {
+    text = await readFile(notifyStatePath(dataDir), 'utf8');
+  } catch {
+    return EMPTY_NOTIFY_STATE;
+  }
+  try {
+    const v = JSON.parse(text) as Partial<NotifyState>;
+    return { failing: v.failing ?? null, lagExceeded: v.lagExceeded ?? null };
+  } catch {
+    return EMPTY_NOTIFY_STATE;
+  }
+}
+
+/** Replaces the stored state atomically (write a temporary file, then rename it over the old one). */
+export async function writeNotifyState(dataDir: string, state: NotifyState): Promise<void> {
+  const path = notifyStatePath(dataDir);
+  const tmp = `${path}.${process.pid}.tmp`;
+  try {
+    await writeFile(tmp, JSON.stringify(state, null, 2) + '\n', { mode: 0o640 });
+    await chmod(tmp, 0o640); // the umask may have taken bits away; 0640 is what we promise
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => {});
+    throw err;
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * What the gauges and the health check need from a data directory, read without writing anything.
+ * The one place monitoring reads the store: today through `readStatus` (the DuckDB file, opened
+ * read-only); it can switch to another reader without its callers noticing.
+ */
+import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { DataDirError } from '../store/errors.js';
+import type { LockHolder } from '../store/lock.js';
+import { readStatus } from '../store/status.js';
+
+/** A finished run as monitoring sees it. Times are epoch seconds. */
+export interface MonitoredRun {
+  runId: string;
+  kind: string;
+  /** succeeded, nothing-to-do, interrupted, failed; `unfinished` when its process ended without recording an outcome. */
+  outcome: string;
+  startedAt: number;
+  endedAt: number | null;
+  error: string | null;
+}
+
+export interface MonitoredState {
+  /** End of the first covered interval, epoch seconds; null when nothing is stored yet. */
+  checkpoint: number | null;
+  coverageHoles: number;
+  /** Rows of the `sessions` table; null for a Parquet-only store. */
+  storedSessions: number | null;
+  /** The latest run that is not running now. */
+  lastRun: MonitoredRun | null;
+  /** End (or start) of the latest succeeded or nothing-to-do run, epoch seconds. */
+  lastSuccessAt: number | null;
+}
+
+/** An empty data directory: nothing exported yet. */
+export const EMPTY_STATE: MonitoredState = { checkpoint: null, coverageHoles: 0, storedSessions: null, lastRun: null, lastSuccessAt: null };
+
+/** How far back the run log is read to find the last success. */
+const RUNS_READ = 200;
+
+/**
+ * Reads the monitored state of `dataDir`. A directory with no session-etl data yet gives
+ * EMPTY_STATE; any other failure (a store another process holds open for writing, a damaged file)
+ * is thrown for the caller to report.
+ */
+export async function readMonitoredState(dataDir: string, nowMs = Date.now()): Promise<MonitoredState> {
+  if (!existsSync(dataDir)) return EMPTY_STATE;
+  let s;
+  try {
+    s = await readStatus(dataDir, nowMs, RUNS_READ);
+  } catch (err) {
+    if (err instanceof DataDirError && /no session-etl data/.test(err.message)) return EMPTY_STATE;
+    throw err;
+  }
+  const seconds = (v: unknown): number | null => (v == null ? null : Date.parse(String(v)) / 1000);
+  const runs: MonitoredRun[] = s.lastRuns.map((r) => ({
+    runId: String(r.run_id),
+    kind: String(r.kind),
+    outcome: String(r.outcome),
+    startedAt: seconds(r.started_at) ?? 0,
+    endedAt: seconds(r.ended_at),
+    error: r.error == null ? null : String(r.error),
+  }));
+  // A `running` row is a run in progress when a live lock holder names it; otherwise its process died.
+  const holder = s.runningNow;
+  const inProgress = (r: MonitoredRun) => holder !== null && holder.command.includes(r.runId) && alive(holder);
+  const finished = runs
+    .filter((r) => r.outcome !== 'running' || !inProgress(r))
+    .map((r) => (r.outcome === 'running' ? { ...r, outcome: 'unfinished' } : r));
+  const success = finished.find((r) => r.outcome === 'succeeded' || r.outcome === 'nothing-to-do');
+  return {
+    checkpoint: s.checkpoint !== null ? Date.parse(s.checkpoint) / 1000 : null,
+    coverageHoles: s.coverageHoles.length,
+    storedSessions: s.rows,
+    lastRun: finished[0] ?? null,
+    lastSuccessAt: success ? (success.endedAt ?? success.startedAt) : null,
+  };
+}
+
+/** A holder on this host is alive when its pid is; one on another host is taken at its word. */
+function alive(holder: LockHolder): boolean {
+  if (holder.host !== hostname()) return true;
+  try {
+    process.kill(holder.pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,212 @@
+/**
+ * Committing windows: each window's rows, its rejected records and its coverage interval in one
+ * transaction. Windows that arrive while a commit is running are grouped into the next transaction
+ * (group commit): each window is still all-or-nothing, and a group costs one fsync instead of one
+ * per window. Rows reach their final form when the sink merges them (see sink.ts).
+ */
+import { mkdir, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DuckDBDataChunk, BOOLEAN, DOUBLE, VARCHAR, type DuckDBType, type DuckDBConnection } from '@duckdb/node-api';
+import type { RowBatch, RejectedRecord } from './rows.js';
+import { describeWindow, type Window } from '../time/windows.js';
+import { crashPoint } from '../util/crash-point.js';
+import { redact } from '../util/redact.js';
+import { SESSION_COLUMNS } from './contract.js';
+import { queryRows } from './duckdb.js';
+import { fsyncFile } from './durable-fs.js';
+import { wrapWriteError } from './errors.js';
+import { NULL_PARTITION, type StoreLayout } from './layout.js';
+import type { SerialQueue } from './serial-queue.js';
+import type { RecordFile, Sink } from './sink.js';
+
+const CHUNK_ROWS = 2048;
+/** Most windows committed in one transaction. */
+const MAX_GROUP = 64;
+
+/** Staging columns: numbers and timestamps travel as DOUBLE (no BigInt per value), converted in SQL. */
+const STAGING_TYPES: DuckDBType[] = SESSION_COLUMNS.map((c) =>
+  c.type === 'VARCHAR' ? VARCHAR : c.type === 'BOOLEAN' ? BOOLEAN : DOUBLE,
+);
+const STAGING_DDL = `CREATE TEMP TABLE IF NOT EXISTS _staging (${SESSION_COLUMNS.map(
+  (c, i) => `${c.name} ${STAGING_TYPES[i] === VARCHAR ? 'VARCHAR' : STAGING_TYPES[i] === BOOLEAN ? 'BOOLEAN' : 'DOUBLE'}`,
+).join(', ')})`;
+const STAGING_SELECT = SESSION_COLUMNS.map((c) =>
+  c.type === 'TIMESTAMPTZ' ? `to_timestamp(${c.name}) AS ${c.name}` : c.type === 'BIGINT' ? `CAST(${c.name} AS BIGINT) AS ${c.name}` : c.name,
+).join(', ');
+const PARTITION_OF_STAGED = `COALESCE(strftime(to_timestamp(started_at), '%Y-%m-%d'), '${NULL_PARTITION}')`;
+
+export interface WindowCommit {
+  window: Window;
+  /** Rows validated and flattened in JavaScript (a body that left the scanner's fast path). */
+  batch?: RowBatch;
+  /** Records as newline-delimited JSON, every one already checked (reporting/sessions-body.ts): DuckDB parses them. */
+  ndjson?: { bytes: Buffer; count: number; /** epoch seconds */ extractedAt: number };
+  rejected: readonly RejectedRecord[];
+  runId: string;
+}
+
+export interface CommitResult {
+  /** Rows committed (counted as new or updated when they are merged). */
+  written: number;
+}
+
+/** A window in the commit queue: its NDJSON already written to a file. */
+interface QueuedCommit {
+  window: Window;
+  batch?: RowBatch;
+  file?: RecordFile;
+  rejected: readonly RejectedRecord[];
+  runId: string;
+}
+
+export class CommitQueue {
+  private fileSeq = 0;
+  private pendingDirMade = false;
+  private waiting: Array<{ commit: QueuedCommit; resolve: (r: CommitResult) => void; reject: (e: unknown) => void }> = [];
+  private groupRunning = false;
+
+  constructor(
+    /** The store's main connection, and the queue that serialises writes on it. */
+    private readonly conn: DuckDBConnection,
+    private readonly writes: SerialQueue,
+    private readonly layout: StoreLayout,
+    private readonly sink: Sink,
+  ) {}
+
+  /** The temporary table the precise path's rows are appended to before a commit (per connection). */
+  static createStaging(conn: DuckDBConnection): Promise<unknown> {
+    return conn.run(STAGING_DDL);
+  }
+
+  /**
+   * Commits one window: its rows, its rejected records, its coverage interval, in one transaction,
+   * grouped with the windows that arrive while a commit is running.
+   */
+  async commitWindow(commit: WindowCommit): Promise<CommitResult> {
+    let file: RecordFile | undefined;
+    if (commit.ndjson && commit.ndjson.count > 0) {
+      // Written now, so the body's memory is free while the window waits for its group. When the
+      // file itself is what the transaction commits (by name), it must be durable first.
+      const keep = this.sink.keepsFiles;
+      if (keep && !this.pendingDirMade) {
+        await mkdir(this.layout.pendingDir, { recursive: true });
+        this.pendingDirMade = true;
+      }
+      // Named by window start: a merge reads its files in that order, so rows land in the table roughly by time.
+      const path = join(
+        keep ? this.layout.pendingDir : this.layout.tmpDir,
+        `rows-${String(commit.window.start).padStart(12, '0')}-${process.pid}-${++this.fileSeq}.ndjson`,
+      );
+      await writeFile(path, commit.ndjson.bytes);
+      if (keep) await fsyncFile(path);
+      file = { path, count: commit.ndjson.count, extractedAt: commit.ndjson.extractedAt };
+    }
+    const queued: QueuedCommit = {
+      window: commit.window,
+      rejected: commit.rejected,
+      runId: commit.runId,
+      ...(commit.batch ? { batch: commit.batch } : {}),
+      ...(file ? { file } : {}),
+    };
+    return new Promise<CommitResult>((resolve, reject) => {
+      this.waiting.push({ commit: queued, resolve, reject });
+      if (!this.groupRunning) void this.drainGroups();
+    });
+  }
+
+  private async drainGroups(): Promise<void> {
+    this.groupRunning = true;
+    try {
+      while (this.waiting.length) {
+        const group = this.waiting.splice(0, MAX_GROUP);
+        const files = group.flatMap((g) => (g.commit.file ? [g.commit.file] : []));
+        try {
+          await this.writes.run(() => this.commitGroup(group.map((g) => g.commit)));
+          crashPoint('after-commit');
+          group.forEach((g) => g.resolve({ written: rowsOf(g.commit) }));
+          await this.sink.afterCommit(files);
+        } catch (err) {
+          group.forEach((g) => g.reject(err));
+          for (const f of files) await rm(f.path, { force: true }).catch(() => {});
+        }
+      }
+    } finally {
+      this.groupRunning = false;
+    }
+  }
+
+  private async commitGroup(commits: QueuedCommit[]): Promise<void> {
+    const c = this.conn;
+    for (const x of commits) if (x.batch) await this.stage(x.batch);
+    const files = commits.flatMap((x) => (x.file ? [x.file] : []));
+    const staged = commits.some((x) => x.batch && x.batch.length > 0);
+    await c.run('BEGIN TRANSACTION');
+    try {
+      if (files.length) await this.sink.commitFiles(c, files);
+      if (staged) {
+        await c.run(`INSERT INTO _pending_rows SELECT ${STAGING_SELECT}, ${PARTITION_OF_STAGED} FROM _staging`);
+      }
+      for (const x of commits) {
+        for (const r of x.rejected) {
+          await c.run(
+            `INSERT INTO rejected_sessions VALUES ($1, $2, $3, $4, to_timestamp($5::DOUBLE), to_timestamp($6::DOUBLE), $7, now())`,
+            [r.sessionId, r.field, r.reason, redact(safeJson(r.raw)), x.window.start, x.window.end, x.runId],
+          );
+        }
+      }
+      crashPoint('mid-transaction');
+      const values = commits.map((_, i) => `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3}, now())`).join(', ');
+      await c.run(`INSERT INTO _coverage VALUES ${values}`, commits.flatMap((x) => [x.window.start, x.window.end, x.runId]));
+      await c.run('COMMIT');
+    } catch (err) {
+      await c.run('ROLLBACK').catch(() => {});
+      const w = commits.map((x) => describeWindow(x.window)).join(', ');
+      throw wrapWriteError(err, `committing window${commits.length > 1 ? 's' : ''} ${w}`);
+    } finally {
+      if (staged) await c.run('DELETE FROM _staging').catch(() => {});
+    }
+  }
+
+  private async stage(batch: RowBatch): Promise<void> {
+    if (batch.length === 0) return;
+    const appender = await this.conn.createAppender('_staging', null, 'temp');
+    try {
+      for (let off = 0; off < batch.length; off += CHUNK_ROWS) {
+        const n = Math.min(CHUNK_ROWS, batch.length - off);
+        const chunk = DuckDBDataChunk.create(STAGING_TYPES, n);
+        chunk.setColumns(
+          batch.columns.map((col) => (off === 0 && n === col.length ? col : col.slice(off, off + n))) as never,
+        );
+        appender.appendDataChunk(chunk);
+      }
+      appender.flushSync();
+    } finally {
+      appender.closeSync();
+    }
+  }
+}
+
+/** Removes files of windows whose transaction never committed (a crash between the write and the commit). */
+export async function dropUncommittedFiles(conn: DuckDBConnection, pendingDir: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(pendingDir);
+  } catch {
+    return;
+  }
+  const listed = new Set((await queryRows<{ file: string }>(conn, 'SELECT file FROM _pending_files')).map((r) => r.file));
+  for (const n of names) if (!listed.has(n)) await rm(join(pendingDir, n), { force: true, recursive: true });
+  if (listed.size === 0) await rmdir(pendingDir).catch(() => {});
+}
+
+function rowsOf(c: QueuedCommit): number {
+  return (c.batch?.length ?? 0) + (c.file?.count ?? 0);
+}
+
+function safeJson(v: unknown): string {
+  try {
+    return JSON.stringify(v) ?? 'null';
+  } catch {
+    return String(v);
+  }
+}

@@ -1,0 +1,45 @@
+/** File-system steps the store makes durable: existence, the head of a file, fsync of files and directories. */
+import { open, stat } from 'node:fs/promises';
+
+export async function exists(p: string): Promise<boolean> {
+  try {
+    await stat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The first 16 bytes of a file (fewer when it is shorter). */
+export async function fileHead(path: string): Promise<Buffer> {
+  const fh = await open(path, 'r');
+  try {
+    const b = Buffer.alloc(16);
+    const { bytesRead } = await fh.read(b, 0, 16, 0);
+    return b.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
+  }
+}
+
+export async function fsyncFile(path: string): Promise<void> {
+  const fh = await open(path, 'r+');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+export async function fsyncDir(path: string): Promise<void> {
+  try {
+    const fh = await open(path, 'r');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    // Some file systems refuse fsync on directories; the rename itself is still atomic.
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * Rewriting Parquet partitions whole from the sessions table (format both): each day's file is
+ * written to .tmp by COPY, fsynced, renamed over the old file, and its pending marks cleared; readers
+ * only ever see complete files.
+ */
+import { mkdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { listValue, type DuckDBConnection } from '@duckdb/node-api';
+import { crashPoint } from '../util/crash-point.js';
+import { queryRows, sqlString, type Db } from './duckdb.js';
+import { fsyncDir, fsyncFile } from './durable-fs.js';
+import { wrapWriteError } from './errors.js';
+import { NULL_PARTITION, PARTITION_FILE, partitionDir, type StoreLayout } from './layout.js';
+import { COLUMN_LIST } from './schema.js';
+
+/** Connections that rewrite Parquet partitions side by side (each COPY is mostly one thread plus fixed costs). */
+const REWRITE_CONNECTIONS = 2;
+
+export class ParquetRewriter {
+  private extra: DuckDBConnection[] = [];
+  private copying = new Map<string, Promise<unknown>>();
+  private fileSeq = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly layout: StoreLayout,
+  ) {}
+
+  /**
+   * Rewrites the given partitions from the sessions table: independent COPYs, run side by side on
+   * the rewriter's connections; each file's fsync and rename run while the next COPY does.
+   * Returns the partitions rewritten (all of them, or it throws).
+   */
+  async rewritePending(partitions: string[]): Promise<string[]> {
+    if (partitions.length === 0) return [];
+    const conns = await this.connections(Math.min(REWRITE_CONNECTIONS, partitions.length));
+    // The marks as they stand before any COPY: each COPY then reads at least the data they stand for.
+    const seen = await queryRows<{ p: string; g: bigint | number }>(
+      conns[0]!,
+      `SELECT partition AS p, max(gen) AS g FROM _parquet_pending WHERE partition IN (SELECT unnest($1::VARCHAR[])) GROUP BY 1`,
+      [listValue(partitions)],
+    );
+    const gens = new Map(seen.map((r) => [r.p, Number(r.g)]));
+    let next = 0;
+    const done: string[] = [];
+    const finishing: Array<Promise<void>> = [];
+    let failure: unknown;
+    await Promise.all(
+      conns.map(async (conn) => {
+        while (next < partitions.length && failure === undefined) {
+          const p = partitions[next++]!;
+          try {
+            const finish = this.copyPartition(conn, p).then((fin) => fin());
+            // The COPY itself is awaited here; the rest (fsync, rename) runs on.
+            finishing.push(finish.then(() => void done.push(p), (err: unknown) => void (failure ??= err)));
+            await this.copying.get(p);
+          } catch (err) {
+            failure ??= err;
+          }
+        }
+      }),
+    );
+    await Promise.all(finishing);
+    const cleared = done.filter((p) => gens.has(p));
+    if (cleared.length) {
+      // Only the marks seen above: a merge committed since then keeps its mark, and its rows are
+      // written by the next rewrite.
+      await conns[0]!.run(
+        `DELETE FROM _parquet_pending USING (SELECT unnest($1::VARCHAR[]) AS p, unnest($2::BIGINT[]) AS g) seen
+         WHERE _parquet_pending.partition = seen.p AND _parquet_pending.gen <= seen.g`,
+        [listValue(cleared), listValue(cleared.map((p) => BigInt(gens.get(p)!)))],
+      );
+    }
+    if (failure !== undefined) throw failure;
+    return partitions;
+  }
+
+  /** The rewriter's own connections (opened on first use), the first `n` of them. */
+  async connections(n: number): Promise<DuckDBConnection[]> {
+    while (this.extra.length < n) {
+      const conn = await this.db.instance.connect();
+      await conn.run("SET TimeZone = 'UTC'");
+      this.extra.push(conn);
+    }
+    return this.extra.slice(0, Math.max(0, n));
+  }
+
+  closeConnections(): void {
+    for (const conn of this.extra) conn.closeSync();
+  }
+
+  /** COPY one partition of the sessions table to .tmp; resolves to the step that puts the file in place. */
+  private copyPartition(c: DuckDBConnection, p: string): Promise<() => Promise<void>> {
+    const dir = partitionDir(this.layout.parquetDir, p);
+    const final = join(dir, PARTITION_FILE);
+    const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}.parquet`);
+    const copy = c.run(
+      `COPY (SELECT ${COLUMN_LIST} FROM sessions WHERE ${partitionPredicate(p)} ORDER BY started_at, session_id)
+       TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+    );
+    this.copying.set(p, copy.catch(() => {}));
+    return copy.then(
+      (copied) => async () => {
+        this.copying.delete(p);
+        await placePartitionFile(Number(copied.rowsChanged), tmp, dir, final, p);
+      },
+      async (err: unknown) => {
+        this.copying.delete(p);
+        await rm(tmp, { force: true }).catch(() => {});
+        throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
+      },
+    );
+  }
+}
+
+function partitionPredicate(p: string): string {
+  if (p === NULL_PARTITION) return 'started_at IS NULL';
+  return `started_at >= TIMESTAMPTZ ${sqlString(`${p} 00:00:00+00`)} AND started_at < TIMESTAMPTZ ${sqlString(`${p} 00:00:00+00`)} + INTERVAL 1 DAY`;
+}
+
+/**
+ * Puts a partition's new file (written to .tmp by COPY) in place: fsync, rename over the old
+ * file, fsync the directory. A partition that holds no session any more is removed instead.
+ */
+export async function placePartitionFile(rows: number, tmp: string, dir: string, final: string, p: string): Promise<void> {
+  try {
+    if (rows === 0) {
+      await rm(tmp, { force: true });
+      await rm(dir, { recursive: true, force: true });
+      return;
+    }
+    await fsyncFile(tmp);
+    crashPoint('mid-parquet-rewrite');
+    await mkdir(dir, { recursive: true });
+    await rename(tmp, final);
+    await fsyncDir(dir);
+    crashPoint('after-parquet-rename');
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => {});
+    throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
+  }
+}

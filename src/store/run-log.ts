@@ -1,0 +1,69 @@
+/** The run history (`_runs`) and the backfills begun and completed (`_backfills`, to resume one). */
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Window } from '../time/windows.js';
+import { queryRows } from './duckdb.js';
+
+export interface RunRow {
+  run_id: string;
+  kind: string;
+  range_from: number | null;
+  range_to: number | null;
+  started_at: number;
+  ended_at: number | null;
+  outcome: string;
+  windows: number;
+  sessions_written: number;
+  sessions_new: number | null;
+  sessions_updated: number | null;
+  rejected: number;
+  requests: number;
+  retries: number;
+  rate_limited: number;
+  bisections: number;
+  partitions_written: number;
+  error: string | null;
+}
+
+/** Inserts a run, or updates the row of a run recorded before (its end, outcome and counts). */
+export async function recordRun(conn: DuckDBConnection, run: RunRow): Promise<void> {
+  await conn.run(
+    `INSERT INTO _runs VALUES ($1, $2, to_timestamp($3::DOUBLE), to_timestamp($4::DOUBLE), to_timestamp($5::DOUBLE),
+       to_timestamp($6::DOUBLE), $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+     ON CONFLICT (run_id) DO UPDATE SET ended_at = excluded.ended_at, outcome = excluded.outcome, windows = excluded.windows,
+       sessions_written = excluded.sessions_written, sessions_new = excluded.sessions_new,
+       sessions_updated = excluded.sessions_updated, rejected = excluded.rejected, requests = excluded.requests,
+       retries = excluded.retries, rate_limited = excluded.rate_limited, bisections = excluded.bisections,
+       partitions_written = excluded.partitions_written, error = excluded.error`,
+    [
+      run.run_id, run.kind, run.range_from, run.range_to, run.started_at, run.ended_at, run.outcome, run.windows,
+      run.sessions_written, run.sessions_new, run.sessions_updated, run.rejected, run.requests, run.retries,
+      run.rate_limited, run.bisections, run.partitions_written, run.error,
+    ],
+  );
+}
+
+export async function lastRuns(conn: DuckDBConnection, limit = 10): Promise<Record<string, unknown>[]> {
+  return queryRows(conn, `SELECT * FROM _runs ORDER BY started_at DESC LIMIT ${Math.max(1, Math.floor(limit))}`);
+}
+
+/** The unfinished backfill of exactly this range, if any (to resume it). */
+export async function openBackfill(conn: DuckDBConnection, range: Window): Promise<{ startedAtMs: number } | undefined> {
+  const rows = await queryRows<{ ms: number }>(
+    conn,
+    `SELECT epoch_ms(started_at) AS ms FROM _backfills WHERE range_from = $1 AND range_to = $2 AND completed_at IS NULL
+     ORDER BY started_at DESC LIMIT 1`,
+    [range.start, range.end],
+  );
+  return rows[0] ? { startedAtMs: Number(rows[0].ms) } : undefined;
+}
+
+export async function beginBackfill(conn: DuckDBConnection, range: Window, runId: string): Promise<void> {
+  await conn.run(`INSERT INTO _backfills VALUES ($1, $2, $3, now(), NULL)`, [range.start, range.end, runId]);
+}
+
+export async function completeBackfill(conn: DuckDBConnection, range: Window): Promise<void> {
+  await conn.run(`UPDATE _backfills SET completed_at = now() WHERE range_from = $1 AND range_to = $2 AND completed_at IS NULL`, [
+    range.start,
+    range.end,
+  ]);
+}

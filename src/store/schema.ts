@@ -1,0 +1,103 @@
+/**
+ * The state tables of a data directory, their creation and migration, and the check that a DuckDB
+ * file found where ours goes was written by session-etl.
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
+import { queryRows } from './duckdb.js';
+import { DataDirError } from './errors.js';
+import { NULL_PARTITION, type OutputFormat } from './layout.js';
+
+/** 2: the sessions table has no PRIMARY KEY index (one row per session is kept by the merge). */
+export const SCHEMA_VERSION = 2;
+
+/** The contract's columns, in order, as a select list. */
+export const COLUMN_LIST = SESSION_COLUMNS.map((c) => c.name).join(', ');
+/** The partition (UTC day, or Hive's default partition) of a stored row. */
+export const PARTITION_OF_STORED = `COALESCE(strftime(started_at, '%Y-%m-%d'), '${NULL_PARTITION}')`;
+
+const STATE_DDL = [
+  `CREATE TABLE IF NOT EXISTS _session_etl_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`,
+  `CREATE TABLE IF NOT EXISTS _coverage (start_s BIGINT NOT NULL, end_s BIGINT NOT NULL, run_id VARCHAR, committed_at TIMESTAMPTZ NOT NULL)`,
+  // One row per mark: a merge adds (partition, generation); a rewrite removes the marks it saw before
+  // its COPY, so a merge that lands during the rewrite leaves its mark (see ParquetRewriter.rewritePending).
+  `CREATE TABLE IF NOT EXISTS _parquet_pending (partition VARCHAR NOT NULL, gen BIGINT NOT NULL DEFAULT 0)`,
+  `CREATE TABLE IF NOT EXISTS _pending_files (file VARCHAR PRIMARY KEY, extracted_at DOUBLE NOT NULL, rows BIGINT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS rejected_sessions (
+     session_id VARCHAR, field VARCHAR, reason VARCHAR, raw VARCHAR,
+     window_start TIMESTAMPTZ, window_end TIMESTAMPTZ, run_id VARCHAR, rejected_at TIMESTAMPTZ)`,
+  `CREATE TABLE IF NOT EXISTS _runs (
+     run_id VARCHAR PRIMARY KEY, kind VARCHAR, range_from TIMESTAMPTZ, range_to TIMESTAMPTZ,
+     started_at TIMESTAMPTZ, ended_at TIMESTAMPTZ, outcome VARCHAR,
+     windows INTEGER, sessions_written BIGINT, sessions_new BIGINT, sessions_updated BIGINT, rejected BIGINT,
+     requests BIGINT, retries BIGINT, rate_limited BIGINT, bisections BIGINT, partitions_written INTEGER, error VARCHAR)`,
+  `CREATE TABLE IF NOT EXISTS _backfills (
+     range_from BIGINT, range_to BIGINT, run_id VARCHAR, started_at TIMESTAMPTZ, completed_at TIMESTAMPTZ)`,
+];
+
+/** Refuses a DuckDB file that another program wrote, or a newer session-etl. */
+export async function checkOwnership(conn: DuckDBConnection, dbPath: string): Promise<void> {
+  const tables = await queryRows<{ table_name: string }>(
+    conn,
+    `SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'`,
+  );
+  const names = new Set(tables.map((t) => t.table_name));
+  if (names.size > 0 && !names.has('_session_etl_meta')) {
+    throw new DataDirError(
+      `${dbPath} is a DuckDB file of another program (tables: ${[...names].slice(0, 5).join(', ')}); ` +
+        'choose another --data-dir or move that file away',
+    );
+  }
+  if (names.has('_session_etl_meta')) {
+    const v = await queryRows<{ value: string }>(conn, `SELECT value FROM _session_etl_meta WHERE key = 'schema_version'`);
+    const version = Number(v[0]?.value ?? 0);
+    if (version > SCHEMA_VERSION) {
+      throw new DataDirError(`${dbPath} was written by a newer session-etl (schema ${version}); upgrade session-etl`);
+    }
+  }
+}
+
+/** Creates the state tables (and the sessions table unless the format is parquet), migrating older schemas, in one transaction. */
+export async function ensureSchema(c: DuckDBConnection, format: OutputFormat): Promise<void> {
+  await c.run('BEGIN TRANSACTION');
+  try {
+    for (const ddl of STATE_DDL) await c.run(ddl);
+    const genCol = await queryRows(c, `SELECT 1 FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = '_parquet_pending' AND column_name = 'gen'`);
+    if (genCol.length === 0) {
+      // Schema 1: one row per partition, primary key.
+      await c.run('CREATE TABLE _parquet_pending_v2 AS SELECT partition, 0::BIGINT AS gen FROM _parquet_pending');
+      await c.run('DROP TABLE _parquet_pending');
+      await c.run('ALTER TABLE _parquet_pending_v2 RENAME TO _parquet_pending');
+    }
+    // Committed rows wait here, without an index, until a flush merges them (see merge.ts).
+    await c.run(sessionsTableDdl('_pending_rows').replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)'));
+    if (format !== 'parquet') {
+      await c.run(sessionsTableDdl('sessions'));
+      await dropSessionsPrimaryKey(c);
+    }
+    await c.run(
+      `INSERT INTO _session_etl_meta VALUES ('schema_version', '${SCHEMA_VERSION}'), ('created_by', 'session-etl')
+       ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE _session_etl_meta.key = 'schema_version'`,
+    );
+    await c.run('COMMIT');
+  } catch (err) {
+    await c.run('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * Schema 1 (session-etl before the sliced merge) gave the sessions table a PRIMARY KEY index:
+ * rebuilt without it, rows in started_at order, inside the caller's transaction.
+ */
+async function dropSessionsPrimaryKey(c: DuckDBConnection): Promise<void> {
+  const pk = await queryRows<{ n: bigint }>(
+    c,
+    `SELECT count(*) AS n FROM duckdb_constraints() WHERE schema_name = 'main' AND table_name = 'sessions' AND constraint_type = 'PRIMARY KEY'`,
+  );
+  if (Number(pk[0]?.n ?? 0) === 0) return;
+  await c.run(sessionsTableDdl('_sessions_v2'));
+  await c.run(`INSERT INTO _sessions_v2 SELECT ${COLUMN_LIST} FROM sessions ORDER BY started_at, session_id`);
+  await c.run('DROP TABLE sessions');
+  await c.run('ALTER TABLE _sessions_v2 RENAME TO sessions');
+}

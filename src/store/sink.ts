@@ -1,0 +1,52 @@
+/**
+ * Where committed rows go, one implementation per output format: `TableSink` (formats duckdb and
+ * both: record files merged into the `sessions` table, and with both, its days rewritten to Parquet)
+ * and `ParquetOnlySink` (format parquet: rows wait in `_pending_rows` until their partition's file
+ * is rewritten). The store's facade and its commit queue talk to this interface only.
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+
+/** A committed window's records as a newline-delimited JSON file (every record already checked). */
+export interface RecordFile {
+  path: string;
+  count: number;
+  /** epoch seconds */
+  extractedAt: number;
+}
+
+export interface MergeResult {
+  /** Sessions new to the table / replacing a stored version. */
+  inserted: number;
+  updated: number;
+}
+
+export interface FlushResult {
+  partitions: string[];
+  /** Sessions new to the table or dataset / replacing a stored version (merged by this flush). */
+  inserted: number;
+  updated: number;
+}
+
+export interface Sink {
+  /**
+   * Whether a record file is itself the committed data (written under pending/ and fsynced before
+   * the commit, kept until merged), or only a way to hand the records to DuckDB (written under .tmp/).
+   */
+  readonly keepsFiles: boolean;
+  /** Inside a commit's transaction, on the main connection: takes the group's record files. */
+  commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void>;
+  /** After a group of windows committed. */
+  afterCommit(files: readonly RecordFile[]): Promise<void>;
+  /** Partitions whose Parquet file is older than the committed data. */
+  pendingPartitions(conn: DuckDBConnection): Promise<string[]>;
+  /** Marks the start of a run for the new/updated counts. */
+  beginRunCounts(): Promise<void>;
+  /** Makes every committed row visible in its final form; also returns what background work did since the last flush. */
+  flush(): Promise<FlushResult>;
+  /** No background work starts after this. */
+  stop(): void;
+  /** Resolves when the background work given so far has ended. */
+  idle(): Promise<void>;
+  /** Closes the sink's own connections (after the store's last statement). */
+  closeConnections(): void;
+}

@@ -1,0 +1,138 @@
+/**
+ * Formats duckdb and both: a committed window's record file is the committed data (listed in
+ * `_pending_files` by the commit); merges move the files' rows into the `sessions` table in the
+ * background and at each flush; with both, the days they touch are then rewritten to Parquet.
+ */
+import { basename } from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { BackgroundWork } from './background-work.js';
+import { completeDays, readCoverage } from './coverage.js';
+import { queryRows, type Db } from './duckdb.js';
+import type { StoreLayout } from './layout.js';
+import { mergeSlice, type MergeContext } from './merge.js';
+import { ParquetRewriter } from './parquet-rewriter.js';
+import type { FlushResult, MergeResult, RecordFile, Sink } from './sink.js';
+
+export class TableSink implements Sink {
+  readonly keepsFiles = true;
+  private readonly work: BackgroundWork;
+  private readonly rewriter: ParquetRewriter | undefined;
+  private readonly merge: MergeContext;
+  private mergeConn: DuckDBConnection | undefined;
+  private gen = 0;
+
+  constructor(
+    private readonly db: Db,
+    layout: StoreLayout,
+    /** Format both: the days merges touch are rewritten to Parquet. */
+    withParquet: boolean,
+    onBackgroundError: (err: unknown) => void,
+  ) {
+    this.rewriter = withParquet ? new ParquetRewriter(db, layout) : undefined;
+    this.merge = { pendingDir: layout.pendingDir, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c) };
+    const rewriter = this.rewriter;
+    this.work = new BackgroundWork(
+      {
+        mergeSlice: async () => mergeSlice(await this.mergeConnection(), this.merge),
+        ...(rewriter
+          ? {
+              rewriteReady: async () => {
+                const conn = (await rewriter.connections(1))[0]!;
+                return rewriter.rewritePending(completeDays(await this.pendingPartitions(conn), await readCoverage(conn)));
+              },
+            }
+          : {}),
+      },
+      onBackgroundError,
+    );
+  }
+
+  async commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void> {
+    // The files are the rows: the merge reads them (DuckDB parses them, with explicit types).
+    const values = files.map((_, i) => `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`).join(', ');
+    await c.run(`INSERT INTO _pending_files VALUES ${values}`, files.flatMap((f) => [basename(f.path), f.extractedAt, f.count]));
+  }
+
+  async afterCommit(): Promise<void> {
+    this.work.kick();
+  }
+
+  async pendingPartitions(conn: DuckDBConnection): Promise<string[]> {
+    if (!this.rewriter) return [];
+    return (await queryRows<{ p: string }>(conn, 'SELECT DISTINCT partition AS p FROM _parquet_pending ORDER BY 1')).map((r) => r.p);
+  }
+
+  /**
+   * Marks the start of a run for the new/updated counts: a session whose stored version predates
+   * this call counts as updated when replaced; one first stored after it counts once, as new or
+   * updated, however many windows return it. (Row ids are renumbered by a checkpoint that drops
+   * deleted rows, which DuckDB runs at most once per 1 GB of WAL: a run that long may count a few
+   * sessions twice; the data is not affected.)
+   */
+  async beginRunCounts(): Promise<void> {
+    await this.work.merging(async () => {
+      const r = await queryRows<{ m: bigint }>(await this.mergeConnection(), 'SELECT coalesce(max(rowid), -1) AS m FROM sessions');
+      this.merge.runRowidFloor = BigInt(r[0]?.m ?? -1n);
+    });
+  }
+
+  /**
+   * Merges every committed row into the sessions table, then (format both) rewrites every pending
+   * Parquet partition whole. Also returns what background work did since the last flush.
+   */
+  async flush(): Promise<FlushResult> {
+    const merged = await this.mergePending();
+    const rewriter = this.rewriter;
+    const partitions = rewriter
+      ? await this.work.rewriting(async () => rewriter.rewritePending(await this.pendingPartitions(this.db.conn)))
+      : [];
+    const result = this.work.takeResult();
+    result.inserted += merged.inserted;
+    result.updated += merged.updated;
+    result.partitions.push(...partitions);
+    return result;
+  }
+
+  stop(): void {
+    this.work.stop();
+  }
+
+  idle(): Promise<void> {
+    return this.work.idle();
+  }
+
+  closeConnections(): void {
+    this.mergeConn?.closeSync();
+    this.rewriter?.closeConnections();
+  }
+
+  /** Moves every committed row into the sessions table, slice by slice (see merge.ts). */
+  private mergePending(): Promise<MergeResult> {
+    return this.work.merging(async () => {
+      const total: MergeResult = { inserted: 0, updated: 0 };
+      const conn = await this.mergeConnection();
+      for (;;) {
+        const m = await mergeSlice(conn, this.merge);
+        total.inserted += m.inserted;
+        total.updated += m.updated;
+        if (!m.more) return total;
+      }
+    });
+  }
+
+  /** A generation number for Parquet marks, above every one already stored. */
+  private async nextGen(c: DuckDBConnection): Promise<bigint> {
+    if (this.gen === 0) {
+      this.gen = Number((await queryRows<{ g: bigint | null }>(c, 'SELECT coalesce(max(gen), 0) AS g FROM _parquet_pending'))[0]?.g ?? 0);
+    }
+    return BigInt(++this.gen);
+  }
+
+  private async mergeConnection(): Promise<DuckDBConnection> {
+    if (!this.mergeConn) {
+      this.mergeConn = await this.db.instance.connect();
+      await this.mergeConn.run("SET TimeZone = 'UTC'");
+    }
+    return this.mergeConn;
+  }
+}

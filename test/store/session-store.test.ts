@@ -1,0 +1,117 @@
+/**
+ * The store on its own, against a real DuckDB file in a temp directory (no emulator, no pipeline):
+ * windows committed with their data, merged to one row per session (newest version wins, counted as
+ * new or updated), Parquet partitions read back with an independent reader, coverage, the run log,
+ * and a failure of background work reported when it happens.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SessionStore } from '../../src/store/session-store.js';
+import type { OutputFormat } from '../../src/store/layout.js';
+import { captureLogger } from '../helpers/capture.js';
+import { parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+
+const D = 86_400;
+const DAY1 = 1767225600; // 2026-01-01T00:00:00Z
+const dirs: string[] = [];
+async function tempDir(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), 'session-etl-store-'));
+  dirs.push(d);
+  return d;
+}
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+function record(id: string, started: number, notes: string) {
+  return { id, companyId: 'c1', started, ended: started + 60, duration: 60, agent: { id: 'a1', name: 'Ann', email: 'ann@example.com' }, externalFields: { notes } };
+}
+function ndjson(records: object[], extractedAt: number) {
+  return { bytes: Buffer.from(records.map((r) => JSON.stringify(r)).join('\n') + '\n'), count: records.length, extractedAt };
+}
+
+async function open(dataDir: string, format: OutputFormat, logger = captureLogger()) {
+  return SessionStore.open({ dataDir, format, logger });
+}
+
+describe.each<OutputFormat>(['duckdb', 'both', 'parquet'])('SessionStore, format %s', (format) => {
+  it('commits windows with their coverage, merges to one row per session, and counts new and updated', async () => {
+    const dir = await tempDir();
+    let store = await open(dir, format);
+    await store.beginRunCounts();
+    await store.commitWindow({ window: { start: DAY1, end: DAY1 + D }, ndjson: ndjson([record('s1', DAY1 + 10, 'v1'), record('s2', DAY1 + 20, 'x')], 1000), rejected: [], runId: 'r1' });
+    await store.commitWindow({ window: { start: DAY1 + D, end: DAY1 + 2 * D }, ndjson: ndjson([record('s3', DAY1 + D + 5, 'y')], 1000), rejected: [], runId: 'r1' });
+    expect(await store.coverage()).toEqual([{ start: DAY1, end: DAY1 + 2 * D }]);
+    const first = await store.flush();
+    expect(first.inserted).toBe(3);
+    expect(first.updated).toBe(0);
+    await store.close();
+
+    // A later run brings a newer version of s1 and an older one of s2: s1 is updated, s2 kept.
+    store = await open(dir, format);
+    await store.beginRunCounts();
+    await store.commitWindow({ window: { start: DAY1, end: DAY1 + D }, ndjson: ndjson([record('s1', DAY1 + 10, 'v2')], 2000), rejected: [], runId: 'r2' });
+    await store.commitWindow({ window: { start: DAY1, end: DAY1 + D }, ndjson: ndjson([record('s2', DAY1 + 20, 'old')], 500), rejected: [], runId: 'r2' });
+    const second = await store.flush();
+    expect(second.inserted).toBe(0);
+    expect(await store.pendingPartitions()).toEqual([]);
+    await store.close();
+
+    const expected = [
+      { session_id: 's1', external_notes: 'v2', extracted_at: 2000 },
+      { session_id: 's2', external_notes: 'x', extracted_at: 1000 },
+      { session_id: 's3', external_notes: 'y', extracted_at: 1000 },
+    ];
+    if (format !== 'parquet') {
+      const rows = await readDuckDbSessions(dir);
+      expect(rows.map((r) => ({ session_id: r.session_id, external_notes: r.external_notes, extracted_at: r.extracted_at }))).toEqual(expected);
+    }
+    if (format !== 'duckdb') {
+      const parts = await readParquetDataset(dir);
+      expect(parts.map((p) => p.partition)).toEqual(['date=2026-01-01', 'date=2026-01-02']);
+      const rows = parquetRowsComparable(parts);
+      expect(rows.map((r) => ({ session_id: r.session_id, external_notes: r.external_notes, extracted_at: r.extracted_at }))).toEqual(expected);
+    }
+  });
+
+  it('keeps the run log and the backfills begun, across a reopen', async () => {
+    const dir = await tempDir();
+    let store = await open(dir, format);
+    const range = { start: DAY1, end: DAY1 + 3 * D };
+    await store.beginBackfill(range, 'r1');
+    await store.recordRun({
+      run_id: 'r1', kind: 'backfill', range_from: range.start, range_to: range.end, started_at: DAY1 + 5 * D, ended_at: null,
+      outcome: 'running', windows: 3, sessions_written: 0, sessions_new: null, sessions_updated: null, rejected: 0, requests: 0,
+      retries: 0, rate_limited: 0, bisections: 0, partitions_written: 0, error: null,
+    });
+    await store.close();
+    store = await open(dir, format);
+    expect(await store.openBackfill(range)).toBeDefined();
+    await store.completeBackfill(range);
+    expect(await store.openBackfill(range)).toBeUndefined();
+    const runs = await store.lastRuns();
+    expect(runs.map((r) => [r.run_id, r.outcome, Number(r.windows)])).toEqual([['r1', 'running', 3]]);
+    await store.close();
+  });
+});
+
+describe('SessionStore background work', () => {
+  it('reports a failed background merge when it happens, and the closing flush fails naming it', async () => {
+    const dir = await tempDir();
+    const logger = captureLogger();
+    const store = await open(dir, 'duckdb', logger);
+    // A committed record file DuckDB cannot read with the contract's types (the scanner would have
+    // refused it; here it stands for a file damaged on disk after its commit).
+    await store.commitWindow({
+      window: { start: DAY1, end: DAY1 + D },
+      ndjson: ndjson([{ ...record('s1', DAY1 + 10, 'v1'), agentGroupId: 'not a number' }], 1000),
+      rejected: [],
+      runId: 'r1',
+    });
+    await expect.poll(() => logger.lines.some((l) => l.includes('background merge or Parquet rewrite failed')), { timeout: 5000 }).toBe(true);
+    await expect(store.flush()).rejects.toThrow(/merging committed rows into the sessions table failed/);
+    await store.close();
+  });
+});
