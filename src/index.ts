@@ -16,6 +16,7 @@ export { SESSION_COLUMNS } from './store/contract.js';
 export type { OutputFormat } from './store/layout.js';
 export { DataDirError, StoreBusyError, StoreWriteError, StoreSettingError } from './store/errors.js';
 export { LockHeldError } from './store/lock.js';
+export { readStateSnapshot, StateSnapshotSchema, type StateSnapshot } from './store/state-snapshot.js';
 export { loadConfig } from './config/load.js';
 export { ConfigError, isConfigError } from './config/errors.js';
 export { ConfigSchema, type Config } from './config/schema.js';

@@ -4,6 +4,7 @@
  * both policies. Real processes, real HTTP, real files; the same checks as the full suite.
  */
 import { describe, expect, it } from 'vitest';
+import { DESTRUCTIVE_CASES, runBadInput } from './reliability/bad-input.js';
 import { runBadResponses } from './reliability/bad-responses.js';
 import { runCrashTrials } from './reliability/crash-trials.js';
 import { runFaultScenarios } from './reliability/fault-runs.js';
@@ -31,6 +32,12 @@ describe('reliability (small version of npm run test:reliability)', () => {
     const results = await runFaultScenarios({ seed, days: 5, budget: false, maxRuns: 1, requireEveryKind: false });
     expectClean(results);
     expect(results[0]!.injected).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('links in the data directory, demo over an export, a format switch: refused (exit 2), nothing touched', async () => {
+    const results = await runBadInput({ only: (c) => DESTRUCTIVE_CASES.includes(c) });
+    for (const r of results) expect({ scenario: r.scenario, failures: r.failures }).toEqual({ scenario: r.scenario, failures: [] });
+    expect(results.reduce((n, r) => n + r.trials, 0)).toBe(DESTRUCTIVE_CASES.length);
   }, 120_000);
 
   it('a string where an integer belongs: fails naming id and field, or is quarantined; nothing committed is lost', async () => {

@@ -29,13 +29,14 @@ export interface CommonFlags {
   wait?: boolean;
   notifyUrl?: string;
   maxLag?: string;
+  waitTimeout?: string;
 }
 
 export function addCommonOptions(cmd: Command): Command {
   return cmd
     .option('--config <file>', 'configuration file (JSON); also SESSION_ETL_CONFIG')
     .option('--data-dir <dir>', 'output directory; also SESSION_ETL_DATA_DIR (default ./data)')
-    .addOption(new Option('--format <format>', 'what to write (default both)').choices(['duckdb', 'parquet', 'both']))
+    .addOption(new Option('--format <format>', 'what to write (default: the data directory\'s format; a new one: both)').choices(['duckdb', 'parquet', 'both']))
     .option('--chunk <duration>', 'window length: 15m, 6h, 1d, 7d, ... (default 1d)')
     .option('--concurrency <n>', 'maximum requests in flight (default 4)')
     .option('--max-results-per-query <n>', 'split a window that returns at least this many records')
@@ -48,7 +49,8 @@ export function addCommonOptions(cmd: Command): Command {
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']))
     .option('--notify-url <url>', 'POST a JSON notification here when a run fails, recovers or falls behind; also SESSION_ETL_NOTIFY_URL')
     .option('--max-lag <duration>', 'notify when the checkpoint falls further behind now than this (default 26h)')
-    .option('--wait', 'when another run holds the data directory, wait for it instead of failing (exit 3)')
+    .option('--wait', 'when another run holds the data directory, or a reader holds the DuckDB file open, wait instead of failing (exit 3)')
+    .option('--wait-timeout <duration>', 'with --wait: give up (exit 3) after this long (default 6h)')
     .option('--json', 'print the summary as one JSON object on stdout')
     .option('--no-progress', 'no progress bar, even on a terminal');
 }
@@ -91,7 +93,10 @@ export function configFromFlags(flags: CommonFlags, extra: Partial<Record<keyof 
 }
 
 /** PipelineOptions from an effective configuration. The endpoint and key must be set. */
-export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean } = {}): PipelineOptions {
+/** How long --wait waits, for the lock and then for readers of the DuckDB file, unless --wait-timeout says otherwise. */
+export const DEFAULT_WAIT_TIMEOUT = '6h';
+
+export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; waitTimeout?: string } = {}): PipelineOptions {
   const c = loaded.config;
   if (!c.reportingUrl) {
     throw new UsageError('no reporting endpoint: set REPORTING_URL (or reportingUrl in the configuration file)');
@@ -99,11 +104,19 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean } 
   if (!c.apiKey) {
     throw new UsageError('no reporting API key: set REPORTING_API_KEY in the environment (or apiKeyFile in the configuration)');
   }
+  let waitTimeoutMs: number;
+  try {
+    waitTimeoutMs = parseDuration(flags.waitTimeout ?? DEFAULT_WAIT_TIMEOUT, '--wait-timeout') * 1000;
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
   return {
     reportingUrl: c.reportingUrl,
     apiKey: c.apiKey,
     dataDir: c.dataDir,
-    format: c.format,
+    // Set by the user (flag, environment, file): checked against the data directory's format.
+    // Otherwise the data directory's own format is used (a new one: the default).
+    ...(loaded.sources.format && loaded.sources.format !== 'default' ? { format: c.format } : {}),
     chunkSeconds: parseDuration(c.chunk),
     concurrency: c.concurrency,
     ...(c.maxResultsPerQuery ? { maxResultsPerQuery: c.maxResultsPerQuery } : {}),
@@ -115,8 +128,13 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean } 
     retry: { maxAttempts: c.maxAttempts },
     lock: {
       wait: Boolean(flags.wait),
+      waitTimeoutMs,
       onWait: (h) =>
         process.stderr.write(`waiting for the data directory's lock${h ? ` (held by pid ${h.pid} on ${h.host}, ${h.command})` : ''}…\n`),
+      onStoreBusy: (err) =>
+        process.stderr.write(
+          `waiting for ${err.holder}${err.byReader ? ', a reader,' : ''} to close the DuckDB file (up to ${flags.waitTimeout ?? DEFAULT_WAIT_TIMEOUT}, --wait-timeout)…\n`,
+        ),
     },
   };
 }

@@ -29,7 +29,7 @@ export function checkHealth(state: MonitoredState, o: HealthOptions): Health {
   const run = state.lastRun;
   if (run?.outcome === 'failed') {
     reasons.push(`last run ${run.runId} (${run.kind}) failed${run.error ? `: ${run.error}` : ''}`);
-  } else if (run?.outcome === 'unfinished') {
+  } else if (run?.outcome === 'died') {
     reasons.push(`last run ${run.runId} (${run.kind}), started ${iso(run.startedAt)}, never finished: its process was killed or crashed; run it again`);
   }
   if (state.checkpoint === null) {

@@ -115,7 +115,7 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
     help: '1 when the latest run failed or never finished, else 0',
     registers,
     collect() {
-      this.set(state.lastRun?.outcome === 'failed' || state.lastRun?.outcome === 'unfinished' ? 1 : 0);
+      this.set(state.lastRun?.outcome === 'failed' || state.lastRun?.outcome === 'died' ? 1 : 0);
     },
   });
   new Gauge({

@@ -1,7 +1,7 @@
 /**
  * What the gauges and the health check need from a data directory, read without writing anything.
- * The one place monitoring reads the store: today through `readStatus` (the DuckDB file, opened
- * read-only); it can switch to another reader without its callers noticing.
+ * The one place monitoring reads the store: through `readStatus`, which opens the DuckDB file
+ * read-only, or reads the run's state snapshot (state.json) while a run holds the file.
  */
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -13,7 +13,7 @@ import { readStatus } from '../store/status.js';
 export interface MonitoredRun {
   runId: string;
   kind: string;
-  /** succeeded, nothing-to-do, interrupted, failed; `unfinished` when its process ended without recording an outcome. */
+  /** succeeded, nothing-to-do, interrupted, failed; `died` when its process ended without recording an outcome (recorded so by the next run, or seen here from a dead lock holder). */
   outcome: string;
   startedAt: number;
   endedAt: number | null;
@@ -66,7 +66,7 @@ export async function readMonitoredState(dataDir: string, nowMs = Date.now()): P
   const inProgress = (r: MonitoredRun) => holder !== null && holder.command.includes(r.runId) && alive(holder);
   const finished = runs
     .filter((r) => r.outcome !== 'running' || !inProgress(r))
-    .map((r) => (r.outcome === 'running' ? { ...r, outcome: 'unfinished' } : r));
+    .map((r) => (r.outcome === 'running' ? { ...r, outcome: 'died' } : r));
   const success = finished.find((r) => r.outcome === 'succeeded' || r.outcome === 'nothing-to-do');
   return {
     checkpoint: s.checkpoint !== null ? Date.parse(s.checkpoint) / 1000 : null,

@@ -5,13 +5,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { DataDirError } from '../store/errors.js';
+import { mkdir, rmdir, unlink } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { DataDirError, StoreBusyError } from '../store/errors.js';
+import { StatePublisher, STATE_FILE } from '../store/state-snapshot.js';
 import { acquireLock, type Lock, type LockHolder } from '../store/lock.js';
 import { ReportingClient, type RetryOptions } from '../reporting/client.js';
 import type { FetchLike } from '../reporting/transport.js';
-import { checkWriterSettings, SessionStore, type RunRow } from '../store/session-store.js';
-import { layoutOf, type OutputFormat } from '../store/layout.js';
+import { checkWriterSettings, discardNew, SessionStore, type RunRow } from '../store/session-store.js';
+import { DIR_MODE, layoutOf, refuseLinks, type OutputFormat } from '../store/layout.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { redact } from '../util/redact.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
@@ -21,7 +24,7 @@ import { extractWindows, type ExtractStats } from './extract.js';
 import { flattenResponse, type InvalidPolicy } from './flatten.js';
 import { checkpointOf, holes, subtractIntervals } from '../time/intervals.js';
 import { RateController } from './rate-controller.js';
-import { cutWindows, describeWindow, isoOf, parseDuration, type Window } from '../time/windows.js';
+import { checkPlanSize, cutWindows, describeWindow, formatDuration, isoOf, parseDuration, type Window } from '../time/windows.js';
 import { CONFIG_DEFAULTS } from '../config/defaults.js';
 
 export interface PipelineOptions {
@@ -30,7 +33,11 @@ export interface PipelineOptions {
   /** Reporting API key (REPORTING_API_KEY). */
   apiKey: string;
   dataDir: string;
-  format: OutputFormat;
+  /**
+   * What to write. Default: the format the data directory recorded on its first run (a new one: both).
+   * One that differs from the recorded format is refused (DataDirError, exit 2).
+   */
+  format?: OutputFormat;
   /** Chunk length in seconds. Default 1 day. */
   chunkSeconds?: number;
   /** Maximum concurrent requests. Default 4. */
@@ -70,7 +77,16 @@ export interface PipelineOptions {
    * The data directory's one-writer lock. Default: taken, failing at once (LockHeldError, exit 3)
    * when another run holds it; `{ wait: true }` queues behind it; `false` when the caller holds it.
    */
-  lock?: false | { wait?: boolean; waitTimeoutMs?: number; onWait?: (holder: LockHolder | undefined) => void };
+  lock?:
+    | false
+    | {
+        wait?: boolean;
+        /** How long --wait waits for the lock, and then for readers to close the DuckDB file, ms (default: forever). */
+        waitTimeoutMs?: number;
+        onWait?: (holder: LockHolder | undefined) => void;
+        /** Called once when the DuckDB file is found held by another process (a reader) and the run waits. */
+        onStoreBusy?: (err: StoreBusyError) => void;
+      };
 }
 
 export interface BackfillOptions extends PipelineOptions {
@@ -133,6 +149,8 @@ export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
   validateCommon(opts);
   if (!Number.isInteger(opts.from) || !Number.isInteger(opts.to)) throw new RangeError('from and to must be whole epoch seconds');
   if (opts.from >= opts.to) throw new RangeError(`--from (${isoOf(opts.from)}) must be before --to (${isoOf(opts.to)})`);
+  // Refused before anything is written (the plan inside the run is never larger than this range).
+  checkPlanSize([{ start: opts.from, end: opts.to }], opts.chunkSeconds ?? DEFAULTS.chunkSeconds);
   return execute(opts, 'backfill', async (store, nowS) => {
     const settle = opts.settleSeconds ?? DEFAULTS.settleSeconds;
     const to = Math.min(opts.to, Math.floor(nowS - settle));
@@ -154,8 +172,14 @@ export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
 /** Incremental: from checkpoint - lookback (or `since` on the first run) to now - settle. */
 export async function runExport(opts: ExportOptions): Promise<RunSummary> {
   validateCommon(opts);
-  if (opts.since === undefined && !existsSync(layoutOf(opts.dataDir, opts.format).dbPath)) {
+  const stored = (['both', 'parquet'] as const).some((f) => existsSync(layoutOf(opts.dataDir, f).dbPath));
+  if (opts.since === undefined && !stored) {
     throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);
+  }
+  if (opts.since !== undefined && !stored) {
+    // The first export plans [since, now - settle): refused before anything is written when too large.
+    const to = Math.floor((opts.now ?? Date.now)() / 1000 - (opts.settleSeconds ?? DEFAULTS.settleSeconds));
+    if (opts.since < to) checkPlanSize([{ start: opts.since, end: to }], opts.chunkSeconds ?? DEFAULTS.chunkSeconds);
   }
   return execute(opts, 'export', async (store, nowS) => {
     const settle = opts.settleSeconds ?? DEFAULTS.settleSeconds;
@@ -187,6 +211,9 @@ export class FirstRunNeedsSinceError extends Error {
   readonly exitCode = ExitCode.usage;
 }
 
+/** Lowest --max-requests-per-second accepted: below it a run would seem to hang (README "Limits"). */
+export const MIN_REQUESTS_PER_SECOND = 0.01;
+
 function validateCommon(opts: PipelineOptions): void {
   const posInt = (v: number | undefined, name: string) => {
     if (v !== undefined && (!Number.isInteger(v) || v <= 0)) throw new RangeError(`${name} must be a positive whole number, got ${v}`);
@@ -195,6 +222,12 @@ function validateCommon(opts: PipelineOptions): void {
   posInt(opts.chunkSeconds, 'chunk');
   posInt(opts.minChunkSeconds, 'min-chunk');
   posInt(opts.maxResultsPerQuery, 'max-results-per-query');
+  const rps = opts.maxRequestsPerSecond;
+  if (rps !== undefined && !(Number.isFinite(rps) && rps >= MIN_REQUESTS_PER_SECOND)) {
+    throw new RangeError(
+      `max-requests-per-second must be a number of at least ${MIN_REQUESTS_PER_SECOND} (one request every ${1 / MIN_REQUESTS_PER_SECOND} s), got ${rps}`,
+    );
+  }
   if (opts.settleSeconds !== undefined && (!Number.isInteger(opts.settleSeconds) || opts.settleSeconds < 0)) {
     throw new RangeError(`settle must be zero or more seconds, got ${opts.settleSeconds}`);
   }
@@ -226,10 +259,17 @@ async function execute(
 
   checkWriterSettings();
   let lock: Lock | undefined;
+  let dirCreated: string | undefined;
   if (opts.lock !== false) {
-    await ensureDataDir(opts.dataDir);
-    lock = await acquireLock(layoutOf(opts.dataDir, opts.format).lockPath, {
+    dirCreated = await ensureDataDir(opts.dataDir);
+    // Before the lock: its directory must not be a link either.
+    await refuseLinks(opts.dataDir).catch(async (err: unknown) => {
+      await removeEmptyDirs(opts.dataDir, dirCreated);
+      throw err;
+    });
+    lock = await acquireLock(layoutOf(opts.dataDir, 'both').lockPath, {
       command: `${kind} (run ${runId})`,
+      runId,
       ...(opts.lock?.wait ? { wait: true } : {}),
       ...(opts.lock?.waitTimeoutMs !== undefined ? { waitTimeoutMs: opts.lock.waitTimeoutMs } : {}),
       ...(opts.lock?.onWait ? { onWait: opts.lock.onWait } : {}),
@@ -238,11 +278,18 @@ async function execute(
   }
   let store: SessionStore;
   try {
-    store = await SessionStore.open({ dataDir: opts.dataDir, format: opts.format, logger });
+    store = await openWhenFree(opts, logger);
   } catch (err) {
     await lock?.release();
+    await removeEmptyDirs(opts.dataDir, dirCreated);
     throw err;
   }
+  const publisher = new StatePublisher(
+    store,
+    { runId, pid: process.pid, host: hostname(), startedAt: new Date(startedMs).toISOString(), command: `${kind} (run ${runId})` },
+    { now, onError: (err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json); the run goes on') },
+  );
+  const format = store.format;
   const stats: ExtractStats = { requests: 0, retries: 0, rateLimited: 0, bisections: 0, windowsDone: 0, records: 0 };
   const totals = { written: 0, inserted: 0, updated: 0, rejected: 0, duplicatesDropped: 0 };
   const partitionsWritten = new Set<string>();
@@ -255,8 +302,12 @@ async function execute(
     recovered.partitions.forEach((p) => partitionsWritten.add(p));
     if (recovered.partitions.length) logger.info({ partitions: recovered.partitions.length }, 'finished Parquet rewrites left by an earlier run');
 
+    // No other run can be going while we hold the lock: one still marked running was killed or crashed.
+    const died = await store.recordDiedRuns(runId, lock?.tookOverFrom);
+    if (died.length) logger.warn({ runs: died }, `recorded ${died.length === 1 ? 'an earlier run' : 'earlier runs'} that died without an outcome as died`);
     await store.beginRunCounts();
     const p = await plan(store, startedMs / 1000);
+    checkPlanSize(p.todo, chunk);
     const windows = p.todo.flatMap((w) => cutWindows(w.start, w.end, chunk));
     if (opts.newestFirst) windows.reverse();
     const baseRow = (): RunRow => ({
@@ -281,6 +332,7 @@ async function execute(
     });
     await store.recordRun(baseRow());
     runRecorded = true;
+    publisher.soon();
     if (p.backfill && !p.resumed) await store.beginBackfill(p.backfill, runId);
     logger.info(
       { range: p.range ? describeWindow(p.range) : null, windows: windows.length, resumed: p.resumed },
@@ -357,6 +409,7 @@ async function execute(
           if (flat.rejected.length) logger.warn({ window: describeWindow(w), rejected: flat.rejected.length }, 'records quarantined in rejected_sessions');
         }
         totals.written += r.written;
+        publisher.soon();
         opts.onProgress?.({ windowsTotal: windows.length, windowsDone: stats.windowsDone, sessions: totals.written });
       },
     });
@@ -404,8 +457,8 @@ async function execute(
       coverageHoles: holes(coverage).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
       files: {
         dataDir: opts.dataDir,
-        duckdb: opts.format === 'parquet' ? null : store.layout.dbPath,
-        parquet: opts.format === 'duckdb' ? null : store.layout.parquetDir,
+        duckdb: format === 'parquet' ? null : store.layout.dbPath,
+        parquet: format === 'duckdb' ? null : store.layout.parquetDir,
         partitionsWritten: [...partitionsWritten].sort(),
       },
       ...(errorText ? { error: errorText } : {}),
@@ -444,14 +497,77 @@ async function execute(
     throw err;
   } finally {
     if (flushTimer) clearInterval(flushTimer);
+    // The snapshot readers see once the run has ended (status reads the DuckDB file itself then).
+    await publisher.final().catch((err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json)'));
+    // A new store whose run failed before committing anything holds nothing worth keeping (a wrong
+    // key, say): what this run created goes again. Data of any earlier run is never touched.
+    const kept = summary?.outcome === 'succeeded' || summary?.outcome === 'nothing-to-do';
+    const discard = !kept && store.created.length > 0 && (await store.coverage().then((c) => c.length === 0, () => false));
     await store.close();
+    if (discard) {
+      await discardNew(store.created);
+      // The snapshot this run published describes a store that is gone.
+      await unlink(join(opts.dataDir, STATE_FILE)).catch(() => {});
+    }
     await lock?.release();
+    if (discard) await removeEmptyDirs(opts.dataDir, dirCreated);
   }
 }
 
-async function ensureDataDir(dir: string): Promise<void> {
+/**
+ * How long a run keeps trying to open a DuckDB file held by another process without --wait: long
+ * enough for a `status` or `sessions` that had it open for a moment, short enough to fail a
+ * nightly run at once when a BI tool keeps it open.
+ */
+const STORE_BUSY_GRACE_MS = 3_000;
+const STORE_BUSY_POLL_MS = 500;
+
+/**
+ * Opens the store, waiting while another process (a reader: a BI tool, a notebook) holds the DuckDB
+ * file: a few seconds without --wait, up to the wait timeout with it. Throws StoreBusyError (exit 3)
+ * naming the holder when it is still held.
+ */
+async function openWhenFree(opts: PipelineOptions, logger: Logger): Promise<SessionStore> {
+  const lock = opts.lock || undefined;
+  const deadline = Date.now() + (lock?.wait ? (lock.waitTimeoutMs ?? Infinity) : STORE_BUSY_GRACE_MS);
+  let told = false;
+  for (;;) {
+    try {
+      return await SessionStore.open({ dataDir: opts.dataDir, format: opts.format, logger });
+    } catch (err) {
+      if (err instanceof StoreBusyError && opts.stopSignal?.aborted) {
+        throw new RunInterruptedError(`stopped while waiting for ${err.holder} to close the DuckDB file; nothing was written`, opts.stopExitCode ?? 130);
+      }
+      if (!(err instanceof StoreBusyError) || Date.now() >= deadline) {
+        if (err instanceof StoreBusyError && lock?.wait) {
+          const waited = formatDuration(Math.max(1, Math.round((lock.waitTimeoutMs ?? 0) / 1000)));
+          const text =
+            `The DuckDB file in ${opts.dataDir} is still held open by ${err.holder}${err.byReader ? ', a reader,' : ''} ` +
+            `after waiting ${waited} (--wait-timeout): close that connection, or give a longer --wait-timeout` +
+            (err.byReader ? '; point BI tools at the Parquet dataset (parquet/sessions/), which a run never locks' : '');
+          throw new StoreBusyError(text, {
+            cause: err,
+            holder: err.holder,
+            byReader: err.byReader,
+            ...(err.pid !== undefined ? { pid: err.pid } : {}),
+          });
+        }
+        throw err;
+      }
+      if (!told && lock?.wait) {
+        told = true;
+        logger.warn({ holder: err.holder, reader: err.byReader }, 'the DuckDB file is held by another process: waiting for it to close');
+        lock.onStoreBusy?.(err);
+      }
+      await realSleep(STORE_BUSY_POLL_MS, opts.stopSignal).catch(() => {});
+    }
+  }
+}
+
+/** Creates the data directory when missing; returns the first directory it created (see mkdir), if any. */
+async function ensureDataDir(dir: string): Promise<string | undefined> {
   try {
-    await mkdir(dir, { recursive: true });
+    return await mkdir(dir, { recursive: true, mode: DIR_MODE });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new DataDirError(
@@ -459,5 +575,14 @@ async function ensureDataDir(dir: string): Promise<void> {
         (code === 'EACCES' || code === 'EROFS' || code === 'EPERM' ? 'it is not writable; choose another --data-dir' : 'a file stands in the way; choose another --data-dir'),
       { cause: err },
     );
+  }
+}
+
+/** Removes `dir` and its parents up to `top` (the directories ensureDataDir created), each only if empty. */
+async function removeEmptyDirs(dir: string, top: string | undefined): Promise<void> {
+  if (top === undefined) return;
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    if (!(await rmdir(d).then(() => true, () => false))) return;
+    if (d === resolve(top) || dirname(d) === d) return;
   }
 }

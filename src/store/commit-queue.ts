@@ -4,7 +4,8 @@
  * (group commit): each window is still all-or-nothing, and a group costs one fsync instead of one
  * per window. Rows reach their final form when the sink merges them (see sink.ts).
  */
-import { mkdir, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
+import { mkdir, readdir, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBDataChunk, BOOLEAN, DOUBLE, VARCHAR, type DuckDBType, type DuckDBConnection } from '@duckdb/node-api';
 import type { RowBatch, RejectedRecord } from './rows.js';
@@ -15,7 +16,7 @@ import { SESSION_COLUMNS } from './contract.js';
 import { queryRows } from './duckdb.js';
 import { fsyncFile } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
-import { NULL_PARTITION, type StoreLayout } from './layout.js';
+import { DIR_MODE, FILE_MODE, NULL_PARTITION, PENDING_FILE_NAME, type StoreLayout } from './layout.js';
 import type { SerialQueue } from './serial-queue.js';
 import type { RecordFile, Sink } from './sink.js';
 
@@ -89,7 +90,7 @@ export class CommitQueue {
       // file itself is what the transaction commits (by name), it must be durable first.
       const keep = this.sink.keepsFiles;
       if (keep && !this.pendingDirMade) {
-        await mkdir(this.layout.pendingDir, { recursive: true });
+        await mkdir(this.layout.pendingDir, { recursive: true, mode: DIR_MODE });
         this.pendingDirMade = true;
       }
       // Named by window start: a merge reads its files in that order, so rows land in the table roughly by time.
@@ -97,7 +98,7 @@ export class CommitQueue {
         keep ? this.layout.pendingDir : this.layout.tmpDir,
         `rows-${String(commit.window.start).padStart(12, '0')}-${process.pid}-${++this.fileSeq}.ndjson`,
       );
-      await writeFile(path, commit.ndjson.bytes);
+      await writeFile(path, commit.ndjson.bytes, { mode: FILE_MODE });
       if (keep) await fsyncFile(path);
       file = { path, count: commit.ndjson.count, extractedAt: commit.ndjson.extractedAt };
     }
@@ -186,16 +187,21 @@ export class CommitQueue {
   }
 }
 
-/** Removes files of windows whose transaction never committed (a crash between the write and the commit). */
+/**
+ * Removes files of windows whose transaction never committed (a crash between the write and the
+ * commit). Only files named as session-etl names them are removed; anything else in pending/ is left alone.
+ */
 export async function dropUncommittedFiles(conn: DuckDBConnection, pendingDir: string): Promise<void> {
-  let names: string[];
+  let entries: Dirent[];
   try {
-    names = await readdir(pendingDir);
+    entries = await readdir(pendingDir, { withFileTypes: true });
   } catch {
     return;
   }
   const listed = new Set((await queryRows<{ file: string }>(conn, 'SELECT file FROM _pending_files')).map((r) => r.file));
-  for (const n of names) if (!listed.has(n)) await rm(join(pendingDir, n), { force: true, recursive: true });
+  for (const e of entries) {
+    if (e.isFile() && PENDING_FILE_NAME.test(e.name) && !listed.has(e.name)) await unlink(join(pendingDir, e.name)).catch(() => {});
+  }
   if (listed.size === 0) await rmdir(pendingDir).catch(() => {});
 }
 

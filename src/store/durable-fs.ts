@@ -1,5 +1,6 @@
 /** File-system steps the store makes durable: existence, the head of a file, fsync of files and directories. */
 import { open, stat } from 'node:fs/promises';
+import { FILE_MODE } from './layout.js';
 
 export async function exists(p: string): Promise<boolean> {
   try {
@@ -22,9 +23,14 @@ export async function fileHead(path: string): Promise<Buffer> {
   }
 }
 
-export async function fsyncFile(path: string): Promise<void> {
+/** fsync; with restrictMode, also takes from a file DuckDB created what FILE_MODE does not allow (whatever the umask). */
+export async function fsyncFile(path: string, opts: { restrictMode?: boolean } = {}): Promise<void> {
   const fh = await open(path, 'r+');
   try {
+    if (opts.restrictMode) {
+      const mode = (await fh.stat()).mode & 0o777;
+      if (mode & ~FILE_MODE) await fh.chmod(mode & FILE_MODE);
+    }
     await fh.sync();
   } finally {
     await fh.close();

@@ -16,6 +16,16 @@ export class StoreWriteError extends Error {
 export class StoreBusyError extends Error {
   override readonly name = 'StoreBusyError';
   readonly exitCode = ExitCode.locked;
+  /** Who holds it, as DuckDB names it ("pid 123 (node)"), and whether it only reads. */
+  readonly holder: string;
+  readonly byReader: boolean;
+  readonly pid: number | undefined;
+  constructor(message: string, opts: { cause?: unknown; holder?: string; byReader?: boolean; pid?: number } = {}) {
+    super(message, opts.cause !== undefined ? { cause: opts.cause } : undefined);
+    this.holder = opts.holder ?? 'another process';
+    this.byReader = opts.byReader ?? false;
+    this.pid = opts.pid;
+  }
 }
 
 /** A store setting from the environment is not valid (names the variable and the accepted form). Exit 2. */

@@ -1,4 +1,7 @@
-import { join } from 'node:path';
+import type { Dirent } from 'node:fs';
+import { lstat, readdir, readlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { DataDirError } from './errors.js';
 
 export type OutputFormat = 'duckdb' | 'parquet' | 'both';
 
@@ -37,4 +40,59 @@ export const PARTITION_FILE = 'part-0.parquet';
 
 export function partitionDir(parquetDir: string, partition: string): string {
   return join(parquetDir, `date=${partition}`);
+}
+
+/**
+ * Modes of what session-etl creates, whatever the umask: no access for others (the data holds
+ * customer names, emails and IPs); the group may read (BI service accounts). See README "File modes".
+ */
+export const DIR_MODE = 0o750;
+export const FILE_MODE = 0o640;
+
+/** Names of the files session-etl writes under .tmp/ (cleanup removes only these) and pending/. */
+export const TMP_FILE_NAME = /^(?:\.probe-\d+|rows-\d{12,}-\d+-\d+\.ndjson|(?:\d{4,}-\d{2}-\d{2}|__HIVE_DEFAULT_PARTITION__)-\d+-\d+\.parquet)$/;
+export const PENDING_FILE_NAME = /^rows-\d{12,}-\d+-\d+\.ndjson$/;
+/** A partition directory's name under parquet/sessions/. */
+export const PARTITION_DIR_NAME = /^date=(?:\d{4,}-\d{2}-\d{2}|__HIVE_DEFAULT_PARTITION__)$/;
+
+/**
+ * Refuses (DataDirError, exit 2) a data directory with a symbolic link where session-etl keeps a
+ * file or directory of its own: following it, a run would write into, or clean up, what the link
+ * points to. The data directory itself may be a link (/srv/data -> /mnt/disk/data): only what is
+ * inside it is checked.
+ */
+export async function refuseLinks(dataDir: string): Promise<void> {
+  const both = layoutOf(dataDir, 'both');
+  const parquetOnly = layoutOf(dataDir, 'parquet');
+  const paths = [
+    both.dbPath, `${both.dbPath}.wal`, `${both.dbPath}.tmp`,
+    parquetOnly.dbPath, `${parquetOnly.dbPath}.wal`, `${parquetOnly.dbPath}.tmp`,
+    both.tmpDir, both.pendingDir, dirname(both.parquetDir), both.parquetDir, both.lockPath,
+  ];
+  for (const p of paths) await refuseLink(dataDir, p);
+  let partitions: Dirent[] = [];
+  try {
+    partitions = await readdir(both.parquetDir, { withFileTypes: true });
+  } catch {
+    // No dataset yet (or it is not a directory: checked where it is used).
+  }
+  for (const e of partitions) if (e.isSymbolicLink()) await refuseLink(dataDir, join(both.parquetDir, e.name));
+}
+
+async function refuseLink(dataDir: string, path: string): Promise<void> {
+  let isLink: boolean;
+  try {
+    isLink = (await lstat(path)).isSymbolicLink();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return;
+    throw new DataDirError(`data directory ${dataDir} cannot be used (${code}): ${path} is not reachable; choose another --data-dir`, { cause: err });
+  }
+  if (!isLink) return;
+  const target = await readlink(path).catch(() => '?');
+  throw new DataDirError(
+    `data directory ${dataDir} cannot be used: ${path} is a symbolic link (to ${target}), and session-etl never follows a link ` +
+      'inside its data directory (it would write into, or clean up, what the link points to). Remove the link and let ' +
+      'session-etl create the directory, or point --data-dir at the real directory (the data directory itself may be a link)',
+  );
 }

@@ -24,6 +24,8 @@ export interface LockHolder {
   host: string;
   startedAt: string;
   command: string;
+  /** The run holding the lock (absent for holders that are not runs, and in locks of older versions). */
+  runId?: string;
 }
 
 export class LockHeldError extends Error {
@@ -44,6 +46,8 @@ export class LockHeldError extends Error {
 
 export interface LockOptions {
   command: string;
+  /** The run taking the lock (written to holder.json, so that readers can name it). */
+  runId?: string;
   /** Wait for the lock instead of failing at once. */
   wait?: boolean;
   /** Give up waiting after this long, ms (default: forever). */
@@ -59,6 +63,8 @@ export interface LockOptions {
 
 export interface Lock {
   readonly path: string;
+  /** The holder whose stale lock this one took over (a run killed or crashed), if any. */
+  readonly tookOverFrom?: LockHolder;
   release(): Promise<void>;
 }
 
@@ -69,7 +75,14 @@ export async function acquireLock(path: string, opts: LockOptions): Promise<Lock
   const staleMs = opts.staleMs ?? 60_000;
   const deadline = opts.waitTimeoutMs !== undefined ? Date.now() + opts.waitTimeoutMs : Infinity;
   let waited = false;
-  const me: LockHolder = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), command: opts.command };
+  let tookOverFrom: LockHolder | undefined;
+  const me: LockHolder = {
+    pid: process.pid,
+    host: hostname(),
+    startedAt: new Date().toISOString(),
+    command: opts.command,
+    ...(opts.runId ? { runId: opts.runId } : {}),
+  };
   for (;;) {
     // The lock appears with its holder file already in it: the directory is prepared aside and
     // renamed into place (atomic; it fails while another lock is there). A writer killed half-way
@@ -80,7 +93,7 @@ export async function acquireLock(path: string, opts: LockOptions): Promise<Lock
       await writeFile(join(staging, HOLDER), JSON.stringify(me), { mode: 0o644 });
       await rename(staging, path);
       await removeLeftovers(path);
-      return holdLock(path);
+      return holdLock(path, tookOverFrom);
     } catch (err) {
       await rm(staging, { recursive: true, force: true }).catch(() => {});
       const code = (err as NodeJS.ErrnoException).code;
@@ -93,7 +106,7 @@ export async function acquireLock(path: string, opts: LockOptions): Promise<Lock
     }
     const holder = await readHolder(path);
     if (await isStale(path, holder, staleMs)) {
-      await takeOver(path, holder);
+      if ((await takeOver(path, holder)) && holder) tookOverFrom = holder;
       continue;
     }
     if (!opts.wait || Date.now() > deadline) throw new LockHeldError(path, holder);
@@ -115,7 +128,7 @@ async function removeLeftovers(path: string): Promise<void> {
   }
 }
 
-function holdLock(path: string): Lock {
+function holdLock(path: string, tookOverFrom: LockHolder | undefined): Lock {
   const beat = setInterval(() => {
     const t = new Date();
     utimes(join(path, HOLDER), t, t).catch(() => {});
@@ -124,6 +137,7 @@ function holdLock(path: string): Lock {
   let released = false;
   return {
     path,
+    ...(tookOverFrom ? { tookOverFrom } : {}),
     async release() {
       if (released) return;
       released = true;
@@ -139,6 +153,14 @@ export async function readHolder(path: string): Promise<LockHolder | undefined> 
   } catch {
     return undefined;
   }
+}
+
+/**
+ * What can be said of a lock's holder from here: `dead` only for a holder on this host whose pid is
+ * gone (a kill -9 or a crash); a holder on another host is taken at its word (`alive`).
+ */
+export function holderState(holder: LockHolder): 'alive' | 'dead' {
+  return holder.host === hostname() && !pidAlive(holder.pid) ? 'dead' : 'alive';
 }
 
 function pidAlive(pid: number): boolean {
@@ -164,19 +186,20 @@ async function isStale(path: string, holder: LockHolder | undefined, staleMs: nu
   }
 }
 
-/** Moves a stale lock aside; if what was moved is not the lock judged stale, puts it back. */
-async function takeOver(path: string, judged: LockHolder | undefined): Promise<void> {
+/** Moves a stale lock aside; if what was moved is not the lock judged stale, puts it back. True when it was removed. */
+async function takeOver(path: string, judged: LockHolder | undefined): Promise<boolean> {
   const aside = `${path}.stale-${process.pid}-${Date.now()}`;
   try {
     await rename(path, aside);
   } catch {
-    return; // someone else took it over first: try again from the top
+    return false; // someone else took it over first: try again from the top
   }
   const moved = await readHolder(aside);
   const same = JSON.stringify(moved) === JSON.stringify(judged);
   if (!same) {
     await rename(aside, path).catch(() => {});
-    return;
+    return false;
   }
   await rm(aside, { recursive: true, force: true });
+  return true;
 }

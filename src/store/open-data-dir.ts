@@ -3,12 +3,13 @@
  * written (a file of another program where ours go, a DuckDB file that is not ours), creating the
  * directories, and opening the DuckDB file with the message a user can act on when that fails.
  */
-import { mkdir, open, readdir, rm, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { chmod, lstat, mkdir, open, readdir, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { openDb, type Db } from './duckdb.js';
 import { exists, fileHead } from './durable-fs.js';
 import { DataDirError, firstLine, StoreBusyError, StoreSettingError } from './errors.js';
-import type { OutputFormat, StoreLayout } from './layout.js';
+import { DIR_MODE, FILE_MODE, layoutOf, refuseLinks, TMP_FILE_NAME, type OutputFormat, type StoreLayout } from './layout.js';
+import { formatMismatch } from './schema.js';
 
 /**
  * DuckDB's memory limit for a writer (SESSION_ETL_DUCKDB_MEMORY_LIMIT, default 256MB). Without one,
@@ -35,18 +36,32 @@ export function checkWriterSettings(): void {
   }
 }
 
+/** What opening a data directory found. */
+export interface OpenedDataDir {
+  db: Db;
+  layout: StoreLayout;
+  /** The format the DuckDB file's name says (sessions.duckdb: duckdb or both; state.duckdb: parquet). */
+  fileFormat: OutputFormat;
+  /** Whether the DuckDB file was there before (its tables are checked next). */
+  existed: boolean;
+  /** Directories this call created, then the DuckDB file when it was new: what discardNew may remove. */
+  created: string[];
+}
+
 /**
  * Checks the directory and opens its DuckDB file. Nothing is written to a directory before it is
- * known to be ours: a file of another program where ours go, or a DuckDB file that is not ours, is
- * refused first. `existed` tells whether the DuckDB file was there before (its tables are checked next).
+ * known to be ours: a file of another program where ours go, a link out of it, or a DuckDB file
+ * that is not ours, is refused first.
  */
-export async function openDataDir(layout: StoreLayout, format: OutputFormat, readOnly: boolean): Promise<{ db: Db; existed: boolean }> {
+export async function openDataDir(dataDir: string, asked: OutputFormat | undefined, readOnly: boolean): Promise<OpenedDataDir> {
   if (!readOnly) checkWriterSettings();
+  const fileFormat = await formatOfFiles(dataDir, asked, readOnly);
+  const layout = layoutOf(dataDir, fileFormat);
   let existed = await exists(layout.dbPath);
   if (readOnly && !existed) {
-    throw new DataDirError(`no session-etl data in ${layout.dataDir} (expected ${layout.dbPath}); run a backfill or export first`);
+    throw new DataDirError(`no session-etl data in ${dataDir} (expected ${layout.dbPath}); run a backfill or export first`);
   }
-  if (!readOnly) await checkLayout(layout, format);
+  if (!readOnly) await checkLayout(layout, asked ?? fileFormat);
   if (existed) {
     const head = await fileHead(layout.dbPath);
     if (head.length === 0 && !readOnly && !(await exists(`${layout.dbPath}.wal`))) {
@@ -61,17 +76,67 @@ export async function openDataDir(layout: StoreLayout, format: OutputFormat, rea
       );
     }
   }
-  if (!readOnly && !existed) await prepareDirs(layout);
+  const created = !readOnly && !existed ? await prepareDirs(layout) : [];
+  let db: Db;
   try {
-    const db = await openDb(layout.dbPath, { readOnly, ...(readOnly ? {} : { memoryLimit: WRITER_MEMORY_LIMIT, threads: WRITER_THREADS }) });
-    return { db, existed };
+    db = await openDb(layout.dbPath, { readOnly, ...(readOnly ? {} : { memoryLimit: WRITER_MEMORY_LIMIT, threads: WRITER_THREADS }) });
   } catch (err) {
-    throw translateOpenError(err, layout.dbPath);
+    throw translateOpenError(err, layout.dbPath, readOnly);
   }
+  if (!existed) {
+    try {
+      // DuckDB created the file with the umask's mode.
+      const mode = (await stat(layout.dbPath)).mode & 0o777;
+      if (mode & ~FILE_MODE) await chmod(layout.dbPath, mode & FILE_MODE);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    created.push(layout.dbPath);
+  }
+  return { db, layout, fileFormat, existed, created };
 }
 
-/** Refuses, writing nothing, a data directory where a file stands in the place of one of our directories. */
+/**
+ * Which DuckDB file to open: state.duckdb for format parquet, sessions.duckdb for duckdb and both.
+ * Without a format asked for, the file the directory holds (a new directory: both). Refuses a format
+ * whose file is missing while the other one is there, and a directory holding both without a format.
+ */
+async function formatOfFiles(dataDir: string, asked: OutputFormat | undefined, readOnly: boolean): Promise<OutputFormat> {
+  const sessionsFile = await exists(layoutOf(dataDir, 'both').dbPath);
+  const stateFile = await exists(layoutOf(dataDir, 'parquet').dbPath);
+  if (asked === 'parquet' && sessionsFile && !stateFile) throw formatMismatch(dataDir, 'duckdb or both', asked);
+  if (asked && asked !== 'parquet' && stateFile && !sessionsFile) throw formatMismatch(dataDir, 'parquet', asked);
+  if (asked) return asked;
+  if (sessionsFile && stateFile) {
+    throw new DataDirError(
+      `data directory ${dataDir} holds both sessions.duckdb (format duckdb or both) and state.duckdb (format parquet): ` +
+        'pass --format to say which one to use',
+    );
+  }
+  if (stateFile) return 'parquet';
+  if (!sessionsFile && readOnly) throw new DataDirError(`no session-etl data in ${dataDir}: run a backfill or an export first`);
+  return 'both';
+}
+
+/**
+ * Removes what a writer created, once closed, when its run committed nothing: the DuckDB file it
+ * created (and its WAL), and the directories it created when they are empty. Nothing else.
+ */
+export async function discardNew(created: readonly string[]): Promise<void> {
+  for (const p of created) {
+    if (!p.endsWith('.duckdb')) continue;
+    for (const f of [p, `${p}.wal`]) {
+      const st = await lstat(f).catch(() => undefined);
+      if (st?.isFile()) await unlink(f).catch(() => {});
+    }
+  }
+  for (const p of [...created].reverse()) if (!p.endsWith('.duckdb')) await rmdir(p).catch(() => {});
+}
+
+/** Refuses, writing nothing, a data directory where a file stands in the place of one of our directories, or a link leads out of it. */
 async function checkLayout(layout: StoreLayout, format: OutputFormat): Promise<void> {
+  await refuseLinks(layout.dataDir);
   const dirs = [layout.dataDir, layout.tmpDir, layout.pendingDir];
   if (format !== 'duckdb') dirs.push(dirname(layout.parquetDir), layout.parquetDir);
   for (const d of dirs) {
@@ -92,18 +157,24 @@ async function checkLayout(layout: StoreLayout, format: OutputFormat): Promise<v
   }
 }
 
-export async function prepareDirs(layout: StoreLayout): Promise<void> {
+/** Creates the data directory and .tmp/ when missing; returns the directories it created. */
+export async function prepareDirs(layout: StoreLayout): Promise<string[]> {
+  const created: string[] = [];
   try {
-    await mkdir(layout.dataDir, { recursive: true });
+    if (await mkdir(layout.dataDir, { recursive: true, mode: DIR_MODE })) created.push(layout.dataDir);
     const st = await stat(layout.dataDir);
     if (!st.isDirectory()) throw new DataDirError(`data directory ${layout.dataDir} is not a directory`);
-    await mkdir(layout.tmpDir, { recursive: true });
-    // Leftovers of a crashed rewrite: never under parquet/sessions, so readers never saw them.
-    for (const f of await readdir(layout.tmpDir)) await rm(join(layout.tmpDir, f), { force: true, recursive: true });
+    if (await mkdir(layout.tmpDir, { recursive: true, mode: DIR_MODE })) created.push(layout.tmpDir);
+    // Leftovers of a crashed rewrite: never under parquet/sessions, so readers never saw them. Only
+    // files named as session-etl names them (never through a link: refuseLinks checked .tmp itself).
+    for (const e of await readdir(layout.tmpDir, { withFileTypes: true })) {
+      if (e.isFile() && TMP_FILE_NAME.test(e.name)) await unlink(join(layout.tmpDir, e.name)).catch(() => {});
+    }
     const probe = join(layout.tmpDir, `.probe-${process.pid}`);
-    const fh = await open(probe, 'w');
+    const fh = await open(probe, 'w', FILE_MODE);
     await fh.close();
     await rm(probe, { force: true });
+    return created;
   } catch (err) {
     if (err instanceof DataDirError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
@@ -119,13 +190,24 @@ export async function prepareDirs(layout: StoreLayout): Promise<void> {
   }
 }
 
-function translateOpenError(err: unknown, path: string): Error {
+function translateOpenError(err: unknown, path: string, readOnly: boolean): Error {
   const msg = err instanceof Error ? err.message : String(err);
   if (/lock/i.test(msg) && /conflict|Could not set lock/i.test(msg)) {
-    return new StoreBusyError(
-      `${path} is open in another process (another session-etl run, or a tool holding it for writing): ${firstLine(msg)}`,
-      { cause: err },
-    );
+    // DuckDB names the holder ("Conflicting lock is held in /usr/bin/node (PID 123)") and, when the
+    // holder only reads, adds that the file could be opened read-only.
+    const pid = /\(PID (\d+)\)/.exec(msg)?.[1];
+    const program = /held in (.+?) \(PID/.exec(msg)?.[1];
+    const holder = pid ? `pid ${pid}${program ? ` (${basename(program)})` : ''}` : 'another process';
+    const byReader = !readOnly && /read-only mode/i.test(msg);
+    const text = readOnly
+      ? `${path} is open for writing by ${holder} (a session-etl run holds it while it runs, or a tool opened it read-write)`
+      : byReader
+        ? `${path} is held open by ${holder}, a reader (a BI tool, notebook or duckdb shell left connected?): DuckDB lets a run ` +
+          'write the file only when no other process has it open. Close that connection, or pass --wait to wait until it closes; ' +
+          'point BI tools at the Parquet dataset (parquet/sessions/), which a run never locks'
+        : `${path} is open for writing by ${holder} (a tool that opened it read-write, or another session-etl run): ` +
+          'close it, or pass --wait to wait until it closes';
+    return new StoreBusyError(text, { cause: err, holder, byReader, ...(pid ? { pid: Number(pid) } : {}) });
   }
   if (/not a valid DuckDB database file|Invalid Input|not a DuckDB|unable to open|Corrupt|IO Error/i.test(msg)) {
     return new DataDirError(`${path} is not a session-etl DuckDB file (${firstLine(msg)}); choose another --data-dir or move it away`, {

@@ -3,14 +3,14 @@
  * written to .tmp by COPY, fsynced, renamed over the old file, and its pending marks cleared; readers
  * only ever see complete files.
  */
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { crashPoint } from '../util/crash-point.js';
 import { queryRows, sqlString, type Db } from './duckdb.js';
 import { fsyncDir, fsyncFile } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
-import { NULL_PARTITION, PARTITION_FILE, partitionDir, type StoreLayout } from './layout.js';
+import { DIR_MODE, NULL_PARTITION, PARTITION_FILE, partitionDir, type StoreLayout } from './layout.js';
 import { COLUMN_LIST } from './schema.js';
 
 /** Connections that rewrite Parquet partitions side by side (each COPY is mostly one thread plus fixed costs). */
@@ -126,12 +126,14 @@ export async function placePartitionFile(rows: number, tmp: string, dir: string,
   try {
     if (rows === 0) {
       await rm(tmp, { force: true });
-      await rm(dir, { recursive: true, force: true });
+      // Our file only: the directory goes when nothing else is in it.
+      await rm(final, { force: true });
+      await rmdir(dir).catch(() => {});
       return;
     }
-    await fsyncFile(tmp);
+    await fsyncFile(tmp, { restrictMode: true });
     crashPoint('mid-parquet-rewrite');
-    await mkdir(dir, { recursive: true });
+    await mkdir(dir, { recursive: true, mode: DIR_MODE });
     await rename(tmp, final);
     await fsyncDir(dir);
     crashPoint('after-parquet-rename');

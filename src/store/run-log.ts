@@ -42,6 +42,27 @@ export async function recordRun(conn: DuckDBConnection, run: RunRow): Promise<vo
   );
 }
 
+/**
+ * Records every run still marked `running` as `died` (ended_at = now): called by a writer holding the
+ * lock, so none of them is running any more (killed, or crashed, without recording its outcome).
+ * Returns their run ids.
+ */
+export async function recordDiedRuns(
+  conn: DuckDBConnection,
+  foundBy: string,
+  holder?: { runId?: string; pid: number; host: string },
+): Promise<string[]> {
+  const rows = await queryRows<{ run_id: string }>(conn, `SELECT run_id FROM _runs WHERE outcome = 'running'`);
+  for (const { run_id } of rows) {
+    const who = holder?.runId === run_id ? `its process (pid ${holder.pid} on ${holder.host}) is gone` : 'its process is gone';
+    await conn.run(`UPDATE _runs SET outcome = 'died', ended_at = now(), error = $2 WHERE run_id = $1 AND outcome = 'running'`, [
+      run_id,
+      `${who}: killed or crashed before recording an outcome; found by run ${foundBy}, which resumes its work`,
+    ]);
+  }
+  return rows.map((r) => r.run_id);
+}
+
 export async function lastRuns(conn: DuckDBConnection, limit = 10): Promise<Record<string, unknown>[]> {
   return queryRows(conn, `SELECT * FROM _runs ORDER BY started_at DESC LIMIT ${Math.max(1, Math.floor(limit))}`);
 }

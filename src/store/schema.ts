@@ -2,11 +2,12 @@
  * The state tables of a data directory, their creation and migration, and the check that a DuckDB
  * file found where ours goes was written by session-etl.
  */
+import { readdir } from 'node:fs/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
 import { queryRows } from './duckdb.js';
 import { DataDirError } from './errors.js';
-import { NULL_PARTITION, type OutputFormat } from './layout.js';
+import { NULL_PARTITION, type OutputFormat, type StoreLayout } from './layout.js';
 
 /** 2: the sessions table has no PRIMARY KEY index (one row per session is kept by the merge). */
 export const SCHEMA_VERSION = 2;
@@ -76,7 +77,7 @@ export async function ensureSchema(c: DuckDBConnection, format: OutputFormat): P
       await dropSessionsPrimaryKey(c);
     }
     await c.run(
-      `INSERT INTO _session_etl_meta VALUES ('schema_version', '${SCHEMA_VERSION}'), ('created_by', 'session-etl')
+      `INSERT INTO _session_etl_meta VALUES ('schema_version', '${SCHEMA_VERSION}'), ('created_by', 'session-etl'), ('format', '${format}')
        ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE _session_etl_meta.key = 'schema_version'`,
     );
     await c.run('COMMIT');
@@ -100,4 +101,37 @@ async function dropSessionsPrimaryKey(c: DuckDBConnection): Promise<void> {
   await c.run(`INSERT INTO _sessions_v2 SELECT ${COLUMN_LIST} FROM sessions ORDER BY started_at, session_id`);
   await c.run('DROP TABLE sessions');
   await c.run('ALTER TABLE _sessions_v2 RENAME TO sessions');
+}
+
+/**
+ * The format an existing store keeps: the one recorded in _session_etl_meta, or (a store from
+ * before it was recorded) the one asked for, else the one its contents show. Refuses one asked for
+ * that differs from the recorded one. `fileFormat` is the format its DuckDB file's name says.
+ */
+export async function recordedFormat(
+  conn: DuckDBConnection,
+  layout: StoreLayout,
+  fileFormat: OutputFormat,
+  asked: OutputFormat | undefined,
+): Promise<OutputFormat> {
+  const meta = await queryRows<{ value: string }>(conn, `SELECT value FROM _session_etl_meta WHERE key = 'format'`).catch(() => []);
+  const recorded = meta[0]?.value as OutputFormat | undefined;
+  if (recorded && asked && recorded !== asked) throw formatMismatch(layout.dataDir, recorded, asked);
+  if (recorded) return recorded;
+  if (asked) return asked;
+  if (fileFormat === 'parquet') return 'parquet';
+  // Sessions stored and no Parquet dataset: written as duckdb. Anything else (a dataset, or no
+  // rows yet: say a first run killed before its schema was written) keeps the default, both.
+  const partitions = await readdir(layout.parquetDir).catch(() => [] as string[]);
+  if (partitions.length) return 'both';
+  const rows = await queryRows<{ n: bigint }>(conn, 'SELECT count(*) AS n FROM (SELECT 1 FROM sessions LIMIT 1)').catch(() => []);
+  return Number(rows[0]?.n ?? 0) > 0 ? 'duckdb' : 'both';
+}
+
+export function formatMismatch(dataDir: string, stored: string, asked: OutputFormat): DataDirError {
+  return new DataDirError(
+    `data directory ${dataDir} holds format ${stored}, and format ${asked} was asked for (--format, SESSION_ETL_FORMAT or the ` +
+      `configuration file): writing ${asked} there would miss the data stored so far. Drop the setting (the data directory's ` +
+      `own format is used), set it to ${stored}, or give format ${asked} a new --data-dir`,
+  );
 }

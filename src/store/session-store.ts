@@ -21,16 +21,16 @@ import { silentLogger, type Logger } from '../util/logger.js';
 import { CommitQueue, dropUncommittedFiles, type CommitResult, type WindowCommit } from './commit-queue.js';
 import { compactCoverage, readCoverage, readCoverageSince } from './coverage.js';
 import type { Db } from './duckdb.js';
-import { layoutOf, type OutputFormat, type StoreLayout } from './layout.js';
+import type { OutputFormat, StoreLayout } from './layout.js';
 import { openDataDir, prepareDirs } from './open-data-dir.js';
 import { ParquetOnlySink } from './parquet-only-sink.js';
 import * as runLog from './run-log.js';
-import { checkOwnership, ensureSchema } from './schema.js';
+import { checkOwnership, ensureSchema, recordedFormat } from './schema.js';
 import { SerialQueue } from './serial-queue.js';
 import type { FlushResult, Sink } from './sink.js';
 import { TableSink } from './table-sink.js';
 
-export { checkWriterSettings } from './open-data-dir.js';
+export { checkWriterSettings, discardNew } from './open-data-dir.js';
 export { SCHEMA_VERSION } from './schema.js';
 export { completeDays } from './coverage.js';
 export type { RunRow } from './run-log.js';
@@ -39,7 +39,8 @@ export type { FlushResult, MergeResult } from './sink.js';
 
 export interface OpenStoreOptions {
   dataDir: string;
-  format: OutputFormat;
+  /** Absent: the data directory's own format (a new one: both). */
+  format?: OutputFormat | undefined;
   readOnly?: boolean;
   /** Where a failure of background work (a merge or a Parquet rewrite overlapping the fetching) is reported when it happens. */
   logger?: Logger;
@@ -76,27 +77,39 @@ export class SessionStore {
   }
 
   /**
+   * Directories and files this writer created (its DuckDB file was new): what a first run that
+   * commits nothing removes again (see discardNew). Empty when the store existed.
+   */
+  readonly created: string[] = [];
+
+  /**
    * Opens the store, creating the data directory and schema when needed. Refuses a directory whose
    * DuckDB file belongs to another program, and a file held by another process.
+   *
+   * The format: a data directory keeps the one its first run recorded (`format` in
+   * _session_etl_meta; before that was recorded, which files it holds). Without `format` the store
+   * opens in that format (a new one: `both`); a `format` that differs from it is refused (exit 2):
+   * a store written in another format would miss the history, and rewrite Parquet partitions from it.
    */
   static async open(opts: OpenStoreOptions): Promise<SessionStore> {
-    const layout = layoutOf(opts.dataDir, opts.format);
     const readOnly = opts.readOnly ?? false;
-    const { db, existed } = await openDataDir(layout, opts.format, readOnly);
-    const store = new SessionStore(layout, opts.format, db, readOnly, opts.logger ?? silentLogger);
+    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly);
     try {
       if (existed) await checkOwnership(db.conn, layout.dbPath);
+      const format = existed ? await recordedFormat(db.conn, layout, fileFormat, opts.format) : fileFormat;
+      const store = new SessionStore(layout, format, db, readOnly, opts.logger ?? silentLogger);
+      store.created.push(...created);
       if (!readOnly) {
         if (existed) await prepareDirs(layout);
-        await ensureSchema(db.conn, opts.format);
+        await ensureSchema(db.conn, format);
         await CommitQueue.createStaging(db.conn);
         await dropUncommittedFiles(db.conn, layout.pendingDir);
       }
+      return store;
     } catch (err) {
       db.close();
       throw err;
     }
-    return store;
   }
 
   /** Serialises writes on the one connection. */
@@ -144,8 +157,24 @@ export class SessionStore {
     return this.exclusive(() => compactCoverage(this.conn));
   }
 
+  /** A connection of its own for reading the state while the run writes (the state snapshot). */
+  async readConnection(): Promise<DuckDBConnection> {
+    if (this.closed) throw new Error('the store is closed');
+    if (!this.snapshotConn) {
+      this.snapshotConn = await this.db.instance.connect();
+      await this.snapshotConn.run("SET TimeZone = 'UTC'");
+    }
+    return this.snapshotConn;
+  }
+  private snapshotConn: DuckDBConnection | undefined;
+
   recordRun(run: runLog.RunRow): Promise<void> {
     return this.exclusive(() => runLog.recordRun(this.conn, run));
+  }
+
+  /** Records every run still marked `running` as `died` (see run-log.ts); returns their run ids. */
+  recordDiedRuns(foundBy: string, holder?: { runId?: string; pid: number; host: string }): Promise<string[]> {
+    return this.exclusive(() => runLog.recordDiedRuns(this.conn, foundBy, holder));
   }
 
   lastRuns(limit = 10): Promise<Record<string, unknown>[]> {
@@ -178,6 +207,7 @@ export class SessionStore {
       await this.conn.run('CHECKPOINT').catch(() => {});
     }
     this.sink.closeConnections();
+    this.snapshotConn?.closeSync();
     this.db.close();
   }
 }

@@ -1,14 +1,11 @@
 /** What `session-etl status` reports, read from the data directory without writing anything. */
-import { existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { checkpointOf, holes } from '../time/intervals.js';
-import { isoOf } from '../time/windows.js';
-import { DataDirError } from './errors.js';
-import { readHolder, type LockHolder } from './lock.js';
+import { StoreBusyError } from './errors.js';
+import { holderState, readHolder, type LockHolder } from './lock.js';
 import { layoutOf, type OutputFormat } from './layout.js';
 import { SessionStore } from './session-store.js';
-import { queryRows } from './duckdb.js';
+import { collectState, readStateSnapshot, STATE_FILE, type StoreState } from './state-snapshot.js';
 
 export interface StoreStatus {
   dataDir: string;
@@ -26,58 +23,97 @@ export interface StoreStatus {
   rejected: number;
   bytes: { duckdb: number; parquet: number; total: number };
   lastRuns: Array<Record<string, unknown>>;
+  /** The run holding the data directory now (a live process). */
   runningNow: LockHolder | null;
+  /** The lock's holder when its process is gone (on this host): the run died (kill -9, a crash). */
+  lastRunDied: { runId: string | null; pid: number; host: string; startedAt: string } | null;
+  /** Where the figures come from: the DuckDB file, or (while a run holds it) the run's state snapshot. */
+  source: 'duckdb' | 'snapshot';
+  /** When the snapshot was written (source snapshot), else null. */
+  asOf: string | null;
 }
 
 export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10): Promise<StoreStatus> {
-  const format: OutputFormat = existsSync(layoutOf(dataDir, 'both').dbPath)
-    ? (existsSync(layoutOf(dataDir, 'both').parquetDir) ? 'both' : 'duckdb')
-    : existsSync(layoutOf(dataDir, 'parquet').dbPath)
-      ? 'parquet'
-      : (() => {
-          throw new DataDirError(`no session-etl data in ${dataDir}: run a backfill or an export first`);
-        })();
+  // The lock lives at the same place whatever the format.
+  const holder = (await readHolder(layoutOf(dataDir, 'both').lockPath)) ?? null;
+  const alive = holder && holderState(holder) === 'alive' ? holder : null;
+  const died = holder && !alive ? holder : null;
+  const { state, asOf } = await readState(dataDir, runs);
+  const format = state.format;
   const layout = layoutOf(dataDir, format);
-  const runningNow = (await readHolder(layout.lockPath)) ?? null;
-  const store = await SessionStore.open({ dataDir, format, readOnly: true });
+  const { count: partitions, bytes: parquetBytes } = await datasetSize(layout.parquetDir);
+  const duckdbBytes = (await sizeOf(layout.dbPath)) + (await sizeOf(`${layout.dbPath}.wal`));
+  const cp = state.checkpoint !== null ? Date.parse(state.checkpoint) / 1000 : undefined;
+  return {
+    dataDir,
+    format,
+    source: asOf ? 'snapshot' : 'duckdb',
+    asOf,
+    checkpoint: state.checkpoint,
+    lagSeconds: cp !== undefined ? Math.round(nowMs / 1000 - cp) : null,
+    coverage: state.coverage,
+    coverageHoles: state.coverageHoles,
+    rows: state.rows,
+    partitions,
+    pendingPartitions: state.pendingPartitions,
+    pendingRows: state.pendingRows,
+    rejected: state.rejected,
+    bytes: { duckdb: duckdbBytes, parquet: parquetBytes, total: duckdbBytes + parquetBytes },
+    lastRuns: state.lastRuns.slice(0, runs).map((r) => markDied(r, alive, died)),
+    runningNow: alive,
+    lastRunDied: died ? { runId: died.runId ?? runIdOf(died.command), pid: died.pid, host: died.host, startedAt: died.startedAt } : null,
+  };
+}
+
+/**
+ * The store's state (in the format the data directory recorded) from the DuckDB file; while a run
+ * holds it (DuckDB lets no other process open it meanwhile), from the snapshot the run publishes,
+ * with the time it was written.
+ */
+async function readState(dataDir: string, runs: number): Promise<{ state: StoreState; asOf: string | null }> {
+  let store: SessionStore;
   try {
-    const coverage = await store.coverage();
-    const cp = checkpointOf(coverage);
-    const rows =
-      format === 'parquet'
-        ? null
-        : Number((await queryRows<{ n: bigint }>(store.conn, 'SELECT count(*) AS n FROM sessions'))[0]?.n ?? 0);
-    const rejected = Number((await queryRows<{ n: bigint }>(store.conn, 'SELECT count(*) AS n FROM rejected_sessions'))[0]?.n ?? 0);
-    const lastRuns = (await store.lastRuns(runs)).map((r) => {
-      const o: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(r)) o[k] = typeof v === 'bigint' ? Number(v) : v instanceof Date ? v.toISOString() : v;
-      return o;
-    });
-    const pendingPartitions = await store.pendingPartitions();
-    const pendingRows = Number(
-      (await queryRows<{ n: bigint | number | null }>(store.conn, 'SELECT coalesce(sum(rows), 0) AS n FROM _pending_files').catch(() => []))[0]?.n ?? 0,
-    );
-    const { count: partitions, bytes: parquetBytes } = await datasetSize(layout.parquetDir);
-    const duckdbBytes = await sizeOf(layout.dbPath) + (await sizeOf(`${layout.dbPath}.wal`));
-    return {
-      dataDir,
-      format,
-      checkpoint: cp !== undefined ? isoOf(cp) : null,
-      lagSeconds: cp !== undefined ? Math.round(nowMs / 1000 - cp) : null,
-      coverage: coverage.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
-      coverageHoles: holes(coverage).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
-      rows,
-      partitions,
-      pendingPartitions,
-      pendingRows,
-      rejected,
-      bytes: { duckdb: duckdbBytes, parquet: parquetBytes, total: duckdbBytes + parquetBytes },
-      lastRuns,
-      runningNow,
-    };
+    store = await SessionStore.open({ dataDir, readOnly: true });
+  } catch (err) {
+    if (!(err instanceof StoreBusyError)) throw err;
+    const snapshot = await readStateSnapshot(dataDir);
+    if (!snapshot) {
+      throw new StoreBusyError(`${err.message}, and it has not published a state snapshot (${STATE_FILE}) yet: try again in a moment`, {
+        cause: err,
+        holder: err.holder,
+      });
+    }
+    return { state: snapshot, asOf: snapshot.writtenAt };
+  }
+  try {
+    return { state: await collectState(store, store.conn, runs), asOf: null };
   } finally {
     await store.close();
   }
+}
+
+/** The run id in a holder's command ("backfill (run backfill-…)"), for locks written before holders named it. */
+function runIdOf(command: string): string | null {
+  return /\(run ([^)]+)\)/.exec(command)?.[1] ?? null;
+}
+
+/**
+ * A run recorded as running that does not hold the lock is not running: it was killed or crashed
+ * (the next run records it as died; until then status shows it so).
+ */
+function markDied(r: Record<string, unknown>, alive: LockHolder | null, died: LockHolder | null): Record<string, unknown> {
+  if (r.outcome !== 'running') return r;
+  const id = String(r.run_id);
+  if (alive && (alive.runId ?? runIdOf(alive.command)) === id) return r;
+  if (alive && !(alive.runId ?? runIdOf(alive.command))) return r; // a holder that does not say which run it is
+  const deadHolder = died && (died.runId ?? runIdOf(died.command)) === id ? died : null;
+  return {
+    ...r,
+    outcome: 'died',
+    error: deadHolder
+      ? `its process (pid ${deadHolder.pid} on ${deadHolder.host}) is gone: killed or crashed; the next run records it and resumes its work`
+      : 'it is not running (its process is gone): killed or crashed; the next run records it and resumes its work',
+  };
 }
 
 async function sizeOf(p: string): Promise<number> {

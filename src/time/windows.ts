@@ -95,6 +95,43 @@ export function cutWindows(from: number, to: number, chunk: number): Window[] {
   return out;
 }
 
+/** How many windows cutWindows(from, to, chunk) returns, computed without building them. */
+export function countWindows(from: number, to: number, chunk: number): number {
+  if (!(chunk > 0)) throw new RangeError('chunk must be longer than zero');
+  if (from >= to) return 0;
+  const firstBoundary = alignDown(from, chunk) + chunk;
+  return firstBoundary >= to ? 1 : 1 + Math.ceil((to - firstBoundary) / chunk);
+}
+
+/**
+ * Most windows one run plans (README "Limits"). Every window of a plan is held in memory while the
+ * run goes; a range of decades cut into seconds would exhaust it (a V8 out-of-memory abort): such a
+ * plan is refused (exit 2) naming its size and the --chunk that would fit.
+ */
+export const MAX_PLANNED_WINDOWS = 1_000_000;
+
+/** Refuses a plan of more than MAX_PLANNED_WINDOWS windows over these ranges (RangeError: exit 2). */
+export function checkPlanSize(ranges: readonly Window[], chunk: number): number {
+  let n = 0;
+  for (const r of ranges) n += countWindows(r.start, r.end, chunk);
+  if (n > MAX_PLANNED_WINDOWS) {
+    const span = ranges.reduce((s, r) => s + (r.end - r.start), 0);
+    const fits = formatDuration(smallestFittingChunk(span));
+    throw new RangeError(
+      `the range cut into ${formatDuration(chunk)} chunks makes ${n.toLocaleString('en-US')} windows, more than the ` +
+        `${MAX_PLANNED_WINDOWS.toLocaleString('en-US')} one run can plan: give a bigger --chunk (at least ${fits} for this range) or a shorter range`,
+    );
+  }
+  return n;
+}
+
+/** The smallest chunk in whole minutes, hours or days that cuts `span` seconds into few enough windows. */
+function smallestFittingChunk(span: number): number {
+  const need = Math.ceil(span / (MAX_PLANNED_WINDOWS - 2));
+  const unit = need <= 3600 ? 60 : need <= 86_400 ? 3600 : 86_400;
+  return Math.ceil(need / unit) * unit;
+}
+
 /** Splits a window in two at its (whole-second) midpoint; undefined when it is too short to split. */
 export function bisect(w: Window, minSeconds: number): [Window, Window] | undefined {
   const span = w.end - w.start;

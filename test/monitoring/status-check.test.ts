@@ -43,7 +43,7 @@ describe('status --check', () => {
     expect(check.code).toBe(1);
     expect(check.stdout.trim().split('\n')).toEqual([expect.stringMatching(/^UNHEALTHY: last run backfill-\S+ \(backfill\), started \S+Z, never finished: its process was killed or crashed/)]);
     const json = JSON.parse((await runCli(['status', '--check', '--max-lag', '30d', '--json'], env)).stdout);
-    expect(json).toMatchObject({ healthy: false, lastRun: { kind: 'backfill', outcome: 'unfinished', endedAt: null } });
+    expect(json).toMatchObject({ healthy: false, lastRun: { kind: 'backfill', outcome: 'died', endedAt: null } });
 
     // The same backfill run again takes the dead run's lock over and completes it: healthy again.
     const again = await runCli(['backfill', '--from', iso(FROM + 2 * D), '--to', iso(FROM + 6 * D), '--no-progress'], env);

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runBackfill, runExport, type PipelineOptions } from '../../src/pipeline/run.js';
 import { RunFailedError, RunInterruptedError } from '../../src/pipeline/errors.js';
+import { countWindows, cutWindows, MAX_PLANNED_WINDOWS } from '../../src/time/windows.js';
 import { expectedRow, parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
 
 const D = 86_400;
@@ -137,7 +139,7 @@ describe('backfill behaviours', () => {
     expect(new Set(ids).size).toBe(ids.length);
     const truth = emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).map(expectedRow);
     expect(strip(rows.filter((r) => (r.started_at as number) < FROM + 2 * D) as never)).toEqual(sortById(truth));
-    expect((await readdir(dataDir)).sort()).toEqual(['.tmp', 'parquet', 'state.duckdb']);
+    expect((await readdir(dataDir)).sort()).toEqual(['.tmp', 'parquet', 'state.duckdb', 'state.json']);
   });
 
   it.each([
@@ -224,5 +226,35 @@ describe('backfill behaviours', () => {
     const truth = sortById(emu.dataset.sessionsStartedIn(FROM, FROM + 4 * D - 600).map(expectedRow));
     const db = await readDuckDbSessions(dataDir);
     expect(strip(db.filter((r) => (r.started_at as number) < FROM + 4 * D - 600))).toEqual(truth);
+  });
+});
+
+describe('plans too large to hold', () => {
+  it('counts windows arithmetically, exactly as cutting them would', () => {
+    for (const [from, to, chunk] of [
+      [FROM, FROM + 1, 1],
+      [FROM + 17, FROM + 3 * D + 5, 3600],
+      [FROM - 1, FROM + 1, D],
+      [FROM + 100, FROM + 200, D],
+      [FROM + 3 * D, FROM + 40 * D + 7, 7 * D],
+      [FROM, FROM, 60],
+    ] as const) {
+      expect({ from, to, chunk, n: countWindows(from, to, chunk) }).toEqual({ from, to, chunk, n: cutWindows(from, to, chunk).length });
+    }
+  });
+
+  it('a backfill planning more than the bound is refused before anything is written; one just under it is not', async () => {
+    const dataDir = join(await tempDir(), 'never');
+    const emuUrl = 'http://127.0.0.1:9'; // never contacted
+    const opts = { reportingUrl: emuUrl, apiKey: 'k', dataDir, format: 'both' as const, now: () => NOW * 1000, settleSeconds: 0 };
+    await expect(runBackfill({ ...opts, from: 0, to: FROM, chunkSeconds: 1 })).rejects.toThrow(
+      /makes 1,767,225,600 windows, more than the 1,000,000 one run can plan: give a bigger --chunk \(at least 30m for this range\)/,
+    );
+    expect(countWindows(0, FROM, 1800)).toBeLessThanOrEqual(MAX_PLANNED_WINDOWS);
+    await expect(runBackfill({ ...opts, from: FROM - MAX_PLANNED_WINDOWS - 1, to: FROM, chunkSeconds: 1 })).rejects.toThrow(RangeError);
+    await expect(runBackfill({ ...opts, from: FROM, to: NOW, maxRequestsPerSecond: 1e-300 })).rejects.toThrow(/at least 0\.01/);
+    await expect(runBackfill({ ...opts, from: FROM, to: NOW, maxRequestsPerSecond: Infinity })).rejects.toThrow(/at least 0\.01/);
+    expect(existsSync(dataDir)).toBe(false);
+    expect(countWindows(FROM - MAX_PLANNED_WINDOWS, FROM, 1)).toBe(MAX_PLANNED_WINDOWS);
   });
 });

@@ -7,11 +7,12 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { chmod, lstat, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { chmod, lstat, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { interfaceEmulatorEnv } from '../../src/emulator/interface/index.js';
+import { runBackfill } from '../../src/pipeline/run.js';
 import { check, excerpt, newResult, runCli, TempDirs, timed, type ScenarioResult } from './harness.js';
 
 export interface BadInputCase {
@@ -51,6 +52,79 @@ async function dirWith(root: string, files: Record<string, string | Buffer>): Pr
   for (const [name, content] of Object.entries(files)) await writeFile(join(dir, name), content);
   return dir;
 }
+
+/** A real export of 2026-01-01 in root/data (its own emulator), in the given format. */
+async function realExport(root: string, format: 'both' | 'parquet' = 'both'): Promise<string> {
+  const from = Date.UTC(2026, 0, 1) / 1000;
+  const emu = await startEmulator({ seed: 3, from, to: from + 86_400, now: from + 2 * 86_400, sessionsPerDay: 20 });
+  const dataDir = join(root, 'data');
+  try {
+    await runBackfill({ reportingUrl: emu.url, apiKey: emu.apiKey, dataDir, format, from, to: from + 86_400, now: () => (from + 2 * 86_400) * 1000 });
+  } finally {
+    await emu.close();
+  }
+  return dataDir;
+}
+
+/** root/data with `entry` a symbolic link to root/outside, which holds a file of its own. */
+async function linkedEntry(root: string, entry: string): Promise<string> {
+  const outside = join(root, 'outside');
+  await mkdir(outside, { recursive: true });
+  await writeFile(join(outside, 'thesis.docx'), 'years of work');
+  const dataDir = join(root, 'data');
+  await mkdir(dirname(join(dataDir, entry)), { recursive: true });
+  await symlink(outside, join(dataDir, entry));
+  return dataDir;
+}
+
+/**
+ * Cases that once destroyed or lost data (issue 13): a link inside the data directory (a backfill
+ * deleted what it pointed to), demo over a real export or over files of others in its own
+ * directory, a format switch on an existing directory (a partition rewritten from an empty table).
+ */
+export const DESTRUCTIVE_CASES: BadInputCase[] = [
+  ...['.tmp', 'pending', 'parquet/sessions', '.session-etl.lock'].map((entry): BadInputCase => ({
+    group: 'data directory (destructive)',
+    name: `${entry} is a link to another directory`,
+    args: B,
+    setup: (root) => linkedEntry(root, entry),
+    message: /symbolic link/,
+  })),
+  {
+    group: 'data directory (destructive)',
+    name: 'demo over a real export',
+    args: ['demo', '--days', '1', '--sessions-per-day', '10', '--data-dir', '{dataDir}'],
+    setup: (root) => realExport(root),
+    message: /not created by the demo/,
+  },
+  {
+    group: 'data directory (destructive)',
+    name: "demo over its own directory holding a file of others in parquet/sessions/",
+    args: ['demo', '--days', '1', '--sessions-per-day', '10', '--data-dir', '{dataDir}'],
+    setup: async (root) => {
+      const dir = await dirWith(root, { '.session-etl-demo': 'x' });
+      await mkdir(join(dir, 'parquet', 'sessions', 'date=2026-01-01'), { recursive: true });
+      await writeFile(join(dir, 'parquet', 'sessions', 'date=2026-01-01', 'notes.txt'), 'mine');
+      return dir;
+    },
+    message: /did not write .*notes\.txt/,
+  },
+  {
+    group: 'data directory (destructive)',
+    name: '--format both over a parquet data directory',
+    args: [...B, '--format', 'both'],
+    setup: (root) => realExport(root, 'parquet'),
+    message: /format parquet.*format both/,
+  },
+  {
+    group: 'data directory (destructive)',
+    name: 'SESSION_ETL_FORMAT=duckdb over a both data directory',
+    args: B,
+    env: { SESSION_ETL_FORMAT: 'duckdb' },
+    setup: (root) => realExport(root, 'both'),
+    message: /format both.*format duckdb/,
+  },
+];
 
 export const BAD_INPUT_CASES: BadInputCase[] = [
   // Dates and ranges.
@@ -180,8 +254,9 @@ export const BAD_INPUT_CASES: BadInputCase[] = [
     name: "demo --data-dir on a directory holding another program's files",
     args: ['demo', '--days', '1', '--sessions-per-day', '10', '--data-dir', '{dataDir}'],
     setup: (root) => dirWith(root, { 'thesis.docx': 'years of work', 'sessions.duckdb': 'not ours' }),
-    message: /not a session-etl data directory|holds files/,
+    message: /not created by the demo/,
   },
+  ...DESTRUCTIVE_CASES,
   // The interface commands' flags.
   { group: 'other commands', name: 'auth login --redirect-port 70000', args: ['auth', 'login', '--no-browser', '--redirect-port', '70000'], message: /--redirect-port/ },
   { group: 'other commands', name: 'auth login --timeout -5', args: ['auth', 'login', '--no-browser', '--timeout', '-5'], message: /positive number/ },

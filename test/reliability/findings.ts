@@ -90,4 +90,19 @@ export const FINDINGS: Finding[] = [
     found: 'A failed commit named its window in raw epoch seconds ("committing window 1792929600..1792951200").',
     fix: 'src/store/session-store.ts: the window is named as everywhere else (2026-10-20T06:00:00Z–2026-10-20T12:00:00Z).',
   },
+  {
+    area: '4. bad input — data directory (destructive)',
+    found: 'Issue 13: with `.tmp` or `pending` a symbolic link to another directory, a backfill exited 0 having deleted every file in the target (the layout check followed links; cleanup removed recursively).',
+    fix: 'src/store/layout.ts (refuseLinks), called before the lock and by SessionStore.open: a link inside the data directory is refused (exit 2, naming it); cleanup removes only regular files named as session-etl names them.',
+  },
+  {
+    area: '4. bad input — data directory (destructive)',
+    found: 'Issue 13: `demo` over a real export wiped it (exit 0), and deleted files of others inside parquet/ and pending/ of its own directory.',
+    fix: 'src/cli/commands/demo.ts: only a directory it created (marker .session-etl-demo) or found empty is used; starting afresh deletes only known file names, and refuses if anything else is anywhere in it.',
+  },
+  {
+    area: '4. bad input — data directory (destructive)',
+    found: 'Issue 13: a backfill without --format over a --format parquet directory (so `both`) rewrote a partition from a new, nearly empty sessions table: 57 rows became 2, exit 0.',
+    fix: 'src/store/session-store.ts: the format is recorded in _session_etl_meta; unset, the directory\'s own is used; a different one asked for is refused (exit 2).',
+  },
 ];

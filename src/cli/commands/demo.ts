@@ -1,6 +1,8 @@
-import { readdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command } from 'commander';
+import { DIR_MODE, FILE_MODE, PARTITION_DIR_NAME, PARTITION_FILE, PENDING_FILE_NAME, TMP_FILE_NAME } from '../../store/layout.js';
+import { STATE_FILE } from '../../store/state-snapshot.js';
 import { ExitCode } from '../exit-codes.js';
 import { executeRun } from '../execute-run.js';
 import { UsageError } from '../usage-error.js';
@@ -14,36 +16,105 @@ interface DemoFlags {
   keep?: boolean;
 }
 
-/** What a data directory of session-etl may hold: the demo clears only such a directory. */
-const OWN_ENTRIES = new Set(['sessions.duckdb', 'sessions.duckdb.wal', 'state.duckdb', 'state.duckdb.wal', 'parquet', 'pending', '.tmp', '.session-etl.lock']);
+/** Written by `demo` into a directory it creates (or finds empty): only such a directory is ever cleared. */
+export const DEMO_MARKER = '.session-etl-demo';
 
 /**
- * Starts the demo afresh without destroying what is not ours: a directory holding anything else
- * (or a DuckDB file of another program) is refused, and one a run is using is left alone (exit 3).
+ * Whether `rel` (a path under the demo directory, '/'-separated) is a file session-etl writes there.
+ * Directories: isDemoDir.
  */
-async function clearDemoDir(dir: string): Promise<void> {
+function isDemoFile(rel: string): boolean {
+  const parts = rel.split('/');
+  const [top, a, b, c] = parts;
+  switch (parts.length) {
+    case 1:
+      return top === DEMO_MARKER || top === 'sessions.duckdb' || top === 'sessions.duckdb.wal' || top === STATE_FILE;
+    case 2:
+      if (top === '.tmp') return TMP_FILE_NAME.test(a!);
+      if (top === 'pending') return PENDING_FILE_NAME.test(a!);
+      // DuckDB's spill files, and the lock (or what a killed writer left beside it: see store/lock.ts).
+      if (top === 'sessions.duckdb.tmp') return /^duckdb_temp/.test(a!);
+      return /^\.session-etl\.lock(?:\.(?:new|stale)-\d+-\d+)?$/.test(top!) && a === 'holder.json';
+    case 4:
+      return top === 'parquet' && a === 'sessions' && PARTITION_DIR_NAME.test(b!) && c === PARTITION_FILE;
+    default:
+      return false;
+  }
+}
+
+/** Whether `rel` is a directory session-etl makes in a data directory. */
+function isDemoDir(rel: string): boolean {
+  const parts = rel.split('/');
+  if (parts.length === 1) return ['.tmp', 'pending', 'parquet', 'sessions.duckdb.tmp'].includes(rel) || /^\.session-etl\.lock(?:\.(?:new|stale)-\d+-\d+)?$/.test(rel);
+  return rel === 'parquet/sessions' || (parts.length === 3 && rel.startsWith('parquet/sessions/') && PARTITION_DIR_NAME.test(parts[2]!));
+}
+
+/** Every file and directory under `dir` (links not followed), and those that are not the demo's own. */
+async function walk(dir: string): Promise<{ files: string[]; dirs: string[]; foreign: string[] }> {
+  const out = { files: [] as string[], dirs: [] as string[], foreign: [] as string[] };
+  const visit = async (rel: string) => {
+    for (const e of await readdir(join(dir, rel), { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory() && isDemoDir(r)) {
+        out.dirs.push(r);
+        await visit(r);
+      } else if (e.isFile() && isDemoFile(r)) out.files.push(r);
+      else out.foreign.push(r);
+    }
+  };
+  await visit('');
+  return out;
+}
+
+/**
+ * Makes `dir` the demo's directory. A missing or empty one is created and marked; one holding
+ * anything without the demo's marker is refused (it may be a real export); in a marked one, only
+ * files the demo can prove are its own (known names) are deleted, and any other file (or link)
+ * anywhere in it is refused. Nothing is deleted before the whole tree has been checked. A directory
+ * a run is using is left alone (exit 3).
+ */
+async function prepareDemoDir(dir: string, keep: boolean): Promise<void> {
   let names: string[];
   try {
     names = await readdir(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw new UsageError(`--data-dir ${dir} cannot be used (${(err as NodeJS.ErrnoException).code ?? err})`);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT') throw new UsageError(`--data-dir ${dir} cannot be used (${code ?? err})`);
+    names = [];
   }
-  const foreign = names.filter((n) => !OWN_ENTRIES.has(n));
-  if (foreign.length) {
+  if (names.length === 0) {
+    await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    await writeFile(join(dir, DEMO_MARKER), 'Created by `session-etl demo`: the demo deletes its own files here when it starts afresh.\n', { mode: FILE_MODE });
+    return;
+  }
+  if (!names.includes(DEMO_MARKER)) {
     throw new UsageError(
-      `--data-dir ${dir} is not a session-etl data directory (it holds ${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', …' : ''}): ` +
-        'the demo clears its directory, so it refuses this one; choose another --data-dir',
+      `--data-dir ${dir} is not empty and was not created by the demo (it has no ${DEMO_MARKER}): it may hold a real export, ` +
+        'and the demo would delete or mix into it, so it refuses it; choose another --data-dir (a demo directory made ' +
+        'before the demo marked its directories: delete it yourself, then run the demo again)',
     );
   }
+  const foreignIn = (w: { foreign: string[] }) =>
+    new UsageError(
+      `--data-dir ${dir} is the demo's, but holds files the demo did not write (${w.foreign.slice(0, 3).map((f) => join(dir, f)).join(', ')}` +
+        `${w.foreign.length > 3 ? `, and ${w.foreign.length - 3} more` : ''}): the demo deletes only its own files, so it refuses to start ` +
+        'afresh here; move them away, or choose another --data-dir',
+    );
+  const first = await walk(dir);
+  if (first.foreign.length) throw foreignIn(first);
+  if (keep) return;
   const { SessionStore } = await import('../../store/session-store.js');
   const { acquireLock } = await import('../../store/lock.js');
-  for (const format of ['both', 'parquet'] as const) {
-    if (names.includes(format === 'both' ? 'sessions.duckdb' : 'state.duckdb')) await (await SessionStore.open({ dataDir: dir, format, readOnly: true })).close();
-  }
-  const lock = await acquireLock(join(dir, '.session-etl.lock'), { command: 'demo (clearing its data directory)' });
+  // A DuckDB file of another program, or one held for writing (exit 3), is refused before anything goes.
+  if (first.files.includes('sessions.duckdb')) await (await SessionStore.open({ dataDir: dir, format: 'both', readOnly: true })).close();
+  const lockPath = join(dir, '.session-etl.lock');
+  const lock = await acquireLock(lockPath, { command: 'demo (clearing its data directory)' });
   try {
-    for (const n of names) if (n !== '.session-etl.lock') await rm(join(dir, n), { recursive: true, force: true });
+    // Checked again under the lock: what is deleted is exactly what was proven ours.
+    const w = await walk(dir);
+    if (w.foreign.length) throw foreignIn(w);
+    for (const f of w.files) if (f !== DEMO_MARKER && !f.startsWith('.session-etl.lock/')) await unlink(join(dir, f));
+    for (const d of w.dirs.reverse()) if (d !== '.session-etl.lock') await rmdir(join(dir, d));
   } finally {
     await lock.release();
   }
@@ -56,7 +127,7 @@ export function register(program: Command): void {
     .option('--data-dir <dir>', 'where to write', join('data', 'demo'))
     .option('--days <n>', 'days of history', '90')
     .option('--sessions-per-day <n>', 'average sessions per day', '300')
-    .option('--keep', 'keep what an earlier demo wrote (default: start afresh)')
+    .option('--keep', 'keep what an earlier demo wrote (default: start afresh, deleting only the demo\'s own files)')
     .option('--json', 'print the summary as JSON')
     .option('--no-progress', 'no progress bar')
     .action(async (flags: DemoFlags) => {
@@ -70,7 +141,7 @@ export function register(program: Command): void {
       const from = Math.floor(nowS / 86_400) * 86_400 - days * 86_400;
       const emulator = await startEmulator({ seed: 42, from, to: nowS, now: nowS, sessionsPerDay: perDay });
       try {
-        if (!flags.keep) await clearDemoDir(flags.dataDir);
+        await prepareDemoDir(flags.dataDir, Boolean(flags.keep));
         process.stderr.write(`emulator: reporting endpoint ${emulator.url} (in-process, seed 42, ${days} days)\n`);
         const code = await executeRun(
           { reportingUrl: emulator.url, apiKey: emulator.apiKey, dataDir: flags.dataDir, format: 'both' },

@@ -96,10 +96,28 @@ export function register(program: Command): void {
       const { openDb } = await import('../../store/duckdb.js');
       const dbFile = join(config.dataDir, 'sessions.duckdb');
       const parquetDir = join(config.dataDir, 'parquet', 'sessions');
-      const useDuck = flags.source ? flags.source === 'duckdb' : existsSync(dbFile);
+      let useDuck = flags.source ? flags.source === 'duckdb' : existsSync(dbFile);
       if (useDuck && !existsSync(dbFile)) throw new UsageError(`no DuckDB file at ${dbFile}: run a backfill or export first, or use --source parquet`);
       if (!useDuck && !existsSync(parquetDir)) throw new UsageError(`no sessions in ${config.dataDir}: run a backfill or export first`);
-      const db = useDuck ? await openDb(dbFile, { readOnly: true }) : await openDb(':memory:');
+      let db;
+      try {
+        db = useDuck ? await openDb(dbFile, { readOnly: true }) : await openDb(':memory:');
+      } catch (err) {
+        // A run holds the DuckDB file (DuckDB lets no other process open it meanwhile).
+        if (!/Could not set lock|Conflicting lock/i.test(String((err as Error)?.message))) throw err;
+        const who = /\(PID (\d+)\)/.exec(String((err as Error).message))?.[1];
+        const held = `${dbFile} is held by a session-etl run${who ? ` (pid ${who})` : ''} while it writes`;
+        if (flags.source || !existsSync(parquetDir)) {
+          const { StoreBusyError } = await import('../../store/errors.js');
+          throw new StoreBusyError(
+            `${held}: ${existsSync(parquetDir) ? 'read the Parquet dataset meanwhile with --source parquet, or ' : ''}try again when the run has finished (see session-etl status)`,
+            { cause: err },
+          );
+        }
+        process.stderr.write(`note: ${held}; reading the Parquet dataset instead (as of its last rewrite during the run)\n`);
+        useDuck = false;
+        db = await openDb(':memory:');
+      }
       let page;
       try {
         page = await list.queryDuckDb(

@@ -58,6 +58,7 @@ function lag(seconds: number): string {
 
 export function formatStatus(s: StoreStatus): string {
   const lines = [
+    ...(s.source === 'snapshot' ? [`a run is going: figures as of ${s.asOf} (its state snapshot, state.json; the DuckDB file is held by the run)`] : []),
     `data directory  ${s.dataDir} (format ${s.format})`,
     `checkpoint      ${s.checkpoint ?? '(none yet)'}${s.lagSeconds !== null ? `  — ${lag(s.lagSeconds)} behind now` : ''}`,
     `coverage        ${s.coverage.map((c) => `${c.from} – ${c.to}`).join(', ') || '(none)'}`,
@@ -66,7 +67,13 @@ export function formatStatus(s: StoreStatus): string {
     `rows            ${s.rows ?? '(parquet only: see the dataset)'}${s.pendingRows ? ` (+${s.pendingRows} committed, merged by the next run)` : ''}${s.rejected ? `, ${s.rejected} rejected` : ''}`,
     `partitions      ${s.partitions}${s.pendingPartitions.length ? ` (${s.pendingPartitions.length} waiting for a rewrite)` : ''}`,
     `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})`,
-    `running now     ${s.runningNow ? `pid ${s.runningNow.pid} on ${s.runningNow.host}: ${s.runningNow.command}, since ${s.runningNow.startedAt}` : 'no'}`,
+    `running now     ${
+      s.runningNow
+        ? `pid ${s.runningNow.pid} on ${s.runningNow.host}: ${s.runningNow.command}, since ${s.runningNow.startedAt}`
+        : s.lastRunDied
+          ? `no: last run ${s.lastRunDied.runId ?? '(unnamed)'} died (pid ${s.lastRunDied.pid} gone); the next run takes over and resumes its work`
+          : 'no'
+    }`,
     '',
     'last runs:',
   ];

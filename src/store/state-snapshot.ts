@@ -1,0 +1,223 @@
+/**
+ * The state snapshot: `<data-dir>/state.json`, what `status` shows, published by the writer so that
+ * readers can see it while a run holds the DuckDB file (DuckDB lets no other process open a file a
+ * writer has open). Written atomically (a temporary file, fsync, rename) after commits — at most
+ * about once a second — and at the end of every run; mode 0640. It is a public read interface
+ * (README "State snapshot"): `readStateSnapshot(dataDir)` validates it and returns a typed object.
+ * It holds no secret: the run history's errors are redacted before they are recorded.
+ */
+import { open, readFile, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { z } from 'zod';
+import { checkpointOf, holes } from '../time/intervals.js';
+import { isoOf } from '../time/windows.js';
+import { queryRows } from './duckdb.js';
+import { DataDirError } from './errors.js';
+import type { SessionStore } from './session-store.js';
+
+export const STATE_FILE = 'state.json';
+export const STATE_SNAPSHOT_VERSION = 1;
+
+const Interval = z.object({ from: z.string(), to: z.string() });
+
+export const StateSnapshotSchema = z.object({
+  version: z.literal(STATE_SNAPSHOT_VERSION),
+  /** When this snapshot was written (ISO 8601, UTC). */
+  writtenAt: z.string(),
+  format: z.enum(['duckdb', 'parquet', 'both']),
+  checkpoint: z.string().nullable(),
+  coverage: z.array(Interval),
+  coverageHoles: z.array(Interval),
+  /** Rows of the sessions table (null for format parquet: see the dataset). */
+  rows: z.number().nullable(),
+  pendingPartitions: z.array(z.string()),
+  pendingRows: z.number(),
+  rejected: z.number(),
+  /** The latest rows of `_runs`, newest first, every column as stored (timestamps as ISO strings). */
+  lastRuns: z.array(z.record(z.string(), z.unknown())),
+  /** The run that wrote this snapshot while it was going; null in the snapshot written at its end. */
+  running: z
+    .object({ runId: z.string(), pid: z.number(), host: z.string(), startedAt: z.string(), command: z.string() })
+    .nullable(),
+});
+
+export type StateSnapshot = z.infer<typeof StateSnapshotSchema>;
+export type RunningRun = NonNullable<StateSnapshot['running']>;
+/** What the store itself holds (the snapshot without its envelope). */
+export type StoreState = Omit<StateSnapshot, 'version' | 'writtenAt' | 'running'>;
+
+export function stateSnapshotPath(dataDir: string): string {
+  return join(dataDir, STATE_FILE);
+}
+
+/**
+ * Reads the store's state on `conn` in one read transaction (one consistent view while a run
+ * commits on other connections).
+ */
+export async function collectState(store: SessionStore, conn: DuckDBConnection, runs = 10): Promise<StoreState> {
+  await conn.run('BEGIN TRANSACTION');
+  try {
+    const coverage = await store.coverage(conn);
+    const cp = checkpointOf(coverage);
+    const count = async (sql: string) => Number((await queryRows<{ n: bigint | number | null }>(conn, sql))[0]?.n ?? 0);
+    const rows = store.format === 'parquet' ? null : await count('SELECT count(*) AS n FROM sessions');
+    const rejected = await count('SELECT count(*) AS n FROM rejected_sessions');
+    const lastRuns = (
+      await queryRows(conn, `SELECT * FROM _runs ORDER BY started_at DESC LIMIT ${Math.max(1, Math.floor(runs))}`)
+    ).map(plainRow);
+    const pendingPartitions = await store.pendingPartitions(conn);
+    const pendingRows = await count('SELECT coalesce(sum(rows), 0) AS n FROM _pending_files').catch(() => 0);
+    return {
+      format: store.format,
+      checkpoint: cp !== undefined ? isoOf(cp) : null,
+      coverage: coverage.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
+      coverageHoles: holes(coverage).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
+      rows,
+      pendingPartitions,
+      pendingRows,
+      rejected,
+      lastRuns,
+    };
+  } finally {
+    await conn.run('COMMIT').catch(() => {});
+  }
+}
+
+/** A `_runs` row as JSON values: BIGINTs as numbers, timestamps as ISO strings; every column kept. */
+function plainRow(r: Record<string, unknown>): Record<string, unknown> {
+  const o: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(r)) o[k] = typeof v === 'bigint' ? Number(v) : v instanceof Date ? v.toISOString() : v;
+  return o;
+}
+
+/** Writes the snapshot atomically, mode 0640 whatever the umask: readers see the old one or the new one whole. */
+export async function writeStateSnapshot(dataDir: string, tmpDir: string, snapshot: StateSnapshot): Promise<void> {
+  const final = stateSnapshotPath(dataDir);
+  const tmp = join(tmpDir, `${STATE_FILE}-${process.pid}`);
+  try {
+    const fh = await open(tmp, 'w', 0o640);
+    try {
+      await fh.chmod(0o640);
+      await fh.writeFile(JSON.stringify(snapshot, null, 1) + '\n');
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, final);
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * The data directory's state snapshot, validated; null when there is none (no run has written one
+ * yet). Throws DataDirError when the file is there but is not a snapshot this version can read.
+ */
+export async function readStateSnapshot(dataDir: string): Promise<StateSnapshot | null> {
+  const path = stateSnapshotPath(dataDir);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new DataDirError(`cannot read the state snapshot ${path} (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new DataDirError(`${path} is not a session-etl state snapshot (not JSON); remove it: the next run writes it again`);
+  }
+  const parsed = StateSnapshotSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new DataDirError(
+      `${path} is not a state snapshot this session-etl can read (${issue ? `${issue.path.join('.') || 'top level'}: ${issue.message}` : 'invalid'}); ` +
+        'upgrade session-etl, or remove it: the next run writes it again',
+    );
+  }
+  return parsed.data;
+}
+
+/**
+ * Publishes a run's state snapshot: `soon()` after each commit (at most one write per
+ * `minIntervalMs`, the last request always honoured), `final()` at the end of the run. Reads go on
+ * a connection of their own, so commits never wait for a snapshot.
+ */
+export class StatePublisher {
+  private last = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: Promise<void> | undefined;
+  private dirty = false;
+  private stopped = false;
+  private warned = false;
+
+  constructor(
+    private readonly store: SessionStore,
+    private readonly running: RunningRun,
+    private readonly opts: { minIntervalMs?: number; onError?: (err: unknown) => void; now?: () => number } = {},
+  ) {}
+
+  /** Asks for a snapshot soon (throttled). Never throws; a failed write is reported once through onError. */
+  soon(): void {
+    if (this.stopped) return;
+    if (this.inFlight || this.timer) {
+      this.dirty = true;
+      return;
+    }
+    const wait = this.last + (this.opts.minIntervalMs ?? 1000) - Date.now();
+    if (wait > 0) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.soon();
+      }, wait);
+      this.timer.unref();
+      return;
+    }
+    this.dirty = false;
+    this.inFlight = this.publish(this.running)
+      .catch((err) => this.report(err))
+      .finally(() => {
+        this.inFlight = undefined;
+        this.last = Date.now();
+        if (this.dirty) this.soon();
+      });
+  }
+
+  /** Stops throttled writes and writes the final snapshot (the run no longer running). Call before the store closes. */
+  async final(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.inFlight;
+    await this.publish(null);
+  }
+
+  /** Stops without a final write, waiting for a write in progress (before the store closes). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.inFlight;
+  }
+
+  private async publish(running: RunningRun | null): Promise<void> {
+    const conn = await this.store.readConnection();
+    const state = await collectState(this.store, conn);
+    const now = this.opts.now ?? Date.now;
+    await writeStateSnapshot(this.store.layout.dataDir, this.store.layout.tmpDir, {
+      version: STATE_SNAPSHOT_VERSION,
+      writtenAt: new Date(now()).toISOString(),
+      ...state,
+      running,
+    });
+  }
+
+  private report(err: unknown): void {
+    if (this.warned) return;
+    this.warned = true;
+    this.opts.onError?.(err);
+  }
+}
