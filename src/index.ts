@@ -2,19 +2,23 @@
  * session-etl's public library API: the one public door. Internals (the store's SQL, the
  * emulator's generator, the CLI) are deliberately not exported.
  */
-export { runBackfill, runExport, newRunId, DEFAULTS } from './pipeline/run.js';
+export { runBackfill, runExport, newRunId, DEFAULTS, FirstRunNeedsSinceError } from './pipeline/run.js';
 export type { PipelineOptions, BackfillOptions, ExportOptions, RunSummary, Progress } from './pipeline/run.js';
+// Every error carries its exit code (`exitCode`); exitCodeOf reads it (1 when an error names none).
+export { ExitCode, exitCodeOf } from './errors.js';
 export { RunFailedError, RunInterruptedError, WindowFailedError } from './pipeline/errors.js';
-export { cutWindows, parseInstant, parseDuration, type Window } from './pipeline/windows.js';
+export { cutWindows, parseInstant, parseDuration, InstantParseError, type Window } from './time/windows.js';
 export { ReportingClient, DEFAULT_RETRY } from './reporting/client.js';
 export type { ReportingClientOptions, RetryOptions, AttemptHooks, FetchResult } from './reporting/client.js';
 export * from './reporting/errors/index.js';
-export type { SessionRecord } from './reporting/session-record.js';
+export type { SessionRecord } from './schema/session-fields.js';
 export { SESSION_COLUMNS } from './store/contract.js';
 export type { OutputFormat } from './store/layout.js';
-export { DataDirError, StoreBusyError, StoreWriteError } from './store/errors.js';
+export { DataDirError, StoreBusyError, StoreWriteError, StoreSettingError } from './store/errors.js';
+export { LockHeldError } from './store/lock.js';
 export { readStateSnapshot, StateSnapshotSchema, type StateSnapshot } from './store/state-snapshot.js';
 export { loadConfig } from './config/load.js';
+export { ConfigError, isConfigError } from './config/errors.js';
 export { ConfigSchema, type Config } from './config/schema.js';
 export { startEmulator, DEFAULT_EMULATOR_API_KEY } from './emulator/index.js';
 export type { Emulator, EmulatorOptions, EmulatorFaults } from './emulator/index.js';

@@ -1,8 +1,8 @@
-import { FileTokenStore } from './FileTokenStore.js';
+import { FileTokenStore } from './file-token-store.js';
 import type { FetchLike } from './http.js';
 import type { InterfaceConfig } from './interface-config.js';
-import { TokenClient } from './TokenClient.js';
-import { TokenManager } from './TokenManager.js';
+import { TokenClient } from './token-client.js';
+import { TokenManager } from './token-manager.js';
 
 /** What callers (the CLI, tests) may substitute. */
 export interface InterfaceRuntime {

@@ -2,10 +2,10 @@ export { buildAuthorizeUrl, type AuthorizeUrlOptions } from './authorize-url.js'
 export { parseCodeRedirect, parseImplicitRedirect, type AuthorizationCode } from './redirect.js';
 export { createPkcePair, pkceChallenge, type PkcePair } from './pkce.js';
 export { normalizeTokenResponse, type TokenResponse, type LegacyUserFields } from './token-response.js';
-export { TokenClient, PASSWORD_GRANT_WARNING, type TokenClientOptions } from './TokenClient.js';
-export { TokenManager, type TokenManagerOptions } from './TokenManager.js';
+export { TokenClient, PASSWORD_GRANT_WARNING, type TokenClientOptions } from './token-client.js';
+export { TokenManager, type TokenManagerOptions } from './token-manager.js';
 export { MemoryTokenStore, type TokenStore } from './token-store.js';
-export { FileTokenStore, defaultTokenFile } from './FileTokenStore.js';
+export { FileTokenStore, defaultTokenFile } from './file-token-store.js';
 export {
   applyTokenResponse,
   summarizeTokens,

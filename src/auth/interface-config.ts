@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registerSecret } from '../util/redact.js';
-import { defaultTokenFile } from './FileTokenStore.js';
+import { defaultTokenFile } from './file-token-store.js';
 
 const url = (what: string) => z.url({ protocol: /^https?$/, error: `${what} must be an http(s) URL` });
 

@@ -3,9 +3,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { buildAuthorizeUrl } from './authorize-url.js';
 import { createPkcePair } from './pkce.js';
-import { AuthorizationResponseError } from './errors/AuthorizationResponseError.js';
+import { AuthorizationResponseError } from './errors/authorization-response-error.js';
 import { parseCodeRedirect } from './redirect.js';
-import type { TokenClient } from './TokenClient.js';
+import type { TokenClient } from './token-client.js';
 import type { TokenResponse } from './token-response.js';
 
 /** The scope the session control endpoints need: the session-kind word and `settings`. */

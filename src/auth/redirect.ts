@@ -1,6 +1,6 @@
 import { printable } from '../util/printable.js';
 import { registerSecret } from '../util/redact.js';
-import { AuthorizationResponseError } from './errors/AuthorizationResponseError.js';
+import { AuthorizationResponseError } from './errors/authorization-response-error.js';
 import { normalizeTokenResponse, type TokenResponse } from './token-response.js';
 import type { TokenServiceVariant } from './variants.js';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registerSecret } from '../util/redact.js';
-import { InvalidTokenResponseError } from './errors/InvalidTokenResponseError.js';
+import { InvalidTokenResponseError } from './errors/invalid-token-response-error.js';
 import type { TokenServiceVariant } from './variants.js';
 
 /**

@@ -6,7 +6,7 @@
 import { notifyRunEnd, runEndOf, type NotifyDeps, type NotifySettings, type RunEnd } from '../monitoring/notify.js';
 import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
 import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
-import { ExitCode } from './exit-codes.js';
+import { ExitCode, exitCodeOf } from './exit-codes.js';
 import { createCliLogger } from './logging.js';
 import { createProgress } from './progress.js';
 import { printSummary } from './summary.js';
@@ -56,11 +56,8 @@ export async function executeRun(
   return code;
 }
 
-/** The exit code a failure ends the command with (as reportFailure decides it). */
-export function exitCodeOf(err: unknown): number {
-  const code = (err as { exitCode?: unknown } | null)?.exitCode;
-  return typeof code === 'number' && code > 0 ? code : ExitCode.runFailed;
-}
+/** The exit code a failure ends the command with (as reportFailure decides it): defined with the errors. */
+export { exitCodeOf };
 
 async function executeRunCore(
   base: PipelineOptions,

@@ -3,7 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DEFAULT_MAX_LAG_SECONDS } from '../monitoring/health.js';
 import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
-import { parseDuration } from '../pipeline/windows.js';
+import { parseDuration } from '../time/windows.js';
 import { UsageError } from './usage-error.js';
 
 /** --max-lag: a duration such as 26h or 2d; default 26 h. */

@@ -1,10 +1,11 @@
-import { ExitCode } from './exit-codes.js';
+import { isConfigError } from '../config/errors.js';
+import { ExitCode, exitCodeOf } from '../errors.js';
 import { isUsageError } from './usage-error.js';
 import { redact, redactedCauseChain } from '../util/redact.js';
 
 /** Prints an error for a person (message and cause chain, no stack unless SESSION_ETL_DEBUG) and returns the exit code. */
 export function reportFailure(err: unknown, stderr: NodeJS.WritableStream = process.stderr): number {
-  if (isUsageError(err)) {
+  if (isUsageError(err) || isConfigError(err)) {
     stderr.write(`error: ${redact(err.message)}\n(run with --help for usage)\n`);
     return ExitCode.usage;
   }
@@ -13,6 +14,5 @@ export function reportFailure(err: unknown, stderr: NodeJS.WritableStream = proc
   const lines = redactedCauseChain(err).map((msg, depth) => (depth === 0 ? `error: ${msg}` : `  caused by: ${msg}`));
   if (process.env.SESSION_ETL_DEBUG && err instanceof Error && err.stack) lines.push(redact(err.stack));
   stderr.write(lines.join('\n') + '\n');
-  const code = (err as { exitCode?: unknown } | null)?.exitCode;
-  return typeof code === 'number' && code > 0 ? code : ExitCode.runFailed;
+  return exitCodeOf(err);
 }

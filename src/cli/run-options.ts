@@ -7,7 +7,7 @@ import { loadConfig, type LoadedConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { NotifySettings } from '../monitoring/notify.js';
 import type { PipelineOptions } from '../pipeline/run.js';
-import { parseDuration } from '../pipeline/windows.js';
+import { parseDuration } from '../time/windows.js';
 import { UsageError } from './usage-error.js';
 
 export interface CommonFlags {

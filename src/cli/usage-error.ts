@@ -1,4 +1,4 @@
-import { ExitCode } from './exit-codes.js';
+import { ExitCode } from '../errors.js';
 
 /** A bad flag, argument or configuration value: printed with a hint, exits 2, nothing is written. */
 export class UsageError extends Error {

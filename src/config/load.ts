@@ -1,11 +1,11 @@
 /**
- * Loads the effective configuration: config/default.json < user file (--config or
+ * Loads the effective configuration: defaults (./defaults.ts) < user file (--config or
  * SESSION_ETL_CONFIG) < environment < CLI flags; later ones win. Remembers where each value came from.
  */
-import { readFileSync, existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { UsageError } from '../cli/usage-error.js';
-import { receiverOf, registerNotifyUrlSecret } from '../monitoring/notify.js';
+import { readFileSync } from 'node:fs';
+import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
+import { CONFIG_DEFAULTS } from './defaults.js';
+import { ConfigError } from './errors.js';
 import { redact, registerSecret, REDACTED } from '../util/redact.js';
 import type { z } from 'zod';
 import { ConfigSchema, type Config } from './schema.js';
@@ -18,8 +18,6 @@ export interface LoadedConfig {
   file: string | null;
 }
 
-const DEFAULT_FILE = fileURLToPath(new URL('../../../config/default.json', import.meta.url));
-const DEFAULT_FILE_SRC = fileURLToPath(new URL('../../config/default.json', import.meta.url));
 
 /** Environment variables and the keys they set. */
 export const ENV_KEYS: Record<string, keyof Config> = {
@@ -51,13 +49,13 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
       sources[k] = source;
     }
   };
-  put(readJson(existsSync(DEFAULT_FILE) ? DEFAULT_FILE : DEFAULT_FILE_SRC, 'default configuration'), 'default');
+  put({ ...CONFIG_DEFAULTS }, 'default');
 
   const file = opts.configFile ?? env.SESSION_ETL_CONFIG ?? null;
   if (file) {
     const fromFile = readJson(file, 'configuration file');
     if ('apiKey' in fromFile && fromFile.apiKey) {
-      throw new UsageError(
+      throw new ConfigError(
         `configuration file ${file} holds apiKey: keep the key out of files that may be committed; ` +
           'set REPORTING_API_KEY in the environment or point apiKeyFile at a file with mode 0600',
       );
@@ -84,7 +82,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
       config.apiKey = readFileSync(config.apiKeyFile, 'utf8').trim();
       sources.apiKey = 'file';
     } catch (err) {
-      throw new UsageError(`apiKeyFile ${config.apiKeyFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
+      throw new ConfigError(`apiKeyFile ${config.apiKeyFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
     }
   }
   config.apiKey ??= null;
@@ -107,14 +105,14 @@ function registerUrlSecrets(value: unknown): void {
   }
 }
 
-function invalidConfig(issues: z.core.$ZodIssue[], sources: Record<string, Source>, file: string | null): UsageError {
+function invalidConfig(issues: z.core.$ZodIssue[], sources: Record<string, Source>, file: string | null): ConfigError {
   const lines = issues.map((i) => {
     const key = i.path.join('.') || '(root)';
     const where = sources[String(i.path[0])] ? ` (from ${describeSource(sources[String(i.path[0])]!, file)})` : '';
     if (i.code === 'unrecognized_keys') return `unknown configuration key(s) ${i.keys.join(', ')}${file ? ` in ${file}` : ''}`;
     return `${key}${where}: ${i.message}`;
   });
-  return new UsageError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  return new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
 }
 
 function describeSource(s: Source, file: string | null): string {
@@ -126,7 +124,7 @@ function readJson(path: string, what: string): Record<string, unknown> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new UsageError(`${what} ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
+    throw new ConfigError(`${what} ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
   }
   try {
     const v = JSON.parse(text) as unknown;
@@ -137,7 +135,7 @@ function readJson(path: string, what: string): Record<string, unknown> {
     // its first characters. The position is enough to find the mistake.
     const at = /position (\d+)/.exec((err as Error).message)?.[1];
     const problem = (err as Error).message === 'not a JSON object' ? 'it is not a JSON object' : `it is not valid JSON${at ? ` (error at character ${at})` : ''}`;
-    throw new UsageError(`${what} ${path} cannot be used: ${problem}; it must hold one JSON object of configuration keys`);
+    throw new ConfigError(`${what} ${path} cannot be used: ${problem}; it must hold one JSON object of configuration keys`);
   }
 }
 

@@ -1,15 +1,10 @@
 /** Renders the configuration reference (README) from the zod schema's descriptions. */
 import { ConfigSchema } from './schema.js';
 import { ENV_KEYS } from './load.js';
-import { readFileSync, existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { CONFIG_DEFAULTS } from './defaults.js';
 
 function defaults(): Record<string, unknown> {
-  for (const rel of ['../../../config/default.json', '../../config/default.json']) {
-    const p = fileURLToPath(new URL(rel, import.meta.url));
-    if (existsSync(p)) return JSON.parse(readFileSync(p, 'utf8')) as Record<string, unknown>;
-  }
-  return {};
+  return CONFIG_DEFAULTS;
 }
 
 /** Keys whose flag is not the kebab-case of the key (— : no flag). */

@@ -4,7 +4,7 @@
  */
 import cron from 'node-cron';
 import { z } from 'zod';
-import { parseDuration, parseInstant } from '../pipeline/windows.js';
+import { parseDuration, parseInstant } from '../time/windows.js';
 
 const duration = (what: string) =>
   z.string().refine(

@@ -8,7 +8,7 @@ export {
   type SessionV1,
   type EndSessionMethod,
   type EndSessionResult,
-} from './SessionControlClient.js';
+} from './session-control-client.js';
 export {
   SessionWebhookSchema,
   RemoteViewSessionRequestSchema,

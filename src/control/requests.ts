@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registerSecret } from '../util/redact.js';
-import { InvalidControlRequestError } from './errors/InvalidControlRequestError.js';
+import { InvalidControlRequestError } from './errors/invalid-control-request-error.js';
 
 /** A webhook attached to a session creation request. Its payload and trigger are not published. */
 export const SessionWebhookSchema = z.object({

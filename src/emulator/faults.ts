@@ -1,6 +1,6 @@
 /** Fault settings, their validation, the seeded dice that decide each fault, and the rate limiter. */
 export type { DrawnFaultKind };
-import { DRAWN_FAULT_KINDS, type DrawnFaultKind, type EmulatorFaults } from './options.js';
+import { DRAWN_FAULT_KINDS, type DrawnFaultKind, type EmulatorFaults, type Schedule } from './options.js';
 import { Random } from './prng.js';
 
 export const FAULT_KINDS = [
@@ -102,8 +102,6 @@ export class FaultDice {
   }
 }
 
-/** A value that changes during a run: `rps` from `atSeconds` after the first request on. */
-export type Schedule = ReadonlyArray<{ atSeconds: number; rps: number }>;
 
 /** The schedule's value `elapsedMs` after its start (the first entry's before its time). */
 export function scheduledAt(schedule: Schedule, elapsedMs: number): number {

@@ -23,6 +23,10 @@ export const SESSION_FIELD_NAMES = [
   'id', 'companyId', 'pin', 'started', 'ended', 'duration', 'sessionType', 'recording', 'recordingUrl',
   'agent', 'agentGroupId', 'agentIp', 'customerIp', 'externalFields',
 ] as const;
+export const AGENT_FIELD_NAMES = ['id', 'name', 'email'] as const;
+export const EXTERNAL_FIELD_NAMES = [
+  'customerName', 'externalCaseId', 'notes', 'accountingInfo', 'customerDeviceType', 'customerOs',
+] as const;
 
 export interface GenerateDayOptions {
   seed: number;

@@ -1,8 +1,7 @@
 /** Public types of the reporting endpoint emulator; see docs/emulator.md. */
-import type { SessionRecord } from '../reporting/session-record.js';
-import type { Schedule } from './faults.js';
+import type { SessionRecord } from '../schema/session-fields.js';
 import type { ArgTypes } from './schema.js';
-import type { WindowRule } from './session-store.js';
+import type { WindowRule } from './session-dataset.js';
 
 export type { ArgTypes, WindowRule };
 
@@ -126,3 +125,6 @@ export interface Emulator {
   /** Ground truth for tests. */
   dataset: EmulatorDataset;
 }
+
+/** A value that changes during a run: `rps` from `atSeconds` after the first request on. */
+export type Schedule = ReadonlyArray<{ atSeconds: number; rps: number }>;

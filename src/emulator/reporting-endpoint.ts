@@ -12,13 +12,13 @@ import {
   type DocumentNode, type FieldNode, type GraphQLField, type GraphQLObjectType, type GraphQLSchema,
   type OperationDefinitionNode, type SelectionSetNode, type SourceLocation,
 } from 'graphql';
-import { AGENT_FIELD_NAMES, EXTERNAL_FIELD_NAMES, type SessionRecord } from '../reporting/session-record.js';
+import type { SessionRecord } from '../schema/session-fields.js';
 import type { BodyCache } from './body-cache.js';
 import type { FaultDice, FaultKind } from './faults.js';
 import type { EmulatorFaults } from './options.js';
 import { epochSecondsArg } from './schema.js';
-import { SESSION_FIELD_NAMES } from './generate-day.js';
-import type { Selection, SessionStore, WindowRule } from './session-store.js';
+import { AGENT_FIELD_NAMES, EXTERNAL_FIELD_NAMES, SESSION_FIELD_NAMES } from './generate-day.js';
+import type { Selection, SessionDataset, WindowRule } from './session-dataset.js';
 
 /** A request body after JSON parsing; the server has checked that `query` is a string. */
 export interface ReportingRequest {
@@ -40,7 +40,7 @@ export interface Answer {
 
 export interface ReportingEndpointOptions {
   schema: GraphQLSchema;
-  store: SessionStore;
+  store: SessionDataset;
   windowRule: WindowRule;
   faults: () => EmulatorFaults;
   dice: FaultDice;

@@ -1,6 +1,6 @@
 /**
  * The emulator's HTTP server: routing, authentication, the rate limit and connection-level faults,
- * statistics and the request log. Query handling lives in ReportingEndpoint, data in SessionStore.
+ * statistics and the request log. Query handling lives in ReportingEndpoint, data in SessionDataset.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,7 +16,7 @@ import {
 } from './options.js';
 import { ReportingEndpoint, type Answer, type ReportingRequest } from './reporting-endpoint.js';
 import { reportingSchema, type ArgTypes } from './schema.js';
-import { SessionStore, type WindowRule } from './session-store.js';
+import { SessionDataset, type WindowRule } from './session-dataset.js';
 
 const REPORTING_PATHS = new Set(['/', '/graphql', '/graphql/']);
 const INTERFACE_PREFIXES = ['/oauth', '/identity', '/api/'];
@@ -41,7 +41,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const clock = (): number => pinnedNow ?? Math.floor(Date.now() / 1_000);
   const from = options.from ?? Math.floor((clock() - 90 * DAY_SECONDS) / DAY_SECONDS) * DAY_SECONDS;
   if (options.to !== undefined && options.to <= from) throw new RangeError(`to (${options.to}) must lie after from (${from})`);
-  const store = new SessionStore({ seed, sessionsPerDay, from, to: options.to, now: clock });
+  const store = new SessionDataset({ seed, sessionsPerDay, from, to: options.to, now: clock });
 
   let faults: EmulatorFaults = { ...options.faults };
   validateFaults(faults);

@@ -1,2 +1,2 @@
-export { getCurrentUser, accountKeysOf, type CurrentUser, type GetCurrentUserOptions } from './getCurrentUser.js';
-export { IdentityError, isIdentityError } from './errors/IdentityError.js';
+export { getCurrentUser, accountKeysOf, type CurrentUser, type GetCurrentUserOptions } from './get-current-user.js';
+export { IdentityError, isIdentityError } from './errors/identity-error.js';

@@ -1,4 +1,4 @@
-import type { SessionRecord } from '../reporting/session-record.js';
+import type { SessionRecord } from '../schema/session-fields.js';
 import { compareCodePoints, compareValues } from './compare-values.js';
 import { orderKeys, resolveWindow, selectedLeaves, shapeRecord, type ListPage, type ListRequest } from './list-request.js';
 import type { FilterExpr } from './parse-filter.js';

@@ -8,7 +8,7 @@
  */
 export { parseListRequest, percentDecode, DEFAULT_PAGE_SIZE, LIST_PARAMETERS } from './parse-list-request.js';
 export type { ListParams, ListParameter, ParseListOptions } from './parse-list-request.js';
-export { ListSyntaxError, isListSyntaxError } from './ListSyntaxError.js';
+export { ListSyntaxError, isListSyntaxError } from './list-syntax-error.js';
 export type { ListRequest, ListPage, Paging, SortKey, SessionView } from './list-request.js';
 export type { FilterExpr, FieldRef } from './parse-filter.js';
 export { evaluateInMemory } from './evaluate-in-memory.js';

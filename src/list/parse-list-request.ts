@@ -1,4 +1,4 @@
-import { ListSyntaxError } from './ListSyntaxError.js';
+import { ListSyntaxError } from './list-syntax-error.js';
 import type { ListRequest, Paging, SortKey } from './list-request.js';
 import { filterFieldRefs, parseFilter, type FilterExpr } from './parse-filter.js';
 import { INSTANT_FORMATS, parseInstant } from './parse-instant.js';

@@ -1,5 +1,4 @@
-import { SESSION_COLUMNS, type ContractColumn } from '../store/contract.js';
-import type { SessionRecord } from '../reporting/session-record.js';
+import { SESSION_FIELDS, type ColumnType, type SessionRecord } from '../schema/session-fields.js';
 
 /**
  * How a field is compared, matched and returned.
@@ -28,7 +27,7 @@ export interface ObjectField {
 
 export type SessionField = LeafField | ObjectField;
 
-const KIND_OF_TYPE: Record<ContractColumn['type'], LeafField['kind']> = {
+const KIND_OF_TYPE: Record<ColumnType, LeafField['kind']> = {
   VARCHAR: 'string',
   BIGINT: 'integer',
   TIMESTAMPTZ: 'epoch',
@@ -36,12 +35,11 @@ const KIND_OF_TYPE: Record<ContractColumn['type'], LeafField['kind']> = {
 };
 
 /**
- * The leaf fields of a session, in contract order. `extracted_at` is lineage, not a field of the
- * record, so it is not a list field (a request naming it sees a field that does not exist).
+ * The leaf fields of a session, in contract order (schema/session-fields.ts). `extracted_at` is
+ * lineage, not a field of the record, so it is not a list field (a request naming it sees a field
+ * that does not exist).
  */
-export const LEAF_FIELDS: readonly LeafField[] = SESSION_COLUMNS
-  .filter((c) => c.source !== 'lineage')
-  .map((c) => ({ kind: KIND_OF_TYPE[c.type], path: c.source, column: c.name }));
+export const LEAF_FIELDS: readonly LeafField[] = SESSION_FIELDS.map((f) => ({ kind: KIND_OF_TYPE[f.type], path: f.path, column: f.column }));
 
 /** Top-level fields of the record in interface order: leaves and the two objects. */
 export const TOP_LEVEL_FIELDS: readonly SessionField[] = (() => {

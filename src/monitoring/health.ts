@@ -2,7 +2,7 @@
  * Is the export healthy? One pure function of the monitored state, shared by `/healthz` and
  * `session-etl status --check`, so both always give the same answer and the same reasons.
  */
-import { isoOf as iso } from '../pipeline/windows.js';
+import { isoOf as iso } from '../time/windows.js';
 import type { MonitoredState } from './read-state.js';
 
 /** The default --max-lag: a nightly export that missed one night is late by more than a day. */

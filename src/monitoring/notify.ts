@@ -13,8 +13,9 @@ import type { RunSummary } from '../pipeline/run.js';
 import type { FetchLike } from '../reporting/transport.js';
 import { describeNetworkError } from '../util/describe-network-error.js';
 import { silentLogger, type Logger } from '../util/logger.js';
-import { redact, redactDeep, registerSecret } from '../util/redact.js';
+import { redact, redactDeep } from '../util/redact.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
+import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { readNotifyState, writeNotifyState, type NotifyState } from './notify-state.js';
 
 export type NotifyEvent = 'run_failed' | 'run_recovered' | 'lag_exceeded';
@@ -97,36 +98,8 @@ export const NOTIFY_DEFAULTS = { attempts: 3, backoffMs: [1_000, 2_000], attempt
 /** Longest error text a payload carries. */
 const MAX_ERROR_CHARS = 2_000;
 
-/** The URL as logs may show it: scheme and host (with port), never path, query or credentials. */
-export function receiverOf(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}`;
-  } catch {
-    return '(not a URL)';
-  }
-}
-
-/**
- * Registers the notify URL as a secret (Slack's and Teams' webhook URLs carry their token in the
- * path): the whole URL, its path and query, credentials and query values are redacted wherever
- * they would appear.
- */
-export function registerNotifyUrlSecret(url: string | null | undefined): void {
-  if (!url) return;
-  registerSecret(url);
-  try {
-    const u = new URL(url);
-    registerSecret(u.href);
-    const tail = u.pathname + u.search;
-    if (tail.length >= 8) registerSecret(tail);
-    registerSecret(u.username);
-    registerSecret(u.password);
-    for (const v of u.searchParams.values()) registerSecret(v);
-  } catch {
-    // Not a URL: the configuration check reports it.
-  }
-}
+// Defined in util/notify-url.ts so the configuration can use them without importing monitoring.
+export { receiverOf, registerNotifyUrlSecret };
 
 /** How the run ended, in the summary's terms. */
 export function outcomeOf(end: RunEnd): RunSummary['outcome'] {

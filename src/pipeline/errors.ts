@@ -1,5 +1,5 @@
-import { ExitCode } from '../cli/exit-codes.js';
-import { describeWindow, type Window } from './windows.js';
+import { ExitCode } from '../errors.js';
+import { describeWindow, type Window } from '../time/windows.js';
 
 /** A window could not be fetched completely: names the window and the last server message. */
 export class WindowFailedError extends Error {

@@ -5,15 +5,15 @@
  * `minChunkSeconds`; hands each complete leaf window to `onWindow` (which commits it).
  */
 import pLimit from 'p-limit';
-import { BodyTooLargeError } from '../reporting/errors/BodyTooLargeError.js';
-import { GraphQLResponseError } from '../reporting/errors/GraphQLResponseError.js';
-import { RateLimitedError } from '../reporting/errors/RateLimitedError.js';
-import { ReportingError } from '../reporting/errors/ReportingError.js';
+import { BodyTooLargeError } from '../reporting/errors/body-too-large-error.js';
+import { GraphQLResponseError } from '../reporting/errors/graphql-response-error.js';
+import { RateLimitedError } from '../reporting/errors/rate-limited-error.js';
+import { ReportingError } from '../reporting/errors/reporting-error.js';
 import type { ReportingClient } from '../reporting/client.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
 import { WindowFailedError } from './errors.js';
 import type { RateController } from './rate-controller.js';
-import { bisect, describeWindow, type Window } from './windows.js';
+import { bisect, describeWindow, type Window } from '../time/windows.js';
 
 export interface ExtractStats {
   requests: number;

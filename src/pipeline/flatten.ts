@@ -1,30 +1,13 @@
 /**
- * Validation and flattening: raw records from one response become a columnar batch in the order
- * of the public contract (src/store/contract.ts), plus the records that were rejected.
+ * Validation and flattening of the slow path: raw records from one response are validated
+ * (reporting/record-schema.ts) and become a columnar batch in the order of the public contract
+ * (store/rows.ts), plus the records that were rejected and the duplicates dropped.
  */
-import { RecordValidationError } from '../reporting/errors/RecordValidationError.js';
+import { RecordValidationError } from '../reporting/errors/record-validation-error.js';
 import { validateRecord } from '../reporting/record-schema.js';
 import { checkRecordSize } from '../reporting/record-size.js';
-import type { SessionRecord } from '../reporting/session-record.js';
-import { SESSION_COLUMNS } from '../store/contract.js';
-
-export type CellValue = string | number | boolean | null;
-
-/**
- * A columnar batch: `columns[i]` holds the values of SESSION_COLUMNS[i]. Timestamps are epoch
- * seconds (numbers); the writers convert them.
- */
-export interface RowBatch {
-  readonly length: number;
-  readonly columns: CellValue[][];
-}
-
-export interface RejectedRecord {
-  sessionId: string | null;
-  field: string;
-  reason: string;
-  raw: unknown;
-}
+import type { SessionRecord } from '../schema/session-fields.js';
+import { flattenRecord, toColumns, type CellValue, type RejectedRecord, type RowBatch } from '../store/rows.js';
 
 export type InvalidPolicy = 'fail' | 'quarantine';
 
@@ -33,38 +16,6 @@ export interface FlattenResult {
   rejected: RejectedRecord[];
   /** Exact duplicates (same id, same values) dropped from the response. */
   duplicatesDropped: number;
-}
-
-export const COLUMN_INDEX: Readonly<Record<string, number>> = Object.fromEntries(SESSION_COLUMNS.map((c, i) => [c.name, i]));
-
-/** One record → the contract's values, in column order. */
-export function flattenRecord(r: SessionRecord, extractedAt: number): CellValue[] {
-  const a = r.agent ?? null;
-  const x = r.externalFields ?? null;
-  return [
-    r.id,
-    r.companyId ?? null,
-    r.pin ?? null,
-    r.started ?? null,
-    r.ended ?? null,
-    r.duration ?? null,
-    r.sessionType ?? null,
-    r.recording ?? null,
-    r.recordingUrl ?? null,
-    a ? (a.id ?? null) : null,
-    a ? (a.name ?? null) : null,
-    a ? (a.email ?? null) : null,
-    r.agentGroupId ?? null,
-    r.agentIp ?? null,
-    r.customerIp ?? null,
-    x ? (x.customerName ?? null) : null,
-    x ? (x.externalCaseId ?? null) : null,
-    x ? (x.notes ?? null) : null,
-    x ? (x.accountingInfo ?? null) : null,
-    x ? (x.customerDeviceType ?? null) : null,
-    x ? (x.customerOs ?? null) : null,
-    extractedAt,
-  ];
 }
 
 /**
@@ -118,14 +69,4 @@ export function flattenResponse(raws: readonly unknown[], extractedAt: number, p
 function sameRow(a: CellValue[], b: CellValue[]): boolean {
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
-}
-
-export function toColumns(rows: readonly CellValue[][]): RowBatch {
-  const n = SESSION_COLUMNS.length;
-  const columns: CellValue[][] = Array.from({ length: n }, () => new Array<CellValue>(rows.length));
-  for (let r = 0; r < rows.length; r++) {
-    const row = rows[r]!;
-    for (let c = 0; c < n; c++) columns[c]![r] = row[c]!;
-  }
-  return { length: rows.length, columns };
 }

@@ -16,16 +16,18 @@ import type { FetchLike } from '../reporting/transport.js';
 import { checkWriterSettings, discardNew, SessionStore, type RunRow } from '../store/session-store.js';
 import { DIR_MODE, layoutOf, refuseLinks, type OutputFormat } from '../store/layout.js';
 import { silentLogger, type Logger } from '../util/logger.js';
-import { needsSettingFixed } from '../reporting/errors/ReportingError.js';
+import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
 import { redact } from '../util/redact.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
+import { ExitCode } from '../errors.js';
 import { RunFailedError, RunInterruptedError } from './errors.js';
 import { extractWindows, type ExtractStats } from './extract.js';
 import { flattenResponse, type InvalidPolicy } from './flatten.js';
-import { checkpointOf, holes, subtractIntervals } from './intervals.js';
-import { RateLimitedError } from '../reporting/errors/RateLimitedError.js';
+import { checkpointOf, holes, subtractIntervals } from '../time/intervals.js';
+import { RateLimitedError } from '../reporting/errors/rate-limited-error.js';
 import { RateController, readRateLimitHeaders } from './rate-controller.js';
-import { checkPlanSize, cutWindows, describeWindow, formatDuration, isoOf, type Window } from './windows.js';
+import { checkPlanSize, cutWindows, describeWindow, formatDuration, isoOf, parseDuration, type Window } from '../time/windows.js';
+import { CONFIG_DEFAULTS } from '../config/defaults.js';
 
 export interface PipelineOptions {
   /** Reporting endpoint (REPORTING_URL). */
@@ -134,12 +136,13 @@ export interface RunSummary {
   error?: string;
 }
 
+/** What a library run uses when an option is not given: the configuration's defaults (config/defaults.ts). */
 export const DEFAULTS = {
-  chunkSeconds: 86_400,
-  concurrency: 4,
-  minChunkSeconds: 60,
-  settleSeconds: 600,
-  lookbackSeconds: 86_400,
+  chunkSeconds: parseDuration(CONFIG_DEFAULTS.chunk),
+  concurrency: CONFIG_DEFAULTS.concurrency,
+  minChunkSeconds: parseDuration(CONFIG_DEFAULTS.minChunk),
+  settleSeconds: parseDuration(CONFIG_DEFAULTS.settle),
+  lookbackSeconds: parseDuration(CONFIG_DEFAULTS.lookback),
   parquetFlushSeconds: 60,
 } as const;
 
@@ -212,7 +215,7 @@ const FIRST_RUN_MESSAGE =
 
 export class FirstRunNeedsSinceError extends Error {
   override readonly name = 'FirstRunNeedsSinceError';
-  readonly exitCode = 2;
+  readonly exitCode = ExitCode.usage;
 }
 
 /** Lowest --max-requests-per-second accepted: below it a run would seem to hang (README "Limits"). */

@@ -12,15 +12,15 @@ import { ClientError, GraphQLClient } from 'graphql-request';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { redact, registerSecret } from '../util/redact.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
-import { GraphQLResponseError, type GraphQLErrorEntry } from './errors/GraphQLResponseError.js';
-import { InvalidResponseError } from './errors/InvalidResponseError.js';
-import { RateLimitedError } from './errors/RateLimitedError.js';
-import { ReportingError } from './errors/ReportingError.js';
-import { TransientError } from './errors/TransientError.js';
+import { GraphQLResponseError, type GraphQLErrorEntry } from './errors/graphql-response-error.js';
+import { InvalidResponseError } from './errors/invalid-response-error.js';
+import { RateLimitedError } from './errors/rate-limited-error.js';
+import { ReportingError } from './errors/reporting-error.js';
+import { TransientError } from './errors/transient-error.js';
 import { sessionQuery, sessionsQuery } from './query.js';
 import { validateRecord } from './record-schema.js';
 import { backoffDelay } from './retry-timing.js';
-import type { SessionRecord } from './session-record.js';
+import type { SessionRecord } from '../schema/session-fields.js';
 import { readSessionsBody, type SessionsBody } from './sessions-body.js';
 import { createBytesTransport, createTransport, type BytesResponse, type FetchLike } from './transport.js';
 
@@ -156,26 +156,16 @@ export class ReportingClient {
   }
 
   /**
-   * Sessions the server returns for `[start, end]` (epoch seconds; which boundary is inclusive is
-   * the server's rule), as raw JSON values: the caller validates them (see validateRecord) so it
-   * can choose to quarantine bad records instead of failing.
+   * Sessions for `[start, end]` (epoch seconds), every record validated (throws
+   * RecordValidationError on the first bad one): the production path (fetchSessionsBody) with the
+   * records as objects, for a caller who wants them in memory rather than in a store.
    */
-  async fetchSessionsRaw(start: number, end: number, signal?: AbortSignal): Promise<FetchResult<unknown[]>> {
-    const query = sessionsQuery(start, end);
-    return this.withRetry(async () => {
-      const data = await this.run(query, signal);
-      const list = (data as { sessions?: unknown } | null | undefined)?.sessions;
-      if (!Array.isArray(list)) {
-        throw new InvalidResponseError(`the reporting endpoint answered without a data.sessions list for window ${start}..${end}`);
-      }
-      return list;
-    }, signal);
-  }
-
-  /** Sessions for `[start, end]`, every record validated (throws RecordValidationError on the first bad one). */
   async fetchSessions(start: number, end: number, signal?: AbortSignal): Promise<FetchResult<SessionRecord[]>> {
-    const r = await this.fetchSessionsRaw(start, end, signal);
-    return { ...r, value: r.value.map((raw, i) => validateRecord(raw, i)) };
+    const r = await this.fetchSessionsBody(start, end, signal);
+    const body = r.value;
+    const raws: unknown[] =
+      body.kind === 'records' ? body.records : body.count === 0 ? [] : body.ndjson.toString('utf8').split('\n').map((line) => JSON.parse(line) as unknown);
+    return { ...r, value: raws.map((raw, i) => validateRecord(raw, i)) };
   }
 
   /** One session by id (UUID), or null when the server has none. */

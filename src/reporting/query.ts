@@ -1,13 +1,10 @@
 /**
  * Query text for the reporting endpoint. Arguments are inlined as validated literals (as the
  * vendor's own examples do) instead of declared variables, so the query works whether the
- * server declares `Int`, `Int!` or `ID`/`String!` for them.
+ * server declares `Int`, `Int!` or `ID`/`String!` for them. The selection (every field of the
+ * session, in the order the body scanner expects) comes from schema/session-fields.ts.
  */
-
-export const SESSION_SELECTION =
-  'id companyId pin started ended duration sessionType recording recordingUrl ' +
-  'agent { id name email } agentGroupId agentIp customerIp ' +
-  'externalFields { customerName externalCaseId notes accountingInfo customerDeviceType customerOs }';
+import { SESSION_SELECTION } from '../schema/session-fields.js';
 
 const INT32_MAX = 2 ** 31 - 1;
 

@@ -1,41 +1,38 @@
 /**
- * The Session record schema (zod). `id` is required; every other field may be null or absent;
- * integers must be integers. Unknown extra fields are dropped (we select the fields we want).
+ * The Session record schema (zod), derived from the field table (schema/session-fields.ts). `id` is
+ * required; every other field may be null or absent; integers must be integers. Unknown extra fields
+ * are dropped (we select the fields we want).
  */
 import { z } from 'zod';
 import { redact } from '../util/redact.js';
-import { RecordValidationError } from './errors/RecordValidationError.js';
-import type { SessionRecord } from './session-record.js';
+import { RecordValidationError } from './errors/record-validation-error.js';
+import { RECORD_SHAPE, type FieldDef, type SessionRecord } from '../schema/session-fields.js';
 
-const str = z.string().nullish();
-const int = z.number().int().nullish();
+const LEAF = {
+  string: z.string().nullish(),
+  integer: z.number().int().nullish(),
+  boolean: z.boolean().nullish(),
+};
+const ID = z.string().min(1, 'must be a non-empty string');
 
-export const AgentSchema = z.object({ id: str, name: str, email: str });
-export const ExternalFieldsSchema = z.object({
-  customerName: str,
-  externalCaseId: str,
-  notes: str,
-  accountingInfo: str,
-  customerDeviceType: str,
-  customerOs: str,
-});
+/** The zod type of one field: `id` a non-empty string; every other field its JSON type, or null, or absent. */
+function leafSchema(f: FieldDef): z.ZodType {
+  if (!f.nullable) {
+    if (f.json !== 'string') throw new Error(`record-schema: a non-nullable ${f.json} field (${f.path}) has no rule`);
+    return ID;
+  }
+  return LEAF[f.json];
+}
 
-export const SessionRecordSchema = z.object({
-  id: z.string().min(1, 'must be a non-empty string'),
-  companyId: str,
-  pin: str,
-  started: int,
-  ended: int,
-  duration: int,
-  sessionType: str,
-  recording: z.boolean().nullish(),
-  recordingUrl: str,
-  agent: AgentSchema.nullish(),
-  agentGroupId: int,
-  agentIp: str,
-  customerIp: str,
-  externalFields: ExternalFieldsSchema.nullish(),
-});
+/** The record's schema, built from the field table in selection order (issues are reported in that order). */
+export const SessionRecordSchema = z.object(
+  Object.fromEntries(
+    RECORD_SHAPE.map((n) => [
+      n.name,
+      n.kind === 'leaf' ? leafSchema(n.field) : z.object(Object.fromEntries(n.children.map((c) => [c.name, leafSchema(c.field)]))).nullish(),
+    ]),
+  ),
+);
 
 /** Validates one record; throws RecordValidationError naming the id and the first failing field. */
 export function validateRecord(raw: unknown, index: number): SessionRecord {

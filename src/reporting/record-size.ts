@@ -5,7 +5,7 @@
  * accepted (the body scanner and the precise path both check), and the reader is given twice that
  * (store/ndjson.ts). No real session comes near it: a record is a few hundred bytes.
  */
-import { RecordValidationError } from './errors/RecordValidationError.js';
+import { RecordValidationError } from './errors/record-validation-error.js';
 
 /** Largest record accepted, as JSON bytes: 8 MiB. */
 export const MAX_RECORD_BYTES = 8 * 1024 * 1024;

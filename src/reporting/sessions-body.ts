@@ -17,10 +17,11 @@
  * (transient, retried), as a failed JSON.parse is.
  */
 import { isUtf8 } from 'node:buffer';
-import { GraphQLResponseError, type GraphQLErrorEntry } from './errors/GraphQLResponseError.js';
-import { InvalidResponseError } from './errors/InvalidResponseError.js';
-import { TransientError } from './errors/TransientError.js';
+import { GraphQLResponseError, type GraphQLErrorEntry } from './errors/graphql-response-error.js';
+import { InvalidResponseError } from './errors/invalid-response-error.js';
+import { TransientError } from './errors/transient-error.js';
 import { redact } from '../util/redact.js';
+import { RECORD_SHAPE, type FieldDef } from '../schema/session-fields.js';
 import { MAX_RECORD_BYTES } from './record-size.js';
 
 export type SessionsBody =
@@ -42,17 +43,18 @@ function spec(fields: Array<[string, FieldKind, FieldSpec[]?]>): FieldSpec[] {
   return fields.map(([name, kind, nested], i) => ({ token: enc(`${i ? ',' : ''}"${name}":`), kind, ...(nested ? { fields: nested } : {}) }));
 }
 
-/** The selection of src/reporting/query.ts, in its order. */
-const RECORD = spec([
-  ['id', 'id'], ['companyId', 'str'], ['pin', 'str'], ['started', 'int'], ['ended', 'int'], ['duration', 'int'],
-  ['sessionType', 'str'], ['recording', 'bool'], ['recordingUrl', 'str'],
-  ['agent', 'obj', spec([['id', 'str'], ['name', 'str'], ['email', 'str']])],
-  ['agentGroupId', 'int'], ['agentIp', 'str'], ['customerIp', 'str'],
-  ['externalFields', 'obj', spec([
-    ['customerName', 'str'], ['externalCaseId', 'str'], ['notes', 'str'], ['accountingInfo', 'str'],
-    ['customerDeviceType', 'str'], ['customerOs', 'str'],
-  ])],
-]);
+/** A field's kind for the scanner: the identity (`id`), or its JSON type. */
+function kindOf(f: FieldDef): FieldKind {
+  if (!f.nullable) return 'id';
+  return f.json === 'string' ? 'str' : f.json === 'integer' ? 'int' : 'bool';
+}
+
+/** The selection of src/reporting/query.ts, in its order: both come from schema/session-fields.ts. */
+const RECORD = spec(
+  RECORD_SHAPE.map((n): [string, FieldKind, FieldSpec[]?] =>
+    n.kind === 'leaf' ? [n.name, kindOf(n.field)] : [n.name, 'obj', spec(n.children.map((c) => [c.name, kindOf(c.field)]))],
+  ),
+);
 
 const PREFIX = enc('{"data":{"sessions":[');
 const QUOTE = 0x22;

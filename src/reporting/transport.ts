@@ -7,12 +7,12 @@ import { displayUrl, isRedirect } from '../util/display-url.js';
  * `fetch` under graphql-request, which so only ever sees a complete 2xx body.
  */
 import { crashPoint } from '../util/crash-point.js';
-import { AuthenticationError } from './errors/AuthenticationError.js';
-import { BodyTooLargeError } from './errors/BodyTooLargeError.js';
-import { HttpStatusError } from './errors/HttpStatusError.js';
-import { RateLimitedError } from './errors/RateLimitedError.js';
-import { RedirectError } from './errors/RedirectError.js';
-import { TransientError } from './errors/TransientError.js';
+import { AuthenticationError } from './errors/authentication-error.js';
+import { BodyTooLargeError } from './errors/body-too-large-error.js';
+import { HttpStatusError } from './errors/http-status-error.js';
+import { RateLimitedError } from './errors/rate-limited-error.js';
+import { RedirectError } from './errors/redirect-error.js';
+import { TransientError } from './errors/transient-error.js';
 import { parseRetryAfter } from './retry-timing.js';
 
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;

@@ -1,7 +1,7 @@
 /** The coverage map: the windows whose data is committed, merged into intervals. */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { mergeIntervals } from '../pipeline/intervals.js';
-import type { Window } from '../pipeline/windows.js';
+import { mergeIntervals } from '../time/intervals.js';
+import type { Window } from '../time/windows.js';
 import { queryRows } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
 import { NULL_PARTITION } from './layout.js';

@@ -1,4 +1,4 @@
-import { ExitCode } from '../cli/exit-codes.js';
+import { ExitCode } from '../errors.js';
 
 /** The data directory cannot be used: not writable, or it holds files of another program. Exit 2; nothing written. */
 export class DataDirError extends Error {

@@ -50,7 +50,7 @@ export const DIR_MODE = 0o750;
 export const FILE_MODE = 0o640;
 
 /** Names of the files session-etl writes under .tmp/ (cleanup removes only these) and pending/. */
-export const TMP_FILE_NAME = /^(?:\.probe-\d+|rows-\d{12,}-\d+-\d+\.ndjson|(?:\d{4,}-\d{2}-\d{2}|__HIVE_DEFAULT_PARTITION__)-\d+-\d+\.parquet)$/;
+export const TMP_FILE_NAME = /^(?:\.probe-\d+|state\.json-\d+|rows-\d{12,}-\d+-\d+\.ndjson|(?:\d{4,}-\d{2}-\d{2}|__HIVE_DEFAULT_PARTITION__)-\d+-\d+\.parquet)$/;
 export const PENDING_FILE_NAME = /^rows-\d{12,}-\d+-\d+\.ndjson$/;
 /** A partition directory's name under parquet/sessions/. */
 export const PARTITION_DIR_NAME = /^date=(?:\d{4,}-\d{2}-\d{2}|__HIVE_DEFAULT_PARTITION__)$/;

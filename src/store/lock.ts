@@ -15,7 +15,7 @@
 import { mkdir, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { ExitCode } from '../cli/exit-codes.js';
+import { ExitCode } from '../errors.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
 import { DataDirError } from './errors.js';
 

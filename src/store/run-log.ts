@@ -1,6 +1,6 @@
 /** The run history (`_runs`) and the backfills begun and completed (`_backfills`, to resume one). */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { Window } from '../pipeline/windows.js';
+import type { Window } from '../time/windows.js';
 import { queryRows } from './duckdb.js';
 
 export interface RunRow {

@@ -16,7 +16,7 @@
 import { rmdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { Window } from '../pipeline/windows.js';
+import type { Window } from '../time/windows.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { CommitQueue, dropUncommittedFiles, type CommitResult, type WindowCommit } from './commit-queue.js';
 import { compactCoverage, readCoverage, readCoverageSince } from './coverage.js';

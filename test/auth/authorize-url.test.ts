@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildAuthorizeUrl } from '../../src/auth/authorize-url.js';
 import { parseCodeRedirect, parseImplicitRedirect } from '../../src/auth/redirect.js';
-import { AuthorizationResponseError } from '../../src/auth/errors/AuthorizationResponseError.js';
+import { AuthorizationResponseError } from '../../src/auth/errors/authorization-response-error.js';
 
 const common = { clientId: 'cid', redirectUri: 'http://127.0.0.1:5000/callback', state: 's 1', scope: ['remoteview;settings', 'identity'] };
 

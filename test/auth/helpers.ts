@@ -3,7 +3,7 @@ import type { Emulator } from '../../src/emulator/options.js';
 import { inspectInterfaceEmulator, type InterfaceEmulatorOptions } from '../../src/emulator/interface/index.js';
 import { buildAuthorizeUrl } from '../../src/auth/authorize-url.js';
 import { parseCodeRedirect } from '../../src/auth/redirect.js';
-import { TokenClient } from '../../src/auth/TokenClient.js';
+import { TokenClient } from '../../src/auth/token-client.js';
 import type { TokenServiceVariant } from '../../src/auth/variants.js';
 import type { TokenResponse } from '../../src/auth/token-response.js';
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAuthorizeUrl } from '../../src/auth/authorize-url.js';
-import { FileTokenStore } from '../../src/auth/FileTokenStore.js';
+import { FileTokenStore } from '../../src/auth/file-token-store.js';
 import { loginWithLoopback } from '../../src/auth/loopback-login.js';
 import { createPkcePair } from '../../src/auth/pkce.js';
 import { parseCodeRedirect } from '../../src/auth/redirect.js';

@@ -2,9 +2,9 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SignInRequiredError } from '../../src/auth/errors/SignInRequiredError.js';
-import { FileTokenStore } from '../../src/auth/FileTokenStore.js';
-import { TokenManager } from '../../src/auth/TokenManager.js';
+import { SignInRequiredError } from '../../src/auth/errors/sign-in-required-error.js';
+import { FileTokenStore } from '../../src/auth/file-token-store.js';
+import { TokenManager } from '../../src/auth/token-manager.js';
 import { MemoryTokenStore, type TokenStore } from '../../src/auth/token-store.js';
 import { signIn, startTestEmulator, type TestEmulator } from './helpers.js';
 

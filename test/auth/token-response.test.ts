@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { normalizeTokenResponse } from '../../src/auth/token-response.js';
-import { InvalidTokenResponseError } from '../../src/auth/errors/InvalidTokenResponseError.js';
+import { InvalidTokenResponseError } from '../../src/auth/errors/invalid-token-response-error.js';
 
 const user = { account_key: 'K1', organizer_key: 'O1', email: 'a@b.c', firstName: 'Ada', lastName: 'Agent', account_type: 'corporate' };
 

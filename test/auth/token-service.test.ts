@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildAuthorizeUrl } from '../../src/auth/authorize-url.js';
-import { AuthorizationResponseError } from '../../src/auth/errors/AuthorizationResponseError.js';
-import { SignInRequiredError } from '../../src/auth/errors/SignInRequiredError.js';
-import { TokenRequestError } from '../../src/auth/errors/TokenRequestError.js';
+import { AuthorizationResponseError } from '../../src/auth/errors/authorization-response-error.js';
+import { SignInRequiredError } from '../../src/auth/errors/sign-in-required-error.js';
+import { TokenRequestError } from '../../src/auth/errors/token-request-error.js';
 import { parseCodeRedirect, parseImplicitRedirect } from '../../src/auth/redirect.js';
-import { PASSWORD_GRANT_WARNING, TokenClient } from '../../src/auth/TokenClient.js';
+import { PASSWORD_GRANT_WARNING, TokenClient } from '../../src/auth/token-client.js';
 import { redact } from '../../src/util/redact.js';
 import { authorizeRedirect, CLIENT_ID, CLIENT_SECRET, signIn, startTestEmulator, type TestEmulator } from './helpers.js';
 

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeConfig, loadConfig } from '../../src/config/load.js';
 import { configReferenceMarkdown } from '../../src/config/reference.js';
+import { ConfigError, DEFAULTS, exitCodeOf, parseDuration } from '../../src/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'session-etl-config-'));
 function file(obj: unknown): string {
@@ -89,5 +90,38 @@ describe('configuration', () => {
     expect(message).not.toContain('Pa55-w0rd-Url');
     const { redact } = await import('../../src/util/redact.js');
     expect(redact('the server echoed Pa55-w0rd-Url')).toBe('the server echoed [REDACTED]');
+  });
+
+  it('every configuration error is a ConfigError a library user can catch, asking for exit 2', () => {
+    const bad = [
+      () => loadConfig({ configFile: file({ concurrency: 0 }), env: {} }),
+      () => loadConfig({ configFile: file({ apiKey: 'secret-in-file' }), env: {} }),
+      () => loadConfig({ configFile: file('{ nope'), env: {} }),
+      () => loadConfig({ configFile: join(dir, 'missing.json'), env: {} }),
+      () => loadConfig({ configFile: file({ apiKeyFile: join(dir, 'no-such-key') }), env: {} }),
+    ];
+    for (const load of bad) {
+      let caught: unknown;
+      try {
+        load();
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).toBeInstanceOf(ConfigError);
+      expect(exitCodeOf(caught)).toBe(2);
+    }
+  });
+
+  it('a library run and a command-line run use the same defaults when nothing is set', () => {
+    const { config, sources } = loadConfig({ env: {} });
+    expect(sources).toMatchObject({ chunk: 'default', concurrency: 'default', minChunk: 'default', settle: 'default', lookback: 'default' });
+    expect(DEFAULTS).toMatchObject({
+      chunkSeconds: parseDuration(config.chunk),
+      concurrency: config.concurrency,
+      minChunkSeconds: parseDuration(config.minChunk),
+      settleSeconds: parseDuration(config.settle),
+      lookbackSeconds: parseDuration(config.lookback),
+    });
+    expect(DEFAULTS).toMatchObject({ chunkSeconds: 86_400, concurrency: 4, minChunkSeconds: 60, settleSeconds: 600, lookbackSeconds: 86_400 });
   });
 });

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { accountKeysOf, getCurrentUser } from '../../src/identity/getCurrentUser.js';
-import { IdentityError } from '../../src/identity/errors/IdentityError.js';
+import { accountKeysOf, getCurrentUser } from '../../src/identity/get-current-user.js';
+import { IdentityError } from '../../src/identity/errors/identity-error.js';
 import { signIn, startTestEmulator, type TestEmulator } from '../auth/helpers.js';
 
 let t: TestEmulator;

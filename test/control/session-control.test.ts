@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ControlHttpError } from '../../src/control/errors/ControlHttpError.js';
-import { InvalidControlRequestError } from '../../src/control/errors/InvalidControlRequestError.js';
-import { SESSION_V1_WARNING, SessionControlClient } from '../../src/control/SessionControlClient.js';
+import { ControlHttpError } from '../../src/control/errors/control-http-error.js';
+import { InvalidControlRequestError } from '../../src/control/errors/invalid-control-request-error.js';
+import { SESSION_V1_WARNING, SessionControlClient } from '../../src/control/session-control-client.js';
 import { allText } from '../helpers/capture.js';
 import { signIn, startTestEmulator, type TestEmulator } from '../auth/helpers.js';
 

@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { generateDay } from '../../src/emulator/generate-day.js';
 import { SessionIdCodec } from '../../src/emulator/session-ids.js';
-import { SessionStore } from '../../src/emulator/session-store.js';
-import type { SessionRecord } from '../../src/reporting/session-record.js';
+import { SessionDataset } from '../../src/emulator/session-dataset.js';
+import type { SessionRecord } from '../../src/schema/session-fields.js';
 import { D, FROM, NOW, TODAY } from './helpers.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-function store(seed: number, options: Partial<ConstructorParameters<typeof SessionStore>[0]> = {}): SessionStore {
-  return new SessionStore({ seed, sessionsPerDay: 200, from: FROM, to: undefined, now: () => NOW, ...options });
+function store(seed: number, options: Partial<ConstructorParameters<typeof SessionDataset>[0]> = {}): SessionDataset {
+  return new SessionDataset({ seed, sessionsPerDay: 200, from: FROM, to: undefined, now: () => NOW, ...options });
 }
 
 describe('determinism', () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import type { SessionRecord } from '../../src/reporting/session-record.js';
+import type { SessionRecord } from '../../src/schema/session-fields.js';
 
 /** The row a record must become, per the column table (written out here, independently of flatten.ts). */
 export function expectedRow(r: SessionRecord) {

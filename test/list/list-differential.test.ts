@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evaluateInMemory } from '../../src/list/evaluate-in-memory.js';
-import { isListSyntaxError } from '../../src/list/ListSyntaxError.js';
+import { isListSyntaxError } from '../../src/list/list-syntax-error.js';
 import type { ListRequest } from '../../src/list/list-request.js';
 import { parseListRequest } from '../../src/list/parse-list-request.js';
 import { queryDuckDb } from '../../src/list/query-duckdb.js';

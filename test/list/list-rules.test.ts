@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SessionRecord } from '../../src/reporting/session-record.js';
+import type { SessionRecord } from '../../src/schema/session-fields.js';
 import { compileToSql } from '../../src/list/compile-to-sql.js';
 import { evaluateInMemory } from '../../src/list/evaluate-in-memory.js';
 import { parseListRequest } from '../../src/list/parse-list-request.js';

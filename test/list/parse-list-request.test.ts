@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ListSyntaxError } from '../../src/list/ListSyntaxError.js';
+import { ListSyntaxError } from '../../src/list/list-syntax-error.js';
 import type { ListRequest } from '../../src/list/list-request.js';
 import type { FilterExpr } from '../../src/list/parse-filter.js';
 import { DEFAULT_PAGE_SIZE, parseListRequest, percentDecode, type ListParams } from '../../src/list/parse-list-request.js';

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runBackfill, runExport, type PipelineOptions } from '../../src/pipeline/run.js';
 import { RunFailedError, RunInterruptedError } from '../../src/pipeline/errors.js';
-import { countWindows, cutWindows, MAX_PLANNED_WINDOWS } from '../../src/pipeline/windows.js';
+import { countWindows, cutWindows, MAX_PLANNED_WINDOWS } from '../../src/time/windows.js';
 import { expectedRow, parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
 
 const D = 86_400;

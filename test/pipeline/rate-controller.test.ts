@@ -3,7 +3,8 @@
  * reporting client and the chunk runner do, so minutes of traffic take milliseconds.
  */
 import { describe, expect, it } from 'vitest';
-import { RateLimiter, type Schedule } from '../../src/emulator/faults.js';
+import { RateLimiter } from '../../src/emulator/faults.js';
+import type { Schedule } from '../../src/emulator/options.js';
 import { RateController, readRateLimitHeaders, type RateControllerOptions, type RateLimitHint } from '../../src/pipeline/rate-controller.js';
 import { parseRetryAfter } from '../../src/reporting/retry-timing.js';
 

@@ -13,7 +13,7 @@
 import { cp } from 'node:fs/promises';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { expectedRow } from '../helpers/read-store.js';
-import type { SessionRecord } from '../../src/reporting/session-record.js';
+import type { SessionRecord } from '../../src/schema/session-fields.js';
 import { startCorruptingProxy, type JsonRecord } from './corrupting-proxy.js';
 import {
   check, cliEnv, compareExact, dayStart, DAY, excerpt, isoDay, newResult, startCli, TempDirs, timed, truthBetween,

@@ -14,7 +14,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { Emulator } from '../../src/emulator/index.js';
-import type { SessionRecord } from '../../src/reporting/session-record.js';
+import type { SessionRecord } from '../../src/schema/session-fields.js';
 import { expectedRow, parquetRowsComparable, readParquetDataset, type ParquetPartition } from '../helpers/read-store.js';
 import { byId, compareExact, rowDiff, type ComparableRow } from './harness.js';
 

@@ -44,6 +44,13 @@ describe('ReportingClient against the emulator', () => {
     const one = r.value[0]!;
     expect(one).toHaveProperty('externalFields');
     expect(one).toHaveProperty('agent');
+    // The same answer through the production path, as the pipeline reads it: the scanner's fast path.
+    const body = (await c.fetchSessionsBody(JAN1, JAN1 + D)).value;
+    expect(body.kind).toBe('ndjson');
+    if (body.kind === 'ndjson') {
+      expect(body.count).toBe(r.value.length);
+      expect(body.ndjson.toString('utf8').split('\n').map((l) => JSON.parse(l) as unknown)).toEqual(r.value);
+    }
   });
 
   it('fetches one session by id, and null for an unknown id', async () => {

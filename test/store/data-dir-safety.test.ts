@@ -117,6 +117,16 @@ describe('cleanup removes only files session-etl can prove are its own', () => {
     for (const [p, v] of Object.entries(theirs)) expect({ p, v: after[p] }).toEqual({ p, v });
     expect((await readDuckDbSessions(dataDir)).length).toBe(emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).length);
   });
+
+  it('our own leftovers in .tmp/ (a state snapshot or a Parquet file a kill -9 cut short) are removed by the next run', async () => {
+    const dataDir = join(await tempDir(), 'data');
+    expect((await runBackfill({ ...opts(dataDir, { format: 'both' }), from: FROM, to: FROM + D })).outcome).toBe('succeeded');
+    const ours = ['.tmp/state.json-4242', '.tmp/2026-01-01-4242-7.parquet', '.tmp/.probe-4242'];
+    for (const p of ours) await writeFile(join(dataDir, p), 'left by a killed run');
+    expect((await runBackfill({ ...opts(dataDir), from: FROM + D, to: FROM + 2 * D })).outcome).toBe('succeeded');
+    const after = await tree(dataDir);
+    for (const p of ours) expect(after[p], p).toBeUndefined();
+  });
 });
 
 describe('a data directory keeps its format', () => {

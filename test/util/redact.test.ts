@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { reportFailure } from '../../src/cli/report-failure.js';
-import { GraphQLResponseError } from '../../src/reporting/errors/GraphQLResponseError.js';
+import { GraphQLResponseError } from '../../src/reporting/errors/graphql-response-error.js';
 import { redact, redactDeep, registerSecret } from '../../src/util/redact.js';
 
 // A key with a '/' (JSON may escape it as '\/'), a '+' and mixed case, as API keys often are.

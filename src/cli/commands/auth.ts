@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
-import { FileTokenStore } from '../../auth/FileTokenStore.js';
+import { FileTokenStore } from '../../auth/file-token-store.js';
 import { createTokenSetup, type InterfaceRuntime } from '../../auth/from-config.js';
 import { InterfaceConfigError, loadInterfaceConfig, type InterfaceConfig } from '../../auth/interface-config.js';
 import { loadConfig as loadMainConfig } from '../../config/load.js';

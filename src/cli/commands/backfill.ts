@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { parseInstant } from '../../pipeline/windows.js';
+import { parseInstant } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
 import { withMetricsFile } from '../monitoring-options.js';
 import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';

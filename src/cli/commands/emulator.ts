@@ -6,7 +6,7 @@ import { Command } from 'commander';
 import type { EmulatorFaults, EmulatorOptions } from '../../emulator/index.js';
 import { parseSchedule } from '../../emulator/faults.js';
 import { DRAWN_FAULT_KINDS } from '../../emulator/options.js';
-import { parseInstant } from '../../pipeline/windows.js';
+import { parseInstant } from '../../time/windows.js';
 import { UsageError } from '../usage-error.js';
 
 export interface EmulatorFlags {

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { parseDuration } from '../../pipeline/windows.js';
+import { parseDuration } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
 import { withMetricsFile } from '../monitoring-options.js';
 import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';

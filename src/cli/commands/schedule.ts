@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { notifyRunEnd, runEndOf, type NotifySettings } from '../../monitoring/notify.js';
 import type { RunSummary } from '../../pipeline/run.js';
-import { parseDuration, parseInstant } from '../../pipeline/windows.js';
+import { parseDuration, parseInstant } from '../../time/windows.js';
 import type { Logger } from '../../util/logger.js';
 import { ExitCode } from '../exit-codes.js';
 import { createCliLogger } from '../logging.js';

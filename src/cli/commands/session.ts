@@ -4,13 +4,13 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { createTokenSetup } from '../../auth/from-config.js';
-import { InvalidControlRequestError } from '../../control/errors/InvalidControlRequestError.js';
+import { InvalidControlRequestError } from '../../control/errors/invalid-control-request-error.js';
 import {
   DEFAULT_END_SESSION_METHOD,
   END_SESSION_METHODS,
   SessionControlClient,
   type EndSessionMethod,
-} from '../../control/SessionControlClient.js';
+} from '../../control/session-control-client.js';
 import type { SessionWebhook } from '../../control/requests.js';
 import { registerSecret } from '../../util/redact.js';
 import { UsageError } from '../usage-error.js';

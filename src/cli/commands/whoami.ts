@@ -1,7 +1,7 @@
 /** `session-etl whoami`: the signed-in user, from the identity lookup (the token is refreshed first if needed). */
 import type { Command } from 'commander';
 import { createTokenSetup } from '../../auth/from-config.js';
-import { getCurrentUser } from '../../identity/getCurrentUser.js';
+import { getCurrentUser } from '../../identity/get-current-user.js';
 import { defaultDeps, loadConfig, println, TOKEN_SETTINGS, type InterfaceCommandDeps } from './auth.js';
 
 export function register(program: Command, deps: InterfaceCommandDeps = defaultDeps()): void {

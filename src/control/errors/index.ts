@@ -1,5 +1,5 @@
-export { ControlError, isControlError } from './ControlError.js';
-export { ControlHttpError } from './ControlHttpError.js';
-export { ControlNetworkError } from './ControlNetworkError.js';
-export { InvalidControlResponseError } from './InvalidControlResponseError.js';
-export { InvalidControlRequestError } from './InvalidControlRequestError.js';
+export { ControlError, isControlError } from './control-error.js';
+export { ControlHttpError } from './control-http-error.js';
+export { ControlNetworkError } from './control-network-error.js';
+export { InvalidControlResponseError } from './invalid-control-response-error.js';
+export { InvalidControlRequestError } from './invalid-control-request-error.js';

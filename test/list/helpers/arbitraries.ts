@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { SessionRecord } from '../../../src/reporting/session-record.js';
+import type { SessionRecord } from '../../../src/schema/session-fields.js';
 import { LEAF_FIELDS } from '../../../src/list/session-fields.js';
 
 /**

@@ -1,6 +1,6 @@
 import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import { expect } from 'vitest';
-import type { SessionRecord } from '../../../src/reporting/session-record.js';
+import type { SessionRecord } from '../../../src/schema/session-fields.js';
 import { SESSION_COLUMNS, sessionsTableDdl } from '../../../src/store/contract.js';
 import { evaluateInMemory } from '../../../src/list/evaluate-in-memory.js';
 import type { ListPage } from '../../../src/list/list-request.js';

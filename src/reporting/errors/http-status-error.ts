@@ -1,5 +1,5 @@
 import { redact } from '../../util/redact.js';
-import { ReportingError } from './ReportingError.js';
+import { ReportingError } from './reporting-error.js';
 
 /** Any other non-2xx answer (400, 404, 413, ...): the request itself is wrong. Not retried. */
 export class HttpStatusError extends ReportingError {

@@ -1,8 +1,8 @@
 import { describeRedirect, isRedirect } from '../util/display-url.js';
 import { registerSecret } from '../util/redact.js';
-import { AuthNetworkError } from './errors/AuthNetworkError.js';
-import { SignInRequiredError } from './errors/SignInRequiredError.js';
-import { TokenRequestError, oauthErrorOf } from './errors/TokenRequestError.js';
+import { AuthNetworkError } from './errors/auth-network-error.js';
+import { SignInRequiredError } from './errors/sign-in-required-error.js';
+import { TokenRequestError, oauthErrorOf } from './errors/token-request-error.js';
 import { describeNetworkError, parseBody, type FetchLike } from './http.js';
 import { normalizeTokenResponse, type TokenResponse } from './token-response.js';
 import { joinUrl, VARIANT_ENDPOINTS, type TokenServiceVariant } from './variants.js';

@@ -1,4 +1,4 @@
-import { ControlError } from './ControlError.js';
+import { ControlError } from './control-error.js';
 
 /** The console could not be reached or did not answer in time. Retryable; the original is the `cause`. */
 export class ControlNetworkError extends ControlError {

@@ -1,5 +1,5 @@
 import { redactDeep } from '../../util/redact.js';
-import { ReportingError } from './ReportingError.js';
+import { ReportingError } from './reporting-error.js';
 
 export interface GraphQLErrorEntry {
   message: string;

@@ -1,4 +1,4 @@
-import { ReportingError } from './ReportingError.js';
+import { ReportingError } from './reporting-error.js';
 
 /** HTTP 200 with complete JSON of the wrong shape (no `data.sessions` list, say). Not retried. */
 export class InvalidResponseError extends ReportingError {

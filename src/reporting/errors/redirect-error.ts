@@ -1,5 +1,5 @@
 import { describeRedirect, displayUrl } from '../../util/display-url.js';
-import { ReportingError } from './ReportingError.js';
+import { ReportingError } from './reporting-error.js';
 
 /**
  * HTTP 3xx. Redirects are never followed: the API key would go along to wherever the server

@@ -1,4 +1,4 @@
-import { ReportingError } from './ReportingError.js';
+import { ReportingError } from './reporting-error.js';
 
 /**
  * The body of an answer is larger than `maxBodyBytes` (Content-Length, or counted while it

@@ -1,4 +1,4 @@
-import { AuthError } from './AuthError.js';
+import { AuthError } from './auth-error.js';
 
 /** The token service could not be reached, or did not answer in time. Retryable; the original is the `cause`. */
 export class AuthNetworkError extends AuthError {

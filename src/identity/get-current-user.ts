@@ -1,7 +1,7 @@
 import { describeRedirect, isRedirect } from '../util/display-url.js';
 import { z } from 'zod';
 import { describeNetworkError, parseBody, summarizeBody, type FetchLike } from '../auth/http.js';
-import { IdentityError } from './errors/IdentityError.js';
+import { IdentityError } from './errors/identity-error.js';
 
 /** The current user, as the identity lookup describes them. */
 export interface CurrentUser {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { alignDown, bisect, cutWindows, parseDuration, parseInstant } from '../../src/pipeline/windows.js';
-import { checkpointOf, holes, mergeIntervals, subtractIntervals } from '../../src/pipeline/intervals.js';
+import { alignDown, bisect, cutWindows, parseDuration, parseInstant } from '../../src/time/windows.js';
+import { checkpointOf, holes, mergeIntervals, subtractIntervals } from '../../src/time/intervals.js';
 
 const D = 86_400;
 const JAN1 = 1767225600; // 2026-01-01T00:00:00Z

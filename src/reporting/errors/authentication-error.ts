@@ -1,4 +1,4 @@
-import { ReportingError } from './ReportingError.js';
+import { ReportingError } from './reporting-error.js';
 
 /** HTTP 401 or 403: the key was refused. Never retried. */
 export class AuthenticationError extends ReportingError {

@@ -1,8 +1,8 @@
 import { describeRedirect, isRedirect } from '../util/display-url.js';
 import { redact } from '../util/redact.js';
-import { ControlHttpError } from './errors/ControlHttpError.js';
-import { ControlNetworkError } from './errors/ControlNetworkError.js';
-import { InvalidControlResponseError } from './errors/InvalidControlResponseError.js';
+import { ControlHttpError } from './errors/control-http-error.js';
+import { ControlNetworkError } from './errors/control-network-error.js';
+import { InvalidControlResponseError } from './errors/invalid-control-response-error.js';
 import {
   EndSessionRequestSchema,
   RemoteViewSessionRequestSchema,

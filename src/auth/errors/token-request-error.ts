@@ -1,5 +1,5 @@
 import { summarizeBody } from '../http.js';
-import { AuthError } from './AuthError.js';
+import { AuthError } from './auth-error.js';
 
 /**
  * The token endpoint answered with a non-2xx status that does not mean "sign in again"

@@ -1,4 +1,4 @@
-import { ReportingError } from './ReportingError.js';
+import { ReportingError } from './reporting-error.js';
 
 export type TransientKind = 'server-error' | 'network' | 'timeout' | 'incomplete-body';
 

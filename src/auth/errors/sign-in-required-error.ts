@@ -1,5 +1,5 @@
-import { ExitCode } from '../../cli/exit-codes.js';
-import { AuthError } from './AuthError.js';
+import { ExitCode } from '../../errors.js';
+import { AuthError } from './auth-error.js';
 
 /** Why a new interactive sign-in is needed. */
 export type SignInReason =

@@ -7,13 +7,13 @@
  * rendered straight from the days' pre-written JSON text (the pipeline's all-fields query) or turned
  * into objects (other selections, graphql-js execution, the test dataset).
  */
-import type { SessionRecord } from '../reporting/session-record.js';
+import type { SessionRecord } from '../schema/session-fields.js';
 import { DAY_SECONDS, MAX_DURATION_SECONDS, generateDay, type GeneratedDay } from './generate-day.js';
 import { SessionIdCodec } from './session-ids.js';
 
 export type WindowRule = 'closed' | 'half-open' | 'overlap';
 
-export interface SessionStoreOptions {
+export interface SessionDatasetOptions {
   seed: number;
   sessionsPerDay: number;
   /** First instant with data (epoch seconds, inclusive). */
@@ -64,12 +64,12 @@ export class Selection {
   }
 }
 
-export class SessionStore {
+export class SessionDataset {
   private readonly days = new Map<number, DayEntry>();
   private readonly ids: SessionIdCodec;
   private readonly cacheDays: number;
 
-  constructor(private readonly options: SessionStoreOptions) {
+  constructor(private readonly options: SessionDatasetOptions) {
     this.ids = new SessionIdCodec(options.seed);
     this.cacheDays = options.cacheDays ?? 64;
   }

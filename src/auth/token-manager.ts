@@ -1,6 +1,6 @@
-import { SignInRequiredError } from './errors/SignInRequiredError.js';
+import { SignInRequiredError } from './errors/sign-in-required-error.js';
 import { applyTokenResponse, summarizeTokens, type StoredTokens, type TokenSummary } from './stored-tokens.js';
-import type { TokenClient } from './TokenClient.js';
+import type { TokenClient } from './token-client.js';
 import type { TokenResponse } from './token-response.js';
 import type { TokenStore } from './token-store.js';
 

@@ -1,5 +1,5 @@
 import { summarizeBody } from '../../auth/http.js';
-import { ControlError } from './ControlError.js';
+import { ControlError } from './control-error.js';
 
 /**
  * The console answered with a non-2xx status. The status codes and error bodies of the session

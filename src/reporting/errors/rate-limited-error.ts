@@ -1,4 +1,4 @@
-import { ReportingError } from './ReportingError.js';
+import { ReportingError } from './reporting-error.js';
 
 /** HTTP 429. `retryAfterMs` comes from the Retry-After header when the server sent one. */
 export class RateLimitedError extends ReportingError {

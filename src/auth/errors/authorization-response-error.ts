@@ -1,4 +1,4 @@
-import { AuthError } from './AuthError.js';
+import { AuthError } from './auth-error.js';
 
 /**
  * The redirect back from the authorize page cannot be used: the `state` does not match the one

@@ -1,0 +1,30 @@
+/**
+ * The default of every configuration key: the one place they are stated. loadConfig starts from
+ * them, the README's configuration table and `session-etl config` show them, and the library's
+ * DEFAULTS (pipeline/run.ts) are derived from them, so a run from the command line and one from
+ * the library behave the same when nothing is set.
+ */
+import type { Config } from './schema.js';
+
+export const CONFIG_DEFAULTS = {
+  reportingUrl: null,
+  dataDir: './data',
+  format: 'both',
+  chunk: '1d',
+  concurrency: 4,
+  maxResultsPerQuery: null,
+  minChunk: '1m',
+  settle: '10m',
+  lookback: '24h',
+  onInvalid: 'fail',
+  maxRequestsPerSecond: null,
+  requestTimeout: '60s',
+  maxAttempts: 5,
+  maxBodyBytes: 268435456,
+  startDate: null,
+  logLevel: 'info',
+  notifyUrl: null,
+  maxLag: '26h',
+  scheduleCron: '0 2 * * *',
+  scheduleTimezone: 'UTC',
+} as const satisfies Partial<Config>;

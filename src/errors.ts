@@ -1,0 +1,27 @@
+/**
+ * Exit codes, and how an error maps to one. Errors carry their code (`exitCode`) where they are
+ * defined, so every layer picks its code from here without knowing about the command line; the
+ * CLI only prints. The README's "Exit codes" section lists them.
+ */
+export const ExitCode = {
+  ok: 0,
+  /** A run started and failed (server, data or write error). */
+  runFailed: 1,
+  /** Bad flags, configuration or input: nothing was written. */
+  usage: 2,
+  /** Another writer holds the data directory's lock. */
+  locked: 3,
+  /** The token service needs a new sign-in (`session-etl auth login`). */
+  signInRequired: 4,
+  /** Stopped by SIGINT. */
+  sigint: 130,
+  /** Stopped by SIGTERM. */
+  sigterm: 143,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** The exit code an error asks for (its `exitCode`), or 1 (run failed) when it names none. */
+export function exitCodeOf(err: unknown): number {
+  const code = (err as { exitCode?: unknown } | null)?.exitCode;
+  return typeof code === 'number' && code > 0 ? code : ExitCode.runFailed;
+}
