@@ -21,7 +21,6 @@ export interface ExtractStats {
   rateLimited: number;
   bisections: number;
   windowsDone: number;
-  records: number;
 }
 
 export interface ExtractOptions {
@@ -127,7 +126,6 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
         }
         throw err;
       }
-      opts.stats.records += count;
       const committed = opts.onWindow(cur, body, opts.now());
       committed.catch(() => {}); // observed below
       leaves.push(committed);

@@ -8,7 +8,7 @@ export const FINDINGS: Finding[] = [
   {
     area: '4. bad input — environment',
     found: 'SESSION_ETL_DUCKDB_MEMORY_LIMIT=lots was refused clearly (exit 2), but only after the run had created the data directory for its lock.',
-    fix: 'src/store/session-store.ts (checkWriterSettings), called first by src/pipeline/run.ts: the setting is checked before anything is created.',
+    fix: 'src/store/open-data-dir.ts (checkWriterSettings), called first by src/pipeline/run.ts: the setting is checked before anything is created.',
   },
   {
     area: '4. bad input — data directory',
@@ -18,17 +18,17 @@ export const FINDINGS: Finding[] = [
   {
     area: '4. bad input — data directory',
     found: "A directory holding another program's DuckDB file, or a text or SQLite file named sessions.duckdb, was refused, but only after `.tmp/` had been created in it.",
-    fix: 'src/store/session-store.ts (SessionStore.open): the layout and the DuckDB file\'s owner are checked before anything is created.',
+    fix: 'src/store/open-data-dir.ts (openDataDir): the layout and the DuckDB file\'s owner are checked before anything is created.',
   },
   {
     area: '4. bad input — data directory',
     found: "`parquet` being a file of another program: the run created sessions.duckdb and .tmp/, committed, then failed at the Parquet rewrite (exit 1, ENOTDIR), or succeeded when no partition was touched.",
-    fix: 'src/store/session-store.ts (checkLayout): a file standing where a directory of ours goes (.tmp, pending, parquet, parquet/sessions) is refused first: exit 2, nothing written.',
+    fix: 'src/store/open-data-dir.ts (checkLayout): a file standing where a directory of ours goes (.tmp, pending, parquet, parquet/sessions) is refused first: exit 2, nothing written.',
   },
   {
     area: '4. bad input — data directory',
     found: 'An SQLite file named sessions.duckdb made DuckDB try to download the sqlite extension from extensions.duckdb.org ("Failed to download extension").',
-    fix: 'src/store/duckdb.ts (openDb): extensions are never installed or loaded automatically; src/store/session-store.ts: a file without the DuckDB magic is refused before DuckDB opens it ("not a DuckDB database at all: it starts with \"SQLite format 3…\"").',
+    fix: 'src/store/duckdb.ts (openDb): extensions are never installed or loaded automatically; src/store/open-data-dir.ts: a file without the DuckDB magic is refused before DuckDB opens it ("not a DuckDB database at all: it starts with \"SQLite format 3…\"").',
   },
   {
     area: '4. bad input — data directory',
@@ -38,7 +38,7 @@ export const FINDINGS: Finding[] = [
   {
     area: '1. crash anywhere — constructed states',
     found: 'A run killed while DuckDB was creating sessions.duckdb leaves an empty file, which DuckDB refuses ("not a valid DuckDB database file"): every later run would exit 2 until someone deleted it.',
-    fix: 'src/store/session-store.ts (SessionStore.open): an empty database file without a WAL holds nothing and is replaced.',
+    fix: 'src/store/open-data-dir.ts (openDataDir): an empty database file without a WAL holds nothing and is replaced.',
   },
   {
     area: '4. bad input — configuration file',
@@ -68,7 +68,7 @@ export const FINDINGS: Finding[] = [
   {
     area: '5. secrets',
     found: 'A server echoing the API key into a record that was then quarantined: the reason was redacted, the raw copy in rejected_sessions.raw was not — the key ended up in sessions.duckdb.',
-    fix: 'src/store/session-store.ts: the raw record passes through redact() before it is stored.',
+    fix: 'src/store/commit-queue.ts: the raw record passes through redact() before it is stored.',
   },
   {
     area: '5. secrets',
@@ -78,7 +78,7 @@ export const FINDINGS: Finding[] = [
   {
     area: '5. secrets (a failed re-run)',
     found: 'After a failed or stopped re-run of a completed backfill, the next run of the same command took the whole range as done ("nothing to fetch", exit 0 even with the endpoint unreachable): compacting the coverage stamped the merged rows with the compaction time, so older coverage looked like the failed run\'s work.',
-    fix: 'src/store/session-store.ts (compactCoverage): a merged interval keeps the earliest commit time of its parts.',
+    fix: 'src/store/coverage.ts (compactCoverage): a merged interval keeps the earliest commit time of its parts.',
   },
   {
     area: '6. concurrency',
@@ -88,7 +88,7 @@ export const FINDINGS: Finding[] = [
   {
     area: '4. bad input — full disk',
     found: 'A failed commit named its window in raw epoch seconds ("committing window 1792929600..1792951200").',
-    fix: 'src/store/session-store.ts: the window is named as everywhere else (2026-10-20T06:00:00Z–2026-10-20T12:00:00Z).',
+    fix: 'src/store/commit-queue.ts: the window is named as everywhere else (2026-10-20T06:00:00Z–2026-10-20T12:00:00Z).',
   },
   {
     area: '4. bad input — data directory (destructive)',
@@ -103,6 +103,6 @@ export const FINDINGS: Finding[] = [
   {
     area: '4. bad input — data directory (destructive)',
     found: 'Issue 13: a backfill without --format over a --format parquet directory (so `both`) rewrote a partition from a new, nearly empty sessions table: 57 rows became 2, exit 0.',
-    fix: 'src/store/session-store.ts: the format is recorded in _session_etl_meta; unset, the directory\'s own is used; a different one asked for is refused (exit 2).',
+    fix: 'src/store/schema.ts and open-data-dir.ts: the format is recorded in _session_etl_meta; unset, the directory\'s own is used; a different one asked for is refused (exit 2).',
   },
 ];

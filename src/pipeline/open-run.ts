@@ -1,0 +1,144 @@
+/**
+ * A run's hold on its data directory: the directory made (never through a link), the one-writer
+ * lock, the store opened (waiting while a reader holds the DuckDB file); and at the end, the store
+ * closed, what a first run that committed nothing created removed again, and the lock released.
+ */
+import { mkdir, rmdir, unlink } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { DataDirError, StoreBusyError } from '../store/errors.js';
+import { DIR_MODE, layoutOf, refuseLinks } from '../store/layout.js';
+import { acquireLock, type Lock } from '../store/lock.js';
+import { checkWriterSettings, discardNew, SessionStore } from '../store/session-store.js';
+import { STATE_FILE } from '../store/state-snapshot.js';
+import { formatDuration } from '../time/windows.js';
+import type { Logger } from '../util/logger.js';
+import { realSleep } from '../util/sleep.js';
+import { RunInterruptedError } from './errors.js';
+import type { PipelineOptions } from './options.js';
+
+export interface OpenedRun {
+  store: SessionStore;
+  lock: Lock | undefined;
+  /** The first directory ensureDataDir created, if any (removed again with a store that holds nothing). */
+  dirCreated: string | undefined;
+}
+
+/** Takes the data directory for a run: checks, lock (unless the caller holds it), store. */
+export async function openRun(opts: PipelineOptions, kind: string, runId: string, logger: Logger): Promise<OpenedRun> {
+  checkWriterSettings();
+  let lock: Lock | undefined;
+  let dirCreated: string | undefined;
+  if (opts.lock !== false) {
+    dirCreated = await ensureDataDir(opts.dataDir);
+    // Before the lock: its directory must not be a link either.
+    await refuseLinks(opts.dataDir).catch(async (err: unknown) => {
+      await removeEmptyDirs(opts.dataDir, dirCreated);
+      throw err;
+    });
+    lock = await acquireLock(layoutOf(opts.dataDir, 'both').lockPath, {
+      command: `${kind} (run ${runId})`,
+      runId,
+      ...(opts.lock?.wait ? { wait: true } : {}),
+      ...(opts.lock?.waitTimeoutMs !== undefined ? { waitTimeoutMs: opts.lock.waitTimeoutMs } : {}),
+      ...(opts.lock?.onWait ? { onWait: opts.lock.onWait } : {}),
+      ...(opts.stopSignal ? { signal: opts.stopSignal } : {}),
+    });
+  }
+  try {
+    return { store: await openWhenFree(opts, logger), lock, dirCreated };
+  } catch (err) {
+    await lock?.release();
+    await removeEmptyDirs(opts.dataDir, dirCreated);
+    throw err;
+  }
+}
+
+/**
+ * Ends a run's hold. A new store whose run did not succeed and committed nothing holds nothing worth
+ * keeping (a wrong key, say): what this run created goes again. Data of any earlier run is never touched.
+ */
+export async function closeRun(run: OpenedRun, opts: PipelineOptions, succeeded: boolean): Promise<void> {
+  const { store } = run;
+  const discard = !succeeded && store.created.length > 0 && (await store.coverage().then((c) => c.length === 0, () => false));
+  await store.close();
+  if (discard) {
+    await discardNew(store.created);
+    // The snapshot this run published describes a store that is gone.
+    await unlink(join(opts.dataDir, STATE_FILE)).catch(() => {});
+  }
+  await run.lock?.release();
+  if (discard) await removeEmptyDirs(opts.dataDir, run.dirCreated);
+}
+
+/**
+ * How long a run keeps trying to open a DuckDB file held by another process without --wait: long
+ * enough for a `status` or `sessions` that had it open for a moment, short enough to fail a
+ * nightly run at once when a BI tool keeps it open.
+ */
+const STORE_BUSY_GRACE_MS = 3_000;
+const STORE_BUSY_POLL_MS = 500;
+
+/**
+ * Opens the store, waiting while another process (a reader: a BI tool, a notebook) holds the DuckDB
+ * file: a few seconds without --wait, up to the wait timeout with it. Throws StoreBusyError (exit 3)
+ * naming the holder when it is still held.
+ */
+async function openWhenFree(opts: PipelineOptions, logger: Logger): Promise<SessionStore> {
+  const lock = opts.lock || undefined;
+  const deadline = Date.now() + (lock?.wait ? (lock.waitTimeoutMs ?? Infinity) : STORE_BUSY_GRACE_MS);
+  let told = false;
+  for (;;) {
+    try {
+      return await SessionStore.open({ dataDir: opts.dataDir, format: opts.format, logger });
+    } catch (err) {
+      if (err instanceof StoreBusyError && opts.stopSignal?.aborted) {
+        throw new RunInterruptedError(`stopped while waiting for ${err.holder} to close the DuckDB file; nothing was written`, opts.stopExitCode ?? 130);
+      }
+      if (!(err instanceof StoreBusyError) || Date.now() >= deadline) {
+        if (err instanceof StoreBusyError && lock?.wait) {
+          const waited = formatDuration(Math.max(1, Math.round((lock.waitTimeoutMs ?? 0) / 1000)));
+          const text =
+            `The DuckDB file in ${opts.dataDir} is still held open by ${err.holder}${err.byReader ? ', a reader,' : ''} ` +
+            `after waiting ${waited} (--wait-timeout): close that connection, or give a longer --wait-timeout` +
+            (err.byReader ? '; point BI tools at the Parquet dataset (parquet/sessions/), which a run never locks' : '');
+          throw new StoreBusyError(text, {
+            cause: err,
+            holder: err.holder,
+            byReader: err.byReader,
+            ...(err.pid !== undefined ? { pid: err.pid } : {}),
+          });
+        }
+        throw err;
+      }
+      if (!told && lock?.wait) {
+        told = true;
+        logger.warn({ holder: err.holder, reader: err.byReader }, 'the DuckDB file is held by another process: waiting for it to close');
+        lock.onStoreBusy?.(err);
+      }
+      await realSleep(STORE_BUSY_POLL_MS, opts.stopSignal).catch(() => {});
+    }
+  }
+}
+
+/** Creates the data directory when missing; returns the first directory it created (see mkdir), if any. */
+async function ensureDataDir(dir: string): Promise<string | undefined> {
+  try {
+    return await mkdir(dir, { recursive: true, mode: DIR_MODE });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new DataDirError(
+      `data directory ${dir} cannot be created (${code}): ` +
+        (code === 'EACCES' || code === 'EROFS' || code === 'EPERM' ? 'it is not writable; choose another --data-dir' : 'a file stands in the way; choose another --data-dir'),
+      { cause: err },
+    );
+  }
+}
+
+/** Removes `dir` and its parents up to `top` (the directories ensureDataDir created), each only if empty. */
+async function removeEmptyDirs(dir: string, top: string | undefined): Promise<void> {
+  if (top === undefined) return;
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    if (!(await rmdir(d).then(() => true, () => false))) return;
+    if (d === resolve(top) || dirname(d) === d) return;
+  }
+}

@@ -1,0 +1,135 @@
+/** What a run is given (PipelineOptions and the backfill's and export's own), and what it returns (RunSummary). */
+import { randomBytes } from 'node:crypto';
+import { CONFIG_DEFAULTS } from '../config/defaults.js';
+import type { RetryOptions } from '../reporting/client.js';
+import type { FetchLike } from '../reporting/transport.js';
+import type { StoreBusyError } from '../store/errors.js';
+import type { OutputFormat } from '../store/layout.js';
+import type { LockHolder } from '../store/lock.js';
+import { parseDuration } from '../time/windows.js';
+import type { Logger } from '../util/logger.js';
+import type { Sleep } from '../util/sleep.js';
+import type { InvalidPolicy } from './flatten.js';
+
+export interface PipelineOptions {
+  /** Reporting endpoint (REPORTING_URL). */
+  reportingUrl: string;
+  /** Reporting API key (REPORTING_API_KEY). */
+  apiKey: string;
+  dataDir: string;
+  /**
+   * What to write. Default: the format the data directory recorded on its first run (a new one: both).
+   * One that differs from the recorded format is refused (DataDirError, exit 2).
+   */
+  format?: OutputFormat;
+  /** Chunk length in seconds. Default 1 day. */
+  chunkSeconds?: number;
+  /** Maximum concurrent requests. Default 4. */
+  concurrency?: number;
+  /** A window returning at least this many records is split (the server may cap silently). */
+  maxResultsPerQuery?: number;
+  /** Smallest window bisection may produce, seconds. Default 60. */
+  minChunkSeconds?: number;
+  /** Never fetch closer to now than this, seconds. Default 600. */
+  settleSeconds?: number;
+  /** `fail` (default): an invalid record fails its window; `quarantine`: it goes to rejected_sessions. */
+  onInvalid?: InvalidPolicy;
+  /** Fetch the most recent windows first. */
+  newestFirst?: boolean;
+  /** Upper bound on requests per second (besides the rate learned from 429s). */
+  maxRequestsPerSecond?: number;
+  /** Per-request timeout, ms. Default 60 000. */
+  timeoutMs?: number;
+  /** Largest answer body, bytes; a larger one splits its window. Default 256 MiB. */
+  maxBodyBytes?: number;
+  retry?: Partial<RetryOptions>;
+  /** Rewrite pending Parquet partitions at least this often during a run, seconds. Default 60. */
+  parquetFlushSeconds?: number;
+  fetch?: FetchLike;
+  /** Clock, ms since the epoch. */
+  now?: () => number;
+  sleep?: Sleep;
+  logger?: Logger;
+  /** Soft stop: no new windows start; running ones finish and commit. */
+  stopSignal?: AbortSignal;
+  /** Hard stop: running requests are aborted (nothing half-written is committed). */
+  abortSignal?: AbortSignal;
+  /** Exit code to report when stopped by a signal (130 or 143). */
+  stopExitCode?: number;
+  onProgress?: (p: Progress) => void;
+  /** Run id (generated when absent). */
+  runId?: string;
+  /**
+   * The data directory's one-writer lock. Default: taken, failing at once (LockHeldError, exit 3)
+   * when another run holds it; `{ wait: true }` queues behind it; `false` when the caller holds it.
+   */
+  lock?:
+    | false
+    | {
+        wait?: boolean;
+        /** How long --wait waits for the lock, and then for readers to close the DuckDB file, ms (default: forever). */
+        waitTimeoutMs?: number;
+        onWait?: (holder: LockHolder | undefined) => void;
+        /** Called once when the DuckDB file is found held by another process (a reader) and the run waits. */
+        onStoreBusy?: (err: StoreBusyError) => void;
+      };
+}
+
+export interface BackfillOptions extends PipelineOptions {
+  /** Range start, epoch seconds (inclusive). */
+  from: number;
+  /** Range end, epoch seconds (exclusive); clamped to now - settle. */
+  to: number;
+}
+
+export interface ExportOptions extends PipelineOptions {
+  /** Where the first export starts when nothing is stored yet, epoch seconds. */
+  since?: number;
+  /** How far before the checkpoint each export re-reads, seconds. Default 1 day. */
+  lookbackSeconds?: number;
+}
+
+export interface Progress {
+  windowsTotal: number;
+  windowsDone: number;
+  sessions: number;
+}
+
+export interface RunSummary {
+  runId: string;
+  kind: 'backfill' | 'export';
+  outcome: 'succeeded' | 'failed' | 'interrupted' | 'nothing-to-do';
+  range: { from: string; to: string } | null;
+  resumed: boolean;
+  windows: { total: number; done: number; skipped: number };
+  sessions: { written: number; new: number | null; updated: number | null; rejected: number; duplicatesDropped: number };
+  requests: number;
+  retries: number;
+  rateLimited: number;
+  /** Time all workers spent paused by 429s (Retry-After) or by rate-limit headers, ms. */
+  pausedMs: number;
+  /** The pace learned from 429s, requests per second (before probing past it); null when never limited. */
+  pace: number | null;
+  bisections: number;
+  durationMs: number;
+  checkpoint: string | null;
+  coverageHoles: Array<{ from: string; to: string }>;
+  files: { dataDir: string; duckdb: string | null; parquet: string | null; partitionsWritten: string[] };
+  error?: string;
+}
+
+/** What a library run uses when an option is not given: the configuration's defaults (config/defaults.ts). */
+export const DEFAULTS = {
+  chunkSeconds: parseDuration(CONFIG_DEFAULTS.chunk),
+  concurrency: CONFIG_DEFAULTS.concurrency,
+  minChunkSeconds: parseDuration(CONFIG_DEFAULTS.minChunk),
+  settleSeconds: parseDuration(CONFIG_DEFAULTS.settle),
+  lookbackSeconds: parseDuration(CONFIG_DEFAULTS.lookback),
+  parquetFlushSeconds: 60,
+} as const;
+
+export function newRunId(kind: string, nowMs: number): string {
+  const ts = new Date(nowMs).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return `${kind}-${ts}-${randomBytes(3).toString('hex')}`;
+}
+

@@ -1,0 +1,46 @@
+/**
+ * The stage between extraction and the store: each complete window's body becomes one commit.
+ * A body the scanner read whole (NDJSON) goes to DuckDB as it is; any other shape is validated and
+ * flattened record by record first (flatten.ts), invalid records failing the window or quarantined.
+ */
+import type { SessionsBody } from '../reporting/sessions-body.js';
+import type { SessionStore } from '../store/session-store.js';
+import { describeWindow, type Window } from '../time/windows.js';
+import type { Logger } from '../util/logger.js';
+import { flattenResponse, type InvalidPolicy } from './flatten.js';
+import type { RunTally } from './run-tally.js';
+
+export class WindowLoader {
+  constructor(
+    private readonly store: SessionStore,
+    private readonly runId: string,
+    private readonly policy: InvalidPolicy,
+    private readonly tally: RunTally,
+    private readonly logger: Logger,
+    /** Told after each commit (the state snapshot, the progress bar). */
+    private readonly committed: () => void,
+  ) {}
+
+  /** Commits one window with its records; resolves once it is committed. */
+  async load(w: Window, body: SessionsBody, fetchedAtMs: number): Promise<void> {
+    let r: { written: number };
+    if (body.kind === 'ndjson') {
+      // Every record passed the scanner's checks: DuckDB parses them straight from the body's bytes.
+      r = await this.store.commitWindow({
+        window: w,
+        ndjson: { bytes: body.ndjson, count: body.count, extractedAt: fetchedAtMs / 1000 },
+        rejected: [],
+        runId: this.runId,
+      });
+    } else {
+      // Not in the fast shape: the precise validator decides, record by record.
+      const flat = flattenResponse(body.records, fetchedAtMs / 1000, this.policy);
+      r = await this.store.commitWindow({ window: w, batch: flat.batch, rejected: flat.rejected, runId: this.runId });
+      this.tally.totals.rejected += flat.rejected.length;
+      this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
+      if (flat.rejected.length) this.logger.warn({ window: describeWindow(w), rejected: flat.rejected.length }, 'records quarantined in rejected_sessions');
+    }
+    this.tally.totals.written += r.written;
+    this.committed();
+  }
+}
