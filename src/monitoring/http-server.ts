@@ -48,6 +48,12 @@ export async function startMonitoringServer(o: MonitoringServerOptions): Promise
     }
     send(404, 'text/plain; charset=utf-8', 'not found: try /metrics or /healthz\n');
   });
+  // Node closes an idle kept-alive connection after 5 s, about when a client (undici: 4 s) may send
+  // its next request on it: a client a moment late then meets "other side closed" (seen in the
+  // tests). Scrapers and probes are better served by the usual 65 s (longer than their own idle
+  // timeouts); headersTimeout must stay above it.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(
