@@ -9,7 +9,10 @@
  *   over (its pause has ended), the answers accepted in the second before it give an estimate. One
  *   burst is weak evidence (a stray 429, or a count taken right after a pause, when little was
  *   sent): a lower ceiling is believed only when a second burst within 15 s agrees (±25 %) and at
- *   least 2 of the last 30 answers were 429s; it is at most halved (the first ceiling: at least 3/4
+ *   least 2 of the last 30 answers were 429s. When a tenth or more of a burst's second was spent
+ *   paused (or before the first request), its count says little (what was sent, not what the
+ *   server takes): three such bursts must agree, or 3 of the last 10 answers be 429s (stray 429s
+ *   at 4 % reach that about once in 150 tries). It is at most halved (the first ceiling: at least 3/4
  *   of the busiest second seen). Before that, 12 stray 429s walked the pace down to a quarter
  *   request a second (the issue's 402 s backfill).
  *
@@ -66,6 +69,11 @@ const CONCURRENCY_SHARE = 0.1;
 const NOISE_TRIM = 0.98;
 /** A lower limit needs at least this share of 429s among the last ANSWERS answers. */
 const REFUSED_SHARE = 0.06;
+/** Bursts whose count was taken partly while not sending (paused, or before the first request) need this many to agree... */
+const WEAK_BURSTS = 3;
+/** ...or at least this share of 429s among the last STRONG_ANSWERS answers (3 in 10: a stray background of 4 % gives that once in 150 tries). */
+const STRONG_SHARE = 0.3;
+const STRONG_ANSWERS = 10;
 const ANSWERS = 30;
 /** A lower limit is believed when a second burst within this long agrees with the first, ms... */
 const CONFIRM_MS = 15_000;
@@ -102,7 +110,9 @@ export class RateController {
   /** The last answers, true for a 429. */
   private answers: boolean[] = [];
   /** A burst that pointed at a lower limit, waiting for a second one to agree. */
-  private candidate: { at: number; rate: number } | undefined;
+  private candidate: { at: number; rate: number; bursts: number; strong: boolean } | undefined;
+  /** When the first attempt was let go (the time before it is not a time of sending). */
+  private firstRelease: number | undefined;
   /** Accepted answers: when, and how many requests were in flight then (itself included). */
   private done: Array<{ at: number; inFlight: number }> = [];
   /** Release times of recent attempts, oldest first. */
@@ -179,6 +189,7 @@ export class RateController {
       const at = pace === undefined ? now : Math.max(slot as number, this.windowOpensAt(pace));
       if (at <= now) {
         this.released.push(now);
+        this.firstRelease ??= now;
         if (this.released.length > 2 * MAX_WINDOW) this.released.splice(0, this.released.length - MAX_WINDOW);
         this.inFlight++;
         if (!pacedWait) this.poolBound(now);
@@ -270,10 +281,12 @@ export class RateController {
     if (this.answers.length > ANSWERS) this.answers.shift();
   }
 
-  private refusedShare(): number {
+  /** The share of 429s among the last `last` answers. */
+  private refusedShare(last = ANSWERS): number {
+    const answers = this.answers.slice(-last);
     let n = 0;
-    for (const a of this.answers) if (a) n++;
-    return this.answers.length ? n / this.answers.length : 0;
+    for (const a of answers) if (a) n++;
+    return answers.length ? n / answers.length : 0;
   }
 
   private attemptEnded(): void {
@@ -312,20 +325,31 @@ export class RateController {
     const slack = 1000 / spanMs;
     // Probing: the pace had grown past the ceiling when the burst came.
     const probing = this.ceiling !== undefined && pace !== undefined && pace > this.ceiling;
+    let weak = false;
     if (this.ceiling === undefined || accepted < this.ceiling * MOVED) {
       // A limit (or a lower one) is believed only when a second burst agrees and 429s are no
       // rarity among the last answers: one burst alone may be a stray 429, or a count taken soon
       // after a pause. At most halved.
+      // A count over a span spent partly paused (or before the run began) is low because little
+      // was sent, whatever the limit: a stray 429 soon after a pause reads as a low limit just like
+      // a real one. Such weak bursts must agree three times running, or come with 3 429s in the
+      // last 10 answers, well above a stray background (bench R1: two such counts agreed by chance
+      // and walked the pace down to a fifth of what the server took).
+      weak = this.idleMs(b.at - spanMs, b.at) > spanMs * (1 - MOVED);
       const c = this.candidate;
       const agreed = c && b.at - c.at <= CONFIRM_MS && Math.abs(accepted - c.rate) <= AGREE * Math.max(accepted, c.rate) + slack;
-      if (agreed && this.refusedShare() >= REFUSED_SHARE) {
+      const bursts = agreed ? c.bursts + 1 : 1;
+      const strong = !weak || (agreed === true && c.strong);
+      const share = this.refusedShare();
+      const enough = strong || bursts >= WEAK_BURSTS || this.refusedShare(STRONG_ANSWERS) >= STRONG_SHARE;
+      if (agreed && share >= REFUSED_SHARE && enough) {
         this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling === undefined ? 0.75 * this.peakRate(b.at) : this.ceiling / 2);
         this.candidate = undefined;
         // Strong evidence: a limit that just fell is not probed again at once.
         this.holdMs = Math.min(this.maxHoldMs, this.firstHoldMs * 4);
         this.probeFrom = this.pausedUntil + this.holdMs;
       } else {
-        this.candidate = { at: b.at, rate: accepted };
+        this.candidate = agreed ? { at: b.at, rate: accepted, bursts, strong } : { at: b.at, rate: accepted, bursts: 1, strong: !weak };
       }
     } else if (accepted - slack > this.ceiling / MOVED && probing) {
       // A probe found room above the old ceiling.
@@ -344,7 +368,7 @@ export class RateController {
       this.ceiling = Math.max(MIN_CEILING, this.ceiling * NOISE_TRIM);
     }
     this.opts.log?.({
-      accepted, ceiling: this.ceiling ?? null, holdMs: this.holdMs, probing, refused: b.count, inFlight: b.inFlight,
+      accepted, weak, ceiling: this.ceiling ?? null, holdMs: this.holdMs, probing, refused: b.count, inFlight: b.inFlight,
     });
   }
 
@@ -357,6 +381,17 @@ export class RateController {
     this.capProbeFrom = this.pausedUntil + this.capHoldMs;
     this.setCap(Math.min(this.cap, allowed), now);
     this.opts.log?.({ concurrency: this.cap, refused: b.count, inFlight: b.inFlight, holdMs: this.capHoldMs });
+  }
+
+  /** How much of [from, to) was spent paused or before the first attempt, ms. */
+  private idleMs(from: number, to: number): number {
+    let idle = this.firstRelease === undefined ? to - from : Math.max(0, Math.min(to, this.firstRelease) - from);
+    for (const p of this.pauses) {
+      const a = Math.max(from, p.from, this.firstRelease ?? from);
+      const z = Math.min(to, p.until);
+      if (z > a) idle += z - a;
+    }
+    return Math.min(to - from, idle);
   }
 
   /** The most answers accepted within any one second of the 10 s before `t`. */
