@@ -4,29 +4,11 @@
  * written for node_exporter's textfile collector, atomically: a temporary file in the same
  * directory (not ending in .prom, so the collector never reads it half-written), then a rename.
  */
-import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { RunSummary } from '../pipeline/run.js';
+import { writeFileAtomic } from '../store/durable-fs.js';
 import { createMetrics, summaryOf } from './metrics.js';
 import { readMonitoredState } from './read-state.js';
-
-/** Writes `text` to `path` atomically. */
-export async function writeFileAtomic(path: string, text: string): Promise<void> {
-  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
-  try {
-    const fh = await open(tmp, 'w', 0o644);
-    try {
-      await fh.writeFile(text);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, path);
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
-  }
-}
 
 /**
  * Runs `run`, then writes the metrics file whatever the outcome: counters hold this run's
@@ -49,7 +31,7 @@ export async function writeMetricsAfter(
       process.stderr.write(`warning: the metrics file's gauges could not read ${dataDir}: ${(err as Error).message}\n`);
     }
     try {
-      await writeFileAtomic(path, await metrics.metrics());
+      await writeFileAtomic(path, await metrics.metrics(), { tmp: join(dirname(path), `.${basename(path)}.${process.pid}.tmp`), mode: 0o644 });
     } catch (err) {
       process.stderr.write(`warning: could not write --metrics-file ${path}: ${(err as Error).message}\n`);
     }

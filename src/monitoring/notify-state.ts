@@ -6,8 +6,9 @@
  * (lock held, unusable data directory, sign-in needed) count too, and reading it needs no DuckDB
  * connection after the run has released the data directory. It holds no secret.
  */
-import { chmod, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../store/durable-fs.js';
 
 export const NOTIFY_STATE_FILE = 'notify-state.json';
 
@@ -43,13 +44,5 @@ export async function readNotifyState(dataDir: string): Promise<NotifyState> {
 /** Replaces the stored state atomically (write a temporary file, then rename it over the old one). */
 export async function writeNotifyState(dataDir: string, state: NotifyState): Promise<void> {
   const path = notifyStatePath(dataDir);
-  const tmp = `${path}.${process.pid}.tmp`;
-  try {
-    await writeFile(tmp, JSON.stringify(state, null, 2) + '\n', { mode: 0o640 });
-    await chmod(tmp, 0o640); // the umask may have taken bits away; 0640 is what we promise
-    await rename(tmp, path);
-  } catch (err) {
-    await rm(tmp, { force: true }).catch(() => {});
-    throw err;
-  }
+  await writeFileAtomic(path, JSON.stringify(state, null, 2) + '\n', { tmp: `${path}.${process.pid}.tmp`, mode: 0o640, exactMode: true });
 }

@@ -1,5 +1,5 @@
 /** File-system steps the store makes durable: existence, the head of a file, fsync of files and directories. */
-import { open, stat } from 'node:fs/promises';
+import { open, rename, rm, stat } from 'node:fs/promises';
 import { FILE_MODE } from './layout.js';
 
 export async function exists(p: string): Promise<boolean> {
@@ -47,5 +47,27 @@ export async function fsyncDir(path: string): Promise<void> {
     }
   } catch {
     // Some file systems refuse fsync on directories; the rename itself is still atomic.
+  }
+}
+
+/**
+ * Replaces `path` with `text` atomically: written to `tmp` (on the same file system) with `mode`
+ * (as the umask allows it, or exactly with `exactMode`), fsynced, then renamed over `path`. A reader sees the old file or the new one
+ * whole; a failure leaves the old one and removes `tmp`.
+ */
+export async function writeFileAtomic(path: string, text: string, opts: { tmp: string; mode: number; exactMode?: boolean }): Promise<void> {
+  try {
+    const fh = await open(opts.tmp, 'w', opts.mode);
+    try {
+      if (opts.exactMode) await fh.chmod(opts.mode);
+      await fh.writeFile(text);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(opts.tmp, path);
+  } catch (err) {
+    await rm(opts.tmp, { force: true }).catch(() => {});
+    throw err;
   }
 }

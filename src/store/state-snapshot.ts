@@ -6,13 +6,14 @@
  * (README "State snapshot"): `readStateSnapshot(dataDir)` validates it and returns a typed object.
  * It holds no secret: the run history's errors are redacted before they are recorded.
  */
-import { open, readFile, rename, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { z } from 'zod';
 import { checkpointOf, holes } from '../time/intervals.js';
 import { isoOf } from '../time/windows.js';
 import { queryRows } from './duckdb.js';
+import { writeFileAtomic } from './durable-fs.js';
 import { DataDirError } from './errors.js';
 import type { SessionStore } from './session-store.js';
 
@@ -93,22 +94,11 @@ function plainRow(r: Record<string, unknown>): Record<string, unknown> {
 
 /** Writes the snapshot atomically, mode 0640 whatever the umask: readers see the old one or the new one whole. */
 export async function writeStateSnapshot(dataDir: string, tmpDir: string, snapshot: StateSnapshot): Promise<void> {
-  const final = stateSnapshotPath(dataDir);
-  const tmp = join(tmpDir, `${STATE_FILE}-${process.pid}`);
-  try {
-    const fh = await open(tmp, 'w', 0o640);
-    try {
-      await fh.chmod(0o640);
-      await fh.writeFile(JSON.stringify(snapshot, null, 1) + '\n');
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, final);
-  } catch (err) {
-    await rm(tmp, { force: true }).catch(() => {});
-    throw err;
-  }
+  await writeFileAtomic(stateSnapshotPath(dataDir), JSON.stringify(snapshot, null, 1) + '\n', {
+    tmp: join(tmpDir, `${STATE_FILE}-${process.pid}`),
+    mode: 0o640,
+    exactMode: true,
+  });
 }
 
 /**
