@@ -162,7 +162,7 @@ async function execute(
     tally.range = p.range;
     await store.recordRun(tally.row());
     recorded = true;
-    publisher.soon();
+    publisher.soon({ windowsTotal: windows.length, windowsDone: 0, sessions: 0 });
     if (p.backfill && !p.resumed) await store.beginBackfill(p.backfill, runId);
     logger.info(
       { range: p.range ? describeWindow(p.range) : null, windows: windows.length, resumed: p.resumed },
@@ -171,8 +171,9 @@ async function execute(
 
     const controller = rateControllerFor(opts, now, sleep, logger);
     const loader = new WindowLoader(store, runId, opts.onInvalid ?? 'fail', tally, logger, () => {
-      publisher.soon();
-      opts.onProgress?.({ windowsTotal: windows.length, windowsDone: tally.stats.windowsDone, sessions: tally.totals.written });
+      const progress = { windowsTotal: windows.length, windowsDone: tally.stats.windowsDone, sessions: tally.totals.written };
+      publisher.soon(progress);
+      opts.onProgress?.(progress);
     });
     stopFlushing = flushPeriodically(store, tally, opts, logger);
     const outcome = await extractWindows({

@@ -39,12 +39,26 @@ export const StateSnapshotSchema = z.object({
   lastRuns: z.array(z.record(z.string(), z.unknown())),
   /** The run that wrote this snapshot while it was going; null in the snapshot written at its end. */
   running: z
-    .object({ runId: z.string(), pid: z.number(), host: z.string(), startedAt: z.string(), command: z.string() })
+    .object({
+      runId: z.string(),
+      pid: z.number(),
+      host: z.string(),
+      startedAt: z.string(),
+      command: z.string(),
+      /** How far the run has got, as of its last commit (absent in snapshots of older versions). */
+      progress: z
+        .object({ windowsTotal: z.number(), windowsDone: z.number(), sessions: z.number(), at: z.string() })
+        .optional(),
+    })
     .nullable(),
 });
 
 export type StateSnapshot = z.infer<typeof StateSnapshotSchema>;
 export type RunningRun = NonNullable<StateSnapshot['running']>;
+/** A run's progress as it reports it after each commit (the snapshot adds when). */
+export type RunProgress = Omit<NonNullable<RunningRun['progress']>, 'at'>;
+/** How many rows of `_runs` a run's snapshot carries (the dashboard's run history). */
+export const SNAPSHOT_RUNS = 50;
 /** What the store itself holds (the snapshot without its envelope). */
 export type StoreState = Omit<StateSnapshot, 'version' | 'writtenAt' | 'running'>;
 
@@ -143,6 +157,7 @@ export class StatePublisher {
   private dirty = false;
   private stopped = false;
   private warned = false;
+  private progress: RunningRun['progress'];
 
   constructor(
     private readonly store: SessionStore,
@@ -150,9 +165,13 @@ export class StatePublisher {
     private readonly opts: { minIntervalMs?: number; onError?: (err: unknown) => void; now?: () => number } = {},
   ) {}
 
-  /** Asks for a snapshot soon (throttled). Never throws; a failed write is reported once through onError. */
-  soon(): void {
+  /**
+   * Asks for a snapshot soon (throttled), with the run's progress when given. Never throws; a
+   * failed write is reported once through onError.
+   */
+  soon(progress?: RunProgress): void {
     if (this.stopped) return;
+    if (progress) this.progress = { ...progress, at: new Date((this.opts.now ?? Date.now)()).toISOString() };
     if (this.inFlight || this.timer) {
       this.dirty = true;
       return;
@@ -195,13 +214,13 @@ export class StatePublisher {
 
   private async publish(running: RunningRun | null): Promise<void> {
     const conn = await this.store.readConnection();
-    const state = await collectState(this.store, conn);
+    const state = await collectState(this.store, conn, SNAPSHOT_RUNS);
     const now = this.opts.now ?? Date.now;
     await writeStateSnapshot(this.store.layout.dataDir, this.store.layout.tmpDir, {
       version: STATE_SNAPSHOT_VERSION,
       writtenAt: new Date(now()).toISOString(),
       ...state,
-      running,
+      running: running && this.progress ? { ...running, progress: this.progress } : running,
     });
   }
 

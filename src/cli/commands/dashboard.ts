@@ -1,0 +1,98 @@
+import { statSync } from 'node:fs';
+import { Command } from 'commander';
+import { loadConfig } from '../../config/load.js';
+import { UsageError } from '../usage-error.js';
+
+interface DashboardFlags {
+  dataDir?: string;
+  config?: string;
+  port: string;
+  host: string;
+  tokenFile?: string;
+  maxLag?: string;
+}
+
+export function register(program: Command): void {
+  program
+    .command('dashboard')
+    .description(
+      'Serve a read-only web page of the data directory: health, coverage calendar with the command for each hole, runs, charts, a sessions query box. ' +
+        'Never takes the lock or opens the DuckDB file: runs go on beside it',
+    )
+    .option('--data-dir <dir>', 'data directory; also SESSION_ETL_DATA_DIR (default ./data)')
+    .option('--config <file>', 'configuration file (maxLag, scheduleCron, scheduleTimezone)')
+    .option('--port <n>', 'TCP port; 0 picks a free one', '8787')
+    .option('--host <address>', 'address to listen on; anything but loopback requires an access token', '127.0.0.1')
+    .option('--token-file <file>', `file holding the access token (mode 0600); else the environment's SESSION_ETL_DASHBOARD_TOKEN`)
+    .option('--max-lag <duration>', 'a checkpoint further behind now is shown as lagging (default: the configuration\'s maxLag, 26h)')
+    .action(async (flags: DashboardFlags) => {
+      const port = Number(flags.port);
+      if (!/^\d+$/.test(flags.port.trim()) || port > 65_535) throw new UsageError(`--port must be a whole number from 0 to 65535, got ${JSON.stringify(flags.port)}`);
+      const { config } = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      const { parseDuration } = await import('../../time/windows.js');
+      let maxLagSeconds: number;
+      try {
+        maxLagSeconds = parseDuration(flags.maxLag ?? config.maxLag, '--max-lag');
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+      let isDir = false;
+      try {
+        isDir = statSync(config.dataDir).isDirectory();
+      } catch {
+        // reported below
+      }
+      if (!isDir) {
+        throw new UsageError(`the data directory ${config.dataDir} does not exist (or is not a directory): give --data-dir, or run a backfill into it first`);
+      }
+
+      const { loadAccessToken, TokenSetupError, TOKEN_ENV } = await import('../../dashboard/access-token.js');
+      const { isLoopback, startDashboard } = await import('../../dashboard/server.js');
+      let token: string | null;
+      try {
+        token = loadAccessToken(flags.tokenFile ? { tokenFile: flags.tokenFile } : {});
+      } catch (err) {
+        if (err instanceof TokenSetupError) throw new UsageError(err.message);
+        throw err;
+      }
+      if (!isLoopback(flags.host) && token === null) {
+        throw new UsageError(
+          `--host ${flags.host} makes the page (customer names, IPs, notes) reachable from other machines: set an access token in ${TOKEN_ENV} or --token-file (mode 0600), e.g. openssl rand -hex 24`,
+        );
+      }
+      const { sourceOfDataDir } = await import('../../dashboard/data-source.js');
+      const { nextScheduledRun } = await import('../../dashboard/next-run.js');
+      const { ExitCode } = await import('../exit-codes.js');
+      let dashboard;
+      try {
+        dashboard = await startDashboard({
+          source: sourceOfDataDir(config.dataDir),
+          host: flags.host,
+          port,
+          token,
+          maxLagSeconds,
+          nextRun: (nowMs) => nextScheduledRun(config.scheduleCron, config.scheduleTimezone, nowMs),
+          ...(flags.dataDir ? { dataDirArg: flags.dataDir } : {}),
+          onError: (err) => process.stderr.write(`dashboard: ${String((err as Error)?.stack ?? err)}\n`),
+        });
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
+          throw new UsageError(`cannot listen on ${flags.host}:${port} (${code}): choose another --port (0 picks a free one) or --host`);
+        }
+        throw err;
+      }
+      process.stdout.write(`Dashboard: ${dashboard.url}\n`);
+      process.stderr.write(
+        `serving ${config.dataDir} read-only${token ? ' (access token required: open the address with ?token=<token> once)' : ''}; Ctrl-C to stop\n`,
+      );
+      await new Promise<void>((resolve) => {
+        const stop = (signal: NodeJS.Signals) => {
+          process.exitCode = signal === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm;
+          void dashboard.close().then(resolve);
+        };
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+    });
+}

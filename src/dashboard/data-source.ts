@@ -1,0 +1,130 @@
+/**
+ * Where the dashboard reads a data directory, and the one module that reads it: the state snapshot
+ * (state.json) a run publishes after each commit and at its end, the lock's holder file (to tell a
+ * live run from a dead one), and the committed Parquet dataset through an in-memory DuckDB. It never
+ * opens the DuckDB file of the store (DuckDB lets one process open a file a writer wants, so even a
+ * read-only open would make a run fail to start) and never takes the writer lock.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import { openDb, type Db } from '../store/duckdb.js';
+import { holderState, readHolder, type LockHolder } from '../store/lock.js';
+import { layoutOf } from '../store/layout.js';
+import { readStateSnapshot, type StateSnapshot } from '../store/state-snapshot.js';
+
+/**
+ * The two places the dashboard reads: the directory holding state.json and the lock, and the root
+ * of the Hive-partitioned Parquet dataset. Separate so that a per-account view is a new source.
+ */
+export interface DashboardSource {
+  stateDir: string;
+  parquetRoot: string;
+}
+
+export function sourceOfDataDir(dataDir: string): DashboardSource {
+  return { stateDir: dataDir, parquetRoot: layoutOf(dataDir, 'both').parquetDir };
+}
+
+/** What the state directory says now: the snapshot (null when no run has written one) and the live run, if any. */
+export interface StateReading {
+  snapshot: StateSnapshot | null;
+  /** The process holding the writer lock, when it is alive. */
+  liveHolder: LockHolder | null;
+  /** The lock's holder when its process is gone (a run killed or crashed). */
+  deadHolder: LockHolder | null;
+}
+
+export async function readState(source: DashboardSource): Promise<StateReading> {
+  const holder = (await readHolder(layoutOf(source.stateDir, 'both').lockPath)) ?? null;
+  const alive = holder && holderState(holder) === 'alive' ? holder : null;
+  return { snapshot: await readStateSnapshot(source.stateDir), liveHolder: alive, deadHolder: holder && !alive ? holder : null };
+}
+
+/** A query took longer than the dashboard allows (it is interrupted, nothing is left running). */
+export class QueryTimeoutError extends Error {}
+
+/**
+ * Reads the Parquet dataset with SQL in an in-memory DuckDB of its own. Queries run one at a time
+ * on one connection, each interrupted after `timeoutMs`; the glob also matches deeper partition
+ * levels (account=…/date=…), read as columns (hive_partitioning).
+ */
+export class ParquetReader {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly db: Db,
+    readonly root: string,
+    private readonly timeoutMs: number,
+  ) {}
+
+  static async open(root: string, opts: { timeoutMs?: number; threads?: number } = {}): Promise<ParquetReader> {
+    const db = await openDb(':memory:', { threads: opts.threads ?? 2, memoryLimit: '1GB' });
+    return new ParquetReader(db, root, opts.timeoutMs ?? 10_000);
+  }
+
+  /** The glob of every Parquet file of the dataset (a bound parameter, never spliced into SQL text). */
+  get glob(): string {
+    return join(this.root, '**', '*.parquet');
+  }
+
+  /** The dataset as a table expression; its one placeholder is the glob. */
+  static readonly FROM = 'read_parquet(?, hive_partitioning = true, union_by_name = true)';
+
+  /** True when the dataset has at least one partition directory. */
+  hasData(): boolean {
+    return existsSync(this.root);
+  }
+
+  /**
+   * Runs `fn` on the connection, alone, interrupted after the timeout. A rewrite that replaced a
+   * file between DuckDB's listing and its read is retried once.
+   */
+  run<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    const go = async (): Promise<T> => {
+      for (let attempt = 1; ; attempt++) {
+        let timedOut = false;
+        const timer = setTimeout(() => {
+          timedOut = true;
+          this.db.conn.interrupt();
+        }, this.timeoutMs);
+        try {
+          return await fn(this.db.conn);
+        } catch (err) {
+          if (timedOut) throw new QueryTimeoutError(`the query took longer than ${this.timeoutMs / 1000} s and was stopped: narrow it (a filter, a date range)`);
+          if (attempt === 1 && /No such file|No files found|Could not open|IO Error/i.test(String((err as Error)?.message))) continue;
+          throw err;
+        } finally {
+          clearTimeout(timer);
+        }
+      }
+    };
+    const result = this.queue.then(go, go);
+    this.queue = result.catch(() => {});
+    return result;
+  }
+
+  /** Rows as plain objects (BIGINT as number); `params` follow the glob. No files yet: no rows. */
+  async rows<T = Record<string, unknown>>(sql: string, params: DuckDBValue[] = []): Promise<T[]> {
+    if (!this.hasData()) return [];
+    return this.run(async (conn) => {
+      try {
+        const reader = await conn.runAndReadAll(sql, [this.glob, ...params]);
+        return reader.getRowObjectsJS().map(plain) as T[];
+      } catch (err) {
+        if (/No files found/i.test(String((err as Error)?.message))) return [];
+        throw err;
+      }
+    });
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
+
+function plain(row: Record<string, unknown>): Record<string, unknown> {
+  const o: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(row)) o[k] = typeof v === 'bigint' ? Number(v) : v;
+  return o;
+}

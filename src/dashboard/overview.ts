@@ -1,0 +1,204 @@
+/**
+ * The dashboard's overview: health (healthy / lagging / failing, with the reasons in words), the
+ * checkpoint, what is stored, the run going now with its progress, and the run history. A pure
+ * function of what the data directory says (data-source.ts), the clock and the schedule.
+ */
+import { checkHealth } from '../monitoring/health.js';
+import type { MonitoredRun, MonitoredState } from '../monitoring/read-state.js';
+import type { LockHolder } from '../store/lock.js';
+import type { StateReading } from './data-source.js';
+
+export type HealthState = 'healthy' | 'lagging' | 'failing';
+
+export interface DashboardRun {
+  runId: string;
+  kind: string;
+  /** succeeded, nothing-to-do, interrupted, failed, died, running. */
+  outcome: string;
+  startedAt: string;
+  endedAt: string | null;
+  durationMs: number | null;
+  rangeFrom: string | null;
+  rangeTo: string | null;
+  windows: number;
+  sessionsWritten: number;
+  sessionsNew: number | null;
+  sessionsUpdated: number | null;
+  rejected: number;
+  requests: number;
+  retries: number;
+  rateLimited: number;
+  pausedMs: number | null;
+  partitionsWritten: number;
+  error: string | null;
+}
+
+export interface LiveRun {
+  runId: string;
+  command: string;
+  pid: number;
+  startedAt: string;
+  windowsTotal: number | null;
+  windowsDone: number | null;
+  sessions: number | null;
+  /** When the progress was reported (the run's last commit). */
+  progressAt: string | null;
+  /** Estimated end, from the pace so far; null before the first window. */
+  eta: string | null;
+}
+
+export interface Overview {
+  health: { state: HealthState; reasons: string[]; summary: string };
+  checkpoint: string | null;
+  lagSeconds: number | null;
+  /** Sessions stored: the DuckDB table's rows, or the Parquet dataset's for format parquet. */
+  totalSessions: number | null;
+  /** Committed records not merged into the table yet. */
+  pendingRows: number;
+  rejected: number;
+  format: string | null;
+  coverageHoles: number;
+  /** When the snapshot these figures come from was written; null when there is none. */
+  asOf: string | null;
+  running: LiveRun | null;
+  nextRun: { at: string; cron: string; timezone: string } | null;
+  runs: DashboardRun[];
+  /** What to do when the directory has nothing to show yet. */
+  notice: string | null;
+}
+
+export interface OverviewInput {
+  reading: StateReading;
+  /** Rows of the Parquet dataset (counted when the snapshot has no table count). */
+  parquetRows: number | null;
+  nowMs: number;
+  maxLagSeconds: number;
+  nextRun: Overview['nextRun'];
+}
+
+export function buildOverview(i: OverviewInput): Overview {
+  const { snapshot, liveHolder } = i.reading;
+  const live = snapshot?.running && liveHolder && sameRun(liveHolder, snapshot.running.runId) ? snapshot.running : null;
+  const runs = (snapshot?.lastRuns ?? []).map((r) => runOf(r, live?.runId ?? null, liveHolder));
+  const finished = runs.filter((r) => r.outcome !== 'running');
+  const success = finished.find((r) => r.outcome === 'succeeded' || r.outcome === 'nothing-to-do');
+  const seconds = (s: string | null) => (s === null ? null : Date.parse(s) / 1000);
+  const last = finished[0];
+  const lastRun: MonitoredRun | null = last
+    ? { runId: last.runId, kind: last.kind, outcome: last.outcome, startedAt: seconds(last.startedAt)!, endedAt: seconds(last.endedAt), error: last.error }
+    : null;
+  const state: MonitoredState = {
+    checkpoint: seconds(snapshot?.checkpoint ?? null),
+    coverageHoles: snapshot?.coverageHoles.length ?? 0,
+    storedSessions: snapshot?.rows ?? null,
+    lastRun,
+    lastSuccessAt: success ? seconds(success.endedAt ?? success.startedAt) : null,
+  };
+  const h = checkHealth(state, { nowMs: i.nowMs, maxLagSeconds: i.maxLagSeconds });
+  // The calendar shows each hole and its command: say so instead of pointing at `status`.
+  const reasons = h.reasons.map((r) =>
+    /coverage hole/.test(r) ? `${state.coverageHoles} coverage hole(s): the calendar shows each one and the backfill command that fills it` : r,
+  );
+  const failing = !snapshot || lastRun?.outcome === 'failed' || lastRun?.outcome === 'died' || state.checkpoint === null;
+  const healthState: HealthState = reasons.length === 0 ? 'healthy' : failing ? 'failing' : 'lagging';
+  const totalSessions = snapshot?.rows ?? i.parquetRows;
+  return {
+    health: { state: healthState, reasons, summary: summaryOf(healthState, h.lagSeconds, lastRun, state.coverageHoles, live !== null) },
+    checkpoint: snapshot?.checkpoint ?? null,
+    lagSeconds: h.lagSeconds,
+    totalSessions,
+    pendingRows: snapshot?.pendingRows ?? 0,
+    rejected: snapshot?.rejected ?? 0,
+    format: snapshot?.format ?? null,
+    coverageHoles: state.coverageHoles,
+    asOf: snapshot?.writtenAt ?? null,
+    running: live ? liveRunOf(live, i.nowMs) : liveHolder ? { runId: liveHolder.runId ?? '', command: liveHolder.command, pid: liveHolder.pid, startedAt: liveHolder.startedAt, windowsTotal: null, windowsDone: null, sessions: null, progressAt: null, eta: null } : null,
+    nextRun: i.nextRun,
+    runs,
+    notice: snapshot
+      ? null
+      : 'No state snapshot (state.json) in this data directory yet: it is written by every backfill or export run. Run `session-etl backfill --from … --to …` or `session-etl export` first.',
+  };
+}
+
+function summaryOf(state: HealthState, lag: number | null, last: MonitoredRun | null, holes: number, running: boolean): string {
+  const parts: string[] = [];
+  parts.push(lag === null ? 'nothing exported yet' : `checkpoint ${ago(lag)} behind now`);
+  if (last) parts.push(`last run ${last.outcome}`);
+  parts.push(holes ? `${holes} coverage hole(s)` : 'no holes');
+  if (running) parts.push('a run is going');
+  return `${state[0]!.toUpperCase()}${state.slice(1)}: ${parts.join(', ')}`;
+}
+
+/** A duration for a person: minutes, hours or days. */
+export function ago(seconds: number): string {
+  if (seconds < 3600) return `${Math.max(0, Math.round(seconds / 60))} min`;
+  if (seconds < 172_800) return `${(seconds / 3600).toFixed(1)} h`;
+  return `${(seconds / 86_400).toFixed(1)} days`;
+}
+
+function runIdOf(holder: LockHolder): string | null {
+  return holder.runId ?? /\(run ([^)]+)\)/.exec(holder.command)?.[1] ?? null;
+}
+
+function sameRun(holder: LockHolder, runId: string): boolean {
+  const id = runIdOf(holder);
+  return id === null || id === runId;
+}
+
+function liveRunOf(r: NonNullable<NonNullable<StateReading['snapshot']>['running']>, nowMs: number): LiveRun {
+  const p = r.progress;
+  let eta: string | null = null;
+  if (p && p.windowsDone > 0 && p.windowsTotal > p.windowsDone) {
+    const elapsed = Date.parse(p.at) - Date.parse(r.startedAt);
+    eta = new Date(Math.max(nowMs, Date.parse(p.at) + (elapsed / p.windowsDone) * (p.windowsTotal - p.windowsDone))).toISOString();
+  }
+  return {
+    runId: r.runId,
+    command: r.command,
+    pid: r.pid,
+    startedAt: r.startedAt,
+    windowsTotal: p?.windowsTotal ?? null,
+    windowsDone: p?.windowsDone ?? null,
+    sessions: p?.sessions ?? null,
+    progressAt: p?.at ?? null,
+    eta,
+  };
+}
+
+/** A `_runs` row for the page; a row still marked running whose run is not the live one died. */
+function runOf(r: Record<string, unknown>, liveRunId: string | null, liveHolder: LockHolder | null): DashboardRun {
+  const str = (v: unknown) => (v == null ? null : String(v));
+  const num = (v: unknown) => (v == null ? null : Number(v));
+  const runId = String(r.run_id);
+  let outcome = String(r.outcome);
+  let error = str(r.error);
+  const holderId = liveHolder ? runIdOf(liveHolder) : null;
+  if (outcome === 'running' && runId !== liveRunId && !(liveHolder && (holderId === null || holderId === runId))) {
+    outcome = 'died';
+    error = 'its process is gone (killed or crashed) without recording an outcome; the next run records it and resumes its work';
+  }
+  const startedAt = String(r.started_at);
+  const endedAt = str(r.ended_at);
+  return {
+    runId,
+    kind: String(r.kind),
+    outcome,
+    startedAt,
+    endedAt,
+    durationMs: endedAt ? Date.parse(endedAt) - Date.parse(startedAt) : null,
+    rangeFrom: str(r.range_from),
+    rangeTo: str(r.range_to),
+    windows: num(r.windows) ?? 0,
+    sessionsWritten: num(r.sessions_written) ?? 0,
+    sessionsNew: num(r.sessions_new),
+    sessionsUpdated: num(r.sessions_updated),
+    rejected: num(r.rejected) ?? 0,
+    requests: num(r.requests) ?? 0,
+    retries: num(r.retries) ?? 0,
+    rateLimited: num(r.rate_limited) ?? 0,
+    pausedMs: num(r.paused_ms),
+    partitionsWritten: num(r.partitions_written) ?? 0,
+    error,
+  };
+}

@@ -1,0 +1,166 @@
+/**
+ * What the page asks of the Parquet dataset. Every aggregate is computed by DuckDB over the dataset
+ * (per day through the `date` partition column, so a date range reads only its partitions); only
+ * the aggregated rows, or one bounded page of sessions, reach JavaScript. User input reaches SQL as
+ * bound parameters only (the list conventions compile to parameterised SQL: src/list).
+ */
+import type { DuckDBValue } from '@duckdb/node-api';
+import { compileToSql, isListSyntaxError, parseListRequest, type ListPage, type ListRequest } from '../list/index.js';
+import { resolveWindow, shapeRecord } from '../list/list-request.js';
+import { ParquetReader } from './data-source.js';
+
+const FROM = ParquetReader.FROM;
+
+/** A request the page (or a person typing a URL) got wrong: answered with 400 and this message. */
+export class BadRequestError extends Error {}
+
+export async function sessionsPerDay(reader: ParquetReader): Promise<Map<string, number>> {
+  const rows = await reader.rows<{ d: string | null; n: number }>(
+    `SELECT CAST("date" AS VARCHAR) AS d, count(*) AS n FROM ${FROM} GROUP BY ALL`,
+  );
+  return new Map(rows.filter((r) => r.d !== null).map((r) => [r.d!, r.n]));
+}
+
+export async function parquetRowCount(reader: ParquetReader): Promise<number | null> {
+  if (!reader.hasData()) return null;
+  const rows = await reader.rows<{ n: number }>(`SELECT count(*) AS n FROM ${FROM}`);
+  return rows[0]?.n ?? 0;
+}
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+export interface Charts {
+  from: string;
+  to: string;
+  /** Every day of the range with data: sessions and the median duration in seconds. */
+  perDay: Array<{ date: string; sessions: number; medianDurationSeconds: number | null }>;
+  byType: Array<{ type: string; sessions: number }>;
+  topAgents: Array<{ agent: string; sessions: number }>;
+}
+
+/**
+ * The charts over `from`..`to` (UTC dates, both included). Without a range: the latest 30 days
+ * that hold data.
+ */
+export async function charts(reader: ParquetReader, from?: string, to?: string): Promise<Charts> {
+  for (const [name, v] of [['from', from], ['to', to]] as const) {
+    if (v !== undefined && (!DATE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`)))) {
+      throw new BadRequestError(`${name} must be a date as YYYY-MM-DD, got ${JSON.stringify(v)}`);
+    }
+  }
+  if (from === undefined || to === undefined) {
+    const last = (await reader.rows<{ d: string | null }>(`SELECT CAST(max("date") AS VARCHAR) AS d FROM ${FROM}`))[0]?.d;
+    const end = to ?? last ?? new Date().toISOString().slice(0, 10);
+    to = end;
+    from ??= new Date(Date.parse(`${end}T00:00:00Z`) - 29 * 86_400_000).toISOString().slice(0, 10);
+  }
+  if (from > to) throw new BadRequestError(`from (${from}) is after to (${to})`);
+  const range = `"date" BETWEEN CAST(? AS DATE) AND CAST(? AS DATE)`;
+  const p: DuckDBValue[] = [from, to];
+  const perDay = await reader.rows<{ date: string; sessions: number; med: number | null }>(
+    `SELECT CAST("date" AS VARCHAR) AS date, count(*) AS sessions, median(duration_seconds) AS med
+     FROM ${FROM} WHERE ${range} GROUP BY ALL ORDER BY 1`,
+    p,
+  );
+  const byType = await reader.rows<{ type: string; sessions: number }>(
+    `SELECT coalesce(session_type, '(none)') AS type, count(*) AS sessions FROM ${FROM} WHERE ${range}
+     GROUP BY ALL ORDER BY sessions DESC, type LIMIT 12`,
+    p,
+  );
+  const topAgents = await reader.rows<{ agent: string; sessions: number }>(
+    `SELECT coalesce(agent_name, agent_email, agent_id, '(no agent)') AS agent, count(*) AS sessions FROM ${FROM} WHERE ${range}
+     GROUP BY ALL ORDER BY sessions DESC, agent LIMIT 10`,
+    p,
+  );
+  return {
+    from,
+    to,
+    perDay: perDay.map((r) => ({ date: r.date, sessions: r.sessions, medianDurationSeconds: r.med === null ? null : Number(r.med) })),
+    byType,
+    topAgents,
+  };
+}
+
+/** The largest page the API serves, and the most rows a CSV download holds. */
+export const MAX_PAGE_SIZE = 1000;
+export const MAX_CSV_ROWS = 100_000;
+
+/** The list parameters the sessions API takes (the vendor's names). */
+const LIST_PARAMS = ['filter', 'ascending', 'descending', 'sort', 'attributeNames', 'fromDate', 'toDate', 'pageSize', 'offset', 'page', 'size'];
+
+/** Parses the query string's list parameters (unknown ones refused), with the page bounded. */
+export function listRequestOf(query: URLSearchParams, opts: { csv: boolean }): ListRequest {
+  const params: Record<string, string> = {};
+  for (const [k, v] of query) {
+    if (k === 'token') continue;
+    if (!LIST_PARAMS.includes(k)) throw new BadRequestError(`unknown parameter ${JSON.stringify(k)}: expected ${LIST_PARAMS.join(', ')}`);
+    if (v !== '') params[k] = v;
+  }
+  if (opts.csv) {
+    // A download holds every match, up to MAX_CSV_ROWS.
+    for (const k of ['pageSize', 'offset', 'page', 'size']) delete params[k];
+    params.pageSize = String(MAX_CSV_ROWS);
+  }
+  let req: ListRequest;
+  try {
+    req = parseListRequest(params);
+  } catch (err) {
+    if (isListSyntaxError(err)) throw new BadRequestError(err.message);
+    throw err;
+  }
+  const size = req.paging.kind === 'offset' ? req.paging.pageSize : req.paging.size;
+  if (!opts.csv && size > MAX_PAGE_SIZE) throw new BadRequestError(`a page holds at most ${MAX_PAGE_SIZE} sessions (got ${size}); page through, or download the CSV`);
+  return req;
+}
+
+/** One page of sessions matching the request, from the Parquet dataset. */
+export async function querySessions(reader: ParquetReader, req: ListRequest): Promise<ListPage> {
+  if (!reader.hasData()) return { items: [], total: 0, offset: 0, pageSize: 0, paging: req.paging };
+  const compiled = compileToSql(req, { parquetGlob: reader.glob });
+  // compileToSql binds the glob as its first parameter; ParquetReader.rows adds it again, so drop ours.
+  const params = compiled.params.slice(1) as DuckDBValue[];
+  const countSql = compiled.countSql.replace('read_parquet(?)', FROM);
+  const sql = compiled.sql.replace('read_parquet(?)', FROM);
+  const total = (await reader.rows<{ total: number }>(countSql, params))[0]?.total ?? 0;
+  const window = resolveWindow(req.paging, total);
+  const rows = window.limit > 0 ? await reader.rows(sql, [...params, window.limit, window.offset]) : [];
+  return {
+    items: rows.map((row) => shapeRecord(compiled.leaves, (leaf) => row[leaf.path] ?? null)),
+    total,
+    offset: window.offset,
+    pageSize: window.pageSize,
+    paging: req.paging,
+  };
+}
+
+/** The page's items as flat rows (`agent.name` …), values as the interface defines them. */
+export function flatRows(items: ListPage['items']): Array<Record<string, unknown>> {
+  return items.map((v) => flatten(v as Record<string, unknown>));
+}
+
+function flatten(v: Record<string, unknown>, prefix = '', out: Record<string, unknown> = {}): Record<string, unknown> {
+  for (const [k, val] of Object.entries(v)) {
+    if (val && typeof val === 'object' && !Array.isArray(val)) flatten(val as Record<string, unknown>, `${prefix}${k}.`, out);
+    else out[`${prefix}${k}`] = val;
+  }
+  return out;
+}
+
+/** CSV of flat rows: a header of the columns, then one line per row (RFC 4180 quoting). */
+export function toCsv(rows: Array<Record<string, unknown>>, columns?: string[]): string {
+  const cols = columns ?? [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const cell = (v: unknown) => {
+    if (v === null || v === undefined) return '';
+    const s = String(v);
+    // A cell a spreadsheet would run as a formula gets a leading quote mark.
+    const safe = /^[=+\-@\t\r]/.test(s) && !/^-?\d/.test(s) ? `'${s}` : s;
+    return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+  };
+  return [cols.map(cell).join(','), ...rows.map((r) => cols.map((c) => cell(r[c])).join(','))].join('\r\n') + '\r\n';
+}
+
+/** The columns asked for (attributeNames) in the order asked, as flat paths; undefined for all. */
+export function askedColumns(req: ListRequest): string[] | undefined {
+  return req.attributes?.flatMap((f) => (f.kind === 'object' ? f.children : [f])).map((f) => f.path);
+}
+
