@@ -1,0 +1,178 @@
+/**
+ * The dashboard's JSON API over plain HTTP, served by the real `session-etl dashboard` process over
+ * a data directory the real CLI made (a known hole, known runs, a failed run); figures checked
+ * against the Parquet dataset read with hyparquet.
+ */
+import { chmod, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { readParquetDataset } from '../helpers/read-store.js';
+import { D, day, FROM, HOLE, makeFixture, startDashboardCli, type Fixture, type RunningDashboard } from './fixture.js';
+
+let fx: Fixture;
+let dash: RunningDashboard;
+let perDay: Map<string, number>;
+let total: number;
+
+beforeAll(async () => {
+  fx = await makeFixture();
+  dash = await startDashboardCli(['--data-dir', fx.dataDir], {});
+  const parts = await readParquetDataset(fx.dataDir);
+  perDay = new Map(parts.map((p) => [p.partition.replace('date=', ''), p.rows.length]));
+  total = parts.reduce((n, p) => n + p.rows.length, 0);
+}, 120_000);
+afterAll(async () => {
+  await dash?.stop();
+  await fx?.cleanup();
+});
+
+const get = (path: string, init?: RequestInit) => fetch(new URL(path, dash.url), init);
+const getJson = async (path: string) => {
+  const res = await get(path);
+  expect(res.status, await res.clone().text()).toBe(200);
+  return (await res.json()) as any;
+};
+
+describe('dashboard API', () => {
+  it('overview: failing because the last run failed, with the reason, the checkpoint and the stored sessions', async () => {
+    const o = await getJson('/api/overview');
+    expect(o.health.state).toBe('failing');
+    expect(o.health.reasons.join('\n')).toMatch(/last run backfill-\S+ \(backfill\) failed/);
+    expect(o.health.reasons.join('\n')).toMatch(/1 coverage hole\(s\): the calendar shows each one/);
+    expect(o.checkpoint).toBe(new Date(HOLE.from * 1000).toISOString().replace('.000Z', 'Z'));
+    expect(o.totalSessions).toBe(total);
+    expect(o.running).toBeNull();
+    expect(o.nextRun.cron).toBe('0 2 * * *');
+    expect(Date.parse(o.nextRun.at)).toBeGreaterThan(Date.now());
+  });
+
+  it('runs: newest first, the failed one with its error and what it committed', async () => {
+    const { runs } = await getJson('/api/runs');
+    expect(runs.map((r: any) => r.outcome)).toEqual(['failed', 'succeeded', 'succeeded']);
+    expect(runs[0].error).toMatch(/answered HTTP 5\d\d; data up to \S+ is committed/);
+    expect(runs[2].rangeFrom).toBe(new Date(FROM * 1000).toISOString());
+    expect(runs[1].sessionsNew + runs[2].sessionsNew).toBe(total);
+  });
+
+  it('coverage: one day per UTC day to today; the hole days carry the backfill command that fills the hole', async () => {
+    const c = await getJson('/api/coverage');
+    const today = day(Math.floor(Date.now() / 1000));
+    expect(c.days[0].date).toBe(day(FROM));
+    expect(c.days.at(-1).date).toBe(today);
+    expect(c.days).toHaveLength(Math.round((Date.parse(today) / 1000 - FROM) / D) + 1);
+    const byDate = new Map(c.days.map((d: any) => [d.date, d]));
+    const fill = `session-etl backfill --from ${day(HOLE.from)} --to ${day(HOLE.to)} --data-dir ${fx.dataDir}`;
+    for (const t of [HOLE.from, HOLE.from + D]) expect(byDate.get(day(t))).toMatchObject({ state: 'hole', command: fill });
+    for (const t of [FROM, FROM + D, FROM + 2 * D, FROM + 5 * D, FROM + 7 * D]) {
+      expect(byDate.get(day(t))).toMatchObject({ state: 'covered', command: null, sessions: perDay.get(day(t)) });
+    }
+    expect(c.gaps[0]).toMatchObject({ kind: 'hole', command: fill });
+    expect(c.gaps[1]).toMatchObject({ kind: 'after-checkpoint', command: `session-etl export --data-dir ${fx.dataDir}` });
+  });
+
+  it('charts: per-day counts and medians over the range, by type and top agents add up', async () => {
+    const c = await getJson(`/api/charts?from=${day(FROM)}&to=${day(FROM + 2 * D)}`);
+    expect(c.perDay.map((d: any) => [d.date, d.sessions])).toEqual([0, 1, 2].map((i) => [day(FROM + i * D), perDay.get(day(FROM + i * D))]));
+    const inRange = [0, 1, 2].reduce((n, i) => n + perDay.get(day(FROM + i * D))!, 0);
+    expect(c.byType.reduce((n: number, t: any) => n + t.sessions, 0)).toBe(inRange);
+    expect(c.topAgents.length).toBeGreaterThan(0);
+    expect((await get('/api/charts?from=yesterday')).status).toBe(400);
+  });
+
+  it('sessions: the list conventions, paged; the same rows as `session-etl sessions` on the Parquet dataset', async () => {
+    const q = 'filter=recording%3D%22true%22&sort=started%20asc&attributeNames=id,started,recording';
+    const p1 = await getJson(`/api/sessions?${q}&pageSize=10&offset=0`);
+    const p2 = await getJson(`/api/sessions?${q}&pageSize=10&offset=10`);
+    const cli = await runCli(['sessions', '--source', 'parquet', '--filter', 'recording="true"', '--sort', 'started asc', '--attribute-names', 'id,started,recording', '--page-size', '20', '--output', 'json'], fx.env());
+    const expected = JSON.parse(cli.stdout);
+    expect(p1.total).toBe(expected.total);
+    expect([...p1.items, ...p2.items]).toEqual(expected.items);
+    expect(p1.items.every((i: any) => i.recording === true)).toBe(true);
+  });
+
+  it('sessions: what a user types is a value, never SQL; bad requests are refused with the reason', async () => {
+    const inj = await getJson(`/api/sessions?filter=${encodeURIComponent(`id="x' OR 1=1 --"`)}`);
+    expect(inj.total).toBe(0);
+    const bad = await get('/api/sessions?filter=id%3D');
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error).toMatch(/filter/);
+    expect((await get('/api/sessions?pageSize=5000')).status).toBe(400);
+    expect((await get('/api/sessions?limit=5')).status).toBe(400);
+  });
+
+  it('sessions.csv: every match as CSV, the columns asked for', async () => {
+    const res = await get(`/api/sessions.csv?fromDate=${day(FROM)}&toDate=${day(FROM + D)}&attributeNames=id,started,agent.name&sort=id`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect(res.headers.get('content-disposition')).toMatch(/attachment; filename="sessions.csv"/);
+    const lines = (await res.text()).trimEnd().split('\r\n');
+    expect(lines[0]).toBe('id,started,agent.name');
+    const dayRows = (await readParquetDataset(fx.dataDir)).filter((p) => p.partition === `date=${day(FROM)}`).flatMap((p) => p.rows);
+    expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(dayRows.map((r) => String(r.session_id)).sort());
+  });
+
+  it('read-only and locked down: only GET/HEAD, security headers, no caching of answers', async () => {
+    for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) expect((await get('/api/overview', { method })).status).toBe(405);
+    const res = await get('/api/overview');
+    expect(res.headers.get('content-security-policy')).toMatch(/default-src 'self'/);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect((await get('/api/nothing')).status).toBe(404);
+    // A page on another site reaching us under its own name (DNS rebinding) is refused.
+    // (fetch sets Host itself: node:http lets the test send another.)
+    const status = await new Promise<number>((resolve, reject) => {
+      request(new URL('/api/overview', dash.url), { headers: { Host: 'evil.example' } }, (r) => {
+        r.resume();
+        resolve(r.statusCode!);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(status).toBe(403);
+  });
+});
+
+describe('the dashboard command', () => {
+  it('bad flags and unusable data directories exit 2 with the reason', async () => {
+    const badPort = await runCli(['dashboard', '--port', 'x', '--data-dir', fx.dataDir]);
+    expect(badPort.code).toBe(2);
+    expect(badPort.stderr).toMatch(/--port must be a whole number/);
+    const missing = await runCli(['dashboard', '--port', '0', '--data-dir', join(fx.dataDir, 'nope')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/does not exist/);
+    const open = await runCli(['dashboard', '--port', '0', '--host', '0.0.0.0', '--data-dir', fx.dataDir]);
+    expect(open.code).toBe(2);
+    expect(open.stderr).toMatch(/SESSION_ETL_DASHBOARD_TOKEN/);
+  });
+
+  it('off loopback: 401 without the token; Bearer, or ?token= once then a cookie; a token file must be private', async () => {
+    const token = 'a'.repeat(12) + 'b'.repeat(12);
+    const file = join(fx.dataDir, '..', `dash-token-${process.pid}`);
+    await writeFile(file, token + '\n', { mode: 0o644 });
+    await chmod(file, 0o644);
+    const loose = await runCli(['dashboard', '--port', '0', '--host', '0.0.0.0', '--token-file', file, '--data-dir', fx.dataDir]);
+    expect(loose.code).toBe(2);
+    expect(loose.stderr).toMatch(/can be read by others.*chmod 600/);
+    await chmod(file, 0o600);
+
+    const open = await startDashboardCli(['--host', '0.0.0.0', '--token-file', file, '--data-dir', fx.dataDir], {});
+    try {
+      const url = open.url.replace('0.0.0.0', '127.0.0.1');
+      expect((await fetch(`${url}api/overview`)).status).toBe(401);
+      expect((await fetch(url)).status).toBe(401);
+      expect((await fetch(`${url}api/overview`, { headers: { Authorization: `Bearer ${token}x` } })).status).toBe(401);
+      expect((await fetch(`${url}api/overview`, { headers: { Authorization: `Bearer ${token}` } })).status).toBe(200);
+      const once = await fetch(`${url}?token=${token}`, { redirect: 'manual' });
+      expect(once.status).toBe(303);
+      expect(once.headers.get('location')).toBe('/');
+      const cookie = once.headers.get('set-cookie')!;
+      expect(cookie).toMatch(/HttpOnly; SameSite=Strict/);
+      expect((await fetch(`${url}api/overview`, { headers: { Cookie: cookie.split(';')[0]! } })).status).toBe(200);
+    } finally {
+      await open.stop();
+    }
+    expect(open.output()).not.toContain(token);
+  });
+});

@@ -1,0 +1,81 @@
+/**
+ * A data directory with a known shape, made by the real CLI against the emulator: two backfills
+ * with a two-day hole between them, then a backfill that fails (every request answered 500).
+ * And the dashboard started as a real process on port 0.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { runCli, startCli, waitFor } from '../helpers/cli.js';
+
+export const D = 86_400;
+export const NOW = Math.floor(Date.now() / 1000);
+/** The first day stored: 12 days before today (UTC). */
+export const FROM = Math.floor(NOW / D) * D - 12 * D;
+export const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
+/** The hole: days FROM+3 and FROM+4. */
+export const HOLE = { from: FROM + 3 * D, to: FROM + 5 * D };
+
+export interface Fixture {
+  emu: Emulator;
+  dataDir: string;
+  env(extra?: Record<string, string>): Record<string, string>;
+  cleanup(): Promise<void>;
+}
+
+export async function makeFixture(): Promise<Fixture> {
+  const emu = await startEmulator({ seed: 17, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 60 });
+  const dataDir = await mkdtemp(join(tmpdir(), 'session-etl-dashboard-'));
+  const env = (extra: Record<string, string> = {}) => ({
+    REPORTING_URL: emu.url,
+    REPORTING_API_KEY: emu.apiKey,
+    SESSION_ETL_DATA_DIR: dataDir,
+    ...extra,
+  });
+  const ok = async (args: string[]) => {
+    const r = await runCli(args, env());
+    if (r.code !== 0) throw new Error(`session-etl ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  };
+  await ok(['backfill', '--from', day(FROM), '--to', day(HOLE.from)]);
+  await ok(['backfill', '--from', day(HOLE.to), '--to', day(FROM + 8 * D)]);
+  emu.setFaults({ serverErrorRate: 1 });
+  const failed = await runCli(['backfill', '--from', day(FROM + 8 * D), '--to', day(FROM + 9 * D), '--max-attempts', '1'], env());
+  emu.setFaults({});
+  if (failed.code !== 1) throw new Error(`the failing backfill exited ${failed.code}: ${failed.stderr}`);
+  return {
+    emu,
+    dataDir,
+    env,
+    async cleanup() {
+      await emu.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface RunningDashboard {
+  url: string;
+  stop(): Promise<void>;
+  output(): string;
+}
+
+/** `session-etl dashboard --port 0 …` as a real process; its address from the first stdout line. */
+export async function startDashboardCli(args: string[], env: Record<string, string>): Promise<RunningDashboard> {
+  const child = startCli(['dashboard', '--port', '0', ...args], env);
+  let url = '';
+  await waitFor(() => {
+    if (child.exitCode !== null) throw new Error(`the dashboard exited ${child.exitCode}: ${child.output()}`);
+    const first = /^Dashboard: (http:\/\/\S+\/)\n/.exec(child.output());
+    if (first) url = first[1]!;
+    return url !== '';
+  }, 30_000, 'the dashboard to print its address');
+  return {
+    url,
+    output: () => child.output(),
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await child.result;
+    },
+  };
+}
