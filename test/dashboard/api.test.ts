@@ -97,7 +97,7 @@ describe('dashboard API', () => {
     expect(inj.total).toBe(0);
     const bad = await get('/api/sessions?filter=id%3D');
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error).toMatch(/filter/);
+    expect(((await bad.json()) as { error: string }).error).toMatch(/filter/);
     expect((await get('/api/sessions?pageSize=5000')).status).toBe(400);
     expect((await get('/api/sessions?limit=5')).status).toBe(400);
   });
