@@ -4,7 +4,7 @@
 
 const $ = (id) => document.getElementById(id);
 const fmt = new Intl.NumberFormat('en-US');
-const state = { running: false, timer: null, page: 0, total: 0, chartFrom: null, chartTo: null, plots: [] };
+const state = { running: false, timer: null, sessionsSeq: 0, page: 0, total: 0, chartFrom: null, chartTo: null, plots: [] };
 
 async function api(path) {
   const res = await fetch(path, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
@@ -226,14 +226,17 @@ function queryParams(page) {
 async function loadSessions(page) {
   const err = $('sessions-error');
   const q = queryParams(page);
+  const seq = ++state.sessionsSeq;
   $('csv').href = `/api/sessions.csv?${queryParams()}`;
   try {
     const r = await api(`/api/sessions?${q}`);
+    if (seq !== state.sessionsSeq) return; // a later query was sent meanwhile: show that one
     err.hidden = true;
     state.page = page;
     state.total = r.total;
     drawTable(r);
   } catch (e) {
+    if (seq !== state.sessionsSeq) return;
     err.hidden = false;
     err.textContent = e.message;
   }
@@ -288,7 +291,7 @@ async function refresh() {
     $('notice').textContent = `Could not read the data directory: ${e.message}`;
   }
   clearTimeout(state.timer);
-  state.timer = setTimeout(refresh, state.running ? 3000 : 60000);
+  state.timer = setTimeout(refresh, state.running ? 3000 : 15000);
 }
 
 function start() {
