@@ -176,7 +176,7 @@ function drawCharts(c) {
   for (const p of state.plots) p.destroy();
   state.plots = [];
   const xs = c.perDay.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000);
-  const width = Math.max(280, Math.min(560, $('chart-per-day').clientWidth || 520));
+  const width = Math.max(280, Math.min(640, $("chart-per-day").clientWidth || 520));
   const opts = (label, color, bars) => ({
     width,
     height: 200,
