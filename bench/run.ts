@@ -26,6 +26,7 @@ import { readSessionsBody } from '../src/reporting/sessions-body.js';
 import { validateRecord } from '../src/reporting/record-schema.js';
 import { SESSION_COLUMNS, sessionsTableDdl } from '../src/store/contract.js';
 import { NDJSON_COLUMNS, NDJSON_SELECT } from '../src/store/ndjson.js';
+import { measureDashboard } from './dashboard.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'dist', 'bench');
@@ -326,6 +327,12 @@ async function main(): Promise<void> {
 
     // Profile: the JavaScript stages, on every body of the year, in this process.
     await profile(big, stored);
+
+    // Case 8: the dashboard over the store of 1a (issue 17).
+    const dash = await measureDashboard(dirA);
+    const apiFigures = Object.entries(dash.apiMs).map(([p, ms]) => `${p.replace(/\?.*/, '')} ${secs(ms)}`).join(', ');
+    row({ section: '8 dashboard', measure: `first paint (health, total, calendar) over ${fmt(stored)} sessions, cold / warm`, value: `${secs(dash.firstPaintMs)} / ${secs(dash.secondPaintMs)}`, goal: '≤ 2 s', met: dash.firstPaintMs <= 2000 });
+    row({ section: '8 dashboard', measure: 'API answers (first request each; sessions: a page, then a filtered and sorted page)', value: apiFigures });
 
     // Case 2: memory at 1M (from 1a) and at 100k.
     const small = await startEmulatorProcess(emulatorOptions(SMALL));

@@ -5,7 +5,9 @@
  * opens the DuckDB file of the store (DuckDB lets one process open a file a writer wants, so even a
  * read-only open would make a run fail to start) and never takes the writer lock.
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { openDb, type Db } from '../store/duckdb.js';
@@ -45,12 +47,13 @@ export async function readState(source: DashboardSource): Promise<StateReading> 
 export class QueryTimeoutError extends Error {}
 
 /**
- * Reads the Parquet dataset with SQL in an in-memory DuckDB of its own. Queries run one at a time
- * on one connection, each interrupted after `timeoutMs`; the glob also matches deeper partition
- * levels (account=…/date=…), read as columns (hive_partitioning).
+ * Reads the Parquet dataset with SQL in an in-memory DuckDB of its own. Each query runs on a
+ * connection of its own (so a slow one does not hold up the others), interrupted after
+ * `timeoutMs`; the glob also matches deeper partition levels (account=…/date=…), read as columns
+ * (hive_partitioning). Answers can be cached until the dataset's files change (`cached`).
  */
 export class ParquetReader {
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly cache = new Map<string, { signature: string; value: Promise<unknown> }>();
 
   private constructor(
     private readonly db: Db,
@@ -77,31 +80,66 @@ export class ParquetReader {
   }
 
   /**
-   * Runs `fn` on the connection, alone, interrupted after the timeout. A rewrite that replaced a
-   * file between DuckDB's listing and its read is retried once.
+   * What identifies the dataset's content: every file's path, size and modification time (a run
+   * replaces a partition's file by a rename, which changes them). A few ms for a year of partitions.
    */
-  run<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
-    const go = async (): Promise<T> => {
-      for (let attempt = 1; ; attempt++) {
-        let timedOut = false;
-        const timer = setTimeout(() => {
-          timedOut = true;
-          this.db.conn.interrupt();
-        }, this.timeoutMs);
-        try {
-          return await fn(this.db.conn);
-        } catch (err) {
-          if (timedOut) throw new QueryTimeoutError(`the query took longer than ${this.timeoutMs / 1000} s and was stopped: narrow it (a filter, a date range)`);
-          if (attempt === 1 && /No such file|No files found|Could not open|IO Error/i.test(String((err as Error)?.message))) continue;
-          throw err;
-        } finally {
-          clearTimeout(timer);
+  async signature(): Promise<string> {
+    const parts: string[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const e of entries) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) await walk(p);
+        else if (e.name.endsWith('.parquet')) {
+          const st = await stat(p).catch(() => null);
+          if (st) parts.push(`${p}:${st.size}:${st.mtimeMs}:${st.ino}`);
         }
       }
     };
-    const result = this.queue.then(go, go);
-    this.queue = result.catch(() => {});
-    return result;
+    await walk(this.root);
+    return createHash('sha256').update(parts.sort().join('\n')).digest('hex');
+  }
+
+  /** `compute()`'s answer under `key`, computed again only when the dataset's files have changed. */
+  async cached<T>(key: string, compute: () => Promise<T>): Promise<T> {
+    const signature = await this.signature();
+    const hit = this.cache.get(key);
+    if (hit && hit.signature === signature) return hit.value as Promise<T>;
+    const value = compute();
+    this.cache.set(key, { signature, value });
+    value.catch(() => this.cache.delete(key));
+    if (this.cache.size > 200) this.cache.delete(this.cache.keys().next().value!);
+    return value;
+  }
+
+  /**
+   * Runs `fn` on a connection of its own, interrupted after the timeout. A rewrite that replaced a
+   * file between DuckDB's listing and its read is retried once.
+   */
+  async run<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const conn = await this.db.instance.connect();
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        conn.interrupt();
+      }, this.timeoutMs);
+      try {
+        return await fn(conn);
+      } catch (err) {
+        if (timedOut) throw new QueryTimeoutError(`the query took longer than ${this.timeoutMs / 1000} s and was stopped: narrow it (a filter, a date range)`);
+        if (attempt === 1 && /No such file|Could not open|IO Error/i.test(String((err as Error)?.message))) continue;
+        throw err;
+      } finally {
+        clearTimeout(timer);
+        conn.closeSync();
+      }
+    }
   }
 
   /** Rows as plain objects (BIGINT as number); `params` follow the glob. No files yet: no rows. */

@@ -14,17 +14,20 @@ const FROM = ParquetReader.FROM;
 /** A request the page (or a person typing a URL) got wrong: answered with 400 and this message. */
 export class BadRequestError extends Error {}
 
-export async function sessionsPerDay(reader: ParquetReader): Promise<Map<string, number>> {
-  const rows = await reader.rows<{ d: string | null; n: number }>(
-    `SELECT CAST("date" AS VARCHAR) AS d, count(*) AS n FROM ${FROM} GROUP BY ALL`,
-  );
-  return new Map(rows.filter((r) => r.d !== null).map((r) => [r.d!, r.n]));
+/** Rows per `date` partition (null: sessions without a start time), cached until the files change. */
+function dayCounts(reader: ParquetReader): Promise<Array<{ d: string | null; n: number }>> {
+  return reader.cached('per-day', () => reader.rows<{ d: string | null; n: number }>(`SELECT CAST("date" AS VARCHAR) AS d, count(*) AS n FROM ${FROM} GROUP BY ALL`));
 }
 
+/** Stored sessions per `YYYY-MM-DD` (the `date` partition). */
+export async function sessionsPerDay(reader: ParquetReader): Promise<Map<string, number>> {
+  return new Map((await dayCounts(reader)).filter((r) => r.d !== null).map((r) => [r.d!, r.n]));
+}
+
+/** Rows of the dataset; null when there is none. */
 export async function parquetRowCount(reader: ParquetReader): Promise<number | null> {
   if (!reader.hasData()) return null;
-  const rows = await reader.rows<{ n: number }>(`SELECT count(*) AS n FROM ${FROM}`);
-  return rows[0]?.n ?? 0;
+  return (await dayCounts(reader)).reduce((n, r) => n + r.n, 0);
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -43,6 +46,10 @@ export interface Charts {
  * that hold data.
  */
 export async function charts(reader: ParquetReader, from?: string, to?: string): Promise<Charts> {
+  return reader.cached(`charts:${from ?? ''}:${to ?? ''}`, () => computeCharts(reader, from, to));
+}
+
+async function computeCharts(reader: ParquetReader, from?: string, to?: string): Promise<Charts> {
   for (const [name, v] of [['from', from], ['to', to]] as const) {
     if (v !== undefined && (!DATE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`)))) {
       throw new BadRequestError(`${name} must be a date as YYYY-MM-DD, got ${JSON.stringify(v)}`);

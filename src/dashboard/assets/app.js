@@ -295,9 +295,11 @@ async function refresh() {
 }
 
 function start() {
-  refresh();
-  loadCharts();
-  loadSessions(0);
+  // Health and the calendar first; the heavier charts and the first page of sessions after them.
+  refresh().then(() => {
+    loadCharts();
+    loadSessions(0);
+  });
   $('range').addEventListener('submit', (e) => {
     e.preventDefault();
     loadCharts($('range-from').value, $('range-to').value);
