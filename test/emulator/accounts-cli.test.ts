@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emulatorOptionsFromFlags, runEmulator, type EmulatorFlags } from '../../src/cli/commands/emulator.js';
 import { UsageError } from '../../src/cli/usage-error.js';
 import { emulatorAccounts } from '../../src/emulator/index.js';
-import { waitFor } from '../helpers/cli.js';
+import { startCli, waitFor } from '../helpers/cli.js';
 
 const DEFAULTS: EmulatorFlags = { host: '127.0.0.1', port: '0', seed: '1', sessionsPerDay: '200', windowRule: 'closed', argTypes: 'Int!' };
 const FILE_ACCOUNTS = [
@@ -93,5 +93,14 @@ describe('emulator command with accounts', () => {
     expect((await ask('file-key-globex')).status).toBe(401);
     stop();
     await run;
+  });
+
+  it('the built CLI prints the derived keys of --accounts N and exits 0 on SIGTERM', async () => {
+    const child = startCli(['emulator', '--accounts', '3', '--seed', '5']);
+    await waitFor(() => child.output().split('\n').length > 4, 20_000, 'the account lines');
+    const expected = emulatorAccounts(3, 5).map((a) => `account: ${a.name}  api key: ${a.apiKey}`);
+    expect(child.output().trimEnd().split('\n')).toEqual([expect.stringMatching(/^reporting endpoint: http:\/\/127\.0\.0\.1:\d+\/ {2}accounts: 3$/), ...expected]);
+    child.kill('SIGTERM');
+    expect((await child.result).code).toBe(0);
   });
 });
