@@ -324,7 +324,7 @@ async function finish(
   const error = outcome.error
     ? redact(
         `${outcome.error.message}; ${committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
-          (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed (see above)' : 'run the same command again to continue'),
+          (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : 'run the same command again to continue'),
       )
     : undefined;
   const summary = tally.summary({
