@@ -171,7 +171,8 @@ describe('the dashboard command', () => {
       expect(cookie).toMatch(/HttpOnly; SameSite=Strict/);
       expect((await fetch(`${url}api/overview`, { headers: { Cookie: cookie.split(';')[0]! } })).status).toBe(200);
     } finally {
-      await open.stop();
+      // Stopped by SIGTERM: 143, like every command (README "Exit codes").
+      expect((await open.stop()).code).toBe(143);
     }
     expect(open.output()).not.toContain(token);
   });

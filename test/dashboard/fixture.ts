@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { runCli, startCli, waitFor } from '../helpers/cli.js';
+import { runCli, startCli, waitFor, type CliResult } from '../helpers/cli.js';
 
 export const D = 86_400;
 export const NOW = Math.floor(Date.now() / 1000);
@@ -56,7 +56,8 @@ export async function makeFixture(): Promise<Fixture> {
 
 export interface RunningDashboard {
   url: string;
-  stop(): Promise<void>;
+  /** Sends SIGTERM and waits for the exit; its result. */
+  stop(): Promise<CliResult>;
   output(): string;
 }
 
@@ -75,7 +76,7 @@ export async function startDashboardCli(args: string[], env: Record<string, stri
     output: () => child.output(),
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
-      await child.result;
+      return child.result;
     },
   };
 }
