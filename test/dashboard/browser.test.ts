@@ -65,6 +65,7 @@ describe('the dashboard in a browser', () => {
     expect(await runs.evaluateAll((els) => els.map((e) => e.getAttribute('data-status')))).toEqual(['failed', 'succeeded', 'succeeded']);
     expect(await runs.first().innerText()).toMatch(/Error: window \S+ failed: the reporting endpoint answered HTTP 5\d\d/);
     expect(await runs.first().innerText()).toMatch(/Committed before it stopped/);
+    expect(await page.locator('[data-testid=run-timeline] .seg').evaluateAll((els) => els.map((e) => e.className))).toEqual(['seg failed', 'seg succeeded', 'seg succeeded']);
 
     expect(await page.locator('[data-testid=chart-per-day] canvas').count()).toBeGreaterThan(0);
     expect(await page.locator('[data-testid=chart-types] .hbar').count()).toBeGreaterThan(0);

@@ -26,7 +26,7 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
-const iso = (s) => (s ? s.replace('.000Z', 'Z').replace('T', ' ') : '–');
+const iso = (s) => (s ? s.replace(/\.\d{3}Z$/, 'Z').replace('T', ' ') : '–');
 function duration(ms) {
   if (ms === null || ms === undefined) return '–';
   const s = ms / 1000;
@@ -114,7 +114,28 @@ function showDay(d) {
 
 // ---- runs -------------------------------------------------------------------------------------
 
+/** The runs on one time line: each a segment from its start to its end (or now), coloured by outcome. */
+function drawTimeline(runs) {
+  const box = $('run-timeline');
+  const now = Date.now();
+  const spans = runs.map((r) => ({ r, start: Date.parse(r.startedAt), end: r.endedAt ? Date.parse(r.endedAt) : now }));
+  if (!spans.length) return box.replaceChildren();
+  const min = Math.min(...spans.map((s) => s.start));
+  const max = Math.max(...spans.map((s) => s.end), min + 1);
+  box.replaceChildren(
+    ...spans.map(({ r, start, end }) => {
+      const seg = el('div', { class: `seg ${r.outcome}`, title: `${r.kind} ${r.outcome}, ${iso(r.startedAt)}, ${duration(end - start)}` });
+      seg.style.left = `${(100 * (start - min)) / (max - min)}%`;
+      seg.style.width = `${(100 * (end - start)) / (max - min)}%`;
+      return seg;
+    }),
+  );
+  $('timeline-from').textContent = iso(new Date(min).toISOString());
+  $('timeline-to').textContent = iso(new Date(max).toISOString());
+}
+
 function drawRuns(runs) {
+  drawTimeline(runs);
   const longest = Math.max(1, ...runs.map((r) => r.durationMs || 0));
   $('runs').replaceChildren(
     ...(runs.length ? runs : []).map((r) => {
