@@ -89,6 +89,8 @@ export function isLoopback(host: string): boolean {
 export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const assets = loadAssets();
   const reader = await ParquetReader.open(o.source.parquetRoot, { timeoutMs: o.queryTimeoutMs ?? 10_000 });
+  // The calendar's per-day counts, read once now so that the first page load finds them cached.
+  void sessionsPerDay(reader).catch(() => {});
   const now = o.now ?? Date.now;
   const dataDirArg = dataDirArgument(o.dataDirArg);
 
