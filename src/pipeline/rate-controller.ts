@@ -28,7 +28,10 @@
  * had points at a concurrency limit rather than a rate: the allowed concurrency drops to the
  * requests that were not refused (the chunk runner resizes its pool through `onConcurrencyChange`),
  * grows back one a second while the pool is what holds the run back, and is probed past the
- * concurrency that met 429s on the same kind of hold.
+ * concurrency that met 429s on the same kind of hold (twice as long when several requests were
+ * refused at once). `beforeAttempt` holds an attempt while the allowed concurrency is in flight, so
+ * the retries of requests already running when it fell keep to it too; each attempt gives its place
+ * back through the AttemptSlot it was handed, however it ended.
  */
 import type { Sleep } from '../util/sleep.js';
 
@@ -46,6 +49,15 @@ export interface RateControllerOptions {
   maxHoldMs?: number;
   /** Receives what each burst of 429s was judged to say (for the run's debug log). */
   log?: (fields: Record<string, unknown>) => void;
+}
+
+/**
+ * An attempt's hold on one of the requests allowed in flight, given by beforeAttempt. Release it
+ * once the attempt has ended, however it ended (an answer of any kind, an error, an abort): a
+ * finally block. Releasing twice is harmless; never releasing would hold a worker back forever.
+ */
+export interface AttemptSlot {
+  release(): void;
 }
 
 /** What rate-limit headers said: requests left and when the count resets. */
@@ -118,8 +130,10 @@ export class RateController {
   /** Release times of recent attempts, oldest first. */
   private released: number[] = [];
   private inFlight = 0;
+  /** Attempts waiting for one in flight to end (or for the allowed concurrency to grow). */
+  private slotWaiters = new Set<() => void>();
   private cap: number;
-  /** The concurrency at which 429s were last met, if a burst pointed at one. */
+  /** The lowest concurrency the last concurrency burst showed to be refused (one above what it allowed), if a burst pointed at one. */
   private capCeiling: number | undefined;
   private capHoldMs: number;
   private capProbeFrom = 0;
@@ -167,8 +181,17 @@ export class RateController {
     return base * (1 + PROBE_GROWTH * t ** 3);
   }
 
-  /** Waits for the shared pause and for this request's slot under the pace. */
-  async beforeAttempt(signal?: AbortSignal): Promise<void> {
+  /** Requests in flight now (attempts let go whose slot is not yet released). */
+  get attemptsInFlight(): number {
+    return this.inFlight;
+  }
+
+  /**
+   * Waits for the shared pause, for fewer than the allowed concurrency to be in flight, and for
+   * this request's slot under the pace. The caller must release the slot returned when the attempt
+   * ends, however it ends (see AttemptSlot).
+   */
+  async beforeAttempt(signal?: AbortSignal): Promise<AttemptSlot> {
     let slot: number | undefined;
     let pacedWait = false;
     for (;;) {
@@ -178,6 +201,13 @@ export class RateController {
         // Also when the pause began while this request waited for its slot: the slot is lost.
         slot = undefined;
         await this.opts.sleep(this.pausedUntil - now, signal);
+        continue;
+      }
+      if (this.inFlight >= this.cap) {
+        // A worker that was running when the allowed concurrency fell (its retry after a 429,
+        // say) waits here rather than exceed it.
+        slot = undefined;
+        await this.slotFreed(signal);
         continue;
       }
       const pace = this.pace;
@@ -193,11 +223,42 @@ export class RateController {
         if (this.released.length > 2 * MAX_WINDOW) this.released.splice(0, this.released.length - MAX_WINDOW);
         this.inFlight++;
         if (!pacedWait) this.poolBound(now);
-        return;
+        let held = true;
+        return {
+          release: () => {
+            if (!held) return;
+            held = false;
+            this.inFlight--;
+            this.wakeSlotWaiters();
+          },
+        };
       }
       pacedWait = true;
       await this.opts.sleep(at - now, signal);
     }
+  }
+
+  /** Resolves when an attempt in flight ends or the allowed concurrency grows; rejects when `signal` aborts. */
+  private slotFreed(signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = () => {
+        this.slotWaiters.delete(wake);
+        reject(signal?.reason);
+      };
+      const wake = () => {
+        this.slotWaiters.delete(wake);
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      this.slotWaiters.add(wake);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Every waiter looks again (in the order they came): those that find room go, the others wait on. */
+  private wakeSlotWaiters(): void {
+    for (const wake of [...this.slotWaiters]) wake();
   }
 
   /**
@@ -228,15 +289,15 @@ export class RateController {
     this.cap = next;
     this.capChangedAt = now;
     this.onConcurrencyChange?.(next);
+    this.wakeSlotWaiters();
   }
 
-  /** The server answered 429. */
+  /** The server answered 429 (call before releasing the attempt's slot). */
   onRateLimited(retryAfterMs: number | undefined): void {
     const now = this.opts.now();
     this.rateLimitedCount++;
     this.answered(true);
     const inFlight = this.inFlight;
-    this.attemptEnded();
     if (this.burst) {
       this.burst.count++;
     } else {
@@ -251,18 +312,12 @@ export class RateController {
     this.pauseUntil(now, now + (retryAfterMs ?? 1000));
   }
 
-  /** An attempt was answered and accepted. */
+  /** An attempt was answered and accepted (call before releasing its slot). */
   onSuccess(): void {
     const now = this.opts.now();
     this.done.push({ at: now, inFlight: this.inFlight });
     this.answered(false);
-    this.attemptEnded();
     if (this.done.length > 4096) this.forget(now);
-  }
-
-  /** An attempt ended without an answer the controller hears of otherwise (a 5xx, a reset, a GraphQL error). */
-  onAttemptFailed(): void {
-    this.attemptEnded();
   }
 
   /**
@@ -287,10 +342,6 @@ export class RateController {
     let n = 0;
     for (const a of answers) if (a) n++;
     return answers.length ? n / answers.length : 0;
-  }
-
-  private attemptEnded(): void {
-    this.inFlight = Math.max(0, this.inFlight - 1);
   }
 
   private pauseUntil(now: number, until: number): void {
@@ -375,9 +426,13 @@ export class RateController {
   private concurrencyBurst(b: Burst, now: number): void {
     // The requests in flight that were not refused are what the server allows.
     const allowed = Math.max(1, b.inFlight - b.count);
-    // A concurrency limit rarely moves: the first hold is as long as after a fall of the rate.
-    this.capHoldMs = this.capCeiling !== undefined && b.inFlight >= this.capCeiling ? Math.min(this.maxHoldMs, this.capHoldMs * 2) : Math.min(this.maxHoldMs, this.firstHoldMs * 4);
-    this.capCeiling = b.inFlight;
+    // A concurrency limit rarely moves: the first hold is as long as after a fall of the rate, twice
+    // that when several requests were refused at once (a stray 429 refuses one).
+    const firstHold = this.firstHoldMs * (b.count >= 2 ? 8 : 4);
+    this.capHoldMs = this.capCeiling !== undefined && b.inFlight >= this.capCeiling ? Math.min(this.maxHoldMs, this.capHoldMs * 2) : Math.min(this.maxHoldMs, firstHold);
+    // Every request above `allowed` was refused: one more than it is already known to be too many
+    // (4 in flight with 2 refused used to be probed again at 3 a second later, one more pause).
+    this.capCeiling = allowed + 1;
     this.capProbeFrom = this.pausedUntil + this.capHoldMs;
     this.setCap(Math.min(this.cap, allowed), now);
     this.opts.log?.({ concurrency: this.cap, refused: b.count, inFlight: b.inFlight, holdMs: this.capHoldMs });

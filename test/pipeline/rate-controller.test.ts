@@ -102,6 +102,8 @@ interface Run {
   /** Each 429: when it arrived and when its Retry-After ends. */
   pauses: Array<{ from: number; until: number }>;
   maxInFlight: number;
+  /** Requests in flight (sent, not yet answered) after each release. */
+  inFlightAt: Array<{ at: number; n: number }>;
   maxConcurrencySeen: number;
   /** Time spent in beforeAttempt, all attempts together. */
   waitedMs: number;
@@ -125,7 +127,7 @@ async function simulate(o: {
   const clock = new VirtualClock();
   const maxConcurrency = o.maxConcurrency ?? 4;
   const controller = new RateController({ maxConcurrency, now: () => clock.now, sleep: clock.sleep, ...o.options });
-  const run: Run = { controller, clock, start: clock.now, releases: [], accepted: [], pauses: [], maxInFlight: 0, maxConcurrencySeen: controller.concurrency, waitedMs: 0, concurrencyChanges: [] };
+  const run: Run = { controller, clock, start: clock.now, releases: [], accepted: [], pauses: [], maxInFlight: 0, inFlightAt: [], maxConcurrencySeen: controller.concurrency, waitedMs: 0, concurrencyChanges: [] };
   let seed = 7;
   const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
   let started = 0;
@@ -137,10 +139,11 @@ async function simulate(o: {
   const request = async () => {
     for (;;) {
       const asked = clock.now;
-      await controller.beforeAttempt();
+      const slot = await controller.beforeAttempt();
       run.waitedMs += clock.now - asked;
       run.releases.push(clock.now);
       run.maxInFlight = Math.max(run.maxInFlight, ++inFlight);
+      run.inFlightAt.push({ at: clock.now, n: inFlight });
       await clock.sleep(random() * 10);
       const retryAfter = o.server.arrive(clock.now);
       const hint = o.server.hint?.(clock.now);
@@ -151,10 +154,12 @@ async function simulate(o: {
         o.server.leave();
         run.accepted.push(clock.now);
         controller.onSuccess();
+        slot.release();
         return;
       }
       run.pauses.push({ from: clock.now, until: clock.now + retryAfter });
       controller.onRateLimited(retryAfter);
+      slot.release();
       await clock.sleep(retryAfter);
     }
   };
@@ -199,6 +204,17 @@ function refusedBetween(run: Run, fromMs: number, toMs: number): number {
 }
 
 const share429 = (run: Run) => run.pauses.length / run.releases.length;
+
+/** The pauses of a run, those that overlap merged: one per burst of 429s. */
+function bursts(run: Run): Array<{ from: number; until: number }> {
+  const merged: Array<{ from: number; until: number }> = [];
+  for (const p of run.pauses) {
+    const last = merged.at(-1);
+    if (last && p.from < last.until) last.until = Math.max(last.until, p.until);
+    else merged.push({ ...p });
+  }
+  return merged;
+}
 
 /** The most attempts released within any one second. */
 function busiestSecond(run: Run): number {
@@ -328,6 +344,86 @@ describe('RateController without a limit', () => {
   });
 });
 
+describe('RateController: every attempt gives back its place in flight (real HTTP)', () => {
+  // The controller holds an attempt while the allowed concurrency is in flight, so an attempt whose
+  // end it never heard of would hold every later one back for ever. The reporting client releases
+  // the slot however the attempt ended; these are the endings that once went unreported.
+  const FROM = 1767225600; // 2026-01-01
+  async function withClient(
+    faults: Record<string, unknown>,
+    body: (c: { client: import('../../src/reporting/client.js').ReportingClient; controller: RateController }) => Promise<void>,
+    extra: { path?: string; maxAttempts?: number; maxRateLimitWaits?: number } = {},
+  ): Promise<void> {
+    const { startEmulator } = await import('../../src/emulator/index.js');
+    const { ReportingClient } = await import('../../src/reporting/client.js');
+    const { realSleep } = await import('../../src/util/sleep.js');
+    const emu = await startEmulator({ seed: 5, from: FROM, to: FROM + 86_400, now: FROM + 2 * 86_400, sessionsPerDay: 20, faults: faults as never });
+    const controller = new RateController({ maxConcurrency: 1, now: Date.now, sleep: realSleep });
+    const hooks = {
+      beforeAttempt: (signal?: AbortSignal) => controller.beforeAttempt(signal),
+      onSuccess: () => controller.onSuccess(),
+      onRateLimited: (ms: number | undefined) => controller.onRateLimited(ms),
+    };
+    const { path, ...retry } = extra;
+    const client = new ReportingClient({ url: new URL(path ?? '/', emu.url).href, apiKey: emu.apiKey, hooks, baseDelayMs: 1, ...retry });
+    try {
+      await body({ client, controller });
+      expect(controller.attemptsInFlight).toBe(0);
+      // With one allowed in flight, a slot still held would keep this one waiting for ever.
+      const ok = new ReportingClient({ url: emu.url, apiKey: emu.apiKey, hooks });
+      emu.setFaults({});
+      expect((await ok.fetchSessionsBody(FROM, FROM + 3_600)).attempts).toBe(1);
+      expect(controller.attemptsInFlight).toBe(0);
+    } finally {
+      await emu.close();
+    }
+  }
+
+  it('after a failure that is not retried (HTTP 404)', async () => {
+    await withClient({}, async ({ client }) => {
+      await expect(client.fetchSessionsBody(FROM, FROM + 3_600)).rejects.toThrow(/HTTP 404/);
+    }, { path: '/nowhere' });
+  });
+
+  it('after retries run out (every answer a 500)', async () => {
+    await withClient({ serverErrorRate: 1 }, async ({ client }) => {
+      await expect(client.fetchSessionsBody(FROM, FROM + 3_600)).rejects.toThrow(/HTTP 50\d/);
+    }, { maxAttempts: 3 });
+  });
+
+  it('after a request aborted while the server was still answering', async () => {
+    await withClient({ latencyMs: 30_000 }, async ({ client, controller }) => {
+      const abort = new AbortController();
+      const pending = client.fetchSessionsBody(FROM, FROM + 3_600, abort.signal);
+      while (controller.attemptsInFlight === 0) await new Promise((r) => setTimeout(r, 5));
+      abort.abort(new Error('stopped by the test'));
+      await expect(pending).rejects.toThrow('stopped by the test');
+    });
+  });
+
+  it('after a 429 that used up the waits allowed, and once only when released twice', async () => {
+    await withClient({ faultRate: 1, faultKinds: ['rateLimited'] }, async ({ client, controller }) => {
+      await expect(client.fetchSessionsBody(FROM, FROM + 3_600)).rejects.toThrow();
+      expect(controller.rateLimitedCount).toBe(1);
+      const slot = await controller.beforeAttempt();
+      slot.release();
+      slot.release();
+      expect(controller.attemptsInFlight).toBe(0);
+    }, { maxRateLimitWaits: 0 });
+  });
+
+  it('a worker waiting for its turn gives up when its run is aborted', async () => {
+    const controller = new RateController({ maxConcurrency: 1, now: Date.now, sleep: async () => {} });
+    const held = await controller.beforeAttempt();
+    const abort = new AbortController();
+    const waiting = controller.beforeAttempt(abort.signal);
+    abort.abort(new Error('run aborted'));
+    await expect(waiting).rejects.toThrow('run aborted');
+    held.release();
+    expect(controller.attemptsInFlight).toBe(0);
+  });
+});
+
 describe('RateController concurrency', () => {
   it.each([
     ['a 10/s window', () => slidingWindow(10)],
@@ -418,6 +514,30 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(share429(run)).toBeLessThanOrEqual(0.02);
     // Two at a time, 20 ms each: up to 100 answers a second, and no rate limit to keep to.
     expect(rateAfter(run, 20_000)).toBeGreaterThanOrEqual(60);
+  });
+
+  // The bench's case R5: 100 ms an answer, so 20/s at best through 2 in flight, 480 requests. The
+  // requests refused by the first burst used to retry inside their workers, each retry meeting the
+  // limit again (4 pauses of 1 s in the first 4 s): 76 %.
+  it('5. a concurrency limit of 2 at 100 ms an answer: at least 85 % of the 20/s it allows, at most 5 % 429s', async () => {
+    const run = await simulate({ server: concurrencyLimit(2), requests: 480, latencyMs: 100 });
+    const first = run.accepted[0]!;
+    const last = run.accepted.at(-1)!;
+    expect((run.accepted.length - 1) / ((last - first) / 1000)).toBeGreaterThanOrEqual(0.85 * 20);
+    expect(share429(run)).toBeLessThanOrEqual(0.05);
+    // Each burst pauses every worker for a second: the first, and one probe of 3 in flight in these
+    // 26 s (4 in flight with 2 refused says 3 is too many: no probe of 3 a second later, and
+    // several refused at once hold the limit 16 s before the first probe).
+    expect(bursts(run).length).toBeLessThanOrEqual(2);
+  });
+
+  it('5. once a concurrency limit is found, the retries of the refused requests keep to it', async () => {
+    const run = await simulate({ server: concurrencyLimit(2), requests: 400, latencyMs: 100, maxConcurrency: 4 });
+    const firstPause = run.pauses[0]!;
+    // After the first burst's pause, until the first probe of 3: never more than 2 in flight.
+    const probe = run.concurrencyChanges.find((c) => c.n > 2)?.at ?? Infinity;
+    expect(run.inFlightAt.filter((x) => x.at >= firstPause.until && x.at < probe).every((x) => x.n <= 2)).toBe(true);
+    expect(run.pauses.filter((p) => p.from >= firstPause.until && p.from < probe)).toEqual([]);
   });
 
   it('6. RateLimit-Remaining/Reset headers: slows down before the first 429', async () => {
