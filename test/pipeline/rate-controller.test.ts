@@ -41,20 +41,27 @@ interface Server {
   hint?(now: number): RateLimitHint | undefined;
 }
 
-/** The emulator's limiter with a schedule and another client's share: floor(rps) in any sliding second. */
-function quota(o: { rps: number; schedule?: Schedule; others?: Schedule; headers?: boolean }): Server {
+/**
+ * The emulator's limiter with a schedule and another client's share: floor(rps) in any sliding
+ * second. Headers as the emulator sends them: 'ietf' (RateLimit-*, seconds to the reset rounded
+ * up) or 'x' (X-RateLimit-*, the reset as epoch seconds rounded up), both with the limit.
+ */
+function quota(o: { rps: number; schedule?: Schedule; others?: Schedule; headers?: 'ietf' | 'x'; retryAfterDate?: boolean }): Server {
   const limiter = new RateLimiter(o);
   return {
     arrive(now) {
       const s = limiter.take(now);
-      return s === undefined ? undefined : s * 1000;
+      if (s === undefined) return undefined;
+      // An HTTP date: the moment the retry is accepted, rounded up to its whole second (as the emulator).
+      return o.retryAfterDate ? Math.ceil(limiter.state(now).resetAtMs / 1000) * 1000 - now : s * 1000;
     },
     leave() {},
     ...(o.headers
       ? {
           hint: (now: number) => {
             const st = limiter.state(now);
-            return { remaining: st.remaining, resetMs: st.resetSeconds * 1000 };
+            const resetMs = o.headers === 'x' ? Math.ceil(st.resetAtMs / 1000) * 1000 - now : st.resetSeconds * 1000;
+            return { remaining: st.remaining, resetMs, limit: st.limit };
           },
         }
       : {}),
@@ -78,6 +85,33 @@ function slidingWindow(rps: number | (() => number)): Server {
       return s === undefined ? undefined : s * 1000;
     },
     leave() {},
+  };
+}
+
+/**
+ * A fixed window (GitHub's kind): `limit` requests per `windowMs`, windows aligned to the epoch,
+ * X-RateLimit-* headers with the window's end as the reset; a 429's Retry-After is the time to it.
+ */
+function fixedWindow(limit: number, windowMs: number): Server {
+  let windowEnd = 0;
+  let used = 0;
+  const roll = (now: number) => {
+    if (now >= windowEnd) {
+      windowEnd = (Math.floor(now / windowMs) + 1) * windowMs;
+      used = 0;
+    }
+  };
+  return {
+    arrive(now) {
+      roll(now);
+      if (used < limit) return void used++;
+      return Math.ceil((windowEnd - now) / 1000) * 1000;
+    },
+    leave() {},
+    hint(now) {
+      roll(now);
+      return { remaining: limit - used, resetMs: windowEnd - now, limit };
+    },
   };
 }
 
@@ -123,8 +157,11 @@ async function simulate(o: {
   forMs?: number;
   /** Time to answer an accepted request, ms (it varies by ±25 %). Default 20. */
   latencyMs?: number;
+  /** Where in its second the run starts, ms (times stated to the second round differently). Default 0. */
+  phaseMs?: number;
 }): Promise<Run> {
   const clock = new VirtualClock();
+  clock.now += o.phaseMs ?? 0;
   const maxConcurrency = o.maxConcurrency ?? 4;
   const controller = new RateController({ maxConcurrency, now: () => clock.now, sleep: clock.sleep, ...o.options });
   const run: Run = { controller, clock, start: clock.now, releases: [], accepted: [], pauses: [], maxInFlight: 0, inFlightAt: [], maxConcurrencySeen: controller.concurrency, waitedMs: 0, concurrencyChanges: [] };
@@ -479,8 +516,8 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(extra).toBeLessThanOrEqual(run.pauses.length * 1000 + 0.5 * (clean.clock.now - clean.start) + 2000);
   });
 
-  it('2. a fixed quota of 10/s: at least 90 % of it, at most 5 % 429s', async () => {
-    const run = await simulate({ server: quota({ rps: 10 }), requests: 1500 });
+  it.each([false, true])('2. a fixed quota of 10/s: at least 90 %% of it, at most 5 %% 429s (Retry-After as an HTTP date: %s)', async (retryAfterDate) => {
+    const run = await simulate({ server: quota({ rps: 10, retryAfterDate }), requests: 1500 });
     expect(rateAfter(run, 0)).toBeGreaterThanOrEqual(9);
     expect(share429(run)).toBeLessThanOrEqual(0.05);
   });
@@ -541,9 +578,27 @@ describe('issue 14: the six cases, each against its goal', () => {
   });
 
   it('6. RateLimit-Remaining/Reset headers: slows down before the first 429', async () => {
-    const run = await simulate({ server: quota({ rps: 10, headers: true }), requests: 300 });
+    const run = await simulate({ server: quota({ rps: 10, headers: 'ietf' }), requests: 300 });
     expect(run.pauses.length).toBeLessThanOrEqual(1);
     expect(rateAfter(run, 0)).toBeGreaterThanOrEqual(9);
+  });
+
+  // Bench R6: an epoch reset to the second says "somewhere in the second before this": pausing
+  // until it whenever Remaining hit 0 lasted up to a second too long each time (10 requests, then
+  // a pause of 1-2 s: 53-65 %). Pacing at Limit over the window learned from the resets, and
+  // pausing only when requests other than ours used the quota up, keeps the quota full.
+  it('6. X-RateLimit-Remaining/-Reset (epoch seconds, rounded up) and -Limit: at least 90 % of 10/s, at most 4 429s', async () => {
+    const run = await simulate({ server: quota({ rps: 10, headers: 'x' }), requests: 300, latencyMs: 5 });
+    expect(rateAfter(run, 0)).toBeGreaterThanOrEqual(9);
+    expect(run.pauses.length).toBeLessThanOrEqual(4);
+  });
+
+  it('6. a fixed window stated in the headers (30 a minute): no request before its reset once it ran out, at least 90 % of it', async () => {
+    const run = await simulate({ server: fixedWindow(30, 60_000), requests: 200, latencyMs: 50, forMs: 300_000 });
+    expect(run.pauses.length).toBeLessThanOrEqual(4);
+    // From the first full window on: 30 a minute at least 90 % of the time.
+    const firstEnd = (Math.floor(run.start / 60_000) + 1) * 60_000 - run.start;
+    expect(acceptedBetween(run, firstEnd, firstEnd + 180_000)).toBeGreaterThanOrEqual(0.9 * 90);
   });
 
   it('6. the headers, draft and X- forms, seconds or an epoch time', () => {
@@ -553,6 +608,7 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(readRateLimitHeaders(h({ 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(now / 1000 + 5) }), now)).toEqual({ remaining: 0, resetMs: 5000 });
     expect(readRateLimitHeaders(h({ RateLimit: 'x', 'RateLimit-Remaining': '7, 50;w=60', 'RateLimit-Reset': '1' }), now)).toEqual({ remaining: 7, resetMs: 1000 });
     expect(readRateLimitHeaders(h({ 'RateLimit-Remaining': 'lots', 'RateLimit-Reset': '1' }), now)).toBeUndefined();
+    expect(readRateLimitHeaders(h({ 'X-RateLimit-Limit': '5000', 'X-RateLimit-Remaining': '4999', 'X-RateLimit-Reset': String(now / 1000 + 3600) }), now)).toEqual({ remaining: 4999, resetMs: 3_600_000, limit: 5000 });
     expect(readRateLimitHeaders(h({}), now)).toBeUndefined();
   });
 
@@ -567,6 +623,34 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(releasedAt! - start).toBe(3000);
     expect(controller.pausedMs).toBe(3000);
     expect(controller.rateLimitedCount).toBe(0);
+  });
+
+  it('6. a stated quota used up by requests other than ours pauses every worker until the reset', async () => {
+    const clock = new VirtualClock();
+    const controller = new RateController({ maxConcurrency: 2, now: () => clock.now, sleep: clock.sleep });
+    const start = clock.now;
+    // One request of ours in flight; the server counts all 10 of the quota.
+    const slot = await controller.beforeAttempt();
+    controller.onRateLimitHint({ remaining: 0, resetMs: 3000, limit: 10 });
+    controller.onSuccess();
+    slot.release();
+    let releasedAt: number | undefined;
+    void controller.beforeAttempt().then(() => (releasedAt = clock.now));
+    await clock.runUntil(() => releasedAt !== undefined);
+    expect(releasedAt! - start).toBe(3000);
+  });
+
+  // Bench R6: the emulator stated the date as now + the whole seconds to wait, rounded up again
+  // (up to 2 s late; 84.6 % in the bench, 86.5 % here). Rounded up once, as a server would state
+  // the moment it takes the retry, a date costs about what whole seconds do (90.3 % here).
+  it('6. Retry-After as an HTTP date: 200 requests against 10/s from any phase of a second: at least 90 %, at most 5 % 429s', async () => {
+    const rates: number[] = [];
+    for (const phaseMs of [0, 250, 500, 750]) {
+      const run = await simulate({ server: quota({ rps: 10, retryAfterDate: true }), requests: 200, latencyMs: 3, phaseMs });
+      rates.push((run.accepted.length - 1) / ((run.accepted.at(-1)! - run.accepted[0]!) / 1000));
+      expect(share429(run)).toBeLessThanOrEqual(0.05);
+    }
+    expect(rates.reduce((a, b) => a + b) / rates.length).toBeGreaterThanOrEqual(9);
   });
 
   it('6. Retry-After as seconds or as an HTTP date', () => {
