@@ -432,8 +432,14 @@ export class RateController {
       const share = this.refusedShare();
       const enough = strong || bursts >= WEAK_BURSTS || this.refusedShare(STRONG_ANSWERS) >= STRONG_SHARE;
       if (agreed && share >= REFUSED_SHARE && enough) {
+        const fell = this.ceiling !== undefined;
         this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling === undefined ? 0.75 * this.peakRate(b.at) : this.ceiling / 2);
-        this.candidate = undefined;
+        // A ceiling that fell but was held up by the halving (10 -> 4.9 when the bursts said 4):
+        // the evidence stands, and the next burst that agrees with it lowers the pace at once (it
+        // took three more weak bursts, three more pauses, at the limit's fall in bench R4). Not so
+        // for the first ceiling, held up by the busiest second seen: stray 429s soon after pauses
+        // read low and agree by chance (bench R1).
+        this.candidate = fell && accepted < this.ceiling * MOVED ? { at: b.at, rate: accepted, bursts, strong: true } : undefined;
         // Strong evidence: a limit that just fell is not probed again at once.
         this.holdMs = Math.min(this.maxHoldMs, this.firstHoldMs * 4);
         this.probeFrom = this.pausedUntil + this.holdMs;
