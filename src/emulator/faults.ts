@@ -204,8 +204,12 @@ export class RateLimiter {
     return Math.max(1, Math.ceil((freesAt - nowMs) / 1_000));
   }
 
-  /** What rate-limit headers say after the request at `nowMs`: the quota, what is left of it, seconds to the oldest request leaving the window. */
-  state(nowMs: number): { limit: number; remaining: number; resetSeconds: number } {
+  /**
+   * What rate-limit headers say after the request at `nowMs`: the quota, what is left of it, when
+   * the oldest counted request leaves the window (`resetAtMs`, exact; `nowMs` when none is counted)
+   * and the seconds to that, rounded up.
+   */
+  state(nowMs: number): { limit: number; remaining: number; resetSeconds: number; resetAtMs: number } {
     if (this.start === undefined) this.nextOther = this.start = nowMs;
     this.others(nowMs);
     const { windowMs, limit } = this.quota(nowMs);
@@ -213,6 +217,6 @@ export class RateLimiter {
     const used = this.stamps.length - this.head;
     const oldest = this.stamps[this.head];
     const resetSeconds = oldest === undefined ? 0 : Math.max(1, Math.ceil((oldest + windowMs - nowMs) / 1_000));
-    return { limit, remaining: Math.max(0, limit - used), resetSeconds };
+    return { limit, remaining: Math.max(0, limit - used), resetSeconds, resetAtMs: oldest === undefined ? nowMs : oldest + windowMs };
   }
 }

@@ -185,21 +185,22 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     if (faults.concurrencyLimit !== undefined && tenant.inFlight > faults.concurrencyLimit) {
       tenant.countFault('rateLimited');
       outcome = ' fault=rateLimited(concurrency)';
-      return sendTooMany(res, 1, nowMs, `At most ${faults.concurrencyLimit} requests may be in flight at once; retry after 1 s.`, faults.retryAfterFormat);
+      return sendTooMany(res, 1, nowMs + 1_000, `At most ${faults.concurrencyLimit} requests may be in flight at once; retry after 1 s.`, faults.retryAfterFormat);
     }
     const retryAfter = limiter?.take(nowMs);
-    if (limiter && faults.rateLimitHeaders) setRateLimitHeaders(res, faults.rateLimitHeaders, limiter.state(nowMs), nowMs);
+    const quota = limiter && (faults.rateLimitHeaders || retryAfter !== undefined) ? limiter.state(nowMs) : undefined;
+    if (quota && faults.rateLimitHeaders) setRateLimitHeaders(res, faults.rateLimitHeaders, quota);
     if (retryAfter !== undefined) {
       tenant.countFault('rateLimited');
       outcome = ' fault=rateLimited';
-      return sendTooMany(res, retryAfter, nowMs, `Rate limit of ${faults.rateLimitRps ?? 'the schedule\'s'} requests per second exceeded; retry after ${retryAfter} s.`, faults.retryAfterFormat);
+      return sendTooMany(res, retryAfter, (quota as { resetAtMs: number }).resetAtMs, `Rate limit of ${faults.rateLimitRps ?? 'the schedule\'s'} requests per second exceeded; retry after ${retryAfter} s.`, faults.retryAfterFormat);
     }
     // One fault drawn among faultKinds (at most one per request), on top of the per-kind rates.
     const drawn = dice.roll(faults.faultRate) ? dice.pick(faults.faultKinds?.length ? faults.faultKinds : DRAWN_FAULT_KINDS) : undefined;
     if (drawn === 'rateLimited') {
       tenant.countFault('rateLimited');
       outcome = ' fault=rateLimited(stray)';
-      return sendTooMany(res, 1, nowMs, 'Too many requests; retry after 1 s.', faults.retryAfterFormat);
+      return sendTooMany(res, 1, nowMs + 1_000, 'Too many requests; retry after 1 s.', faults.retryAfterFormat);
     }
     if (drawn === 'reset' || dice.roll(faults.resetRate)) {
       tenant.countFault('reset');
@@ -338,13 +339,22 @@ function limiterOf(f: EmulatorFaults): RateLimiter | undefined {
   });
 }
 
-/** 429 with Retry-After as seconds or as an HTTP date (rounded up to the next whole second). */
-function sendTooMany(res: ServerResponse, seconds: number, nowMs: number, message: string, format: 'seconds' | 'http-date' = 'seconds'): void {
-  res.setHeader('Retry-After', format === 'http-date' ? new Date(Math.ceil((nowMs + seconds * 1000) / 1000) * 1000).toUTCString() : String(seconds));
+/**
+ * 429 with Retry-After as whole seconds, or as an HTTP date: the moment a retry is accepted
+ * (`retryAtMs`) rounded up to the date's whole second, once (it was rounded twice: the seconds
+ * rounded up, then now plus them rounded up again, up to 2 s late).
+ */
+function sendTooMany(res: ServerResponse, seconds: number, retryAtMs: number, message: string, format: 'seconds' | 'http-date' = 'seconds'): void {
+  res.setHeader('Retry-After', format === 'http-date' ? new Date(Math.ceil(retryAtMs / 1000) * 1000).toUTCString() : String(seconds));
   sendJson(res, 429, { errors: [{ message }] });
 }
 
-function setRateLimitHeaders(res: ServerResponse, kind: 'ietf' | 'x', st: { limit: number; remaining: number; resetSeconds: number }, nowMs: number): void {
+/**
+ * The quota's headers. X-RateLimit-Reset is the reset as epoch seconds rounded up once, as
+ * express-rate-limit writes it (`Math.ceil(resetTime / 1000)`) and GitHub's is a whole second;
+ * it was the current second rounded up plus the seconds to go rounded up, up to 2 s late.
+ */
+function setRateLimitHeaders(res: ServerResponse, kind: 'ietf' | 'x', st: { limit: number; remaining: number; resetSeconds: number; resetAtMs: number }): void {
   if (kind === 'ietf') {
     res.setHeader('RateLimit-Limit', String(st.limit));
     res.setHeader('RateLimit-Remaining', String(st.remaining));
@@ -352,7 +362,7 @@ function setRateLimitHeaders(res: ServerResponse, kind: 'ietf' | 'x', st: { limi
   } else {
     res.setHeader('X-RateLimit-Limit', String(st.limit));
     res.setHeader('X-RateLimit-Remaining', String(st.remaining));
-    res.setHeader('X-RateLimit-Reset', String(Math.ceil(nowMs / 1000) + st.resetSeconds));
+    res.setHeader('X-RateLimit-Reset', String(Math.ceil(st.resetAtMs / 1000)));
   }
 }
 

@@ -7,7 +7,6 @@
 import pLimit from 'p-limit';
 import { BodyTooLargeError } from '../reporting/errors/body-too-large-error.js';
 import { GraphQLResponseError } from '../reporting/errors/graphql-response-error.js';
-import { RateLimitedError } from '../reporting/errors/rate-limited-error.js';
 import { ReportingError } from '../reporting/errors/reporting-error.js';
 import type { ReportingClient } from '../reporting/client.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
@@ -99,8 +98,6 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
           throw new SplitNeeded(lastMessage);
         }
       } catch (err) {
-        // The last attempt ended without a hook the controller hears (a 429's is onRateLimited).
-        if (!(err instanceof SplitNeeded) && !(err instanceof RateLimitedError)) opts.controller.onAttemptFailed();
         // A body over maxBodyBytes splits too: a shorter window gives a smaller body.
         if (err instanceof SplitNeeded || err instanceof GraphQLResponseError || err instanceof BodyTooLargeError) {
           lastMessage = err instanceof SplitNeeded ? lastMessage : err.message;

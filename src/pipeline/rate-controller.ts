@@ -28,7 +28,10 @@
  * had points at a concurrency limit rather than a rate: the allowed concurrency drops to the
  * requests that were not refused (the chunk runner resizes its pool through `onConcurrencyChange`),
  * grows back one a second while the pool is what holds the run back, and is probed past the
- * concurrency that met 429s on the same kind of hold.
+ * concurrency that met 429s on the same kind of hold (twice as long when several requests were
+ * refused at once). `beforeAttempt` holds an attempt while the allowed concurrency is in flight, so
+ * the retries of requests already running when it fell keep to it too; each attempt gives its place
+ * back through the AttemptSlot it was handed, however it ended.
  */
 import type { Sleep } from '../util/sleep.js';
 
@@ -48,10 +51,20 @@ export interface RateControllerOptions {
   log?: (fields: Record<string, unknown>) => void;
 }
 
-/** What rate-limit headers said: requests left and when the count resets. */
+/**
+ * An attempt's hold on one of the requests allowed in flight, given by beforeAttempt. Release it
+ * once the attempt has ended, however it ended (an answer of any kind, an error, an abort): a
+ * finally block. Releasing twice is harmless; never releasing would hold a worker back forever.
+ */
+export interface AttemptSlot {
+  release(): void;
+}
+
+/** What rate-limit headers said: requests left, when the count resets, and the quota when stated. */
 export interface RateLimitHint {
   remaining: number;
   resetMs: number;
+  limit?: number;
 }
 
 /** An accepted rate this far from the ceiling means the limit has moved (either way). */
@@ -118,8 +131,14 @@ export class RateController {
   /** Release times of recent attempts, oldest first. */
   private released: number[] = [];
   private inFlight = 0;
+  /** The quota the rate-limit headers state (their Limit), once it has run out. */
+  private headerLimit: number | undefined;
+  /** The quota's window: the longest reset seen, whole seconds rounded down, at least 1 s. */
+  private headerWindowMs = 1000;
+  /** Attempts waiting for one in flight to end (or for the allowed concurrency to grow). */
+  private slotWaiters = new Set<() => void>();
   private cap: number;
-  /** The concurrency at which 429s were last met, if a burst pointed at one. */
+  /** The lowest concurrency the last concurrency burst showed to be refused (one above what it allowed), if a burst pointed at one. */
   private capCeiling: number | undefined;
   private capHoldMs: number;
   private capProbeFrom = 0;
@@ -145,14 +164,21 @@ export class RateController {
   get pace(): number | undefined {
     const now = this.opts.now();
     let pace = this.learnedPace(now);
-    const fixed = this.opts.maxRequestsPerSecond;
-    if (fixed !== undefined) pace = pace === undefined ? fixed : Math.min(pace, fixed);
+    for (const cap of [this.headerPace, this.opts.maxRequestsPerSecond]) {
+      if (cap !== undefined) pace = pace === undefined ? cap : Math.min(pace, cap);
+    }
     return pace;
   }
 
-  /** The pace learned from 429s (the last one reached, with no probe growth), or null when never limited. */
+  /** The pace learned from 429s (the last one reached, with no probe growth) or from rate-limit headers, or null when never limited. */
   get learnedRate(): number | null {
-    return this.ceiling === undefined ? null : this.ceiling * (this.opts.headroom ?? 0.98);
+    const rates = [this.ceiling === undefined ? undefined : this.ceiling * (this.opts.headroom ?? 0.98), this.headerPace].filter((r) => r !== undefined);
+    return rates.length ? Math.min(...rates) : null;
+  }
+
+  /** `headroom` × the quota the headers stated over its window, once it ran out. */
+  private get headerPace(): number | undefined {
+    return this.headerLimit === undefined ? undefined : ((this.headerLimit * 1000) / this.headerWindowMs) * (this.opts.headroom ?? 0.98);
   }
 
   /** Time all workers spent held by pauses (Retry-After, or headers saying nothing is left), ms. */
@@ -167,8 +193,17 @@ export class RateController {
     return base * (1 + PROBE_GROWTH * t ** 3);
   }
 
-  /** Waits for the shared pause and for this request's slot under the pace. */
-  async beforeAttempt(signal?: AbortSignal): Promise<void> {
+  /** Requests in flight now (attempts let go whose slot is not yet released). */
+  get attemptsInFlight(): number {
+    return this.inFlight;
+  }
+
+  /**
+   * Waits for the shared pause, for fewer than the allowed concurrency to be in flight, and for
+   * this request's slot under the pace. The caller must release the slot returned when the attempt
+   * ends, however it ends (see AttemptSlot).
+   */
+  async beforeAttempt(signal?: AbortSignal): Promise<AttemptSlot> {
     let slot: number | undefined;
     let pacedWait = false;
     for (;;) {
@@ -180,24 +215,62 @@ export class RateController {
         await this.opts.sleep(this.pausedUntil - now, signal);
         continue;
       }
+      if (this.inFlight >= this.cap) {
+        // A worker that was running when the allowed concurrency fell (its retry after a 429,
+        // say) waits here rather than exceed it.
+        slot = undefined;
+        await this.slotFreed(signal);
+        continue;
+      }
       const pace = this.pace;
       if (pace !== undefined && slot === undefined) {
         // Reserve the slot before sleeping so concurrent callers queue behind it.
         slot = Math.max(this.nextSlot, now);
         this.nextSlot = slot + 1000 / pace;
       }
-      const at = pace === undefined ? now : Math.max(slot as number, this.windowOpensAt(pace));
+      const at = pace === undefined ? now : Math.max(slot as number, this.windowOpensAt(pace), this.quotaOpensAt());
       if (at <= now) {
         this.released.push(now);
         this.firstRelease ??= now;
         if (this.released.length > 2 * MAX_WINDOW) this.released.splice(0, this.released.length - MAX_WINDOW);
         this.inFlight++;
         if (!pacedWait) this.poolBound(now);
-        return;
+        let held = true;
+        return {
+          release: () => {
+            if (!held) return;
+            held = false;
+            this.inFlight--;
+            this.wakeSlotWaiters();
+          },
+        };
       }
       pacedWait = true;
       await this.opts.sleep(at - now, signal);
     }
+  }
+
+  /** Resolves when an attempt in flight ends or the allowed concurrency grows; rejects when `signal` aborts. */
+  private slotFreed(signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = () => {
+        this.slotWaiters.delete(wake);
+        reject(signal?.reason);
+      };
+      const wake = () => {
+        this.slotWaiters.delete(wake);
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      this.slotWaiters.add(wake);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Every waiter looks again (in the order they came): those that find room go, the others wait on. */
+  private wakeSlotWaiters(): void {
+    for (const wake of [...this.slotWaiters]) wake();
   }
 
   /**
@@ -208,6 +281,17 @@ export class RateController {
     const k = Math.min(Math.ceil(pace), MAX_WINDOW, this.released.length);
     if (k === 0) return -Infinity;
     return (this.released[this.released.length - k] as number) + (k * 1000) / pace;
+  }
+
+  /**
+   * Under a quota the headers stated (Limit per window), the earliest release that keeps our last
+   * Limit requests over the window (with the headroom's margin): a fixed window has reset by then
+   * as well as a sliding one, if they were all ours.
+   */
+  private quotaOpensAt(): number {
+    const limit = this.headerLimit;
+    if (limit === undefined || limit > MAX_WINDOW || this.released.length < limit) return -Infinity;
+    return (this.released[this.released.length - limit] as number) + this.headerWindowMs / (this.opts.headroom ?? 0.98);
   }
 
   /** A request went out without waiting for the pace: the pool is what holds the run back. */
@@ -228,15 +312,15 @@ export class RateController {
     this.cap = next;
     this.capChangedAt = now;
     this.onConcurrencyChange?.(next);
+    this.wakeSlotWaiters();
   }
 
-  /** The server answered 429. */
+  /** The server answered 429 (call before releasing the attempt's slot). */
   onRateLimited(retryAfterMs: number | undefined): void {
     const now = this.opts.now();
     this.rateLimitedCount++;
     this.answered(true);
     const inFlight = this.inFlight;
-    this.attemptEnded();
     if (this.burst) {
       this.burst.count++;
     } else {
@@ -251,29 +335,38 @@ export class RateController {
     this.pauseUntil(now, now + (retryAfterMs ?? 1000));
   }
 
-  /** An attempt was answered and accepted. */
+  /** An attempt was answered and accepted (call before releasing its slot). */
   onSuccess(): void {
     const now = this.opts.now();
     this.done.push({ at: now, inFlight: this.inFlight });
     this.answered(false);
-    this.attemptEnded();
     if (this.done.length > 4096) this.forget(now);
-  }
-
-  /** An attempt ended without an answer the controller hears of otherwise (a 5xx, a reset, a GraphQL error). */
-  onAttemptFailed(): void {
-    this.attemptEnded();
   }
 
   /**
    * Rate-limit headers of an answer (call before onSuccess/onRateLimited for it). When the
-   * requests still in flight will take what is left, every worker waits for the reset: no 429.
+   * requests still in flight will take what is left, the quota binds: with its Limit stated, the
+   * pace becomes Limit over its window (the longest reset seen, in whole seconds), spaced evenly,
+   * and no more than Limit of ours go out in any window. Every worker waits for the reset only
+   * when requests other than ours used the quota up (another client of the account), or when the
+   * Limit is not stated: a reset stated to the second is up to a second late, and pausing until it
+   * each time the quota ran out cost a third to a half of it (bench R6, epoch seconds).
    */
   onRateLimitHint(h: RateLimitHint): void {
     const now = this.opts.now();
-    if (!(h.resetMs > 0) || !(h.remaining >= 0)) return;
+    if (!(h.resetMs >= 0) || !(h.remaining >= 0)) return;
+    const limit = h.limit !== undefined && Number.isInteger(h.limit) && h.limit >= 1 ? h.limit : undefined;
+    if (limit !== undefined) this.headerWindowMs = Math.max(this.headerWindowMs, Math.floor(h.resetMs / 1000) * 1000);
     const others = Math.max(0, this.inFlight - 1);
-    if (h.remaining - others < 1) this.pauseUntil(now, now + h.resetMs);
+    if (h.remaining - others >= 1) return;
+    if (limit !== undefined) {
+      this.headerLimit = limit;
+      // Ours released within the window (those in flight included) against what the server counts.
+      let ours = 0;
+      for (let i = this.released.length - 1; i >= 0 && (this.released[i] as number) > now - this.headerWindowMs; i--) ours++;
+      if (limit <= MAX_WINDOW && limit - h.remaining <= ours + 1) return;
+    }
+    if (h.resetMs > 0) this.pauseUntil(now, now + h.resetMs);
   }
 
   private answered(refused: boolean): void {
@@ -287,10 +380,6 @@ export class RateController {
     let n = 0;
     for (const a of answers) if (a) n++;
     return answers.length ? n / answers.length : 0;
-  }
-
-  private attemptEnded(): void {
-    this.inFlight = Math.max(0, this.inFlight - 1);
   }
 
   private pauseUntil(now: number, until: number): void {
@@ -343,8 +432,14 @@ export class RateController {
       const share = this.refusedShare();
       const enough = strong || bursts >= WEAK_BURSTS || this.refusedShare(STRONG_ANSWERS) >= STRONG_SHARE;
       if (agreed && share >= REFUSED_SHARE && enough) {
+        const fell = this.ceiling !== undefined;
         this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling === undefined ? 0.75 * this.peakRate(b.at) : this.ceiling / 2);
-        this.candidate = undefined;
+        // A ceiling that fell but was held up by the halving (10 -> 4.9 when the bursts said 4):
+        // the evidence stands, and the next burst that agrees with it lowers the pace at once (it
+        // took three more weak bursts, three more pauses, at the limit's fall in bench R4). Not so
+        // for the first ceiling, held up by the busiest second seen: stray 429s soon after pauses
+        // read low and agree by chance (bench R1).
+        this.candidate = fell && accepted < this.ceiling * MOVED ? { at: b.at, rate: accepted, bursts, strong: true } : undefined;
         // Strong evidence: a limit that just fell is not probed again at once.
         this.holdMs = Math.min(this.maxHoldMs, this.firstHoldMs * 4);
         this.probeFrom = this.pausedUntil + this.holdMs;
@@ -375,9 +470,13 @@ export class RateController {
   private concurrencyBurst(b: Burst, now: number): void {
     // The requests in flight that were not refused are what the server allows.
     const allowed = Math.max(1, b.inFlight - b.count);
-    // A concurrency limit rarely moves: the first hold is as long as after a fall of the rate.
-    this.capHoldMs = this.capCeiling !== undefined && b.inFlight >= this.capCeiling ? Math.min(this.maxHoldMs, this.capHoldMs * 2) : Math.min(this.maxHoldMs, this.firstHoldMs * 4);
-    this.capCeiling = b.inFlight;
+    // A concurrency limit rarely moves: the first hold is as long as after a fall of the rate, twice
+    // that when several requests were refused at once (a stray 429 refuses one).
+    const firstHold = this.firstHoldMs * (b.count >= 2 ? 8 : 4);
+    this.capHoldMs = this.capCeiling !== undefined && b.inFlight >= this.capCeiling ? Math.min(this.maxHoldMs, this.capHoldMs * 2) : Math.min(this.maxHoldMs, firstHold);
+    // Every request above `allowed` was refused: one more than it is already known to be too many
+    // (4 in flight with 2 refused used to be probed again at 3 a second later, one more pause).
+    this.capCeiling = allowed + 1;
     this.capProbeFrom = this.pausedUntil + this.capHoldMs;
     this.setCap(Math.min(this.cap, allowed), now);
     this.opts.log?.({ concurrency: this.cap, refused: b.count, inFlight: b.inFlight, holdMs: this.capHoldMs });
@@ -429,7 +528,8 @@ export function readRateLimitHeaders(headers: { get(name: string): string | null
     if (remaining === undefined || reset === undefined) continue;
     // An epoch time (seconds) rather than seconds to go: any value past 2001.
     const resetMs = reset > 1e9 ? reset * 1000 - nowMs : reset * 1000;
-    return { remaining, resetMs: Math.max(0, resetMs) };
+    const limit = numberOf(headers.get(`${prefix}limit`));
+    return { remaining, resetMs: Math.max(0, resetMs), ...(limit !== undefined ? { limit } : {}) };
   }
   return undefined;
 }

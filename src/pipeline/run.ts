@@ -7,7 +7,6 @@ import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { ExitCode } from '../errors.js';
 import { ReportingClient } from '../reporting/client.js';
-import { RateLimitedError } from '../reporting/errors/rate-limited-error.js';
 import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
 import { layoutOf } from '../store/layout.js';
 import type { Lock } from '../store/lock.js';
@@ -281,7 +280,6 @@ function reportingClientFor(
         if (hint) controller.onRateLimitHint(hint);
       },
       onRetry: ({ error, delayMs }) => {
-        if (!(error instanceof RateLimitedError)) controller.onAttemptFailed();
         logger.warn({ kind: error.kind, delayMs, message: error.message }, 'retrying a request');
       },
     },

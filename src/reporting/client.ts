@@ -38,8 +38,12 @@ export interface RetryOptions {
 }
 
 export interface AttemptHooks {
-  /** Awaited before every attempt: the pipeline's shared pause after a 429 lives here. */
-  beforeAttempt?(signal?: AbortSignal): Promise<void>;
+  /**
+   * Awaited before every attempt: the pipeline's shared pause after a 429 lives here. What it
+   * returns is released once the attempt has ended, however it ended (an answer, an error, an
+   * abort), before any wait for a retry: the rate controller's count of requests in flight.
+   */
+  beforeAttempt?(signal?: AbortSignal): Promise<{ release(): void } | void>;
   /** A 429 came back. */
   onRateLimited?(retryAfterMs: number | undefined): void;
   /** A retry is about to wait `delayMs`. */
@@ -214,15 +218,17 @@ export class ReportingClient {
     let rateLimited = 0;
     for (;;) {
       if (signal?.aborted) throw signal.reason;
-      await this.hooks.beforeAttempt?.(signal);
+      const slot = await this.hooks.beforeAttempt?.(signal);
       attempts++;
+      let error: ReportingError;
+      let delayMs: number;
       try {
         const value = await attempt();
         this.hooks.onSuccess?.();
         return { value, attempts, rateLimited };
       } catch (err) {
         if (!(err instanceof ReportingError) || !err.retryable) throw err;
-        let delayMs: number;
+        error = err;
         if (err instanceof RateLimitedError) {
           rateLimited++;
           this.hooks.onRateLimited?.(err.retryAfterMs);
@@ -234,10 +240,12 @@ export class ReportingClient {
           if (transientFailures >= this.retry.maxAttempts) throw err;
           delayMs = backoffDelay(transientFailures, this.retry, this.random);
         }
-        this.hooks.onRetry?.({ attempt: attempts, error: err, delayMs });
-        this.logger.debug({ attempt: attempts, kind: err.kind, delayMs, message: err.message }, 'retrying request');
-        await this.sleep(delayMs, signal);
+      } finally {
+        slot?.release();
       }
+      this.hooks.onRetry?.({ attempt: attempts, error, delayMs });
+      this.logger.debug({ attempt: attempts, kind: error.kind, delayMs, message: error.message }, 'retrying request');
+      await this.sleep(delayMs, signal);
     }
   }
 }

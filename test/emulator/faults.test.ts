@@ -235,6 +235,17 @@ describe('RateLimiter', () => {
     expect(shared.state(6_000)).toMatchObject({ limit: 5 });
   });
 
+  it('states when the oldest counted request leaves the window, exactly (headers round it once)', () => {
+    const l = new RateLimiter(3);
+    expect(l.state(500)).toMatchObject({ remaining: 3, resetAtMs: 500 });
+    l.take(1_250);
+    l.take(1_700);
+    // X-RateLimit-Reset is this rounded up to a whole second: 3 (2.25 s), not 2 + 1 = 4 from
+    // rounding the current second (1.9 s) up and the 0.35 s to go up again.
+    expect(l.state(1_900)).toEqual({ limit: 3, remaining: 1, resetSeconds: 1, resetAtMs: 2_250 });
+    expect(l.state(2_300)).toMatchObject({ remaining: 2, resetAtMs: 2_700 });
+  });
+
   it('below one request per second, waits whole seconds', () => {
     const l = new RateLimiter(0.2);
     expect(l.take(0)).toBeUndefined();

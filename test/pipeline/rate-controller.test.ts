@@ -41,20 +41,27 @@ interface Server {
   hint?(now: number): RateLimitHint | undefined;
 }
 
-/** The emulator's limiter with a schedule and another client's share: floor(rps) in any sliding second. */
-function quota(o: { rps: number; schedule?: Schedule; others?: Schedule; headers?: boolean }): Server {
+/**
+ * The emulator's limiter with a schedule and another client's share: floor(rps) in any sliding
+ * second. Headers as the emulator sends them: 'ietf' (RateLimit-*, seconds to the reset rounded
+ * up) or 'x' (X-RateLimit-*, the reset as epoch seconds rounded up), both with the limit.
+ */
+function quota(o: { rps: number; schedule?: Schedule; others?: Schedule; headers?: 'ietf' | 'x'; retryAfterDate?: boolean }): Server {
   const limiter = new RateLimiter(o);
   return {
     arrive(now) {
       const s = limiter.take(now);
-      return s === undefined ? undefined : s * 1000;
+      if (s === undefined) return undefined;
+      // An HTTP date: the moment the retry is accepted, rounded up to its whole second (as the emulator).
+      return o.retryAfterDate ? Math.ceil(limiter.state(now).resetAtMs / 1000) * 1000 - now : s * 1000;
     },
     leave() {},
     ...(o.headers
       ? {
           hint: (now: number) => {
             const st = limiter.state(now);
-            return { remaining: st.remaining, resetMs: st.resetSeconds * 1000 };
+            const resetMs = o.headers === 'x' ? Math.ceil(st.resetAtMs / 1000) * 1000 - now : st.resetSeconds * 1000;
+            return { remaining: st.remaining, resetMs, limit: st.limit };
           },
         }
       : {}),
@@ -81,6 +88,33 @@ function slidingWindow(rps: number | (() => number)): Server {
   };
 }
 
+/**
+ * A fixed window (GitHub's kind): `limit` requests per `windowMs`, windows aligned to the epoch,
+ * X-RateLimit-* headers with the window's end as the reset; a 429's Retry-After is the time to it.
+ */
+function fixedWindow(limit: number, windowMs: number): Server {
+  let windowEnd = 0;
+  let used = 0;
+  const roll = (now: number) => {
+    if (now >= windowEnd) {
+      windowEnd = (Math.floor(now / windowMs) + 1) * windowMs;
+      used = 0;
+    }
+  };
+  return {
+    arrive(now) {
+      roll(now);
+      if (used < limit) return void used++;
+      return Math.ceil((windowEnd - now) / 1000) * 1000;
+    },
+    leave() {},
+    hint(now) {
+      roll(now);
+      return { remaining: limit - used, resetMs: windowEnd - now, limit };
+    },
+  };
+}
+
 function concurrencyLimit(k: number): Server {
   let inFlight = 0;
   return {
@@ -102,6 +136,8 @@ interface Run {
   /** Each 429: when it arrived and when its Retry-After ends. */
   pauses: Array<{ from: number; until: number }>;
   maxInFlight: number;
+  /** Requests in flight (sent, not yet answered) after each release. */
+  inFlightAt: Array<{ at: number; n: number }>;
   maxConcurrencySeen: number;
   /** Time spent in beforeAttempt, all attempts together. */
   waitedMs: number;
@@ -121,11 +157,14 @@ async function simulate(o: {
   forMs?: number;
   /** Time to answer an accepted request, ms (it varies by ±25 %). Default 20. */
   latencyMs?: number;
+  /** Where in its second the run starts, ms (times stated to the second round differently). Default 0. */
+  phaseMs?: number;
 }): Promise<Run> {
   const clock = new VirtualClock();
+  clock.now += o.phaseMs ?? 0;
   const maxConcurrency = o.maxConcurrency ?? 4;
   const controller = new RateController({ maxConcurrency, now: () => clock.now, sleep: clock.sleep, ...o.options });
-  const run: Run = { controller, clock, start: clock.now, releases: [], accepted: [], pauses: [], maxInFlight: 0, maxConcurrencySeen: controller.concurrency, waitedMs: 0, concurrencyChanges: [] };
+  const run: Run = { controller, clock, start: clock.now, releases: [], accepted: [], pauses: [], maxInFlight: 0, inFlightAt: [], maxConcurrencySeen: controller.concurrency, waitedMs: 0, concurrencyChanges: [] };
   let seed = 7;
   const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
   let started = 0;
@@ -137,10 +176,11 @@ async function simulate(o: {
   const request = async () => {
     for (;;) {
       const asked = clock.now;
-      await controller.beforeAttempt();
+      const slot = await controller.beforeAttempt();
       run.waitedMs += clock.now - asked;
       run.releases.push(clock.now);
       run.maxInFlight = Math.max(run.maxInFlight, ++inFlight);
+      run.inFlightAt.push({ at: clock.now, n: inFlight });
       await clock.sleep(random() * 10);
       const retryAfter = o.server.arrive(clock.now);
       const hint = o.server.hint?.(clock.now);
@@ -151,10 +191,12 @@ async function simulate(o: {
         o.server.leave();
         run.accepted.push(clock.now);
         controller.onSuccess();
+        slot.release();
         return;
       }
       run.pauses.push({ from: clock.now, until: clock.now + retryAfter });
       controller.onRateLimited(retryAfter);
+      slot.release();
       await clock.sleep(retryAfter);
     }
   };
@@ -199,6 +241,17 @@ function refusedBetween(run: Run, fromMs: number, toMs: number): number {
 }
 
 const share429 = (run: Run) => run.pauses.length / run.releases.length;
+
+/** The pauses of a run, those that overlap merged: one per burst of 429s. */
+function bursts(run: Run): Array<{ from: number; until: number }> {
+  const merged: Array<{ from: number; until: number }> = [];
+  for (const p of run.pauses) {
+    const last = merged.at(-1);
+    if (last && p.from < last.until) last.until = Math.max(last.until, p.until);
+    else merged.push({ ...p });
+  }
+  return merged;
+}
 
 /** The most attempts released within any one second. */
 function busiestSecond(run: Run): number {
@@ -328,6 +381,86 @@ describe('RateController without a limit', () => {
   });
 });
 
+describe('RateController: every attempt gives back its place in flight (real HTTP)', () => {
+  // The controller holds an attempt while the allowed concurrency is in flight, so an attempt whose
+  // end it never heard of would hold every later one back for ever. The reporting client releases
+  // the slot however the attempt ended; these are the endings that once went unreported.
+  const FROM = 1767225600; // 2026-01-01
+  async function withClient(
+    faults: Record<string, unknown>,
+    body: (c: { client: import('../../src/reporting/client.js').ReportingClient; controller: RateController }) => Promise<void>,
+    extra: { path?: string; maxAttempts?: number; maxRateLimitWaits?: number } = {},
+  ): Promise<void> {
+    const { startEmulator } = await import('../../src/emulator/index.js');
+    const { ReportingClient } = await import('../../src/reporting/client.js');
+    const { realSleep } = await import('../../src/util/sleep.js');
+    const emu = await startEmulator({ seed: 5, from: FROM, to: FROM + 86_400, now: FROM + 2 * 86_400, sessionsPerDay: 20, faults: faults as never });
+    const controller = new RateController({ maxConcurrency: 1, now: Date.now, sleep: realSleep });
+    const hooks = {
+      beforeAttempt: (signal?: AbortSignal) => controller.beforeAttempt(signal),
+      onSuccess: () => controller.onSuccess(),
+      onRateLimited: (ms: number | undefined) => controller.onRateLimited(ms),
+    };
+    const { path, ...retry } = extra;
+    const client = new ReportingClient({ url: new URL(path ?? '/', emu.url).href, apiKey: emu.apiKey, hooks, baseDelayMs: 1, ...retry });
+    try {
+      await body({ client, controller });
+      expect(controller.attemptsInFlight).toBe(0);
+      // With one allowed in flight, a slot still held would keep this one waiting for ever.
+      const ok = new ReportingClient({ url: emu.url, apiKey: emu.apiKey, hooks });
+      emu.setFaults({});
+      expect((await ok.fetchSessionsBody(FROM, FROM + 3_600)).attempts).toBe(1);
+      expect(controller.attemptsInFlight).toBe(0);
+    } finally {
+      await emu.close();
+    }
+  }
+
+  it('after a failure that is not retried (HTTP 404)', async () => {
+    await withClient({}, async ({ client }) => {
+      await expect(client.fetchSessionsBody(FROM, FROM + 3_600)).rejects.toThrow(/HTTP 404/);
+    }, { path: '/nowhere' });
+  });
+
+  it('after retries run out (every answer a 500)', async () => {
+    await withClient({ serverErrorRate: 1 }, async ({ client }) => {
+      await expect(client.fetchSessionsBody(FROM, FROM + 3_600)).rejects.toThrow(/HTTP 50\d/);
+    }, { maxAttempts: 3 });
+  });
+
+  it('after a request aborted while the server was still answering', async () => {
+    await withClient({ latencyMs: 30_000 }, async ({ client, controller }) => {
+      const abort = new AbortController();
+      const pending = client.fetchSessionsBody(FROM, FROM + 3_600, abort.signal);
+      while (controller.attemptsInFlight === 0) await new Promise((r) => setTimeout(r, 5));
+      abort.abort(new Error('stopped by the test'));
+      await expect(pending).rejects.toThrow('stopped by the test');
+    });
+  });
+
+  it('after a 429 that used up the waits allowed, and once only when released twice', async () => {
+    await withClient({ faultRate: 1, faultKinds: ['rateLimited'] }, async ({ client, controller }) => {
+      await expect(client.fetchSessionsBody(FROM, FROM + 3_600)).rejects.toThrow();
+      expect(controller.rateLimitedCount).toBe(1);
+      const slot = await controller.beforeAttempt();
+      slot.release();
+      slot.release();
+      expect(controller.attemptsInFlight).toBe(0);
+    }, { maxRateLimitWaits: 0 });
+  });
+
+  it('a worker waiting for its turn gives up when its run is aborted', async () => {
+    const controller = new RateController({ maxConcurrency: 1, now: Date.now, sleep: async () => {} });
+    const held = await controller.beforeAttempt();
+    const abort = new AbortController();
+    const waiting = controller.beforeAttempt(abort.signal);
+    abort.abort(new Error('run aborted'));
+    await expect(waiting).rejects.toThrow('run aborted');
+    held.release();
+    expect(controller.attemptsInFlight).toBe(0);
+  });
+});
+
 describe('RateController concurrency', () => {
   it.each([
     ['a 10/s window', () => slidingWindow(10)],
@@ -383,8 +516,8 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(extra).toBeLessThanOrEqual(run.pauses.length * 1000 + 0.5 * (clean.clock.now - clean.start) + 2000);
   });
 
-  it('2. a fixed quota of 10/s: at least 90 % of it, at most 5 % 429s', async () => {
-    const run = await simulate({ server: quota({ rps: 10 }), requests: 1500 });
+  it.each([false, true])('2. a fixed quota of 10/s: at least 90 %% of it, at most 5 %% 429s (Retry-After as an HTTP date: %s)', async (retryAfterDate) => {
+    const run = await simulate({ server: quota({ rps: 10, retryAfterDate }), requests: 1500 });
     expect(rateAfter(run, 0)).toBeGreaterThanOrEqual(9);
     expect(share429(run)).toBeLessThanOrEqual(0.05);
   });
@@ -404,8 +537,10 @@ describe('issue 14: the six cases, each against its goal', () => {
   it('4. a limit that changes 10 → 4 → 10: followed down within seconds and up within a minute', async () => {
     const schedule: Schedule = [{ atSeconds: 0, rps: 10 }, { atSeconds: 30, rps: 4 }, { atSeconds: 60, rps: 10 }];
     const run = await simulate({ server: quota({ rps: 10, schedule }), requests: 100_000, forMs: 120_000 });
-    // Down: after 5 s at the lower limit, 429s come from probes only.
-    expect(refusedBetween(run, 35_000, 60_000)).toBeLessThanOrEqual(4);
+    // Down: after 5 s at the lower limit, 429s come from probes only. The halving held the pace at
+    // 4.9 when the bursts said 4, and three more agreeing bursts were needed to believe it again
+    // (4 429s in 35-60 s, 85.0 %): now the next one is enough (2 429s, 91 %).
+    expect(refusedBetween(run, 35_000, 60_000)).toBeLessThanOrEqual(2);
     expect(acceptedBetween(run, 35_000, 60_000) / 25).toBeGreaterThanOrEqual(0.85 * 4);
     // Up: well within a minute of the raise, the run is back near 10/s.
     expect(acceptedBetween(run, 90_000, 120_000) / 30).toBeGreaterThanOrEqual(0.9 * 10);
@@ -420,10 +555,52 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(rateAfter(run, 20_000)).toBeGreaterThanOrEqual(60);
   });
 
+  // The bench's case R5: 100 ms an answer, so 20/s at best through 2 in flight, 480 requests. The
+  // requests refused by the first burst used to retry inside their workers, each retry meeting the
+  // limit again (4 pauses of 1 s in the first 4 s): 76 %.
+  it('5. a concurrency limit of 2 at 100 ms an answer: at least 85 % of the 20/s it allows, at most 5 % 429s', async () => {
+    const run = await simulate({ server: concurrencyLimit(2), requests: 480, latencyMs: 100 });
+    const first = run.accepted[0]!;
+    const last = run.accepted.at(-1)!;
+    expect((run.accepted.length - 1) / ((last - first) / 1000)).toBeGreaterThanOrEqual(0.85 * 20);
+    expect(share429(run)).toBeLessThanOrEqual(0.05);
+    // Each burst pauses every worker for a second: the first, and one probe of 3 in flight in these
+    // 26 s (4 in flight with 2 refused says 3 is too many: no probe of 3 a second later, and
+    // several refused at once hold the limit 16 s before the first probe).
+    expect(bursts(run).length).toBeLessThanOrEqual(2);
+  });
+
+  it('5. once a concurrency limit is found, the retries of the refused requests keep to it', async () => {
+    const run = await simulate({ server: concurrencyLimit(2), requests: 400, latencyMs: 100, maxConcurrency: 4 });
+    const firstPause = run.pauses[0]!;
+    // After the first burst's pause, until the first probe of 3: never more than 2 in flight.
+    const probe = run.concurrencyChanges.find((c) => c.n > 2)?.at ?? Infinity;
+    expect(run.inFlightAt.filter((x) => x.at >= firstPause.until && x.at < probe).every((x) => x.n <= 2)).toBe(true);
+    expect(run.pauses.filter((p) => p.from >= firstPause.until && p.from < probe)).toEqual([]);
+  });
+
   it('6. RateLimit-Remaining/Reset headers: slows down before the first 429', async () => {
-    const run = await simulate({ server: quota({ rps: 10, headers: true }), requests: 300 });
+    const run = await simulate({ server: quota({ rps: 10, headers: 'ietf' }), requests: 300 });
     expect(run.pauses.length).toBeLessThanOrEqual(1);
     expect(rateAfter(run, 0)).toBeGreaterThanOrEqual(9);
+  });
+
+  // Bench R6: an epoch reset to the second says "somewhere in the second before this": pausing
+  // until it whenever Remaining hit 0 lasted up to a second too long each time (10 requests, then
+  // a pause of 1-2 s: 53-65 %). Pacing at Limit over the window learned from the resets, and
+  // pausing only when requests other than ours used the quota up, keeps the quota full.
+  it('6. X-RateLimit-Remaining/-Reset (epoch seconds, rounded up) and -Limit: at least 90 % of 10/s, at most 4 429s', async () => {
+    const run = await simulate({ server: quota({ rps: 10, headers: 'x' }), requests: 300, latencyMs: 5 });
+    expect(rateAfter(run, 0)).toBeGreaterThanOrEqual(9);
+    expect(run.pauses.length).toBeLessThanOrEqual(4);
+  });
+
+  it('6. a fixed window stated in the headers (30 a minute): no request before its reset once it ran out, at least 90 % of it', async () => {
+    const run = await simulate({ server: fixedWindow(30, 60_000), requests: 200, latencyMs: 50, forMs: 300_000 });
+    expect(run.pauses.length).toBeLessThanOrEqual(4);
+    // From the first full window on: 30 a minute at least 90 % of the time.
+    const firstEnd = (Math.floor(run.start / 60_000) + 1) * 60_000 - run.start;
+    expect(acceptedBetween(run, firstEnd, firstEnd + 180_000)).toBeGreaterThanOrEqual(0.9 * 90);
   });
 
   it('6. the headers, draft and X- forms, seconds or an epoch time', () => {
@@ -433,6 +610,7 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(readRateLimitHeaders(h({ 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(now / 1000 + 5) }), now)).toEqual({ remaining: 0, resetMs: 5000 });
     expect(readRateLimitHeaders(h({ RateLimit: 'x', 'RateLimit-Remaining': '7, 50;w=60', 'RateLimit-Reset': '1' }), now)).toEqual({ remaining: 7, resetMs: 1000 });
     expect(readRateLimitHeaders(h({ 'RateLimit-Remaining': 'lots', 'RateLimit-Reset': '1' }), now)).toBeUndefined();
+    expect(readRateLimitHeaders(h({ 'X-RateLimit-Limit': '5000', 'X-RateLimit-Remaining': '4999', 'X-RateLimit-Reset': String(now / 1000 + 3600) }), now)).toEqual({ remaining: 4999, resetMs: 3_600_000, limit: 5000 });
     expect(readRateLimitHeaders(h({}), now)).toBeUndefined();
   });
 
@@ -447,6 +625,34 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(releasedAt! - start).toBe(3000);
     expect(controller.pausedMs).toBe(3000);
     expect(controller.rateLimitedCount).toBe(0);
+  });
+
+  it('6. a stated quota used up by requests other than ours pauses every worker until the reset', async () => {
+    const clock = new VirtualClock();
+    const controller = new RateController({ maxConcurrency: 2, now: () => clock.now, sleep: clock.sleep });
+    const start = clock.now;
+    // One request of ours in flight; the server counts all 10 of the quota.
+    const slot = await controller.beforeAttempt();
+    controller.onRateLimitHint({ remaining: 0, resetMs: 3000, limit: 10 });
+    controller.onSuccess();
+    slot.release();
+    let releasedAt: number | undefined;
+    void controller.beforeAttempt().then(() => (releasedAt = clock.now));
+    await clock.runUntil(() => releasedAt !== undefined);
+    expect(releasedAt! - start).toBe(3000);
+  });
+
+  // Bench R6: the emulator stated the date as now + the whole seconds to wait, rounded up again
+  // (up to 2 s late; 84.6 % in the bench, 86.5 % here). Rounded up once, as a server would state
+  // the moment it takes the retry, a date costs about what whole seconds do (90.3 % here).
+  it('6. Retry-After as an HTTP date: 200 requests against 10/s from any phase of a second: at least 90 %, at most 5 % 429s', async () => {
+    const rates: number[] = [];
+    for (const phaseMs of [0, 250, 500, 750]) {
+      const run = await simulate({ server: quota({ rps: 10, retryAfterDate: true }), requests: 200, latencyMs: 3, phaseMs });
+      rates.push((run.accepted.length - 1) / ((run.accepted.at(-1)! - run.accepted[0]!) / 1000));
+      expect(share429(run)).toBeLessThanOrEqual(0.05);
+    }
+    expect(rates.reduce((a, b) => a + b) / rates.length).toBeGreaterThanOrEqual(9);
   });
 
   it('6. Retry-After as seconds or as an HTTP date', () => {
