@@ -1,0 +1,230 @@
+/**
+ * `backfill` and `export` over many accounts (docs/accounts.md): the accounts chosen (all, --account,
+ * --shard) run side by side in this process (--account-concurrency), each a whole run of its own.
+ * Signals are handled once for all of them; the summary has one entry per account and a total; the
+ * exit code is 1 when any account failed, and the message names them.
+ */
+import { Command } from 'commander';
+import { allAccountsViewSql, writeAllAccountsView } from '../accounts/all-accounts-view.js';
+import { hasAccounts, refuseAccountsDir, resolveAccounts, type ResolvedAccount } from '../accounts/resolve.js';
+import { AccountNotStartedError, runAccounts, type AccountResult } from '../accounts/run-accounts.js';
+import { parseShard, selectAccounts } from '../accounts/select.js';
+import type { LoadedConfig } from '../config/load.js';
+import { RunInterruptedError } from '../pipeline/errors.js';
+import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
+import { redact } from '../util/redact.js';
+import { ExitCode, exitCodeOf } from './exit-codes.js';
+import { createCliLogger } from './logging.js';
+import { pipelineOptions } from './run-options.js';
+import { formatSummary } from './summary.js';
+import { UsageError } from './usage-error.js';
+
+export interface AccountFlags {
+  account?: string[];
+  shard?: string;
+  accountConcurrency?: string;
+}
+
+export const DEFAULT_ACCOUNT_CONCURRENCY = 4;
+
+export function addAccountOptions(cmd: Command): Command {
+  return cmd
+    .option('--account <name>', 'with an accounts map: only this account (repeatable; default all)', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--shard <i/n>', 'with an accounts map: only the accounts whose FNV-1a 32-bit hash of the name modulo N is I (docs/accounts.md)')
+    .option('--account-concurrency <n>', `with an accounts map: accounts run side by side (default ${DEFAULT_ACCOUNT_CONCURRENCY})`);
+}
+
+/**
+ * The accounts a command works on, or null when the configuration has none (the single-account
+ * behaviour, unchanged; a data directory that holds accounts is refused then).
+ */
+export function chosenAccounts(loaded: LoadedConfig, flags: AccountFlags): string[] | null {
+  const named = flags.account ?? [];
+  if (!hasAccounts(loaded)) {
+    if (named.length || flags.shard !== undefined || flags.accountConcurrency !== undefined) {
+      const flag = named.length ? '--account' : flags.shard !== undefined ? '--shard' : '--account-concurrency';
+      throw new UsageError(`${flag} needs an accounts map in the configuration file (docs/accounts.md); none is configured`);
+    }
+    refuseAccountsDir(loaded.config.dataDir);
+    return null;
+  }
+  return selectAccounts(Object.keys(loaded.config.accounts ?? {}), named, flags.shard !== undefined ? parseShard(flags.shard) : undefined);
+}
+
+export function accountConcurrency(flags: AccountFlags): number {
+  const v = flags.accountConcurrency;
+  if (v === undefined) return DEFAULT_ACCOUNT_CONCURRENCY;
+  if (!/^\d+$/.test(v.trim()) || Number(v) < 1 || Number(v) > 1000) {
+    throw new UsageError(`--account-concurrency must be a whole number from 1 to 1000, got ${JSON.stringify(v)}`);
+  }
+  return Number(v);
+}
+
+/** An account whose key could not be read: it fails; the others run. */
+export class AccountKeyError extends Error {
+  override readonly name = 'AccountKeyError';
+  readonly exitCode = ExitCode.runFailed;
+}
+
+export interface AccountsRunOptions {
+  command: 'backfill' | 'export';
+  json: boolean;
+  logLevel: string;
+  waitFlags: { wait?: boolean; waitTimeout?: string };
+  concurrency: number;
+  /** Grace period after the first signal before running requests are aborted, ms. */
+  graceMs?: number;
+}
+
+export interface AccountOutcome {
+  account: string;
+  outcome: RunSummary['outcome'] | 'failed' | 'not-started';
+  summary: RunSummary | null;
+  error: string | null;
+  exitCode: number;
+}
+
+/**
+ * Runs `run` for each account (PipelineOptions built from its own configuration), prints the
+ * summaries, refreshes all-accounts.duckdb, and returns the exit code.
+ */
+export async function executeAccountsRun(
+  loaded: LoadedConfig,
+  names: string[],
+  run: (account: ResolvedAccount, opts: PipelineOptions) => Promise<RunSummary>,
+  o: AccountsRunOptions,
+): Promise<number> {
+  const accounts = new Map(resolveAccounts(loaded, names).map((a) => [a.name, a]));
+  // Every account's options are checked before any runs: a bad override is exit 2 for the command.
+  const bases = new Map<string, PipelineOptions>();
+  for (const a of accounts.values()) {
+    if (a.keyError) continue;
+    try {
+      bases.set(a.name, { ...pipelineOptions(a.loaded, o.waitFlags), parquetDir: a.parquetDir });
+    } catch (err) {
+      throw new UsageError(`account ${a.name}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  const logger = createCliLogger(o.logLevel);
+  const stop = new AbortController();
+  const abort = new AbortController();
+  let stopCode: number = ExitCode.sigint;
+  let graceTimer: NodeJS.Timeout | undefined;
+  const onSignal = (sig: NodeJS.Signals) => {
+    const code = sig === 'SIGTERM' ? ExitCode.sigterm : ExitCode.sigint;
+    if (stop.signal.aborted) {
+      process.stderr.write(`${sig} again: exiting now\n`);
+      process.exit(code);
+    }
+    stopCode = code;
+    logger.warn({ signal: sig }, 'stopping: no new accounts or windows; running ones finish and commit (send again to exit at once)');
+    stop.abort(new Error(`stopped by ${sig}`));
+    graceTimer = setTimeout(() => abort.abort(new Error(`stopped by ${sig}`)), o.graceMs ?? 10_000);
+    graceTimer.unref();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const t0 = Date.now();
+  let results: Array<AccountResult<RunSummary>>;
+  try {
+    results = await runAccounts(
+      names,
+      o.concurrency,
+      async (name) => {
+        const a = accounts.get(name)!;
+        if (a.keyError) throw new AccountKeyError(`account ${name}: ${a.keyError}`);
+        const child = logger.child?.({ account: name }) ?? logger;
+        return run(a, {
+          ...bases.get(name)!,
+          logger: child,
+          stopSignal: stop.signal,
+          abortSignal: abort.signal,
+          get stopExitCode() {
+            return stopCode;
+          },
+        });
+      },
+      { stopSignal: stop.signal },
+    );
+  } finally {
+    if (graceTimer) clearTimeout(graceTimer);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  const outcomes = results.map(outcomeOf);
+  let view: string | null = null;
+  try {
+    view = await writeAllAccountsView(loaded.config.dataDir);
+  } catch (err) {
+    process.stderr.write(`warning: could not write ${loaded.config.dataDir}/all-accounts.duckdb (${redact((err as Error).message)}); the view's SQL: ${allAccountsViewSql(loaded.config.dataDir)}\n`);
+  }
+  const total = totalOf(outcomes, Date.now() - t0);
+  if (o.json) process.stdout.write(JSON.stringify({ command: o.command, accounts: outcomes, total, allAccountsDb: view }) + '\n');
+  else process.stdout.write(formatAccounts(outcomes, total));
+  const failed = outcomes.filter((r) => r.outcome === 'failed');
+  const stopped = outcomes.filter((r) => r.outcome === 'interrupted' || r.outcome === 'not-started');
+  if (failed.length) {
+    process.stderr.write(
+      `error: ${failed.length} of ${outcomes.length} accounts failed: ${failed.map((f) => f.account).join(', ')}\n` +
+        failed.map((f) => `  ${f.account}: ${f.error}\n`).join(''),
+    );
+    return ExitCode.runFailed;
+  }
+  if (stopped.length && stop.signal.aborted) {
+    process.stderr.write(`stopped: ${stopped.length} accounts interrupted or not started (${stopped.map((s) => s.account).join(', ')}); committed data is kept\n`);
+    return stopCode;
+  }
+  return ExitCode.ok;
+}
+
+function outcomeOf(r: AccountResult<RunSummary>): AccountOutcome {
+  if (r.ok) return { account: r.account, outcome: r.value!.outcome, summary: r.value!, error: null, exitCode: ExitCode.ok };
+  const summary = (r.error as { summary?: RunSummary } | undefined)?.summary ?? null;
+  const message = redact(r.error instanceof Error ? r.error.message : String(r.error));
+  if (r.error instanceof AccountNotStartedError) return { account: r.account, outcome: 'not-started', summary: null, error: message, exitCode: ExitCode.sigint };
+  if (r.error instanceof RunInterruptedError) return { account: r.account, outcome: 'interrupted', summary, error: message, exitCode: r.error.exitCode };
+  return { account: r.account, outcome: 'failed', summary, error: message, exitCode: exitCodeOf(r.error) };
+}
+
+export interface AccountsTotal {
+  accounts: number;
+  succeeded: number;
+  failed: number;
+  interrupted: number;
+  sessionsWritten: number;
+  requests: number;
+  rateLimited: number;
+  durationMs: number;
+  failedAccounts: string[];
+}
+
+function totalOf(outcomes: AccountOutcome[], durationMs: number): AccountsTotal {
+  const sum = (f: (s: RunSummary) => number) => outcomes.reduce((n, o) => n + (o.summary ? f(o.summary) : 0), 0);
+  return {
+    accounts: outcomes.length,
+    succeeded: outcomes.filter((o) => o.outcome === 'succeeded' || o.outcome === 'nothing-to-do').length,
+    failed: outcomes.filter((o) => o.outcome === 'failed').length,
+    interrupted: outcomes.filter((o) => o.outcome === 'interrupted' || o.outcome === 'not-started').length,
+    sessionsWritten: sum((s) => s.sessions.written),
+    requests: sum((s) => s.requests),
+    rateLimited: sum((s) => s.rateLimited),
+    durationMs,
+    failedAccounts: outcomes.filter((o) => o.outcome === 'failed').map((o) => o.account),
+  };
+}
+
+function formatAccounts(outcomes: AccountOutcome[], t: AccountsTotal): string {
+  const parts = outcomes.map((o) => {
+    const head = `account ${o.account}: ${o.outcome}`;
+    if (o.summary) return `${head}\n${formatSummary(o.summary).replace(/^/gm, '  ').trimEnd()}\n`;
+    return `${head}${o.error ? `\n  error          ${o.error}` : ''}\n`;
+  });
+  const rate = t.durationMs > 0 ? Math.round(t.sessionsWritten / (t.durationMs / 1000)) : 0;
+  parts.push(
+    `total: ${t.accounts} accounts, ${t.succeeded} succeeded, ${t.failed} failed${t.interrupted ? `, ${t.interrupted} interrupted` : ''}; ` +
+      `${t.sessionsWritten} sessions written, ${t.requests} requests, ${t.rateLimited} rate-limited, ${(t.durationMs / 1000).toFixed(1)} s (${rate} sessions/s)` +
+      (t.failed ? `\nfailed accounts: ${t.failedAccounts.join(', ')}` : '') +
+      '\n',
+  );
+  return parts.join('');
+}
