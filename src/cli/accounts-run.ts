@@ -28,10 +28,14 @@ export interface AccountFlags {
 export const DEFAULT_ACCOUNT_CONCURRENCY = 4;
 
 export function addAccountOptions(cmd: Command): Command {
+  return addAccountSelection(cmd).option('--account-concurrency <n>', `with an accounts map: accounts run side by side (default ${DEFAULT_ACCOUNT_CONCURRENCY})`);
+}
+
+/** --account and --shard (commands that read: status, sessions). */
+export function addAccountSelection(cmd: Command): Command {
   return cmd
     .option('--account <name>', 'with an accounts map: only this account (repeatable; default all)', (v: string, prev: string[] = []) => [...prev, v])
-    .option('--shard <i/n>', 'with an accounts map: only the accounts whose FNV-1a 32-bit hash of the name modulo N is I (docs/accounts.md)')
-    .option('--account-concurrency <n>', `with an accounts map: accounts run side by side (default ${DEFAULT_ACCOUNT_CONCURRENCY})`);
+    .option('--shard <i/n>', 'with an accounts map: only the accounts whose FNV-1a 32-bit hash of the name modulo N is I (docs/accounts.md)');
 }
 
 /**

@@ -24,6 +24,7 @@ const COMMANDS: Array<() => Promise<Registrar>> = [
   () => import('./commands/auth.js'),
   () => import('./commands/whoami.js'),
   () => import('./commands/session.js'),
+  () => import('./commands/accounts.js'),
 ];
 
 export async function main(argv: string[] = process.argv): Promise<number> {
