@@ -8,6 +8,8 @@
  */
 export { startEmulator } from './start-emulator.js';
 export { DEFAULT_EMULATOR_API_KEY } from './options.js';
+export { accountSeed, emulatorAccounts } from './accounts.js';
 export type {
-  ArgTypes, Emulator, EmulatorDataset, EmulatorFaults, EmulatorOptions, EmulatorStats, WindowRule,
+  ArgTypes, Emulator, EmulatorAccount, EmulatorAccountStats, EmulatorAccountView, EmulatorDataset, EmulatorFaults,
+  EmulatorOptions, EmulatorStats, WindowRule,
 } from './options.js';

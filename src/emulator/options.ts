@@ -55,13 +55,63 @@ export interface EmulatorFaults {
 export type DrawnFaultKind = 'rateLimited' | 'serverError' | 'reset' | 'truncate';
 export const DRAWN_FAULT_KINDS: readonly DrawnFaultKind[] = ['rateLimited', 'serverError', 'reset', 'truncate'];
 
+/**
+ * One account of a multi-account emulator: its own key, its own seeded data and its own quota and
+ * faults (counted apart from every other account's). See docs/emulator.md, "Several accounts".
+ */
+export interface EmulatorAccount {
+  /** `[a-z0-9][a-z0-9_-]{0,62}`, unique. */
+  name: string;
+  /** The key of this account, unique among the accounts. */
+  apiKey: string;
+  /** Data seed; default derived from the emulator's `seed` and the name. */
+  seed?: number;
+  /** Default: the emulator's `sessionsPerDay`. */
+  sessionsPerDay?: number;
+  /** Default: the emulator's `from`. */
+  from?: number;
+  /** Default: the emulator's `to`. */
+  to?: number;
+  /** This account's quota (requests per second); shorthand for `faults.rateLimitRps`. */
+  rateLimitRps?: number;
+  /** Delay before each answer to this account; shorthand for `faults.latencyMs`. */
+  latencyMs?: number;
+  /** Fault settings laid over the emulator's `faults` for this account only. */
+  faults?: EmulatorFaults;
+  /** The key is refused with 401 ("This API key has been revoked."). */
+  revoked?: boolean;
+}
+
+/** What tests need to know of one account: its key and its ground truth. */
+export interface EmulatorAccountView {
+  name: string;
+  apiKey: string;
+  revoked: boolean;
+  /** The seed its data was made from. */
+  seed: number;
+  dataset: EmulatorDataset;
+}
+
+/** Requests and answers of one account (requests carrying its key, revoked or not). */
+export interface EmulatorAccountStats {
+  requests: number;
+  byStatus: Record<string, number>;
+  faults: Record<string, number>;
+  recordsServed: number;
+}
+
 export interface EmulatorOptions {
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 0 (OS-assigned). */
   port?: number;
-  /** The one key accepted in the Authorization header; default DEFAULT_EMULATOR_API_KEY. */
+  /** The one key accepted in the Authorization header; default DEFAULT_EMULATOR_API_KEY. Not with `accounts`. */
   apiKey?: string;
+  /**
+   * Several accounts, each with its own key, data, quota and faults; then only their keys are
+   * accepted. Without it: one account with `apiKey`, exactly as before.
+   */
+  accounts?: EmulatorAccount[];
   /** Data and fault seed; default 1. */
   seed?: number;
   /** Epoch seconds, first instant with data; default: now - 90 days, at UTC midnight. */
@@ -102,6 +152,8 @@ export interface EmulatorStats {
   maxInFlight: number;
   /** Session records in answers that were sent complete (truncated bodies are not counted). */
   recordsServed: number;
+  /** With `accounts` only: the same figures per account name. */
+  accounts?: Record<string, EmulatorAccountStats>;
 }
 
 export interface EmulatorDataset {
@@ -114,15 +166,20 @@ export interface EmulatorDataset {
 export interface Emulator {
   /** e.g. http://127.0.0.1:PORT/ */
   url: string;
+  /** The key accepted; with `accounts`, the first account's. */
   apiKey: string;
+  /** With `accounts`: each account, in the order given; otherwise empty. */
+  accounts: readonly EmulatorAccountView[];
+  /** The account of this name; throws a RangeError when there is none. */
+  account(name: string): EmulatorAccountView;
   close(): Promise<void>;
   stats(): EmulatorStats;
   resetStats(): void;
-  /** Replaces the fault settings (and drops cached bodies). */
+  /** Replaces the fault settings (and drops cached bodies); each account's own settings stay laid over them. */
   setFaults(f: EmulatorFaults): void;
   /** Pins the clock: sessions that were running may now be ended (same id) and new ones may appear. */
   setNow(nowSeconds: number): void;
-  /** Ground truth for tests. */
+  /** Ground truth for tests; with `accounts`, the first account's. */
   dataset: EmulatorDataset;
 }
 

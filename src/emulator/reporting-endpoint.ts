@@ -46,6 +46,8 @@ export interface ReportingEndpointOptions {
   dice: FaultDice;
   countFault: (kind: FaultKind) => void;
   bodyCache?: BodyCache;
+  /** Prefixes this endpoint's keys in a `bodyCache` shared with other accounts' endpoints. */
+  cachePrefix?: string;
 }
 
 /** Turns a record into the object to serialise; null when the record serialises as it is. */
@@ -190,7 +192,7 @@ export class ReportingEndpoint {
     }
 
     const cache = this.o.bodyCache;
-    const key = cache ? `${request.query}\u0000${JSON.stringify(request.variables ?? null)}\u0000${request.operationName ?? ''}` : '';
+    const key = cache ? `${this.o.cachePrefix ?? ''}${request.query}\u0000${JSON.stringify(request.variables ?? null)}\u0000${request.operationName ?? ''}` : '';
     const hit = cache?.get(key, this.o.store.now());
     let selection: Selection | undefined;
     let settled = false;

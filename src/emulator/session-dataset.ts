@@ -15,6 +15,8 @@ export type WindowRule = 'closed' | 'half-open' | 'overlap';
 
 export interface SessionDatasetOptions {
   seed: number;
+  /** Keys the session ids; default `seed`. */
+  idSeed?: number;
   sessionsPerDay: number;
   /** First instant with data (epoch seconds, inclusive). */
   from: number;
@@ -22,11 +24,54 @@ export interface SessionDatasetOptions {
   to: number | undefined;
   /** The emulator's idea of now, in whole epoch seconds. */
   now: () => number;
-  /** How many generated days to keep. */
+  /** How many generated days to keep (when no shared `dayCache` is given). */
   cacheDays?: number;
+  /** The account's name: keys the session ids (see session-ids.ts) and this dataset's entries in `dayCache`. */
+  scope?: string;
+  /** A cache shared by several datasets (one per account), bounded in bytes over all of them. */
+  dayCache?: SharedDayCache;
 }
 
-interface DayEntry {
+/**
+ * Generated days of several datasets in one LRU bounded by an estimate of their memory (the text,
+ * plus the objects once parsed), so 200 accounts cost no more than one busy account.
+ */
+export class SharedDayCache {
+  private readonly entries = new Map<string, { entry: DayEntry; cost: number }>();
+  private bytes = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  get(key: string): DayEntry | undefined {
+    const hit = this.entries.get(key);
+    if (!hit) return undefined;
+    this.entries.delete(key);
+    this.entries.set(key, hit);
+    return hit.entry;
+  }
+
+  set(key: string, entry: DayEntry): void {
+    // Parsed objects take about three times the text; count them from the start.
+    const cost = entry.gen.text.length * 4 + entry.gen.count * 16;
+    const old = this.entries.get(key);
+    if (old) this.bytes -= old.cost;
+    this.entries.delete(key);
+    this.entries.set(key, { entry, cost });
+    this.bytes += cost;
+    for (const [k, v] of this.entries) {
+      if (this.bytes <= this.maxBytes || k === key) break;
+      this.entries.delete(k);
+      this.bytes -= v.cost;
+    }
+  }
+
+  /** Days held, over every dataset (for tests). */
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+export interface DayEntry {
   gen: GeneratedDay;
   /** The day's records as objects, parsed from the text on first need. */
   records?: SessionRecord[];
@@ -70,7 +115,7 @@ export class SessionDataset {
   private readonly cacheDays: number;
 
   constructor(private readonly options: SessionDatasetOptions) {
-    this.ids = new SessionIdCodec(options.seed);
+    this.ids = new SessionIdCodec(options.idSeed ?? options.seed, options.scope);
     this.cacheDays = options.cacheDays ?? 64;
   }
 
@@ -180,6 +225,15 @@ export class SessionDataset {
   }
 
   private day(d: number): DayEntry {
+    const shared = this.options.dayCache;
+    if (shared) {
+      const key = `${this.options.scope ?? ''}\u0000${d}`;
+      const hit = shared.get(key);
+      if (hit) return hit;
+      const made = { gen: generateDay({ seed: this.options.seed, sessionsPerDay: this.options.sessionsPerDay, ids: this.ids }, d) };
+      shared.set(key, made);
+      return made;
+    }
     const cached = this.days.get(d);
     if (cached) {
       this.days.delete(d);

@@ -6,6 +6,10 @@
  * (a bijection on 64 bits, so distinct pairs give distinct ciphertexts) and the 64-bit ciphertext
  * is spread over the UUID around the version and variant nibbles of an RFC 9562 version-4 UUID.
  * The other 58 bits are a hash of the ciphertext, checked on decode.
+ *
+ * With several accounts each account's codec is also keyed by its name (`scope`): the same (day,
+ * index) gives unrelated ids in two accounts, and an id of one account does not decode in another
+ * (the 58 checked bits differ), so ids never collide across accounts in practice.
  */
 import { hash32, mix32 } from './prng.js';
 
@@ -15,9 +19,11 @@ export class SessionIdCodec {
   private readonly keys: number[];
   private readonly fillerKey: number;
 
-  constructor(seed: number) {
-    this.keys = Array.from({ length: ROUNDS }, (_, i) => hash32(seed, 0x5e55, i));
-    this.fillerKey = hash32(seed, 0xf111);
+  /** `scope`: the account name, if any (without one, the single-account ids of earlier versions). */
+  constructor(seed: number, scope?: string) {
+    const extra = scope === undefined ? [] : [0x5c0e, ...Array.from(scope, (c) => c.codePointAt(0) as number)];
+    this.keys = Array.from({ length: ROUNDS }, (_, i) => hash32(seed, 0x5e55, i, ...extra));
+    this.fillerKey = hash32(seed, 0xf111, ...extra);
   }
 
   encode(day: number, index: number): string {

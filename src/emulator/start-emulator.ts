@@ -12,53 +12,116 @@ import { DAY_SECONDS } from './generate-day.js';
 import { handleInterfaceRequest, type InterfaceContext } from './interface/index.js';
 import {
   DEFAULT_EMULATOR_API_KEY,
-  type Emulator, type EmulatorFaults, type EmulatorOptions, type EmulatorStats,
+  type Emulator, type EmulatorAccount, type EmulatorAccountStats, type EmulatorAccountView, type EmulatorDataset,
+  type EmulatorFaults, type EmulatorOptions, type EmulatorStats,
 } from './options.js';
+import { accountOverrides, accountSeed, checkAccounts } from './accounts.js';
 import { ReportingEndpoint, type Answer, type ReportingRequest } from './reporting-endpoint.js';
 import { reportingSchema, type ArgTypes } from './schema.js';
-import { SessionDataset, type WindowRule } from './session-dataset.js';
+import { SessionDataset, SharedDayCache, type WindowRule } from './session-dataset.js';
 
 const REPORTING_PATHS = new Set(['/', '/graphql', '/graphql/']);
 const INTERFACE_PREFIXES = ['/oauth', '/identity', '/api/'];
 const MAX_BODY_BYTES = 1 << 20;
 const DEFAULT_CACHE_BYTES = 1 << 30;
+/** Generated days kept over all accounts (an estimate: text plus parsed objects), about 64 busy days' worth. */
+const SHARED_DAY_CACHE_BYTES = 256 << 20;
 /** graphql-js Int is 32-bit: instants after 2038-01-19 cannot be sent or returned. */
 const MAX_INSTANT = 2_147_483_647;
 const WINDOW_RULES: readonly WindowRule[] = ['closed', 'half-open', 'overlap'];
 const ARG_TYPES: readonly ArgTypes[] = ['Int!', 'Int', 'String!'];
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** One account: its key, data, quota, faults, dice and counters. Without `accounts` there is one, unnamed. */
+interface Tenant {
+  name?: string;
+  apiKey: string;
+  revoked: boolean;
+  /** The account's own settings, laid over the emulator's faults. */
+  overrides: EmulatorFaults;
+  faults: EmulatorFaults;
+  limiter: RateLimiter | undefined;
+  /** Reporting requests of this account not yet answered (the concurrency limit counts these). */
+  inFlight: number;
+  seed: number;
+  store: SessionDataset;
+  endpoint: ReportingEndpoint;
+  stats: EmulatorAccountStats;
+  /** Seeded by the account's seed: its fault sequence does not depend on the other accounts' requests. */
+  dice: FaultDice;
+  countFault: (kind: FaultKind) => void;
+}
+
 /** Starts the emulator on loopback (port 0 unless told) and resolves once it listens. */
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const seed = options.seed ?? 1;
+  const multi = options.accounts !== undefined;
+  if (multi && options.apiKey !== undefined) throw new RangeError('apiKey and accounts cannot be combined: give each account its own apiKey');
   const apiKey = options.apiKey ?? DEFAULT_EMULATOR_API_KEY;
   const windowRule = options.windowRule ?? 'closed';
   const argTypes = options.argTypes ?? 'Int!';
   const sessionsPerDay = options.sessionsPerDay ?? 200;
   checkOptions(options, { seed, windowRule, argTypes, sessionsPerDay, apiKey });
+  if (multi) checkAccounts(options.accounts);
 
   let pinnedNow = options.now === undefined ? undefined : Math.floor(options.now);
   const clock = (): number => pinnedNow ?? Math.floor(Date.now() / 1_000);
   const from = options.from ?? Math.floor((clock() - 90 * DAY_SECONDS) / DAY_SECONDS) * DAY_SECONDS;
   if (options.to !== undefined && options.to <= from) throw new RangeError(`to (${options.to}) must lie after from (${from})`);
-  const store = new SessionDataset({ seed, sessionsPerDay, from, to: options.to, now: clock });
 
-  let faults: EmulatorFaults = { ...options.faults };
-  validateFaults(faults);
-  let limiter = limiterOf(faults);
-  /** Reporting requests past authentication and not yet answered (the concurrency limit counts these). */
-  let reportingInFlight = 0;
+  let baseFaults: EmulatorFaults = { ...options.faults };
+  validateFaults(baseFaults);
   const bodyCache = options.cacheBodies
     ? new BodyCache(typeof options.cacheBodies === 'object' ? options.cacheBodies.maxBytes : DEFAULT_CACHE_BYTES)
     : undefined;
-  const dice = new FaultDice(seed);
   let stats = emptyStats(0);
+  const schema = reportingSchema(argTypes);
+
+  const makeTenant = (a: EmulatorAccount | undefined): Tenant => {
+    const tenantSeed = a ? a.seed ?? accountSeed(seed, a.name) : seed;
+    const tenantFrom = a?.from ?? from;
+    const tenantTo = a ? a.to ?? options.to : options.to;
+    if (tenantTo !== undefined && tenantTo <= tenantFrom) throw new RangeError(`accounts (${a?.name}): to (${tenantTo}) must lie after from (${tenantFrom})`);
+    const overrides = a ? accountOverrides(a) : {};
+    const faults = mergedFaults(baseFaults, overrides, a?.name);
+    const store = new SessionDataset({
+      seed: tenantSeed, sessionsPerDay: a?.sessionsPerDay ?? sessionsPerDay, from: tenantFrom, to: tenantTo, now: clock,
+      ...(a ? { idSeed: seed, scope: a.name, dayCache: sharedDays } : {}),
+    });
+    const tenantStats = emptyAccountStats();
+    const dice = new FaultDice(tenantSeed);
+    const tenantCountFault = (kind: FaultKind): void => {
+      countFault(kind);
+      if (a) tenantStats.faults[kind] = (tenantStats.faults[kind] ?? 0) + 1;
+    };
+    const tenant: Tenant = {
+      ...(a ? { name: a.name } : {}),
+      apiKey: a ? a.apiKey : apiKey,
+      revoked: a?.revoked ?? false,
+      overrides,
+      faults,
+      limiter: limiterOf(faults),
+      inFlight: 0,
+      seed: tenantSeed,
+      store,
+      stats: tenantStats,
+      dice,
+      countFault: tenantCountFault,
+      endpoint: undefined as unknown as ReportingEndpoint,
+    };
+    tenant.endpoint = new ReportingEndpoint({
+      schema, store, windowRule, faults: () => tenant.faults, dice, countFault: tenantCountFault, bodyCache,
+      ...(a ? { cachePrefix: `${a.name}\u0000` } : {}),
+    });
+    return tenant;
+  };
   const countFault = (kind: FaultKind): void => {
     stats.faults[kind] = (stats.faults[kind] ?? 0) + 1;
   };
-  const endpoint = new ReportingEndpoint({
-    schema: reportingSchema(argTypes), store, windowRule, faults: () => faults, dice, countFault, bodyCache,
-  });
+  const sharedDays = multi ? new SharedDayCache(SHARED_DAY_CACHE_BYTES) : undefined;
+  const tenants = multi ? (options.accounts as EmulatorAccount[]).map(makeTenant) : [makeTenant(undefined)];
+  const byKey = new Map(tenants.map((t) => [t.apiKey, t]));
+  const first = tenants[0] as Tenant;
   const interfaceContext: InterfaceContext = { now: clock, options: options.interface };
   const log = options.log;
 
@@ -66,13 +129,22 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const began = performance.now();
     const path = pathnameOf(req.url);
     let outcome = '';
+    const authorization = req.headers.authorization;
+    // Whose request this is, for its latency, in-flight count and statistics (before the key is judged).
+    const owner = multi ? (authorization === undefined ? undefined : byKey.get(authorization)) : first;
     stats.requests++;
     stats.inFlight++;
     stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight);
+    const ownStats = multi ? owner?.stats : undefined;
+    if (ownStats) ownStats.requests++;
     res.on('close', () => {
       stats.inFlight--;
-      if (res.writableFinished) stats.byStatus[res.statusCode] = (stats.byStatus[res.statusCode] ?? 0) + 1;
-      log?.(`${req.method} ${path} ${res.writableFinished ? res.statusCode : 'reset'} ${Math.round(performance.now() - began)}ms${outcome}`);
+      if (res.writableFinished) {
+        stats.byStatus[res.statusCode] = (stats.byStatus[res.statusCode] ?? 0) + 1;
+        if (ownStats) ownStats.byStatus[res.statusCode] = (ownStats.byStatus[res.statusCode] ?? 0) + 1;
+      }
+      const who = multi ? ` account=${owner?.name ?? '-'}` : '';
+      log?.(`${req.method} ${path} ${res.writableFinished ? res.statusCode : 'reset'} ${Math.round(performance.now() - began)}ms${who}${outcome}`);
     });
 
     if (INTERFACE_PREFIXES.some((p) => path.startsWith(p))) {
@@ -82,8 +154,11 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     }
 
     // From arrival to answer, as a server's concurrency limit counts them (the latency included).
-    reportingInFlight++;
-    res.once('close', () => reportingInFlight--);
+    if (owner) {
+      owner.inFlight++;
+      res.once('close', () => owner.inFlight--);
+    }
+    const faults = owner?.faults ?? baseFaults;
     const body = await readBody(req);
     if (faults.latencyMs) await sleep(faults.latencyMs);
     if (body === 'too-large') return sendJson(res, 413, { errors: [{ message: `Request body exceeds ${MAX_BODY_BYTES} bytes.` }] });
@@ -93,44 +168,47 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       return sendJson(res, 405, { errors: [{ message: `Method ${req.method} is not allowed; send the query with POST.` }] });
     }
 
-    const authorization = req.headers.authorization;
-    if (authorization !== apiKey) {
+    const tenant = authorization === undefined ? undefined : byKey.get(authorization);
+    if (!tenant || tenant.revoked) {
       const message = !authorization
         ? 'Missing API key: send the reporting API key as the whole Authorization header value.'
-        : /^bearer\s/i.test(authorization)
-          ? 'OAuth access tokens are not accepted on the reporting endpoint; send a reporting API key as the whole Authorization header value.'
-          : 'Invalid API key.';
+        : tenant?.revoked
+          ? 'This API key has been revoked.'
+          : /^bearer\s/i.test(authorization)
+            ? 'OAuth access tokens are not accepted on the reporting endpoint; send a reporting API key as the whole Authorization header value.'
+            : 'Invalid API key.';
       return sendJson(res, 401, { errors: [{ message }] });
     }
+    const { limiter, endpoint, dice } = tenant;
 
     const nowMs = Date.now();
-    if (faults.concurrencyLimit !== undefined && reportingInFlight > faults.concurrencyLimit) {
-      countFault('rateLimited');
+    if (faults.concurrencyLimit !== undefined && tenant.inFlight > faults.concurrencyLimit) {
+      tenant.countFault('rateLimited');
       outcome = ' fault=rateLimited(concurrency)';
       return sendTooMany(res, 1, nowMs, `At most ${faults.concurrencyLimit} requests may be in flight at once; retry after 1 s.`, faults.retryAfterFormat);
     }
     const retryAfter = limiter?.take(nowMs);
     if (limiter && faults.rateLimitHeaders) setRateLimitHeaders(res, faults.rateLimitHeaders, limiter.state(nowMs), nowMs);
     if (retryAfter !== undefined) {
-      countFault('rateLimited');
+      tenant.countFault('rateLimited');
       outcome = ' fault=rateLimited';
       return sendTooMany(res, retryAfter, nowMs, `Rate limit of ${faults.rateLimitRps ?? 'the schedule\'s'} requests per second exceeded; retry after ${retryAfter} s.`, faults.retryAfterFormat);
     }
     // One fault drawn among faultKinds (at most one per request), on top of the per-kind rates.
     const drawn = dice.roll(faults.faultRate) ? dice.pick(faults.faultKinds?.length ? faults.faultKinds : DRAWN_FAULT_KINDS) : undefined;
     if (drawn === 'rateLimited') {
-      countFault('rateLimited');
+      tenant.countFault('rateLimited');
       outcome = ' fault=rateLimited(stray)';
       return sendTooMany(res, 1, nowMs, 'Too many requests; retry after 1 s.', faults.retryAfterFormat);
     }
     if (drawn === 'reset' || dice.roll(faults.resetRate)) {
-      countFault('reset');
+      tenant.countFault('reset');
       outcome = ' fault=reset';
       req.socket.destroy();
       return;
     }
     if (drawn === 'serverError' || dice.roll(faults.serverErrorRate)) {
-      countFault('serverError');
+      tenant.countFault('serverError');
       outcome = ' fault=serverError';
       return sendServerError(res, dice.serverErrorStatus());
     }
@@ -146,11 +224,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     }
     outcome = ` records=${answer.records}${answer.fault ? ` fault=${answer.fault}` : ''}`;
     if (drawn === 'truncate' || dice.roll(faults.truncateRate)) {
-      countFault('truncate');
+      tenant.countFault('truncate');
       outcome += ' fault=truncate';
       return sendChunks(res, answer.status, answer.contentType, cutInHalf(answer.chunks, answer.bytes));
     }
     stats.recordsServed += answer.records;
+    if (ownStats) ownStats.recordsServed += answer.records;
     sendChunks(res, answer.status, answer.contentType, answer.chunks);
   }
 
@@ -172,10 +251,19 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
+  const accountViews: EmulatorAccountView[] = tenants.filter((t) => t.name !== undefined).map((t) => ({
+    name: t.name as string, apiKey: t.apiKey, revoked: t.revoked, seed: t.seed, dataset: datasetOf(t.store),
+  }));
   let closing: Promise<void> | undefined;
   return {
     url: `http://${host}:${address.port}/`,
-    apiKey,
+    apiKey: first.apiKey,
+    accounts: multi ? accountViews : [],
+    account(name) {
+      const found = accountViews.find((a) => a.name === name);
+      if (!found) throw new RangeError(`no account named ${JSON.stringify(name)}${multi ? '' : ' (the emulator was started without accounts)'}`);
+      return found;
+    },
     close() {
       closing ??= new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));
@@ -184,15 +272,27 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       return closing;
     },
     stats() {
-      return { ...stats, byStatus: { ...stats.byStatus }, faults: { ...stats.faults } };
+      const copy: EmulatorStats = { ...stats, byStatus: { ...stats.byStatus }, faults: { ...stats.faults } };
+      if (multi) {
+        copy.accounts = Object.fromEntries(tenants.map((t) => [
+          t.name as string,
+          { ...t.stats, byStatus: { ...t.stats.byStatus }, faults: { ...t.stats.faults } },
+        ]));
+      }
+      return copy;
     },
     resetStats() {
       stats = emptyStats(stats.inFlight);
+      for (const t of tenants) Object.assign(t.stats, emptyAccountStats());
     },
     setFaults(f) {
       validateFaults(f);
-      faults = { ...f };
-      limiter = limiterOf(faults);
+      const merged = tenants.map((t) => mergedFaults(f, t.overrides, t.name));
+      baseFaults = { ...f };
+      tenants.forEach((t, i) => {
+        t.faults = merged[i] as EmulatorFaults;
+        t.limiter = limiterOf(t.faults);
+      });
       bodyCache?.clear();
     },
     setNow(nowSeconds) {
@@ -200,11 +300,31 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       pinnedNow = Math.floor(nowSeconds);
       bodyCache?.clear();
     },
-    dataset: {
-      sessionsStartedIn: (start, end) => store.sessionsStartedIn(start, end),
-      byId: (id) => store.byId(id),
-    },
+    dataset: datasetOf(first.store),
   };
+}
+
+function datasetOf(store: SessionDataset): EmulatorDataset {
+  return {
+    sessionsStartedIn: (start, end) => store.sessionsStartedIn(start, end),
+    byId: (id) => store.byId(id),
+  };
+}
+
+/** The emulator's faults with an account's own settings on top, checked (naming the account). */
+function mergedFaults(base: EmulatorFaults, overrides: EmulatorFaults, name: string | undefined): EmulatorFaults {
+  const merged = { ...base, ...overrides };
+  if (name === undefined) return merged;
+  try {
+    validateFaults(merged);
+  } catch (err) {
+    throw new RangeError(`accounts (${name}): ${(err as Error).message}`, { cause: err });
+  }
+  return merged;
+}
+
+function emptyAccountStats(): EmulatorAccountStats {
+  return { requests: 0, byStatus: {}, faults: Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])), recordsServed: 0 };
 }
 
 /** The quota of these settings, if any: fixed, scheduled, shared with another client. */

@@ -2,8 +2,10 @@
  * `session-etl emulator`: runs the reporting endpoint emulator (and the rest of the emulated vendor
  * interface) on loopback until SIGINT or SIGTERM, for trying the CLI or other clients against it.
  */
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import type { EmulatorFaults, EmulatorOptions } from '../../emulator/index.js';
+import type { EmulatorAccount, EmulatorFaults, EmulatorOptions } from '../../emulator/index.js';
+import { checkAccounts, emulatorAccounts } from '../../emulator/accounts.js';
 import { parseSchedule } from '../../emulator/faults.js';
 import { DRAWN_FAULT_KINDS } from '../../emulator/options.js';
 import { parseInstant } from '../../time/windows.js';
@@ -37,6 +39,8 @@ export interface EmulatorFlags {
   rateLimitHeaders?: string;
   retryAfterFormat?: string;
   logRequests?: boolean;
+  accounts?: string;
+  accountsFile?: string;
 }
 
 const WINDOW_RULES = ['closed', 'half-open', 'overlap'] as const;
@@ -72,6 +76,8 @@ export function register(program: Command): void {
     .option('--concurrency-limit <n>', 'answer 429 to a request that arrives while this many are in flight')
     .option('--rate-limit-headers <kind>', 'send rate-limit headers with every answer while a quota is set: ietf (RateLimit-*) or x (X-RateLimit-*)')
     .option('--retry-after-format <format>', 'how 429 answers state Retry-After: seconds or http-date', 'seconds')
+    .option('--accounts <n>', 'serve N accounts (acct-000, acct-001, …), each with its own key, data and quota; the keys are printed at start')
+    .option('--accounts-file <file>', 'serve the accounts listed in this JSON file: [{ name, apiKey, seed?, sessionsPerDay?, from?, to?, rateLimitRps?, latencyMs?, faults?, revoked? }]')
     .option('--log-requests', 'print one line per request to stderr')
     .action(async (flags: EmulatorFlags) => {
       await runEmulator(flags, { stdout: process.stdout, stderr: process.stderr, until: untilSignal });
@@ -95,7 +101,12 @@ export async function runEmulator(flags: EmulatorFlags, io: EmulatorCommandIo): 
     throw err instanceof RangeError ? new UsageError(err.message, { cause: err }) : err;
   });
   try {
-    io.stdout.write(`reporting endpoint: ${emulator.url}  api key: ${emulator.apiKey}\n`);
+    if (emulator.accounts.length === 0) {
+      io.stdout.write(`reporting endpoint: ${emulator.url}  api key: ${emulator.apiKey}\n`);
+    } else {
+      io.stdout.write(`reporting endpoint: ${emulator.url}  accounts: ${emulator.accounts.length}\n`);
+      for (const a of emulator.accounts) io.stdout.write(`account: ${a.name}  api key: ${a.apiKey}${a.revoked ? '  (revoked)' : ''}\n`);
+    }
     await io.until();
   } finally {
     await emulator.close();
@@ -116,6 +127,8 @@ export function emulatorOptionsFromFlags(flags: EmulatorFlags): EmulatorOptions 
     if (flags.apiKey.trim() === '') throw new UsageError('--api-key must not be empty');
     options.apiKey = flags.apiKey;
   }
+  const accounts = accountsOf(flags, options.seed as number);
+  if (accounts) options.accounts = accounts;
   if (flags.from !== undefined) options.from = instant('--from', flags.from);
   if (flags.to !== undefined) options.to = instant('--to', flags.to);
   if (flags.now !== undefined) options.now = instant('--now', flags.now);
@@ -152,6 +165,34 @@ export function emulatorOptionsFromFlags(flags: EmulatorFlags): EmulatorOptions 
   }
   if (Object.keys(faults).length > 0) options.faults = faults;
   return options;
+}
+
+/** The accounts of --accounts N or --accounts-file F (not both, and not with --api-key), or undefined. */
+function accountsOf(flags: EmulatorFlags, seed: number): EmulatorAccount[] | undefined {
+  if (flags.accounts === undefined && flags.accountsFile === undefined) return undefined;
+  if (flags.accounts !== undefined && flags.accountsFile !== undefined) throw new UsageError('--accounts and --accounts-file cannot be combined: give one of them');
+  if (flags.apiKey !== undefined) {
+    throw new UsageError(`--api-key cannot be combined with ${flags.accounts !== undefined ? '--accounts' : '--accounts-file'}: each account has its own key`);
+  }
+  if (flags.accounts !== undefined) return emulatorAccounts(integer('--accounts', flags.accounts, 1, 100_000), seed);
+  const file = flags.accountsFile as string;
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    // JSON.parse's message may quote the text, and the text holds keys: say only where it broke.
+    const at = /position (\d+)/.exec(e.message)?.[1];
+    const why = e.code ? `cannot be read (${e.code})` : `is not valid JSON${at === undefined ? '' : ` (at character ${at})`}`;
+    throw new UsageError(`--accounts-file ${file} ${why}; give a JSON list of { name, apiKey, … } or { "accounts": [ … ] }`, { cause: err });
+  }
+  const list = value && typeof value === 'object' && !Array.isArray(value) ? (value as { accounts?: unknown }).accounts : value;
+  try {
+    checkAccounts(list);
+  } catch (err) {
+    throw new UsageError(`--accounts-file ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  return list;
 }
 
 function schedule(flag: string, text: string, zeroAllowed: boolean): Array<{ atSeconds: number; rps: number }> {
