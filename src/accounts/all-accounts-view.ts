@@ -5,7 +5,9 @@
  * partitions rewritten. Written to a temporary file and renamed over the old one, so a reader
  * never opens a half-written file; rewritten by each many-account run.
  */
+import { randomBytes } from 'node:crypto';
 import { readdir, rm } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { openDb, sqlString } from '../store/duckdb.js';
 import { fsyncDir, fsyncFile } from '../store/durable-fs.js';
@@ -24,7 +26,8 @@ export function allAccountsViewSql(root: string): string {
 export async function writeAllAccountsView(root: string): Promise<string | null> {
   if (!(await anyPartition(root))) return null;
   const final = join(root, ALL_ACCOUNTS_DB);
-  const tmp = join(root, `.${ALL_ACCOUNTS_DB}.${process.pid}.tmp`);
+  // Unique across hosts and pods (in a container every process is pid 1): shards on one shared volume write it at the same time.
+  const tmp = join(root, `.${ALL_ACCOUNTS_DB}.${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
   await rm(tmp, { force: true });
   await rm(`${tmp}.wal`, { force: true });
   const db = await openDb(tmp);
