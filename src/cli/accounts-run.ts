@@ -10,7 +10,10 @@ import { hasAccounts, refuseAccountsDir, resolveAccounts, type ResolvedAccount }
 import { AccountNotStartedError, runAccounts, type AccountResult } from '../accounts/run-accounts.js';
 import { parseShard, selectAccounts } from '../accounts/select.js';
 import type { LoadedConfig } from '../config/load.js';
-import { RunInterruptedError } from '../pipeline/errors.js';
+import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
+import type { JobDefinition } from '../scheduler/job.js';
+import { parseDuration, parseInstant } from '../time/windows.js';
+import { datasetRoot } from '../accounts/layout.js';
 import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
 import { redact } from '../util/redact.js';
 import { ExitCode, exitCodeOf } from './exit-codes.js';
@@ -231,4 +234,92 @@ function formatAccounts(outcomes: AccountOutcome[], t: AccountsTotal): string {
       '\n',
   );
   return parts.join('');
+}
+
+/**
+ * A scheduler job run once per chosen account (`schedule` with accounts): each account's run gets
+ * its own pipeline options, `since` (its startDate) and lookback; they run side by side as in
+ * `export`. The job's summary is the total; it fails (naming the accounts) when any account failed.
+ * The per-account entries go to `onAccounts` (printed by `schedule`).
+ */
+export function accountsJob(
+  job: JobDefinition,
+  loaded: LoadedConfig,
+  names: string[],
+  concurrency: number,
+  waitFlags: { wait?: boolean; waitTimeout?: string },
+  onAccounts: (outcomes: AccountOutcome[], total: AccountsTotal) => void,
+): JobDefinition {
+  return {
+    ...job,
+    run: async (ctx) => {
+      const t0 = Date.now();
+      const accounts = new Map(resolveAccounts(loaded, names).map((a) => [a.name, a]));
+      const results = await runAccounts(
+        names,
+        concurrency,
+        async (name) => {
+          const a = accounts.get(name)!;
+          if (a.keyError) throw new AccountKeyError(`account ${name}: ${a.keyError}`);
+          const c = a.loaded.config;
+          const since = c.startDate != null ? parseInstant(String(c.startDate), `account ${name}: startDate`) : undefined;
+          return job.run({
+            pipeline: {
+              ...pipelineOptions(a.loaded, waitFlags),
+              parquetDir: a.parquetDir,
+              ...(ctx.pipeline.logger ? { logger: ctx.pipeline.logger.child?.({ account: name }) ?? ctx.pipeline.logger } : {}),
+              ...(ctx.pipeline.stopSignal ? { stopSignal: ctx.pipeline.stopSignal } : {}),
+              ...(ctx.pipeline.abortSignal ? { abortSignal: ctx.pipeline.abortSignal } : {}),
+            },
+            ...(since !== undefined ? { since } : {}),
+            lookbackSeconds: parseDuration(c.lookback, 'lookback'),
+          });
+        },
+        ctx.pipeline.stopSignal ? { stopSignal: ctx.pipeline.stopSignal } : {},
+      );
+      const outcomes = results.map(outcomeOf);
+      await writeAllAccountsView(loaded.config.dataDir).catch(() => null);
+      const total = totalOf(outcomes, Date.now() - t0);
+      onAccounts(outcomes, total);
+      const summary = combinedSummary(outcomes, total, loaded.config.dataDir, t0);
+      if (total.failed) {
+        throw Object.assign(new RunFailedError(`${total.failed} of ${total.accounts} accounts failed: ${total.failedAccounts.join(', ')}`, summary.runId), { summary });
+      }
+      return summary;
+    },
+  };
+}
+
+/** One RunSummary standing for all accounts of a scheduled run (the monitor and notifications take one). */
+function combinedSummary(outcomes: AccountOutcome[], t: AccountsTotal, root: string, startedMs: number): RunSummary {
+  const s = outcomes.flatMap((o) => (o.summary ? [o.summary] : []));
+  const sum = (f: (x: RunSummary) => number) => s.reduce((n, x) => n + f(x), 0);
+  const checkpoints = s.map((x) => x.checkpoint).filter((c): c is string => c !== null).sort();
+  return {
+    runId: `${s[0]?.kind ?? 'export'}-accounts-${new Date(startedMs).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}`,
+    kind: s[0]?.kind ?? 'export',
+    outcome: t.failed ? 'failed' : t.interrupted ? 'interrupted' : sum((x) => x.windows.total) ? 'succeeded' : 'nothing-to-do',
+    range: null,
+    resumed: false,
+    windows: { total: sum((x) => x.windows.total), done: sum((x) => x.windows.done), skipped: sum((x) => x.windows.skipped) },
+    sessions: {
+      written: t.sessionsWritten,
+      new: sum((x) => x.sessions.new ?? 0),
+      updated: sum((x) => x.sessions.updated ?? 0),
+      rejected: sum((x) => x.sessions.rejected),
+      duplicatesDropped: sum((x) => x.sessions.duplicatesDropped),
+    },
+    requests: t.requests,
+    retries: sum((x) => x.retries),
+    rateLimited: t.rateLimited,
+    pausedMs: sum((x) => x.pausedMs),
+    pace: null,
+    bisections: sum((x) => x.bisections),
+    durationMs: t.durationMs,
+    // The oldest account's: everything before it is stored for every account that has data.
+    checkpoint: checkpoints[0] ?? null,
+    coverageHoles: s.flatMap((x) => x.coverageHoles),
+    files: { dataDir: root, duckdb: null, parquet: datasetRoot(root), partitionsWritten: [] },
+    ...(t.failed ? { error: `${t.failed} of ${t.accounts} accounts failed: ${t.failedAccounts.join(', ')}` } : {}),
+  };
 }

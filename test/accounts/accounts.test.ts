@@ -13,7 +13,7 @@ import { compressors } from 'hyparquet-compressors';
 import { fnv1a32, shardOf } from '../../src/accounts/select.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { openDb, queryRows } from '../../src/store/duckdb.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, startCli, waitFor } from '../helpers/cli.js';
 
 const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
@@ -291,5 +291,23 @@ describe('many accounts', () => {
     const out = JSON.parse(next.stdout) as { accounts: Array<{ summary: { range: { from: string } | null } }> };
     expect(Date.parse(out.accounts[0]!.summary.range!.from) / 1000).toBe(TO - D);
     expect(storedIn(await readDataset(s.data), 'acme', FROM, TO - D)).toEqual(storedIn(adopted, 'acme', FROM, TO - D));
+  });
+
+  it('schedule runs the nightly job once per account (--run-now), each from its own startDate, and reports each', async () => {
+    const s = await setup(['acme', 'globex'], { acme: { startDate: iso(FROM) }, globex: { startDate: iso(FROM + D) } });
+    const p = startCli(['schedule', '--config', s.config, '--cron', '0 0 1 1 *', '--run-now', '--json', '--log-level', 'warn'], s.env);
+    await waitFor(() => /"job":"nightly-export","accounts"/.test(p.output()), 60_000, 'the scheduled run over the accounts');
+    p.kill('SIGTERM');
+    const r = await p.result;
+    expect([0, 143]).toContain(r.code);
+    const line = r.stdout.split('\n').find((l) => l.includes('"accounts"'))!;
+    const out = JSON.parse(line) as { accounts: Array<{ account: string; outcome: string; summary: { range: { from: string } } }>; total: { failed: number } };
+    expect(out.accounts.map((a) => [a.account, a.outcome, a.summary.range.from.slice(0, 10)])).toEqual([
+      ['acme', 'succeeded', iso(FROM)],
+      ['globex', 'succeeded', iso(FROM + D)],
+    ]);
+    const rows = await readDataset(s.data);
+    expect(storedIn(rows, 'acme')).toEqual(truth('acme'));
+    expect(storedIn(rows, 'globex', FROM + D, TO)).toEqual(truth('globex', FROM + D, TO));
   });
 });
