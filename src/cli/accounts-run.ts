@@ -18,6 +18,7 @@ import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
 import { redact } from '../util/redact.js';
 import { ExitCode, exitCodeOf } from './exit-codes.js';
 import { createCliLogger } from './logging.js';
+import { checkMetricsFile } from './monitoring-options.js';
 import { pipelineOptions } from './run-options.js';
 import { formatSummary } from './summary.js';
 import { UsageError } from './usage-error.js';
@@ -81,6 +82,8 @@ export interface AccountsRunOptions {
   concurrency: number;
   /** Grace period after the first signal before running requests are aborted, ms. */
   graceMs?: number;
+  /** --metrics-file: written after every account has ended (counters with an account label). */
+  metricsFile?: string | undefined;
 }
 
 export interface AccountOutcome {
@@ -101,6 +104,7 @@ export async function executeAccountsRun(
   run: (account: ResolvedAccount, opts: PipelineOptions) => Promise<RunSummary>,
   o: AccountsRunOptions,
 ): Promise<number> {
+  if (o.metricsFile !== undefined) checkMetricsFile(o.metricsFile);
   const accounts = new Map(resolveAccounts(loaded, names).map((a) => [a.name, a]));
   // Every account's options are checked before any runs: a bad override is exit 2 for the command.
   const bases = new Map<string, PipelineOptions>();
@@ -159,6 +163,20 @@ export async function executeAccountsRun(
     process.off('SIGTERM', onSignal);
   }
   const outcomes = results.map(outcomeOf);
+  if (o.metricsFile !== undefined) {
+    const { writeAccountsMetrics } = await import('../monitoring/metrics-file.js');
+    await writeAccountsMetrics(
+      o.metricsFile,
+      o.command,
+      results.map((r, i) => ({
+        account: r.account,
+        dataDir: accounts.get(r.account)!.loaded.config.dataDir,
+        durationMs: r.durationMs,
+        ...(outcomes[i]!.summary ? { summary: outcomes[i]!.summary! } : {}),
+        ...(r.ok ? {} : { error: r.error }),
+      })),
+    );
+  }
   let view: string | null = null;
   try {
     view = await writeAllAccountsView(loaded.config.dataDir);

@@ -4,7 +4,7 @@
  * and the whole dataset read back with DuckDB and with hyparquet.
  */
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -309,5 +309,22 @@ describe('many accounts', () => {
     const rows = await readDataset(s.data);
     expect(storedIn(rows, 'acme')).toEqual(truth('acme'));
     expect(storedIn(rows, 'globex', FROM + D, TO)).toEqual(truth('globex', FROM + D, TO));
+  });
+
+  it('--metrics-file: the per-run counters carry an account label, one series per account; a failed account shows', async () => {
+    const s = await setup(['acme', 'globex']);
+    s.env.GLOBEX_KEY = 'wrong-key';
+    const file = join(s.root, 'session_etl.prom');
+    const r = await backfill(s, '--metrics-file', file);
+    expect(r.code).toBe(1);
+    const text = await readFile(file, 'utf8');
+    expect(text).toMatch(/session_etl_runs_total\{command="backfill",outcome="succeeded",account="acme"\} 1/);
+    expect(text).toMatch(/session_etl_runs_total\{command="backfill",outcome="failed",account="globex"\} 1/);
+    expect(text).toMatch(/session_etl_runs_total\{command="backfill",outcome="failed",account="acme"\} 0/);
+    const written = Number(/session_etl_sessions_written_total\{account="acme"\} (\d+)/.exec(text)?.[1]);
+    expect(written).toBe((await readDataset(s.data)).filter((x) => x.account === 'acme').length);
+    expect(text).toMatch(/session_etl_sessions_written_total\{account="globex"\} 0/);
+    expect(text).toMatch(/session_etl_last_run_failed 1/);
+    expect(text).not.toContain('wrong-key');
   });
 });

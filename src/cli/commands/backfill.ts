@@ -38,7 +38,7 @@ export function register(program: Command): void {
         loaded,
         accounts,
         (_a, o) => runBackfill({ ...o, from, to, ...(flags.newestFirst ? { newestFirst: true } : {}) }),
-        { command: 'backfill', json: Boolean(flags.json), logLevel: loaded.config.logLevel, waitFlags: flags, concurrency },
+        { command: 'backfill', json: Boolean(flags.json), logLevel: loaded.config.logLevel, waitFlags: flags, concurrency, metricsFile: flags.metricsFile },
       );
       return;
     }

@@ -36,7 +36,7 @@ export function register(program: Command): void {
           const start = since ?? (c.startDate != null ? instant(String(c.startDate), `account ${a.name}: startDate`) : undefined);
           return runExport({ ...o, lookbackSeconds: parseDuration(c.lookback, 'lookback'), ...(start !== undefined ? { since: start } : {}) });
         },
-        { command: 'export', json: Boolean(flags.json), logLevel: loaded.config.logLevel, waitFlags: flags, concurrency },
+        { command: 'export', json: Boolean(flags.json), logLevel: loaded.config.logLevel, waitFlags: flags, concurrency, metricsFile: flags.metricsFile },
       );
       return;
     }
