@@ -4,11 +4,9 @@
  * Signals are handled once for all of them; the summary has one entry per account and a total; the
  * exit code is 1 when any account failed, and the message names them.
  */
-import { Command } from 'commander';
 import { allAccountsViewSql, writeAllAccountsView } from '../accounts/all-accounts-view.js';
-import { hasAccounts, refuseAccountsDir, resolveAccounts, type ResolvedAccount } from '../accounts/resolve.js';
+import { resolveAccounts, type ResolvedAccount } from '../accounts/resolve.js';
 import { AccountNotStartedError, runAccounts, type AccountResult } from '../accounts/run-accounts.js';
-import { parseShard, selectAccounts } from '../accounts/select.js';
 import type { LoadedConfig } from '../config/load.js';
 import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
 import type { JobDefinition } from '../scheduler/job.js';
@@ -19,54 +17,10 @@ import { redact } from '../util/redact.js';
 import { ExitCode, exitCodeOf } from './exit-codes.js';
 import { createCliLogger } from './logging.js';
 import { checkMetricsFile } from './monitoring-options.js';
+import { notifyRunEnd, runEndOf, type NotifySettings } from '../monitoring/notify.js';
 import { pipelineOptions } from './run-options.js';
 import { formatSummary } from './summary.js';
 import { UsageError } from './usage-error.js';
-
-export interface AccountFlags {
-  account?: string[];
-  shard?: string;
-  accountConcurrency?: string;
-}
-
-export const DEFAULT_ACCOUNT_CONCURRENCY = 4;
-
-export function addAccountOptions(cmd: Command): Command {
-  return addAccountSelection(cmd).option('--account-concurrency <n>', `with an accounts map: accounts run side by side (default ${DEFAULT_ACCOUNT_CONCURRENCY})`);
-}
-
-/** --account and --shard (commands that read: status, sessions). */
-export function addAccountSelection(cmd: Command): Command {
-  return cmd
-    .option('--account <name>', 'with an accounts map: only this account (repeatable; default all)', (v: string, prev: string[] = []) => [...prev, v])
-    .option('--shard <i/n>', 'with an accounts map: only the accounts whose FNV-1a 32-bit hash of the name modulo N is I (docs/accounts.md)');
-}
-
-/**
- * The accounts a command works on, or null when the configuration has none (the single-account
- * behaviour, unchanged; a data directory that holds accounts is refused then).
- */
-export function chosenAccounts(loaded: LoadedConfig, flags: AccountFlags): string[] | null {
-  const named = flags.account ?? [];
-  if (!hasAccounts(loaded)) {
-    if (named.length || flags.shard !== undefined || flags.accountConcurrency !== undefined) {
-      const flag = named.length ? '--account' : flags.shard !== undefined ? '--shard' : '--account-concurrency';
-      throw new UsageError(`${flag} needs an accounts map in the configuration file (docs/accounts.md); none is configured`);
-    }
-    refuseAccountsDir(loaded.config.dataDir);
-    return null;
-  }
-  return selectAccounts(Object.keys(loaded.config.accounts ?? {}), named, flags.shard !== undefined ? parseShard(flags.shard) : undefined);
-}
-
-export function accountConcurrency(flags: AccountFlags): number {
-  const v = flags.accountConcurrency;
-  if (v === undefined) return DEFAULT_ACCOUNT_CONCURRENCY;
-  if (!/^\d+$/.test(v.trim()) || Number(v) < 1 || Number(v) > 1000) {
-    throw new UsageError(`--account-concurrency must be a whole number from 1 to 1000, got ${JSON.stringify(v)}`);
-  }
-  return Number(v);
-}
 
 /** An account whose key could not be read: it fails; the others run. */
 export class AccountKeyError extends Error {
@@ -84,6 +38,8 @@ export interface AccountsRunOptions {
   graceMs?: number;
   /** --metrics-file: written after every account has ended (counters with an account label). */
   metricsFile?: string | undefined;
+  /** notifyUrl: each account's run end is judged on its own (its own failing/recovered state, in its directory). */
+  notify?: NotifySettings | undefined;
 }
 
 export interface AccountOutcome {
@@ -163,6 +119,21 @@ export async function executeAccountsRun(
     process.off('SIGTERM', onSignal);
   }
   const outcomes = results.map(outcomeOf);
+  if (o.notify) {
+    const endedMs = Date.now();
+    for (const [i, r] of results.entries()) {
+      const end = runEndOf({
+        command: o.command,
+        dataDir: accounts.get(r.account)!.loaded.config.dataDir,
+        startedMs: endedMs - r.durationMs,
+        endedMs,
+        exitCode: outcomes[i]!.exitCode,
+        ...(outcomes[i]!.summary ? { summary: outcomes[i]!.summary! } : {}),
+        ...(r.ok ? {} : { error: r.error }),
+      });
+      await notifyRunEnd(o.notify, end, { logger: logger.child?.({ account: r.account }) ?? logger });
+    }
+  }
   if (o.metricsFile !== undefined) {
     const { writeAccountsMetrics } = await import('../monitoring/metrics-file.js');
     await writeAccountsMetrics(

@@ -5,6 +5,8 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -326,5 +328,29 @@ describe('many accounts', () => {
     expect(text).toMatch(/session_etl_sessions_written_total\{account="globex"\} 0/);
     expect(text).toMatch(/session_etl_last_run_failed 1/);
     expect(text).not.toContain('wrong-key');
+  });
+
+  it('notifications are per account: a failing account posts one naming its directory, the others none', async () => {
+    const posts: Array<Record<string, unknown>> = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        posts.push(JSON.parse(body) as Record<string, unknown>);
+        res.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const s = await setup(['acme', 'globex']);
+      s.env.GLOBEX_KEY = 'wrong-key-for-notify';
+      s.env.SESSION_ETL_NOTIFY_URL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook/tok3n`;
+      const r = await backfill(s);
+      expect(r.code).toBe(1);
+      expect(posts.map((p) => [p.event, p.dataDir, p.outcome])).toEqual([['run_failed', join(s.data, 'accounts', 'globex'), 'failed']]);
+      expect(JSON.stringify(posts)).not.toContain('wrong-key-for-notify');
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 });

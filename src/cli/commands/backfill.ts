@@ -2,9 +2,9 @@ import { Command } from 'commander';
 import { parseInstant } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
 import { withMetricsFile } from '../monitoring-options.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
+import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
 import { UsageError } from '../usage-error.js';
-import { accountConcurrency, addAccountOptions, chosenAccounts, executeAccountsRun, type AccountFlags } from '../accounts-run.js';
+import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 
 interface BackfillFlags extends CommonFlags, AccountFlags {
   metricsFile?: string;
@@ -34,11 +34,11 @@ export function register(program: Command): void {
     if (accounts) {
       const concurrency = accountConcurrency(flags);
       const { runBackfill } = await import('../../pipeline/run.js');
-      process.exitCode = await executeAccountsRun(
+      process.exitCode = await (await import('../accounts-run.js')).executeAccountsRun(
         loaded,
         accounts,
         (_a, o) => runBackfill({ ...o, from, to, ...(flags.newestFirst ? { newestFirst: true } : {}) }),
-        { command: 'backfill', json: Boolean(flags.json), logLevel: loaded.config.logLevel, waitFlags: flags, concurrency, metricsFile: flags.metricsFile },
+        { command: 'backfill', json: Boolean(flags.json), logLevel: loaded.config.logLevel, waitFlags: flags, concurrency, metricsFile: flags.metricsFile, notify: notifySettings(loaded) },
       );
       return;
     }

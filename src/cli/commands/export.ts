@@ -2,9 +2,9 @@ import { Command } from 'commander';
 import { parseDuration } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
 import { withMetricsFile } from '../monitoring-options.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
+import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
 import { UsageError } from '../usage-error.js';
-import { accountConcurrency, addAccountOptions, chosenAccounts, executeAccountsRun, type AccountFlags } from '../accounts-run.js';
+import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 import { instant } from './backfill.js';
 
 interface ExportFlags extends CommonFlags, AccountFlags {
@@ -28,7 +28,7 @@ export function register(program: Command): void {
       const concurrency = accountConcurrency(flags);
       const since = flags.since !== undefined ? instant(flags.since, '--since') : undefined;
       const { runExport } = await import('../../pipeline/run.js');
-      process.exitCode = await executeAccountsRun(
+      process.exitCode = await (await import('../accounts-run.js')).executeAccountsRun(
         loaded,
         accounts,
         (a, o) => {
@@ -36,7 +36,7 @@ export function register(program: Command): void {
           const start = since ?? (c.startDate != null ? instant(String(c.startDate), `account ${a.name}: startDate`) : undefined);
           return runExport({ ...o, lookbackSeconds: parseDuration(c.lookback, 'lookback'), ...(start !== undefined ? { since: start } : {}) });
         },
-        { command: 'export', json: Boolean(flags.json), logLevel: loaded.config.logLevel, waitFlags: flags, concurrency, metricsFile: flags.metricsFile },
+        { command: 'export', json: Boolean(flags.json), logLevel: loaded.config.logLevel, waitFlags: flags, concurrency, metricsFile: flags.metricsFile, notify: notifySettings(loaded) },
       );
       return;
     }

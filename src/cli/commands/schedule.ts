@@ -10,7 +10,7 @@ import { parseHttpPort } from '../monitoring-options.js';
 import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, type CommonFlags } from '../run-options.js';
 import { formatSummary } from '../summary.js';
 import { UsageError } from '../usage-error.js';
-import { accountConcurrency, accountsJob, addAccountOptions, chosenAccounts, type AccountFlags } from '../accounts-run.js';
+import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 
 interface ScheduleFlags extends CommonFlags, AccountFlags {
   cron?: string;
@@ -45,7 +45,8 @@ export function register(program: Command): void {
     const { loadJobs } = await import('../../scheduler/load-jobs.js');
     const { startScheduler } = await import('../../scheduler/scheduler.js');
     const loadedJobs = await loadJobs(flags.jobsDir);
-    const jobs = accounts
+    const accountsJob = accounts ? (await import('../accounts-run.js')).accountsJob : undefined;
+    const jobs = accounts && accountsJob
       ? loadedJobs.map((j) =>
           accountsJob(j, loaded, accounts, concurrency, flags, (outcomes, total) => {
             if (flags.json) process.stdout.write(JSON.stringify({ job: j.name, accounts: outcomes, total }) + '\n');

@@ -3,7 +3,7 @@ import { loadConfig } from '../../config/load.js';
 import { partialDays } from '../partial-days.js';
 import { UsageError } from '../usage-error.js';
 import type { StoreStatus } from '../../store/status.js';
-import { addAccountSelection, chosenAccounts, type AccountFlags } from '../accounts-run.js';
+import { addAccountSelection, chosenAccounts, type AccountFlags } from '../account-options.js';
 
 export function register(program: Command): void {
   addAccountSelection(program
