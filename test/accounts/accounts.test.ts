@@ -353,4 +353,20 @@ describe('many accounts', () => {
       await new Promise<void>((r) => server.close(() => r()));
     }
   });
+
+  it('sessions --account reads that account only; without it, every account', async () => {
+    const s = await setup(['acme', 'globex']);
+    expect((await backfill(s)).code).toBe(0);
+    const rows = await readDataset(s.data);
+    const list = async (...args: string[]) => {
+      const r = await runCli(['sessions', '--config', s.config, '--output', 'ndjson', '--page-size', '10000', ...args], s.env);
+      expect(r.code).toBe(0);
+      return r.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id).sort();
+    };
+    expect(await list('--account', 'globex')).toEqual(rows.filter((x) => x.account === 'globex').map((x) => x.session_id).sort());
+    expect(await list()).toEqual(rows.map((x) => x.session_id).sort());
+    const bad = await runCli(['sessions', '--config', s.config, '--account', 'nope'], s.env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/configured: acme, globex/);
+  });
 });
