@@ -160,7 +160,15 @@ describe('many accounts', () => {
     expect(fnv1a32('a')).toBe(0xe40c292c);
     expect(fnv1a32('foobar')).toBe(0xbf9cf968);
     const N = 3;
-    // The shards run at the same time on the same data directory.
+    const shardArgs = (i: number) => ['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + D), '--shard', `${i}/${N}`, '--json', '--log-level', 'error'];
+    // Shard 0 alone: it creates (opens, locks) its own accounts' directories and partitions, no other.
+    const first = await runCli(shardArgs(0), env);
+    expect(first.code).toBe(0);
+    const own = names.filter((n) => shardOf(n, N) === 0).sort();
+    expect(own.length).toBeGreaterThan(0);
+    expect(readdirSync(join(data, 'accounts')).sort()).toEqual(own);
+    expect(readdirSync(join(data, 'parquet', 'sessions')).sort()).toEqual(own.map((n) => `account=${n}`));
+    // Then every shard at the same time on the same data directory (shard 0 again: nothing new to do there).
     const runs = await Promise.all(
       Array.from({ length: N }, (_, i) =>
         runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + D), '--shard', `${i}/${N}`, '--json', '--log-level', 'error'], env),
