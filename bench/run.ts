@@ -27,6 +27,7 @@ import { validateRecord } from '../src/reporting/record-schema.js';
 import { SESSION_COLUMNS, sessionsTableDdl } from '../src/store/contract.js';
 import { NDJSON_COLUMNS, NDJSON_SELECT } from '../src/store/ndjson.js';
 import { measureDashboard } from './dashboard.js';
+import { accountsBench, writeAccountsDoc, type AccountsBenchContext } from './accounts.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'dist', 'bench');
@@ -50,6 +51,8 @@ interface Row {
   met?: boolean;
 }
 const rows: Row[] = [];
+/** The many-accounts case's rows (bench/accounts.ts): their own table and markers. */
+const accountRows: Row[] = [];
 const notes: string[] = [];
 function row(r: Row): void {
   rows.push(r);
@@ -253,8 +256,8 @@ async function bestOf<T>(n: number, fn: () => Promise<T>): Promise<number> {
 const ONLY = (() => {
   const i = process.argv.indexOf('--only');
   const v = i >= 0 ? process.argv[i + 1] : undefined;
-  if (i >= 0 && v !== 'rate') {
-    process.stderr.write(`--only takes one value: rate (the rate-control cases); got ${JSON.stringify(v ?? '')}\n`);
+  if (i >= 0 && v !== 'rate' && v !== 'accounts') {
+    process.stderr.write(`--only takes one value: rate (the rate-control cases) or accounts (the many-accounts case); got ${JSON.stringify(v ?? '')}\n`);
     process.exit(2);
   }
   return v;
@@ -263,6 +266,7 @@ const ONLY = (() => {
 async function main(): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'session-etl-bench-'));
   const began = performance.now();
+  if (ONLY === 'accounts') return accountsOnly(work, began);
   if (ONLY === 'rate') {
     try {
       await rateCases(work);
@@ -414,16 +418,19 @@ async function main(): Promise<void> {
 
     // Case 7: rate control (issue 14).
     await rateCases(work);
+    // Case 8: many accounts (issue 18).
+    await accountsBench(accountsContext(work));
   } finally {
     await rm(work, { recursive: true, force: true });
   }
-  const table = render(rows.filter((r) => !rateRows.includes(r)));
+  const table = render(rows.filter((r) => !rateRows.includes(r) && !accountRows.includes(r)));
   const rateTable = render(rateRows);
-  process.stdout.write(`${table}\n\n${rateTable}\n`);
+  process.stdout.write(`${table}\n\n${rateTable}\n\n${render(accountRows)}\n`);
   log(`bench finished in ${secs(performance.now() - began)}`);
   if (SCALE === 1) {
     await writeDoc(table);
     await writeRateDoc(rateTable);
+    await writeAccountsDoc(DOC, render(accountRows), `commit ${commitOf()}, ${machineOf()}`);
   } else log(`BENCH_SCALE=${SCALE}: docs/benchmarks.md left as it is`);
 }
 
@@ -669,3 +676,21 @@ async function rateCases(work: string): Promise<void> {
 }
 
 await main();
+
+// ---- many accounts (issue 18; bench/accounts.ts) ----------------------------------------------
+
+function accountsContext(work: string): AccountsBenchContext {
+  return { dist: DIST, bin: BIN, work, scale: SCALE, log, row: (r) => (row(r), accountRows.push(r)) };
+}
+
+async function accountsOnly(work: string, began: number): Promise<void> {
+  try {
+    await accountsBench(accountsContext(work));
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  const table = render(accountRows);
+  process.stdout.write(`${table}\n`);
+  log(`accounts case finished in ${secs(performance.now() - began)}`);
+  if (SCALE === 1) await writeAccountsDoc(DOC, table, `commit ${commitOf()}, ${machineOf()}`);
+}

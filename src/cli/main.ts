@@ -25,6 +25,7 @@ const COMMANDS: Array<() => Promise<Registrar>> = [
   () => import('./commands/whoami.js'),
   () => import('./commands/session.js'),
   () => import('./commands/dashboard.js'),
+  () => import('./commands/accounts.js'),
 ];
 
 export async function main(argv: string[] = process.argv): Promise<number> {

@@ -35,6 +35,13 @@ export async function withMetricsFile(
   run: (o: PipelineOptions) => Promise<RunSummary>,
 ): Promise<(o: PipelineOptions) => Promise<RunSummary>> {
   if (path === undefined) return run;
+  checkMetricsFile(path);
+  const { writeMetricsAfter } = await import('../monitoring/metrics-file.js');
+  return (o) => writeMetricsAfter(path, command, o.dataDir, () => run(o));
+}
+
+/** Refuses (exit 2) a --metrics-file path that cannot be written: checked before anything runs. */
+export function checkMetricsFile(path: string): void {
   const dir = dirname(path);
   if (path.trim() === '') throw new UsageError('--metrics-file needs a file path');
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
@@ -43,6 +50,4 @@ export async function withMetricsFile(
   if (existsSync(path) && statSync(path).isDirectory()) {
     throw new UsageError(`--metrics-file ${path} is a directory; give a file name such as ${join(path, 'session_etl.prom')}`);
   }
-  const { writeMetricsAfter } = await import('../monitoring/metrics-file.js');
-  return (o) => writeMetricsAfter(path, command, o.dataDir, () => run(o));
 }

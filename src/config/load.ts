@@ -8,7 +8,7 @@ import { CONFIG_DEFAULTS } from './defaults.js';
 import { ConfigError } from './errors.js';
 import { redact, registerSecret, REDACTED } from '../util/redact.js';
 import type { z } from 'zod';
-import { ConfigSchema, type Config } from './schema.js';
+import { ACCOUNT_NAME, ConfigSchema, type Config } from './schema.js';
 
 export type Source = 'default' | 'file' | 'env' | 'flag';
 
@@ -60,6 +60,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
           'set REPORTING_API_KEY in the environment or point apiKeyFile at a file with mode 0600',
       );
     }
+    refuseAccountKeys(fromFile.accounts, file);
     put(fromFile, 'file');
     // A bad value in the file is an error even when the environment or a flag overrides it today.
     const fileOnly = ConfigSchema.safeParse(merged);
@@ -89,6 +90,25 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   registerSecret(config.apiKey);
   registerNotifyUrlSecret(config.notifyUrl);
   return { config, sources, file };
+}
+
+/** An account name that cannot be one, or an entry holding its key itself: refused, naming the account (never the key). */
+function refuseAccountKeys(accounts: unknown, file: string): void {
+  if (!accounts || typeof accounts !== 'object' || Array.isArray(accounts)) return;
+  for (const [name, entry] of Object.entries(accounts as Record<string, unknown>)) {
+    if (!ACCOUNT_NAME.test(name)) {
+      throw new ConfigError(
+        `configuration file ${file}: ${JSON.stringify(name)} cannot be an account name: an account name is 1 to 63 characters of a-z, 0-9, _ and -, ` +
+          'starting with a letter or digit (it names a directory and a partition, account=NAME)',
+      );
+    }
+    if (entry && typeof entry === 'object' && 'apiKey' in entry) {
+      throw new ConfigError(
+        `configuration file ${file}: account ${JSON.stringify(name)} holds apiKey: an account's key is never written in the configuration; ` +
+          'give apiKeyFile (a file holding the key, such as a mounted Secret) or apiKeyEnv (the name of an environment variable holding it)',
+      );
+    }
+  }
 }
 
 /** The configuration keys holding URLs: their user:password part is a secret. */

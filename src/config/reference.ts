@@ -21,6 +21,7 @@ const FLAG_OF: Record<string, string> = {
   consoleUrl: '—',
   oauthClientId: '—',
   tokenFile: '—',
+  accounts: '— (`--account`, `--shard` choose among them)',
 };
 
 /** Environment variables read by the interface commands (src/auth/interface-config.ts), not by loadConfig. */

@@ -42,6 +42,46 @@ function noUserinfo(url: string): boolean {
   }
 }
 
+/** An account's name: a path segment and a Hive partition value everywhere (docs/accounts.md). */
+export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const ACCOUNT_NAME_MESSAGE = 'an account name is 1 to 63 characters of a-z, 0-9, _ and -, starting with a letter or digit';
+
+/**
+ * One account of the `accounts` map: where its key comes from (never the key itself), and the run
+ * settings it overrides. A command-line flag still wins over an account's override.
+ */
+export const AccountSchema = z
+  .object({
+    apiKeyFile: z.string().min(1).optional().describe('File holding this account\'s API key (a mounted Secret, say).'),
+    apiKeyEnv: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'expected the name of an environment variable, such as ACME_REPORTING_KEY' })
+      .optional()
+      .describe('Name of the environment variable holding this account\'s API key.'),
+    reportingUrl: z
+      .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL such as https://reporting.example.com/graphql (scheme and host included)' })
+      .refine(noUserinfo, { message: USERINFO_MESSAGE })
+      .optional(),
+    startDate: instant.optional(),
+    maxRequestsPerSecond: z.number().positive().optional(),
+    concurrency: z.number().int().min(1).max(64).optional(),
+    chunk: duration('chunk').optional(),
+    maxResultsPerQuery: z.number().int().min(1).optional(),
+    minChunk: duration('minChunk').optional(),
+    settle: duration('settle').optional(),
+    lookback: duration('lookback').optional(),
+    onInvalid: z.enum(['fail', 'quarantine']).optional(),
+    requestTimeout: duration('requestTimeout').optional(),
+    maxAttempts: z.number().int().min(1).max(50).optional(),
+    maxBodyBytes: z.number().int().min(1024).max(2 ** 31).optional(),
+  })
+  .strict()
+  .refine((a) => (a.apiKeyFile === undefined) !== (a.apiKeyEnv === undefined), {
+    message: 'give exactly one of apiKeyFile (a file holding the key) or apiKeyEnv (the name of an environment variable holding it)',
+  });
+
+export type AccountConfig = z.infer<typeof AccountSchema>;
+
 export const ConfigSchema = z
   .object({
     reportingUrl: z
@@ -88,6 +128,11 @@ export const ConfigSchema = z
       .describe('Webhook that receives a JSON POST when a run fails, recovers, or the lag first exceeds maxLag (env SESSION_ETL_NOTIFY_URL; Slack and Teams incoming webhooks work as they are). Secret: its path usually is the token.'),
     maxLag: duration('maxLag').describe('How far the checkpoint may fall behind now before it is an alert (notifications; `status --check`).'),
     logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).describe('Log level.'),
+    accounts: z
+      .record(z.string().regex(ACCOUNT_NAME, { message: ACCOUNT_NAME_MESSAGE }), AccountSchema)
+      .nullable()
+      .optional()
+      .describe('Many accounts in one data directory: a map of account name to its key (apiKeyFile or apiKeyEnv) and overrides of reportingUrl, startDate, maxRequestsPerSecond, concurrency, chunk, ... (docs/accounts.md).'),
   })
   .strict();
 

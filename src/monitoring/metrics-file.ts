@@ -8,7 +8,7 @@ import { basename, dirname, join } from 'node:path';
 import type { RunSummary } from '../pipeline/run.js';
 import { writeFileAtomic } from '../store/durable-fs.js';
 import { createMetrics, summaryOf } from './metrics.js';
-import { readMonitoredState } from './read-state.js';
+import { readMonitoredState, type MonitoredState } from './read-state.js';
 
 /**
  * Runs `run`, then writes the metrics file whatever the outcome: counters hold this run's
@@ -46,4 +46,52 @@ export async function writeMetricsAfter(
   }
   await write({ summary });
   return summary;
+}
+
+/** One account's run, for the metrics file of a many-account command. */
+export interface AccountRun {
+  account: string;
+  dataDir: string;
+  summary?: RunSummary;
+  error?: unknown;
+  durationMs: number;
+}
+
+/**
+ * The metrics file of a many-account `backfill` or `export` (docs/accounts.md): the per-run
+ * counters with an `account` label, one series per account; the state gauges over all accounts
+ * (the oldest checkpoint and last success, holes and stored sessions summed, the last run failed
+ * when any account's did). Written atomically, as writeMetricsAfter does.
+ */
+export async function writeAccountsMetrics(path: string, command: string, runs: readonly AccountRun[]): Promise<void> {
+  const metrics = createMetrics({ commands: [command], accounts: runs.map((r) => r.account) });
+  const states: MonitoredState[] = [];
+  // A run of this command that failed is the last run the gauges show (an account whose first run failed has no store to read it from).
+  let failed: MonitoredState['lastRun'] = null;
+  for (const r of runs) {
+    metrics.recordRun({ command, account: r.account, durationMs: r.durationMs, ...(r.summary ? { summary: r.summary } : {}), ...(r.error !== undefined ? { error: r.error } : {}) });
+    const own = metrics.state;
+    if (own.lastRun?.outcome === 'failed') failed ??= own.lastRun;
+    try {
+      states.push(await readMonitoredState(r.dataDir));
+    } catch (err) {
+      process.stderr.write(`warning: the metrics file's gauges could not read ${r.dataDir}: ${(err as Error).message}\n`);
+      states.push(own);
+    }
+  }
+  const min = (xs: Array<number | null>) => (xs.some((x) => x === null) || !xs.length ? null : Math.min(...(xs as number[])));
+  const stored = states.map((s) => s.storedSessions).filter((x): x is number => x !== null);
+  const lastRuns = states.map((s) => s.lastRun).filter((x): x is NonNullable<typeof x> => x !== null);
+  metrics.setState({
+    checkpoint: min(states.map((s) => s.checkpoint)),
+    coverageHoles: states.reduce((n, s) => n + s.coverageHoles, 0),
+    storedSessions: stored.length ? stored.reduce((a, b) => a + b, 0) : null,
+    lastRun: failed ?? lastRuns.find((x) => x.outcome === 'failed' || x.outcome === 'died') ?? lastRuns.sort((a, b) => (b.endedAt ?? b.startedAt) - (a.endedAt ?? a.startedAt))[0] ?? null,
+    lastSuccessAt: min(states.map((s) => s.lastSuccessAt)),
+  });
+  try {
+    await writeFileAtomic(path, await metrics.metrics(), { tmp: join(dirname(path), `.${basename(path)}.${process.pid}.tmp`), mode: 0o644 });
+  } catch (err) {
+    process.stderr.write(`warning: could not write --metrics-file ${path}: ${(err as Error).message}\n`);
+  }
 }

@@ -21,6 +21,11 @@ export interface MetricsOptions {
   commands?: readonly string[];
   /** The clock, ms; default Date.now. */
   now?: () => number;
+  /**
+   * Many accounts (docs/accounts.md): the per-run counters and the duration histogram carry an
+   * `account` label, their series start at 0 for each account named here.
+   */
+  accounts?: readonly string[];
 }
 
 /** One run that ended, successfully or not. */
@@ -34,6 +39,8 @@ export interface RunRecord {
   durationMs: number;
   /** When it ended, epoch ms; default now. */
   endedAtMs?: number;
+  /** The account the run was for (with MetricsOptions.accounts). */
+  account?: string;
 }
 
 export interface SessionEtlMetrics {
@@ -128,29 +135,34 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
   });
   const inProgress = new Gauge({ name: 'session_etl_run_in_progress', help: '1 while this process runs an export or backfill', registers });
 
-  const runs = new Counter({ name: 'session_etl_runs_total', help: 'Runs ended by this process, by command and outcome', labelNames: ['command', 'outcome'], registers });
+  const acc = o.accounts ? (['account'] as const) : [];
+  const runs = new Counter({ name: 'session_etl_runs_total', help: 'Runs ended by this process, by command and outcome', labelNames: ['command', 'outcome', ...acc], registers });
   const duration = new Histogram({
     name: 'session_etl_run_duration_seconds',
     help: 'Wall time of the runs of this process',
-    labelNames: ['command'],
+    labelNames: ['command', ...acc],
     buckets: DURATION_BUCKETS,
     registers,
   });
-  const written = new Counter({ name: 'session_etl_sessions_written_total', help: 'Sessions stored (new or replacing a stored version) by the runs of this process', registers });
+  const written = new Counter({ name: 'session_etl_sessions_written_total', help: 'Sessions stored (new or replacing a stored version) by the runs of this process', labelNames: [...acc], registers });
   const requests = new Counter({
     name: 'session_etl_requests_total',
     help: 'HTTP requests to the reporting endpoint: completed (answered, or the last failed attempt), retried (a transient failure, retried), rate_limited (a 429)',
-    labelNames: ['outcome'],
+    labelNames: ['outcome', ...acc],
     registers,
   });
-  const rateLimited = new Counter({ name: 'session_etl_rate_limited_total', help: '429 answers from the reporting endpoint', registers });
-  const paused = new Counter({ name: 'session_etl_paused_seconds_total', help: 'Time all workers were paused by rate limiting', registers });
+  const rateLimited = new Counter({ name: 'session_etl_rate_limited_total', help: '429 answers from the reporting endpoint', labelNames: [...acc], registers });
+  const paused = new Counter({ name: 'session_etl_paused_seconds_total', help: 'Time all workers were paused by rate limiting', labelNames: [...acc], registers });
 
-  for (const command of o.commands ?? []) {
-    for (const outcome of RUN_OUTCOMES) runs.inc({ command, outcome }, 0);
-    duration.zero({ command });
+  // Without accounts, one set of series with no account label (as before accounts existed).
+  for (const a of o.accounts ?? [undefined]) {
+    const l = a === undefined ? {} : { account: a };
+    for (const command of o.commands ?? []) {
+      for (const outcome of RUN_OUTCOMES) runs.inc({ command, outcome, ...l }, 0);
+      duration.zero({ command, ...l });
+    }
+    for (const outcome of ['completed', 'retried', 'rate_limited']) requests.inc({ outcome, ...l }, 0);
   }
-  for (const outcome of ['completed', 'retried', 'rate_limited']) requests.inc({ outcome }, 0);
   if (o.processMetrics) collectDefaultMetrics({ register: registry });
 
   return {
@@ -174,16 +186,17 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
       const s = r.summary;
       const outcome = s?.outcome ?? 'failed';
       const endedAt = (r.endedAtMs ?? now()) / 1000;
-      runs.inc({ command: r.command, outcome });
-      duration.observe({ command: r.command }, (s?.durationMs ?? r.durationMs) / 1000);
+      const l = o.accounts && r.account !== undefined ? { account: r.account } : {};
+      runs.inc({ command: r.command, outcome, ...l });
+      duration.observe({ command: r.command, ...l }, (s?.durationMs ?? r.durationMs) / 1000);
       if (s) {
-        written.inc(s.sessions.written);
+        written.inc(l, s.sessions.written);
         const rl = Math.min(s.rateLimited, s.retries);
-        requests.inc({ outcome: 'completed' }, Math.max(0, s.requests - s.retries));
-        requests.inc({ outcome: 'retried' }, s.retries - rl);
-        requests.inc({ outcome: 'rate_limited' }, rl);
-        rateLimited.inc(s.rateLimited);
-        paused.inc(s.pausedMs / 1000);
+        requests.inc({ outcome: 'completed', ...l }, Math.max(0, s.requests - s.retries));
+        requests.inc({ outcome: 'retried', ...l }, s.retries - rl);
+        requests.inc({ outcome: 'rate_limited', ...l }, rl);
+        rateLimited.inc(l, s.rateLimited);
+        paused.inc(l, s.pausedMs / 1000);
       }
       // Until the store is read again, what the summary says is the freshest state.
       const runId = s?.runId ?? `${r.command}-${Math.round(endedAt)}`;

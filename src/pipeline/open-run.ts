@@ -31,7 +31,7 @@ export async function openRun(opts: PipelineOptions, kind: string, runId: string
   if (opts.lock !== false) {
     dirCreated = await ensureDataDir(opts.dataDir);
     // Before the lock: its directory must not be a link either.
-    await refuseLinks(opts.dataDir).catch(async (err: unknown) => {
+    await refuseLinks(opts.dataDir, opts.parquetDir).catch(async (err: unknown) => {
       await removeEmptyDirs(opts.dataDir, dirCreated);
       throw err;
     });
@@ -89,7 +89,7 @@ async function openWhenFree(opts: PipelineOptions, logger: Logger): Promise<Sess
   let told = false;
   for (;;) {
     try {
-      return await SessionStore.open({ dataDir: opts.dataDir, format: opts.format, logger });
+      return await SessionStore.open({ dataDir: opts.dataDir, format: opts.format, logger, ...(opts.parquetDir ? { parquetDir: opts.parquetDir } : {}) });
     } catch (err) {
       if (err instanceof StoreBusyError && opts.stopSignal?.aborted) {
         throw new RunInterruptedError(`stopped while waiting for ${err.holder} to close the DuckDB file; nothing was written`, opts.stopExitCode ?? 130);

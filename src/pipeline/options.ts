@@ -18,6 +18,11 @@ export interface PipelineOptions {
   apiKey: string;
   dataDir: string;
   /**
+   * The Parquet dataset's root, when not `<dataDir>/parquet/sessions`: an account of a many-account
+   * data directory keeps its state in accounts/NAME and writes parquet/sessions/account=NAME (docs/accounts.md).
+   */
+  parquetDir?: string;
+  /**
    * What to write. Default: the format the data directory recorded on its first run (a new one: both).
    * One that differs from the recorded format is refused (DataDirError, exit 2).
    */

@@ -23,11 +23,15 @@ export interface StoreLayout {
   lockPath: string;
 }
 
-export function layoutOf(dataDir: string, format: OutputFormat): StoreLayout {
+/**
+ * `parquetDir`: the dataset's root when it is not the data directory's own parquet/sessions (an
+ * account of a many-account data directory writes under parquet/sessions/account=NAME; docs/accounts.md).
+ */
+export function layoutOf(dataDir: string, format: OutputFormat, parquetDir?: string): StoreLayout {
   return {
     dataDir,
     dbPath: join(dataDir, format === 'parquet' ? 'state.duckdb' : 'sessions.duckdb'),
-    parquetDir: join(dataDir, 'parquet', 'sessions'),
+    parquetDir: parquetDir ?? join(dataDir, 'parquet', 'sessions'),
     tmpDir: join(dataDir, '.tmp'),
     pendingDir: join(dataDir, 'pending'),
     lockPath: join(dataDir, '.session-etl.lock'),
@@ -61,8 +65,8 @@ export const PARTITION_DIR_NAME = /^date=(?:\d{4,}-\d{2}-\d{2}|__HIVE_DEFAULT_PA
  * points to. The data directory itself may be a link (/srv/data -> /mnt/disk/data): only what is
  * inside it is checked.
  */
-export async function refuseLinks(dataDir: string): Promise<void> {
-  const both = layoutOf(dataDir, 'both');
+export async function refuseLinks(dataDir: string, parquetDir?: string): Promise<void> {
+  const both = layoutOf(dataDir, 'both', parquetDir);
   const parquetOnly = layoutOf(dataDir, 'parquet');
   const paths = [
     both.dbPath, `${both.dbPath}.wal`, `${both.dbPath}.tmp`,

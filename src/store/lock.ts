@@ -14,7 +14,7 @@
  */
 import { mkdir, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { ExitCode } from '../errors.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
 import { DataDirError } from './errors.js';
@@ -128,7 +128,15 @@ async function removeLeftovers(path: string): Promise<void> {
   }
 }
 
+/**
+ * Locks this process holds (resolved paths). A lock naming this host and this process's pid that is
+ * not among them was left by an earlier process that had the same pid: in a container every
+ * process is pid 1, and a Kubernetes Job's retried pod has the same host name as the one that died.
+ */
+const heldHere = new Set<string>();
+
 function holdLock(path: string, tookOverFrom: LockHolder | undefined): Lock {
+  heldHere.add(resolve(path));
   const beat = setInterval(() => {
     const t = new Date();
     utimes(join(path, HOLDER), t, t).catch(() => {});
@@ -143,6 +151,7 @@ function holdLock(path: string, tookOverFrom: LockHolder | undefined): Lock {
       released = true;
       clearInterval(beat);
       await rm(path, { recursive: true, force: true });
+      heldHere.delete(resolve(path));
     },
   };
 }
@@ -173,7 +182,7 @@ function pidAlive(pid: number): boolean {
 }
 
 async function isStale(path: string, holder: LockHolder | undefined, staleMs: number): Promise<boolean> {
-  if (holder && holder.host === hostname()) return !pidAlive(holder.pid);
+  if (holder && holder.host === hostname()) return holder.pid === process.pid ? !heldHere.has(resolve(path)) : !pidAlive(holder.pid);
   // No readable holder file: a lock is only ever created with one, so this one is debris.
   if (!holder) return true;
   // A holder on another host: judge by the heartbeat.

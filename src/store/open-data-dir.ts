@@ -53,10 +53,10 @@ export interface OpenedDataDir {
  * known to be ours: a file of another program where ours go, a link out of it, or a DuckDB file
  * that is not ours, is refused first.
  */
-export async function openDataDir(dataDir: string, asked: OutputFormat | undefined, readOnly: boolean): Promise<OpenedDataDir> {
+export async function openDataDir(dataDir: string, asked: OutputFormat | undefined, readOnly: boolean, parquetDir?: string): Promise<OpenedDataDir> {
   if (!readOnly) checkWriterSettings();
   const fileFormat = await formatOfFiles(dataDir, asked, readOnly);
-  const layout = layoutOf(dataDir, fileFormat);
+  const layout = layoutOf(dataDir, fileFormat, parquetDir);
   let existed = await exists(layout.dbPath);
   if (readOnly && !existed) {
     throw new DataDirError(`no session-etl data in ${dataDir} (expected ${layout.dbPath}); run a backfill or export first`);
@@ -136,7 +136,7 @@ export async function discardNew(created: readonly string[]): Promise<void> {
 
 /** Refuses, writing nothing, a data directory where a file stands in the place of one of our directories, or a link leads out of it. */
 async function checkLayout(layout: StoreLayout, format: OutputFormat): Promise<void> {
-  await refuseLinks(layout.dataDir);
+  await refuseLinks(layout.dataDir, layout.parquetDir);
   const dirs = [layout.dataDir, layout.tmpDir, layout.pendingDir];
   if (format !== 'duckdb') dirs.push(dirname(layout.parquetDir), layout.parquetDir);
   for (const d of dirs) {

@@ -42,6 +42,8 @@ export interface OpenStoreOptions {
   /** Absent: the data directory's own format (a new one: both). */
   format?: OutputFormat | undefined;
   readOnly?: boolean;
+  /** The Parquet dataset's root, when not the data directory's own parquet/sessions (an account's: docs/accounts.md). */
+  parquetDir?: string;
   /** Where a failure of background work (a merge or a Parquet rewrite overlapping the fetching) is reported when it happens. */
   logger?: Logger;
 }
@@ -93,7 +95,7 @@ export class SessionStore {
    */
   static async open(opts: OpenStoreOptions): Promise<SessionStore> {
     const readOnly = opts.readOnly ?? false;
-    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly);
+    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly, opts.parquetDir);
     try {
       if (existed) await checkOwnership(db.conn, layout.dbPath);
       const format = existed ? await recordedFormat(db.conn, layout, fileFormat, opts.format) : fileFormat;

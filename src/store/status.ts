@@ -33,14 +33,15 @@ export interface StoreStatus {
   asOf: string | null;
 }
 
-export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10): Promise<StoreStatus> {
+/** `parquetDir`: the dataset's root when not the data directory's own (an account's: docs/accounts.md). */
+export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10, parquetDir?: string): Promise<StoreStatus> {
   // The lock lives at the same place whatever the format.
   const holder = (await readHolder(layoutOf(dataDir, 'both').lockPath)) ?? null;
   const alive = holder && holderState(holder) === 'alive' ? holder : null;
   const died = holder && !alive ? holder : null;
   const { state, asOf } = await readState(dataDir, runs);
   const format = state.format;
-  const layout = layoutOf(dataDir, format);
+  const layout = layoutOf(dataDir, format, parquetDir);
   const { count: partitions, bytes: parquetBytes } = await datasetSize(layout.parquetDir);
   const duckdbBytes = (await sizeOf(layout.dbPath)) + (await sizeOf(`${layout.dbPath}.wal`));
   const cp = state.checkpoint !== null ? Date.parse(state.checkpoint) / 1000 : undefined;

@@ -2,10 +2,11 @@ import { Command } from 'commander';
 import { parseInstant } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
 import { withMetricsFile } from '../monitoring-options.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
+import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
 import { UsageError } from '../usage-error.js';
+import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 
-interface BackfillFlags extends CommonFlags {
+interface BackfillFlags extends CommonFlags, AccountFlags {
   metricsFile?: string;
   from: string;
   to: string;
@@ -13,7 +14,7 @@ interface BackfillFlags extends CommonFlags {
 }
 
 export function register(program: Command): void {
-  addCommonOptions(
+  addAccountOptions(addCommonOptions(
     program
       .command('backfill')
       .description('Load the sessions of [--from, --to) (re-running an interrupted backfill of the same range resumes it)')
@@ -21,7 +22,7 @@ export function register(program: Command): void {
       .requiredOption('--to <time>', 'range end (exclusive), same forms; clamped to now - settle')
       .option('--newest-first', 'fetch the most recent windows first')
       .option('--metrics-file <path>', "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector)"),
-  ).action(async (flags: BackfillFlags) => {
+  )).action(async (flags: BackfillFlags) => {
     const from = instant(flags.from, '--from');
     const to = instant(flags.to, '--to');
     if (from >= to) throw new UsageError(`--from (${flags.from}) must be before --to (${flags.to})`);
@@ -29,6 +30,18 @@ export function register(program: Command): void {
       throw new UsageError(`--from (${flags.from}) is in the future: the whole range is, and there is nothing to fetch yet`);
     }
     const loaded = configFromFlags(flags);
+    const accounts = chosenAccounts(loaded, flags);
+    if (accounts) {
+      const concurrency = accountConcurrency(flags);
+      const { runBackfill } = await import('../../pipeline/run.js');
+      process.exitCode = await (await import('../accounts-run.js')).executeAccountsRun(
+        loaded,
+        accounts,
+        (_a, o) => runBackfill({ ...o, from, to, ...(flags.newestFirst ? { newestFirst: true } : {}) }),
+        { command: 'backfill', json: Boolean(flags.json), logLevel: loaded.config.logLevel, waitFlags: flags, concurrency, metricsFile: flags.metricsFile, notify: notifySettings(loaded) },
+      );
+      return;
+    }
     const base = pipelineOptions(loaded, flags);
     const { runBackfill } = await import('../../pipeline/run.js');
     process.exitCode = await executeRun(

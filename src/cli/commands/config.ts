@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { keySourceOf } from '../../accounts/resolve.js';
 import { describeConfig, loadConfig } from '../../config/load.js';
 
 export function register(program: Command): void {
@@ -11,12 +12,25 @@ export function register(program: Command): void {
     .action((flags: { config?: string; dataDir?: string; json?: boolean }) => {
       const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
       const rows = describeConfig(loaded);
+      // Each account: where its key comes from (a file or an environment variable, never the key) and its overrides.
+      const accounts = Object.entries(loaded.config.accounts ?? {})
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([name, a]) => {
+          const { apiKeyFile: _f, apiKeyEnv: _e, ...overrides } = a;
+          const key = keySourceOf(a);
+          return { name, key: key.kind === 'file' ? { from: 'file', path: key.path } : { from: 'env', variable: key.name }, overrides };
+        });
       if (flags.json) {
-        process.stdout.write(JSON.stringify({ file: loaded.file, values: rows }) + '\n');
+        process.stdout.write(JSON.stringify({ file: loaded.file, values: rows, ...(accounts.length ? { accounts } : {}) }) + '\n');
         return;
       }
       const w = Math.max(...rows.map((r) => r.key.length));
       process.stdout.write(`configuration file: ${loaded.file ?? '(none)'}\n`);
-      for (const r of rows) process.stdout.write(`${r.key.padEnd(w)}  ${JSON.stringify(r.value).padEnd(28)}  ${r.source}\n`);
+      for (const r of rows) if (!(r.key === 'accounts' && accounts.length)) process.stdout.write(`${r.key.padEnd(w)}  ${JSON.stringify(r.value).padEnd(28)}  ${r.source}\n`);
+      if (accounts.length) process.stdout.write(`accounts (${accounts.length}; keys are never shown):\n`);
+      for (const a of accounts) {
+        const key = a.key.from === 'file' ? `key from file ${a.key.path}` : `key from environment variable ${a.key.variable}`;
+        process.stdout.write(`  ${a.name}  ${key}${Object.keys(a.overrides).length ? `  ${JSON.stringify(a.overrides)}` : ''}\n`);
+      }
     });
 }

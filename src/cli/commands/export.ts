@@ -2,26 +2,44 @@ import { Command } from 'commander';
 import { parseDuration } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
 import { withMetricsFile } from '../monitoring-options.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
+import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
 import { UsageError } from '../usage-error.js';
+import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 import { instant } from './backfill.js';
 
-interface ExportFlags extends CommonFlags {
+interface ExportFlags extends CommonFlags, AccountFlags {
   metricsFile?: string;
   since?: string;
   lookback?: string;
 }
 
 export function register(program: Command): void {
-  addCommonOptions(
+  addAccountOptions(addCommonOptions(
     program
       .command('export')
       .description('Incremental export: from checkpoint - lookback to now - settle (the first run needs --since)')
       .option('--since <time>', 'start of the first export when nothing is stored yet (or startDate in the configuration)')
       .option('--lookback <duration>', 're-read this much before the checkpoint (default 24h)')
       .option('--metrics-file <path>', "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector)"),
-  ).action(async (flags: ExportFlags) => {
+  )).action(async (flags: ExportFlags) => {
     const loaded = configFromFlags(flags, { lookback: flags.lookback });
+    const accounts = chosenAccounts(loaded, flags);
+    if (accounts) {
+      const concurrency = accountConcurrency(flags);
+      const since = flags.since !== undefined ? instant(flags.since, '--since') : undefined;
+      const { runExport } = await import('../../pipeline/run.js');
+      process.exitCode = await (await import('../accounts-run.js')).executeAccountsRun(
+        loaded,
+        accounts,
+        (a, o) => {
+          const c = a.loaded.config;
+          const start = since ?? (c.startDate != null ? instant(String(c.startDate), `account ${a.name}: startDate`) : undefined);
+          return runExport({ ...o, lookbackSeconds: parseDuration(c.lookback, 'lookback'), ...(start !== undefined ? { since: start } : {}) });
+        },
+        { command: 'export', json: Boolean(flags.json), logLevel: loaded.config.logLevel, waitFlags: flags, concurrency, metricsFile: flags.metricsFile, notify: notifySettings(loaded) },
+      );
+      return;
+    }
     const base = pipelineOptions(loaded, flags);
     const sinceText = flags.since ?? (loaded.config.startDate != null ? String(loaded.config.startDate) : undefined);
     const since = sinceText !== undefined ? instant(sinceText, flags.since ? '--since' : 'startDate') : undefined;

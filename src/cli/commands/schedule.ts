@@ -10,8 +10,9 @@ import { parseHttpPort } from '../monitoring-options.js';
 import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, type CommonFlags } from '../run-options.js';
 import { formatSummary } from '../summary.js';
 import { UsageError } from '../usage-error.js';
+import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 
-interface ScheduleFlags extends CommonFlags {
+interface ScheduleFlags extends CommonFlags, AccountFlags {
   cron?: string;
   timezone?: string;
   runNow?: boolean;
@@ -21,7 +22,7 @@ interface ScheduleFlags extends CommonFlags {
 }
 
 export function register(program: Command): void {
-  addCommonOptions(
+  addAccountOptions(addCommonOptions(
     program
       .command('schedule')
       .description('Run in the foreground and fire the jobs in jobs/ on their cron schedule (default: nightly export at 02:00 UTC)')
@@ -31,16 +32,28 @@ export function register(program: Command): void {
       .option('--jobs-dir <dir>', 'where the job files are (default: the jobs/ of this installation)')
       .option('--http-port <port>', 'serve Prometheus /metrics and /healthz on this port while running (0: a free port)')
       .option('--http-host <host>', 'address of the metrics endpoint', '127.0.0.1'),
-  ).action(async (flags: ScheduleFlags) => {
+  )).action(async (flags: ScheduleFlags) => {
     const loaded = configFromFlags(flags, { scheduleCron: flags.cron, scheduleTimezone: flags.timezone });
-    const base = pipelineOptions(loaded, flags);
+    // With accounts, each job runs once per chosen account (its own options); `base` only names the data directory.
+    const accounts = chosenAccounts(loaded, flags);
+    const concurrency = accounts ? accountConcurrency(flags) : 0;
+    const base = accounts ? { reportingUrl: '', apiKey: '', dataDir: loaded.config.dataDir } : pipelineOptions(loaded, flags);
     const c = loaded.config;
     const since = c.startDate != null ? parseInstant(String(c.startDate), 'startDate') : undefined;
     const lookbackSeconds = parseDuration(c.lookback);
     const logger = createCliLogger(c.logLevel);
     const { loadJobs } = await import('../../scheduler/load-jobs.js');
     const { startScheduler } = await import('../../scheduler/scheduler.js');
-    const jobs = await loadJobs(flags.jobsDir);
+    const loadedJobs = await loadJobs(flags.jobsDir);
+    const accountsJob = accounts ? (await import('../accounts-run.js')).accountsJob : undefined;
+    const jobs = accounts && accountsJob
+      ? loadedJobs.map((j) =>
+          accountsJob(j, loaded, accounts, concurrency, flags, (outcomes, total) => {
+            if (flags.json) process.stdout.write(JSON.stringify({ job: j.name, accounts: outcomes, total }) + '\n');
+            else for (const o of outcomes) process.stdout.write(`account ${o.account}: ${o.outcome}${o.error ? ` (${o.error})` : ''}\n`);
+          }),
+        )
+      : loadedJobs;
     if (!jobs.length) throw new UsageError(`no job files in ${flags.jobsDir ?? 'jobs/'}`);
     const httpPort = flags.httpPort !== undefined ? parseHttpPort(flags.httpPort) : undefined;
     // --max-lag (config maxLag): /healthz's lag limit, and the lag alert of notifications.

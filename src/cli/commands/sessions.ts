@@ -3,8 +3,11 @@ import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { loadConfig } from '../../config/load.js';
 import { UsageError } from '../usage-error.js';
+import { accountDataDir, accountParquetDir } from '../../accounts/layout.js';
+import { chosenAccounts } from '../account-options.js';
 
 interface SessionsFlags {
+  account?: string[];
   dataDir?: string;
   config?: string;
   filter?: string;
@@ -57,8 +60,13 @@ export function register(program: Command): void {
     .addOption(new Option('--fromDate <time>').hideHelp())
     .addOption(new Option('--to-date <time>').hideHelp())
     .addOption(new Option('--toDate <time>').hideHelp())
+    .option('--account <name>', 'with an accounts map: this account only (default: the whole dataset, every account)', (v: string, prev: string[] = []) => [...prev, v])
     .action(async (get: string | undefined, id: string | undefined, flags: SessionsFlags) => {
-      const { config } = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      const { config } = loaded;
+      // With accounts: one account's DuckDB file and partitions, or (no --account) the whole dataset.
+      const accounts = chosenAccounts(loaded, { ...(flags.account ? { account: flags.account } : {}) });
+      if (accounts && (flags.account?.length ?? 0) > 1) throw new UsageError('sessions reads one account (--account NAME) or, without --account, every account');
       const list = await import('../../list/index.js');
       if (flags.output && flags.format && flags.output !== flags.format) {
         throw new UsageError(`--output ${flags.output} and --format ${flags.format} disagree: give --output only (--format is its old spelling)`);
@@ -94,8 +102,9 @@ export function register(program: Command): void {
       }
 
       const { openDb } = await import('../../store/duckdb.js');
-      const dbFile = join(config.dataDir, 'sessions.duckdb');
-      const parquetDir = join(config.dataDir, 'parquet', 'sessions');
+      const one = accounts && flags.account?.length ? flags.account[0]! : undefined;
+      const dbFile = one ? join(accountDataDir(config.dataDir, one), 'sessions.duckdb') : join(config.dataDir, 'sessions.duckdb');
+      const parquetDir = one ? accountParquetDir(config.dataDir, one) : join(config.dataDir, 'parquet', 'sessions');
       let useDuck = flags.source ? flags.source === 'duckdb' : existsSync(dbFile);
       if (useDuck && !existsSync(dbFile)) throw new UsageError(`no DuckDB file at ${dbFile}: run a backfill or export first, or use --source parquet`);
       if (!useDuck && !existsSync(parquetDir)) throw new UsageError(`no sessions in ${config.dataDir}: run a backfill or export first`);

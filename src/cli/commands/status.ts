@@ -3,9 +3,10 @@ import { loadConfig } from '../../config/load.js';
 import { partialDays } from '../partial-days.js';
 import { UsageError } from '../usage-error.js';
 import type { StoreStatus } from '../../store/status.js';
+import { addAccountSelection, chosenAccounts, type AccountFlags } from '../account-options.js';
 
 export function register(program: Command): void {
-  program
+  addAccountSelection(program
     .command('status')
     .description('Checkpoint and lag, coverage holes, last runs, rows, partitions and size (read-only)')
     .option('--data-dir <dir>', 'data directory; also SESSION_ETL_DATA_DIR (default ./data)')
@@ -13,12 +14,19 @@ export function register(program: Command): void {
     .option('--runs <n>', 'how many recent runs to show', '10')
     .option('--json', 'print as JSON')
     .option('--check', 'health check: exit 0 when healthy, 1 with one line per problem (failed last run, lag beyond --max-lag, holes)')
-    .option('--max-lag <duration>', 'with --check: the checkpoint may be this far behind now (default 26h)')
-    .action(async (flags: { dataDir?: string; config?: string; runs: string; json?: boolean; check?: boolean; maxLag?: string }) => {
+    .option('--max-lag <duration>', 'with --check: the checkpoint may be this far behind now (default 26h)'))
+    .action(async (flags: AccountFlags & { dataDir?: string; config?: string; runs: string; json?: boolean; check?: boolean; maxLag?: string }) => {
       if (!/^\d+$/.test(flags.runs.trim()) || Number(flags.runs) < 1) {
         throw new UsageError(`--runs must be a positive whole number, got ${JSON.stringify(flags.runs)}`);
       }
-      const { config } = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      const { config } = loaded;
+      const accounts = chosenAccounts(loaded, flags);
+      if (accounts) {
+        const { accountsStatus } = await import('../accounts-status.js');
+        process.exitCode = await accountsStatus(config.dataDir, accounts, { ...flags, runs: Number(flags.runs), maxLag: flags.maxLag ?? config.maxLag }, formatStatus);
+        return;
+      }
       if (flags.check || flags.maxLag !== undefined) {
         const { statusCheck } = await import('../status-check.js');
         // --max-lag, else the configuration's maxLag (the same limit notifications use).

@@ -1,0 +1,121 @@
+/**
+ * Each configured account's effective configuration: the top-level configuration, then the
+ * account's overrides (a command-line flag still wins), its data directory under accounts/NAME,
+ * and its key read from apiKeyFile or apiKeyEnv. A key that cannot be read fails that account
+ * only (the others run); the configuration's shape is checked, with exit 2, before anything runs.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError } from '../config/errors.js';
+import type { LoadedConfig } from '../config/load.js';
+import type { AccountConfig, Config } from '../config/schema.js';
+import { registerSecret } from '../util/redact.js';
+import { accountDataDir, accountParquetDir, ACCOUNTS_DIR } from './layout.js';
+
+export type KeySource = { kind: 'file'; path: string } | { kind: 'env'; name: string };
+
+export interface ResolvedAccount {
+  name: string;
+  /** The account's configuration (dataDir is accounts/NAME; apiKey set when it could be read). */
+  loaded: LoadedConfig;
+  /** Where the account's Parquet partitions go: parquet/sessions/account=NAME. */
+  parquetDir: string;
+  keySource: KeySource;
+  /** Why the key could not be read (the account fails; the others run), else null. */
+  keyError: string | null;
+}
+
+/** Account overrides and the configuration key each one sets. */
+const OVERRIDES = [
+  'reportingUrl', 'startDate', 'maxRequestsPerSecond', 'concurrency', 'chunk', 'maxResultsPerQuery', 'minChunk',
+  'settle', 'lookback', 'onInvalid', 'requestTimeout', 'maxAttempts', 'maxBodyBytes',
+] as const satisfies ReadonlyArray<keyof AccountConfig & keyof Config>;
+
+export function accountNames(loaded: LoadedConfig): string[] {
+  return Object.keys(loaded.config.accounts ?? {}).sort();
+}
+
+export function hasAccounts(loaded: LoadedConfig): boolean {
+  return accountNames(loaded).length > 0;
+}
+
+export function keySourceOf(a: AccountConfig): KeySource {
+  return a.apiKeyFile !== undefined ? { kind: 'file', path: a.apiKeyFile } : { kind: 'env', name: a.apiKeyEnv! };
+}
+
+/**
+ * The named accounts resolved. Refuses (exit 2) a single-account key set beside `accounts` (it
+ * would be used by no one), and a data directory that still holds single-account data at its top.
+ */
+export function resolveAccounts(loaded: LoadedConfig, names: readonly string[], env: NodeJS.ProcessEnv = process.env): ResolvedAccount[] {
+  const c = loaded.config;
+  const accounts = c.accounts ?? {};
+  if (c.apiKey || c.apiKeyFile) {
+    const where = loaded.sources.apiKeyFile === 'file' || loaded.sources.apiKey === 'file' ? 'apiKeyFile in the configuration file' : 'REPORTING_API_KEY / REPORTING_API_KEY_FILE in the environment';
+    throw new ConfigError(
+      `the configuration has an accounts map and also a single key (${where}): with accounts, each account has its own key ` +
+        '(apiKeyFile or apiKeyEnv in its entry); remove the single key',
+    );
+  }
+  refuseSingleAccountData(c.dataDir);
+  return names.map((name) => {
+    const a = accounts[name];
+    if (!a) throw new ConfigError(`no account called ${JSON.stringify(name)} in the configuration`);
+    const config = { ...c, dataDir: accountDataDir(c.dataDir, name), apiKey: null as string | null };
+    const sources = { ...loaded.sources };
+    for (const key of OVERRIDES) {
+      const v = a[key];
+      if (v === undefined || loaded.sources[key] === 'flag') continue;
+      (config as Record<string, unknown>)[key] = v;
+      sources[key] = 'file';
+    }
+    const keySource = keySourceOf(a);
+    let keyError: string | null = null;
+    try {
+      config.apiKey = readKey(keySource, env);
+      registerSecret(config.apiKey);
+    } catch (err) {
+      keyError = (err as Error).message;
+    }
+    return { name, loaded: { ...loaded, config, sources }, parquetDir: accountParquetDir(c.dataDir, name), keySource, keyError };
+  });
+}
+
+function readKey(source: KeySource, env: NodeJS.ProcessEnv): string {
+  if (source.kind === 'env') {
+    const v = env[source.name]?.trim();
+    if (!v) throw new Error(`its key is not set: environment variable ${source.name} (apiKeyEnv) is ${source.name in env ? 'empty' : 'not set'}`);
+    return v;
+  }
+  let text: string;
+  try {
+    text = readFileSync(source.path, 'utf8');
+  } catch (err) {
+    throw new Error(`its key file ${source.path} (apiKeyFile) cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  const key = text.trim();
+  if (!key) throw new Error(`its key file ${source.path} (apiKeyFile) is empty`);
+  return key;
+}
+
+/** A data directory with single-account data at its top cannot take accounts until it is adopted. */
+export function refuseSingleAccountData(root: string): void {
+  for (const f of ['sessions.duckdb', 'state.duckdb']) {
+    if (existsSync(join(root, f))) {
+      throw new ConfigError(
+        `data directory ${root} holds single-account data (${f}) and the configuration has accounts: move it under an account ` +
+          `with \`session-etl accounts adopt NAME\` (no fetching again; docs/accounts.md), or give the accounts another dataDir`,
+      );
+    }
+  }
+}
+
+/** A single-account run refuses a data directory that holds accounts (it would mix its partitions into theirs). */
+export function refuseAccountsDir(root: string): void {
+  if (existsSync(join(root, ACCOUNTS_DIR))) {
+    throw new ConfigError(
+      `data directory ${root} holds many accounts (${join(root, ACCOUNTS_DIR)}), and the configuration has no accounts map: ` +
+        'give the configuration file with the accounts (--config), or another --data-dir',
+    );
+  }
+}
