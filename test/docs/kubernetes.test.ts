@@ -8,6 +8,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { CONFIG_DEFAULTS } from '../../src/config/defaults.js';
+import { ConfigSchema } from '../../src/config/schema.js';
 
 const DIR = fileURLToPath(new URL('../../docs/kubernetes/', import.meta.url));
 const MANIFEST = `${DIR}cronjob.yaml`;
@@ -167,6 +169,9 @@ describe('docs/kubernetes/cronjob.yaml', () => {
     expect(Object.keys(configMap.data)).toContain(file);
 
     const config = JSON.parse(configMap.data[file]) as Obj;
+    // The file the pod reads is one session-etl accepts (the same schema `--config` checks).
+    const checked = ConfigSchema.safeParse({ ...CONFIG_DEFAULTS, ...config });
+    expect(checked.success, checked.success ? '' : checked.error.message).toBe(true);
     expect(config).not.toHaveProperty('apiKey');
     expect(config).not.toHaveProperty('apiKeyFile');
     const accounts = Object.entries(config.accounts as Record<string, Obj>);
