@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { presentedToken, TOKEN_COOKIE, tokenMatches } from './access-token.js';
 import { coverageCalendar, dataDirArgument } from './coverage-calendar.js';
+import { quoteArg } from './shell-quote.js';
 import { ParquetReader, QueryTimeoutError, readState, type DashboardSource } from './data-source.js';
 import { buildOverview, type Overview } from './overview.js';
 import { askedColumns, BadRequestError, charts, flatRows, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay, toCsv } from './queries.js';
@@ -26,6 +27,8 @@ export interface DashboardOptions {
   nextRun: (nowMs: number) => Overview['nextRun'];
   /** The data directory as the user gave it, for the commands the page shows (undefined: the default). */
   dataDirArg?: string;
+  /** With accounts: the configuration file and the account, added to the commands the page shows. */
+  account?: { name: string; configArg?: string };
   now?: () => number;
   queryTimeoutMs?: number;
   /** Where to report a request that failed inside (never with the token). */
@@ -92,7 +95,9 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   // The calendar's per-day counts, read once now so that the first page load finds them cached.
   void sessionsPerDay(reader).catch(() => {});
   const now = o.now ?? Date.now;
-  const dataDirArg = dataDirArgument(o.dataDirArg);
+  const dataDirArg =
+    dataDirArgument(o.dataDirArg) +
+    (o.account ? `${o.account.configArg ? ` --config ${quoteArg(o.account.configArg)}` : ''} --account ${quoteArg(o.account.name)}` : '');
 
   const api: Record<string, (q: URLSearchParams, res: ServerResponse) => Promise<void>> = {
     '/api/overview': async (_q, res) => json(res, await overview()),

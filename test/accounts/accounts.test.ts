@@ -16,6 +16,7 @@ import { fnv1a32, shardOf } from '../../src/accounts/select.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { openDb, queryRows } from '../../src/store/duckdb.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
+import { startDashboardCli } from '../dashboard/fixture.js';
 
 const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
@@ -376,5 +377,28 @@ describe('many accounts', () => {
     const bad = await runCli(['sessions', '--config', s.config, '--account', 'nope'], s.env);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/configured: acme, globex/);
+  });
+
+  it('dashboard --account shows that account alone, with the account in the commands it offers; several accounts need --account', async () => {
+    const s = await setup(['acme', 'globex']);
+    expect((await backfill(s)).code).toBe(0);
+    const dash = await startDashboardCli(['--config', s.config, '--account', 'globex'], s.env);
+    try {
+      const overview = (await (await fetch(`${dash.url}api/overview`)).json()) as { totalSessions: number };
+      const rows = await readDataset(s.data);
+      expect(overview.totalSessions).toBe(rows.filter((x) => x.account === 'globex').length);
+      expect(overview.totalSessions).not.toBe(rows.length);
+      const coverage = (await (await fetch(`${dash.url}api/coverage`)).json()) as { gaps: Array<{ command: string }> };
+      expect(coverage.gaps.length).toBeGreaterThan(0);
+      for (const g of coverage.gaps) expect(g.command).toMatch(/ --config \S+ --account globex$/);
+    } finally {
+      await dash.stop();
+    }
+    const none = await runCli(['dashboard', '--config', s.config, '--port', '0'], s.env);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/2 accounts \(acme, globex\): give --account NAME/);
+    const unknown = await runCli(['dashboard', '--config', s.config, '--port', '0', '--account', 'nope'], s.env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/--account nope is not configured; the accounts are: acme, globex/);
   });
 });

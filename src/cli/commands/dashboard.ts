@@ -1,6 +1,8 @@
 import { statSync } from 'node:fs';
 import { Command } from 'commander';
-import { loadConfig } from '../../config/load.js';
+import { accountDataDir, accountParquetDir } from '../../accounts/layout.js';
+import { accountNames, hasAccounts, refuseAccountsDir } from '../../accounts/resolve.js';
+import { loadConfig, type LoadedConfig } from '../../config/load.js';
 import { UsageError } from '../usage-error.js';
 
 interface DashboardFlags {
@@ -10,6 +12,7 @@ interface DashboardFlags {
   host: string;
   tokenFile?: string;
   maxLag?: string;
+  account?: string;
 }
 
 export function register(program: Command): void {
@@ -24,11 +27,14 @@ export function register(program: Command): void {
     .option('--port <n>', 'TCP port; 0 picks a free one', '8787')
     .option('--host <address>', 'address to listen on; anything but loopback requires an access token', '127.0.0.1')
     .option('--token-file <file>', `file holding the access token (mode 0600); else the environment's SESSION_ETL_DASHBOARD_TOKEN`)
+    .option('--account <name>', 'with an accounts map: the account to show (one dashboard per account; needed when several are configured)')
     .option('--max-lag <duration>', 'a checkpoint further behind now is shown as lagging (default: the configuration\'s maxLag, 26h)')
     .action(async (flags: DashboardFlags) => {
       const port = Number(flags.port);
       if (!/^\d+$/.test(flags.port.trim()) || port > 65_535) throw new UsageError(`--port must be a whole number from 0 to 65535, got ${JSON.stringify(flags.port)}`);
-      const { config } = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      const { config } = loaded;
+      const account = chooseAccount(loaded, flags.account);
       const { parseDuration } = await import('../../time/windows.js');
       let maxLagSeconds: number;
       try {
@@ -66,7 +72,10 @@ export function register(program: Command): void {
       let dashboard;
       try {
         dashboard = await startDashboard({
-          source: sourceOfDataDir(config.dataDir),
+          source: account
+            ? { stateDir: accountDataDir(config.dataDir, account), parquetRoot: accountParquetDir(config.dataDir, account) }
+            : sourceOfDataDir(config.dataDir),
+          ...(account ? { account: { name: account, ...(flags.config ? { configArg: flags.config } : {}) } } : {}),
           host: flags.host,
           port,
           token,
@@ -84,7 +93,7 @@ export function register(program: Command): void {
       }
       process.stdout.write(`Dashboard: ${dashboard.url}\n`);
       process.stderr.write(
-        `serving ${config.dataDir} read-only${token ? ' (access token required: open the address with ?token=<token> once)' : ''}; Ctrl-C to stop\n`,
+        `serving ${config.dataDir}${account ? ` (account ${account})` : ''} read-only${token ? ' (access token required: open the address with ?token=<token> once)' : ''}; Ctrl-C to stop\n`,
       );
       await new Promise<void>((resolve) => {
         const stop = (signal: NodeJS.Signals) => {
@@ -95,4 +104,23 @@ export function register(program: Command): void {
         process.once('SIGTERM', stop);
       });
     });
+}
+
+/**
+ * The account a dashboard shows: with an accounts map, the one named by --account (or the only one
+ * configured); without one, none (the data directory's own store), and a directory of accounts is refused.
+ */
+function chooseAccount(loaded: LoadedConfig, named: string | undefined): string | null {
+  if (!hasAccounts(loaded)) {
+    if (named !== undefined) throw new UsageError('--account needs an accounts map in the configuration file (docs/accounts.md); none is configured');
+    refuseAccountsDir(loaded.config.dataDir);
+    return null;
+  }
+  const names = accountNames(loaded);
+  if (named === undefined) {
+    if (names.length === 1) return names[0]!;
+    throw new UsageError(`the configuration has ${names.length} accounts (${names.join(', ')}): give --account NAME for the one to show (one dashboard per account)`);
+  }
+  if (!names.includes(named)) throw new UsageError(`--account ${named} is not configured; the accounts are: ${names.join(', ')}`);
+  return named;
 }
