@@ -41,7 +41,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const clock = (): number => pinnedNow ?? Math.floor(Date.now() / 1_000);
   const from = options.from ?? Math.floor((clock() - 90 * DAY_SECONDS) / DAY_SECONDS) * DAY_SECONDS;
   if (options.to !== undefined && options.to <= from) throw new RangeError(`to (${options.to}) must lie after from (${from})`);
-  const store = new SessionDataset({ seed, sessionsPerDay, from, to: options.to, now: clock });
+  const longNotes = options.longNotes === true ? {} : options.longNotes || undefined;
+  const lone = longNotes?.loneSurrogateRate;
+  if (lone !== undefined && !(lone >= 0 && lone <= 1)) throw new RangeError(`longNotes.loneSurrogateRate must lie in [0, 1]; got ${lone}`);
+  const store = new SessionDataset({ seed, sessionsPerDay, from, to: options.to, now: clock, ...(longNotes ? { longNotes } : {}) });
 
   let faults: EmulatorFaults = { ...options.faults };
   validateFaults(faults);
