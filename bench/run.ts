@@ -26,6 +26,7 @@ import { readSessionsBody } from '../src/reporting/sessions-body.js';
 import { validateRecord } from '../src/reporting/record-schema.js';
 import { SESSION_COLUMNS, sessionsTableDdl } from '../src/store/contract.js';
 import { NDJSON_COLUMNS, NDJSON_SELECT } from '../src/store/ndjson.js';
+import { longTextCase } from './long-text.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'dist', 'bench');
@@ -252,8 +253,8 @@ async function bestOf<T>(n: number, fn: () => Promise<T>): Promise<number> {
 const ONLY = (() => {
   const i = process.argv.indexOf('--only');
   const v = i >= 0 ? process.argv[i + 1] : undefined;
-  if (i >= 0 && v !== 'rate') {
-    process.stderr.write(`--only takes one value: rate (the rate-control cases); got ${JSON.stringify(v ?? '')}\n`);
+  if (i >= 0 && v !== 'rate' && v !== 'long-text') {
+    process.stderr.write(`--only takes one value: rate (the rate-control cases) or long-text (printed, not written); got ${JSON.stringify(v ?? '')}\n`);
     process.exit(2);
   }
   return v;
@@ -272,6 +273,15 @@ async function main(): Promise<void> {
     process.stdout.write(`${table}\n`);
     log(`rate cases finished in ${secs(performance.now() - began)}`);
     if (SCALE === 1) await writeRateDoc(table);
+    return;
+  }
+  if (ONLY === 'long-text') {
+    try {
+      await longTextCase({ work, sessions: BIG, from: FROM, days: DAYS, emulatorOptions, startEmulatorProcess, fetchAll, cli, backfillArgs, nativeConvert, row, fmt, secs, mb });
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+    process.stdout.write(`${render(rows)}\n`);
     return;
   }
   log(`session-etl bench: ${fmt(BIG)} sessions over ${DAYS} days (${iso(FROM)} – ${iso(TO)}), work dir ${work}`);
@@ -377,6 +387,9 @@ async function main(): Promise<void> {
     await rm(dirA, { recursive: true, force: true });
     await rm(join(work, 'b'), { recursive: true, force: true });
     await rm(ndjson, { force: true });
+
+    // Case 1L: long text (bench/long-text.ts).
+    await longTextCase({ work, sessions: BIG, from: FROM, days: DAYS, emulatorOptions, startEmulatorProcess, fetchAll, cli, backfillArgs, nativeConvert, row, fmt, secs, mb });
 
     // Case 4: latency-bound.
     const slow = await startEmulatorProcess(emulatorOptions(SMALL, { faults: { latencyMs: 200 } }));
