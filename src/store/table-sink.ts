@@ -42,6 +42,8 @@ export class TableSink implements Sink {
         // ALIGNED_WAIT_MS of the last merge; otherwise what there is, so that a slow run still makes
         // its days readable as it goes. The flush merges what is left.
         mergeSlice: async () => {
+          // The rate counts from the start of the last merge: rows committed while it ran arrived over its duration.
+          const began = Date.now();
           const m = await mergeSlice(await this.mergeConnection(), this.merge, {
             waitForRowGroup: (pending, target) => {
               const elapsed = Date.now() - this.lastMerge;
@@ -49,7 +51,7 @@ export class TableSink implements Sink {
             },
           });
           if (m.waiting) this.kickLater();
-          else this.lastMerge = Date.now();
+          else this.lastMerge = began;
           return m;
         },
         ...(rewriter
