@@ -28,6 +28,7 @@ import { SESSION_COLUMNS, sessionsTableDdl } from '../src/store/contract.js';
 import { NDJSON_COLUMNS, NDJSON_SELECT } from '../src/store/ndjson.js';
 import { measureDashboard } from './dashboard.js';
 import { accountsBench, writeAccountsDoc, type AccountsBenchContext } from './accounts.js';
+import { longTextCase } from './long-text.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'dist', 'bench');
@@ -256,8 +257,8 @@ async function bestOf<T>(n: number, fn: () => Promise<T>): Promise<number> {
 const ONLY = (() => {
   const i = process.argv.indexOf('--only');
   const v = i >= 0 ? process.argv[i + 1] : undefined;
-  if (i >= 0 && v !== 'rate' && v !== 'accounts') {
-    process.stderr.write(`--only takes one value: rate (the rate-control cases) or accounts (the many-accounts case); got ${JSON.stringify(v ?? '')}\n`);
+  if (i >= 0 && v !== 'rate' && v !== 'accounts' && v !== 'long-text') {
+    process.stderr.write(`--only takes one value: rate (the rate-control cases), accounts (the many-accounts case) or long-text (printed, not written); got ${JSON.stringify(v ?? '')}\n`);
     process.exit(2);
   }
   return v;
@@ -277,6 +278,15 @@ async function main(): Promise<void> {
     process.stdout.write(`${table}\n`);
     log(`rate cases finished in ${secs(performance.now() - began)}`);
     if (SCALE === 1) await writeRateDoc(table);
+    return;
+  }
+  if (ONLY === 'long-text') {
+    try {
+      await longTextCase({ work, sessions: BIG, from: FROM, days: DAYS, emulatorOptions, startEmulatorProcess, fetchAll, cli, backfillArgs, nativeConvert, row, fmt, secs, mb });
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+    process.stdout.write(`${render(rows)}\n`);
     return;
   }
   log(`session-etl bench: ${fmt(BIG)} sessions over ${DAYS} days (${iso(FROM)} – ${iso(TO)}), work dir ${work}`);
@@ -388,6 +398,9 @@ async function main(): Promise<void> {
     await rm(dirA, { recursive: true, force: true });
     await rm(join(work, 'b'), { recursive: true, force: true });
     await rm(ndjson, { force: true });
+
+    // Case 1L: long text (bench/long-text.ts).
+    await longTextCase({ work, sessions: BIG, from: FROM, days: DAYS, emulatorOptions, startEmulatorProcess, fetchAll, cli, backfillArgs, nativeConvert, row, fmt, secs, mb });
 
     // Case 4: latency-bound.
     const slow = await startEmulatorProcess(emulatorOptions(SMALL, { faults: { latencyMs: 200 } }));

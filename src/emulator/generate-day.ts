@@ -10,7 +10,7 @@ import { Random, cumulativeOf, pickCumulative } from './prng.js';
 import type { SessionIdCodec } from './session-ids.js';
 import {
   AGENTS, type AgentProfile, COMPANY_IDS, COMPANY_WEIGHTS, CUSTOMER_ORGS, CUSTOMER_V4_PREFIXES, DEVICE_TYPES,
-  DEVICE_TYPE_WEIGHTS, FIRST_NAMES, GROUPS, HOUR_WEIGHTS, LAST_NAMES, NOTES, OPERATING_SYSTEMS,
+  DEVICE_TYPE_WEIGHTS, FIRST_NAMES, GROUPS, HOUR_WEIGHTS, LAST_NAMES, LONG_NOTE_PIECES, NOTES, OPERATING_SYSTEMS,
   SESSION_TYPES, SESSION_TYPE_WEIGHTS, WEEKDAY_WEIGHTS,
 } from './vocabulary.js';
 
@@ -33,6 +33,14 @@ export interface GenerateDayOptions {
   /** Average over a week; weekdays get more, weekends fewer. */
   sessionsPerDay: number;
   ids: SessionIdCodec;
+  /** Notes of 1–2 KB with escapes and non-ASCII instead of the short ones (see LongNotes). */
+  longNotes?: LongNotes;
+}
+
+/** The long-notes case: which sessions get a note is drawn as for short notes; its text comes from a stream of its own. */
+export interface LongNotes {
+  /** Probability that a note ends in a lone UTF-16 high surrogate (`\ud83d` escaped: a client that cut an emoji in half); default 0. */
+  loneSurrogateRate?: number;
 }
 
 const HOUR_CUMULATIVE = cumulativeOf(HOUR_WEIGHTS);
@@ -64,12 +72,14 @@ export interface GeneratedDay {
 /** The sessions that start on `day` (UTC). */
 export function generateDay(options: GenerateDayOptions, day: number): GeneratedDay {
   const rng = new Random(options.seed, day, 0xda7);
+  // The long notes draw from their own stream, so every other field is the same as without them.
+  const long = options.longNotes ? { rng: new Random(options.seed, day, 0x1075), lone: options.longNotes.loneSurrogateRate ?? 0 } : undefined;
   const dayStart = day * DAY_SECONDS;
   const mean = options.sessionsPerDay * (WEEKDAY_WEIGHTS[weekdayOf(day)] as number);
   const count = Math.max(0, Math.round(mean * (0.85 + 0.3 * rng.next())));
   // Each record is written to `raw` as it is made (in generation order, which fixes the draws and
   // so the data), then copied in sorted order; no per-record string outlives its writing.
-  const raw = new JsonBytes(count * 640 + 1_024);
+  const raw = new JsonBytes(count * (long ? 2_400 : 640) + 1_024);
   const rawStart = new Uint32Array(count + 1);
   const startedAt = new Int32Array(count);
   const endedAt = new Int32Array(count);
@@ -79,7 +89,7 @@ export function generateDay(options: GenerateDayOptions, day: number): Generated
     rawStart[n] = raw.length;
     ids[n] = options.ids.encode(day, n);
     startedAt[n] = t;
-    endedAt[n] = t + writeSession(raw, rng, ids[n] as string, t, forcedType);
+    endedAt[n] = t + writeSession(raw, rng, ids[n] as string, t, forcedType, long);
     n++;
   };
   // Scheduled unattended jobs start exactly on the hour, midnight included: a closed window whose
@@ -155,7 +165,7 @@ const OS_JSON = new Map(Object.entries(OPERATING_SYSTEMS).map(([d, list]) => [d,
 const QUOTE = 0x22;
 
 /** Writes one full record (every field, SDL order) and returns its duration. */
-function writeSession(w: JsonBytes, rng: Random, id: string, started: number, forcedType: string | undefined): number {
+function writeSession(w: JsonBytes, rng: Random, id: string, started: number, forcedType: string | undefined, long: LongNoteStream | undefined): number {
   const sessionType = forcedType ?? (SESSION_TYPES[pickCumulative(rng, TYPE_CUMULATIVE)] as string);
   const duration = drawDuration(rng, sessionType);
   const agentIndex = rng.chance(0.03) ? -1 : rng.int(AGENTS.length);
@@ -211,7 +221,7 @@ function writeSession(w: JsonBytes, rng: Random, id: string, started: number, fo
   else writeV4(w, rng);
   w.raw(F.externalFields);
   if (rng.chance(0.08)) w.null();
-  else writeExternalFields(w, rng);
+  else writeExternalFields(w, rng, long);
   w.byte(0x7d); // '}'
   return duration;
 }
@@ -225,7 +235,7 @@ function drawDuration(rng: Random, sessionType: string): number {
 }
 
 /** An externalFields object. */
-function writeExternalFields(w: JsonBytes, rng: Random): void {
+function writeExternalFields(w: JsonBytes, rng: Random, long: LongNoteStream | undefined): void {
   w.raw(F.customerName);
   const r = rng.next();
   if (r < 0.02) w.null();
@@ -246,8 +256,11 @@ function writeExternalFields(w: JsonBytes, rng: Random): void {
   } else if (c < 0.85) w.quoted('');
   else w.null();
   w.raw(F.notes);
-  if (rng.chance(0.7)) w.raw(NOTES_JSON[rng.int(NOTES_JSON.length)] as Uint8Array);
-  else w.null();
+  if (rng.chance(0.7)) {
+    const short = rng.int(NOTES_JSON.length);
+    if (long) writeLongNote(w, long);
+    else w.raw(NOTES_JSON[short] as Uint8Array);
+  } else w.null();
   w.raw(F.accountingInfo);
   const a = rng.next();
   if (a < 0.2) {
@@ -263,6 +276,33 @@ function writeExternalFields(w: JsonBytes, rng: Random): void {
   const systems = OS_JSON.get(DEVICE_TYPES[device] as string) as Uint8Array[];
   w.raw(systems[rng.int(systems.length)] as Uint8Array);
   w.byte(0x7d);
+}
+
+interface LongNoteStream {
+  rng: Random;
+  lone: number;
+}
+const LONG_INNER = LONG_NOTE_PIECES.map(innerFragment);
+const LONG_UTF8 = LONG_NOTE_PIECES.map((p) => Buffer.byteLength(p, 'utf8'));
+/** The high half of an emoji, alone: JSON.stringify escapes it as \ud83d. */
+const LONE_INNER = innerFragment('cut emoji: \ud83d');
+
+/** A quoted note of 1–2 KB of UTF-8: a case number, then pieces drawn from LONG_NOTE_PIECES. */
+function writeLongNote(w: JsonBytes, long: LongNoteStream): void {
+  const r = long.rng;
+  const target = 1_024 + r.int(800);
+  w.byte(QUOTE);
+  w.ascii('Case note #');
+  w.padded(r.int(1_000_000), 6);
+  w.ascii(': ');
+  let size = 19;
+  while (size < target) {
+    const k = r.int(LONG_INNER.length);
+    w.raw(LONG_INNER[k] as Uint8Array);
+    size += LONG_UTF8[k] as number;
+  }
+  if (long.lone > 0 && r.chance(long.lone)) w.raw(LONE_INNER);
+  w.byte(QUOTE);
 }
 
 /** A public-looking IPv4 address, quoted. */

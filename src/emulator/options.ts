@@ -121,6 +121,13 @@ export interface EmulatorOptions {
   /** Average sessions per day over a week; default 200. */
   sessionsPerDay?: number;
   /**
+   * `externalFields.notes` of 1–2 KB with quotes, backslashes, newlines, tabs, control characters,
+   * non-ASCII and emoji instead of the short notes (same sessions otherwise, deterministic from the
+   * seed). `{ loneSurrogateRate }` also ends that share of the notes with a lone UTF-16 surrogate
+   * escape (`\ud83d`), which JSON allows and UTF-8 cannot hold. Default false.
+   */
+  longNotes?: boolean | { loneSurrogateRate?: number };
+  /**
    * The emulator's "now" in epoch seconds, fixed until `setNow`. Default: the wall clock, read at
    * every request (so a long-running emulator sees sessions end and new ones begin).
    */

@@ -8,7 +8,7 @@
  * into objects (other selections, graphql-js execution, the test dataset).
  */
 import type { SessionRecord } from '../schema/session-fields.js';
-import { DAY_SECONDS, MAX_DURATION_SECONDS, generateDay, type GeneratedDay } from './generate-day.js';
+import { DAY_SECONDS, MAX_DURATION_SECONDS, generateDay, type GeneratedDay, type LongNotes } from './generate-day.js';
 import { SessionIdCodec } from './session-ids.js';
 
 export type WindowRule = 'closed' | 'half-open' | 'overlap';
@@ -18,6 +18,8 @@ export interface SessionDatasetOptions {
   /** Keys the session ids; default `seed`. */
   idSeed?: number;
   sessionsPerDay: number;
+  /** Long case notes (generate-day.ts); default: the short ones. */
+  longNotes?: LongNotes;
   /** First instant with data (epoch seconds, inclusive). */
   from: number;
   /** End of data (epoch seconds, exclusive); undefined: data runs up to "now". */
@@ -240,7 +242,7 @@ export class SessionDataset {
       this.days.set(d, cached);
       return cached;
     }
-    const made = { gen: generateDay({ seed: this.options.seed, sessionsPerDay: this.options.sessionsPerDay, ids: this.ids }, d) };
+    const made = { gen: generateDay({ seed: this.options.seed, sessionsPerDay: this.options.sessionsPerDay, ids: this.ids, ...(this.options.longNotes ? { longNotes: this.options.longNotes } : {}) }, d) };
     this.days.set(d, made);
     if (this.days.size > this.cacheDays) this.days.delete(this.days.keys().next().value as number);
     return made;

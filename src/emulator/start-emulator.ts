@@ -68,6 +68,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const clock = (): number => pinnedNow ?? Math.floor(Date.now() / 1_000);
   const from = options.from ?? Math.floor((clock() - 90 * DAY_SECONDS) / DAY_SECONDS) * DAY_SECONDS;
   if (options.to !== undefined && options.to <= from) throw new RangeError(`to (${options.to}) must lie after from (${from})`);
+  const longNotes = options.longNotes === true ? {} : options.longNotes || undefined;
+  const lone = longNotes?.loneSurrogateRate;
+  if (lone !== undefined && !(lone >= 0 && lone <= 1)) throw new RangeError(`longNotes.loneSurrogateRate must lie in [0, 1]; got ${lone}`);
 
   let baseFaults: EmulatorFaults = { ...options.faults };
   validateFaults(baseFaults);
@@ -87,6 +90,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const store = new SessionDataset({
       seed: tenantSeed, sessionsPerDay: a?.sessionsPerDay ?? sessionsPerDay, from: tenantFrom, to: tenantTo, now: clock,
       ...(a ? { idSeed: seed, scope: a.name, dayCache: sharedDays } : {}),
+      ...(longNotes ? { longNotes } : {}),
     });
     const tenantStats = emptyAccountStats();
     const dice = new FaultDice(tenantSeed);

@@ -152,3 +152,35 @@ export const HOUR_WEIGHTS = [
 
 /** Relative volume per weekday, Sunday first; averages to 1 over a week. */
 export const WEEKDAY_WEIGHTS = [0.25, 1.3, 1.3, 1.3, 1.3, 1.3, 0.25] as const;
+
+/**
+ * Pieces of the long case notes (`longNotes`): what agents paste into `externalFields.notes` —
+ * quotes, backslashes (Windows paths, a trailing one, a written-out `\u` escape), newlines, tabs,
+ * control characters (NUL, bell, escape sequences, DEL, NEL), line and paragraph separators, a BOM,
+ * accents, combining marks, right-to-left and CJK text, and emoji outside the BMP (surrogate pairs,
+ * skin tones, ZWJ families, flags). A note is a run of these, 1–2 KB of UTF-8.
+ */
+export const LONG_NOTE_PIECES = [
+  'Customer said "it crashed again" right after the update; asked for a "full" refund. ',
+  'Path: C:\\Program Files\\Vendor\\app.exe, key HKLM\\Software\\Vendor\\Settings\\ ',
+  'Steps:\n\t1. Open settings\n\t2. Reset network\n\t3. Reboot\n',
+  'Log excerpt:\r\n\tERROR 0x80070005 "Access denied" at line 42\r\n',
+  'Pasted from a terminal: \u0007bell \u0008backspace \u000cform feed \u001b[31mred\u001b[0m done. ',
+  'NUL byte here >\u0000< and unit separator >\u001f< and DEL >\u007f< and NEL >\u0085<. ',
+  'Line separator >\u2028< paragraph separator >\u2029< BOM >\ufeff<. ',
+  'Kunde meldet: Drucker druckt nicht, Treiber neu installiert (Größe 25 MB, Straße 5). ',
+  '顧客のPCが起動しない。セーフモードで再起動し、ドライバーを更新しました。',
+  'العميل يبلغ عن مشكلة في الطابعة؛ تم إعادة التشغيل. ',
+  'ग्राहक ने बताया कि प्रिंटर काम नहीं कर रहा है। ',
+  '고객이 VPN 연결 끊김을 보고했습니다. ',
+  'Combining: e\u0301 vs é, n\u0303 vs ñ, Å vs A\u030a. ',
+  'Fixed 👍🏽 — customer happy 😀🚀; family 👨\u200d👩\u200d👧 and flag 🇩🇪. ',
+  'Music 𝄞 and math 𝔸𝔹ℂ outside the BMP. ',
+  'JSON pasted: {"key": "value", "list": [1, 2, "three"], "nested": {"a": null}} ',
+  'Written-out escapes: \\n \\t \\" \\\\ \\u00e9 \\ud83d (typed, not control characters). ',
+  "Quotes: 'single', \"double\", `back`, «guillemets», „German“, 「corner」. ",
+  'Columns: a,b,c;d|e\tf ',
+  'Slow laptop → cleaned startup items; ≈30 % faster; ½ the boot time. ',
+  'Ends with a backslash \\',
+  ' ',
+] as const;

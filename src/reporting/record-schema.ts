@@ -8,12 +8,21 @@ import { redact } from '../util/redact.js';
 import { RecordValidationError } from './errors/record-validation-error.js';
 import { RECORD_SHAPE, type FieldDef, type SessionRecord } from '../schema/session-fields.js';
 
+/**
+ * JSON may escape half a surrogate pair (`"\ud83d"`); such a string has no UTF-8 form, so DuckDB and
+ * Parquet cannot store it. It is invalid, not repaired: replacing it with U+FFFD would change the
+ * vendor's data without a word. (String.prototype.isWellFormed: Node 20; lib ES2023 lacks its type.)
+ */
+const wellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+const LONE_SURROGATE = 'holds a lone UTF-16 surrogate (half of an emoji or other character outside the BMP, escaped as \\uD800–\\uDFFF without its pair), which UTF-8 cannot store';
+const STRING = z.string().refine(wellFormed, LONE_SURROGATE);
+
 const LEAF = {
-  string: z.string().nullish(),
+  string: STRING.nullish(),
   integer: z.number().int().nullish(),
   boolean: z.boolean().nullish(),
 };
-const ID = z.string().min(1, 'must be a non-empty string');
+const ID = z.string().min(1, 'must be a non-empty string').refine(wellFormed, LONE_SURROGATE);
 
 /** The zod type of one field: `id` a non-empty string; every other field its JSON type, or null, or absent. */
 function leafSchema(f: FieldDef): z.ZodType {

@@ -133,6 +133,9 @@ function scan(b: Buffer): SessionsBody | undefined {
     // byte below 0x20 up to the closing ']' sits inside a string: both go to the slow path.
     if (hasControlByte(b, first, last)) throw NOT_FAST;
     if (!isUtf8(b)) throw NOT_FAST;
+    // DuckDB's reader refuses an unknown escape or a lone surrogate (\ud83d without its pair) when
+    // it merges the file, long after the commit: the slow path names the session and the field.
+    if (!escapesValid(b, first, last)) throw NOT_FAST;
     for (const s of separators) b[s] = 0x0a;
     return { kind: 'ndjson', ndjson: b.subarray(first, last), count: ids.size };
   } catch (err) {
@@ -160,6 +163,40 @@ export function hasControlByte(b: Buffer, from: number, to: number): boolean {
   }
   while (i < to) if (b[i++]! < 0x20) return true;
   return false;
+}
+
+const HEX_VALUE = new Int8Array(256).fill(-1);
+for (let i = 0; i < 16; i++) HEX_VALUE['0123456789abcdef'.charCodeAt(i)] = HEX_VALUE['0123456789ABCDEF'.charCodeAt(i)] = i;
+/** The value of the four hex digits at b[p..p+4), or -1. */
+function hex4(b: Buffer, p: number): number {
+  const a = HEX_VALUE[b[p]!]!, c = HEX_VALUE[b[p + 1]!]!, d = HEX_VALUE[b[p + 2]!]!, e = HEX_VALUE[b[p + 3]!]!;
+  return (a | c | d | e) < 0 ? -1 : (a << 12) | (c << 8) | (d << 4) | e;
+}
+
+/**
+ * Whether every escape in b[from, to) is one JSON defines and every \u escape of a UTF-16
+ * surrogate is half of a pair. In the fast shape a backslash only occurs inside strings, so the
+ * escapes are read left to right from each backslash (`\\` consumes both).
+ */
+export function escapesValid(b: Buffer, from: number, to: number): boolean {
+  let i = b.indexOf(BACKSLASH, from);
+  while (i >= 0 && i < to) {
+    const c = b[i + 1];
+    if (c === 0x75) {
+      const u = hex4(b, i + 2);
+      if (u < 0) return false;
+      if (u >= 0xd800 && u <= 0xdfff) {
+        // A high surrogate must be followed by an escaped low one; a low one alone is lone.
+        if (u >= 0xdc00 || b[i + 6] !== BACKSLASH || b[i + 7] !== 0x75) return false;
+        const low = hex4(b, i + 8);
+        if (low < 0xdc00 || low > 0xdfff) return false;
+        i += 12;
+      } else i += 6;
+    } else if (c === QUOTE || c === BACKSLASH || c === 0x2f || c === 0x62 || c === 0x66 || c === 0x6e || c === 0x72 || c === 0x74) i += 2;
+    else return false;
+    i = b.indexOf(BACKSLASH, i);
+  }
+  return true;
 }
 
 function startsWith(b: Buffer, at: number, token: Buffer): boolean {

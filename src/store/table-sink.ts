@@ -13,6 +13,9 @@ import { mergeSlice, type MergeContext } from './merge.js';
 import { ParquetRewriter } from './parquet-rewriter.js';
 import type { FlushResult, MergeResult, RecordFile, Sink } from './sink.js';
 
+/** How long committed rows wait for a whole row group's worth before a background merge takes them anyway. */
+const ALIGNED_WAIT_MS = 4_000;
+
 export class TableSink implements Sink {
   readonly keepsFiles = true;
   private readonly work: BackgroundWork;
@@ -20,6 +23,8 @@ export class TableSink implements Sink {
   private readonly merge: MergeContext;
   private mergeConn: DuckDBConnection | undefined;
   private gen = 0;
+  private lastMerge = Date.now();
+  private kickTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly db: Db,
@@ -33,7 +38,22 @@ export class TableSink implements Sink {
     const rewriter = this.rewriter;
     this.work = new BackgroundWork(
       {
-        mergeSlice: async () => mergeSlice(await this.mergeConnection(), this.merge),
+        // In the background, whole row groups when rows arrive fast enough to fill one within
+        // ALIGNED_WAIT_MS of the last merge; otherwise what there is, so that a slow run still makes
+        // its days readable as it goes. The flush merges what is left.
+        mergeSlice: async () => {
+          // The rate counts from the start of the last merge: rows committed while it ran arrived over its duration.
+          const began = Date.now();
+          const m = await mergeSlice(await this.mergeConnection(), this.merge, {
+            waitForRowGroup: (pending, target) => {
+              const elapsed = Date.now() - this.lastMerge;
+              return elapsed < ALIGNED_WAIT_MS && (elapsed * target) / pending <= ALIGNED_WAIT_MS;
+            },
+          });
+          if (m.waiting) this.kickLater();
+          else this.lastMerge = began;
+          return m;
+        },
         ...(rewriter
           ? {
               rewriteReady: async () => {
@@ -95,6 +115,17 @@ export class TableSink implements Sink {
 
   stop(): void {
     this.work.stop();
+    clearTimeout(this.kickTimer);
+  }
+
+  /** Rows wait for a row group: merge them anyway once ALIGNED_WAIT_MS has passed, even if no commit comes. */
+  private kickLater(): void {
+    if (this.kickTimer) return;
+    this.kickTimer = setTimeout(() => {
+      this.kickTimer = undefined;
+      this.work.kick();
+    }, Math.max(0, this.lastMerge + ALIGNED_WAIT_MS - Date.now()) + 10);
+    this.kickTimer.unref();
   }
 
   idle(): Promise<void> {
@@ -102,6 +133,7 @@ export class TableSink implements Sink {
   }
 
   closeConnections(): void {
+    clearTimeout(this.kickTimer);
     this.mergeConn?.closeSync();
     this.rewriter?.closeConnections();
   }

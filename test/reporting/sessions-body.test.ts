@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GraphQLResponseError, InvalidResponseError, TransientError } from '../../src/reporting/errors/index.js';
 import fc from 'fast-check';
-import { hasControlByte, readSessionsBody } from '../../src/reporting/sessions-body.js';
+import { escapesValid, hasControlByte, readSessionsBody } from '../../src/reporting/sessions-body.js';
 import { MAX_RECORD_BYTES } from '../../src/reporting/record-size.js';
 import { flattenResponse } from '../../src/pipeline/flatten.js';
 
@@ -34,6 +34,19 @@ describe('readSessionsBody', () => {
     const r = readSessionsBody(body({ data: { sessions: [rec('a'), rec('b', extra)] } }), 'w');
     expect(r.kind).toBe('records');
     if (r.kind === 'records') expect(r.records).toEqual([rec('a'), rec('b', extra)]);
+  });
+
+  it('keeps escaped surrogate pairs and every JSON escape on the fast path; a lone surrogate or an unknown escape leaves it', () => {
+    const withNotes = (notes: string) =>
+      `{"data":{"sessions":[${JSON.stringify(rec('a', { externalFields: { customerName: null, externalCaseId: null, notes: 'x', accountingInfo: null, customerDeviceType: null, customerOs: null } })).replace('"notes":"x"', `"notes":"${notes}"`)}]}}`;
+    const fast = ['\\ud83d\\ude00 pair', '\\uD83D\\uDE00 upper', '\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u0000 \\u00e9', 'typed \\\\ud83d not an escape', 'ends \\\\'];
+    for (const n of fast) expect(readSessionsBody(Buffer.from(withNotes(n)), 'w').kind, n).toBe('ndjson');
+    // A lone surrogate is valid JSON: the precise validator decides (it refuses it, naming the session).
+    const slow = ['lone high \\ud83d end', 'lone low \\ude00', 'high then text \\ud83dx\\ude00', 'two highs \\ud83d\\ud83d'];
+    for (const n of slow) expect(readSessionsBody(Buffer.from(withNotes(n)), 'w').kind, n).toBe('records');
+    // An unknown escape is not JSON: the body is refused as JSON.parse refuses it, never handed to DuckDB.
+    for (const n of ['unknown \\x', 'short \\u12']) expect(() => readSessionsBody(Buffer.from(withNotes(n)), 'w'), n).toThrow(TransientError);
+    expect(escapesValid(Buffer.from('"\\\\\\ud800"'), 0, 10)).toBe(false);
   });
 
   it('leaves the fast path for another field order and for a session id twice, body untouched', () => {

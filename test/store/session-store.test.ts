@@ -4,7 +4,7 @@
  * new or updated), Parquet partitions read back with an independent reader, coverage, the run log,
  * and a failure of background work reported when it happens.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -98,6 +98,37 @@ describe.each<OutputFormat>(['duckdb', 'both', 'parquet'])('SessionStore, format
 });
 
 describe('SessionStore background work', () => {
+  it('a background merge appends whole row groups: it cuts a pending file in two, and every row lands once', async () => {
+    const dir = await tempDir();
+    const store = await open(dir, 'duckdb');
+    await store.beginRunCounts();
+    // Three windows of 60,000 sessions each, committed in quick succession: 180,000 rows, and
+    // DuckDB's row group holds 122,880, so the first merge takes two files and 2,880 rows of the third.
+    const windows = [0, 1, 2].map((w) => {
+      const start = DAY1 + w * D;
+      return { window: { start, end: start + D }, records: Array.from({ length: 60_000 }, (_, i) => record(`w${w}-${String(i).padStart(5, '0')}`, start + i, `note ${w}/${i} "q" \\ é`)) };
+    });
+    for (const w of windows) await store.commitWindow({ window: w.window, ndjson: ndjson(w.records, 1000), rejected: [], runId: 'r1' });
+    const pendingDir = join(dir, 'pending');
+    // The rest of the cut file waits in a file of its own, named after its window.
+    await expect.poll(async () => (await readdir(pendingDir)).length, { timeout: 20_000, interval: 20 }).toBe(1);
+    const [tail] = await readdir(pendingDir);
+    expect(tail).toMatch(new RegExp(`^rows-0*${DAY1 + 2 * D}-`));
+    const lines = (await readFile(join(pendingDir, tail!), 'utf8')).split('\n').filter(Boolean);
+    expect(lines.length).toBe(60_000 - 2_880);
+    expect(JSON.parse(lines[0]!).id).toBe('w2-02880');
+    const conn = await store.readConnection();
+    expect(Number((await conn.runAndReadAll('SELECT count(*) FROM sessions')).getRows()[0]![0])).toBe(122_880);
+    const flushed = await store.flush();
+    expect(flushed.inserted).toBe(180_000);
+    const stored = (await conn.runAndReadAll('SELECT session_id, external_notes FROM sessions ORDER BY session_id')).getRows();
+    await store.close();
+    const expected = windows.flatMap((w) => w.records).sort((a, b) => (a.id < b.id ? -1 : 1));
+    expect(stored.length).toBe(expected.length);
+    expect(stored.every((r, i) => r[0] === expected[i]!.id && r[1] === expected[i]!.externalFields.notes)).toBe(true);
+    expect(await readdir(pendingDir).catch(() => [])).toEqual([]);
+  }, 120_000);
+
   it('reports a failed background merge when it happens, and the closing flush fails naming it', async () => {
     const dir = await tempDir();
     const logger = captureLogger();

@@ -19,6 +19,8 @@ export interface EmulatorFlags {
   from?: string;
   to?: string;
   sessionsPerDay: string;
+  longNotes?: boolean;
+  loneSurrogateRate?: string;
   now?: string;
   windowRule: string;
   argTypes: string;
@@ -57,6 +59,8 @@ export function register(program: Command): void {
     .option('--from <time>', 'first instant with data: 2026-01-01, ISO datetime with offset, or epoch seconds (default: 90 days ago)')
     .option('--to <time>', 'end of data, exclusive (default: data runs up to now)')
     .option('--sessions-per-day <n>', 'average sessions per day over a week', '200')
+    .option('--long-notes', 'notes of 1–2 KB with escapes, control characters, non-ASCII and emoji instead of short ones')
+    .option('--lone-surrogate-rate <p>', 'with --long-notes: probability (0..1) that a note ends with a lone UTF-16 surrogate escape')
     .option('--now <time>', "pin the emulator's clock at this instant (default: the wall clock)")
     .option('--window-rule <rule>', `which sessions a window returns: ${WINDOW_RULES.join(', ')}`, 'closed')
     .option('--arg-types <type>', `how the schema declares sessions(start, end): ${ARG_TYPES.join(', ')}`, 'Int!')
@@ -129,6 +133,10 @@ export function emulatorOptionsFromFlags(flags: EmulatorFlags): EmulatorOptions 
   }
   const accounts = accountsOf(flags, options.seed as number);
   if (accounts) options.accounts = accounts;
+  if (flags.loneSurrogateRate !== undefined && !flags.longNotes) throw new UsageError('--lone-surrogate-rate needs --long-notes');
+  if (flags.longNotes) {
+    options.longNotes = flags.loneSurrogateRate === undefined ? true : { loneSurrogateRate: number('--lone-surrogate-rate', flags.loneSurrogateRate, 0, 1) };
+  }
   if (flags.from !== undefined) options.from = instant('--from', flags.from);
   if (flags.to !== undefined) options.to = instant('--to', flags.to);
   if (flags.now !== undefined) options.now = instant('--now', flags.now);
