@@ -20,6 +20,7 @@ import { checkMetricsFile } from './monitoring-options.js';
 import { notifyRunEnd, runEndOf, type NotifySettings } from '../monitoring/notify.js';
 import { pipelineOptions } from './run-options.js';
 import { formatSummary } from './summary.js';
+import { installStopSignals } from './stop-signals.js';
 import { UsageError } from './usage-error.js';
 
 /** An account whose key could not be read: it fails; the others run. */
@@ -73,24 +74,12 @@ export async function executeAccountsRun(
     }
   }
   const logger = createCliLogger(o.logLevel);
-  const stop = new AbortController();
-  const abort = new AbortController();
-  let stopCode: number = ExitCode.sigint;
-  let graceTimer: NodeJS.Timeout | undefined;
-  const onSignal = (sig: NodeJS.Signals) => {
-    const code = sig === 'SIGTERM' ? ExitCode.sigterm : ExitCode.sigint;
-    if (stop.signal.aborted) {
-      process.stderr.write(`${sig} again: exiting now\n`);
-      process.exit(code);
-    }
-    stopCode = code;
-    logger.warn({ signal: sig }, 'stopping: no new accounts or windows; running ones finish and commit (send again to exit at once)');
-    stop.abort(new Error(`stopped by ${sig}`));
-    graceTimer = setTimeout(() => abort.abort(new Error(`stopped by ${sig}`)), o.graceMs ?? 10_000);
-    graceTimer.unref();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const signals = installStopSignals({
+    logger,
+    ...(o.graceMs !== undefined ? { graceMs: o.graceMs } : {}),
+    stopping: 'stopping: no new accounts or windows; running ones finish and commit (send again to exit at once)',
+  });
+  const { stop, abort } = signals;
   const t0 = Date.now();
   let results: Array<AccountResult<RunSummary>>;
   try {
@@ -107,16 +96,14 @@ export async function executeAccountsRun(
           stopSignal: stop.signal,
           abortSignal: abort.signal,
           get stopExitCode() {
-            return stopCode;
+            return signals.exitCode;
           },
         });
       },
       { stopSignal: stop.signal },
     );
   } finally {
-    if (graceTimer) clearTimeout(graceTimer);
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    signals.dispose();
   }
   const outcomes = results.map(outcomeOf);
   if (o.notify) {
@@ -168,7 +155,7 @@ export async function executeAccountsRun(
   }
   if (stopped.length && stop.signal.aborted) {
     process.stderr.write(`stopped: ${stopped.length} accounts interrupted or not started (${stopped.map((s) => s.account).join(', ')}); committed data is kept\n`);
-    return stopCode;
+    return signals.exitCode;
   }
   return ExitCode.ok;
 }

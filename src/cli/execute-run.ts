@@ -8,6 +8,7 @@ import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
 import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
 import { ExitCode, exitCodeOf } from './exit-codes.js';
 import { createCliLogger } from './logging.js';
+import { installStopSignals } from './stop-signals.js';
 import { createProgress } from './progress.js';
 import { printSummary } from './summary.js';
 import { UsageError } from './usage-error.js';
@@ -65,27 +66,15 @@ async function executeRunCore(
   o: ExecuteRunOptions,
 ): Promise<number> {
   const logger = createCliLogger(o.logLevel);
-  const stop = new AbortController();
-  const abort = new AbortController();
-  let stopCode: number = ExitCode.sigint;
-  let graceTimer: NodeJS.Timeout | undefined;
-  const onSignal = (sig: NodeJS.Signals) => {
-    const code = sig === 'SIGTERM' ? ExitCode.sigterm : ExitCode.sigint;
-    if (stop.signal.aborted) {
-      // Second signal: leave now. Every committed window is durable; nothing partial is visible.
-      progress.stop();
-      process.stderr.write(`${sig} again: exiting now\n`);
-      process.exit(code);
-    }
-    stopCode = code;
-    logger.warn({ signal: sig }, 'stopping: no new windows; running ones finish and commit (send again to exit at once)');
-    stop.abort(new Error(`stopped by ${sig}`));
-    graceTimer = setTimeout(() => abort.abort(new Error(`stopped by ${sig}`)), o.graceMs ?? 10_000);
-    graceTimer.unref();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
   const progress = createProgress(o.progress && !o.json);
+  // A second signal leaves at once: every committed window is durable; nothing partial is visible.
+  const signals = installStopSignals({
+    logger,
+    ...(o.graceMs !== undefined ? { graceMs: o.graceMs } : {}),
+    stopping: 'stopping: no new windows; running ones finish and commit (send again to exit at once)',
+    beforeExit: () => progress.stop(),
+  });
+  const { stop, abort } = signals;
   try {
     const summary = await run({
       ...base,
@@ -93,7 +82,7 @@ async function executeRunCore(
       stopSignal: stop.signal,
       abortSignal: abort.signal,
       get stopExitCode() {
-        return stopCode;
+        return signals.exitCode;
       },
       onProgress: (p) => progress.update(p),
     });
@@ -106,7 +95,7 @@ async function executeRunCore(
     if (summary) printSummary(summary, o.json);
     if (err instanceof RunInterruptedError) {
       process.stderr.write(`${redact(err.message)}\n`);
-      return stopCode;
+      return signals.exitCode;
     }
     if (err instanceof RunFailedError) {
       process.stderr.write(`error: ${redact(err.message)}\n`);
@@ -115,8 +104,6 @@ async function executeRunCore(
     if (err instanceof RangeError) throw new UsageError(err.message, { cause: err });
     throw err;
   } finally {
-    if (graceTimer) clearTimeout(graceTimer);
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    signals.dispose();
   }
 }
