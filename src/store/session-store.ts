@@ -13,7 +13,7 @@
  * commit-queue.ts, table-sink.ts / parquet-only-sink.ts, merge.ts, parquet-rewriter.ts,
  * background-work.ts, coverage.ts, run-log.ts, durable-fs.ts.
  */
-import { rmdir } from 'node:fs/promises';
+import { rmdir, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Window } from '../time/windows.js';
@@ -47,6 +47,9 @@ export interface OpenStoreOptions {
   /** Where a failure of background work (a merge or a Parquet rewrite overlapping the fetching) is reported when it happens. */
   logger?: Logger;
 }
+
+/** A WAL at least this large is checkpointed with every core when the store closes (see close). */
+const PARALLEL_CHECKPOINT_WAL_BYTES = 16 * 2 ** 20;
 
 export class SessionStore {
   /** Writes on the one main connection. */
@@ -204,8 +207,11 @@ export class SessionStore {
     this.closed = true;
     if (!this.readOnly) {
       await rmdir(this.layout.pendingDir).catch(() => {});
-      // The checkpoint DuckDB would run while closing, here with every core and off the event loop.
-      await this.conn.run(`SET threads = ${availableParallelism()}`).catch(() => {});
+      // The checkpoint DuckDB would run while closing, here off the event loop; with every core when
+      // the WAL is large. Starting DuckDB's extra threads costs ~14 ms of CPU, more than a small WAL's
+      // checkpoint gains from them: many small accounts pay it once each (docs/benchmarks.md).
+      const walBytes = (await stat(`${this.layout.dbPath}.wal`).catch(() => undefined))?.size ?? 0;
+      if (walBytes >= PARALLEL_CHECKPOINT_WAL_BYTES) await this.conn.run(`SET threads = ${availableParallelism()}`).catch(() => {});
       await this.conn.run('CHECKPOINT').catch(() => {});
     }
     this.sink.closeConnections();
