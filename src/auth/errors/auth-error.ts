@@ -1,24 +1,7 @@
-import { redact, redactDeep } from '../../util/redact.js';
+import { ServiceError } from '../../util/service-error.js';
 
-/**
- * Base of the token service client's error family. `retryable` says whether the same request may
- * succeed if sent again; `status` and `body` carry what the token service answered, if it answered.
- * Messages and bodies pass through `redact()`, so no registered secret can leak through them.
- */
-export abstract class AuthError extends Error {
-  abstract readonly retryable: boolean;
-  /** A short machine-readable kind. */
-  abstract readonly kind: string;
-  /** HTTP status of the token service's answer, when there was one. */
-  readonly status: number | undefined;
-  /** The answer's body (parsed JSON when it was JSON, else text), with secrets redacted. */
-  readonly body: unknown;
-  constructor(message: string, details: { status?: number; body?: unknown; cause?: unknown } = {}) {
-    super(redact(message), details.cause === undefined ? undefined : { cause: details.cause });
-    this.status = details.status;
-    this.body = redactDeep(details.body);
-  }
-}
+/** Base of the token service client's error family (status, body and redaction: ServiceError). */
+export abstract class AuthError extends ServiceError {}
 
 export function isAuthError(e: unknown): e is AuthError {
   return e instanceof AuthError;
