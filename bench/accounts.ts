@@ -12,14 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { emulatorAccounts } from '../src/emulator/accounts.js';
+import { runMeasured, type Row } from './measured-process.js';
 
-export interface AccountsBenchRow {
-  section: string;
-  measure: string;
-  value: string;
-  goal?: string;
-  met?: boolean;
-}
+export type AccountsBenchRow = Row;
 
 export interface AccountsBenchContext {
   /** dist/bench (emulator-process.js, rss-probe.js). */
@@ -129,27 +124,14 @@ export async function accountsBench(ctx: AccountsBenchContext): Promise<void> {
 }
 
 async function cli(ctx: AccountsBenchContext, args: string[], env: Record<string, string>): Promise<Run> {
-  const rssFile = join(tmpdir(), `bench-rss-accounts-${process.pid}-${Date.now()}.json`);
-  const t = performance.now();
-  const child = spawn(process.execPath, ['--import', join(ctx.dist, 'rss-probe.js'), ctx.bin, ...args, '--json', '--log-level', 'error', '--no-progress'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, BENCH_RSS_FILE: rssFile, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
-  const code = await new Promise<number>((res) => child.once('exit', (c) => res(c ?? -1)));
-  const wallMs = performance.now() - t;
-  const rss = JSON.parse(await readFile(rssFile, 'utf8')) as { maxRssKb: number };
-  await rm(rssFile, { force: true });
+  const r = await runMeasured(ctx.dist, ctx.bin, [...args, '--json', '--log-level', 'error', '--no-progress'], { PATH: process.env.PATH, HOME: process.env.HOME, ...env });
   let out: Run['out'] = {};
   try {
-    out = JSON.parse(stdout) as Run['out'];
+    out = JSON.parse(r.stdout) as Run['out'];
   } catch {
-    throw new Error(`session-etl ${args.join(' ')} exited ${code} without a JSON summary: ${stderr.slice(-2000)}`);
+    throw new Error(`session-etl ${args.join(' ')} exited ${r.code} without a JSON summary: ${r.stderr.slice(-2000)}`);
   }
-  return { wallMs, code, out, maxRssBytes: rss.maxRssKb * 1024, stderr };
+  return { wallMs: r.wallMs, code: r.code, out, maxRssBytes: r.maxRssBytes, stderr: r.stderr };
 }
 
 async function emulatorProcess(dist: string, options: Record<string, unknown>): Promise<{ url: string; apiKey: string; close(): Promise<void> }> {

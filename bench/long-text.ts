@@ -15,6 +15,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { generateDay } from '../src/emulator/generate-day.js';
 import { SessionIdCodec } from '../src/emulator/session-ids.js';
 import { readSessionsBody } from '../src/reporting/sessions-body.js';
+import type { Row } from './measured-process.js';
 
 interface Emu {
   close(): Promise<void>;
@@ -24,13 +25,6 @@ interface CliRun {
   maxRssBytes: number;
   cpuMs: number;
   summary: { sessions: { new: number | null } };
-}
-interface Row {
-  section: string;
-  measure: string;
-  value: string;
-  goal?: string;
-  met?: boolean;
 }
 
 /** What bench/run.ts lends the case. */

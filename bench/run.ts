@@ -27,6 +27,7 @@ import { validateRecord } from '../src/reporting/record-schema.js';
 import { SESSION_COLUMNS, sessionsTableDdl } from '../src/store/contract.js';
 import { NDJSON_COLUMNS, NDJSON_SELECT } from '../src/store/ndjson.js';
 import { measureDashboard } from './dashboard.js';
+import { runMeasured, type Row } from './measured-process.js';
 import { accountsBench, writeAccountsDoc, type AccountsBenchContext } from './accounts.js';
 import { longTextCase } from './long-text.js';
 
@@ -44,13 +45,6 @@ const TODAY = Math.floor(Date.now() / 1000 / D) * D;
 const FROM = TODAY - (DAYS + 1) * D;
 const TO = FROM + DAYS * D; // yesterday, 00:00 UTC; the emulator has one more day (the nightly export's)
 
-interface Row {
-  section: string;
-  measure: string;
-  value: string;
-  goal?: string;
-  met?: boolean;
-}
 const rows: Row[] = [];
 /** The many-accounts case's rows (bench/accounts.ts): their own table and markers. */
 const accountRows: Row[] = [];
@@ -158,22 +152,9 @@ interface CliRun {
 }
 
 async function cli(args: string[], emu: EmulatorProc, env: Record<string, string> = {}): Promise<CliRun> {
-  const rssFile = join(tmpdir(), `bench-rss-${process.pid}-${Date.now()}.json`);
-  const t = performance.now();
-  const child: ChildProcess = spawn(process.execPath, ['--import', join(DIST, 'rss-probe.js'), BIN, ...args, '--json', '--log-level', 'warn'], {
-    env: { ...process.env, REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, BENCH_RSS_FILE: rssFile, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
-  const code = await new Promise<number>((res) => child.once('exit', (c) => res(c ?? -1)));
-  const wallMs = performance.now() - t;
-  const rss = JSON.parse(await readFile(rssFile, 'utf8')) as { maxRssKb: number; cpuMs: number };
-  await rm(rssFile, { force: true });
-  if (code !== 0) throw new Error(`session-etl ${args.join(' ')} exited ${code}: ${stderr.slice(-2000)}`);
-  return { wallMs, code, summary: JSON.parse(stdout), maxRssBytes: rss.maxRssKb * 1024, cpuMs: rss.cpuMs, stderr };
+  const r = await runMeasured(DIST, BIN, [...args, '--json', '--log-level', 'warn'], { ...process.env, REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, ...env });
+  if (r.code !== 0) throw new Error(`session-etl ${args.join(' ')} exited ${r.code}: ${r.stderr.slice(-2000)}`);
+  return { wallMs: r.wallMs, code: r.code, summary: JSON.parse(r.stdout), maxRssBytes: r.maxRssBytes, cpuMs: r.cpuMs, stderr: r.stderr };
 }
 
 const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
