@@ -245,6 +245,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       else res.destroy();
     });
   });
+  // Idle keep-alive connections live longer than a client's own idle timeout (undici: the server's
+  // hint minus 1 s), as real endpoints' do: with Node's 5 s default, a client reusing a connection
+  // at the moment the server drops it met "other side closed" and retried, a race of the emulator.
+  server.keepAliveTimeout = 65_000;
   server.on('clientError', (_err, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
