@@ -170,7 +170,7 @@ export function buildPayload(
         : `${what} LAG ${where}: data is ${lagSeconds !== null ? formatLag(lagSeconds) : '?'} behind, over the ${formatLag(o.maxLagSeconds)} limit [${behind}; last run ${outcome}]`;
   return redactDeep({
     event,
-    text,
+    text: chatText(text),
     command: end.command,
     job: end.job ?? null,
     host: o.host,
@@ -186,6 +186,16 @@ export function buildPayload(
     maxLagSeconds: o.maxLagSeconds,
     sessionsWritten: end.summary?.sessions.written ?? null,
   });
+}
+
+/**
+ * `text` as chat webhooks read it: Slack's incoming webhooks take `&`, `<` and `>` as control
+ * characters (`<!channel>` pings a channel, `<url|label>` is a link), and a server's error body
+ * quoted in a failure could hold them. They are written as `&amp;`, `&lt;` and `&gt;`, which Slack
+ * and Teams both show as the characters; the other fields carry the text as it is.
+ */
+export function chatText(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
 export interface Delivery {
