@@ -7,6 +7,7 @@
 import { basename, dirname, join } from 'node:path';
 import type { RunSummary } from '../pipeline/run.js';
 import { writeFileAtomic } from '../store/durable-fs.js';
+import { combineAccountStates } from './accounts-state.js';
 import { createMetrics, summaryOf } from './metrics.js';
 import { readMonitoredState, type MonitoredState } from './read-state.js';
 
@@ -79,16 +80,7 @@ export async function writeAccountsMetrics(path: string, command: string, runs: 
       states.push(own);
     }
   }
-  const min = (xs: Array<number | null>) => (xs.some((x) => x === null) || !xs.length ? null : Math.min(...(xs as number[])));
-  const stored = states.map((s) => s.storedSessions).filter((x): x is number => x !== null);
-  const lastRuns = states.map((s) => s.lastRun).filter((x): x is NonNullable<typeof x> => x !== null);
-  metrics.setState({
-    checkpoint: min(states.map((s) => s.checkpoint)),
-    coverageHoles: states.reduce((n, s) => n + s.coverageHoles, 0),
-    storedSessions: stored.length ? stored.reduce((a, b) => a + b, 0) : null,
-    lastRun: failed ?? lastRuns.find((x) => x.outcome === 'failed' || x.outcome === 'died') ?? lastRuns.sort((a, b) => (b.endedAt ?? b.startedAt) - (a.endedAt ?? a.startedAt))[0] ?? null,
-    lastSuccessAt: min(states.map((s) => s.lastSuccessAt)),
-  });
+  metrics.setState(combineAccountStates(states, failed));
   try {
     await writeFileAtomic(path, await metrics.metrics(), { tmp: join(dirname(path), `.${basename(path)}.${process.pid}.tmp`), mode: 0o644 });
   } catch (err) {

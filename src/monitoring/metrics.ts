@@ -175,9 +175,7 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
       state = s;
     },
     refreshState(s) {
-      const mine = state.lastRun;
-      const logged = mine === null || (s.lastRun !== null && (s.lastRun.runId === mine.runId || s.lastRun.startedAt >= mine.startedAt - 1));
-      state = logged ? s : { ...s, lastRun: mine };
+      state = refreshedState(state, s);
     },
     setRunning(running) {
       inProgress.set(running ? 1 : 0);
@@ -198,17 +196,34 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
         rateLimited.inc(l, s.rateLimited);
         paused.inc(l, s.pausedMs / 1000);
       }
-      // Until the store is read again, what the summary says is the freshest state.
-      const runId = s?.runId ?? `${r.command}-${Math.round(endedAt)}`;
-      const error = s?.error ?? (r.error instanceof Error ? redact(r.error.message) : r.error != null ? redact(String(r.error)) : null);
-      state = {
-        ...state,
-        ...(s?.checkpoint ? { checkpoint: Date.parse(s.checkpoint) / 1000 } : {}),
-        ...(s ? { coverageHoles: s.coverageHoles.length } : {}),
-        lastRun: { runId, kind: s?.kind ?? r.command, outcome, startedAt: endedAt - r.durationMs / 1000, endedAt, error },
-        ...(outcome === 'succeeded' || outcome === 'nothing-to-do' ? { lastSuccessAt: endedAt } : {}),
-      };
+      state = stateAfterRun(state, r, endedAt * 1000);
     },
     metrics: () => registry.metrics(),
   };
+}
+
+/** The state once a run ended: until the store is read again, what its summary says is the freshest. */
+export function stateAfterRun(state: MonitoredState, r: RunRecord, endedAtMs: number): MonitoredState {
+  const s = r.summary;
+  const outcome = s?.outcome ?? 'failed';
+  const endedAt = endedAtMs / 1000;
+  const runId = s?.runId ?? `${r.command}-${Math.round(endedAt)}`;
+  const error = s?.error ?? (r.error instanceof Error ? redact(r.error.message) : r.error != null ? redact(String(r.error)) : null);
+  return {
+    ...state,
+    ...(s?.checkpoint ? { checkpoint: Date.parse(s.checkpoint) / 1000 } : {}),
+    ...(s ? { coverageHoles: s.coverageHoles.length } : {}),
+    lastRun: { runId, kind: s?.kind ?? r.command, outcome, startedAt: endedAt - r.durationMs / 1000, endedAt, error },
+    ...(outcome === 'succeeded' || outcome === 'nothing-to-do' ? { lastSuccessAt: endedAt } : {}),
+  };
+}
+
+/**
+ * The state read back after a run this process recorded: the store's word wins, except that a run
+ * which ended before it was logged in the store (lock held, no data directory) stays the last run.
+ */
+export function refreshedState(mineState: MonitoredState, read: MonitoredState): MonitoredState {
+  const mine = mineState.lastRun;
+  const logged = mine === null || (read.lastRun !== null && (read.lastRun.runId === mine.runId || read.lastRun.startedAt >= mine.startedAt - 1));
+  return logged ? read : { ...read, lastRun: mine };
 }

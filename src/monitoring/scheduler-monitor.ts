@@ -2,13 +2,18 @@
  * Monitoring for `session-etl schedule --http-port`: the metrics registry, fed by the scheduler's
  * run hooks, and the HTTP endpoint serving it. The store is read at start and after each run (the
  * scheduler is the store's writer: between its runs nobody else should be), never on a scrape.
+ *
+ * With accounts (docs/accounts.md) each account's own directory is read: the run counters carry an
+ * `account` label, the state gauges stand for all accounts (combineAccountStates), and `/healthz`
+ * is healthy only when every account is, naming the account in each reason.
  */
 import type { RunSummary } from '../pipeline/run.js';
 import type { Logger } from '../util/logger.js';
+import { checkAccountsHealth, combineAccountStates } from './accounts-state.js';
 import { checkHealth } from './health.js';
 import { startMonitoringServer } from './http-server.js';
-import { createMetrics, summaryOf, type SessionEtlMetrics } from './metrics.js';
-import { readMonitoredState, type MonitoredState } from './read-state.js';
+import { createMetrics, refreshedState, stateAfterRun, summaryOf, type RunRecord, type SessionEtlMetrics } from './metrics.js';
+import { EMPTY_STATE, readMonitoredState, type MonitoredState } from './read-state.js';
 
 export interface SchedulerMonitorOptions {
   host: string;
@@ -18,6 +23,16 @@ export interface SchedulerMonitorOptions {
   logger: Logger;
   /** Commands the jobs run, for zero-valued run counters from the start. */
   commands?: readonly string[];
+  /** Many accounts: each chosen account and its own data directory (accounts/<name>/). */
+  accounts?: ReadonlyArray<{ name: string; dataDir: string }>;
+}
+
+/** One account's part of a scheduled run over many accounts. */
+export interface AccountRunEnd {
+  account: string;
+  summary?: RunSummary;
+  error?: unknown;
+  durationMs: number;
 }
 
 export interface SchedulerMonitor {
@@ -25,34 +40,49 @@ export interface SchedulerMonitor {
   url: string;
   metrics: SessionEtlMetrics;
   onRunStart(job: string): void;
-  onRunEnd(job: string, result: { summary?: RunSummary; error?: unknown; durationMs: number }): Promise<void>;
+  /** A run ended; with accounts, `accounts` holds each account's part of it. */
+  onRunEnd(job: string, result: { summary?: RunSummary; error?: unknown; durationMs: number }, accounts?: readonly AccountRunEnd[]): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startSchedulerMonitor(o: SchedulerMonitorOptions): Promise<SchedulerMonitor> {
-  const metrics = createMetrics({ processMetrics: true, commands: o.commands ?? ['export'] });
-  let readError: string | null = null;
+  const commands = o.commands ?? ['export'];
+  const metrics = createMetrics({ processMetrics: true, commands, ...(o.accounts ? { accounts: o.accounts.map((a) => a.name) } : {}) });
+  // Why a directory could not be read, by account ('' without accounts).
+  const readErrors = new Map<string, string>();
   let running = false;
-  const read = async (): Promise<MonitoredState | null> => {
+  const read = async (key: string, dataDir: string): Promise<MonitoredState | null> => {
     try {
-      const state = await readMonitoredState(o.dataDir);
-      readError = null;
+      const state = await readMonitoredState(dataDir);
+      readErrors.delete(key);
       return state;
     } catch (err) {
-      readError = (err as Error).message;
-      o.logger.warn({ dataDir: o.dataDir, error: readError }, 'monitoring could not read the data directory; the gauges keep what the last run said');
+      const error = (err as Error).message;
+      readErrors.set(key, error);
+      o.logger.warn({ dataDir, error, ...(key ? { account: key } : {}) }, 'monitoring could not read the data directory; the gauges keep what the last run said');
       return null;
     }
   };
-  const initial = await read();
-  if (initial) metrics.setState(initial);
+  // Each account's state, as its store and this process's runs tell it.
+  const accountStates = new Map<string, MonitoredState>();
+  if (o.accounts) {
+    for (const a of o.accounts) accountStates.set(a.name, (await read(a.name, a.dataDir)) ?? EMPTY_STATE);
+    metrics.setState(combineAccountStates([...accountStates.values()]));
+  } else {
+    const initial = await read('', o.dataDir);
+    if (initial) metrics.setState(initial);
+  }
+  const dirOf = new Map(o.accounts?.map((a) => [a.name, a.dataDir]));
   const server = await startMonitoringServer({
     host: o.host,
     port: o.port,
     metrics: async () => ({ body: await metrics.metrics(), contentType: metrics.contentType }),
     health: () => {
-      const h = checkHealth(metrics.state, { nowMs: Date.now(), maxLagSeconds: o.maxLagSeconds });
-      if (readError) h.reasons.push(`the data directory ${o.dataDir} could not be read: ${readError}`);
+      const opts = { nowMs: Date.now(), maxLagSeconds: o.maxLagSeconds };
+      const h = o.accounts ? checkAccountsHealth(accountStates, opts) : checkHealth(metrics.state, opts);
+      for (const [key, error] of readErrors) {
+        h.reasons.push(key ? `account ${key}: the data directory ${dirOf.get(key)} could not be read: ${error}` : `the data directory ${o.dataDir} could not be read: ${error}`);
+      }
       return { ...h, healthy: h.reasons.length === 0, running };
     },
   });
@@ -63,12 +93,32 @@ export async function startSchedulerMonitor(o: SchedulerMonitorOptions): Promise
       running = true;
       metrics.setRunning(true);
     },
-    async onRunEnd(job, r) {
-      const summary = r.summary ?? summaryOf(r.error);
-      // Read first, then update everything at once, so that no scrape sees the run counted but the store not read yet.
-      const state = await read();
-      metrics.recordRun({ command: summary?.kind ?? job, ...r, ...(summary ? { summary } : {}) });
-      if (state) metrics.refreshState(state);
+    async onRunEnd(job, r, accounts) {
+      const endedMs = Date.now();
+      if (o.accounts && accounts) {
+        // Read every account first, then update everything at once, so that no scrape sees a run counted but its store not read yet.
+        const runs = await Promise.all(
+          accounts.map(async (a) => {
+            const summary = a.summary ?? summaryOf(a.error);
+            const record: RunRecord = { command: summary?.kind ?? job, account: a.account, durationMs: a.durationMs, endedAtMs: endedMs, ...(summary ? { summary } : {}), ...(a.error !== undefined ? { error: a.error } : {}) };
+            const dir = dirOf.get(a.account);
+            return { record, read: dir === undefined ? null : await read(a.account, dir) };
+          }),
+        );
+        for (const { record, read: stored } of runs) {
+          metrics.recordRun(record);
+          const after = stateAfterRun(accountStates.get(record.account!) ?? EMPTY_STATE, record, endedMs);
+          accountStates.set(record.account!, stored ? refreshedState(after, stored) : after);
+        }
+        metrics.setState(combineAccountStates([...accountStates.values()]));
+      } else {
+        const summary = r.summary ?? summaryOf(r.error);
+        // Read first, then update everything at once, so that no scrape sees the run counted but the store not read yet.
+        // (With accounts and no account parts, the job failed before any account ran: nothing to read.)
+        const state = o.accounts ? null : await read('', o.dataDir);
+        metrics.recordRun({ command: summary?.kind ?? job, ...r, ...(summary ? { summary } : {}) });
+        if (state) metrics.refreshState(state);
+      }
       running = false;
       metrics.setRunning(false);
     },

@@ -11,6 +11,9 @@ import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, typ
 import { formatSummary } from '../summary.js';
 import { UsageError } from '../usage-error.js';
 import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
+import { accountDataDir } from '../../accounts/layout.js';
+import type { AccountOutcome } from '../accounts-run.js';
+import type { SchedulerMonitorOptions } from '../../monitoring/scheduler-monitor.js';
 
 interface ScheduleFlags extends CommonFlags, AccountFlags {
   cron?: string;
@@ -46,9 +49,12 @@ export function register(program: Command): void {
     const { startScheduler } = await import('../../scheduler/scheduler.js');
     const loadedJobs = await loadJobs(flags.jobsDir);
     const accountsJob = accounts ? (await import('../accounts-run.js')).accountsJob : undefined;
+    // Each account's part of the run that just ended (with accounts): the monitor and notifications take them one by one.
+    let accountParts: AccountOutcome[] | undefined;
     const jobs = accounts && accountsJob
       ? loadedJobs.map((j) =>
           accountsJob(j, loaded, accounts, concurrency, flags, (outcomes, total) => {
+            accountParts = outcomes;
             if (flags.json) process.stdout.write(JSON.stringify({ job: j.name, accounts: outcomes, total }) + '\n');
             else for (const o of outcomes) process.stdout.write(`account ${o.account}: ${o.outcome}${o.error ? ` (${o.error})` : ''}\n`);
           }),
@@ -58,7 +64,8 @@ export function register(program: Command): void {
     const httpPort = flags.httpPort !== undefined ? parseHttpPort(flags.httpPort) : undefined;
     // --max-lag (config maxLag): /healthz's lag limit, and the lag alert of notifications.
     const maxLagSeconds = parseDuration(c.maxLag, 'maxLag');
-    const monitor = httpPort === undefined ? undefined : await startMonitor(flags.httpHost, httpPort, maxLagSeconds, base.dataDir, logger);
+    const accountDirs = accounts?.map((name) => ({ name, dataDir: accountDataDir(loaded.config.dataDir, name) }));
+    const monitor = httpPort === undefined ? undefined : await startMonitor({ host: flags.httpHost, port: httpPort, maxLagSeconds, dataDir: base.dataDir, logger, ...(accountDirs ? { accounts: accountDirs } : {}) });
     if (monitor) process.stdout.write(`Metrics: ${monitor.url}/metrics  (health: ${monitor.url}/healthz)\n`);
 
     const notify = notifySettings(loaded);
@@ -78,14 +85,33 @@ export function register(program: Command): void {
           lookbackSeconds,
         };
       },
-      ...(monitor ? { onRunStart: (job: string) => monitor.onRunStart(job) } : {}),
+      onRunStart: (job: string) => {
+        accountParts = undefined;
+        monitor?.onRunStart(job);
+      },
       onRunEnd: async (job, r) => {
-        await monitor?.onRunEnd(job, r);
+        const parts = accountParts?.map((a) => ({
+          account: a.account,
+          durationMs: a.summary?.durationMs ?? r.durationMs,
+          ...(a.summary ? { summary: a.summary } : {}),
+          ...(a.error !== null ? { error: a.error } : {}),
+          exitCode: a.exitCode,
+        }));
+        await monitor?.onRunEnd(job, r, parts);
         if (r.summary && flags.json) process.stdout.write(JSON.stringify(r.summary) + '\n');
         else if (r.summary) process.stdout.write(formatSummary(r.summary));
         const s = (r.error as { summary?: unknown } | undefined)?.summary;
         if (s && flags.json) process.stdout.write(JSON.stringify(s) + '\n');
-        if (notify) await notifyScheduledRun(notify, job, base.dataDir, r, logger);
+        if (!notify) return;
+        // With accounts, each account's run end is judged on its own, in its own directory (as export's are).
+        if (parts && accountDirs) {
+          for (const p of parts) {
+            const dataDir = accountDataDir(loaded.config.dataDir, p.account);
+            await notifyRunEnd(notify, runEndOf({ command: 'schedule', job, dataDir, exitCode: p.exitCode, startedMs: r.endedMs - p.durationMs, endedMs: r.endedMs, ...(p.summary ? { summary: p.summary } : {}), ...(p.error !== undefined ? { error: p.error } : {}) }), {
+              logger: logger.child?.({ account: p.account }) ?? logger,
+            });
+          }
+        } else await notifyScheduledRun(notify, job, base.dataDir, r, logger);
       },
     });
     process.stderr.write(`scheduler running: ${jobs.map((j) => j.name).join(', ')} at "${c.scheduleCron}" (${c.scheduleTimezone}); Ctrl-C to stop\n`);
@@ -126,11 +152,11 @@ async function notifyScheduledRun(
   await notifyRunEnd(settings, runEndOf({ command: 'schedule', job, dataDir, exitCode, ...r }), { logger });
 }
 
-async function startMonitor(host: string, port: number, maxLagSeconds: number, dataDir: string, logger: ReturnType<typeof createCliLogger>) {
+async function startMonitor(o: SchedulerMonitorOptions) {
   const { startSchedulerMonitor } = await import('../../monitoring/scheduler-monitor.js');
   const { MonitoringServerError } = await import('../../monitoring/http-server.js');
   try {
-    return await startSchedulerMonitor({ host, port, maxLagSeconds, dataDir, logger });
+    return await startSchedulerMonitor(o);
   } catch (err) {
     if (err instanceof MonitoringServerError) throw new UsageError(err.message, { cause: err });
     throw err;
