@@ -177,4 +177,14 @@ describe('CLI operations (real processes)', () => {
     expect(cfg.stdout).toMatch(/apiKey\s+"\[REDACTED\]"\s+env/);
     expect(cfg.stdout).not.toContain('visible-secret-123');
   });
+
+  it('config shows the format the data directory recorded, not the default for a new one', async () => {
+    const dataDir = await tempDir();
+    expect((await runCli(['config', '--json'], env(dataDir))).stdout).toContain('{"key":"format","value":"both","source":"default"}');
+    expect((await runCli(['backfill', '--format', 'parquet', '--from', iso(FROM), '--to', iso(FROM + D)], env(dataDir))).code).toBe(0);
+    const cfg = await runCli(['config'], env(dataDir));
+    expect(cfg.stdout).toMatch(/^format\s+"parquet"\s+recorded in the data directory$/m);
+    const given = await runCli(['config', '--json'], env(dataDir, { SESSION_ETL_FORMAT: 'duckdb' }));
+    expect(given.stdout).toContain('{"key":"format","value":"duckdb","source":"env"}');
+  });
 });

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { keySourceOf } from '../../accounts/resolve.js';
 import { describeConfig, loadConfig } from '../../config/load.js';
+import { readStateSnapshot } from '../../store/state-snapshot.js';
 
 export function register(program: Command): void {
   program
@@ -9,9 +10,16 @@ export function register(program: Command): void {
     .option('--config <file>', 'configuration file; also SESSION_ETL_CONFIG')
     .option('--data-dir <dir>', 'data directory (shown as coming from the command line); also SESSION_ETL_DATA_DIR')
     .option('--json', 'print as JSON')
-    .action((flags: { config?: string; dataDir?: string; json?: boolean }) => {
+    .action(async (flags: { config?: string; dataDir?: string; json?: boolean }) => {
       const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
-      const rows = describeConfig(loaded);
+      const rows: Array<{ key: string; value: unknown; source: string }> = describeConfig(loaded);
+      // A format not given anywhere is the one the data directory recorded at its first run (README "Output"):
+      // show that one, read from its state snapshot (a plain file: no lock, no DuckDB), not the default for a new directory.
+      const format = rows.find((r) => r.key === 'format');
+      if (format?.source === 'default' && !loaded.config.accounts) {
+        const recorded = await readStateSnapshot(loaded.config.dataDir).catch(() => null);
+        if (recorded) Object.assign(format, { value: recorded.format, source: 'data-dir' });
+      }
       // Each account: where its key comes from (a file or an environment variable, never the key) and its overrides.
       const accounts = Object.entries(loaded.config.accounts ?? {})
         .sort(([a], [b]) => (a < b ? -1 : 1))
@@ -26,7 +34,8 @@ export function register(program: Command): void {
       }
       const w = Math.max(...rows.map((r) => r.key.length));
       process.stdout.write(`configuration file: ${loaded.file ?? '(none)'}\n`);
-      for (const r of rows) if (!(r.key === 'accounts' && accounts.length)) process.stdout.write(`${r.key.padEnd(w)}  ${JSON.stringify(r.value).padEnd(28)}  ${r.source}\n`);
+      const sourceText = (src: string) => (src === 'data-dir' ? 'recorded in the data directory' : src);
+      for (const r of rows) if (!(r.key === 'accounts' && accounts.length)) process.stdout.write(`${r.key.padEnd(w)}  ${JSON.stringify(r.value).padEnd(28)}  ${sourceText(r.source)}\n`);
       if (accounts.length) process.stdout.write(`accounts (${accounts.length}; keys are never shown):\n`);
       for (const a of accounts) {
         const key = a.key.from === 'file' ? `key from file ${a.key.path}` : `key from environment variable ${a.key.variable}`;
