@@ -9,7 +9,8 @@ export class AuthenticationError extends ReportingError {
   constructor(readonly status: number) {
     super(
       `the reporting endpoint refused the API key (HTTP ${status}): check REPORTING_API_KEY ` +
-        '(it must be a reporting-kind key, sent as the whole Authorization header, and not revoked)',
+        "(or REPORTING_API_KEY_FILE; with an accounts map, the account's apiKeyFile or apiKeyEnv): " +
+        'it must be a reporting-kind key, sent as the whole Authorization header, and not revoked',
     );
   }
 }
