@@ -26,6 +26,7 @@ import { runExport, type RunSummary } from '../../src/pipeline/run.js';
 import { registerSecret } from '../../src/util/redact.js';
 import { captureLogger, fakeTime } from '../helpers/capture.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
+import { startWebhookReceiver, type ReceivedPost, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 const D = 86_400;
 const H = 3_600;
@@ -189,46 +190,9 @@ describe('delivery: retries, backoff and the time budget (fake clock)', () => {
 
 // ---- end to end: real receiver, emulator, CLI -----------------------------------------------------
 
-interface Post {
-  path: string;
-  contentType: string | undefined;
-  body: string;
-  json: NotifyPayload;
-}
-interface Receiver {
-  url: string;
-  posts: Post[];
-  close(): Promise<void>;
-}
-
-/** A webhook receiver on port 0; `answer: false` accepts requests and never answers them. */
-async function startReceiver(answer = true): Promise<Receiver> {
-  const posts: Post[] = [];
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d: Buffer) => (body += d.toString()));
-    req.on('end', () => {
-      posts.push({ path: req.url ?? '', contentType: req.headers['content-type'], body, json: JSON.parse(body) as NotifyPayload });
-      if (answer) res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
-    });
-  });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/services/${HOOK_TOKEN}`,
-    posts,
-    close: () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  };
-}
+type Post = ReceivedPost<NotifyPayload>;
+type Receiver = WebhookReceiver<NotifyPayload>;
+const startReceiver = (answer = true) => startWebhookReceiver<NotifyPayload>(`services/${HOOK_TOKEN}`, { answer });
 
 let emu: Emulator;
 let receiver: Receiver;

@@ -5,13 +5,12 @@
  * one emulator per account, a real webhook receiver.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { startCli, waitFor } from '../helpers/cli.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { checkExposition, value } from './helpers.js';
 
 const D = 86_400;
@@ -22,27 +21,17 @@ const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 const emus: Record<string, Emulator> = {};
 const dirs: string[] = [];
 const children: Array<ReturnType<typeof startCli>> = [];
-let receiver: { url: string; posts: Array<Record<string, unknown>>; server: Server };
+let receiver: WebhookReceiver;
 
 beforeAll(async () => {
   emus.acme = await startEmulator({ seed: 21, apiKey: 'key-of-acme-0123456789', from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 30 });
   emus.globex = await startEmulator({ seed: 22, apiKey: 'key-of-globex-0123456789', from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 30 });
-  const posts: Array<Record<string, unknown>> = [];
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d: Buffer) => (body += d.toString()));
-    req.on('end', () => {
-      posts.push(JSON.parse(body) as Record<string, unknown>);
-      res.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  receiver = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook/secret-hook-token-4711`, posts, server };
+  receiver = await startWebhookReceiver('hook/secret-hook-token-4711');
 });
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
   for (const e of Object.values(emus)) await e.close();
-  await new Promise<void>((r) => receiver.server.close(() => r()));
+  await receiver.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
@@ -108,8 +97,8 @@ describe('schedule --http-port with accounts', () => {
     expect(value(text, 'session_etl_last_run_failed')).toBe(1);
     await waitFor(() => receiver.posts.length > before, 20_000, 'the notification');
     const posts = receiver.posts.slice(before);
-    expect(posts.map((p) => [p.event, String(p.dataDir).endsWith(join('accounts', 'globex'))])).toEqual([['run_failed', true]]);
-    expect(JSON.stringify({ posts, health, text }) + s.output()).not.toMatch(/wrong-key-of-globex-99|secret-hook-token-4711|key-of-acme-0123456789/);
+    expect(posts.map((p) => [p.json.event, String(p.json.dataDir).endsWith(join('accounts', 'globex'))])).toEqual([['run_failed', true]]);
+    expect(JSON.stringify({ bodies: posts.map((p) => p.body), health, text }) + s.output()).not.toMatch(/wrong-key-of-globex-99|secret-hook-token-4711|key-of-acme-0123456789/);
     s.kill('SIGTERM');
     await s.result;
   });
