@@ -1,9 +1,8 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { describe, expect, it } from 'vitest';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { expectedRow, readDuckDbSessions } from '../helpers/read-store.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 
@@ -13,31 +12,15 @@ const FROM = Math.floor(NOW / D) * D - 12 * D;
 const TO = FROM + 10 * D;
 const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
-let emu: Emulator;
-const dirs: string[] = [];
-async function tempDir(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), 'session-etl-cli-'));
-  dirs.push(d);
-  return d;
-}
-
-beforeAll(async () => {
-  emu = await startEmulator({ seed: 5, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 80 });
-});
-afterAll(async () => {
-  await emu.close();
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-
-function env(dataDir: string, extra: Record<string, string> = {}) {
-  return { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir, ...extra };
-}
+const fx = useEmulator({ seed: 5, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 80 }, { prefix: 'session-etl-cli-' });
+const tempDir = () => fx.tempDir();
+const env = (dataDir: string, extra: Record<string, string> = {}) => fx.env(dataDir, extra);
 
 function strip<T extends Record<string, unknown>>(rows: T[]) {
   return rows.map(({ extracted_at: _x, ...r }) => r);
 }
 function truthBetween(from: number, to: number) {
-  return emu.dataset
+  return fx.emu.dataset
     .sessionsStartedIn(from, to)
     .map(expectedRow)
     .sort((a, b) => a.session_id.localeCompare(b.session_id));
@@ -87,14 +70,14 @@ describe('CLI operations (real processes)', () => {
 
   it('two writers at once: one refuses with exit 3 naming the holder; the data is intact', async () => {
     const dataDir = await tempDir();
-    emu.setFaults({ latencyMs: 150 });
+    fx.emu.setFaults({ latencyMs: 150 });
     const first = startCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--concurrency', '1'], env(dataDir));
     await waitFor(() => existsSync(join(dataDir, '.session-etl.lock', 'holder.json')), 20_000, 'the first run to take the lock');
     const second = await runCli(['export', '--since', iso(FROM)], env(dataDir));
     expect(second.code).toBe(3);
     expect(second.stderr).toMatch(new RegExp(`pid ${first.pid}`));
     const r = await first.result;
-    emu.setFaults({});
+    fx.emu.setFaults({});
     expect(r.code).toBe(0);
     expect(await storedBetween(dataDir, FROM, TO)).toEqual(truthBetween(FROM, TO));
     // --wait queues behind a holder instead.
@@ -107,14 +90,14 @@ describe('CLI operations (real processes)', () => {
 
   it('a lock left by kill -9 is taken over, and the re-run completes exactly', async () => {
     const dataDir = await tempDir();
-    emu.setFaults({ latencyMs: 200 });
+    fx.emu.setFaults({ latencyMs: 200 });
     const victim = startCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--concurrency', '1'], env(dataDir));
     await waitFor(() => existsSync(join(dataDir, '.session-etl.lock', 'holder.json')), 20_000, 'lock');
     await new Promise((r) => setTimeout(r, 700));
     victim.kill('SIGKILL');
     await victim.result;
     expect(existsSync(join(dataDir, '.session-etl.lock'))).toBe(true);
-    emu.setFaults({});
+    fx.emu.setFaults({});
     const again = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--json'], env(dataDir));
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout).resumed).toBe(true);
@@ -123,7 +106,7 @@ describe('CLI operations (real processes)', () => {
 
   it('SIGTERM stops the run with 143, commits what finished, and the next run completes exactly', async () => {
     const dataDir = await tempDir();
-    emu.setFaults({ latencyMs: 200 });
+    fx.emu.setFaults({ latencyMs: 200 });
     const run = startCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--concurrency', '1', '--json'], env(dataDir));
     await waitFor(() => existsSync(join(dataDir, 'sessions.duckdb')), 20_000, 'the store');
     await new Promise((r) => setTimeout(r, 800));
@@ -134,7 +117,7 @@ describe('CLI operations (real processes)', () => {
     expect(summary.outcome).toBe('interrupted');
     expect(summary.windows.skipped).toBeGreaterThan(0);
     expect(existsSync(join(dataDir, '.session-etl.lock'))).toBe(false);
-    emu.setFaults({});
+    fx.emu.setFaults({});
     const st = await runCli(['status', '--json'], env(dataDir));
     expect(st.code).toBe(0);
     expect(JSON.parse(st.stdout).lastRuns[0].outcome).toBe('interrupted');
@@ -145,7 +128,7 @@ describe('CLI operations (real processes)', () => {
 
   it('schedule fires the export on a seconds-level cron and skips an overlapping tick', async () => {
     const dataDir = await tempDir();
-    emu.setFaults({ latencyMs: 400 });
+    fx.emu.setFaults({ latencyMs: 400 });
     // The first export needs a start: given through a configuration file.
     const cfg = join(dataDir, 'config.json');
     await mkdir(dataDir, { recursive: true });
@@ -155,7 +138,7 @@ describe('CLI operations (real processes)', () => {
     await waitFor(() => /job finished/.test(s.output()), 30_000, 'a finished job');
     s.kill('SIGTERM');
     const r = await s.result;
-    emu.setFaults({});
+    fx.emu.setFaults({});
     expect(r.stderr).toMatch(/job scheduled/);
     expect(r.stderr).toMatch(/previous run still going: this tick is skipped/);
     expect(r.stderr).toMatch(/job finished/);

@@ -4,12 +4,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { describe, expect, it } from 'vitest';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { REPO_ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
 
 const D = 86_400;
@@ -18,27 +16,18 @@ const FROM = Math.floor(NOW / D) * D - 12 * D;
 const TO = FROM + 10 * D;
 const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
-let emu: Emulator;
-const dirs: string[] = [];
 const children: ChildProcess[] = [];
-async function tempDir(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), 'session-etl-readers-'));
-  dirs.push(d);
-  return d;
-}
-
-beforeAll(async () => {
-  emu = await startEmulator({ seed: 11, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 60 });
-});
-afterAll(async () => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  await emu.close();
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-
-function env(dataDir: string, extra: Record<string, string> = {}) {
-  return { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir, ...extra };
-}
+const fx = useEmulator(
+  { seed: 11, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 60 },
+  {
+    prefix: 'session-etl-readers-',
+    beforeClose: () => {
+      for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+    },
+  },
+);
+const tempDir = () => fx.tempDir();
+const env = (dataDir: string, extra: Record<string, string> = {}) => fx.env(dataDir, extra);
 
 /** Another process (a BI tool, say) holding the DuckDB file open read-only until it is sent "close". */
 async function openReader(dbPath: string): Promise<ChildProcess> {
@@ -115,7 +104,7 @@ describe('readers beside a run (real processes)', () => {
   it('status and sessions while a run holds the file: status shows the snapshot and the run; sessions reads Parquet or says why not', async () => {
     const dataDir = await tempDir();
     expect((await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + 2 * D)], env(dataDir))).code).toBe(0);
-    emu.setFaults({ latencyMs: 1500 });
+    fx.emu.setFaults({ latencyMs: 1500 });
     const run = startCli(['backfill', '--from', iso(FROM + 2 * D), '--to', iso(TO), '--concurrency', '1'], env(dataDir));
     try {
       await waitFor(() => runningSnapshot(dataDir)?.running?.pid === run.pid, 20_000, 'the run to publish its state');
@@ -140,7 +129,7 @@ describe('readers beside a run (real processes)', () => {
       // Our message first (DuckDB's own is only the cause below it).
       expect(duck.stderr.split('\n')[0]).toMatch(new RegExp(`^error: .*held by a session-etl run \\(pid ${run.pid}\\).*--source parquet`));
     } finally {
-      emu.setFaults({});
+      fx.emu.setFaults({});
     }
     expect((await run.result).code).toBe(0);
     const after = JSON.parse((await runCli(['status', '--json'], env(dataDir))).stdout);
@@ -155,14 +144,14 @@ describe('readers beside a run (real processes)', () => {
 
   it('after kill -9, status says the run died (not running now), and the next run records it as died', async () => {
     const dataDir = await tempDir();
-    emu.setFaults({ latencyMs: 200 });
+    fx.emu.setFaults({ latencyMs: 200 });
     const victim = startCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--concurrency', '1', '--json'], env(dataDir));
     try {
       await waitFor(() => runningSnapshot(dataDir)?.running?.pid === victim.pid, 20_000, 'the run to start');
       const victimRun = runningSnapshot(dataDir)!.running!.runId;
       victim.kill('SIGKILL');
       await victim.result;
-      emu.setFaults({});
+      fx.emu.setFaults({});
 
       const st = await runCli(['status'], env(dataDir));
       expect(st.code).toBe(0);
@@ -182,7 +171,7 @@ describe('readers beside a run (real processes)', () => {
       expect(dead.error).toContain(`pid ${victim.pid}`);
       expect(runs.filter((r) => r.outcome === 'running')).toEqual([]);
     } finally {
-      emu.setFaults({});
+      fx.emu.setFaults({});
     }
   });
 

@@ -1,9 +1,8 @@
 /** The state snapshot (state.json): what a run publishes for readers, and its validated reader. */
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { describe, expect, it } from 'vitest';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runBackfill, type PipelineOptions } from '../../src/pipeline/run.js';
 import { DataDirError } from '../../src/store/errors.js';
 import { readStateSnapshot } from '../../src/store/state-snapshot.js';
@@ -14,23 +13,11 @@ const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const NOW = FROM + 5 * D;
 
-let emu: Emulator;
-const dirs: string[] = [];
-async function tempDir(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), 'session-etl-state-'));
-  dirs.push(d);
-  return d;
-}
-beforeAll(async () => {
-  emu = await startEmulator({ seed: 7, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 50 });
-});
-afterAll(async () => {
-  await emu.close();
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
+const fx = useEmulator({ seed: 7, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 50 }, { prefix: 'session-etl-state-' });
+const tempDir = () => fx.tempDir();
 
 function base(dataDir: string, extra: Partial<PipelineOptions> = {}): PipelineOptions {
-  return { reportingUrl: emu.url, apiKey: emu.apiKey, dataDir, format: 'both', now: () => NOW * 1000, sleep: async () => {}, ...extra };
+  return { reportingUrl: fx.emu.url, apiKey: fx.emu.apiKey, dataDir, format: 'both', now: () => NOW * 1000, sleep: async () => {}, ...extra };
 }
 
 describe('state snapshot', () => {
@@ -60,7 +47,7 @@ describe('state snapshot', () => {
     expect(snap!.lastRuns[0]).toMatchObject({ kind: 'backfill', outcome: 'succeeded', windows: 1, requests: 1, error: null });
     expect(Object.keys(snap!.lastRuns[0]!)).toEqual(expect.arrayContaining(['run_id', 'started_at', 'ended_at', 'sessions_written', 'retries', 'rate_limited']));
     // No secret in it.
-    expect(JSON.stringify(snap)).not.toContain(emu.apiKey);
+    expect(JSON.stringify(snap)).not.toContain(fx.emu.apiKey);
   });
 
   it('reads null when there is none, and refuses a file that is not a snapshot, naming it', async () => {
