@@ -21,26 +21,41 @@ export interface SharedDuckDB {
   close(): Promise<void>;
 }
 
-let shared: { instance: DuckDBInstance; admin: DuckDBConnection; seq: number; memoryLimit: string | undefined } | undefined;
+let shared: { instance: DuckDBInstance; admin: DuckDBConnection; seq: number; users: number } | undefined;
 
 /**
  * Makes writers (openDb without readOnly) attach their files to one instance until the returned
- * handle is closed. `memoryLimit` bounds the whole instance (all accounts open at once).
+ * handle is closed. `memoryLimit` bounds the whole instance (all accounts open at once). Opened
+ * again while open (two many-account jobs of `schedule` at once), it shares the same instance,
+ * closed with its last user.
  */
 export async function openSharedDuckDB(opts: { threads?: number; memoryLimit?: string } = {}): Promise<SharedDuckDB> {
-  if (shared) throw new Error('a shared DuckDB instance is already open');
-  const config: Record<string, string> = { ...BASE_CONFIG, checkpoint_threshold: '1GB' };
-  if (opts.threads) config.threads = String(opts.threads);
-  if (opts.memoryLimit) config.memory_limit = opts.memoryLimit;
-  const instance = await DuckDBInstance.create(':memory:', config);
-  const admin = await instance.connect();
-  const mine = { instance, admin, seq: 0, memoryLimit: opts.memoryLimit };
-  shared = mine;
-  return {
-    async close() {
-      if (shared === mine) shared = undefined;
+  let mine = shared;
+  if (mine) mine.users++;
+  else {
+    const config: Record<string, string> = { ...BASE_CONFIG, checkpoint_threshold: '1GB' };
+    if (opts.threads) config.threads = String(opts.threads);
+    if (opts.memoryLimit) config.memory_limit = opts.memoryLimit;
+    const instance = await DuckDBInstance.create(':memory:', config);
+    const admin = await instance.connect();
+    if (shared) {
+      // Another caller opened one meanwhile: use it.
       admin.closeSync();
       instance.closeSync();
+      mine = shared;
+      mine.users++;
+    } else shared = mine = { instance, admin, seq: 0, users: 1 };
+  }
+  const s = mine;
+  let closed = false;
+  return {
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (--s.users > 0) return;
+      if (shared === s) shared = undefined;
+      s.admin.closeSync();
+      s.instance.closeSync();
     },
   };
 }

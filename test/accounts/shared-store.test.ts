@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { openDb, queryRows } from '../../src/store/duckdb.js';
+import { openDb, openSharedDuckDB, queryRows, sharedDuckDBOpen } from '../../src/store/duckdb.js';
 import { REPO_ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
 
 const D = 86_400;
@@ -104,5 +104,30 @@ describe('one DuckDB instance for the accounts of a run', () => {
     const again = await runCli(args(s.config), s.env);
     expect(again.code, again.stderr).toBe(0);
     for (const n of NAMES) expect(await storedIds(s.data, n)).toEqual(truth(n));
+  });
+
+  it('opened twice at once (two many-account jobs of schedule), the engine is shared and closes with its last user', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'session-etl-shared-'));
+    dirs.push(root);
+    const first = await openSharedDuckDB({ threads: 1 });
+    const second = await openSharedDuckDB({ threads: 1 });
+    const a = await openDb(join(root, 'a.duckdb'));
+    await a.conn.run('CREATE TABLE t AS SELECT 42 AS n');
+    await first.close();
+    // The second user's engine still holds a's file; a second file attaches beside it.
+    expect(sharedDuckDBOpen()).toBe(true);
+    const b = await openDb(join(root, 'b.duckdb'));
+    await b.conn.run('CREATE TABLE t AS SELECT 7 AS n');
+    expect((await queryRows<{ n: number }>(a.conn, 'SELECT n FROM t'))[0]!.n).toBe(42);
+    await a.close();
+    await b.close();
+    await second.close();
+    expect(sharedDuckDBOpen()).toBe(false);
+    // Each file holds its own table, readable on its own.
+    for (const [f, n] of [['a.duckdb', 42], ['b.duckdb', 7]] as const) {
+      const db = await openDb(join(root, f), { readOnly: true });
+      expect((await queryRows<{ n: number }>(db.conn, 'SELECT n FROM t'))[0]!.n).toBe(n);
+      await db.close();
+    }
   });
 });
