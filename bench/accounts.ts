@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { emulatorAccounts } from '../src/emulator/accounts.js';
@@ -36,6 +36,10 @@ interface Run {
   code: number;
   out: { accounts?: Array<{ account: string; outcome: string }>; total?: { sessionsWritten: number }; sessions?: { written: number } };
   maxRssBytes: number;
+  /** CPU time of the process (user + system, every thread): steadier than the wall time on a shared machine. */
+  cpuMs: number;
+  /** The 1-minute load average when the run ended. */
+  load: number;
   stderr: string;
 }
 
@@ -86,11 +90,11 @@ export async function accountsBench(ctx: AccountsBenchContext): Promise<void> {
   const allRate = allWritten / (all.wallMs / 1000);
   const ratio = allRate / oneRate;
   const section = `accounts: ${count} × ${PER_ACCOUNT / 1000}k`;
-  ctx.row({ section, measure: `one account, ${fmtN(oneWritten)} sessions, quota ${QUOTA}/s`, value: `${fmtS(one.wallMs)} (${fmtN(oneRate)} sessions/s), peak RSS ${mb(one.maxRssBytes)}` });
+  ctx.row({ section, measure: `one account, ${fmtN(oneWritten)} sessions, quota ${QUOTA}/s`, value: `${fmtS(one.wallMs)} (${fmtN(oneRate)} sessions/s), ${cpuS(one)}, peak RSS ${mb(one.maxRssBytes)}` });
   ctx.row({
     section,
     measure: `${count} accounts, ${fmtN(allWritten)} sessions, quota ${QUOTA}/s each, --account-concurrency 4: throughput vs one account`,
-    value: `${fmtS(all.wallMs)} (${fmtN(allRate)} sessions/s) = ${ratio.toFixed(2)}×`,
+    value: `${fmtS(all.wallMs)} (${fmtN(allRate)} sessions/s) = ${ratio.toFixed(2)}×; ${cpuS(all)} (${Math.round(all.cpuMs / count)} CPU-ms an account)`,
     goal: '≥ 0.8×',
     met: ratio >= 0.8,
   });
@@ -102,7 +106,7 @@ export async function accountsBench(ctx: AccountsBenchContext): Promise<void> {
   ctx.row({
     section,
     measure: `${count} accounts, --format parquet (no sessions table per account): throughput vs one account (format both)`,
-    value: `${fmtS(pq.wallMs)} (${fmtN(pqRate)} sessions/s) = ${(pqRate / oneRate).toFixed(2)}×, peak RSS ${mb(pq.maxRssBytes)}${pq.code ? `, exit ${pq.code}` : ''}`,
+    value: `${fmtS(pq.wallMs)} (${fmtN(pqRate)} sessions/s) = ${(pqRate / oneRate).toFixed(2)}×, ${cpuS(pq)}, peak RSS ${mb(pq.maxRssBytes)}${pq.code ? `, exit ${pq.code}` : ''}`,
   });
 
   // One key revoked, one account answering slowly (3 s per request): the others complete, in about the same time.
@@ -120,7 +124,7 @@ export async function accountsBench(ctx: AccountsBenchContext): Promise<void> {
     goal: `${count - 1} of ${count - 1}`,
     met: othersOk && failedOne,
   });
-  ctx.row({ section, measure: 'with those faults: time vs without', value: `${fmtS(bad.wallMs)} = ${slowdown.toFixed(2)}×`, goal: '≤ 1.2×', met: slowdown <= 1.2 });
+  ctx.row({ section, measure: 'with those faults: time vs without', value: `${fmtS(bad.wallMs)} = ${slowdown.toFixed(2)}×, ${cpuS(bad)}`, goal: '≤ 1.2×', met: slowdown <= 1.2 });
 }
 
 async function cli(ctx: AccountsBenchContext, args: string[], env: Record<string, string>): Promise<Run> {
@@ -131,7 +135,7 @@ async function cli(ctx: AccountsBenchContext, args: string[], env: Record<string
   } catch {
     throw new Error(`session-etl ${args.join(' ')} exited ${r.code} without a JSON summary: ${r.stderr.slice(-2000)}`);
   }
-  return { wallMs: r.wallMs, code: r.code, out, maxRssBytes: r.maxRssBytes, stderr: r.stderr };
+  return { wallMs: r.wallMs, code: r.code, out, maxRssBytes: r.maxRssBytes, cpuMs: r.cpuMs, load: loadavg()[0]!, stderr: r.stderr };
 }
 
 async function emulatorProcess(dist: string, options: Record<string, unknown>): Promise<{ url: string; apiKey: string; close(): Promise<void> }> {
@@ -152,6 +156,7 @@ async function emulatorProcess(dist: string, options: Record<string, unknown>): 
 
 const fmtN = (n: number) => Math.round(n).toLocaleString('en-US');
 const fmtS = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const cpuS = (r: Run) => `${(r.cpuMs / 1000).toFixed(1)} CPU-s, load ${r.load.toFixed(1)}`;
 const mb = (b: number) => `${Math.round(b / 2 ** 20)} MB`;
 
 /** The many-accounts table between its own markers of docs/benchmarks.md; the other sections stay as they were measured. */

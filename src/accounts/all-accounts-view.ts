@@ -35,7 +35,7 @@ export async function writeAllAccountsView(root: string): Promise<string | null>
     await db.conn.run(allAccountsViewSql(root));
     await db.conn.run('CHECKPOINT');
   } finally {
-    db.close();
+    await db.close();
   }
   await rm(`${tmp}.wal`, { force: true });
   await fsyncFile(tmp, { restrictMode: true });

@@ -7,6 +7,7 @@
 import { allAccountsViewSql, writeAllAccountsView } from '../accounts/all-accounts-view.js';
 import { resolveAccounts, type ResolvedAccount } from '../accounts/resolve.js';
 import { AccountNotStartedError, runAccounts, type AccountResult } from '../accounts/run-accounts.js';
+import { withSharedStore } from '../accounts/shared-store.js';
 import type { LoadedConfig } from '../config/load.js';
 import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
 import type { JobDefinition } from '../scheduler/job.js';
@@ -83,7 +84,7 @@ export async function executeAccountsRun(
   const t0 = Date.now();
   let results: Array<AccountResult<RunSummary>>;
   try {
-    results = await runAccounts(
+    results = await withSharedStore(o.concurrency, () => runAccounts(
       names,
       o.concurrency,
       async (name) => {
@@ -101,7 +102,7 @@ export async function executeAccountsRun(
         });
       },
       { stopSignal: stop.signal },
-    );
+    ));
   } finally {
     signals.dispose();
   }
@@ -231,7 +232,7 @@ export function accountsJob(
     run: async (ctx) => {
       const t0 = Date.now();
       const accounts = new Map(resolveAccounts(loaded, names).map((a) => [a.name, a]));
-      const results = await runAccounts(
+      const results = await withSharedStore(concurrency, () => runAccounts(
         names,
         concurrency,
         async (name) => {
@@ -252,7 +253,7 @@ export function accountsJob(
           });
         },
         ctx.pipeline.stopSignal ? { stopSignal: ctx.pipeline.stopSignal } : {},
-      );
+      ));
       const outcomes = results.map(outcomeOf);
       await writeAllAccountsView(loaded.config.dataDir).catch(() => null);
       const total = totalOf(outcomes, Date.now() - t0);

@@ -36,6 +36,16 @@ export function checkWriterSettings(): void {
   }
 }
 
+/**
+ * The settings of a DuckDB instance shared by the writers of `accounts` accounts open at once (a
+ * many-account run: see openSharedDuckDB): the writer's memory limit for each of them, one thread.
+ */
+export function sharedWriterSettings(accounts: number): { memoryLimit: string; threads: number } {
+  checkWriterSettings();
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]+)$/i.exec(WRITER_MEMORY_LIMIT.trim())!;
+  return { memoryLimit: `${Number(m[1]) * Math.max(1, accounts)}${m[2]}`, threads: WRITER_THREADS };
+}
+
 /** What opening a data directory found. */
 export interface OpenedDataDir {
   db: Db;
@@ -89,7 +99,7 @@ export async function openDataDir(dataDir: string, asked: OutputFormat | undefin
       const mode = (await stat(layout.dbPath)).mode & 0o777;
       if (mode & ~FILE_MODE) await chmod(layout.dbPath, mode & FILE_MODE);
     } catch (err) {
-      db.close();
+      await db.close().catch(() => {});
       throw err;
     }
     created.push(layout.dbPath);

@@ -61,11 +61,30 @@ export async function checkOwnership(conn: DuckDBConnection, dbPath: string): Pr
   }
 }
 
-/** Creates the state tables (and the sessions table unless the format is parquet), migrating older schemas, in one transaction. */
-export async function ensureSchema(c: DuckDBConnection, format: OutputFormat): Promise<void> {
+/**
+ * Creates the state tables (and the sessions table unless the format is parquet), migrating older
+ * schemas, in one transaction. `fresh`: the file was just created (holds no table), so there is
+ * nothing to migrate: everything is created in one multi-statement call (a new account's store
+ * pays it once; each statement run on its own costs a round trip: docs/benchmarks.md "Many accounts").
+ */
+export async function ensureSchema(c: DuckDBConnection, format: OutputFormat, fresh = false): Promise<void> {
+  if (fresh) {
+    const ddl = [
+      ...STATE_DDL,
+      pendingRowsDdl(),
+      ...(format !== 'parquet' ? [sessionsTableDdl('sessions')] : []),
+      metaInsert(format),
+    ];
+    await c.run(`BEGIN TRANSACTION;\n${ddl.join(';\n')};\nCOMMIT`).catch(async (err: unknown) => {
+      await c.run('ROLLBACK').catch(() => {});
+      throw err;
+    });
+    return;
+  }
   await c.run('BEGIN TRANSACTION');
   try {
-    for (const ddl of STATE_DDL) await c.run(ddl);
+    // Every statement of STATE_DDL is idempotent (IF NOT EXISTS): one call for all of them.
+    await c.run(STATE_DDL.join(';\n'));
     // pragma_table_info reads one table's entry; duckdb_columns() listed every column of every
     // catalog (~11 ms of CPU at each open, which many accounts pay once each: docs/benchmarks.md).
     const genCol = await queryRows(c, `SELECT 1 FROM pragma_table_info('main._parquet_pending') WHERE name = 'gen'`);
@@ -75,21 +94,27 @@ export async function ensureSchema(c: DuckDBConnection, format: OutputFormat): P
       await c.run('DROP TABLE _parquet_pending');
       await c.run('ALTER TABLE _parquet_pending_v2 RENAME TO _parquet_pending');
     }
-    // Committed rows wait here, without an index, until a flush merges them (see merge.ts).
-    await c.run(sessionsTableDdl('_pending_rows').replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)'));
+    await c.run(pendingRowsDdl());
     if (format !== 'parquet') {
       await c.run(sessionsTableDdl('sessions'));
       await dropSessionsPrimaryKey(c);
     }
-    await c.run(
-      `INSERT INTO _session_etl_meta VALUES ('schema_version', '${SCHEMA_VERSION}'), ('created_by', 'session-etl'), ('format', '${format}')
-       ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE _session_etl_meta.key = 'schema_version'`,
-    );
+    await c.run(metaInsert(format));
     await c.run('COMMIT');
   } catch (err) {
     await c.run('ROLLBACK').catch(() => {});
     throw err;
   }
+}
+
+/** Committed rows wait here, without an index, until a flush merges them (see merge.ts). */
+function pendingRowsDdl(): string {
+  return sessionsTableDdl('_pending_rows').replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)');
+}
+
+function metaInsert(format: OutputFormat): string {
+  return `INSERT INTO _session_etl_meta VALUES ('schema_version', '${SCHEMA_VERSION}'), ('created_by', 'session-etl'), ('format', '${format}')
+       ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE _session_etl_meta.key = 'schema_version'`;
 }
 
 /**

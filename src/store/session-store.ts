@@ -20,7 +20,7 @@ import type { Window } from '../time/windows.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { CommitQueue, dropUncommittedFiles, type CommitResult, type WindowCommit } from './commit-queue.js';
 import { compactCoverage, readCoverage, readCoverageSince } from './coverage.js';
-import type { Db } from './duckdb.js';
+import { sharedDuckDBOpen, type Db } from './duckdb.js';
 import type { OutputFormat, StoreLayout } from './layout.js';
 import { openDataDir, prepareDirs } from './open-data-dir.js';
 import { ParquetOnlySink } from './parquet-only-sink.js';
@@ -106,13 +106,13 @@ export class SessionStore {
       store.created.push(...created);
       if (!readOnly) {
         if (existed) await prepareDirs(layout);
-        await ensureSchema(db.conn, format);
+        await ensureSchema(db.conn, format, !existed);
         await CommitQueue.createStaging(db.conn);
         await dropUncommittedFiles(db.conn, layout.pendingDir);
       }
       return store;
     } catch (err) {
-      db.close();
+      await db.close().catch(() => {});
       throw err;
     }
   }
@@ -211,11 +211,11 @@ export class SessionStore {
       // the WAL is large. Starting DuckDB's extra threads costs ~14 ms of CPU, more than a small WAL's
       // checkpoint gains from them: many small accounts pay it once each (docs/benchmarks.md).
       const walBytes = (await stat(`${this.layout.dbPath}.wal`).catch(() => undefined))?.size ?? 0;
-      if (walBytes >= PARALLEL_CHECKPOINT_WAL_BYTES) await this.conn.run(`SET threads = ${availableParallelism()}`).catch(() => {});
+      if (walBytes >= PARALLEL_CHECKPOINT_WAL_BYTES && !sharedDuckDBOpen()) await this.conn.run(`SET threads = ${availableParallelism()}`).catch(() => {});
       await this.conn.run('CHECKPOINT').catch(() => {});
     }
     this.sink.closeConnections();
     this.snapshotConn?.closeSync();
-    this.db.close();
+    await this.db.close();
   }
 }

@@ -75,14 +75,25 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
   try {
     const coverage = await store.coverage(conn);
     const cp = checkpointOf(coverage);
-    const count = async (sql: string) => Number((await queryRows<{ n: bigint | number | null }>(conn, sql))[0]?.n ?? 0);
-    const rows = store.format === 'parquet' ? null : await count('SELECT count(*) AS n FROM sessions');
-    const rejected = await count('SELECT count(*) AS n FROM rejected_sessions');
+    // The counts in one statement (each statement costs a round trip; a small account's run writes
+    // its snapshot two or three times: docs/benchmarks.md "Many accounts").
+    const countsSql = (pending: string) =>
+      `SELECT ${store.format === 'parquet' ? 'NULL' : '(SELECT count(*) FROM sessions)'} AS rows,
+         (SELECT count(*) FROM rejected_sessions) AS rejected, ${pending} AS pending`;
+    type Counts = { rows: bigint | null; rejected: bigint; pending: bigint | number | null };
+    const counts = (
+      await queryRows<Counts>(conn, countsSql('(SELECT coalesce(sum(rows), 0) FROM _pending_files)')).catch(() =>
+        // A store of a version without _pending_files (read by `status` before any run migrated it).
+        queryRows<Counts>(conn, countsSql('0')),
+      )
+    )[0];
+    const rows = store.format === 'parquet' ? null : Number(counts?.rows ?? 0);
+    const rejected = Number(counts?.rejected ?? 0);
+    const pendingRows = Number(counts?.pending ?? 0);
     const lastRuns = (
       await queryRows(conn, `SELECT * FROM _runs ORDER BY started_at DESC LIMIT ${Math.max(1, Math.floor(runs))}`)
     ).map(plainRow);
     const pendingPartitions = await store.pendingPartitions(conn);
-    const pendingRows = await count('SELECT coalesce(sum(rows), 0) AS n FROM _pending_files').catch(() => 0);
     return {
       format: store.format,
       checkpoint: cp !== undefined ? isoOf(cp) : null,
