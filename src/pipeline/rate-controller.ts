@@ -12,7 +12,9 @@
  *   least 2 of the last 30 answers were 429s. When a tenth or more of a burst's second was spent
  *   paused (or before the first request), its count says little (what was sent, not what the
  *   server takes): three such bursts must agree, or 3 of the last 10 answers be 429s (stray 429s
- *   at 4 % reach that about once in 150 tries). It is at most halved (the first ceiling: at least 3/4
+ *   at 4 % reach that about once in 150 tries). A burst that refused every request in flight at its
+ *   first 429 is believed at once: the window was full (stray 429s come one at a time among
+ *   accepted answers). It is at most halved (the first ceiling: at least 3/4
  *   of the busiest second seen). Before that, 12 stray 429s walked the pace down to a quarter
  *   request a second (the issue's 402 s backfill).
  *
@@ -431,7 +433,10 @@ export class RateController {
       const strong = !weak || (agreed === true && c.strong);
       const share = this.refusedShare();
       const enough = strong || bursts >= WEAK_BURSTS || this.refusedShare(STRONG_ANSWERS) >= STRONG_SHARE;
-      if (agreed && share >= REFUSED_SHARE && enough) {
+      // Every request in flight at the first 429 was refused too: the window was full, not a
+      // stray (stray 429s come one at a time among accepted answers).
+      const full = b.inFlight >= 2 && b.count >= b.inFlight;
+      if ((agreed && share >= REFUSED_SHARE && enough) || full) {
         const fell = this.ceiling !== undefined;
         this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling === undefined ? 0.75 * this.peakRate(b.at) : this.ceiling / 2);
         // A ceiling that fell but was held up by the halving (10 -> 4.9 when the bursts said 4):

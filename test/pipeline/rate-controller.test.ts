@@ -655,6 +655,18 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(rates.reduce((a, b) => a + b) / rates.length).toBeGreaterThanOrEqual(9);
   });
 
+  // The first burst of a run was weak evidence however it looked (its second began before the first
+  // request), so the run went on unpaced, met the limit again at once and paused a second time
+  // (up to 2 s each with a date: two of the 20 s of this case). When every request in flight at the
+  // first 429 is refused too, the window was full, not a stray: the limit is believed at once.
+  it('6. a first burst that refused every request in flight is believed at once: one pause to start, not two', async () => {
+    for (const retryAfterDate of [false, true]) {
+      const run = await simulate({ server: quota({ rps: 10, retryAfterDate }), requests: 200, latencyMs: 3 });
+      expect(bursts(run).filter((b) => b.from < run.start + 10_000)).toHaveLength(1);
+      expect(run.controller.learnedRate).toBeCloseTo(9.8, 5);
+    }
+  });
+
   it('6. Retry-After as seconds or as an HTTP date', () => {
     const now = Date.parse('2026-11-23T13:00:00Z');
     expect(parseRetryAfter('2', now)).toBe(2000);
