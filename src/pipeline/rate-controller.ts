@@ -12,17 +12,22 @@
  *   least 2 of the last 30 answers were 429s. When a tenth or more of a burst's second was spent
  *   paused (or before the first request), its count says little (what was sent, not what the
  *   server takes): three such bursts must agree, or 3 of the last 10 answers be 429s (stray 429s
- *   at 4 % reach that about once in 150 tries). It is at most halved (the first ceiling: at least 3/4
+ *   at 4 % reach that about once in 150 tries). A burst that refused every request in flight at its
+ *   first 429 is believed at once: the window was full (stray 429s come one at a time among
+ *   accepted answers). It is at most halved (the first ceiling: at least 3/4
  *   of the busiest second seen). Before that, 12 stray 429s walked the pace down to a quarter
  *   request a second (the issue's 402 s backfill).
  *
  * The pace is `headroom` × the ceiling, requests spaced evenly. After a hold it grows past the
  * ceiling, cubic in the time since the probe began (as TCP CUBIC and the AWS SDKs' adaptive mode):
- * slow near the old ceiling, fast away from it. The hold is 2 s after a rise, 8 s after a fall, and
- * doubles with each probe that meets the same ceiling, up to `maxHoldMs`: a fixed quota is probed
- * every 40 s or so (each probe costs one 429 and its pause), a lowered limit is followed at its
- * second burst, a raised one within a hold and a few seconds of probing. A 429 at the pace (not
- * probing) is timing noise: it trims the ceiling by 2 %.
+ * slow near the old ceiling, fast away from it, in steps scaled by the highest ceiling learned (a
+ * probe from a fifth of it finds the room that came back as fast as one from the top). The hold is
+ * 8 s after a rise or a fall (4 × `firstHoldMs`), and doubles with each probe that meets the same
+ * ceiling, up to `maxHoldMs`: a fixed quota is probed every 40 s or so (each probe costs one 429
+ * and its pause), a lowered limit is followed at its second burst, a raised one within a hold and
+ * a few seconds of probing. A 429 at the pace (not probing) is timing noise: it trims the ceiling
+ * by 2 %, or by 7 % when another came at the pace within 10 s (the pace is too close to the limit:
+ * another client's requests bunching in a shared quota).
  *
  * Concurrency: a burst met with more requests in flight than (nearly all) recent accepted answers
  * had points at a concurrency limit rather than a rate: the allowed concurrency drops to the
@@ -43,7 +48,7 @@ export interface RateControllerOptions {
   maxRequestsPerSecond?: number;
   /** Share of the learned ceiling that is paced at. Default 0.98. */
   headroom?: number;
-  /** How long the pace holds after a burst that moved the ceiling before probing past it, ms. Default 2 000. */
+  /** The unit of the holds before probing past a ceiling (4 of them after a burst that moved it), ms. Default 2 000. */
   firstHoldMs?: number;
   /** The longest hold, reached by bursts that keep finding the same ceiling, ms. Default 40 000. */
   maxHoldMs?: number;
@@ -73,13 +78,19 @@ const MOVED = 0.9;
 const MIN_CEILING = 0.05;
 /** Answers accepted this long after a burst's first 429 still count towards it (a 429 has no body and can overtake them), ms. */
 const GRACE_MS = 100;
-/** Probe growth: the pace is base × (1 + PROBE_GROWTH × t³), t in seconds of probing. */
+/**
+ * Probe growth: the pace is base + PROBE_GROWTH × t³ × the highest pace learned, t in seconds of
+ * probing (base × (1 + PROBE_GROWTH × t³) at that highest ceiling).
+ */
 const PROBE_GROWTH = 0.02;
 const MAX_PROBE_SECONDS = 30;
 /** A burst met with more requests in flight than this share of recent accepted answers had points at a concurrency limit. */
 const CONCURRENCY_SHARE = 0.1;
-/** What a 429 at the pace (not probing) leaves of the ceiling. */
+/** What a 429 at the pace (not probing) leaves of the ceiling... */
 const NOISE_TRIM = 0.98;
+/** ...and what one leaves when another came at the pace within AT_PACE_AGAIN_MS: the pace is too close to the limit. */
+const AGAIN_TRIM = 0.93;
+const AT_PACE_AGAIN_MS = 10_000;
 /** A lower limit needs at least this share of 429s among the last ANSWERS answers. */
 const REFUSED_SHARE = 0.06;
 /** Bursts whose count was taken partly while not sending (paused, or before the first request) need this many to agree... */
@@ -119,6 +130,10 @@ export class RateController {
   private holdMs: number;
   /** The pace starts growing past the ceiling at this time. */
   private probeFrom = 0;
+  /** The highest ceiling learned in the run: how far a probe from a lower one may have to go. */
+  private peakCeiling = 0;
+  /** When the last 429 at the pace (not probing) came. */
+  private lastAtPace = -Infinity;
   private burst: Burst | undefined;
   /** The last answers, true for a 429. */
   private answers: boolean[] = [];
@@ -190,7 +205,10 @@ export class RateController {
     if (this.ceiling === undefined) return undefined;
     const base = this.ceiling * (this.opts.headroom ?? 0.98);
     const t = Math.min(MAX_PROBE_SECONDS, Math.max(0, (now - this.probeFrom) / 1000));
-    return base * (1 + PROBE_GROWTH * t ** 3);
+    // Scaled by the highest ceiling learned, not the current one: after a fall to a fifth (another
+    // client took most of a shared quota), a probe from the low ceiling took 6 s to find the room
+    // that came back, at the low pace (bench R3); at the highest ceiling it is as before.
+    return base + PROBE_GROWTH * t ** 3 * Math.max(this.ceiling, this.peakCeiling) * (this.opts.headroom ?? 0.98);
   }
 
   /** Requests in flight now (attempts let go whose slot is not yet released). */
@@ -431,7 +449,10 @@ export class RateController {
       const strong = !weak || (agreed === true && c.strong);
       const share = this.refusedShare();
       const enough = strong || bursts >= WEAK_BURSTS || this.refusedShare(STRONG_ANSWERS) >= STRONG_SHARE;
-      if (agreed && share >= REFUSED_SHARE && enough) {
+      // Every request in flight at the first 429 was refused too: the window was full, not a
+      // stray (stray 429s come one at a time among accepted answers).
+      const full = b.inFlight >= 2 && b.count >= b.inFlight;
+      if ((agreed && share >= REFUSED_SHARE && enough) || full) {
         const fell = this.ceiling !== undefined;
         this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling === undefined ? 0.75 * this.peakRate(b.at) : this.ceiling / 2);
         // A ceiling that fell but was held up by the halving (10 -> 4.9 when the bursts said 4):
@@ -443,13 +464,19 @@ export class RateController {
         // Strong evidence: a limit that just fell is not probed again at once.
         this.holdMs = Math.min(this.maxHoldMs, this.firstHoldMs * 4);
         this.probeFrom = this.pausedUntil + this.holdMs;
+        this.peakCeiling = Math.max(this.peakCeiling, this.ceiling);
       } else {
         this.candidate = agreed ? { at: b.at, rate: accepted, bursts, strong } : { at: b.at, rate: accepted, bursts: 1, strong: !weak };
+        // Not believed yet, but a second 429 at the pace soon after another: less headroom.
+        if (this.ceiling !== undefined && !probing && this.atPaceAgain(b.at)) this.ceiling = Math.max(MIN_CEILING, this.ceiling * AGAIN_TRIM);
       }
     } else if (accepted - slack > this.ceiling / MOVED && probing) {
-      // A probe found room above the old ceiling.
+      // A probe found room above the old ceiling. Its 429 measured the new limit as a fall's does:
+      // the next probe comes after the same hold as after a fall (it came 2 s later, one more pause
+      // at the limit just found, in bench R3 and R4).
       this.ceiling = accepted;
-      this.holdMs = this.firstHoldMs;
+      this.peakCeiling = Math.max(this.peakCeiling, this.ceiling);
+      this.holdMs = Math.min(this.maxHoldMs, this.firstHoldMs * 4);
       this.probeFrom = this.pausedUntil + this.holdMs;
       this.candidate = undefined;
     } else if (probing) {
@@ -459,12 +486,21 @@ export class RateController {
       this.candidate = undefined;
     } else {
       // At the ceiling but not probing: timing noise (another client's requests, a late release)
-      // or a stray; a little less headroom.
-      this.ceiling = Math.max(MIN_CEILING, this.ceiling * NOISE_TRIM);
+      // or a stray; a little less headroom, more when another came at the pace within 10 s (a
+      // shared quota whose other client's requests bunch: a pause every few seconds at 98 % of
+      // what is left, bench R3).
+      this.ceiling = Math.max(MIN_CEILING, this.ceiling * (this.atPaceAgain(b.at) ? AGAIN_TRIM : NOISE_TRIM));
     }
     this.opts.log?.({
       accepted, weak, ceiling: this.ceiling ?? null, holdMs: this.holdMs, probing, refused: b.count, inFlight: b.inFlight,
     });
+  }
+
+  /** Records a 429 at the pace; true when another came at the pace within AT_PACE_AGAIN_MS before it. */
+  private atPaceAgain(at: number): boolean {
+    const again = at - this.lastAtPace < AT_PACE_AGAIN_MS;
+    this.lastAtPace = at;
+    return again;
   }
 
   private concurrencyBurst(b: Burst, now: number): void {

@@ -522,13 +522,16 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(share429(run)).toBeLessThanOrEqual(0.05);
   });
 
-  // The issue's goal is 85 % of what is left; this model (the other client's refused requests
-  // retry, so its share bunches) gives 84 %: not met yet. The figure is guarded here, not hidden.
-  it('3. a shared quota: 10/s of which another client takes 0, 3, 8, 5/s for 30 s each: over 83 % of what is left (goal 85 %), at most 5 % 429s', async () => {
+  // The other client's refused requests retry, so its share bunches: 98 % of what is left met a
+  // 429 every few seconds (a pause each), and a probe from 2/s took 6 s to find the 5/s that came
+  // back, at 2/s (84.3 %). A second 429 at the pace within 10 s trims 7 %, probes grow by the
+  // highest ceiling learned, and a rise holds as long as a fall: 85.1 % (84.6-85.1 % over other
+  // latencies and seeds of this simulation).
+  it('3. a shared quota: 10/s of which another client takes 0, 3, 8, 5/s for 30 s each: at least 85 % of what is left, at most 5 % 429s', async () => {
     const others: Schedule = [{ atSeconds: 0, rps: 0 }, { atSeconds: 30, rps: 3 }, { atSeconds: 60, rps: 8 }, { atSeconds: 90, rps: 5 }];
     const run = await simulate({ server: quota({ rps: 10, others }), requests: 100_000, forMs: 120_000 });
     const left = (10 + 7 + 2 + 5) * 30;
-    expect(acceptedBetween(run, 0, 120_000) / left).toBeGreaterThanOrEqual(0.83);
+    expect(acceptedBetween(run, 0, 120_000) / left).toBeGreaterThanOrEqual(0.85);
     expect(share429(run)).toBeLessThanOrEqual(0.05);
     // Each step, including the step up from 2 to 5, is followed.
     expect(acceptedBetween(run, 100_000, 120_000) / 20).toBeGreaterThanOrEqual(0.8 * 5);
@@ -644,7 +647,8 @@ describe('issue 14: the six cases, each against its goal', () => {
 
   // Bench R6: the emulator stated the date as now + the whole seconds to wait, rounded up again
   // (up to 2 s late; 84.6 % in the bench, 86.5 % here). Rounded up once, as a server would state
-  // the moment it takes the retry, a date costs about what whole seconds do (90.3 % here).
+  // the moment it takes the retry, a date costs about what whole seconds do (90.3 % here; 94.5 %
+  // since a first burst that refused every request in flight is believed at once, below).
   it('6. Retry-After as an HTTP date: 200 requests against 10/s from any phase of a second: at least 90 %, at most 5 % 429s', async () => {
     const rates: number[] = [];
     for (const phaseMs of [0, 250, 500, 750]) {
@@ -653,6 +657,18 @@ describe('issue 14: the six cases, each against its goal', () => {
       expect(share429(run)).toBeLessThanOrEqual(0.05);
     }
     expect(rates.reduce((a, b) => a + b) / rates.length).toBeGreaterThanOrEqual(9);
+  });
+
+  // The first burst of a run was weak evidence however it looked (its second began before the first
+  // request), so the run went on unpaced, met the limit again at once and paused a second time
+  // (up to 2 s each with a date: two of the 20 s of this case). When every request in flight at the
+  // first 429 is refused too, the window was full, not a stray: the limit is believed at once.
+  it('6. a first burst that refused every request in flight is believed at once: one pause to start, not two', async () => {
+    for (const retryAfterDate of [false, true]) {
+      const run = await simulate({ server: quota({ rps: 10, retryAfterDate }), requests: 200, latencyMs: 3 });
+      expect(bursts(run).filter((b) => b.from < run.start + 10_000)).toHaveLength(1);
+      expect(run.controller.learnedRate).toBeCloseTo(9.8, 5);
+    }
   });
 
   it('6. Retry-After as seconds or as an HTTP date', () => {
