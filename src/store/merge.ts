@@ -210,7 +210,7 @@ async function splitFile(
     const from = nl + 1;
     nl = bytes.indexOf(0x0a, from);
     if (nl < 0 || keep + 1 >= Number(f.rows)) throw new Error(`internal check failed: pending file ${f.file} holds fewer than ${count + 1} records to merge`);
-    if (leftOut.size === 0 || !leftOut.has((JSON.parse(bytes.toString('utf8', from, nl)) as Record<string, string>)[ID_SOURCE]!)) counted++;
+    if (leftOut.size === 0 || !leftOut.has(recordId(bytes, from, nl))) counted++;
   }
   const start = /^rows-(\d+)-/.exec(f.file)?.[1] ?? '000000000000';
   const name = async (data: Buffer, sync: boolean): Promise<string> => {
