@@ -2,7 +2,6 @@
  * Moving committed rows from the pending record files (and rows the precise path staged) into the
  * `sessions` table, one bounded slice per transaction.
  */
-import { readFileSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
@@ -231,6 +230,8 @@ async function splitFile(
   return { head, tail: { file: tail, extracted_at: f.extracted_at, rows: Number(f.rows) - keep } };
 }
 
+/** Pending files read at once while looking for sessions brought twice. */
+const READS_IN_FLIGHT = 4;
 /** The source number of the rows the precise path staged (after every file's). */
 const STAGED = 1_000_000;
 
@@ -263,16 +264,23 @@ async function olderVersions(
       else again.set(id, [f, k]);
     }
   };
-  for (let k = 0; k < files.length; k++) {
-    // Read synchronously: ~1 ms a file (page cache); awaiting each of a slice's ~150 files on a busy event loop took longer than the scan.
-    const bytes = readFileSync(join(dir, files[k]!.file));
-    for (let from = 0; from < bytes.length; ) {
-      let nl = bytes.indexOf(0x0a, from);
-      if (nl < 0) nl = bytes.length;
-      if (nl > from) see(recordId(bytes, from, nl), k);
-      from = nl + 1;
-    }
-  }
+  // Files read a few at a time off the event loop (one await per file on a busy event loop made the
+  // scan slow; reading them synchronously held the fetching up, long text most).
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(READS_IN_FLIGHT, files.length) }, async () => {
+      while (next < files.length) {
+        const k = next++;
+        const bytes = await readFile(join(dir, files[k]!.file));
+        for (let from = 0; from < bytes.length; ) {
+          let nl = bytes.indexOf(0x0a, from);
+          if (nl < 0) nl = bytes.length;
+          if (nl > from) see(recordId(bytes, from, nl), k);
+          from = nl + 1;
+        }
+      }
+    }),
+  );
   if (staged) {
     for (const r of await queryRows<{ id: string; e: number }>(c, 'SELECT session_id AS id, epoch(extracted_at) AS e FROM _pending_rows')) {
       see(r.id, STAGED);
