@@ -11,6 +11,7 @@ import { fsyncFile } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
 import { FILE_MODE } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, NDJSON_SELECT } from './ndjson.js';
+import { SESSION_COLUMNS } from './contract.js';
 import { COLUMN_LIST, PARTITION_OF_STORED } from './schema.js';
 import type { MergeResult } from './sink.js';
 
@@ -23,6 +24,8 @@ const SLICE_ROWS = 131_072;
 /** DuckDB's row group size: merges that append whole row groups leave the close's checkpoint nothing to rewrite. */
 const ROW_GROUP_ROWS = 122_880;
 let splitSeq = 900_000_000;
+/** The record field that holds the session id in a pending file. */
+const ID_SOURCE = SESSION_COLUMNS.find((c) => c.name === 'session_id')!.source;
 
 export interface MergeContext {
   pendingDir: string;
@@ -79,23 +82,38 @@ export async function mergeSlice(
     /** A file cut in two: its first rows go into this slice, the rest stays pending under a new name. */
     let cut: { head: string; tail: { file: string; extracted_at: number; rows: number } } | undefined;
     // Exactly enough rows to fill the table's row groups: merges then append whole row groups,
-    // which DuckDB writes compressed once, and the close's checkpoint finds nothing to rewrite
-    // (docs/benchmarks.md: 18-21 core-seconds for the 1 M backfill instead of 24-27).
+    // which DuckDB writes compressed once, straight to the file, and the close's checkpoint finds
+    // nothing to rewrite (docs/benchmarks.md). (DuckDB writes an append straight to the file only when
+    // it is at least a row group or the table is empty: one that fills a partly filled group goes
+    // through the WAL.)
     const target = ROW_GROUP_ROWS - Number((before + 1n) % BigInt(ROW_GROUP_ROWS));
     const pending = files.reduce((n, f) => n + Number(f.rows), staged);
     if (opts.waitForRowGroup && pending < target && opts.waitForRowGroup(pending, target)) {
       await c.run('ROLLBACK');
       return { ...none, waiting: true };
     }
-    if (opts.waitForRowGroup && pending >= target) {
-      while (take < files.length && rows + Number(files[take]!.rows) <= target) rows += Number(files[take++]!.rows);
-      if (rows < target) {
-        cut = await splitFile(ctx.pendingDir, files[take]!, target - rows);
+    const aligned = opts.waitForRowGroup !== undefined && pending >= target;
+    // The files looked at for sessions brought more than once: with alignment, the whole files that
+    // fit, the one to cut and one more; otherwise the slice.
+    let candidates = 0;
+    if (aligned) {
+      let r = staged;
+      while (candidates < files.length && r + Number(files[candidates]!.rows) <= target) r += Number(files[candidates++]!.rows);
+      candidates = Math.min(files.length, candidates + 2);
+    } else {
+      while (candidates < files.length && (candidates === 0 || rows + Number(files[candidates]!.rows) <= SLICE_ROWS)) rows += Number(files[candidates++]!.rows);
+      take = candidates;
+    }
+    const older = await olderVersions(c, ctx.pendingDir, files.slice(0, candidates), staged);
+    if (aligned) {
+      rows = staged - older.count(STAGED);
+      const counted = (i: number) => Number(files[i]!.rows) - older.count(i);
+      while (take < candidates && rows + counted(take) <= target) rows += counted(take++);
+      if (rows < target && take < candidates) {
+        cut = await splitFile(ctx.pendingDir, files[take]!, target - rows, older.idsIn(take));
         rows = target;
         take++;
       }
-    } else {
-      while (take < files.length && (take === 0 || rows + Number(files[take]!.rows) <= SLICE_ROWS)) rows += Number(files[take++]!.rows);
     }
     const slice = files.slice(0, take);
     paths = slice.map((f, i) => join(ctx.pendingDir, cut && i === take - 1 ? cut.head : f.file));
@@ -103,14 +121,17 @@ export async function mergeSlice(
     const sources = [
       ...(slice.length
         ? [
-            `SELECT ${NDJSON_SELECT} FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
+            `SELECT ${NDJSON_SELECT}, f.k FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
                format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
-             JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${slice[i]!.extracted_at})`).join(', ')}) f(filename, extracted) USING (filename)`,
+             JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${slice[i]!.extracted_at}, ${i})`).join(', ')}) f(filename, extracted, k) USING (filename)`,
           ]
         : []),
-      ...(staged ? [`SELECT * FROM _pending_rows`] : []),
+      ...(staged ? [`SELECT *, ${STAGED} AS k FROM _pending_rows`] : []),
     ];
-    const added = Number((await c.run(`INSERT INTO sessions SELECT ${COLUMN_LIST} FROM (${sources.join(' UNION ALL ')})`)).rowsChanged);
+    // A session the files looked at bring more than once goes in only from the source of its newest
+    // version (newest extracted_at, then the later source); the others are left out.
+    const newest = older.any ? ' x ANTI JOIN _dups d ON d.session_id = x.session_id AND d.k <> x.k' : '';
+    const added = Number((await c.run(`INSERT INTO sessions SELECT ${COLUMN_LIST} FROM (${sources.join(' UNION ALL ')})${newest}`)).rowsChanged);
     const seen = Number((await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM sessions WHERE rowid > ${before}`))[0]?.n ?? 0);
     if (seen !== added) throw new Error(`internal check failed: appended ${added} rows, found ${seen} above row id ${before}`);
     // Every version of the sessions this slice brought (narrow: ids, times, row ids).
@@ -150,7 +171,7 @@ export async function mergeSlice(
         await c.run(`INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]), $2`, [listValue([...touched]), await ctx.nextGen(c)]);
       }
     }
-    await c.run('DROP TABLE _versions; DROP TABLE _losers');
+    await c.run('DROP TABLE _versions; DROP TABLE _losers; DROP TABLE IF EXISTS _dups');
     if (staged) await c.run('DELETE FROM _pending_rows');
     if (slice.length) await c.run(`DELETE FROM _pending_files WHERE file IN (SELECT unnest($1::VARCHAR[]))`, [listValue(slice.map((f) => f.file))]);
     if (cut) await c.run('INSERT INTO _pending_files VALUES ($1, $2, $3)', [cut.tail.file, cut.tail.extracted_at, cut.tail.rows]);
@@ -164,7 +185,7 @@ export async function mergeSlice(
     await c.run('ROLLBACK').catch(() => {});
     // Neither part of a cut file was committed: the whole file is still pending.
     for (const p of drop) await rm(p, { force: true }).catch(() => {});
-    await c.run('DROP TABLE IF EXISTS _versions; DROP TABLE IF EXISTS _losers').catch(() => {});
+    await c.run('DROP TABLE IF EXISTS _versions; DROP TABLE IF EXISTS _losers; DROP TABLE IF EXISTS _dups').catch(() => {});
     throw wrapWriteError(err, 'merging committed rows into the sessions table');
   }
 }
@@ -178,13 +199,17 @@ export async function mergeSlice(
 async function splitFile(
   dir: string,
   f: { file: string; extracted_at: number; rows: bigint | number },
-  keep: number,
+  count: number,
+  leftOut: ReadonlySet<string>,
 ): Promise<{ head: string; tail: { file: string; extracted_at: number; rows: number } }> {
   const bytes = await readFile(join(dir, f.file));
   let nl = -1;
-  for (let i = 0; i < keep; i++) {
-    nl = bytes.indexOf(0x0a, nl + 1);
-    if (nl < 0) throw new Error(`internal check failed: pending file ${f.file} holds fewer than ${keep + 1} records`);
+  let keep = 0;
+  for (let counted = 0; counted < count; keep++) {
+    const from = nl + 1;
+    nl = bytes.indexOf(0x0a, from);
+    if (nl < 0 || keep + 1 >= Number(f.rows)) throw new Error(`internal check failed: pending file ${f.file} holds fewer than ${count + 1} records to merge`);
+    if (leftOut.size === 0 || !leftOut.has(recordId(bytes, from, nl))) counted++;
   }
   const start = /^rows-(\d+)-/.exec(f.file)?.[1] ?? '000000000000';
   const name = async (data: Buffer, sync: boolean): Promise<string> => {
@@ -203,4 +228,109 @@ async function splitFile(
   const head = await name(bytes.subarray(0, nl), false);
   const tail = await name(bytes.subarray(nl + 1), true);
   return { head, tail: { file: tail, extracted_at: f.extracted_at, rows: Number(f.rows) - keep } };
+}
+
+/** Pending files read at once while looking for sessions brought twice. */
+const READS_IN_FLIGHT = 4;
+/** The source number of the rows the precise path staged (after every file's). */
+const STAGED = 1_000_000;
+
+/**
+ * Sessions the given pending files (numbered by position) and the staged rows bring more than
+ * once (a session that starts on a window's boundary is in both windows): kept in the temporary
+ * table `_dups` as (session_id, k: the source of the newest version). The merge leaves the older
+ * versions out of its insert: deleting rows of its own appends afterwards made DuckDB write the
+ * whole slice through the WAL instead of straight to the file as whole row groups, and compress it
+ * all again in the close's checkpoint (docs/benchmarks.md, second round). Reads only the ids.
+ */
+async function olderVersions(
+  c: DuckDBConnection,
+  dir: string,
+  files: ReadonlyArray<{ file: string; extracted_at: number }>,
+  staged: number,
+): Promise<{ any: boolean; count(k: number): number; idsIn(k: number): Set<string> }> {
+  const none = { any: false, count: () => 0, idsIn: () => new Set<string>() };
+  if (files.length + (staged ? 1 : 0) < 2) return none;
+  /** The source (file position, or STAGED) where each id was first seen; ids seen again: every source holding them. */
+  const first = new Map<string, number>();
+  const again = new Map<string, number[]>();
+  const stagedAt = new Map<string, number>();
+  const see = (id: string, k: number) => {
+    const f = first.get(id);
+    if (f === undefined) first.set(id, k);
+    else {
+      const ks = again.get(id);
+      if (ks) ks.push(k);
+      else again.set(id, [f, k]);
+    }
+  };
+  // Files read a few at a time off the event loop (one await per file on a busy event loop made the
+  // scan slow; reading them synchronously held the fetching up, long text most).
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(READS_IN_FLIGHT, files.length) }, async () => {
+      while (next < files.length) {
+        const k = next++;
+        const bytes = await readFile(join(dir, files[k]!.file));
+        for (let from = 0; from < bytes.length; ) {
+          let nl = bytes.indexOf(0x0a, from);
+          if (nl < 0) nl = bytes.length;
+          if (nl > from) see(recordId(bytes, from, nl), k);
+          from = nl + 1;
+        }
+      }
+    }),
+  );
+  if (staged) {
+    for (const r of await queryRows<{ id: string; e: number }>(c, 'SELECT session_id AS id, epoch(extracted_at) AS e FROM _pending_rows')) {
+      see(r.id, STAGED);
+      stagedAt.set(r.id, Math.max(Number(r.e), stagedAt.get(r.id) ?? -Infinity));
+    }
+  }
+  first.clear();
+  if (again.size === 0) return none;
+  const extractedAt = (id: string, k: number) => (k === STAGED ? stagedAt.get(id)! : Number(files[k]!.extracted_at));
+  const dups = [...again].map(([id, ks]) => {
+    let win = ks[0]!;
+    for (const k of ks) if (extractedAt(id, k) > extractedAt(id, win) || (extractedAt(id, k) === extractedAt(id, win) && k > win)) win = k;
+    return { session_id: id, k: win, ks };
+  });
+  await c.run(
+    'CREATE OR REPLACE TEMP TABLE _dups AS SELECT unnest($1::VARCHAR[]) AS session_id, unnest($2::INTEGER[]) AS k',
+    [listValue(dups.map((d) => d.session_id)), listValue(dups.map((d) => d.k))],
+  );
+  const counts = new Map<number, number>();
+  const ids = new Map<number, Set<string>>();
+  for (const d of dups) {
+    for (const k of d.ks) {
+      if (k === d.k) continue;
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+      if (!ids.has(k)) ids.set(k, new Set());
+      ids.get(k)!.add(d.session_id);
+    }
+  }
+  return { any: true, count: (k) => counts.get(k) ?? 0, idsIn: (k) => ids.get(k) ?? new Set() };
+}
+
+const ID_HEAD = Buffer.from(`{"${ID_SOURCE}":"`);
+
+/**
+ * The session id of the record in bytes [from, to): a pending file's records start with the id
+ * (reporting/sessions-body.ts keeps the query's field order); an id with an escape or a byte
+ * outside ASCII, or a record that does not start so, is parsed whole.
+ */
+function recordId(bytes: Buffer, from: number, to: number): string {
+  let end = -1;
+  if (to - from > ID_HEAD.length && bytes.compare(ID_HEAD, 0, ID_HEAD.length, from, from + ID_HEAD.length) === 0) {
+    for (let i = from + ID_HEAD.length; i < to; i++) {
+      const b = bytes[i]!;
+      if (b === 0x22) {
+        end = i;
+        break;
+      }
+      if (b === 0x5c || b >= 0x80) break;
+    }
+  }
+  if (end > 0) return bytes.toString('latin1', from + ID_HEAD.length, end);
+  return String((JSON.parse(bytes.toString('utf8', from, to)) as Record<string, unknown>)[ID_SOURCE]);
 }

@@ -4,7 +4,7 @@
  * new or updated), Parquet partitions read back with an independent reader, coverage, the run log,
  * and a failure of background work reported when it happens.
  */
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -127,6 +127,44 @@ describe('SessionStore background work', () => {
     expect(stored.length).toBe(expected.length);
     expect(stored.every((r, i) => r[0] === expected[i]!.id && r[1] === expected[i]!.externalFields.notes)).toBe(true);
     expect(await readdir(pendingDir).catch(() => [])).toEqual([]);
+  }, 120_000);
+
+  it('a background merge leaves out the older copy of a session two windows returned, and still writes whole row groups straight to the file', async () => {
+    const dir = await tempDir();
+    const store = await open(dir, 'duckdb');
+    await store.beginRunCounts();
+    // As the vendor's closed windows do, the second window returns again the 40 sessions that
+    // started on the boundary, fetched later (a newer extracted_at: that version wins).
+    const boundary = DAY1 + D;
+    const w0 = Array.from({ length: 60_000 }, (_, i) => record(`w0-${String(i).padStart(5, '0')}`, i < 59_960 ? DAY1 + i : boundary, `first ${i}`));
+    const again = w0.slice(59_960).map((r) => ({ ...r, externalFields: { notes: `second ${r.id}` } }));
+    const w1 = [...again, ...Array.from({ length: 60_000 }, (_, i) => record(`w1-${String(i).padStart(5, '0')}`, boundary + i, `first ${i}`))];
+    const w2 = Array.from({ length: 60_000 }, (_, i) => record(`w2-${String(i).padStart(5, '0')}`, boundary + D + i, `first ${i}`));
+    const windows = [
+      { window: { start: DAY1, end: boundary }, records: w0, extractedAt: 1000 },
+      { window: { start: boundary, end: boundary + D }, records: w1, extractedAt: 1001 },
+      { window: { start: boundary + D, end: boundary + 2 * D }, records: w2, extractedAt: 1002 },
+    ];
+    for (const w of windows) await store.commitWindow({ window: w.window, ndjson: ndjson(w.records, w.extractedAt), rejected: [], runId: 'r1' });
+    const pendingDir = join(dir, 'pending');
+    await expect.poll(async () => (await readdir(pendingDir)).length, { timeout: 20_000, interval: 20 }).toBe(1);
+    const conn = await store.readConnection();
+    // One whole row group: 60,000 + 60,000 sessions of the first two windows, 2,880 of the third.
+    expect(Number((await conn.runAndReadAll('SELECT count(*) FROM sessions')).getRows()[0]![0])).toBe(122_880);
+    const [tail] = await readdir(pendingDir);
+    expect(JSON.parse((await readFile(join(pendingDir, tail!), 'utf8')).split('\n')[0]!).id).toBe('w2-02880');
+    // DuckDB wrote the row group to the file: the log holds the commits, not the rows (deleting
+    // rows of its own append made DuckDB log every row of the merge, ~20 MB here).
+    expect((await stat(join(dir, 'sessions.duckdb.wal'))).size).toBeLessThan(2 * 2 ** 20);
+    const flushed = await store.flush();
+    expect(flushed.inserted).toBe(180_000);
+    expect(flushed.updated).toBe(0);
+    const stored = (await conn.runAndReadAll('SELECT session_id, external_notes FROM sessions ORDER BY session_id')).getRows();
+    await store.close();
+    const expected = new Map([...w0, ...w2, ...w1].map((r) => [r.id, r.externalFields.notes]));
+    expect(stored.length).toBe(180_000);
+    expect(stored.every((r) => expected.get(r[0] as string) === r[1])).toBe(true);
+    expect(stored.filter((r) => String(r[1]).startsWith('second ')).length).toBe(40);
   }, 120_000);
 
   it('reports a failed background merge when it happens, and the closing flush fails naming it', async () => {
