@@ -83,18 +83,7 @@ export async function openDb(path: string, opts: { readOnly?: boolean; threads?:
   const instance = await DuckDBInstance.create(path, config);
   const conn = await instance.connect();
   await conn.run("SET TimeZone = 'UTC'");
-  let closed = false;
-  return {
-    instance,
-    conn,
-    path,
-    async close() {
-      if (closed) return;
-      closed = true;
-      conn.closeSync();
-      instance.closeSync();
-    },
-  };
+  return dbHandle(instance, conn, path, () => instance.closeSync());
 }
 
 /** A writer's file attached to the shared instance (see openSharedDuckDB). */
@@ -119,17 +108,22 @@ async function attachDb(s: NonNullable<typeof shared>, path: string): Promise<Db
     await s.admin.run(`DETACH ${alias}`).catch(() => {});
     throw err;
   }
+  // DETACH checkpoints the file (as closing an instance does) and releases its lock.
+  return dbHandle({ connect }, conn, path, () => s.admin.run(`DETACH ${alias}`).then(() => {}));
+}
+
+/** A Db whose close (at most once) closes `conn`, then runs `release` (closing or detaching the file). */
+function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string, release: () => void | Promise<void>): Db {
   let closed = false;
   return {
-    instance: { connect },
+    instance,
     conn,
     path,
     async close() {
       if (closed) return;
       closed = true;
       conn.closeSync();
-      // Checkpoints the file (as closing an instance does) and releases its lock.
-      await s.admin.run(`DETACH ${alias}`);
+      await release();
     },
   };
 }
