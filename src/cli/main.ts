@@ -4,11 +4,13 @@
  * so `--help` stays fast.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { dropOutputOnEpipe } from './epipe.js';
 import { ExitCode } from './exit-codes.js';
 import { reportFailure } from './report-failure.js';
 import { suggestBeforeRequired } from './suggest-options.js';
+import { packageRoot } from '../util/package-root.js';
 
 type Registrar = { register(program: Command): void };
 
@@ -59,12 +61,12 @@ export async function main(argv: string[] = process.argv): Promise<number> {
   }
 }
 
-/** The version in package.json (found upwards from this file: src/cli or dist/src/cli). */
+/** The version in session-etl's package.json. */
 function packageVersion(): string {
-  for (let dir = new URL('.', import.meta.url); ; dir = new URL('..', dir)) {
-    const file = new URL('package.json', dir);
-    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
-    if (dir.pathname === '/') return 'unknown';
+  try {
+    return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
   }
 }
 

@@ -3,18 +3,18 @@
  * network), and the JSON API under /api/. Read-only: GET and HEAD only, nothing written anywhere.
  * With an access token (required off loopback) every request must present it (access-token.ts).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { presentedToken, TOKEN_COOKIE, tokenMatches } from './access-token.js';
 import { coverageCalendar, dataDirArgument } from './coverage-calendar.js';
 import { quoteArg } from './shell-quote.js';
 import { ParquetReader, QueryTimeoutError, readState, type DashboardSource } from './data-source.js';
 import { buildOverview, type Overview } from './overview.js';
 import { askedColumns, BadRequestError, charts, flatRows, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay, toCsv } from './queries.js';
+import { packageRoot } from '../util/package-root.js';
 
 export interface DashboardOptions {
   source: DashboardSource;
@@ -70,17 +70,6 @@ function loadAssets(): Map<string, Asset> {
     ['/favicon.ico', join(own, 'favicon.svg'), 'image/svg+xml'],
   ];
   return new Map(files.map(([path, file, type]) => [path, { type, body: readFileSync(file) }]));
-}
-
-/** The directory holding package.json, from src/dashboard or dist/src/dashboard. */
-function packageRoot(): string {
-  let d = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(d, 'package.json'))) {
-    const up = dirname(d);
-    if (up === d) throw new Error('cannot find the session-etl package directory (package.json)');
-    d = up;
-  }
-  return d;
 }
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);

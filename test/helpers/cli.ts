@@ -1,19 +1,10 @@
 /** Runs the built CLI (dist/) as a real child process. `npm test` builds before running the tests. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { packageRoot } from '../../src/util/package-root.js';
 
 /** The repository root (where package.json is), from the sources or from dist/. */
-export const REPO_ROOT = (() => {
-  let d = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(d, 'package.json'))) {
-    const up = dirname(d);
-    if (up === d) throw new Error('cannot find the repository root');
-    d = up;
-  }
-  return d;
-})();
+export const REPO_ROOT = packageRoot();
 export const BIN = join(REPO_ROOT, 'bin', 'session-etl.js');
 
 export interface CliResult {
