@@ -6,6 +6,8 @@ export interface Db {
   instance: Pick<DuckDBInstance, 'connect'>;
   conn: DuckDBConnection;
   path: string;
+  /** Attached to the instance shared by a many-account run (openSharedDuckDB), not an instance of its own. */
+  shared: boolean;
   /** Closes the file (a file attached to the shared instance is checkpointed and detached). */
   close(): Promise<void>;
 }
@@ -33,10 +35,7 @@ export async function openSharedDuckDB(opts: { threads?: number; memoryLimit?: s
   let mine = shared;
   if (mine) mine.users++;
   else {
-    const config: Record<string, string> = { ...BASE_CONFIG, checkpoint_threshold: '1GB' };
-    if (opts.threads) config.threads = String(opts.threads);
-    if (opts.memoryLimit) config.memory_limit = opts.memoryLimit;
-    const instance = await DuckDBInstance.create(':memory:', config);
+    const instance = await DuckDBInstance.create(':memory:', instanceConfig(opts));
     const admin = await instance.connect();
     if (shared) {
       // Another caller opened one meanwhile: use it.
@@ -60,19 +59,11 @@ export async function openSharedDuckDB(opts: { threads?: number; memoryLimit?: s
   };
 }
 
-/** Whether writers attach to a shared instance (see openSharedDuckDB). */
-export function sharedDuckDBOpen(): boolean {
-  return shared !== undefined;
-}
-
-// Never fetch or load an extension: a data directory holding, say, an SQLite file under our name
-// would otherwise make DuckDB download the sqlite extension from the internet to open it.
-const BASE_CONFIG: Record<string, string> = { autoinstall_known_extensions: 'false', autoload_known_extensions: 'false' };
-
-/** Opens (or creates) a DuckDB file. Sessions use UTC so that dates of TIMESTAMPTZ values are UTC dates. */
-export async function openDb(path: string, opts: { readOnly?: boolean; threads?: number; memoryLimit?: string } = {}): Promise<Db> {
-  if (shared && !opts.readOnly && path !== ':memory:') return attachDb(shared, path);
-  const config: Record<string, string> = { ...BASE_CONFIG };
+/** An instance's settings: a reader's, or a writer's (its own file's, or the shared instance's). */
+function instanceConfig(opts: { readOnly?: boolean; threads?: number; memoryLimit?: string }): Record<string, string> {
+  // Never fetch or load an extension: a data directory holding, say, an SQLite file under our name
+  // would otherwise make DuckDB download the sqlite extension from the internet to open it.
+  const config: Record<string, string> = { autoinstall_known_extensions: 'false', autoload_known_extensions: 'false' };
   if (opts.readOnly) config.access_mode = 'READ_ONLY';
   if (opts.threads) config.threads = String(opts.threads);
   if (opts.memoryLimit) config.memory_limit = opts.memoryLimit;
@@ -80,10 +71,16 @@ export async function openDb(path: string, opts: { readOnly?: boolean; threads?:
   // the WAL passes 16 MiB) rewrote the table's partly filled row groups after every merge, ~1 s each
   // on a 1 M-row table (docs/benchmarks.md). A crash before the checkpoint only replays the WAL.
   if (!opts.readOnly) config.checkpoint_threshold = '1GB';
-  const instance = await DuckDBInstance.create(path, config);
+  return config;
+}
+
+/** Opens (or creates) a DuckDB file. Sessions use UTC so that dates of TIMESTAMPTZ values are UTC dates. */
+export async function openDb(path: string, opts: { readOnly?: boolean; threads?: number; memoryLimit?: string } = {}): Promise<Db> {
+  if (shared && !opts.readOnly && path !== ':memory:') return attachDb(shared, path);
+  const instance = await DuckDBInstance.create(path, instanceConfig(opts));
   const conn = await instance.connect();
   await conn.run("SET TimeZone = 'UTC'");
-  return dbHandle(instance, conn, path, () => instance.closeSync());
+  return dbHandle(instance, conn, path, false, () => instance.closeSync());
 }
 
 /** A writer's file attached to the shared instance (see openSharedDuckDB). */
@@ -109,16 +106,17 @@ async function attachDb(s: NonNullable<typeof shared>, path: string): Promise<Db
     throw err;
   }
   // DETACH checkpoints the file (as closing an instance does) and releases its lock.
-  return dbHandle({ connect }, conn, path, () => s.admin.run(`DETACH ${alias}`).then(() => {}));
+  return dbHandle({ connect }, conn, path, true, () => s.admin.run(`DETACH ${alias}`).then(() => {}));
 }
 
 /** A Db whose close (at most once) closes `conn`, then runs `release` (closing or detaching the file). */
-function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string, release: () => void | Promise<void>): Db {
+function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string, shared: boolean, release: () => void | Promise<void>): Db {
   let closed = false;
   return {
     instance,
     conn,
     path,
+    shared,
     async close() {
       if (closed) return;
       closed = true;

@@ -20,7 +20,7 @@ import type { Window } from '../time/windows.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { CommitQueue, dropUncommittedFiles, type CommitResult, type WindowCommit } from './commit-queue.js';
 import { compactCoverage, readCoverage, readCoverageSince } from './coverage.js';
-import { sharedDuckDBOpen, type Db } from './duckdb.js';
+import type { Db } from './duckdb.js';
 import type { OutputFormat, StoreLayout } from './layout.js';
 import { openDataDir, prepareDirs } from './open-data-dir.js';
 import { ParquetOnlySink } from './parquet-only-sink.js';
@@ -211,7 +211,7 @@ export class SessionStore {
       // the WAL is large. Starting DuckDB's extra threads costs ~14 ms of CPU, more than a small WAL's
       // checkpoint gains from them: many small accounts pay it once each (docs/benchmarks.md).
       const walBytes = (await stat(`${this.layout.dbPath}.wal`).catch(() => undefined))?.size ?? 0;
-      if (walBytes >= PARALLEL_CHECKPOINT_WAL_BYTES && !sharedDuckDBOpen()) await this.conn.run(`SET threads = ${availableParallelism()}`).catch(() => {});
+      if (walBytes >= PARALLEL_CHECKPOINT_WAL_BYTES && !this.db.shared) await this.conn.run(`SET threads = ${availableParallelism()}`).catch(() => {});
       await this.conn.run('CHECKPOINT').catch(() => {});
     }
     this.sink.closeConnections();

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { openDb, openSharedDuckDB, queryRows, sharedDuckDBOpen } from '../../src/store/duckdb.js';
+import { openDb, openSharedDuckDB, queryRows } from '../../src/store/duckdb.js';
 import { REPO_ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
 
 const D = 86_400;
@@ -115,14 +115,18 @@ describe('one DuckDB instance for the accounts of a run', () => {
     await a.conn.run('CREATE TABLE t AS SELECT 42 AS n');
     await first.close();
     // The second user's engine still holds a's file; a second file attaches beside it.
-    expect(sharedDuckDBOpen()).toBe(true);
+    expect(a.shared).toBe(true);
     const b = await openDb(join(root, 'b.duckdb'));
+    expect(b.shared).toBe(true);
     await b.conn.run('CREATE TABLE t AS SELECT 7 AS n');
     expect((await queryRows<{ n: number }>(a.conn, 'SELECT n FROM t'))[0]!.n).toBe(42);
     await a.close();
     await b.close();
     await second.close();
-    expect(sharedDuckDBOpen()).toBe(false);
+    // Closed with its last user: a writer opened now has an instance of its own.
+    const c = await openDb(join(root, 'c.duckdb'));
+    expect(c.shared).toBe(false);
+    await c.close();
     // Each file holds its own table, readable on its own.
     for (const [f, n] of [['a.duckdb', 42], ['b.duckdb', 7]] as const) {
       const db = await openDb(join(root, f), { readOnly: true });
