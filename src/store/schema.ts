@@ -63,48 +63,35 @@ export async function checkOwnership(conn: DuckDBConnection, dbPath: string): Pr
 
 /**
  * Creates the state tables (and the sessions table unless the format is parquet), migrating older
- * schemas, in one transaction. `fresh`: the file was just created (holds no table), so there is
- * nothing to migrate: everything is created in one multi-statement call (a new account's store
- * pays it once; each statement run on its own costs a round trip: docs/benchmarks.md "Many accounts").
+ * schemas, in one transaction. Every creating statement is idempotent (IF NOT EXISTS), so they run
+ * in one call with the transaction's start (each statement run on its own costs a round trip, which
+ * many small accounts pay once each: docs/benchmarks.md "Many accounts"). `fresh`: the file was
+ * just created (holds no table), so there is nothing to migrate.
  */
 export async function ensureSchema(c: DuckDBConnection, format: OutputFormat, fresh = false): Promise<void> {
-  if (fresh) {
-    const ddl = [
-      ...STATE_DDL,
-      pendingRowsDdl(),
-      ...(format !== 'parquet' ? [sessionsTableDdl('sessions')] : []),
-      metaInsert(format),
-    ];
-    await c.run(`BEGIN TRANSACTION;\n${ddl.join(';\n')};\nCOMMIT`).catch(async (err: unknown) => {
-      await c.run('ROLLBACK').catch(() => {});
-      throw err;
-    });
-    return;
-  }
-  await c.run('BEGIN TRANSACTION');
+  const ddl = [...STATE_DDL, pendingRowsDdl(), ...(format !== 'parquet' ? [sessionsTableDdl('sessions')] : [])];
   try {
-    // Every statement of STATE_DDL is idempotent (IF NOT EXISTS): one call for all of them.
-    await c.run(STATE_DDL.join(';\n'));
-    // pragma_table_info reads one table's entry; duckdb_columns() listed every column of every
-    // catalog (~11 ms of CPU at each open, which many accounts pay once each: docs/benchmarks.md).
-    const genCol = await queryRows(c, `SELECT 1 FROM pragma_table_info('main._parquet_pending') WHERE name = 'gen'`);
-    if (genCol.length === 0) {
-      // Schema 1: one row per partition, primary key.
-      await c.run('CREATE TABLE _parquet_pending_v2 AS SELECT partition, 0::BIGINT AS gen FROM _parquet_pending');
-      await c.run('DROP TABLE _parquet_pending');
-      await c.run('ALTER TABLE _parquet_pending_v2 RENAME TO _parquet_pending');
-    }
-    await c.run(pendingRowsDdl());
-    if (format !== 'parquet') {
-      await c.run(sessionsTableDdl('sessions'));
-      await dropSessionsPrimaryKey(c);
-    }
-    await c.run(metaInsert(format));
-    await c.run('COMMIT');
+    await c.run(`BEGIN TRANSACTION;\n${ddl.join(';\n')}`);
+    if (!fresh) await migrate(c, format);
+    await c.run(`${metaInsert(format)};\nCOMMIT`);
   } catch (err) {
     await c.run('ROLLBACK').catch(() => {});
     throw err;
   }
+}
+
+/** Brings a store of an older schema to this one, inside the caller's transaction. */
+async function migrate(c: DuckDBConnection, format: OutputFormat): Promise<void> {
+  // pragma_table_info reads one table's entry; duckdb_columns() listed every column of every
+  // catalog (~11 ms of CPU at each open, which many accounts pay once each: docs/benchmarks.md).
+  const genCol = await queryRows(c, `SELECT 1 FROM pragma_table_info('main._parquet_pending') WHERE name = 'gen'`);
+  if (genCol.length === 0) {
+    // Schema 1: one row per partition, primary key.
+    await c.run('CREATE TABLE _parquet_pending_v2 AS SELECT partition, 0::BIGINT AS gen FROM _parquet_pending');
+    await c.run('DROP TABLE _parquet_pending');
+    await c.run('ALTER TABLE _parquet_pending_v2 RENAME TO _parquet_pending');
+  }
+  if (format !== 'parquet') await dropSessionsPrimaryKey(c);
 }
 
 /** Committed rows wait here, without an index, until a flush merges them (see merge.ts). */
