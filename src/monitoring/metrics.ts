@@ -182,10 +182,8 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
     },
     recordRun(r) {
       const s = r.summary;
-      const outcome = s?.outcome ?? 'failed';
-      const endedAt = (r.endedAtMs ?? now()) / 1000;
       const l = o.accounts && r.account !== undefined ? { account: r.account } : {};
-      runs.inc({ command: r.command, outcome, ...l });
+      runs.inc({ command: r.command, outcome: s?.outcome ?? 'failed', ...l });
       duration.observe({ command: r.command, ...l }, (s?.durationMs ?? r.durationMs) / 1000);
       if (s) {
         written.inc(l, s.sessions.written);
@@ -196,7 +194,7 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
         rateLimited.inc(l, s.rateLimited);
         paused.inc(l, s.pausedMs / 1000);
       }
-      state = stateAfterRun(state, r, endedAt * 1000);
+      state = stateAfterRun(state, r, r.endedAtMs ?? now());
     },
     metrics: () => registry.metrics(),
   };
