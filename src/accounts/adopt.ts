@@ -75,7 +75,7 @@ export async function adoptDataDir(root: string, name: string, o: { rename?: typ
         await fsyncDir(dataset);
       }
     } catch (err) {
-      throw await rollBack(root, name, done, [parquetTarget, target], err);
+      throw await rollBack(root, name, done, [parquetTarget, target], err, mv);
     }
     // The single-account temporary directory: our own files only (a run recreates it per account).
     await rm(single.tmpDir, { recursive: true, force: true }).catch(() => {});
@@ -88,12 +88,12 @@ export async function adoptDataDir(root: string, name: string, o: { rename?: typ
 }
 
 /** Moves back what was moved (last first) and removes the directories made for it; the error to throw. */
-async function rollBack(root: string, name: string, done: Array<[string, string]>, made: string[], cause: unknown): Promise<AdoptError> {
+async function rollBack(root: string, name: string, done: Array<[string, string]>, made: string[], cause: unknown, mv: typeof rename): Promise<AdoptError> {
   const why = (cause as Error).message;
   const stuck: string[] = [];
   for (const [from, to] of [...done].reverse()) {
     try {
-      await rename(to, from);
+      await mv(to, from);
     } catch {
       stuck.push(`${to} (belongs at ${from})`);
     }
