@@ -671,6 +671,28 @@ describe('issue 14: the six cases, each against its goal', () => {
     }
   });
 
+  // Bench R6 over loopback: the emulator answers in a millisecond and the run's commits keep one
+  // request in flight at a time, so the rule above never fires; three weak bursts to agree cost two
+  // more pauses of up to 2 s each with a date (85.7 % of the quota). Two that counted the same, with
+  // no busier second in the run, are believed: one pause less.
+  it('6. one request in flight at a time: two bursts that count the same as the busiest second are believed, not three', async () => {
+    const run = await simulate({ server: quota({ rps: 10, retryAfterDate: true }), requests: 200, latencyMs: 1, maxConcurrency: 1 });
+    expect(bursts(run).filter((b) => b.from < run.start + 10_000)).toHaveLength(2);
+    expect(run.controller.learnedRate).toBeCloseTo(9.8, 5);
+    expect((run.accepted.length - 1) / ((run.accepted.at(-1)! - run.accepted[0]!) / 1000)).toBeGreaterThanOrEqual(8.8);
+  });
+
+  it('6. two bursts that count the same are not believed when a second of the run saw more accepted', async () => {
+    // 40 accepted as fast as they go, then a 429; then twice 10 accepted and a 429: the last two agree,
+    // but 40 in one second says the server takes more than 10 a second (stray 429s, not a quota).
+    const refuse = new Set([41, 52, 63]);
+    let n = 0;
+    const server: Server = { arrive: () => (refuse.has(++n) ? 1000 : undefined), leave() {} };
+    const run = await simulate({ server, requests: 70, latencyMs: 1, maxConcurrency: 1 });
+    expect(run.pauses).toHaveLength(3);
+    expect(run.controller.learnedRate).toBeNull();
+  });
+
   it('6. Retry-After as seconds or as an HTTP date', () => {
     const now = Date.parse('2026-11-23T13:00:00Z');
     expect(parseRetryAfter('2', now)).toBe(2000);
