@@ -35,6 +35,12 @@ export interface MergeContext {
   runRowidFloor: bigint | undefined;
   /** A generation number for Parquet marks, above every one already stored. */
   nextGen(c: DuckDBConnection): Promise<bigint>;
+  /**
+   * The session ids of pending files, by file name, read ahead: while a merge's statements run in
+   * DuckDB, the next slice's files are read on the event loop (see prefetchIds). A file's name is
+   * never reused by one store, and an entry whose count is not the file's row count is read again.
+   */
+  ids?: Map<string, Promise<string[]>>;
 }
 
 /**
@@ -104,7 +110,7 @@ export async function mergeSlice(
       while (candidates < files.length && (candidates === 0 || rows + Number(files[candidates]!.rows) <= SLICE_ROWS)) rows += Number(files[candidates++]!.rows);
       take = candidates;
     }
-    const older = await olderVersions(c, ctx.pendingDir, files.slice(0, candidates), staged);
+    const older = await olderVersions(c, ctx, files.slice(0, candidates), staged);
     if (aligned) {
       rows = staged - older.count(STAGED);
       const counted = (i: number) => Number(files[i]!.rows) - older.count(i);
@@ -131,6 +137,11 @@ export async function mergeSlice(
     // A session the files looked at bring more than once goes in only from the source of its newest
     // version (newest extracted_at, then the later source); the others are left out.
     const newest = older.any ? ' x ANTI JOIN _dups d ON d.session_id = x.session_id AND d.k <> x.k' : '';
+    // The next slice's ids are read while this one's statements run (a third of a merge's time
+    // after the last answer was this read, on the event loop, before the insert could start); this
+    // slice's are not needed any more (a merge that fails reads them again).
+    for (const f of files.slice(0, take)) ctx.ids?.delete(f.file);
+    prefetchIds(ctx, files.slice(take));
     const added = Number((await c.run(`INSERT INTO sessions SELECT ${COLUMN_LIST} FROM (${sources.join(' UNION ALL ')})${newest}`)).rowsChanged);
     const seen = Number((await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM sessions WHERE rowid > ${before}`))[0]?.n ?? 0);
     if (seen !== added) throw new Error(`internal check failed: appended ${added} rows, found ${seen} above row id ${before}`);
@@ -245,8 +256,8 @@ const STAGED = 1_000_000;
  */
 async function olderVersions(
   c: DuckDBConnection,
-  dir: string,
-  files: ReadonlyArray<{ file: string; extracted_at: number }>,
+  ctx: MergeContext,
+  files: ReadonlyArray<{ file: string; extracted_at: number; rows: bigint | number }>,
   staged: number,
 ): Promise<{ any: boolean; count(k: number): number; idsIn(k: number): Set<string> }> {
   const none = { any: false, count: () => 0, idsIn: () => new Set<string>() };
@@ -265,22 +276,20 @@ async function olderVersions(
     }
   };
   // Files read a few at a time off the event loop (one await per file on a busy event loop made the
-  // scan slow; reading them synchronously held the fetching up, long text most).
+  // scan slow; reading them synchronously held the fetching up, long text most), or read ahead.
+  const perFile: string[][] = new Array(files.length);
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(READS_IN_FLIGHT, files.length) }, async () => {
       while (next < files.length) {
         const k = next++;
-        const bytes = await readFile(join(dir, files[k]!.file));
-        for (let from = 0; from < bytes.length; ) {
-          let nl = bytes.indexOf(0x0a, from);
-          if (nl < 0) nl = bytes.length;
-          if (nl > from) see(recordId(bytes, from, nl), k);
-          from = nl + 1;
-        }
+        perFile[k] = await idsOfFile(ctx, files[k]!);
       }
     }),
   );
+  perFile.forEach((list, k) => {
+    for (const id of list) see(id, k);
+  });
   if (staged) {
     for (const r of await queryRows<{ id: string; e: number }>(c, 'SELECT session_id AS id, epoch(extracted_at) AS e FROM _pending_rows')) {
       see(r.id, STAGED);
@@ -310,6 +319,56 @@ async function olderVersions(
     }
   }
   return { any: true, count: (k) => counts.get(k) ?? 0, idsIn: (k) => ids.get(k) ?? new Set() };
+}
+
+/** Rows read ahead at most: about one slice. */
+const PREFETCH_ROWS = SLICE_ROWS;
+
+/** The session ids of a pending file's records, in order: read ahead, or read now. */
+async function idsOfFile(ctx: MergeContext, f: { file: string; rows: bigint | number }): Promise<string[]> {
+  const ahead = await ctx.ids?.get(f.file)?.catch(() => undefined);
+  if (ahead && ahead.length === Number(f.rows)) return ahead;
+  return readIds(join(ctx.pendingDir, f.file));
+}
+
+async function readIds(path: string): Promise<string[]> {
+  const bytes = await readFile(path);
+  const ids: string[] = [];
+  for (let from = 0; from < bytes.length; ) {
+    let nl = bytes.indexOf(0x0a, from);
+    if (nl < 0) nl = bytes.length;
+    if (nl > from) ids.push(recordId(bytes, from, nl));
+    from = nl + 1;
+  }
+  return ids;
+}
+
+/**
+ * Starts reading the ids of the first of `files` (up to about a slice of rows, one file at a time) into
+ * ctx.ids, unless they are there. A read that fails is forgotten: the merge reads the file itself
+ * and reports the error then.
+ */
+function prefetchIds(ctx: MergeContext, files: ReadonlyArray<{ file: string; rows: bigint | number }>): void {
+  const cache = ctx.ids;
+  if (!cache) return;
+  const wanted: string[] = [];
+  let rows = 0;
+  for (const f of files) {
+    if (rows >= PREFETCH_ROWS) break;
+    rows += Number(f.rows);
+    if (!cache.has(f.file)) wanted.push(f.file);
+  }
+  let next = 0;
+  const reader = async (): Promise<void> => {
+    while (next < wanted.length) {
+      const file = wanted[next++]!;
+      const read = readIds(join(ctx.pendingDir, file));
+      cache.set(file, read);
+      await read.catch(() => cache.delete(file));
+    }
+  };
+  // One file at a time: the read runs beside the merge's statements, whose memory it adds to.
+  if (wanted.length) void reader();
 }
 
 const ID_HEAD = Buffer.from(`{"${ID_SOURCE}":"`);

@@ -34,7 +34,7 @@ export class TableSink implements Sink {
     onBackgroundError: (err: unknown) => void,
   ) {
     this.rewriter = withParquet ? new ParquetRewriter(db, layout) : undefined;
-    this.merge = { pendingDir: layout.pendingDir, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c) };
+    this.merge = { pendingDir: layout.pendingDir, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
     const rewriter = this.rewriter;
     this.work = new BackgroundWork(
       {
