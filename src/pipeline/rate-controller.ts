@@ -12,9 +12,10 @@
  *   least 2 of the last 30 answers were 429s. When a tenth or more of a burst's second was spent
  *   paused (or before the first request), its count says little (what was sent, not what the
  *   server takes): three such bursts must agree, or 3 of the last 10 answers be 429s (stray 429s
- *   at 4 % reach that about once in 150 tries); before any ceiling, two that counted exactly the
- *   same, no second of the run having seen more accepted, are enough (a quota refuses at the same
- *   count every time; strays agree so by chance, and seldom with the busiest second). A burst that refused every request in flight at its
+ *   at 4 % reach that about once in 150 tries); two that counted exactly the same are enough when
+ *   no second since the first of them (before any ceiling: of the run) saw more accepted (a quota
+ *   refuses at the same count every time; strays agree so by chance, and seldom with the busiest
+ *   second). A burst that refused every request in flight at its
  *   first 429 is believed at once: the window was full (stray 429s come one at a time among
  *   accepted answers). It is at most halved (the first ceiling: at least 3/4
  *   of the busiest second seen). Before that, 12 stray 429s walked the pace down to a quarter
@@ -450,12 +451,14 @@ export class RateController {
       const bursts = agreed ? c.bursts + 1 : 1;
       const strong = !weak || (agreed === true && c.strong);
       const share = this.refusedShare();
-      // Before any ceiling, two weak bursts that counted the same number of answers, and no second
-      // of the run with more: a quota of that many refuses at that count every time (bench R6: one
-      // request in flight at a time over loopback, so the full-window rule below never fires, and a
-      // third burst cost up to 2 s more with a date). Stray 429s agree like that only by chance, and
-      // then seldom with the busiest second seen.
-      const twin = this.ceiling === undefined && agreed === true && accepted === (c as { rate: number }).rate && accepted >= this.peakRate(b.at);
+      // Two weak bursts that counted the same number of answers, and no second with more since the
+      // first of them (before any ceiling: in the whole run): a quota of that many refuses at that
+      // count every time (bench R6: one request in flight at a time over loopback, so the
+      // full-window rule below never fires, and a third burst cost up to 2 s more with a date; R3
+      // and R4: a fall paused once more). Stray 429s agree like that only by chance, and then
+      // seldom with the busiest second seen.
+      const twin = agreed === true && accepted === (c as { rate: number }).rate &&
+        accepted >= this.peakRate(b.at, this.ceiling === undefined ? -Infinity : (c as { at: number }).at);
       const enough = strong || twin || bursts >= WEAK_BURSTS || this.refusedShare(STRONG_ANSWERS) >= STRONG_SHARE;
       // Every request in flight at the first 429 was refused too: the window was full, not a
       // stray (stray 429s come one at a time among accepted answers).
@@ -538,9 +541,11 @@ export class RateController {
   }
 
   /** The most answers accepted within any one second of the 10 s before `t`. */
-  private peakRate(t: number): number {
+  private peakRate(t: number, from = -Infinity): number {
     let most = 0;
-    for (let i = 0, j = 0; i < this.done.length; i++) {
+    let i0 = 0;
+    while (i0 < this.done.length && (this.done[i0] as { at: number }).at <= from) i0++;
+    for (let i = i0, j = i0; i < this.done.length; i++) {
       const at = (this.done[i] as { at: number }).at;
       if (at > t) break;
       while ((this.done[j] as { at: number }).at <= at - 1000) j++;

@@ -550,6 +550,17 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(share429(run)).toBeLessThanOrEqual(0.05);
   });
 
+  // Bench R3 and R4: a fall needed three weak bursts to agree (each count taken right after the
+  // pause of the one before), a 1 s pause each; two that counted exactly the same, with no busier
+  // second since the first of them, are believed as before any ceiling: one pause fewer.
+  it('4. a limit that falls (10 → 4) is believed at two bursts that count the same: one pause fewer', async () => {
+    const schedule: Schedule = [{ atSeconds: 0, rps: 10 }, { atSeconds: 30, rps: 4 }];
+    const run = await simulate({ server: quota({ rps: 10, schedule }), requests: 100_000, forMs: 45_000, latencyMs: 1 });
+    expect(bursts(run).filter((b) => b.from >= run.start + 30_000)).toHaveLength(3);
+    expect(run.controller.learnedRate).toBeCloseTo(3.92, 5);
+    expect(acceptedBetween(run, 36_000, 45_000) / 9).toBeGreaterThanOrEqual(0.95 * 4);
+  });
+
   it('5. a concurrency limit of 2 (429 above 2 in flight): settles at 2', async () => {
     const run = await simulate({ server: concurrencyLimit(2), requests: 6000, maxConcurrency: 6 });
     expect(run.controller.concurrency).toBe(2);
