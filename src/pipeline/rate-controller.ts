@@ -540,7 +540,7 @@ export class RateController {
     return Math.min(to - from, idle);
   }
 
-  /** The most answers accepted within any one second of the 10 s before `t`. */
+  /** The most answers accepted within any one second of the 10 s before `t` (after `from`). */
   private peakRate(t: number, from = -Infinity): number {
     let most = 0;
     let i0 = 0;

@@ -344,31 +344,25 @@ async function readIds(path: string): Promise<string[]> {
 }
 
 /**
- * Starts reading the ids of the first of `files` (up to about a slice of rows, one file at a time) into
- * ctx.ids, unless they are there. A read that fails is forgotten: the merge reads the file itself
- * and reports the error then.
+ * Starts reading the ids of the first of `files` (up to about a slice of rows, one file after the
+ * other) into ctx.ids, unless they are there. Every entry is in place at once, so a merge that
+ * wants a file waits for its read rather than reading it again. A read that fails is forgotten: the
+ * merge reads the file itself and reports the error then.
  */
 function prefetchIds(ctx: MergeContext, files: ReadonlyArray<{ file: string; rows: bigint | number }>): void {
   const cache = ctx.ids;
   if (!cache) return;
-  const wanted: string[] = [];
   let rows = 0;
+  // One file at a time: the reads run beside the merge's statements, whose memory they add to.
+  let chain: Promise<unknown> = Promise.resolve();
   for (const f of files) {
     if (rows >= PREFETCH_ROWS) break;
     rows += Number(f.rows);
-    if (!cache.has(f.file)) wanted.push(f.file);
+    if (cache.has(f.file)) continue;
+    const read = chain.then(() => readIds(join(ctx.pendingDir, f.file)));
+    chain = read.catch(() => cache.delete(f.file));
+    cache.set(f.file, read);
   }
-  let next = 0;
-  const reader = async (): Promise<void> => {
-    while (next < wanted.length) {
-      const file = wanted[next++]!;
-      const read = readIds(join(ctx.pendingDir, file));
-      cache.set(file, read);
-      await read.catch(() => cache.delete(file));
-    }
-  };
-  // One file at a time: the read runs beside the merge's statements, whose memory it adds to.
-  if (wanted.length) void reader();
 }
 
 const ID_HEAD = Buffer.from(`{"${ID_SOURCE}":"`);
