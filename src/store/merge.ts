@@ -324,11 +324,16 @@ async function olderVersions(
 /** Rows read ahead at most: about one slice. */
 const PREFETCH_ROWS = SLICE_ROWS;
 
-/** The session ids of a pending file's records, in order: read ahead, or read now. */
+/**
+ * The session ids of a pending file's records, in order: read ahead, or read now and kept in
+ * ctx.ids (a file looked at beyond the slice, merged by the next one, is then not read again).
+ */
 async function idsOfFile(ctx: MergeContext, f: { file: string; rows: bigint | number }): Promise<string[]> {
   const ahead = await ctx.ids?.get(f.file)?.catch(() => undefined);
   if (ahead && ahead.length === Number(f.rows)) return ahead;
-  return readIds(join(ctx.pendingDir, f.file));
+  const read = readIds(join(ctx.pendingDir, f.file));
+  ctx.ids?.set(f.file, read);
+  return read;
 }
 
 async function readIds(path: string): Promise<string[]> {
