@@ -11,15 +11,18 @@
  *   sent): a lower ceiling is believed only when a second burst within 15 s agrees (±25 %) and at
  *   least 2 of the last 30 answers were 429s. When a tenth or more of a burst's second was spent
  *   paused (or before the first request), its count says little (what was sent, not what the
- *   server takes): three such bursts must agree, or 3 of the last 10 answers be 429s (stray 429s
- *   at 4 % reach that about once in 150 tries); two that counted exactly the same are enough when
+ *   server takes): three such bursts must agree (a first ceiling: near the busiest second seen), or
+ *   3 of the last 10 answers be 429s (stray 429s at 4 % reach that about once in 150 tries); two
+ *   that counted exactly the same are enough when
  *   no second since the first of them (before any ceiling: of the run) saw more accepted (a quota
  *   refuses at the same count every time; strays agree so by chance, and seldom with the busiest
  *   second). A burst that refused every request in flight at its
  *   first 429 is believed at once: the window was full (stray 429s come one at a time among
  *   accepted answers). It is at most halved (the first ceiling: at least 3/4
  *   of the busiest second seen). Before that, 12 stray 429s walked the pace down to a quarter
- *   request a second (the issue's 402 s backfill).
+ *   request a second (the issue's 402 s backfill). A first burst with one request in flight and an
+ *   HTTP date gets a trial: one window paced at its count, then faster, dropped after a second
+ *   without a 429 (see judge).
  *
  * The pace is `headroom` × the ceiling, requests spaced evenly. After a hold it grows past the
  * ceiling, cubic in the time since the probe began (as TCP CUBIC and the AWS SDKs' adaptive mode):
@@ -42,6 +45,7 @@
  * back through the AttemptSlot it was handed, however it ended.
  */
 import type { Sleep } from '../util/sleep.js';
+import type { RateLimitHint } from './rate-limit-headers.js';
 
 export interface RateControllerOptions {
   maxConcurrency: number;
@@ -66,13 +70,6 @@ export interface RateControllerOptions {
  */
 export interface AttemptSlot {
   release(): void;
-}
-
-/** What rate-limit headers said: requests left, when the count resets, and the quota when stated. */
-export interface RateLimitHint {
-  remaining: number;
-  resetMs: number;
-  limit?: number;
 }
 
 /** An accepted rate this far from the ceiling means the limit has moved (either way). */
@@ -119,6 +116,8 @@ interface Burst {
   inFlight: number;
   /** The share of the accepted answers of the 2 s before it that came with as many requests in flight. */
   acceptedAsMany: number;
+  /** Its first Retry-After was an HTTP date: the retry is rounded up to a whole second of the clock. */
+  date: boolean;
 }
 
 export class RateController {
@@ -142,6 +141,8 @@ export class RateController {
   private answers: boolean[] = [];
   /** A burst that pointed at a lower limit, waiting for a second one to agree. */
   private candidate: { at: number; rate: number; bursts: number; strong: boolean } | undefined;
+  /** The ceiling is a trial: one window paced at a first burst's count, then probed past it (see judge). */
+  private trial = false;
   /** When the first attempt was let go (the time before it is not a time of sending). */
   private firstRelease: number | undefined;
   /** Accepted answers: when, and how many requests were in flight then (itself included). */
@@ -205,8 +206,10 @@ export class RateController {
   }
 
   private learnedPace(now: number): number | undefined {
-    if (this.ceiling === undefined) return undefined;
+    if (this.ceiling === undefined || this.trialOver(now)) return undefined;
     const base = this.ceiling * (this.opts.headroom ?? 0.98);
+    // A trial doubles the pace in its second second; no 429 by then: the first burst was a stray.
+    if (this.trial) return base * 2 ** Math.max(0, (now - this.probeFrom) / 1000);
     const t = Math.min(MAX_PROBE_SECONDS, Math.max(0, (now - this.probeFrom) / 1000));
     // Scaled by the highest ceiling learned, not the current one: after a fall to a fifth (another
     // client took most of a shared quota), a probe from the low ceiling took 6 s to find the room
@@ -230,6 +233,7 @@ export class RateController {
     for (;;) {
       const now = this.opts.now();
       if (this.burst && now >= this.pausedUntil) this.judge(this.burst);
+      if (this.trialOver(now)) this.endTrial();
       if (now < this.pausedUntil) {
         // Also when the pause began while this request waited for its slot: the slot is lost.
         slot = undefined;
@@ -337,7 +341,7 @@ export class RateController {
   }
 
   /** The server answered 429 (call before releasing the attempt's slot). */
-  onRateLimited(retryAfterMs: number | undefined): void {
+  onRateLimited(retryAfterMs: number | undefined, retryAfterIsDate = false): void {
     const now = this.opts.now();
     this.rateLimitedCount++;
     this.answered(true);
@@ -351,7 +355,7 @@ export class RateController {
         all++;
         if ((this.done[i] as { inFlight: number }).inFlight >= inFlight) asMany++;
       }
-      this.burst = { at: now, count: 1, inFlight, acceptedAsMany: all ? asMany / all : 0 };
+      this.burst = { at: now, count: 1, inFlight, acceptedAsMany: all ? asMany / all : 0, date: retryAfterIsDate };
     }
     this.pauseUntil(now, now + (retryAfterMs ?? 1000));
   }
@@ -417,15 +421,29 @@ export class RateController {
   }
 
   /** A burst of 429s is over: what does it say about the limit? */
+  private trialOver(now: number): boolean {
+    return this.trial && now >= this.probeFrom + 1000;
+  }
+
+  private endTrial(): void {
+    this.trial = false;
+    this.ceiling = undefined;
+    this.peakCeiling = 0;
+  }
+
   private judge(b: Burst): void {
     this.burst = undefined;
     const now = this.opts.now();
     this.forget(now);
+    if (this.trialOver(b.at)) this.endTrial();
     if (b.inFlight > 1 && b.acceptedAsMany < CONCURRENCY_SHARE) {
       this.concurrencyBurst(b, now);
       return;
     }
     const pace = this.learnedPace(b.at);
+    // A 429 during a trial ends it: the limit is there (confirmed below when it counts the same).
+    const trial = this.trial;
+    this.trial = false;
     const spanMs = pace !== undefined && pace < 2 ? 4000 / pace : 1000;
     // What the server accepted in the span before the burst (for the first 429 of a burst, also
     // the answers that it overtook): a count is one request off either way.
@@ -482,6 +500,16 @@ export class RateController {
         this.peakCeiling = Math.max(this.peakCeiling, this.ceiling);
       } else {
         this.candidate = agreed ? { at: b.at, rate: accepted, bursts, strong } : { at: b.at, rate: accepted, bursts: 1, strong: !weak };
+        // A first burst with one request in flight and its Retry-After as an HTTP date: sent again
+        // all at once, the next window is refused at once too, and its date (a second after the
+        // window's first request, rounded up) lands a whole second later. A trial instead: one
+        // window paced at this count, then faster; its 429 comes with the window spread, and the
+        // date is the next whole second (bench R6 with a date, 0.4–1 s of pause instead of 2 s).
+        if (this.ceiling === undefined && b.date && b.inFlight === 1) {
+          this.ceiling = this.peakCeiling = Math.max(MIN_CEILING, accepted);
+          this.trial = true;
+          this.probeFrom = this.pausedUntil + 1000;
+        }
         // Not believed yet, but a second 429 at the pace soon after another: less headroom.
         if (this.ceiling !== undefined && !probing && this.atPaceAgain(b.at)) this.ceiling = Math.max(MIN_CEILING, this.ceiling * AGAIN_TRIM);
       }
@@ -495,8 +523,8 @@ export class RateController {
       this.probeFrom = this.pausedUntil + this.holdMs;
       this.candidate = undefined;
     } else if (probing) {
-      // A probe met the same ceiling again: stronger evidence, a longer hold.
-      this.holdMs = Math.min(this.maxHoldMs, this.holdMs * 2);
+      // A probe met the same ceiling again: stronger evidence, a longer hold (a trial's: a first ceiling's).
+      this.holdMs = Math.min(this.maxHoldMs, trial ? this.firstHoldMs * 4 : this.holdMs * 2);
       this.probeFrom = this.pausedUntil + this.holdMs;
       this.candidate = undefined;
     } else {
@@ -567,30 +595,4 @@ export class RateController {
     while (j < this.pauses.length - 1 && (this.pauses[j] as { until: number }).until <= t) j++;
     if (j) this.pauses.splice(0, j);
   }
-}
-
-/**
- * Rate-limit headers of an answer: the IETF draft's `RateLimit-Remaining`/`RateLimit-Reset`
- * (seconds to the reset) or `X-RateLimit-Remaining`/`X-RateLimit-Reset` (seconds, or an epoch
- * time in seconds when it is that large). Undefined when absent or unreadable.
- */
-export function readRateLimitHeaders(headers: { get(name: string): string | null }, nowMs: number): RateLimitHint | undefined {
-  for (const prefix of ['ratelimit-', 'x-ratelimit-']) {
-    const remaining = numberOf(headers.get(`${prefix}remaining`));
-    const reset = numberOf(headers.get(`${prefix}reset`));
-    if (remaining === undefined || reset === undefined) continue;
-    // An epoch time (seconds) rather than seconds to go: any value past 2001.
-    const resetMs = reset > 1e9 ? reset * 1000 - nowMs : reset * 1000;
-    const limit = numberOf(headers.get(`${prefix}limit`));
-    return { remaining, resetMs: Math.max(0, resetMs), ...(limit !== undefined ? { limit } : {}) };
-  }
-  return undefined;
-}
-
-function numberOf(v: string | null): number | undefined {
-  if (v === null) return undefined;
-  // The draft allows a list ("10, 10;w=1"): the first item counts.
-  const first = v.split(',')[0]?.split(';')[0]?.trim() ?? '';
-  if (!/^\d+(\.\d+)?$/.test(first)) return undefined;
-  return Number(first);
 }

@@ -21,7 +21,8 @@ import { RunFailedError, RunInterruptedError } from './errors.js';
 import { extractWindows, type ExtractOutcome } from './extract.js';
 import { closeRun, openRun } from './open-run.js';
 import { DEFAULTS, newRunId, type BackfillOptions, type ExportOptions, type PipelineOptions, type RunSummary } from './options.js';
-import { RateController, readRateLimitHeaders } from './rate-controller.js';
+import { RateController } from './rate-controller.js';
+import { readRateLimitHeaders } from './rate-limit-headers.js';
 import { RunTally } from './run-tally.js';
 import { WindowLoader } from './window-loader.js';
 
@@ -269,9 +270,9 @@ function reportingClientFor(
     logger,
     hooks: {
       beforeAttempt: (signal) => controller.beforeAttempt(signal),
-      onRateLimited: (ms) => {
+      onRateLimited: (ms, isDate) => {
         tally.stats.rateLimited++;
-        controller.onRateLimited(ms);
+        controller.onRateLimited(ms, isDate);
         logger.warn({ retryAfterMs: ms, concurrency: controller.concurrency, pace: controller.pace }, 'rate limited (429): pausing all workers');
       },
       onSuccess: () => controller.onSuccess(),

@@ -44,8 +44,8 @@ export interface AttemptHooks {
    * abort), before any wait for a retry: the rate controller's count of requests in flight.
    */
   beforeAttempt?(signal?: AbortSignal): Promise<{ release(): void } | void>;
-  /** A 429 came back. */
-  onRateLimited?(retryAfterMs: number | undefined): void;
+  /** A 429 came back (`retryAfterIsDate`: its Retry-After was an HTTP date). */
+  onRateLimited?(retryAfterMs: number | undefined, retryAfterIsDate?: boolean): void;
   /** A retry is about to wait `delayMs`. */
   onRetry?(info: { attempt: number; error: ReportingError; delayMs: number }): void;
   /** An attempt succeeded. */
@@ -231,7 +231,7 @@ export class ReportingClient {
         error = err;
         if (err instanceof RateLimitedError) {
           rateLimited++;
-          this.hooks.onRateLimited?.(err.retryAfterMs);
+          this.hooks.onRateLimited?.(err.retryAfterMs, err.retryAfterIsDate);
           if (rateLimited > this.retry.maxRateLimitWaits) throw err;
           if (err.retryAfterMs !== undefined && err.retryAfterMs > this.retry.maxRetryAfterMs) throw err;
           delayMs = err.retryAfterMs ?? backoffDelay(rateLimited, this.retry, this.random);

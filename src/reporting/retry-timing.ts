@@ -16,6 +16,12 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
   return Math.max(0, date - nowMs);
 }
 
+/** True when a Retry-After value states a moment (an HTTP date) rather than a delay in seconds. */
+export function retryAfterIsDate(value: string | null | undefined): boolean {
+  const v = value?.trim() ?? '';
+  return v !== '' && !/^\d+(\.\d+)?$/.test(v) && !Number.isNaN(Date.parse(v));
+}
+
 export interface BackoffPolicy {
   /** First delay ceiling in ms. */
   baseDelayMs: number;

@@ -13,7 +13,7 @@ import { HttpStatusError } from './errors/http-status-error.js';
 import { RateLimitedError } from './errors/rate-limited-error.js';
 import { RedirectError } from './errors/redirect-error.js';
 import { TransientError } from './errors/transient-error.js';
-import { parseRetryAfter } from './retry-timing.js';
+import { parseRetryAfter, retryAfterIsDate } from './retry-timing.js';
 
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -73,7 +73,10 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
     opts.onHeaders?.(res.headers);
     if (status === 401 || status === 403) throw new AuthenticationError(status);
     if (isRedirect(status)) throw new RedirectError(status, res.headers.get('location') ?? undefined, urlOf(input));
-    if (status === 429) throw new RateLimitedError(parseRetryAfter(res.headers.get('retry-after'), opts.now()));
+    if (status === 429) {
+      const retryAfter = res.headers.get('retry-after');
+      throw new RateLimitedError(parseRetryAfter(retryAfter, opts.now()), retryAfterIsDate(retryAfter));
+    }
     if (status >= 500) {
       throw new TransientError('server-error', `the reporting endpoint answered HTTP ${status}`, status);
     }

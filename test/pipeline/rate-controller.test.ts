@@ -5,8 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimiter } from '../../src/emulator/faults.js';
 import type { Schedule } from '../../src/emulator/options.js';
-import { RateController, readRateLimitHeaders, type RateControllerOptions, type RateLimitHint } from '../../src/pipeline/rate-controller.js';
-import { parseRetryAfter } from '../../src/reporting/retry-timing.js';
+import { RateController, type RateControllerOptions } from '../../src/pipeline/rate-controller.js';
+import { readRateLimitHeaders, type RateLimitHint } from '../../src/pipeline/rate-limit-headers.js';
+import { parseRetryAfter, retryAfterIsDate } from '../../src/reporting/retry-timing.js';
 
 /** Timers that fire in time order, each once every promise reaction before it has run. */
 class VirtualClock {
@@ -39,6 +40,8 @@ interface Server {
   leave(): void;
   /** Rate-limit headers sent with the answer, if the server sends them. */
   hint?(now: number): RateLimitHint | undefined;
+  /** Its Retry-After is an HTTP date. */
+  date?: boolean;
 }
 
 /**
@@ -56,6 +59,7 @@ function quota(o: { rps: number; schedule?: Schedule; others?: Schedule; headers
       return o.retryAfterDate ? Math.ceil(limiter.state(now).resetAtMs / 1000) * 1000 - now : s * 1000;
     },
     leave() {},
+    date: o.retryAfterDate === true,
     ...(o.headers
       ? {
           hint: (now: number) => {
@@ -195,7 +199,7 @@ async function simulate(o: {
         return;
       }
       run.pauses.push({ from: clock.now, until: clock.now + retryAfter });
-      controller.onRateLimited(retryAfter);
+      controller.onRateLimited(retryAfter, o.server.date);
       slot.release();
       await clock.sleep(retryAfter);
     }
@@ -698,11 +702,40 @@ describe('issue 14: the six cases, each against its goal', () => {
   // request in flight at a time, so the rule above never fires; three weak bursts to agree cost two
   // more pauses of up to 2 s each with a date (85.7 % of the quota). Two that counted the same, with
   // no busier second in the run, are believed: one pause less.
-  it('6. one request in flight at a time: two bursts that count the same as the busiest second are believed, not three', async () => {
-    const run = await simulate({ server: quota({ rps: 10, retryAfterDate: true }), requests: 200, latencyMs: 1, maxConcurrency: 1 });
+  it.each([false, true])('6. one request in flight at a time: two bursts that count the same as the busiest second are believed, not three (Retry-After as an HTTP date: %s)', async (retryAfterDate) => {
+    const run = await simulate({ server: quota({ rps: 10, retryAfterDate }), requests: 200, latencyMs: 1, maxConcurrency: 1 });
     expect(bursts(run).filter((b) => b.from < run.start + 10_000)).toHaveLength(2);
     expect(run.controller.learnedRate).toBeCloseTo(9.8, 5);
     expect((run.accepted.length - 1) / ((run.accepted.at(-1)! - run.accepted[0]!) / 1000)).toBeGreaterThanOrEqual(8.8);
+  });
+
+  // With one request in flight the second look at the limit was a burst sent at once when the first
+  // pause ended (on a whole second, as a date is): refused at once again, its date was a second after
+  // the window's first request rounded up, two seconds away. A trial paces one window at the first
+  // burst's count, then faster: its 429 comes with the window spread and waits for the next whole
+  // second only (90.0 % → 91.7 % of the quota over ten phases of the second on this clock).
+  it('6. Retry-After as an HTTP date, one request in flight: the second look is a paced trial, and its 429 waits for the next whole second, not two', async () => {
+    const rates: number[] = [];
+    for (const phaseMs of [0, 250, 500, 750]) {
+      const run = await simulate({ server: quota({ rps: 10, retryAfterDate: true }), requests: 200, latencyMs: 1, maxConcurrency: 1, phaseMs });
+      const [first, second] = bursts(run);
+      expect(second!.from - first!.until).toBeGreaterThan(1000); // a window paced, not sent at once
+      expect(second!.until - second!.from).toBeLessThan(1000);
+      expect(run.controller.learnedRate).toBeCloseTo(9.8, 5);
+      rates.push((run.accepted.length - 1) / ((run.accepted.at(-1)! - run.accepted[0]!) / 1000));
+    }
+    expect(rates.reduce((a, b) => a + b) / rates.length).toBeGreaterThanOrEqual(9.1);
+  });
+
+  it('6. a trial whose window passes without a 429 was a stray: the run goes on unpaced', async () => {
+    // One 429 (an HTTP date) after 10 answers, then none: the trial paces 10/s for a second, doubles,
+    // and lets go; the 290 requests left take 2 s of trial and ~2 s unpaced, not 29 s at 10/s.
+    let n = 0;
+    const server: Server = { arrive: (now) => (++n === 11 ? Math.ceil((now + 1000) / 1000) * 1000 - now : undefined), leave() {}, date: true };
+    const run = await simulate({ server, requests: 300, latencyMs: 1, maxConcurrency: 1 });
+    expect(run.pauses).toHaveLength(1);
+    expect(run.controller.learnedRate).toBeNull();
+    expect(run.accepted.at(-1)! - run.pauses[0]!.until).toBeLessThan(6000);
   });
 
   it('6. two bursts that count the same are not believed when a second of the run saw more accepted', async () => {
@@ -722,6 +755,7 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(parseRetryAfter('Mon, 23 Nov 2026 13:00:05 GMT', now)).toBe(5000);
     expect(parseRetryAfter('Mon, 23 Nov 2026 12:59:00 GMT', now)).toBe(0);
     expect(parseRetryAfter('soon', now)).toBeUndefined();
+    expect([retryAfterIsDate('2'), retryAfterIsDate('Mon, 23 Nov 2026 13:00:05 GMT'), retryAfterIsDate('soon'), retryAfterIsDate(null)]).toEqual([false, true, false, false]);
   });
 });
 

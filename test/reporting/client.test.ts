@@ -117,6 +117,17 @@ describe('ReportingClient against the emulator', () => {
     emu.setFaults({});
   });
 
+  it.each([['seconds', false], ['http-date', true]] as const)('tells the rate-limit hook whether Retry-After was an HTTP date (%s)', async (retryAfterFormat, isDate) => {
+    emu.setFaults({ rateLimitRps: 1, retryAfterFormat });
+    const seen: Array<boolean | undefined> = [];
+    const { c } = client({ hooks: { onRateLimited: (_ms, date) => seen.push(date) }, now: Date.now, sleep: async (ms) => void (await new Promise((r) => setTimeout(r, ms))) });
+    await c.fetchSessions(JAN1, JAN1 + D);
+    await c.fetchSessions(JAN1 + D, JAN1 + 2 * D);
+    expect(seen.length).toBeGreaterThanOrEqual(1);
+    expect(seen.every((d) => d === isDate)).toBe(true);
+    emu.setFaults({});
+  });
+
   it('a 429 without end fails after maxRateLimitWaits with a RateLimitedError', async () => {
     emu.setFaults({ rateLimitRps: 1 });
     const { c, time } = client({ maxRateLimitWaits: 2 });
