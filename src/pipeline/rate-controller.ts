@@ -420,7 +420,6 @@ export class RateController {
     this.nextSlot = Math.max(this.nextSlot, until);
   }
 
-  /** A burst of 429s is over: what does it say about the limit? */
   private trialOver(now: number): boolean {
     return this.trial && now >= this.probeFrom + 1000;
   }
@@ -431,6 +430,7 @@ export class RateController {
     this.peakCeiling = 0;
   }
 
+  /** A burst of 429s is over: what does it say about the limit? */
   private judge(b: Burst): void {
     this.burst = undefined;
     const now = this.opts.now();
@@ -500,8 +500,11 @@ export class RateController {
         this.peakCeiling = Math.max(this.peakCeiling, this.ceiling);
       } else {
         this.candidate = agreed ? { at: b.at, rate: accepted, bursts, strong } : { at: b.at, rate: accepted, bursts: 1, strong: !weak };
-        // A first burst with one request in flight and its Retry-After as an HTTP date: sent again
-        // all at once, the next window is refused at once too, and its date (a second after the
+        // Not believed yet, but a second 429 at the pace soon after another: less headroom.
+        if (this.ceiling !== undefined && !probing && this.atPaceAgain(b.at)) this.ceiling = Math.max(MIN_CEILING, this.ceiling * AGAIN_TRIM);
+        // A first burst (after the trim, which a first burst, met at no pace, must not record) with one
+        // request in flight and its Retry-After as an HTTP date: sent again all at once, the next
+        // window is refused at once too, and its date (a second after the
         // window's first request, rounded up) lands a whole second later. A trial instead: one
         // window paced at this count, then faster; its 429 comes with the window spread, and the
         // date is the next whole second (bench R6 with a date, 0.4–1 s of pause instead of 2 s).
@@ -510,8 +513,6 @@ export class RateController {
           this.trial = true;
           this.probeFrom = this.pausedUntil + 1000;
         }
-        // Not believed yet, but a second 429 at the pace soon after another: less headroom.
-        if (this.ceiling !== undefined && !probing && this.atPaceAgain(b.at)) this.ceiling = Math.max(MIN_CEILING, this.ceiling * AGAIN_TRIM);
       }
     } else if (accepted - slack > this.ceiling / MOVED && probing) {
       // A probe found room above the old ceiling. Its 429 measured the new limit as a fall's does:

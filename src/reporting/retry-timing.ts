@@ -2,6 +2,9 @@
  * Pure helpers for retry timing: Retry-After parsing and exponential backoff with full jitter.
  */
 
+/** Retry-After as delta-seconds; anything else must be an HTTP date. */
+const DELAY_SECONDS = /^\d+(\.\d+)?$/;
+
 /**
  * Parses a Retry-After header value (delta-seconds or an HTTP date) into milliseconds from `nowMs`.
  * Returns undefined when absent or unreadable; never negative.
@@ -10,7 +13,7 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
   if (value == null) return undefined;
   const v = value.trim();
   if (v === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  if (DELAY_SECONDS.test(v)) return Math.round(Number(v) * 1000);
   const date = Date.parse(v);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, date - nowMs);
@@ -19,7 +22,7 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
 /** True when a Retry-After value states a moment (an HTTP date) rather than a delay in seconds. */
 export function retryAfterIsDate(value: string | null | undefined): boolean {
   const v = value?.trim() ?? '';
-  return v !== '' && !/^\d+(\.\d+)?$/.test(v) && !Number.isNaN(Date.parse(v));
+  return v !== '' && !DELAY_SECONDS.test(v) && !Number.isNaN(Date.parse(v));
 }
 
 export interface BackoffPolicy {
