@@ -34,10 +34,11 @@ const only = env.RELIABILITY_ONLY ? new Set(env.RELIABILITY_ONLY.split(',').map(
 const t0 = Date.now();
 const log = (line: string) => process.stderr.write(`[${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
 
+/** The commit tested, marked when code differs from it (docs/ holds reports like this one's, not code). */
 function commit(): string {
   try {
     const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', '--', '.', ':!docs'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
     return dirty ? `${sha} + uncommitted changes` : sha;
   } catch {
     return 'unknown (not a git checkout)';
