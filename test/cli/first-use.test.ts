@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runBackfill } from '../../src/pipeline/run.js';
-import { BIN, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
+import { baseEnv, BIN, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
 
 const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
@@ -34,7 +34,7 @@ afterAll(async () => {
 /** Runs the CLI with its stdout a pipe whose reader has already gone (`… | head -0`, a pager quit at once). */
 function runWithClosedStdout(args: string[]): Promise<CliResult> {
   const child = spawn(process.execPath, [BIN, ...args], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC' },
+    env: baseEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.destroy();

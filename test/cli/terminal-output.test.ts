@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { BIN } from '../helpers/cli.js';
+import { BIN, baseEnv } from '../helpers/cli.js';
 import { renderScreen } from '../helpers/terminal-screen.js';
 
 const D = 86_400;
@@ -42,7 +42,7 @@ async function onTerminal(
   const cmd = `stty cols 200 rows 50; exec ${[process.execPath, BIN, ...args].map(quote).join(' ')}`;
   const child = spawn('script', ['-qfec', cmd, '/dev/null'], {
     env: {
-      PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', TERM: 'xterm',
+      ...baseEnv(), TERM: 'xterm',
       REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir,
     },
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -15,7 +15,18 @@ export interface CliResult {
   durationMs: number;
 }
 
-/** Starts `session-etl <args>` with only the given environment (plus PATH, HOME and TZ=UTC). */
+/**
+ * The environment every spawned command gets: PATH, HOME and TZ=UTC, and a fake clock when the
+ * tests run under one (libfaketime: `test/dates.sh` runs the tests that depend on today's date as
+ * if on other days), so that the command and the test agree on what day it is.
+ */
+export function baseEnv(): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC' };
+  for (const k of ['LD_PRELOAD', 'FAKETIME', 'FAKETIME_DONT_FAKE_MONOTONIC']) if (process.env[k] !== undefined) env[k] = process.env[k];
+  return env;
+}
+
+/** Starts `session-etl <args>` with only the given environment (plus baseEnv()). */
 export function startCli(
   args: string[],
   env: Record<string, string | undefined> = {},
@@ -23,7 +34,7 @@ export function startCli(
 ): ChildProcess & { result: Promise<CliResult>; output(): string } {
   const t0 = Date.now();
   const child = spawn(process.execPath, [BIN, ...args], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', ...env },
+    env: { ...baseEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(cwd ? { cwd } : {}),
   });

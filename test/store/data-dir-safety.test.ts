@@ -14,7 +14,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runBackfill, type PipelineOptions } from '../../src/pipeline/run.js';
 import { DataDirError } from '../../src/store/errors.js';
 import { readStatus } from '../../src/store/status.js';
-import { BIN, runCli } from '../helpers/cli.js';
+import { baseEnv, BIN, runCli } from '../helpers/cli.js';
 import { readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
 
 const D = 86_400;
@@ -217,7 +217,7 @@ describe('a first run that commits nothing leaves nothing', () => {
 describe('file modes: directories 0750 and files 0640 at most, whatever the umask', () => {
   it.each(['000', '022'])('umask %s: every file and directory the CLI writes (DuckDB WAL and pending files included)', async (umask) => {
     const dataDir = join(await tempDir(), 'data');
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey };
+    const env = { ...baseEnv(), REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey };
     const sh = (args: string, extra: Record<string, string> = {}) =>
       new Promise<{ status: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) => {
         const child = spawn('sh', ['-c', `umask ${umask}; exec "${process.execPath}" "${BIN}" ${args}`], { env: { ...env, ...extra } });
