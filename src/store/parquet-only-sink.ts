@@ -38,9 +38,13 @@ export class ParquetOnlySink implements Sink {
     );
   }
 
-  /** The rows are in _pending_rows now: the files were only the way in. */
+  /**
+   * The rows are in _pending_rows now: the files were only the way in. Removed all at once, as a
+   * merge removes its files (merge.ts): one after the other, each removal waits for turns of the
+   * event loop the fetching keeps busy, and the next commit waits for this.
+   */
   async afterCommit(files: readonly RecordFile[]): Promise<void> {
-    for (const f of files) await rm(f.path, { force: true }).catch(() => {});
+    await Promise.all(files.map((f) => rm(f.path, { force: true }).catch(() => {})));
   }
 
   async pendingPartitions(conn: DuckDBConnection): Promise<string[]> {
