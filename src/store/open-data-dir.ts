@@ -15,7 +15,8 @@ import { formatMismatch } from './schema.js';
  * DuckDB's memory limit for a writer (SESSION_ETL_DUCKDB_MEMORY_LIMIT, default 256MB). Without one,
  * DuckDB keeps every block it reads or writes cached up to 80 % of the machine, so a run's memory
  * grew with the history. Measured (docs/benchmarks.md): 256MB costs a 1 M-session backfill no time;
- * 160MB made it ~40 % slower; 128MB ran out of memory in a merge. Readers keep DuckDB's default.
+ * 128MB peaks 60–90 MiB lower and took up to a fifth longer (it ran out of memory in a merge before
+ * merges appended whole row groups; fifth pass). Readers keep DuckDB's default.
  */
 const WRITER_MEMORY_LIMIT = process.env.SESSION_ETL_DUCKDB_MEMORY_LIMIT || '256MB';
 
