@@ -1,8 +1,8 @@
 /**
  * <data-dir>/all-accounts.duckdb: one place for DuckDB users to query every account. It holds no
- * data, only the view `sessions` over the whole Parquet dataset (hive partitioning gives the
- * `account` and `date` columns from the paths), so it never goes stale as accounts are added or
- * partitions rewritten. Written to a temporary file and renamed over the old one, so a reader
+ * data, only the view `sessions` over the whole Parquet dataset (its rows carry `account`; hive
+ * partitioning gives `date` from the paths), so it never goes stale as accounts are added or
+ * partitions rewritten, and no run ever holds it. Written to a temporary file and renamed over the old one, so a reader
  * never opens a half-written file; rewritten by each many-account run.
  */
 import { randomBytes } from 'node:crypto';
@@ -18,7 +18,7 @@ import { ALL_ACCOUNTS_DB, allAccountsGlob, datasetRoot } from './layout.js';
 export function allAccountsViewSql(root: string): string {
   return (
     `CREATE OR REPLACE VIEW sessions AS SELECT * FROM read_parquet(${sqlString(allAccountsGlob(resolve(root)))}, ` +
-    `hive_partitioning = true, hive_types = {'account': VARCHAR, 'date': DATE}, union_by_name = true)`
+    `hive_partitioning = true, hive_types = {'date': DATE}, union_by_name = true)`
   );
 }
 
@@ -46,9 +46,8 @@ export async function writeAllAccountsView(root: string): Promise<string | null>
 
 async function anyPartition(root: string): Promise<boolean> {
   const top = datasetRoot(root);
-  for (const a of await readdir(top).catch(() => [] as string[])) {
-    if (!a.startsWith('account=')) continue;
-    for (const d of await readdir(join(top, a)).catch(() => [] as string[])) if (d.startsWith('date=')) return true;
+  for (const d of await readdir(top).catch(() => [] as string[])) {
+    if (d.startsWith('date=') && (await readdir(join(top, d)).catch(() => [] as string[])).some((f) => f.endsWith('.parquet'))) return true;
   }
   return false;
 }

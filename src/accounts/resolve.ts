@@ -1,8 +1,8 @@
 /**
  * Each configured account's effective configuration: the top-level configuration, then the
- * account's overrides (a command-line flag still wins), its data directory under accounts/NAME,
- * and its key read from apiKeyFile or apiKeyEnv. A key that cannot be read fails that account
- * only (the others run); the configuration's shape is checked, with exit 2, before anything runs.
+ * account's overrides (a command-line flag still wins), and its key read from apiKeyFile or
+ * apiKeyEnv. A key that cannot be read fails that account only (the others run); the
+ * configuration's shape is checked, with exit 2, before anything runs.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,16 +10,14 @@ import { ConfigError } from '../config/errors.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { AccountConfig, Config } from '../config/schema.js';
 import { registerSecret } from '../util/redact.js';
-import { accountDataDir, accountParquetDir, ACCOUNTS_DIR } from './layout.js';
+import { ACCOUNTS_DIR } from './layout.js';
 
 export type KeySource = { kind: 'file'; path: string } | { kind: 'env'; name: string };
 
 export interface ResolvedAccount {
   name: string;
-  /** The account's configuration (dataDir is accounts/NAME; apiKey set when it could be read). */
+  /** The account's configuration (apiKey set when it could be read). */
   loaded: LoadedConfig;
-  /** Where the account's Parquet partitions go: parquet/sessions/account=NAME. */
-  parquetDir: string;
   keySource: KeySource;
   /** Why the key could not be read (the account fails; the others run), else null. */
   keyError: string | null;
@@ -45,7 +43,8 @@ export function keySourceOf(a: AccountConfig): KeySource {
 
 /**
  * The named accounts resolved. Refuses (exit 2) a single-account key set beside `accounts` (it
- * would be used by no one), and a data directory that still holds single-account data at its top.
+ * would be used by no one). (A data directory whose store holds one account is refused when the
+ * store is opened: store/session-store.ts.)
  */
 export function resolveAccounts(loaded: LoadedConfig, names: readonly string[], env: NodeJS.ProcessEnv = process.env): ResolvedAccount[] {
   const c = loaded.config;
@@ -57,11 +56,10 @@ export function resolveAccounts(loaded: LoadedConfig, names: readonly string[], 
         '(apiKeyFile or apiKeyEnv in its entry); remove the single key',
     );
   }
-  refuseSingleAccountData(c.dataDir);
   return names.map((name) => {
     const a = accounts[name];
     if (!a) throw new ConfigError(`no account called ${JSON.stringify(name)} in the configuration`);
-    const config = { ...c, dataDir: accountDataDir(c.dataDir, name), apiKey: null as string | null };
+    const config = { ...c, apiKey: null as string | null };
     const sources = { ...loaded.sources };
     for (const key of OVERRIDES) {
       const v = a[key];
@@ -77,7 +75,7 @@ export function resolveAccounts(loaded: LoadedConfig, names: readonly string[], 
     } catch (err) {
       keyError = (err as Error).message;
     }
-    return { name, loaded: { ...loaded, config, sources }, parquetDir: accountParquetDir(c.dataDir, name), keySource, keyError };
+    return { name, loaded: { ...loaded, config, sources }, keySource, keyError };
   });
 }
 
@@ -98,23 +96,11 @@ function readKey(source: KeySource, env: NodeJS.ProcessEnv): string {
   return key;
 }
 
-/** A data directory with single-account data at its top cannot take accounts until it is adopted. */
-export function refuseSingleAccountData(root: string): void {
-  for (const f of ['sessions.duckdb', 'state.duckdb']) {
-    if (existsSync(join(root, f))) {
-      throw new ConfigError(
-        `data directory ${root} holds single-account data (${f}) and the configuration has accounts: move it under an account ` +
-          `with \`session-etl accounts adopt NAME\` (no fetching again; docs/accounts.md), or give the accounts another dataDir`,
-      );
-    }
-  }
-}
-
 /** A single-account run refuses a data directory that holds accounts (it would mix its partitions into theirs). */
 export function refuseAccountsDir(root: string): void {
   if (existsSync(join(root, ACCOUNTS_DIR))) {
     throw new ConfigError(
-      `data directory ${root} holds many accounts (${join(root, ACCOUNTS_DIR)}), and the configuration has no accounts map: ` +
+      `data directory ${root} holds many accounts (${join(root, ACCOUNTS_DIR)}, the layout before schema 3), and the configuration has no accounts map: ` +
         'give the configuration file with the accounts (--config), or another --data-dir',
     );
   }

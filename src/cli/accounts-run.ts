@@ -1,27 +1,32 @@
 /**
- * `backfill` and `export` over many accounts (docs/accounts.md): the accounts chosen (all, --account,
- * --shard) run side by side in this process (--account-concurrency), each a whole run of its own.
- * Signals are handled once for all of them; the summary has one entry per account and a total; the
- * exit code is 1 when any account failed, and the message names them.
+ * `backfill`, `export` and `schedule` over many accounts (docs/accounts.md): the accounts chosen
+ * (all, --account, --shard) run side by side (--account-concurrency) on the store they belong in
+ * (the data directory's, or their shard's), each with its own key, options and rate control; their
+ * commits, merges, Parquet files and checkpoint are shared. Signals are handled once for all of
+ * them; the summary has one entry per account and a total; the exit code is 1 when any account
+ * failed, and the message names them.
  */
 import { allAccountsViewSql, writeAllAccountsView } from '../accounts/all-accounts-view.js';
-import { resolveAccounts, type ResolvedAccount } from '../accounts/resolve.js';
-import { AccountNotStartedError, runAccounts, type AccountResult } from '../accounts/run-accounts.js';
-import { withSharedStore } from '../accounts/shared-store.js';
-import type { LoadedConfig } from '../config/load.js';
-import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
-import type { JobDefinition } from '../scheduler/job.js';
-import { parseDuration, parseInstant } from '../time/windows.js';
+import { bringAccountsIn } from '../accounts/bring-in.js';
 import { datasetRoot } from '../accounts/layout.js';
-import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
+import { legacyFormat } from '../accounts/legacy.js';
+import type { OutputFormat } from '../store/layout.js';
+import { resolveAccounts, type ResolvedAccount } from '../accounts/resolve.js';
+import { parseShard } from '../accounts/select.js';
+import { byStore, shardCount } from '../accounts/stores.js';
+import type { LoadedConfig } from '../config/load.js';
+import { notifyRunEnd, runEndOf, type NotifySettings } from '../monitoring/notify.js';
+import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
+import type { AccountJob, AccountResult, RunSummary } from '../pipeline/run.js';
+import type { JobContext, JobDefinition } from '../scheduler/job.js';
+import type { Logger } from '../util/logger.js';
 import { redact } from '../util/redact.js';
 import { ExitCode, exitCodeOf } from './exit-codes.js';
 import { createCliLogger } from './logging.js';
 import { checkMetricsFile } from './monitoring-options.js';
-import { notifyRunEnd, runEndOf, type NotifySettings } from '../monitoring/notify.js';
 import { pipelineOptions } from './run-options.js';
-import { formatSummary } from './summary.js';
 import { installStopSignals } from './stop-signals.js';
+import { formatSummary } from './summary.js';
 import { UsageError } from './usage-error.js';
 
 /** An account whose key could not be read: it fails; the others run. */
@@ -30,17 +35,22 @@ export class AccountKeyError extends Error {
   readonly exitCode = ExitCode.runFailed;
 }
 
+/** What one account's part of a run is, from its resolved configuration (the command's flags applied). */
+export type AccountJobOf = (account: ResolvedAccount, opts: ReturnType<typeof pipelineOptions>) => AccountJob;
+
 export interface AccountsRunOptions {
   command: 'backfill' | 'export';
   json: boolean;
   logLevel: string;
   waitFlags: { wait?: boolean; waitTimeout?: string };
   concurrency: number;
+  /** --shard I/N, as given. */
+  shard?: string | undefined;
   /** Grace period after the first signal before running requests are aborted, ms. */
   graceMs?: number;
   /** --metrics-file: written after every account has ended (counters with an account label). */
   metricsFile?: string | undefined;
-  /** notifyUrl: each account's run end is judged on its own (its own failing/recovered state, in its directory). */
+  /** notifyUrl: each account's run end is judged on its own (its own failing/recovered state). */
   notify?: NotifySettings | undefined;
 }
 
@@ -52,28 +62,9 @@ export interface AccountOutcome {
   exitCode: number;
 }
 
-/**
- * Runs `run` for each account (PipelineOptions built from its own configuration), prints the
- * summaries, refreshes all-accounts.duckdb, and returns the exit code.
- */
-export async function executeAccountsRun(
-  loaded: LoadedConfig,
-  names: string[],
-  run: (account: ResolvedAccount, opts: PipelineOptions) => Promise<RunSummary>,
-  o: AccountsRunOptions,
-): Promise<number> {
+/** Runs the accounts, prints the summaries, refreshes all-accounts.duckdb, and returns the exit code. */
+export async function executeAccountsRun(loaded: LoadedConfig, names: string[], jobOf: AccountJobOf, o: AccountsRunOptions): Promise<number> {
   if (o.metricsFile !== undefined) checkMetricsFile(o.metricsFile);
-  const accounts = new Map(resolveAccounts(loaded, names).map((a) => [a.name, a]));
-  // Every account's options are checked before any runs: a bad override is exit 2 for the command.
-  const bases = new Map<string, PipelineOptions>();
-  for (const a of accounts.values()) {
-    if (a.keyError) continue;
-    try {
-      bases.set(a.name, { ...pipelineOptions(a.loaded, o.waitFlags), parquetDir: a.parquetDir });
-    } catch (err) {
-      throw new UsageError(`account ${a.name}: ${(err as Error).message}`, { cause: err });
-    }
-  }
   const logger = createCliLogger(o.logLevel);
   const signals = installStopSignals({
     logger,
@@ -82,37 +73,29 @@ export async function executeAccountsRun(
   });
   const { stop, abort } = signals;
   const t0 = Date.now();
-  let results: Array<AccountResult<RunSummary>>;
+  let results: AccountResultOf[];
   try {
-    results = await withSharedStore(o.concurrency, () => runAccounts(
-      names,
-      o.concurrency,
-      async (name) => {
-        const a = accounts.get(name)!;
-        if (a.keyError) throw new AccountKeyError(`account ${name}: ${a.keyError}`);
-        const child = logger.child?.({ account: name }) ?? logger;
-        return run(a, {
-          ...bases.get(name)!,
-          logger: child,
-          stopSignal: stop.signal,
-          abortSignal: abort.signal,
-          get stopExitCode() {
-            return signals.exitCode;
-          },
-        });
-      },
-      { stopSignal: stop.signal },
-    ));
+    results = await runManyAccounts(loaded, names, jobOf, {
+      concurrency: o.concurrency,
+      shard: o.shard,
+      waitFlags: o.waitFlags,
+      logger,
+      stopSignal: stop.signal,
+      abortSignal: abort.signal,
+      stopExitCode: () => signals.exitCode,
+    });
   } finally {
     signals.dispose();
   }
   const outcomes = results.map(outcomeOf);
+  const root = loaded.config.dataDir;
   if (o.notify) {
     const endedMs = Date.now();
     for (const [i, r] of results.entries()) {
       const end = runEndOf({
         command: o.command,
-        dataDir: accounts.get(r.account)!.loaded.config.dataDir,
+        dataDir: root,
+        account: r.account,
         startedMs: endedMs - r.durationMs,
         endedMs,
         exitCode: outcomes[i]!.exitCode,
@@ -127,9 +110,9 @@ export async function executeAccountsRun(
     await writeAccountsMetrics(
       o.metricsFile,
       o.command,
+      root,
       results.map((r, i) => ({
         account: r.account,
-        dataDir: accounts.get(r.account)!.loaded.config.dataDir,
         durationMs: r.durationMs,
         ...(outcomes[i]!.summary ? { summary: outcomes[i]!.summary! } : {}),
         ...(r.ok ? {} : { error: r.error }),
@@ -138,9 +121,9 @@ export async function executeAccountsRun(
   }
   let view: string | null = null;
   try {
-    view = await writeAllAccountsView(loaded.config.dataDir);
+    view = await writeAllAccountsView(root);
   } catch (err) {
-    process.stderr.write(`warning: could not write ${loaded.config.dataDir}/all-accounts.duckdb (${redact((err as Error).message)}); the view's SQL: ${allAccountsViewSql(loaded.config.dataDir)}\n`);
+    process.stderr.write(`warning: could not write ${root}/all-accounts.duckdb (${redact((err as Error).message)}); the view's SQL: ${allAccountsViewSql(root)}\n`);
   }
   const total = totalOf(outcomes, Date.now() - t0);
   if (o.json) process.stdout.write(JSON.stringify({ command: o.command, accounts: outcomes, total, allAccountsDb: view }) + '\n');
@@ -161,11 +144,91 @@ export async function executeAccountsRun(
   return ExitCode.ok;
 }
 
-function outcomeOf(r: AccountResult<RunSummary>): AccountOutcome {
-  if (r.ok) return { account: r.account, outcome: r.value!.outcome, summary: r.value!, error: null, exitCode: ExitCode.ok };
-  const summary = (r.error as { summary?: RunSummary } | undefined)?.summary ?? null;
+/** An account's result, in the order of the names given. */
+type AccountResultOf = AccountResult & { account: string };
+
+interface ManyOptions {
+  concurrency: number;
+  shard?: string | undefined;
+  waitFlags: { wait?: boolean; waitTimeout?: string };
+  logger: Logger;
+  stopSignal?: AbortSignal;
+  abortSignal?: AbortSignal;
+  stopExitCode?: () => number;
+}
+
+/**
+ * The accounts' runs, store by store (one store unless the data directory is sharded and several
+ * shards' accounts are named): each store's accounts in one runBatch, after the accounts whose data
+ * is elsewhere were moved in (accounts/bring-in.ts). A failure of a store fails its accounts.
+ */
+async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: AccountJobOf, o: ManyOptions): Promise<AccountResultOf[]> {
+  const root = loaded.config.dataDir;
+  const accounts = new Map(resolveAccounts(loaded, names).map((a) => [a.name, a]));
+  // Every account's options are checked before any runs: a bad override is exit 2 for the command.
+  const jobs = new Map<string, AccountJob>();
+  for (const a of accounts.values()) {
+    if (a.keyError) continue;
+    try {
+      const opts = pipelineOptions(a.loaded, o.waitFlags);
+      jobs.set(a.name, jobOf(a, { ...opts, logger: o.logger.child?.({ account: a.name }) ?? o.logger }));
+    } catch (err) {
+      throw new UsageError(`account ${a.name}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  const given = o.shard !== undefined ? parseShard(o.shard) : undefined;
+  const count = await shardCount(root, given);
+  const { runBatch } = await import('../pipeline/run.js');
+  const results = new Map<string, AccountResultOf>();
+  for (const a of accounts.values()) {
+    if (a.keyError) results.set(a.name, { account: a.name, ok: false, error: new AccountKeyError(`account ${a.name}: ${a.keyError}`), durationMs: 0 });
+  }
+  const anyJob = jobs.values().next().value as AccountJob | undefined;
+  for (const group of byStore(names, count)) {
+    const groupJobs = group.names.flatMap((n) => (jobs.has(n) ? [jobs.get(n)!] : []));
+    if (!groupJobs.length) continue;
+    const t0 = Date.now();
+    try {
+      const lock = anyJob?.opts.lock;
+      const batch = await runBatch(
+        {
+          dataDir: root,
+          accounts: 'many',
+          concurrency: o.concurrency,
+          logger: o.logger,
+          ...(group.store ? { shard: group.store } : {}),
+          ...(formatOf(anyJob, root, group.names) ? { format: formatOf(anyJob, root, group.names)! } : {}),
+          ...(lock !== undefined ? { lock } : {}),
+          ...(o.stopSignal ? { stopSignal: o.stopSignal } : {}),
+          ...(o.abortSignal ? { abortSignal: o.abortSignal } : {}),
+          get stopExitCode() {
+            return o.stopExitCode?.() ?? 130;
+          },
+          prepare: async (store) => {
+            await bringAccountsIn(store, root, group.store, group.names, o.logger);
+          },
+        },
+        groupJobs,
+      );
+      for (const r of batch) results.set(r.account, r);
+    } catch (error) {
+      // The store failed (its lock held, a full disk, a setting): every account of it failed with that.
+      for (const j of groupJobs) results.set(j.account, { account: j.account, ok: false, error, durationMs: Date.now() - t0 });
+    }
+  }
+  return names.map((n) => results.get(n) ?? { account: n, ok: false, error: new Error(`account ${n} did not run`), durationMs: 0 });
+}
+
+/** The format asked for; else, for a store still to be made from the layout before schema 3, that layout's. */
+function formatOf(job: AccountJob | undefined, root: string, names: readonly string[]): OutputFormat | undefined {
+  return job?.opts.format ?? legacyFormat(root, names);
+}
+
+function outcomeOf(r: AccountResultOf): AccountOutcome {
+  if (r.ok) return { account: r.account, outcome: r.summary!.outcome, summary: r.summary!, error: null, exitCode: ExitCode.ok };
+  const summary = r.summary ?? (r.error as { summary?: RunSummary } | undefined)?.summary ?? null;
   const message = redact(r.error instanceof Error ? r.error.message : String(r.error));
-  if (r.error instanceof AccountNotStartedError) return { account: r.account, outcome: 'not-started', summary: null, error: message, exitCode: ExitCode.sigint };
+  if ((r.error as Error | undefined)?.name === 'AccountNotStartedError') return { account: r.account, outcome: 'not-started', summary: null, error: message, exitCode: ExitCode.sigint };
   if (r.error instanceof RunInterruptedError) return { account: r.account, outcome: 'interrupted', summary, error: message, exitCode: r.error.exitCode };
   return { account: r.account, outcome: 'failed', summary, error: message, exitCode: exitCodeOf(r.error) };
 }
@@ -214,46 +277,48 @@ function formatAccounts(outcomes: AccountOutcome[], t: AccountsTotal): string {
 }
 
 /**
- * A scheduler job run once per chosen account (`schedule` with accounts): each account's run gets
- * its own pipeline options, `since` (its startDate) and lookback; they run side by side as in
- * `export`. The job's summary is the total; it fails (naming the accounts) when any account failed.
- * The per-account entries go to `onAccounts` (printed by `schedule`).
+ * A scheduler job run for every chosen account (`schedule` with accounts): each account's part is
+ * what the job's `accountJob` says for the account's own options, `since` (its startDate) and
+ * lookback; they run side by side as in `export`. The job's summary is the total; it fails (naming
+ * the accounts) when any account failed. The per-account entries go to `onAccounts` (printed by `schedule`).
  */
 export function accountsJob(
   job: JobDefinition,
   loaded: LoadedConfig,
   names: string[],
   concurrency: number,
-  waitFlags: { wait?: boolean; waitTimeout?: string },
+  flags: { wait?: boolean; waitTimeout?: string; shard?: string },
   onAccounts: (outcomes: AccountOutcome[], total: AccountsTotal) => void,
 ): JobDefinition {
+  const accountJob = job.accountJob;
+  if (!accountJob) throw new UsageError(`job ${job.name} cannot run with accounts: it does not say what each account's part is (accountJob)`);
   return {
     ...job,
     run: async (ctx) => {
       const t0 = Date.now();
-      const accounts = new Map(resolveAccounts(loaded, names).map((a) => [a.name, a]));
-      const results = await withSharedStore(concurrency, () => runAccounts(
+      const { parseDuration, parseInstant } = await import('../time/windows.js');
+      const results = await runManyAccounts(
+        loaded,
         names,
-        concurrency,
-        async (name) => {
-          const a = accounts.get(name)!;
-          if (a.keyError) throw new AccountKeyError(`account ${name}: ${a.keyError}`);
+        (a, opts) => {
           const c = a.loaded.config;
-          const since = c.startDate != null ? parseInstant(String(c.startDate), `account ${name}: startDate`) : undefined;
-          return job.run({
-            pipeline: {
-              ...pipelineOptions(a.loaded, waitFlags),
-              parquetDir: a.parquetDir,
-              ...(ctx.pipeline.logger ? { logger: ctx.pipeline.logger.child?.({ account: name }) ?? ctx.pipeline.logger } : {}),
-              ...(ctx.pipeline.stopSignal ? { stopSignal: ctx.pipeline.stopSignal } : {}),
-              ...(ctx.pipeline.abortSignal ? { abortSignal: ctx.pipeline.abortSignal } : {}),
-            },
+          const since = c.startDate != null ? parseInstant(String(c.startDate), `account ${a.name}: startDate`) : undefined;
+          const context: JobContext = {
+            pipeline: opts,
             ...(since !== undefined ? { since } : {}),
             lookbackSeconds: parseDuration(c.lookback, 'lookback'),
-          });
+          };
+          return { account: a.name, ...accountJob(context) } as AccountJob;
         },
-        ctx.pipeline.stopSignal ? { stopSignal: ctx.pipeline.stopSignal } : {},
-      ));
+        {
+          concurrency,
+          shard: flags.shard,
+          waitFlags: flags,
+          logger: ctx.pipeline.logger ?? createCliLogger(loaded.config.logLevel),
+          ...(ctx.pipeline.stopSignal ? { stopSignal: ctx.pipeline.stopSignal } : {}),
+          ...(ctx.pipeline.abortSignal ? { abortSignal: ctx.pipeline.abortSignal } : {}),
+        },
+      );
       const outcomes = results.map(outcomeOf);
       await writeAllAccountsView(loaded.config.dataDir).catch(() => null);
       const total = totalOf(outcomes, Date.now() - t0);

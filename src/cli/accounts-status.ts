@@ -1,9 +1,8 @@
 /** `status` over many accounts: one block (or JSON entry) per account and a total; `--check` is healthy only when every account is. */
-import { accountDataDir, accountParquetDir } from '../accounts/layout.js';
+import { allStores } from '../accounts/stores.js';
 import { checkHealth } from '../monitoring/health.js';
-import { readMonitoredState } from '../monitoring/read-state.js';
-import { DataDirError } from '../store/errors.js';
-import { readStatus, type StoreStatus } from '../store/status.js';
+import { readAccountsMonitoredStates } from '../monitoring/read-state.js';
+import { accountStatus, readStoreReading, type StoreStatus } from '../store/status.js';
 import { ExitCode } from './exit-codes.js';
 import { parseMaxLag } from './monitoring-options.js';
 import { partialDays } from './partial-days.js';
@@ -17,33 +16,39 @@ export async function accountsStatus(
   const nowMs = Date.now();
   if (flags.check) {
     const maxLagSeconds = parseMaxLag(flags.maxLag);
-    const results = [];
-    for (const a of accounts) {
-      const health = checkHealth(await readMonitoredState(accountDataDir(root, a), nowMs), { nowMs, maxLagSeconds });
-      results.push({ account: a, ...health });
-    }
+    const states = await readAccountsMonitoredStates(root, accounts, nowMs);
+    const results = accounts.map((a) => ({ account: a, ...checkHealth(states.get(a)!, { nowMs, maxLagSeconds }) }));
     const unhealthy = results.filter((r) => !r.healthy);
     if (flags.json) process.stdout.write(JSON.stringify({ dataDir: root, healthy: unhealthy.length === 0, accounts: results }) + '\n');
     else if (!unhealthy.length) process.stdout.write(`OK: ${accounts.length} accounts healthy\n`);
     else for (const r of unhealthy) for (const reason of r.reasons) process.stdout.write(`UNHEALTHY: account ${r.account}: ${reason}\n`);
     return unhealthy.length ? ExitCode.runFailed : ExitCode.ok;
   }
-  const entries: Array<{ account: string; status: (StoreStatus & { partialDays: unknown }) | null; note: string | null }> = [];
-  for (const a of accounts) {
-    try {
-      const s = await readStatus(accountDataDir(root, a), nowMs, flags.runs, accountParquetDir(root, a));
-      entries.push({ account: a, status: { ...s, partialDays: partialDays(s.coverage) }, note: null });
-    } catch (err) {
-      if (!(err instanceof DataDirError && /no session-etl data/.test(err.message))) throw err;
-      entries.push({ account: a, status: null, note: 'no data yet (the next export backfills it from its startDate)' });
+  // Each store read once; an account's status comes from the store that holds it.
+  const found = new Map<string, StoreStatus>();
+  let bytes = 0;
+  let parquetBytes = 0;
+  for (const store of await allStores(root)) {
+    const reading = await readStoreReading(root, flags.runs, store);
+    bytes += reading.bytes.duckdb;
+    parquetBytes = reading.bytes.parquet;
+    for (const a of reading.state.accounts ?? []) {
+      if (accounts.includes(a.account)) found.set(a.account, accountStatus(reading, a.account, nowMs, flags.runs));
     }
   }
+  const entries = accounts.map((a) => {
+    const s = found.get(a);
+    return s
+      ? { account: a, status: { ...s, partialDays: partialDays(s.coverage) }, note: null }
+      : { account: a, status: null, note: 'no data yet (the next export backfills it from its startDate)' };
+  });
   const withData = entries.flatMap((e) => (e.status ? [e.status] : []));
   const total = {
     accounts: entries.length,
     withData: withData.length,
     rows: withData.reduce((n, s) => n + (s.rows ?? 0), 0),
-    bytes: withData.reduce((n, s) => n + s.bytes.total, 0),
+    // The accounts share the stores and the dataset: each counted once.
+    bytes: bytes + parquetBytes,
     oldestCheckpoint: withData.map((s) => s.checkpoint).filter((c): c is string => c !== null).sort()[0] ?? null,
     runningNow: withData.filter((s) => s.runningNow).length,
   };

@@ -16,12 +16,14 @@ import { layoutOf } from '../store/layout.js';
 import { readStateSnapshot, type StateSnapshot } from '../store/state-snapshot.js';
 
 /**
- * The two places the dashboard reads: the directory holding state.json and the lock, and the root
- * of the Hive-partitioned Parquet dataset. Separate so that a per-account view is a new source.
+ * The two places the dashboard reads: the directory holding state.json and the lock (the data
+ * directory, or the store directory of a shard), and the root of the Hive-partitioned Parquet
+ * dataset; with `account`, that account of a many-account store (its state, and its rows of the dataset).
  */
 export interface DashboardSource {
   stateDir: string;
   parquetRoot: string;
+  account?: string;
 }
 
 export function sourceOfDataDir(dataDir: string): DashboardSource {
@@ -40,7 +42,30 @@ export interface StateReading {
 export async function readState(source: DashboardSource): Promise<StateReading> {
   const holder = (await readHolder(layoutOf(source.stateDir, 'both').lockPath)) ?? null;
   const alive = holder && holderState(holder) === 'alive' ? holder : null;
-  return { snapshot: await readStateSnapshot(source.stateDir), liveHolder: alive, deadHolder: holder && !alive ? holder : null };
+  const snapshot = await readStateSnapshot(source.stateDir);
+  return {
+    snapshot: snapshot && source.account !== undefined ? accountSnapshot(snapshot, source.account) : snapshot,
+    liveHolder: alive,
+    deadHolder: holder && !alive ? holder : null,
+  };
+}
+
+/**
+ * A many-account store's snapshot as one account's: its checkpoint, coverage, rows and runs (the
+ * store's pending work is shared). An account the store does not hold yet has nothing stored.
+ */
+export function accountSnapshot(s: StateSnapshot, account: string): StateSnapshot {
+  const own = s.accounts?.find((a) => a.account === account);
+  const { accounts: _all, ...rest } = s;
+  return {
+    ...rest,
+    checkpoint: own?.checkpoint ?? null,
+    coverage: own?.coverage ?? [],
+    coverageHoles: own?.coverageHoles ?? [],
+    rows: own ? own.rows : s.format === 'parquet' ? null : 0,
+    rejected: own?.rejected ?? 0,
+    lastRuns: s.lastRuns.filter((r) => r.account === account),
+  };
 }
 
 /** A query took longer than the dashboard allows (it is interrupted, nothing is left running). */
@@ -59,11 +84,13 @@ export class ParquetReader {
     private readonly db: Db,
     readonly root: string,
     private readonly timeoutMs: number,
+    /** Only this account's rows (a many-account dataset). */
+    readonly account: string | undefined,
   ) {}
 
-  static async open(root: string, opts: { timeoutMs?: number; threads?: number } = {}): Promise<ParquetReader> {
+  static async open(root: string, opts: { timeoutMs?: number; threads?: number; account?: string } = {}): Promise<ParquetReader> {
     const db = await openDb(':memory:', { threads: opts.threads ?? 2, memoryLimit: '1GB' });
-    return new ParquetReader(db, root, opts.timeoutMs ?? 10_000);
+    return new ParquetReader(db, root, opts.timeoutMs ?? 10_000, opts.account);
   }
 
   /** The glob of every Parquet file of the dataset (a bound parameter, never spliced into SQL text). */
@@ -73,6 +100,11 @@ export class ParquetReader {
 
   /** The dataset as a table expression; its one placeholder is the glob. */
   static readonly FROM = 'read_parquet(?, hive_partitioning = true, union_by_name = true)';
+
+  /** What this reader reads as a table expression: the dataset, or one account's rows of it (placeholders: the glob, the account). */
+  get from(): string {
+    return this.account === undefined ? ParquetReader.FROM : `(SELECT * FROM ${ParquetReader.FROM} WHERE account = ?)`;
+  }
 
   /** True when the dataset has at least one partition directory. */
   hasData(): boolean {
@@ -147,7 +179,7 @@ export class ParquetReader {
     if (!this.hasData()) return [];
     return this.run(async (conn) => {
       try {
-        const reader = await conn.runAndReadAll(sql, [this.glob, ...params]);
+        const reader = await conn.runAndReadAll(sql, [this.glob, ...(this.account === undefined ? [] : [this.account]), ...params]);
         return reader.getRowObjectsJS().map(plain) as T[];
       } catch (err) {
         if (/No files found/i.test(String((err as Error)?.message))) return [];

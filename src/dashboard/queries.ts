@@ -9,14 +9,13 @@ import { compileToSql, isListSyntaxError, parseListRequest, type ListPage, type 
 import { resolveWindow, shapeRecord } from '../list/list-request.js';
 import { ParquetReader } from './data-source.js';
 
-const FROM = ParquetReader.FROM;
 
 /** A request the page (or a person typing a URL) got wrong: answered with 400 and this message. */
 export class BadRequestError extends Error {}
 
 /** Rows per `date` partition (null: sessions without a start time), cached until the files change. */
 function dayCounts(reader: ParquetReader): Promise<Array<{ d: string | null; n: number }>> {
-  return reader.cached('per-day', () => reader.rows<{ d: string | null; n: number }>(`SELECT CAST("date" AS VARCHAR) AS d, count(*) AS n FROM ${FROM} GROUP BY ALL`));
+  return reader.cached('per-day', () => reader.rows<{ d: string | null; n: number }>(`SELECT CAST("date" AS VARCHAR) AS d, count(*) AS n FROM ${reader.from} GROUP BY ALL`));
 }
 
 /** Stored sessions per `YYYY-MM-DD` (the `date` partition). */
@@ -56,7 +55,7 @@ async function computeCharts(reader: ParquetReader, from?: string, to?: string):
     }
   }
   if (from === undefined || to === undefined) {
-    const last = (await reader.rows<{ d: string | null }>(`SELECT CAST(max("date") AS VARCHAR) AS d FROM ${FROM}`))[0]?.d;
+    const last = (await reader.rows<{ d: string | null }>(`SELECT CAST(max("date") AS VARCHAR) AS d FROM ${reader.from}`))[0]?.d;
     const end = to ?? last ?? new Date().toISOString().slice(0, 10);
     to = end;
     from ??= new Date(Date.parse(`${end}T00:00:00Z`) - 29 * 86_400_000).toISOString().slice(0, 10);
@@ -66,16 +65,16 @@ async function computeCharts(reader: ParquetReader, from?: string, to?: string):
   const p: DuckDBValue[] = [from, to];
   const perDay = await reader.rows<{ date: string; sessions: number; med: number | null }>(
     `SELECT CAST("date" AS VARCHAR) AS date, count(*) AS sessions, median(duration_seconds) AS med
-     FROM ${FROM} WHERE ${range} GROUP BY ALL ORDER BY 1`,
+     FROM ${reader.from} WHERE ${range} GROUP BY ALL ORDER BY 1`,
     p,
   );
   const byType = await reader.rows<{ type: string; sessions: number }>(
-    `SELECT coalesce(session_type, '(none)') AS type, count(*) AS sessions FROM ${FROM} WHERE ${range}
+    `SELECT coalesce(session_type, '(none)') AS type, count(*) AS sessions FROM ${reader.from} WHERE ${range}
      GROUP BY ALL ORDER BY sessions DESC, type LIMIT 12`,
     p,
   );
   const topAgents = await reader.rows<{ agent: string; sessions: number }>(
-    `SELECT coalesce(agent_name, agent_email, agent_id, '(no agent)') AS agent, count(*) AS sessions FROM ${FROM} WHERE ${range}
+    `SELECT coalesce(agent_name, agent_email, agent_id, '(no agent)') AS agent, count(*) AS sessions FROM ${reader.from} WHERE ${range}
      GROUP BY ALL ORDER BY sessions DESC, agent LIMIT 10`,
     p,
   );
@@ -124,10 +123,10 @@ export function listRequestOf(query: URLSearchParams, opts: { csv: boolean }): L
 export async function querySessions(reader: ParquetReader, req: ListRequest): Promise<ListPage> {
   if (!reader.hasData()) return { items: [], total: 0, offset: 0, pageSize: 0, paging: req.paging };
   const compiled = compileToSql(req, { parquetGlob: reader.glob });
-  // compileToSql binds the glob as its first parameter; ParquetReader.rows adds it again, so drop ours.
+  // compileToSql binds the glob as its first parameter; ParquetReader.rows adds its own (and the account's), so drop ours.
   const params = compiled.params.slice(1) as DuckDBValue[];
-  const countSql = compiled.countSql.replace('read_parquet(?)', FROM);
-  const sql = compiled.sql.replace('read_parquet(?)', FROM);
+  const countSql = compiled.countSql.replace('read_parquet(?)', reader.from);
+  const sql = compiled.sql.replace('read_parquet(?)', reader.from);
   const total = (await reader.rows<{ total: number }>(countSql, params))[0]?.total ?? 0;
   const window = resolveWindow(req.paging, total);
   const rows = window.limit > 0 ? await reader.rows(sql, [...params, window.limit, window.offset]) : [];

@@ -80,7 +80,7 @@ export function isLoopback(host: string): boolean {
 
 export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const assets = loadAssets();
-  const reader = await ParquetReader.open(o.source.parquetRoot, { timeoutMs: o.queryTimeoutMs ?? 10_000 });
+  const reader = await ParquetReader.open(o.source.parquetRoot, { timeoutMs: o.queryTimeoutMs ?? 10_000, ...(o.source.account !== undefined ? { account: o.source.account } : {}) });
   // The calendar's per-day counts, read once now so that the first page load finds them cached.
   void sessionsPerDay(reader).catch(() => {});
   const now = o.now ?? Date.now;

@@ -2,8 +2,11 @@ import { orderKeys, selectedLeaves, type ListRequest } from './list-request.js';
 import type { FilterExpr } from './parse-filter.js';
 import { ID_FIELD, STARTED_FIELD, type LeafField } from './session-fields.js';
 
-/** Where the sessions are: a table with the contract's columns, or the Parquet dataset. */
-export type ListSource = { readonly table: string } | { readonly parquetGlob: string };
+/**
+ * Where the sessions are: a table with the contract's columns, or the Parquet dataset; with
+ * `account`, only that account's rows of a many-account table or dataset (docs/accounts.md).
+ */
+export type ListSource = ({ readonly table: string } | { readonly parquetGlob: string }) & { readonly account?: string };
 
 /** A value bound to a `?` placeholder. */
 export type SqlParam = string | number | boolean | null;
@@ -58,14 +61,19 @@ export function compileToSql(req: ListRequest, source: ListSource): CompiledList
 }
 
 function sourceSql(source: ListSource, params: SqlParam[]): string {
+  let from: string;
   if ('parquetGlob' in source) {
     params.push(source.parquetGlob);
-    return 'read_parquet(?)';
+    from = 'read_parquet(?)';
+  } else {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$/.test(source.table)) {
+      throw new TypeError(`table name "${source.table}" is not a plain identifier`);
+    }
+    from = source.table.split('.').map(q).join('.');
   }
-  if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$/.test(source.table)) {
-    throw new TypeError(`table name "${source.table}" is not a plain identifier`);
-  }
-  return source.table.split('.').map(q).join('.');
+  if (source.account === undefined) return from;
+  params.push(source.account);
+  return `(SELECT * FROM ${from} WHERE "account" = ?) AS s`;
 }
 
 /** Contract column names and interface paths hold no double quote; quoting keeps keywords safe. */

@@ -9,7 +9,7 @@ import type { RunSummary } from '../pipeline/run.js';
 import { writeFileAtomic } from '../store/durable-fs.js';
 import { combineAccountStates } from './accounts-state.js';
 import { createMetrics, summaryOf } from './metrics.js';
-import { readMonitoredState, type MonitoredState } from './read-state.js';
+import { readAccountsMonitoredStates, readMonitoredState, type MonitoredState } from './read-state.js';
 
 /**
  * Runs `run`, then writes the metrics file whatever the outcome: counters hold this run's
@@ -52,7 +52,6 @@ export async function writeMetricsAfter(
 /** One account's run, for the metrics file of a many-account command. */
 export interface AccountRun {
   account: string;
-  dataDir: string;
   summary?: RunSummary;
   error?: unknown;
   durationMs: number;
@@ -64,21 +63,23 @@ export interface AccountRun {
  * (the oldest checkpoint and last success, holes and stored sessions summed, the last run failed
  * when any account's did). Written atomically, as writeMetricsAfter does.
  */
-export async function writeAccountsMetrics(path: string, command: string, runs: readonly AccountRun[]): Promise<void> {
+export async function writeAccountsMetrics(path: string, command: string, root: string, runs: readonly AccountRun[]): Promise<void> {
   const metrics = createMetrics({ commands: [command], accounts: runs.map((r) => r.account) });
-  const states: MonitoredState[] = [];
-  // A run of this command that failed is the last run the gauges show (an account whose first run failed has no store to read it from).
+  // A run of this command that failed is the last run the gauges show (an account whose first run failed may have nothing stored to read it from).
   let failed: MonitoredState['lastRun'] = null;
+  const own = new Map<string, MonitoredState>();
   for (const r of runs) {
     metrics.recordRun({ command, account: r.account, durationMs: r.durationMs, ...(r.summary ? { summary: r.summary } : {}), ...(r.error !== undefined ? { error: r.error } : {}) });
-    const own = metrics.state;
-    if (own.lastRun?.outcome === 'failed') failed ??= own.lastRun;
-    try {
-      states.push(await readMonitoredState(r.dataDir));
-    } catch (err) {
-      process.stderr.write(`warning: the metrics file's gauges could not read ${r.dataDir}: ${(err as Error).message}\n`);
-      states.push(own);
-    }
+    own.set(r.account, metrics.state);
+    if (metrics.state.lastRun?.outcome === 'failed') failed ??= metrics.state.lastRun;
+  }
+  let states: MonitoredState[];
+  try {
+    const read = await readAccountsMonitoredStates(root, runs.map((r) => r.account));
+    states = runs.map((r) => read.get(r.account)!);
+  } catch (err) {
+    process.stderr.write(`warning: the metrics file's gauges could not read ${root}: ${(err as Error).message}\n`);
+    states = [...own.values()];
   }
   metrics.setState(combineAccountStates(states, failed));
   try {

@@ -6,7 +6,7 @@
  * (lock held, unusable data directory, sign-in needed) count too, and reading it needs no DuckDB
  * connection after the run has released the data directory. It holds no secret.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../store/durable-fs.js';
 
@@ -21,15 +21,18 @@ export interface NotifyState {
 
 export const EMPTY_NOTIFY_STATE: NotifyState = { failing: null, lagExceeded: null };
 
-export function notifyStatePath(dataDir: string): string {
-  return join(dataDir, NOTIFY_STATE_FILE);
+/** Each account's of a many-account data directory: one file per account under this directory. */
+export const NOTIFY_STATE_DIR = '.notify-state';
+
+export function notifyStatePath(dataDir: string, account?: string): string {
+  return account ? join(dataDir, NOTIFY_STATE_DIR, `${account}.json`) : join(dataDir, NOTIFY_STATE_FILE);
 }
 
 /** The stored state; the empty state when there is none (or it cannot be read: nothing was sent yet, as far as we know). */
-export async function readNotifyState(dataDir: string): Promise<NotifyState> {
+export async function readNotifyState(dataDir: string, account?: string): Promise<NotifyState> {
   let text: string;
   try {
-    text = await readFile(notifyStatePath(dataDir), 'utf8');
+    text = await readFile(notifyStatePath(dataDir, account), 'utf8');
   } catch {
     return EMPTY_NOTIFY_STATE;
   }
@@ -42,7 +45,8 @@ export async function readNotifyState(dataDir: string): Promise<NotifyState> {
 }
 
 /** Replaces the stored state atomically (write a temporary file, then rename it over the old one). */
-export async function writeNotifyState(dataDir: string, state: NotifyState): Promise<void> {
-  const path = notifyStatePath(dataDir);
+export async function writeNotifyState(dataDir: string, state: NotifyState, account?: string): Promise<void> {
+  const path = notifyStatePath(dataDir, account);
+  if (account) await mkdir(join(dataDir, NOTIFY_STATE_DIR), { recursive: true, mode: 0o750 });
   await writeFileAtomic(path, JSON.stringify(state, null, 2) + '\n', { tmp: `${path}.${process.pid}.tmp`, mode: 0o640, exactMode: true });
 }

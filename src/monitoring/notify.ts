@@ -27,6 +27,8 @@ export interface RunEnd {
   /** The scheduled job's name (schedule only). */
   job?: string;
   dataDir: string;
+  /** The account of a many-account data directory the run was for (its notifications are judged on their own). */
+  account?: string;
   /** ms since the epoch. */
   startedMs: number;
   endedMs: number;
@@ -262,7 +264,7 @@ export async function notifyRunEnd(settings: NotifySettings, end: RunEnd, deps: 
   try {
     const now = deps.now ?? Date.now;
     const deadlineMs = deps.deadlineMs ?? now() + (deps.budgetMs ?? NOTIFY_DEFAULTS.budgetMs);
-    const prev = await readNotifyState(end.dataDir);
+    const prev = await readNotifyState(end.dataDir, end.account);
     const decided = decideNotifications(end, prev, settings.maxLagSeconds);
     let state = decided.state;
     const host = deps.host ?? hostname();
@@ -284,7 +286,7 @@ export async function notifyRunEnd(settings: NotifySettings, end: RunEnd, deps: 
       }
     }
     if (JSON.stringify(state) !== JSON.stringify(prev)) {
-      await writeNotifyState(end.dataDir, state).catch((err: NodeJS.ErrnoException) =>
+      await writeNotifyState(end.dataDir, state, end.account).catch((err: NodeJS.ErrnoException) =>
         logger.warn({ error: redact(err.code ?? String(err)), dataDir: end.dataDir }, 'could not record what was notified'),
       );
     }

@@ -7,7 +7,8 @@ import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { DataDirError } from '../store/errors.js';
 import type { LockHolder } from '../store/lock.js';
-import { readStatus } from '../store/status.js';
+import { accountStatus, readStatus, readStoreReading, type StoreStatus } from '../store/status.js';
+import { allStores } from '../accounts/stores.js';
 
 /** A finished run as monitoring sees it. Times are epoch seconds. */
 export interface MonitoredRun {
@@ -52,6 +53,28 @@ export async function readMonitoredState(dataDir: string, nowMs = Date.now()): P
     if (err instanceof DataDirError && /no session-etl data/.test(err.message)) return EMPTY_STATE;
     throw err;
   }
+  return monitoredStateOf(s);
+}
+
+/**
+ * The monitored state of each named account of a many-account data directory, read from its
+ * stores (each read once); an account no store holds yet has EMPTY_STATE.
+ */
+export async function readAccountsMonitoredStates(root: string, names: readonly string[], nowMs = Date.now()): Promise<Map<string, MonitoredState>> {
+  const states = new Map<string, MonitoredState>(names.map((n) => [n, EMPTY_STATE]));
+  if (!existsSync(root)) return states;
+  for (const store of await allStores(root)) {
+    const reading = await readStoreReading(root, RUNS_READ, store);
+    if (reading.accounts !== 'many') continue;
+    for (const a of reading.state.accounts ?? []) {
+      if (states.has(a.account)) states.set(a.account, monitoredStateOf(accountStatus(reading, a.account, nowMs, RUNS_READ)));
+    }
+  }
+  return states;
+}
+
+/** What monitoring takes from one account's status. */
+function monitoredStateOf(s: StoreStatus): MonitoredState {
   const seconds = (v: unknown): number | null => (v == null ? null : Date.parse(String(v)) / 1000);
   const runs: MonitoredRun[] = s.lastRuns.map((r) => ({
     runId: String(r.run_id),
@@ -61,11 +84,12 @@ export async function readMonitoredState(dataDir: string, nowMs = Date.now()): P
     endedAt: seconds(r.ended_at),
     error: r.error == null ? null : String(r.error),
   }));
-  // A `running` row is a run in progress when a live lock holder names it; otherwise its process died.
+  // A `running` row is a run in progress while a run holds the store's lock (it recorded every
+  // running row it found when it began as died); otherwise its process died.
   const holder = s.runningNow;
-  const inProgress = (r: MonitoredRun) => holder !== null && holder.command.includes(r.runId) && alive(holder);
+  const inProgress = () => holder !== null && alive(holder);
   const finished = runs
-    .filter((r) => r.outcome !== 'running' || !inProgress(r))
+    .filter((r) => r.outcome !== 'running' || !inProgress())
     .map((r) => (r.outcome === 'running' ? { ...r, outcome: 'died' } : r));
   const success = finished.find((r) => r.outcome === 'succeeded' || r.outcome === 'nothing-to-do');
   return {

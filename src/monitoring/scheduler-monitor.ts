@@ -3,7 +3,7 @@
  * run hooks, and the HTTP endpoint serving it. The store is read at start and after each run (the
  * scheduler is the store's writer: between its runs nobody else should be), never on a scrape.
  *
- * With accounts (docs/accounts.md) each account's own directory is read: the run counters carry an
+ * With accounts (docs/accounts.md) each account's state is read from its store: the run counters carry an
  * `account` label, the state gauges stand for all accounts (combineAccountStates), and `/healthz`
  * is healthy only when every account is, naming the account in each reason.
  */
@@ -13,7 +13,7 @@ import { checkAccountsHealth, combineAccountStates } from './accounts-state.js';
 import { checkHealth } from './health.js';
 import { startMonitoringServer } from './http-server.js';
 import { createMetrics, refreshedState, stateAfterRun, summaryOf, type RunRecord, type SessionEtlMetrics } from './metrics.js';
-import { EMPTY_STATE, readMonitoredState, type MonitoredState } from './read-state.js';
+import { EMPTY_STATE, readAccountsMonitoredStates, readMonitoredState, type MonitoredState } from './read-state.js';
 
 export interface SchedulerMonitorOptions {
   host: string;
@@ -23,8 +23,8 @@ export interface SchedulerMonitorOptions {
   logger: Logger;
   /** Commands the jobs run, for zero-valued run counters from the start. */
   commands?: readonly string[];
-  /** Many accounts: each chosen account and its own data directory (accounts/<name>/). */
-  accounts?: ReadonlyArray<{ name: string; dataDir: string }>;
+  /** Many accounts: the chosen accounts (their state is read from the data directory's stores). */
+  accounts?: readonly string[];
 }
 
 /** One account's part of a scheduled run over many accounts. */
@@ -47,32 +47,43 @@ export interface SchedulerMonitor {
 
 export async function startSchedulerMonitor(o: SchedulerMonitorOptions): Promise<SchedulerMonitor> {
   const commands = o.commands ?? ['export'];
-  const metrics = createMetrics({ processMetrics: true, commands, ...(o.accounts ? { accounts: o.accounts.map((a) => a.name) } : {}) });
-  // Why a directory could not be read, by account ('' without accounts).
-  const readErrors = new Map<string, string>();
+  const metrics = createMetrics({ processMetrics: true, commands, ...(o.accounts ? { accounts: o.accounts } : {}) });
+  // Why the data directory could not be read, if it could not.
+  let readError: string | undefined;
   let running = false;
-  const read = async (key: string, dataDir: string): Promise<MonitoredState | null> => {
+  const failed = (err: unknown) => {
+    readError = (err as Error).message;
+    o.logger.warn({ dataDir: o.dataDir, error: readError }, 'monitoring could not read the data directory; the gauges keep what the last run said');
+    return null;
+  };
+  const read = async (): Promise<MonitoredState | null> => {
     try {
-      const state = await readMonitoredState(dataDir);
-      readErrors.delete(key);
+      const state = await readMonitoredState(o.dataDir);
+      readError = undefined;
       return state;
     } catch (err) {
-      const error = (err as Error).message;
-      readErrors.set(key, error);
-      o.logger.warn({ dataDir, error, ...(key ? { account: key } : {}) }, 'monitoring could not read the data directory; the gauges keep what the last run said');
-      return null;
+      return failed(err);
+    }
+  };
+  const readAccounts = async (names: readonly string[]): Promise<Map<string, MonitoredState> | null> => {
+    try {
+      const states = await readAccountsMonitoredStates(o.dataDir, names);
+      readError = undefined;
+      return states;
+    } catch (err) {
+      return failed(err);
     }
   };
   // Each account's state, as its store and this process's runs tell it.
   const accountStates = new Map<string, MonitoredState>();
   if (o.accounts) {
-    for (const a of o.accounts) accountStates.set(a.name, (await read(a.name, a.dataDir)) ?? EMPTY_STATE);
+    const read = await readAccounts(o.accounts);
+    for (const a of o.accounts) accountStates.set(a, read?.get(a) ?? EMPTY_STATE);
     metrics.setState(combineAccountStates([...accountStates.values()]));
   } else {
-    const initial = await read('', o.dataDir);
+    const initial = await read();
     if (initial) metrics.setState(initial);
   }
-  const dirOf = new Map(o.accounts?.map((a) => [a.name, a.dataDir]));
   const server = await startMonitoringServer({
     host: o.host,
     port: o.port,
@@ -80,9 +91,7 @@ export async function startSchedulerMonitor(o: SchedulerMonitorOptions): Promise
     health: () => {
       const opts = { nowMs: Date.now(), maxLagSeconds: o.maxLagSeconds };
       const h = o.accounts ? checkAccountsHealth(accountStates, opts) : checkHealth(metrics.state, opts);
-      for (const [key, error] of readErrors) {
-        h.reasons.push(key ? `account ${key}: the data directory ${dirOf.get(key)} could not be read: ${error}` : `the data directory ${o.dataDir} could not be read: ${error}`);
-      }
+      if (readError !== undefined) h.reasons.push(`the data directory ${o.dataDir} could not be read: ${readError}`);
       return { ...h, healthy: h.reasons.length === 0, running };
     },
   });
@@ -97,25 +106,23 @@ export async function startSchedulerMonitor(o: SchedulerMonitorOptions): Promise
       const endedMs = Date.now();
       if (o.accounts && accounts) {
         // Read every account first, then update everything at once, so that no scrape sees a run counted but its store not read yet.
-        const runs = await Promise.all(
-          accounts.map(async (a) => {
-            const summary = a.summary ?? summaryOf(a.error);
-            const record: RunRecord = { command: summary?.kind ?? job, account: a.account, durationMs: a.durationMs, endedAtMs: endedMs, ...(summary ? { summary } : {}), ...(a.error !== undefined ? { error: a.error } : {}) };
-            const dir = dirOf.get(a.account);
-            return { record, read: dir === undefined ? null : await read(a.account, dir) };
-          }),
-        );
-        for (const { record, read: stored } of runs) {
+        const stored = await readAccounts(accounts.map((a) => a.account));
+        const runs = accounts.map((a) => {
+          const summary = a.summary ?? summaryOf(a.error);
+          const record: RunRecord = { command: summary?.kind ?? job, account: a.account, durationMs: a.durationMs, endedAtMs: endedMs, ...(summary ? { summary } : {}), ...(a.error !== undefined ? { error: a.error } : {}) };
+          return { record, read: stored?.get(a.account) ?? null };
+        });
+        for (const { record, read: storedState } of runs) {
           metrics.recordRun(record);
           const after = stateAfterRun(accountStates.get(record.account!) ?? EMPTY_STATE, record, endedMs);
-          accountStates.set(record.account!, stored ? refreshedState(after, stored) : after);
+          accountStates.set(record.account!, storedState ? refreshedState(after, storedState) : after);
         }
         metrics.setState(combineAccountStates([...accountStates.values()]));
       } else {
         const summary = r.summary ?? summaryOf(r.error);
         // Read first, then update everything at once, so that no scrape sees the run counted but the store not read yet.
         // (With accounts and no account parts, the job failed before any account ran: nothing to read.)
-        const state = o.accounts ? null : await read('', o.dataDir);
+        const state = o.accounts ? null : await read();
         metrics.recordRun({ command: summary?.kind ?? job, ...r, ...(summary ? { summary } : {}) });
         if (state) metrics.refreshState(state);
       }

@@ -14,7 +14,7 @@ import { formatDuration } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
 import { realSleep } from '../util/sleep.js';
 import { RunInterruptedError } from './errors.js';
-import type { PipelineOptions } from './options.js';
+import type { BatchOptions } from './options.js';
 
 export interface OpenedRun {
   store: SessionStore;
@@ -23,20 +23,22 @@ export interface OpenedRun {
   dirCreated: string | undefined;
 }
 
-/** Takes the data directory for a run: checks, lock (unless the caller holds it), store. */
-export async function openRun(opts: PipelineOptions, kind: string, runId: string, logger: Logger): Promise<OpenedRun> {
+/** Takes the store for a run: checks, lock (unless the caller holds it), store. `command` names the holder. */
+export async function openRun(opts: BatchOptions, command: string, runId: string, logger: Logger): Promise<OpenedRun> {
   checkWriterSettings();
   let lock: Lock | undefined;
   let dirCreated: string | undefined;
+  const layout = layoutOf(opts.dataDir, 'both', opts.shard);
   if (opts.lock !== false) {
     dirCreated = await ensureDataDir(opts.dataDir);
     // Before the lock: its directory must not be a link either.
-    await refuseLinks(opts.dataDir, opts.parquetDir).catch(async (err: unknown) => {
+    await refuseLinks(opts.dataDir, opts.shard).catch(async (err: unknown) => {
       await removeEmptyDirs(opts.dataDir, dirCreated);
       throw err;
     });
-    lock = await acquireLock(layoutOf(opts.dataDir, 'both').lockPath, {
-      command: `${kind} (run ${runId})`,
+    if (layout.storeDir !== opts.dataDir) await ensureStoreDir(layout.storeDir);
+    lock = await acquireLock(layout.lockPath, {
+      command,
       runId,
       ...(opts.lock?.wait ? { wait: true } : {}),
       ...(opts.lock?.waitTimeoutMs !== undefined ? { waitTimeoutMs: opts.lock.waitTimeoutMs } : {}),
@@ -57,14 +59,14 @@ export async function openRun(opts: PipelineOptions, kind: string, runId: string
  * Ends a run's hold. A new store whose run did not succeed and committed nothing holds nothing worth
  * keeping (a wrong key, say): what this run created goes again. Data of any earlier run is never touched.
  */
-export async function closeRun(run: OpenedRun, opts: PipelineOptions, succeeded: boolean): Promise<void> {
+export async function closeRun(run: OpenedRun, opts: BatchOptions, succeeded: boolean): Promise<void> {
   const { store } = run;
-  const discard = !succeeded && store.created.length > 0 && (await store.coverage().then((c) => c.length === 0, () => false));
+  const discard = !succeeded && store.created.length > 0 && (await store.allCoverage().then((c) => c.size === 0, () => false));
   await store.close();
   if (discard) {
-    await discardNew(store.created);
     // The snapshot this run published describes a store that is gone.
-    await unlink(join(opts.dataDir, STATE_FILE)).catch(() => {});
+    await unlink(join(store.layout.storeDir, STATE_FILE)).catch(() => {});
+    await discardNew(store.created);
   }
   await run.lock?.release();
   if (discard) await removeEmptyDirs(opts.dataDir, run.dirCreated);
@@ -83,13 +85,13 @@ const STORE_BUSY_POLL_MS = 500;
  * file: a few seconds without --wait, up to the wait timeout with it. Throws StoreBusyError (exit 3)
  * naming the holder when it is still held.
  */
-async function openWhenFree(opts: PipelineOptions, logger: Logger): Promise<SessionStore> {
+async function openWhenFree(opts: BatchOptions, logger: Logger): Promise<SessionStore> {
   const lock = opts.lock || undefined;
   const deadline = Date.now() + (lock?.wait ? (lock.waitTimeoutMs ?? Infinity) : STORE_BUSY_GRACE_MS);
   let told = false;
   for (;;) {
     try {
-      return await SessionStore.open({ dataDir: opts.dataDir, format: opts.format, logger, ...(opts.parquetDir ? { parquetDir: opts.parquetDir } : {}) });
+      return await SessionStore.open({ dataDir: opts.dataDir, format: opts.format, logger, accounts: opts.accounts, ...(opts.shard ? { shard: opts.shard } : {}) });
     } catch (err) {
       if (err instanceof StoreBusyError && opts.stopSignal?.aborted) {
         throw new RunInterruptedError(`stopped while waiting for ${err.holder} to close the DuckDB file; nothing was written`, opts.stopExitCode ?? 130);
@@ -131,6 +133,15 @@ async function ensureDataDir(dir: string): Promise<string | undefined> {
         (code === 'EACCES' || code === 'EROFS' || code === 'EPERM' ? 'it is not writable; choose another --data-dir' : 'a file stands in the way; choose another --data-dir'),
       { cause: err },
     );
+  }
+}
+
+/** A shard's store directory (shards/I-of-N/), made before its lock is taken there. */
+async function ensureStoreDir(dir: string): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true, mode: DIR_MODE });
+  } catch (err) {
+    throw new DataDirError(`the shard's store directory ${dir} cannot be created (${(err as NodeJS.ErrnoException).code}); choose another --data-dir`, { cause: err });
   }
 }
 

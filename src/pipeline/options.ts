@@ -4,7 +4,8 @@ import { CONFIG_DEFAULTS } from '../config/defaults.js';
 import type { RetryOptions } from '../reporting/client.js';
 import type { FetchLike } from '../reporting/transport.js';
 import type { StoreBusyError } from '../store/errors.js';
-import type { OutputFormat } from '../store/layout.js';
+import type { SessionStore } from '../store/session-store.js';
+import type { OutputFormat, ShardId } from '../store/layout.js';
 import type { LockHolder } from '../store/lock.js';
 import { parseDuration } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
@@ -17,11 +18,6 @@ export interface PipelineOptions {
   /** Reporting API key (REPORTING_API_KEY). */
   apiKey: string;
   dataDir: string;
-  /**
-   * The Parquet dataset's root, when not `<dataDir>/parquet/sessions`: an account of a many-account
-   * data directory keeps its state in accounts/NAME and writes parquet/sessions/account=NAME (docs/accounts.md).
-   */
-  parquetDir?: string;
   /**
    * What to write. Default: the format the data directory recorded on its first run (a new one: both).
    * One that differs from the recorded format is refused (DataDirError, exit 2).
@@ -78,6 +74,39 @@ export interface PipelineOptions {
         /** Called once when the DuckDB file is found held by another process (a reader) and the run waits. */
         onStoreBusy?: (err: StoreBusyError) => void;
       };
+}
+
+/**
+ * What a run over a store shares between its accounts (runBatch): where the store is, its lock,
+ * signals, clock and logger. A single-account run's are its own options.
+ */
+export interface BatchOptions
+  extends Pick<
+    PipelineOptions,
+    'dataDir' | 'format' | 'lock' | 'stopSignal' | 'abortSignal' | 'stopExitCode' | 'logger' | 'now' | 'sleep' | 'parquetFlushSeconds' | 'onProgress'
+  > {
+  /** One account's store, or many accounts' (docs/accounts.md). */
+  accounts: 'single' | 'many';
+  /** Shard I of N of a many-account data directory: its own store. */
+  shard?: ShardId;
+  /** Accounts run side by side. Default 1. */
+  concurrency?: number;
+  /** Work on the store once it is taken and recovered, before any account fetches (moving accounts in: accounts/bring-in.ts). */
+  prepare?: (store: SessionStore) => Promise<void>;
+}
+
+/** One account's part of a run over a store ('' for a single-account store). */
+export type AccountJob =
+  | { account: string; kind: 'backfill'; opts: BackfillOptions }
+  | { account: string; kind: 'export'; opts: ExportOptions };
+
+/** How one account's part of a run ended: its summary, or (not ok) its error (which may carry a summary). */
+export interface AccountResult {
+  account: string;
+  ok: boolean;
+  summary?: RunSummary;
+  error?: unknown;
+  durationMs: number;
 }
 
 export interface BackfillOptions extends PipelineOptions {

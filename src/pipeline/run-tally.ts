@@ -21,20 +21,25 @@ export class RunTally {
     readonly runId: string,
     readonly kind: 'backfill' | 'export',
     readonly startedMs: number,
+    /** The account the run is for ('' in a single-account store). */
+    readonly account: string,
   ) {}
 
-  /** A flush during the run: its partitions and its new/updated counts. */
+  /** A flush during the run: its partitions and this account's new/updated counts. */
   addFlush(r: FlushResult): void {
     r.partitions.forEach((p) => this.partitionsWritten.add(p));
-    this.flushed.inserted += r.inserted;
-    this.flushed.updated += r.updated;
+    const c = r.counts.get(this.account);
+    if (!c) return;
+    this.flushed.inserted += c.inserted;
+    this.flushed.updated += c.updated;
   }
 
   /** The run's last flush: sessions stored by this run are new, or replace a version stored before it (each counted once). */
   addLastFlush(r: FlushResult): void {
     r.partitions.forEach((p) => this.partitionsWritten.add(p));
-    this.totals.inserted = this.flushed.inserted + r.inserted;
-    this.totals.updated = this.flushed.updated + r.updated;
+    const c = r.counts.get(this.account) ?? { inserted: 0, updated: 0 };
+    this.totals.inserted = this.flushed.inserted + c.inserted;
+    this.totals.updated = this.flushed.updated + c.updated;
     this.totals.written = this.totals.inserted + this.totals.updated;
   }
 
@@ -42,6 +47,7 @@ export class RunTally {
   row(): RunRow {
     return {
       run_id: this.runId,
+      account: this.account,
       kind: this.kind,
       range_from: this.range?.start ?? null,
       range_to: this.range?.end ?? null,

@@ -1,7 +1,9 @@
 /**
- * The orchestrator: one run = resolve the range → take the data directory (finishing what a crash
- * left) → cut windows → extract under rate control → load each window (validate, flatten, commit
- * atomically) → last flush → record the run. Each step is a named function below execute().
+ * The orchestrator. A run works on one store (a data directory's, or a shard's: docs/accounts.md)
+ * for one or more accounts: take the store (finishing what a crash left) → for each account, side by
+ * side: plan its windows → extract them under its own rate control → load each window (validate,
+ * flatten, commit atomically with its coverage) → then one last flush for all of them → record each
+ * account's run. A single-account run is the case of one account, ''. Each step is a named function below.
  */
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -10,7 +12,7 @@ import { ReportingClient } from '../reporting/client.js';
 import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
 import { layoutOf } from '../store/layout.js';
 import type { Lock } from '../store/lock.js';
-import type { SessionStore } from '../store/session-store.js';
+import { SINGLE_ACCOUNT, type FlushResult, type SessionStore } from '../store/session-store.js';
 import { StatePublisher } from '../store/state-snapshot.js';
 import { checkpointOf, subtractIntervals } from '../time/intervals.js';
 import { checkPlanSize, cutWindows, describeWindow, isoOf, type Window } from '../time/windows.js';
@@ -20,70 +22,115 @@ import { realSleep, type Sleep } from '../util/sleep.js';
 import { RunFailedError, RunInterruptedError } from './errors.js';
 import { extractWindows, type ExtractOutcome } from './extract.js';
 import { closeRun, openRun } from './open-run.js';
-import { DEFAULTS, newRunId, type BackfillOptions, type ExportOptions, type PipelineOptions, type RunSummary } from './options.js';
+import {
+  DEFAULTS,
+  newRunId,
+  type AccountJob,
+  type AccountResult,
+  type BackfillOptions,
+  type BatchOptions,
+  type ExportOptions,
+  type PipelineOptions,
+  type Progress,
+  type RunSummary,
+} from './options.js';
 import { RateController } from './rate-controller.js';
 import { readRateLimitHeaders } from './rate-limit-headers.js';
 import { RunTally } from './run-tally.js';
 import { WindowLoader } from './window-loader.js';
 
-export { DEFAULTS, newRunId, type BackfillOptions, type ExportOptions, type PipelineOptions, type Progress, type RunSummary } from './options.js';
+export {
+  DEFAULTS,
+  newRunId,
+  type AccountJob,
+  type AccountResult,
+  type BackfillOptions,
+  type BatchOptions,
+  type ExportOptions,
+  type PipelineOptions,
+  type Progress,
+  type RunSummary,
+} from './options.js';
 
 /** Loads `[from, to)` (to clamped to now - settle). Re-running an interrupted backfill of the same range resumes it. */
 export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
-  validateCommon(opts);
-  if (!Number.isInteger(opts.from) || !Number.isInteger(opts.to)) throw new RangeError('from and to must be whole epoch seconds');
-  if (opts.from >= opts.to) throw new RangeError(`--from (${isoOf(opts.from)}) must be before --to (${isoOf(opts.to)})`);
-  // Refused before anything is written (the plan inside the run is never larger than this range).
-  checkPlanSize([{ start: opts.from, end: opts.to }], opts.chunkSeconds ?? DEFAULTS.chunkSeconds);
-  return execute(opts, 'backfill', async (store, nowS) => {
-    const settle = opts.settleSeconds ?? DEFAULTS.settleSeconds;
-    const to = Math.min(opts.to, Math.floor(nowS - settle));
-    if (opts.from >= to) {
-      log(opts).warn({ settleEnd: isoOf(to) }, `nothing to fetch: the whole range starts at or after now - settle (${isoOf(to)}); sessions that recent are not fetched yet`);
-    } else if (to < opts.to) log(opts).warn({ to: isoOf(to) }, `--to is later than now - settle; the backfill stops at ${isoOf(to)}`);
-    if (opts.from >= to) return { range: null, todo: [], resumed: false };
-    const range = { start: opts.from, end: to };
-    const open = await store.openBackfill(range);
-    let todo: Window[] = [range];
-    if (open) {
-      const done = await store.coverageSince(open.startedAtMs);
-      todo = subtractIntervals(range, done);
-    }
-    return { range, todo, resumed: Boolean(open), backfill: range };
-  });
+  checkJob({ account: SINGLE_ACCOUNT, kind: 'backfill', opts });
+  return only(await runBatch(batchOf(opts), [{ account: SINGLE_ACCOUNT, kind: 'backfill', opts }]));
 }
 
 /** Incremental: from checkpoint - lookback (or `since` on the first run) to now - settle. */
 export async function runExport(opts: ExportOptions): Promise<RunSummary> {
-  validateCommon(opts);
+  checkJob({ account: SINGLE_ACCOUNT, kind: 'export', opts });
   const stored = (['both', 'parquet'] as const).some((f) => existsSync(layoutOf(opts.dataDir, f).dbPath));
-  if (opts.since === undefined && !stored) {
-    throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);
-  }
+  if (opts.since === undefined && !stored) throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);
   if (opts.since !== undefined && !stored) {
     // The first export plans [since, now - settle): refused before anything is written when too large.
     const to = Math.floor((opts.now ?? Date.now)() / 1000 - (opts.settleSeconds ?? DEFAULTS.settleSeconds));
     if (opts.since < to) checkPlanSize([{ start: opts.since, end: to }], opts.chunkSeconds ?? DEFAULTS.chunkSeconds);
   }
-  return execute(opts, 'export', async (store, nowS) => {
-    const settle = opts.settleSeconds ?? DEFAULTS.settleSeconds;
-    const lookback = opts.lookbackSeconds ?? DEFAULTS.lookbackSeconds;
-    const to = Math.floor(nowS - settle);
-    const checkpoint = checkpointOf(await store.coverage());
-    let from: number;
-    if (checkpoint === undefined) {
-      if (opts.since === undefined) {
-        throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);
-      }
-      from = opts.since;
-    } else {
-      from = checkpoint - lookback;
-      if (opts.since !== undefined) from = Math.max(from, Math.min(opts.since, checkpoint));
-    }
-    if (from >= to) return { range: null, todo: [], resumed: false };
-    const range = { start: from, end: to };
-    return { range, todo: [range], resumed: false };
+  return only(await runBatch(batchOf(opts), [{ account: SINGLE_ACCOUNT, kind: 'export', opts }]));
+}
+
+/**
+ * Runs the jobs of several accounts on one store (a many-account store: `batch.accounts` 'many'),
+ * at most `batch.concurrency` accounts at a time, each with its own rate control, HTTP client and
+ * options; their commits, merges, Parquet rewrites and checkpoint are shared. One account's failure
+ * is its own result; a failure of the store itself (its lock, a full disk) is thrown.
+ */
+export async function runBatch(batch: BatchOptions, jobs: readonly AccountJob[]): Promise<AccountResult[]> {
+  for (const job of jobs) checkJob(job);
+  const now = batch.now ?? Date.now;
+  const startedMs = now();
+  const kind = jobs[0]?.kind ?? 'export';
+  const batchRunId = jobs.length === 1 && jobs[0]!.opts.runId ? jobs[0]!.opts.runId : newRunId(jobs.length === 1 ? kind : `${kind}-accounts`, startedMs);
+  const logger = batch.logger ?? silentLogger;
+  const run = await openRun(batch, `${kind} (run ${batchRunId})`, batchRunId, logger);
+  const { store } = run;
+  const publisher = new StatePublisher(
+    store,
+    { runId: batchRunId, pid: process.pid, host: hostname(), startedAt: new Date(startedMs).toISOString(), command: `${kind} (run ${batchRunId})` },
+    { now, onError: (err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json); the run goes on') },
+  );
+  const single = jobs.length === 1 ? batchRunId : undefined;
+  const parts: Part[] = jobs.map((job) => newPart(job, single, now, logger));
+  const progress = (): Progress => ({
+    windowsTotal: parts.reduce((n, p) => n + p.windowsTotal, 0),
+    windowsDone: parts.reduce((n, p) => n + p.tally.stats.windowsDone, 0),
+    sessions: parts.reduce((n, p) => n + p.tally.totals.written, 0),
   });
+  let results: AccountResult[] | undefined;
+  let stopFlushing = (): void => {};
+  try {
+    const recovered = await recover(store, batchRunId, run.lock, logger);
+    for (const p of parts) recovered.forEach((x) => p.tally.partitionsWritten.add(x));
+    await batch.prepare?.(store);
+    store.setRunningAccounts(jobs.map((j) => j.account));
+    stopFlushing = flushPeriodically(store, (r) => parts.forEach((p) => p.tally.addFlush(r)), batch.parquetFlushSeconds ?? DEFAULTS.parquetFlushSeconds, logger);
+    const committed = () => {
+      const pr = progress();
+      publisher.soon(pr);
+      batch.onProgress?.(pr);
+    };
+    await eachAccount(parts, batch.concurrency ?? 1, batch.stopSignal, (part) => {
+      if (!single) startPart(part, undefined, now, logger);
+      return fetchAccount(store, part, batch, committed);
+    });
+    stopFlushing();
+    results = await finish(store, parts, batch, now);
+    return results;
+  } catch (err) {
+    // The store failed (its final flush, say): every account's run that was recorded as running is recorded as failed.
+    for (const p of parts) {
+      if (p.recorded && !p.summary) await store.recordRun(p.tally.failedRow(now() / 1000, redact(String((err as Error)?.message ?? err)))).catch(() => {});
+    }
+    throw err;
+  } finally {
+    stopFlushing();
+    // The snapshot readers see once the run has ended (status reads the DuckDB file itself then).
+    await publisher.final().catch((err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json)'));
+    const kept = results?.some((r) => r.ok && (r.summary!.outcome === 'succeeded' || r.summary!.outcome === 'nothing-to-do')) ?? false;
+    await closeRun(run, batch, kept);
+  }
 }
 
 const FIRST_RUN_MESSAGE =
@@ -98,7 +145,21 @@ export class FirstRunNeedsSinceError extends Error {
 /** Lowest --max-requests-per-second accepted: below it a run would seem to hang (README "Limits"). */
 export const MIN_REQUESTS_PER_SECOND = 0.01;
 
-function validateCommon(opts: PipelineOptions): void {
+/** A single-account run's batch: the store options are the run's own. */
+function batchOf(opts: PipelineOptions): BatchOptions {
+  return { ...opts, accounts: 'single', concurrency: 1 };
+}
+
+/** The one result of a single-account batch: its summary, or its error thrown. */
+function only(results: AccountResult[]): RunSummary {
+  const r = results[0]!;
+  if (r.ok) return r.summary!;
+  throw r.error;
+}
+
+/** Refuses (RangeError) options that cannot make a run, before anything is opened. */
+function checkJob(job: AccountJob): void {
+  const opts = job.opts;
   const posInt = (v: number | undefined, name: string) => {
     if (v !== undefined && (!Number.isInteger(v) || v <= 0)) throw new RangeError(`${name} must be a positive whole number, got ${v}`);
   };
@@ -115,10 +176,13 @@ function validateCommon(opts: PipelineOptions): void {
   if (opts.settleSeconds !== undefined && (!Number.isInteger(opts.settleSeconds) || opts.settleSeconds < 0)) {
     throw new RangeError(`settle must be zero or more seconds, got ${opts.settleSeconds}`);
   }
-}
-
-function log(opts: PipelineOptions): Logger {
-  return opts.logger ?? silentLogger;
+  if (job.kind === 'backfill') {
+    const { from, to } = job.opts;
+    if (!Number.isInteger(from) || !Number.isInteger(to)) throw new RangeError('from and to must be whole epoch seconds');
+    if (from >= to) throw new RangeError(`--from (${isoOf(from)}) must be before --to (${isoOf(to)})`);
+    // Refused before anything is written (the plan inside the run is never larger than this range).
+    checkPlanSize([{ start: from, end: to }], opts.chunkSeconds ?? DEFAULTS.chunkSeconds);
+  }
 }
 
 interface Plan {
@@ -128,106 +192,154 @@ interface Plan {
   backfill?: Window;
 }
 
-/**
- * One run, top to bottom: take the data directory → finish what a crash left → plan the windows →
- * record the start → fetch and load every window → finish (last flush, coverage, summary) → give
- * the data directory back.
- */
-async function execute(
-  opts: PipelineOptions,
-  kind: 'backfill' | 'export',
-  plan: (store: SessionStore, nowS: number) => Promise<Plan>,
-): Promise<RunSummary> {
-  const now = opts.now ?? Date.now;
-  const sleep = opts.sleep ?? realSleep;
-  const startedMs = now();
-  const runId = opts.runId ?? newRunId(kind, startedMs);
-  const logger = (opts.logger ?? silentLogger).child?.({ runId }) ?? opts.logger ?? silentLogger;
+/** One account's part of a run: what it counts, and where it got to. */
+interface Part {
+  job: AccountJob;
+  tally: RunTally;
+  logger: Logger;
+  windowsTotal: number;
+  plan?: Plan;
+  outcome?: ExtractOutcome;
+  controller?: RateController;
+  /** Its `_runs` row is written (outcome running until the end). */
+  recorded: boolean;
+  summary?: RunSummary;
+  /** Why it failed before its windows were fetched (a plan refused, say), or afterwards. */
+  error?: unknown;
+}
 
-  const run = await openRun(opts, kind, runId, logger);
-  const { store } = run;
-  const publisher = new StatePublisher(
-    store,
-    { runId, pid: process.pid, host: hostname(), startedAt: new Date(startedMs).toISOString(), command: `${kind} (run ${runId})` },
-    { now, onError: (err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json); the run goes on') },
-  );
-  const tally = new RunTally(runId, kind, startedMs);
-  let summary: RunSummary | undefined;
-  let recorded = false;
-  let stopFlushing = (): void => {};
-  try {
-    await recover(store, tally, run.lock, logger);
-    const p = await plan(store, startedMs / 1000);
-    const windows = windowsOf(p, opts);
-    tally.range = p.range;
-    await store.recordRun(tally.row());
-    recorded = true;
-    publisher.soon({ windowsTotal: windows.length, windowsDone: 0, sessions: 0 });
-    if (p.backfill && !p.resumed) await store.beginBackfill(p.backfill, runId);
-    logger.info(
-      { range: p.range ? describeWindow(p.range) : null, windows: windows.length, resumed: p.resumed },
-      windows.length ? `${kind} started` : `${kind}: nothing to fetch`,
-    );
+function newPart(job: AccountJob, runId: string | undefined, now: () => number, batchLogger: Logger): Part {
+  const part: Part = { job, tally: undefined as unknown as RunTally, logger: batchLogger, windowsTotal: 0, recorded: false };
+  startPart(part, runId, now, batchLogger);
+  return part;
+}
 
-    const controller = rateControllerFor(opts, now, sleep, logger);
-    const loader = new WindowLoader(store, runId, opts.onInvalid ?? 'fail', tally, logger, () => {
-      const progress = { windowsTotal: windows.length, windowsDone: tally.stats.windowsDone, sessions: tally.totals.written };
-      publisher.soon(progress);
-      opts.onProgress?.(progress);
-    });
-    stopFlushing = flushPeriodically(store, tally, opts, logger);
-    const outcome = await extractWindows({
-      client: reportingClientFor(opts, controller, tally, logger, now, sleep),
-      windows,
-      controller,
-      maxConcurrency: opts.concurrency ?? DEFAULTS.concurrency,
-      ...(opts.maxResultsPerQuery ? { maxResultsPerQuery: opts.maxResultsPerQuery } : {}),
-      minChunkSeconds: opts.minChunkSeconds ?? DEFAULTS.minChunkSeconds,
-      ...(opts.stopSignal ? { stopSignal: opts.stopSignal } : {}),
-      ...(opts.abortSignal ? { abortSignal: opts.abortSignal } : {}),
-      now,
-      stats: tally.stats,
-      onLog: (event, fields) => logger.info(fields, event),
-      onWindow: (w, body, fetchedAtMs) => loader.load(w, body, fetchedAtMs),
-    });
-    tally.stats.rateLimited = controller.rateLimitedCount;
-    stopFlushing();
+/** (Re)starts a part's tally and logger: a part's run begins when its account's turn comes. */
+function startPart(part: Part, runId: string | undefined, now: () => number, batchLogger: Logger): void {
+  const { job } = part;
+  const startedMs = (job.opts.now ?? now)();
+  const id = job.opts.runId ?? runId ?? newRunId(job.kind, startedMs);
+  const base = job.opts.logger ?? batchLogger;
+  part.logger = base.child?.({ runId: id }) ?? base;
+  part.tally = new RunTally(id, job.kind, startedMs, job.account);
+}
 
-    summary = await finish(store, tally, p, windows.length, outcome, controller, opts, now);
-    if (outcome.error) {
-      logger.error({ error: summary.error }, `${kind} failed`);
-      throw Object.assign(new RunFailedError(`${kind} ${runId} failed: ${summary.error}`, runId, { cause: outcome.error }), { summary });
+/** The accounts' parts, at most `concurrency` at a time; none starts after a stop. A part's failure is its own. */
+async function eachAccount(parts: Part[], concurrency: number, stop: AbortSignal | undefined, fn: (p: Part) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < parts.length) {
+      const part = parts[next++]!;
+      if (stop?.aborted && parts.length > 1) {
+        part.error = new AccountNotStartedError(part.job.account);
+        continue;
+      }
+      try {
+        await fn(part);
+      } catch (err) {
+        part.error = err;
+      }
     }
-    if (summary.outcome === 'interrupted') {
-      throw Object.assign(
-        new RunInterruptedError(`${kind} ${runId} stopped: ${summary.windows.skipped} windows not started; ${committedNote(summary.checkpoint)}`, opts.stopExitCode ?? 130),
-        { summary },
-      );
-    }
-    logger.info({ sessions: tally.totals.written, windows: tally.stats.windowsDone, durationMs: summary.durationMs }, `${kind} finished`);
-    return summary;
-  } catch (err) {
-    if (recorded && !summary) {
-      await store.recordRun(tally.failedRow(now() / 1000, redact(String((err as Error)?.message ?? err)))).catch(() => {});
-    }
-    throw err;
-  } finally {
-    stopFlushing();
-    // The snapshot readers see once the run has ended (status reads the DuckDB file itself then).
-    await publisher.final().catch((err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json)'));
-    await closeRun(run, opts, summary?.outcome === 'succeeded' || summary?.outcome === 'nothing-to-do');
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, parts.length)) }, worker));
+}
+
+/** An account not started because the command was stopped (SIGINT/SIGTERM) first. */
+export class AccountNotStartedError extends Error {
+  override readonly name = 'AccountNotStartedError';
+  constructor(readonly account: string) {
+    super(`account ${account} not started: the command was stopped first`);
   }
 }
 
-/** What a crash left: committed windows not merged, Parquet partitions not rewritten, runs that died. */
-async function recover(store: SessionStore, tally: RunTally, lock: Lock | undefined, logger: Logger): Promise<void> {
+/** What a crash left: committed windows not merged, Parquet partitions not rewritten, runs that died. Returns the partitions written. */
+async function recover(store: SessionStore, runId: string, lock: Lock | undefined, logger: Logger): Promise<string[]> {
   const recovered = await store.flush();
-  recovered.partitions.forEach((p) => tally.partitionsWritten.add(p));
   if (recovered.partitions.length) logger.info({ partitions: recovered.partitions.length }, 'finished Parquet rewrites left by an earlier run');
   // No other run can be going while we hold the lock: one still marked running was killed or crashed.
-  const died = await store.recordDiedRuns(tally.runId, lock?.tookOverFrom);
+  const died = await store.recordDiedRuns(runId, lock?.tookOverFrom);
   if (died.length) logger.warn({ runs: died }, `recorded ${died.length === 1 ? 'an earlier run' : 'earlier runs'} that died without an outcome as died`);
   await store.beginRunCounts();
+  return recovered.partitions;
+}
+
+/** One account: plan its windows, record its start, fetch and commit every window. */
+async function fetchAccount(store: SessionStore, part: Part, batch: BatchOptions, committed: () => void): Promise<void> {
+  const { job, tally, logger } = part;
+  const opts = job.opts;
+  const now = opts.now ?? batch.now ?? Date.now;
+  const sleep = opts.sleep ?? batch.sleep ?? realSleep;
+  const p = await planOf(store, job, tally.startedMs / 1000);
+  part.plan = p;
+  const windows = windowsOf(p, opts);
+  part.windowsTotal = windows.length;
+  tally.range = p.range;
+  await store.recordRun(tally.row());
+  part.recorded = true;
+  committed();
+  if (p.backfill && !p.resumed) await store.beginBackfill(job.account, p.backfill, tally.runId);
+  logger.info(
+    { range: p.range ? describeWindow(p.range) : null, windows: windows.length, resumed: p.resumed },
+    windows.length ? `${job.kind} started` : `${job.kind}: nothing to fetch`,
+  );
+  const controller = rateControllerFor(opts, now, sleep, logger);
+  part.controller = controller;
+  const loader = new WindowLoader(store, job.account, tally.runId, opts.onInvalid ?? 'fail', tally, logger, () => {
+    committed();
+    opts.onProgress?.({ windowsTotal: windows.length, windowsDone: tally.stats.windowsDone, sessions: tally.totals.written });
+  });
+  const stopSignal = opts.stopSignal ?? batch.stopSignal;
+  const abortSignal = opts.abortSignal ?? batch.abortSignal;
+  part.outcome = await extractWindows({
+    client: reportingClientFor(opts, controller, tally, logger, now, sleep),
+    windows,
+    controller,
+    maxConcurrency: opts.concurrency ?? DEFAULTS.concurrency,
+    ...(opts.maxResultsPerQuery ? { maxResultsPerQuery: opts.maxResultsPerQuery } : {}),
+    minChunkSeconds: opts.minChunkSeconds ?? DEFAULTS.minChunkSeconds,
+    ...(stopSignal ? { stopSignal } : {}),
+    ...(abortSignal ? { abortSignal } : {}),
+    now,
+    stats: tally.stats,
+    onLog: (event, fields) => logger.info(fields, event),
+    onWindow: (w, body, fetchedAtMs) => loader.load(w, body, fetchedAtMs),
+  });
+  tally.stats.rateLimited = controller.rateLimitedCount;
+}
+
+/** An account's windows to fetch: a backfill's range (less what an interrupted run of it committed), or an export's. */
+async function planOf(store: SessionStore, job: AccountJob, nowS: number): Promise<Plan> {
+  const opts = job.opts;
+  const settle = opts.settleSeconds ?? DEFAULTS.settleSeconds;
+  const log = opts.logger ?? silentLogger;
+  if (job.kind === 'backfill') {
+    const to = Math.min(job.opts.to, Math.floor(nowS - settle));
+    const from = job.opts.from;
+    if (from >= to) {
+      log.warn({ settleEnd: isoOf(to) }, `nothing to fetch: the whole range starts at or after now - settle (${isoOf(to)}); sessions that recent are not fetched yet`);
+      return { range: null, todo: [], resumed: false };
+    }
+    if (to < job.opts.to) log.warn({ to: isoOf(to) }, `--to is later than now - settle; the backfill stops at ${isoOf(to)}`);
+    const range = { start: from, end: to };
+    const open = await store.openBackfill(job.account, range);
+    let todo: Window[] = [range];
+    if (open) todo = subtractIntervals(range, await store.coverageSince(job.account, open.startedAtMs));
+    return { range, todo, resumed: Boolean(open), backfill: range };
+  }
+  const lookback = job.opts.lookbackSeconds ?? DEFAULTS.lookbackSeconds;
+  const to = Math.floor(nowS - settle);
+  const checkpoint = checkpointOf(await store.coverage(job.account));
+  let from: number;
+  if (checkpoint === undefined) {
+    if (job.opts.since === undefined) throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);
+    from = job.opts.since;
+  } else {
+    from = checkpoint - lookback;
+    if (job.opts.since !== undefined) from = Math.max(from, Math.min(job.opts.since, checkpoint));
+  }
+  if (from >= to) return { range: null, todo: [], resumed: false };
+  const range = { start: from, end: to };
+  return { range, todo: [range], resumed: false };
 }
 
 /** The plan cut into windows (bounded: checkPlanSize), newest first when asked. */
@@ -249,7 +361,7 @@ function rateControllerFor(opts: PipelineOptions, now: () => number, sleep: Slee
   });
 }
 
-/** The reporting client of a run: every answer, retry and 429 reaches the rate controller. */
+/** The reporting client of an account's run: every answer, retry and 429 reaches its rate controller. */
 function reportingClientFor(
   opts: PipelineOptions,
   controller: RateController,
@@ -287,38 +399,67 @@ function reportingClientFor(
   });
 }
 
-/** Merges and Parquet rewrites at least every parquetFlushSeconds while windows are fetched; returns the stop. */
-function flushPeriodically(store: SessionStore, tally: RunTally, opts: PipelineOptions, logger: Logger): () => void {
-  const every = (opts.parquetFlushSeconds ?? DEFAULTS.parquetFlushSeconds) * 1000;
-  if (every <= 0) return () => {};
+/** Merges and Parquet rewrites at least every `seconds` while windows are fetched; returns the stop. */
+function flushPeriodically(store: SessionStore, onFlush: (r: FlushResult) => void, seconds: number, logger: Logger): () => void {
+  if (seconds <= 0) return () => {};
   const timer = setInterval(() => {
-    store.flush().then(
-      (r) => tally.addFlush(r),
-      (err) => logger.warn({ err: String(err) }, 'periodic flush (merge, Parquet rewrite) failed; it is retried at the end of the run'),
+    store.flush().then(onFlush, (err) =>
+      logger.warn({ err: String(err) }, 'periodic flush (merge, Parquet rewrite) failed; it is retried at the end of the run'),
     );
-  }, every);
+  }, seconds * 1000);
   timer.unref();
   return () => clearInterval(timer);
 }
 
-/** The end of a run whose windows were all tried: last flush, coverage, backfill bookkeeping, its summary recorded. */
-async function finish(
-  store: SessionStore,
-  tally: RunTally,
-  p: Plan,
-  windowsTotal: number,
-  outcome: ExtractOutcome,
-  controller: RateController,
-  opts: PipelineOptions,
-  now: () => number,
-): Promise<RunSummary> {
-  tally.addLastFlush(await store.flush());
+/**
+ * The end of a run whose accounts were all tried: one last flush and coverage compaction for the
+ * store, then each account's backfill bookkeeping, summary and `_runs` row.
+ */
+async function finish(store: SessionStore, parts: Part[], batch: BatchOptions, now: () => number): Promise<AccountResult[]> {
+  const last = await store.flush();
+  for (const p of parts) p.tally.addLastFlush(last);
   await store.compactCoverage();
-  const interrupted = !outcome.error && outcome.skipped.length > 0 && Boolean(opts.stopSignal?.aborted || opts.abortSignal?.aborted);
-  const failed = Boolean(outcome.error);
-  if (p.backfill && !failed && !interrupted) await store.completeBackfill(p.backfill);
+  const results: AccountResult[] = [];
+  for (const part of parts) {
+    const durationMs = now() - part.tally.startedMs;
+    if (part.error !== undefined || !part.outcome || !part.plan) {
+      const error = part.error ?? new Error('the account did not run');
+      if (part.recorded) await store.recordRun(part.tally.failedRow(now() / 1000, redact(String((error as Error)?.message ?? error))));
+      results.push({ account: part.job.account, ok: false, error, durationMs });
+      continue;
+    }
+    const summary = await summarise(store, part, batch, now);
+    part.summary = summary;
+    const { kind } = part.job;
+    const { runId } = part.tally;
+    if (part.outcome.error) {
+      part.logger.error({ error: summary.error }, `${kind} failed`);
+      const error = Object.assign(new RunFailedError(`${kind} ${runId} failed: ${summary.error}`, runId, { cause: part.outcome.error }), { summary });
+      results.push({ account: part.job.account, ok: false, error, summary, durationMs });
+    } else if (summary.outcome === 'interrupted') {
+      const stopExitCode = part.job.opts.stopExitCode ?? batch.stopExitCode ?? 130;
+      const error = Object.assign(
+        new RunInterruptedError(`${kind} ${runId} stopped: ${summary.windows.skipped} windows not started; ${committedNote(summary.checkpoint)}`, stopExitCode),
+        { summary },
+      );
+      results.push({ account: part.job.account, ok: false, error, summary, durationMs });
+    } else {
+      part.logger.info({ sessions: part.tally.totals.written, windows: part.tally.stats.windowsDone, durationMs: summary.durationMs }, `${kind} finished`);
+      results.push({ account: part.job.account, ok: true, summary, durationMs });
+    }
+  }
+  return results;
+}
 
-  const coverage = await store.coverage();
+/** An account's summary after the last flush, recorded as its `_runs` row. */
+async function summarise(store: SessionStore, part: Part, batch: BatchOptions, now: () => number): Promise<RunSummary> {
+  const { tally, plan: p, outcome, controller, job } = part as Required<Pick<Part, 'plan' | 'outcome' | 'controller'>> & Part;
+  const opts = job.opts;
+  const stopped = Boolean(opts.stopSignal?.aborted || opts.abortSignal?.aborted || batch.stopSignal?.aborted || batch.abortSignal?.aborted);
+  const interrupted = !outcome.error && outcome.skipped.length > 0 && stopped;
+  const failed = Boolean(outcome.error);
+  if (p.backfill && !failed && !interrupted) await store.completeBackfill(job.account, p.backfill);
+  const coverage = await store.coverage(job.account);
   const cp = checkpointOf(coverage);
   const error = outcome.error
     ? redact(
@@ -327,16 +468,16 @@ async function finish(
       )
     : undefined;
   const summary = tally.summary({
-    outcome: failed ? 'failed' : interrupted ? 'interrupted' : windowsTotal ? 'succeeded' : 'nothing-to-do',
+    outcome: failed ? 'failed' : interrupted ? 'interrupted' : part.windowsTotal ? 'succeeded' : 'nothing-to-do',
     resumed: p.resumed,
-    windowsTotal,
+    windowsTotal: part.windowsTotal,
     skipped: outcome.skipped.length,
     coverage,
     pausedMs: controller.pausedMs,
     pace: controller.learnedRate,
     nowMs: now(),
     files: {
-      dataDir: opts.dataDir,
+      dataDir: store.layout.dataDir,
       duckdb: store.format === 'parquet' ? null : store.layout.dbPath,
       parquet: store.format === 'duckdb' ? null : store.layout.parquetDir,
     },

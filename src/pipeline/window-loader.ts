@@ -13,6 +13,8 @@ import type { RunTally } from './run-tally.js';
 export class WindowLoader {
   constructor(
     private readonly store: SessionStore,
+    /** The account the windows are fetched for ('' in a single-account store). */
+    private readonly account: string,
     private readonly runId: string,
     private readonly policy: InvalidPolicy,
     private readonly tally: RunTally,
@@ -27,6 +29,7 @@ export class WindowLoader {
     if (body.kind === 'ndjson') {
       // Every record passed the scanner's checks: DuckDB parses them straight from the body's bytes.
       r = await this.store.commitWindow({
+        account: this.account,
         window: w,
         ndjson: { bytes: body.ndjson, count: body.count, extractedAt: fetchedAtMs / 1000 },
         rejected: [],
@@ -35,7 +38,7 @@ export class WindowLoader {
     } else {
       // Not in the fast shape: the precise validator decides, record by record.
       const flat = flattenResponse(body.records, fetchedAtMs / 1000, this.policy);
-      r = await this.store.commitWindow({ window: w, batch: flat.batch, rejected: flat.rejected, runId: this.runId });
+      r = await this.store.commitWindow({ account: this.account, window: w, batch: flat.batch, rejected: flat.rejected, runId: this.runId });
       this.tally.totals.rejected += flat.rejected.length;
       this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
       if (flat.rejected.length) this.logger.warn({ window: describeWindow(w), rejected: flat.rejected.length }, 'records quarantined in rejected_sessions');

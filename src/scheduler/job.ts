@@ -1,5 +1,5 @@
 /** A scheduled job: one file per job under jobs/, default-exporting a JobDefinition. */
-import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
+import type { BackfillOptions, ExportOptions, PipelineOptions, RunSummary } from '../pipeline/run.js';
 
 export interface JobContext {
   /** Pipeline options from the effective configuration (endpoint, key, data directory, limits, logger, signals). */
@@ -23,4 +23,10 @@ export interface JobDefinition {
   /** The cron expression (node-cron syntax, optional seconds field) and time zone, given the configured ones. */
   schedule(settings: JobSettings): { cron: string; timezone: string };
   run(ctx: JobContext): Promise<RunSummary>;
+  /**
+   * With many accounts (docs/accounts.md): what one account's part of the job is, given the
+   * account's own context. The accounts' parts run side by side on their store. A job without it
+   * cannot run with accounts.
+   */
+  accountJob?(ctx: JobContext): { kind: 'export'; opts: ExportOptions } | { kind: 'backfill'; opts: BackfillOptions };
 }

@@ -6,7 +6,7 @@
  * the failure is also reported when it happens (onError).
  */
 import { SerialQueue } from './serial-queue.js';
-import type { FlushResult, MergeResult } from './sink.js';
+import { addCounts, type FlushResult, type MergeResult } from './sink.js';
 
 export interface BackgroundSteps {
   /** One bounded merge; `more` when pending rows are left. */
@@ -22,7 +22,7 @@ export class BackgroundWork {
   private mergeAgain = false;
   private rewriteLoop = false;
   private rewriteAgain = false;
-  private result: FlushResult = { partitions: [], inserted: 0, updated: 0 };
+  private result: FlushResult = { partitions: [], counts: new Map() };
   private stopped = false;
   /** The first error of a background merge or rewrite (the final flush tries again and reports). */
   error: unknown;
@@ -45,7 +45,7 @@ export class BackgroundWork {
   /** What background work did since the last call. */
   takeResult(): FlushResult {
     const r = this.result;
-    this.result = { partitions: [], inserted: 0, updated: 0 };
+    this.result = { partitions: [], counts: new Map() };
     return r;
   }
 
@@ -60,8 +60,7 @@ export class BackgroundWork {
         while (this.mergeAgain && !this.stopped && this.error === undefined) {
           this.mergeAgain = false;
           const m = await this.steps.mergeSlice();
-          this.result.inserted += m.inserted;
-          this.result.updated += m.updated;
+          addCounts(this.result.counts, m.counts);
           if (m.more) this.mergeAgain = true;
           if (this.steps.rewriteReady) this.kickRewrites();
         }

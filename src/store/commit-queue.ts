@@ -24,12 +24,16 @@ const CHUNK_ROWS = 2048;
 /** Most windows committed in one transaction. */
 const MAX_GROUP = 64;
 
-/** Staging columns: numbers and timestamps travel as DOUBLE (no BigInt per value), converted in SQL. */
-const STAGING_TYPES: DuckDBType[] = SESSION_COLUMNS.map((c) =>
-  c.type === 'VARCHAR' ? VARCHAR : c.type === 'BOOLEAN' ? BOOLEAN : DOUBLE,
-);
-const STAGING_DDL = `CREATE TEMP TABLE IF NOT EXISTS _staging (${SESSION_COLUMNS.map(
-  (c, i) => `${c.name} ${STAGING_TYPES[i] === VARCHAR ? 'VARCHAR' : STAGING_TYPES[i] === BOOLEAN ? 'BOOLEAN' : 'DOUBLE'}`,
+/**
+ * Staging columns: the account the rows were fetched for, then the contract's; numbers and
+ * timestamps travel as DOUBLE (no BigInt per value), converted in SQL.
+ */
+const STAGING_TYPES: DuckDBType[] = [
+  VARCHAR,
+  ...SESSION_COLUMNS.map((c) => (c.type === 'VARCHAR' ? VARCHAR : c.type === 'BOOLEAN' ? BOOLEAN : DOUBLE)),
+];
+const STAGING_DDL = `CREATE TEMP TABLE IF NOT EXISTS _staging (account VARCHAR, ${SESSION_COLUMNS.map(
+  (c, i) => `${c.name} ${STAGING_TYPES[i + 1] === VARCHAR ? 'VARCHAR' : STAGING_TYPES[i + 1] === BOOLEAN ? 'BOOLEAN' : 'DOUBLE'}`,
 ).join(', ')})`;
 const STAGING_SELECT = SESSION_COLUMNS.map((c) =>
   c.type === 'TIMESTAMPTZ' ? `to_timestamp(${c.name}) AS ${c.name}` : c.type === 'BIGINT' ? `CAST(${c.name} AS BIGINT) AS ${c.name}` : c.name,
@@ -37,6 +41,8 @@ const STAGING_SELECT = SESSION_COLUMNS.map((c) =>
 const PARTITION_OF_STAGED = `COALESCE(strftime(to_timestamp(started_at), '%Y-%m-%d'), '${NULL_PARTITION}')`;
 
 export interface WindowCommit {
+  /** The account the window was fetched for ('' in a single-account store). */
+  account: string;
   window: Window;
   /** Rows validated and flattened in JavaScript (a body that left the scanner's fast path). */
   batch?: RowBatch;
@@ -53,6 +59,7 @@ export interface CommitResult {
 
 /** A window in the commit queue: its NDJSON already written to a file. */
 interface QueuedCommit {
+  account: string;
   window: Window;
   batch?: RowBatch;
   file?: RecordFile;
@@ -72,6 +79,8 @@ export class CommitQueue {
     private readonly writes: SerialQueue,
     private readonly layout: StoreLayout,
     private readonly sink: Sink,
+    /** A many-account store: committed rows carry their account. */
+    private readonly many: boolean,
   ) {}
 
   /** The temporary table the precise path's rows are appended to before a commit (per connection). */
@@ -100,9 +109,10 @@ export class CommitQueue {
       );
       await writeFile(path, commit.ndjson.bytes, { mode: FILE_MODE });
       if (keep) await fsyncFile(path);
-      file = { path, count: commit.ndjson.count, extractedAt: commit.ndjson.extractedAt };
+      file = { path, count: commit.ndjson.count, extractedAt: commit.ndjson.extractedAt, account: commit.account };
     }
     const queued: QueuedCommit = {
+      account: commit.account,
       window: commit.window,
       rejected: commit.rejected,
       runId: commit.runId,
@@ -138,26 +148,30 @@ export class CommitQueue {
 
   private async commitGroup(commits: QueuedCommit[]): Promise<void> {
     const c = this.conn;
-    for (const x of commits) if (x.batch) await this.stage(x.batch);
+    for (const x of commits) if (x.batch) await this.stage(x.batch, x.account);
     const files = commits.flatMap((x) => (x.file ? [x.file] : []));
     const staged = commits.some((x) => x.batch && x.batch.length > 0);
     await c.run('BEGIN TRANSACTION');
     try {
       if (files.length) await this.sink.commitFiles(c, files);
       if (staged) {
-        await c.run(`INSERT INTO _pending_rows SELECT ${STAGING_SELECT}, ${PARTITION_OF_STAGED} FROM _staging`);
+        await c.run(`INSERT INTO _pending_rows SELECT ${this.many ? 'account, ' : ''}${STAGING_SELECT}, ${PARTITION_OF_STAGED} FROM _staging`);
       }
       for (const x of commits) {
         for (const r of x.rejected) {
           await c.run(
-            `INSERT INTO rejected_sessions VALUES ($1, $2, $3, $4, to_timestamp($5::DOUBLE), to_timestamp($6::DOUBLE), $7, now())`,
-            [r.sessionId, r.field, r.reason, redact(safeJson(r.raw)), x.window.start, x.window.end, x.runId],
+            `INSERT INTO rejected_sessions (session_id, field, reason, raw, window_start, window_end, run_id, rejected_at, account)
+             VALUES ($1, $2, $3, $4, to_timestamp($5::DOUBLE), to_timestamp($6::DOUBLE), $7, now(), $8)`,
+            [r.sessionId, r.field, r.reason, redact(safeJson(r.raw)), x.window.start, x.window.end, x.runId, x.account],
           );
         }
       }
       crashPoint('mid-transaction');
-      const values = commits.map((_, i) => `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3}, now())`).join(', ');
-      await c.run(`INSERT INTO _coverage VALUES ${values}`, commits.flatMap((x) => [x.window.start, x.window.end, x.runId]));
+      const values = commits.map((_, i) => `($${4 * i + 1}, $${4 * i + 2}, $${4 * i + 3}, now(), $${4 * i + 4})`).join(', ');
+      await c.run(
+        `INSERT INTO _coverage (start_s, end_s, run_id, committed_at, account) VALUES ${values}`,
+        commits.flatMap((x) => [x.window.start, x.window.end, x.runId, x.account]),
+      );
       await c.run('COMMIT');
     } catch (err) {
       await c.run('ROLLBACK').catch(() => {});
@@ -168,16 +182,17 @@ export class CommitQueue {
     }
   }
 
-  private async stage(batch: RowBatch): Promise<void> {
+  private async stage(batch: RowBatch, account: string): Promise<void> {
     if (batch.length === 0) return;
     const appender = await this.conn.createAppender('_staging', null, 'temp');
     try {
       for (let off = 0; off < batch.length; off += CHUNK_ROWS) {
         const n = Math.min(CHUNK_ROWS, batch.length - off);
         const chunk = DuckDBDataChunk.create(STAGING_TYPES, n);
-        chunk.setColumns(
-          batch.columns.map((col) => (off === 0 && n === col.length ? col : col.slice(off, off + n))) as never,
-        );
+        chunk.setColumns([
+          new Array<string>(n).fill(account),
+          ...batch.columns.map((col) => (off === 0 && n === col.length ? col : col.slice(off, off + n))),
+        ] as never);
         appender.appendDataChunk(chunk);
       }
       appender.flushSync();

@@ -1,4 +1,4 @@
-/** The coverage map: the windows whose data is committed, merged into intervals. */
+/** The coverage map: the windows whose data is committed, merged into intervals, per account ('' in a single-account store). */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { mergeIntervals } from '../time/intervals.js';
 import type { Window } from '../time/windows.js';
@@ -6,47 +6,73 @@ import { queryRows } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
 import { NULL_PARTITION } from './layout.js';
 
-/** The merged coverage map: windows whose data is committed. */
-export async function readCoverage(conn: DuckDBConnection): Promise<Window[]> {
+/** The merged coverage map of an account: windows whose data is committed. */
+export async function readCoverage(conn: DuckDBConnection, account: string): Promise<Window[]> {
   const rows = await queryRows<{ start_s: bigint | number; end_s: bigint | number }>(
     conn,
-    'SELECT start_s, end_s FROM _coverage ORDER BY start_s',
+    'SELECT start_s, end_s FROM _coverage WHERE account = $1 ORDER BY start_s',
+    [account],
   );
   return mergeIntervals(rows.map((r) => ({ start: Number(r.start_s), end: Number(r.end_s) })));
 }
 
-/** Coverage committed after `sinceMs` (used to resume an interrupted backfill). */
-export async function readCoverageSince(conn: DuckDBConnection, sinceMs: number): Promise<Window[]> {
+/** Every account's merged coverage map (one read). */
+export async function readAllCoverage(conn: DuckDBConnection): Promise<Map<string, Window[]>> {
+  const rows = await queryRows<{ account: string; start_s: bigint | number; end_s: bigint | number }>(
+    conn,
+    'SELECT account, start_s, end_s FROM _coverage ORDER BY account, start_s',
+  );
+  const by = new Map<string, Window[]>();
+  for (const r of rows) {
+    const list = by.get(r.account) ?? by.set(r.account, []).get(r.account)!;
+    list.push({ start: Number(r.start_s), end: Number(r.end_s) });
+  }
+  for (const [a, list] of by) by.set(a, mergeIntervals(list));
+  return by;
+}
+
+/** An account's coverage committed after `sinceMs` (used to resume an interrupted backfill). */
+export async function readCoverageSince(conn: DuckDBConnection, account: string, sinceMs: number): Promise<Window[]> {
   const rows = await queryRows<{ start_s: bigint; end_s: bigint }>(
     conn,
-    'SELECT start_s, end_s FROM _coverage WHERE committed_at >= to_timestamp($1::DOUBLE)',
-    [sinceMs / 1000],
+    'SELECT start_s, end_s FROM _coverage WHERE account = $1 AND committed_at >= to_timestamp($2::DOUBLE)',
+    [account, sinceMs / 1000],
   );
   return mergeIntervals(rows.map((r) => ({ start: Number(r.start_s), end: Number(r.end_s) })));
 }
 
-/** Replaces the coverage rows by their merged intervals (keeps the table small). */
+/** Replaces the coverage rows by their merged intervals, account by account (keeps the table small). */
 export async function compactCoverage(c: DuckDBConnection): Promise<void> {
   // A merged interval keeps the earliest commit time of its parts: resuming a backfill takes only
   // what was committed after it started (readCoverageSince), so a run that failed or was stopped must
   // not make older coverage look like its own work (it would then be skipped, never refreshed).
-  const rows = await queryRows<{ start_s: bigint | number; end_s: bigint | number; ms: bigint | number }>(
+  const rows = await queryRows<{ account: string; start_s: bigint | number; end_s: bigint | number; ms: bigint | number }>(
     c,
-    'SELECT start_s, end_s, epoch_ms(committed_at) AS ms FROM _coverage ORDER BY start_s, end_s',
+    'SELECT account, start_s, end_s, epoch_ms(committed_at) AS ms FROM _coverage ORDER BY account, start_s, end_s',
   );
-  const merged: Array<{ start: number; end: number; ms: number }> = [];
+  const merged: Array<{ account: string; start: number; end: number; ms: number }> = [];
   for (const r of rows) {
     const last = merged[merged.length - 1];
-    const w = { start: Number(r.start_s), end: Number(r.end_s), ms: Number(r.ms) };
-    if (last && w.start <= last.end) {
+    const w = { account: r.account, start: Number(r.start_s), end: Number(r.end_s), ms: Number(r.ms) };
+    if (last && last.account === w.account && w.start <= last.end) {
       last.end = Math.max(last.end, w.end);
       last.ms = Math.min(last.ms, w.ms);
     } else merged.push(w);
   }
+  if (merged.length === rows.length) return;
   await c.run('BEGIN TRANSACTION');
   try {
     await c.run('DELETE FROM _coverage');
-    for (const w of merged) await c.run(`INSERT INTO _coverage VALUES ($1, $2, NULL, to_timestamp($3::DOUBLE / 1000))`, [w.start, w.end, w.ms]);
+    // One statement, however many accounts (each statement costs a round trip).
+    for (let i = 0; i < merged.length; i += 1000) {
+      const part = merged.slice(i, i + 1000);
+      await c.run(
+        `INSERT INTO _coverage (start_s, end_s, run_id, committed_at, account) VALUES ${part
+          .map((_, j) => `($${4 * j + 1}, $${4 * j + 2}, NULL, to_timestamp($${4 * j + 3}::DOUBLE / 1000), $${4 * j + 4})`)
+          .join(', ')}`,
+        part.flatMap((w) => [w.start, w.end, w.ms, w.account]),
+      );
+    }
     await c.run('COMMIT');
   } catch (err) {
     await c.run('ROLLBACK').catch(() => {});

@@ -5,13 +5,27 @@ import { DataDirError } from './errors.js';
 
 export type OutputFormat = 'duckdb' | 'parquet' | 'both';
 
-/** Where everything lives under the data directory. */
+/**
+ * One of N stores of a many-account data directory (`--shard I/N`: a Kubernetes Indexed Job's pods
+ * each write their own store and their own file of each day; docs/accounts.md). Absent, or N = 1:
+ * the data directory's own store.
+ */
+export interface ShardId {
+  index: number;
+  count: number;
+}
+
+/** Where everything of one store lives under the data directory. */
 export interface StoreLayout {
   dataDir: string;
+  /** Where the store's own files are: the data directory, or shards/I-of-N/ for shard I of N > 1. */
+  storeDir: string;
   /** The DuckDB file that holds state (and, unless format is parquet, the sessions table). */
   dbPath: string;
-  /** Root of the Hive-partitioned dataset: parquet/sessions/date=YYYY-MM-DD/part-0.parquet */
+  /** Root of the Hive-partitioned dataset: parquet/sessions/date=YYYY-MM-DD/part-….parquet, shared by every store. */
   parquetDir: string;
+  /** The name of this store's file in each day's directory: part-0.parquet, or part-I-of-N.parquet for shard I of N > 1. */
+  partitionFile: string;
   /** Temporary files, on the same file system so that renames are atomic; never under parquetDir. */
   tmpDir: string;
   /**
@@ -23,24 +37,34 @@ export interface StoreLayout {
   lockPath: string;
 }
 
-/**
- * `parquetDir`: the dataset's root when it is not the data directory's own parquet/sessions (an
- * account of a many-account data directory writes under parquet/sessions/account=NAME; docs/accounts.md).
- */
-export function layoutOf(dataDir: string, format: OutputFormat, parquetDir?: string): StoreLayout {
+/** The directory of shard I of N's store (N > 1), under the data directory. */
+export const SHARDS_DIR = 'shards';
+
+export function shardName(shard: ShardId): string {
+  return `${shard.index}-of-${shard.count}`;
+}
+
+/** The store of `dataDir` (shard I of N > 1: its own under shards/I-of-N/). */
+export function layoutOf(dataDir: string, format: OutputFormat, shard?: ShardId): StoreLayout {
+  const sharded = shard !== undefined && shard.count > 1;
+  const storeDir = sharded ? join(dataDir, SHARDS_DIR, shardName(shard)) : dataDir;
   return {
     dataDir,
-    dbPath: join(dataDir, format === 'parquet' ? 'state.duckdb' : 'sessions.duckdb'),
-    parquetDir: parquetDir ?? join(dataDir, 'parquet', 'sessions'),
-    tmpDir: join(dataDir, '.tmp'),
-    pendingDir: join(dataDir, 'pending'),
-    lockPath: join(dataDir, '.session-etl.lock'),
+    storeDir,
+    dbPath: join(storeDir, format === 'parquet' ? 'state.duckdb' : 'sessions.duckdb'),
+    parquetDir: join(dataDir, 'parquet', 'sessions'),
+    partitionFile: sharded ? `part-${shardName(shard)}.parquet` : PARTITION_FILE,
+    tmpDir: join(storeDir, '.tmp'),
+    pendingDir: join(storeDir, 'pending'),
+    lockPath: join(storeDir, '.session-etl.lock'),
   };
 }
 
 /** Name of the partition holding sessions without a start time (Hive's default partition: read back as NULL). */
 export const NULL_PARTITION = '__HIVE_DEFAULT_PARTITION__';
 export const PARTITION_FILE = 'part-0.parquet';
+/** The files of a day's directory that a store writes: part-0.parquet, part-I-of-N.parquet. */
+export const PARTITION_FILE_NAME = /^part-(?:0|\d{1,6}-of-\d{1,6})\.parquet$/;
 
 export function partitionDir(parquetDir: string, partition: string): string {
   return join(parquetDir, `date=${partition}`);
@@ -65,10 +89,11 @@ export const PARTITION_DIR_NAME = /^date=(?:\d{4,}-\d{2}-\d{2}|__HIVE_DEFAULT_PA
  * points to. The data directory itself may be a link (/srv/data -> /mnt/disk/data): only what is
  * inside it is checked.
  */
-export async function refuseLinks(dataDir: string, parquetDir?: string): Promise<void> {
-  const both = layoutOf(dataDir, 'both', parquetDir);
-  const parquetOnly = layoutOf(dataDir, 'parquet');
+export async function refuseLinks(dataDir: string, shard?: ShardId): Promise<void> {
+  const both = layoutOf(dataDir, 'both', shard);
+  const parquetOnly = layoutOf(dataDir, 'parquet', shard);
   const paths = [
+    ...(both.storeDir !== dataDir ? [dirname(both.storeDir), both.storeDir] : []),
     both.dbPath, `${both.dbPath}.wal`, `${both.dbPath}.tmp`,
     parquetOnly.dbPath, `${parquetOnly.dbPath}.wal`, `${parquetOnly.dbPath}.tmp`,
     both.tmpDir, both.pendingDir, dirname(both.parquetDir), both.parquetDir, both.lockPath,

@@ -10,10 +10,11 @@ import { queryRows, sqlString } from './duckdb.js';
 import { fsyncFile } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
 import { FILE_MODE } from './layout.js';
-import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, NDJSON_SELECT } from './ndjson.js';
+import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
 import { SESSION_COLUMNS } from './contract.js';
-import { COLUMN_LIST, PARTITION_OF_STORED } from './schema.js';
-import type { MergeResult } from './sink.js';
+import { PARTITION_OF_STORED } from './schema.js';
+import type { StoreShape } from './shape.js';
+import type { AccountCounts, MergeResult } from './sink.js';
 
 /**
  * Most rows one merge takes from the pending files (more than one DuckDB row group, 122,880 rows,
@@ -29,6 +30,8 @@ const ID_SOURCE = SESSION_COLUMNS.find((c) => c.name === 'session_id')!.source;
 
 export interface MergeContext {
   pendingDir: string;
+  /** One account or many: the sessions table's columns and what identifies a session. */
+  shape: StoreShape;
   /** Format both: mark the partitions a merge touched for a Parquet rewrite. */
   withParquet: boolean;
   /** The highest row id of `sessions` when the run began (see TableSink.beginRunCounts). */
@@ -66,15 +69,13 @@ export async function mergeSlice(
     waitForRowGroup?: (pending: number, target: number) => boolean;
   } = {},
 ): Promise<MergeResult & { more: boolean; waiting?: boolean }> {
-  const none = { inserted: 0, updated: 0, more: false };
+  const none = { counts: new Map() as AccountCounts, more: false };
+  const { shape } = ctx;
   await c.run('BEGIN TRANSACTION');
   let paths: string[] = [];
   let drop: string[] = [];
   try {
-    const files = await queryRows<{ file: string; extracted_at: number; rows: bigint | number }>(
-      c,
-      'SELECT file, extracted_at, rows FROM _pending_files ORDER BY file',
-    );
+    const files = await queryRows<PendingFile>(c, 'SELECT file, extracted_at, rows, account FROM _pending_files ORDER BY file');
     const staged = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _pending_rows'))[0]?.n ?? 0);
     if (files.length === 0 && staged === 0) {
       await c.run('ROLLBACK');
@@ -86,7 +87,7 @@ export async function mergeSlice(
     let take = 0;
     let rows = staged;
     /** A file cut in two: its first rows go into this slice, the rest stays pending under a new name. */
-    let cut: { head: string; tail: { file: string; extracted_at: number; rows: number } } | undefined;
+    let cut: { head: string; tail: PendingFile } | undefined;
     // Exactly enough rows to fill the table's row groups: merges then append whole row groups,
     // which DuckDB writes compressed once, straight to the file, and the close's checkpoint finds
     // nothing to rewrite (docs/benchmarks.md). (DuckDB writes an append straight to the file only when
@@ -127,55 +128,66 @@ export async function mergeSlice(
     const sources = [
       ...(slice.length
         ? [
-            `SELECT ${NDJSON_SELECT}, f.k FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
+            `SELECT ${ndjsonSelect(shape.many)}, f.k FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
                format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
-             JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${slice[i]!.extracted_at}, ${i})`).join(', ')}) f(filename, extracted, k) USING (filename)`,
+             JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${slice[i]!.extracted_at}, ${i}, ${sqlString(slice[i]!.account)})`).join(', ')})
+               f(filename, extracted, k, account) USING (filename)`,
           ]
         : []),
       ...(staged ? [`SELECT *, ${STAGED} AS k FROM _pending_rows`] : []),
     ];
     // A session the files looked at bring more than once goes in only from the source of its newest
     // version (newest extracted_at, then the later source); the others are left out.
-    const newest = older.any ? ' x ANTI JOIN _dups d ON d.session_id = x.session_id AND d.k <> x.k' : '';
+    const newest = older.any
+      ? ` x ANTI JOIN _dups d ON d.session_id = x.session_id${shape.many ? ' AND d.account = x.account' : ''} AND d.k <> x.k`
+      : '';
     // The next slice's ids are read while this one's statements run (a third of a merge's time
     // after the last answer was this read, on the event loop, before the insert could start); this
     // slice's are not needed any more (a merge that fails reads them again).
     for (const f of files.slice(0, take)) ctx.ids?.delete(f.file);
     prefetchIds(ctx, files.slice(take));
-    const added = Number((await c.run(`INSERT INTO sessions SELECT ${COLUMN_LIST} FROM (${sources.join(' UNION ALL ')})${newest}`)).rowsChanged);
+    const added = Number((await c.run(`INSERT INTO sessions SELECT ${shape.columnList} FROM (${sources.join(' UNION ALL ')})${newest}`)).rowsChanged);
     const seen = Number((await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM sessions WHERE rowid > ${before}`))[0]?.n ?? 0);
     if (seen !== added) throw new Error(`internal check failed: appended ${added} rows, found ${seen} above row id ${before}`);
     // Every version of the sessions this slice brought (narrow: ids, times, row ids).
     await c.run(
       `CREATE OR REPLACE TEMP TABLE _versions AS
-       SELECT s.rowid AS rid, s.rowid > ${before} AS fresh, s.session_id, s.extracted_at, ${PARTITION_OF_STORED.replace('started_at', 's.started_at')} AS p
-       FROM sessions s WHERE s.session_id IN (SELECT session_id FROM sessions WHERE rowid > ${before})`,
+       SELECT s.rowid AS rid, s.rowid > ${before} AS fresh, ${shape.many ? 's.account' : "'' AS account"}, s.session_id, s.extracted_at,
+         ${PARTITION_OF_STORED.replace('started_at', 's.started_at')} AS p
+       FROM sessions s SEMI JOIN (SELECT DISTINCT ${shape.key} FROM sessions WHERE rowid > ${before}) n USING (${shape.key})`,
     );
     // Stored versions at or below the run's first row id were there before the run: replacing one
     // is an update. One stored by this run (a session two windows returned) was counted already.
     const floor = ctx.runRowidFloor ?? (1n << 62n);
-    const losers = await queryRows<{ fresh: boolean; older: boolean; p: string; n: bigint; ids: bigint }>(
+    const losers = await queryRows<{ account: string; fresh: boolean; older: boolean; p: string; n: bigint; ids: bigint }>(
       c,
       `CREATE OR REPLACE TEMP TABLE _losers AS
-       SELECT rid, fresh, p, session_id FROM _versions
-       WHERE session_id IN (SELECT session_id FROM _versions GROUP BY 1 HAVING count(*) > 1)
-       QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC, fresh DESC, rid DESC) > 1;
-       SELECT fresh, rid <= ${floor} AS older, p, count(*) AS n, count(DISTINCT session_id) AS ids FROM _losers GROUP BY ALL`,
+       SELECT rid, fresh, p, account, session_id FROM _versions
+       SEMI JOIN (SELECT account, session_id FROM _versions GROUP BY ALL HAVING count(*) > 1) d USING (account, session_id)
+       QUALIFY row_number() OVER (PARTITION BY account, session_id ORDER BY extracted_at DESC, fresh DESC, rid DESC) > 1;
+       SELECT account, fresh, rid <= ${floor} AS older, p, count(*) AS n, count(DISTINCT session_id) AS ids FROM _losers GROUP BY ALL`,
     );
-    let freshLost = 0;
-    let updated = 0;
-    let again = 0;
+    // Per account: rows appended, versions of this slice that lost, sessions replacing one stored
+    // before the run (updated) or stored by this run already (counted then).
+    const perAccount = new Map<string, { added: number; freshLost: number; updated: number; again: number }>();
+    const tally = (a: string) => perAccount.get(a) ?? perAccount.set(a, { added: 0, freshLost: 0, updated: 0, again: 0 }).get(a)!;
+    const appended = shape.many
+      ? await queryRows<{ account: string; n: bigint }>(c, `SELECT account, count(*) AS n FROM sessions WHERE rowid > ${before} GROUP BY 1`)
+      : [{ account: '', n: BigInt(added) }];
+    for (const r of appended) tally(r.account).added += Number(r.n);
     const touched = new Set<string>();
     for (const l of losers) {
-      if (l.fresh) freshLost += Number(l.n);
+      const t = tally(l.account);
+      if (l.fresh) t.freshLost += Number(l.n);
       else {
-        if (l.older) updated += Number(l.ids);
-        else again += Number(l.ids);
+        if (l.older) t.updated += Number(l.ids);
+        else t.again += Number(l.ids);
         touched.add(l.p);
       }
     }
     if (losers.length) await c.run('DELETE FROM sessions WHERE rowid IN (SELECT rid FROM _losers)');
-    const inserted = added - freshLost - updated - again;
+    const counts: AccountCounts = new Map();
+    for (const [a, t] of perAccount) counts.set(a, { inserted: t.added - t.freshLost - t.updated - t.again, updated: t.updated });
     if (ctx.withParquet) {
       for (const r of await queryRows<{ p: string }>(c, 'SELECT DISTINCT p FROM _versions WHERE fresh')) touched.add(r.p);
       if (touched.size) {
@@ -185,7 +197,11 @@ export async function mergeSlice(
     await c.run('DROP TABLE _versions; DROP TABLE _losers; DROP TABLE IF EXISTS _dups');
     if (staged) await c.run('DELETE FROM _pending_rows');
     if (slice.length) await c.run(`DELETE FROM _pending_files WHERE file IN (SELECT unnest($1::VARCHAR[]))`, [listValue(slice.map((f) => f.file))]);
-    if (cut) await c.run('INSERT INTO _pending_files VALUES ($1, $2, $3)', [cut.tail.file, cut.tail.extracted_at, cut.tail.rows]);
+    if (cut) {
+      await c.run('INSERT INTO _pending_files (file, extracted_at, rows, account) VALUES ($1, $2, $3, $4)', [
+        cut.tail.file, cut.tail.extracted_at, cut.tail.rows, cut.tail.account,
+      ]);
+    }
     crashPoint('mid-merge');
     await c.run('COMMIT');
     crashPoint('after-merge');
@@ -193,7 +209,7 @@ export async function mergeSlice(
     // all at once: removed one after the other, each removal waited for turns of an event loop busy
     // with the fetching, ~1 s a merge while windows still arrived (docs/benchmarks.md, fourth pass).
     await Promise.all([...new Set([...paths, ...slice.map((f) => join(ctx.pendingDir, f.file))])].map((p) => rm(p, { force: true })));
-    return { inserted, updated, more: take < files.length || cut !== undefined };
+    return { counts, more: take < files.length || cut !== undefined };
   } catch (err) {
     await c.run('ROLLBACK').catch(() => {});
     // Neither part of a cut file was committed: the whole file is still pending.
@@ -211,10 +227,10 @@ export async function mergeSlice(
  */
 async function splitFile(
   dir: string,
-  f: { file: string; extracted_at: number; rows: bigint | number },
+  f: PendingFile,
   count: number,
   leftOut: ReadonlySet<string>,
-): Promise<{ head: string; tail: { file: string; extracted_at: number; rows: number } }> {
+): Promise<{ head: string; tail: PendingFile }> {
   const bytes = await readFile(join(dir, f.file));
   let nl = -1;
   let keep = 0;
@@ -222,7 +238,7 @@ async function splitFile(
     const from = nl + 1;
     nl = bytes.indexOf(0x0a, from);
     if (nl < 0 || keep + 1 >= Number(f.rows)) throw new Error(`internal check failed: pending file ${f.file} holds fewer than ${count + 1} records to merge`);
-    if (leftOut.size === 0 || !leftOut.has(recordId(bytes, from, nl))) counted++;
+    if (leftOut.size === 0 || !leftOut.has(keyOf(f.account, recordId(bytes, from, nl)))) counted++;
   }
   const start = /^rows-(\d+)-/.exec(f.file)?.[1] ?? '000000000000';
   const name = async (data: Buffer, sync: boolean): Promise<string> => {
@@ -240,7 +256,26 @@ async function splitFile(
   };
   const head = await name(bytes.subarray(0, nl), false);
   const tail = await name(bytes.subarray(nl + 1), true);
-  return { head, tail: { file: tail, extracted_at: f.extracted_at, rows: Number(f.rows) - keep } };
+  return { head, tail: { file: tail, extracted_at: f.extracted_at, rows: Number(f.rows) - keep, account: f.account } };
+}
+
+/** A row of `_pending_files`: a committed window's record file waiting to be merged. */
+interface PendingFile {
+  file: string;
+  extracted_at: number;
+  rows: bigint | number;
+  /** The account whose window it is ('' in a single-account store). */
+  account: string;
+}
+
+/** What identifies a session while merging: its id, after its account in a many-account store (whose accounts are never ''). */
+function keyOf(account: string, id: string): string {
+  return account === '' ? id : `${account}\u0000${id}`;
+}
+
+function splitKey(key: string): { account: string; id: string } {
+  const at = key.indexOf('\u0000');
+  return at < 0 ? { account: '', id: key } : { account: key.slice(0, at), id: key.slice(at + 1) };
 }
 
 /** Pending files read at once while looking for sessions brought twice. */
@@ -259,7 +294,7 @@ const STAGED = 1_000_000;
 async function olderVersions(
   c: DuckDBConnection,
   ctx: MergeContext,
-  files: ReadonlyArray<{ file: string; extracted_at: number; rows: bigint | number }>,
+  files: readonly PendingFile[],
   staged: number,
 ): Promise<{ any: boolean; count(k: number): number; idsIn(k: number): Set<string> }> {
   const none = { any: false, count: () => 0, idsIn: () => new Set<string>() };
@@ -290,25 +325,29 @@ async function olderVersions(
     }),
   );
   perFile.forEach((list, k) => {
-    for (const id of list) see(id, k);
+    const account = files[k]!.account;
+    for (const id of list) see(keyOf(account, id), k);
   });
   if (staged) {
-    for (const r of await queryRows<{ id: string; e: number }>(c, 'SELECT session_id AS id, epoch(extracted_at) AS e FROM _pending_rows')) {
-      see(r.id, STAGED);
-      stagedAt.set(r.id, Math.max(Number(r.e), stagedAt.get(r.id) ?? -Infinity));
+    const account = ctx.shape.many ? 'account' : "''";
+    for (const r of await queryRows<{ a: string; id: string; e: number }>(c, `SELECT ${account} AS a, session_id AS id, epoch(extracted_at) AS e FROM _pending_rows`)) {
+      const key = keyOf(r.a, r.id);
+      see(key, STAGED);
+      stagedAt.set(key, Math.max(Number(r.e), stagedAt.get(key) ?? -Infinity));
     }
   }
   first.clear();
   if (again.size === 0) return none;
   const extractedAt = (id: string, k: number) => (k === STAGED ? stagedAt.get(id)! : Number(files[k]!.extracted_at));
-  const dups = [...again].map(([id, ks]) => {
+  const dups = [...again].map(([key, ks]) => {
     let win = ks[0]!;
-    for (const k of ks) if (extractedAt(id, k) > extractedAt(id, win) || (extractedAt(id, k) === extractedAt(id, win) && k > win)) win = k;
-    return { session_id: id, k: win, ks };
+    for (const k of ks) if (extractedAt(key, k) > extractedAt(key, win) || (extractedAt(key, k) === extractedAt(key, win) && k > win)) win = k;
+    return { key, k: win, ks };
   });
+  const parts = dups.map((d) => (ctx.shape.many ? splitKey(d.key) : { account: '', id: d.key }));
   await c.run(
-    'CREATE OR REPLACE TEMP TABLE _dups AS SELECT unnest($1::VARCHAR[]) AS session_id, unnest($2::INTEGER[]) AS k',
-    [listValue(dups.map((d) => d.session_id)), listValue(dups.map((d) => d.k))],
+    'CREATE OR REPLACE TEMP TABLE _dups AS SELECT unnest($1::VARCHAR[]) AS session_id, unnest($2::INTEGER[]) AS k, unnest($3::VARCHAR[]) AS account',
+    [listValue(parts.map((p) => p.id)), listValue(dups.map((d) => d.k)), listValue(parts.map((p) => p.account))],
   );
   const counts = new Map<number, number>();
   const ids = new Map<number, Set<string>>();
@@ -317,7 +356,7 @@ async function olderVersions(
       if (k === d.k) continue;
       counts.set(k, (counts.get(k) ?? 0) + 1);
       if (!ids.has(k)) ids.set(k, new Set());
-      ids.get(k)!.add(d.session_id);
+      ids.get(k)!.add(d.key);
     }
   }
   return { any: true, count: (k) => counts.get(k) ?? 0, idsIn: (k) => ids.get(k) ?? new Set() };

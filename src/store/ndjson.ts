@@ -36,8 +36,15 @@ export const NDJSON_COLUMNS = `{${[...topLevel]
   .map(([k, t]) => `${k}: '${typeof t === 'string' ? t : `STRUCT(${t.map((f) => `${f.field} ${f.type}`).join(', ')})`}'`)
   .join(', ')}}`;
 
-/** The contract's columns then `partition`, from read_json alias `r` and the lineage alias `f(extracted)`. */
-export const NDJSON_SELECT = [
+/**
+ * The contract's columns then `partition`, from read_json alias `r` and the lineage alias
+ * `f(extracted)`; with `many`, `f.account` first (each record file holds one account's window).
+ */
+export function ndjsonSelect(many: boolean): string {
+  return many ? `f.account AS account, ${NDJSON_SELECT}` : NDJSON_SELECT;
+}
+
+const NDJSON_SELECT = [
   ...SESSION_COLUMNS.map((c) => {
     if (c.source === 'lineage') return `to_timestamp(f.extracted) AS ${c.name}`;
     const ref = `r.${c.source}`;

@@ -8,7 +8,7 @@ import { basename, dirname, join } from 'node:path';
 import { openDb, type Db } from './duckdb.js';
 import { exists, fileHead } from './durable-fs.js';
 import { DataDirError, firstLine, StoreBusyError, StoreSettingError } from './errors.js';
-import { DIR_MODE, FILE_MODE, layoutOf, refuseLinks, TMP_FILE_NAME, type OutputFormat, type StoreLayout } from './layout.js';
+import { DIR_MODE, FILE_MODE, layoutOf, refuseLinks, TMP_FILE_NAME, type OutputFormat, type ShardId, type StoreLayout } from './layout.js';
 import { formatMismatch } from './schema.js';
 
 /**
@@ -37,16 +37,6 @@ export function checkWriterSettings(): void {
   }
 }
 
-/**
- * The settings of a DuckDB instance shared by the writers of `accounts` accounts open at once (a
- * many-account run: see openSharedDuckDB): the writer's memory limit for each of them, one thread.
- */
-export function sharedWriterSettings(accounts: number): { memoryLimit: string; threads: number } {
-  checkWriterSettings();
-  const m = /^(\d+(?:\.\d+)?)\s*([a-z]+)$/i.exec(WRITER_MEMORY_LIMIT.trim())!;
-  return { memoryLimit: `${Number(m[1]) * Math.max(1, accounts)}${m[2]}`, threads: WRITER_THREADS };
-}
-
 /** What opening a data directory found. */
 export interface OpenedDataDir {
   db: Db;
@@ -64,10 +54,10 @@ export interface OpenedDataDir {
  * known to be ours: a file of another program where ours go, a link out of it, or a DuckDB file
  * that is not ours, is refused first.
  */
-export async function openDataDir(dataDir: string, asked: OutputFormat | undefined, readOnly: boolean, parquetDir?: string): Promise<OpenedDataDir> {
+export async function openDataDir(dataDir: string, asked: OutputFormat | undefined, readOnly: boolean, shard?: ShardId): Promise<OpenedDataDir> {
   if (!readOnly) checkWriterSettings();
-  const fileFormat = await formatOfFiles(dataDir, asked, readOnly);
-  const layout = layoutOf(dataDir, fileFormat, parquetDir);
+  const fileFormat = await formatOfFiles(dataDir, asked, readOnly, shard);
+  const layout = layoutOf(dataDir, fileFormat, shard);
   let existed = await exists(layout.dbPath);
   if (readOnly && !existed) {
     throw new DataDirError(`no session-etl data in ${dataDir} (expected ${layout.dbPath}); run a backfill or export first`);
@@ -113,9 +103,9 @@ export async function openDataDir(dataDir: string, asked: OutputFormat | undefin
  * Without a format asked for, the file the directory holds (a new directory: both). Refuses a format
  * whose file is missing while the other one is there, and a directory holding both without a format.
  */
-async function formatOfFiles(dataDir: string, asked: OutputFormat | undefined, readOnly: boolean): Promise<OutputFormat> {
-  const sessionsFile = await exists(layoutOf(dataDir, 'both').dbPath);
-  const stateFile = await exists(layoutOf(dataDir, 'parquet').dbPath);
+async function formatOfFiles(dataDir: string, asked: OutputFormat | undefined, readOnly: boolean, shard?: ShardId): Promise<OutputFormat> {
+  const sessionsFile = await exists(layoutOf(dataDir, 'both', shard).dbPath);
+  const stateFile = await exists(layoutOf(dataDir, 'parquet', shard).dbPath);
   if (asked === 'parquet' && sessionsFile && !stateFile) throw formatMismatch(dataDir, 'duckdb or both', asked);
   if (asked && asked !== 'parquet' && stateFile && !sessionsFile) throw formatMismatch(dataDir, 'parquet', asked);
   if (asked) return asked;
@@ -147,8 +137,8 @@ export async function discardNew(created: readonly string[]): Promise<void> {
 
 /** Refuses, writing nothing, a data directory where a file stands in the place of one of our directories, or a link leads out of it. */
 async function checkLayout(layout: StoreLayout, format: OutputFormat): Promise<void> {
-  await refuseLinks(layout.dataDir, layout.parquetDir);
-  const dirs = [layout.dataDir, layout.tmpDir, layout.pendingDir];
+  await refuseLinks(layout.dataDir, shardOfLayout(layout));
+  const dirs = [layout.dataDir, ...(layout.storeDir !== layout.dataDir ? [dirname(layout.storeDir), layout.storeDir] : []), layout.tmpDir, layout.pendingDir];
   if (format !== 'duckdb') dirs.push(dirname(layout.parquetDir), layout.parquetDir);
   for (const d of dirs) {
     let st;
@@ -175,6 +165,10 @@ export async function prepareDirs(layout: StoreLayout): Promise<string[]> {
     if (await mkdir(layout.dataDir, { recursive: true, mode: DIR_MODE })) created.push(layout.dataDir);
     const st = await stat(layout.dataDir);
     if (!st.isDirectory()) throw new DataDirError(`data directory ${layout.dataDir} is not a directory`);
+    if (layout.storeDir !== layout.dataDir) {
+      // A shard's own store (shards/I-of-N/): each level made and recorded, so that discardNew can remove it again.
+      for (const d of [dirname(layout.storeDir), layout.storeDir]) if (await mkdir(d, { mode: DIR_MODE }).then(() => true, ignoreExists)) created.push(d);
+    }
     if (await mkdir(layout.tmpDir, { recursive: true, mode: DIR_MODE })) created.push(layout.tmpDir);
     // Leftovers of a crashed rewrite: never under parquet/sessions, so readers never saw them. Only
     // files named as session-etl names them (never through a link: refuseLinks checked .tmp itself).
@@ -226,4 +220,16 @@ function translateOpenError(err: unknown, path: string, readOnly: boolean): Erro
     });
   }
   return err instanceof Error ? err : new Error(msg);
+}
+
+/** EEXIST: the directory is there (false); any other error is thrown. */
+function ignoreExists(err: unknown): false {
+  if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+  throw err;
+}
+
+/** The shard a layout is the store of (parsed back from its directory), if any. */
+function shardOfLayout(layout: StoreLayout): ShardId | undefined {
+  const m = /^(\d+)-of-(\d+)$/.exec(basename(layout.storeDir));
+  return layout.storeDir !== layout.dataDir && m ? { index: Number(m[1]), count: Number(m[2]) } : undefined;
 }

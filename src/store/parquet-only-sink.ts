@@ -9,12 +9,12 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { queryRows, sqlString } from './duckdb.js';
 import { exists } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
-import { PARTITION_FILE, partitionDir, type StoreLayout } from './layout.js';
-import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, NDJSON_SELECT } from './ndjson.js';
+import { partitionDir, type StoreLayout } from './layout.js';
+import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
 import { placePartitionFile } from './parquet-rewriter.js';
-import { COLUMN_LIST } from './schema.js';
+import type { StoreShape } from './shape.js';
 import type { SerialQueue } from './serial-queue.js';
-import type { FlushResult, RecordFile, Sink } from './sink.js';
+import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type Sink } from './sink.js';
 
 export class ParquetOnlySink implements Sink {
   readonly keepsFiles = false;
@@ -25,16 +25,17 @@ export class ParquetOnlySink implements Sink {
     private readonly conn: DuckDBConnection,
     private readonly writes: SerialQueue,
     private readonly layout: StoreLayout,
+    private readonly shape: StoreShape,
   ) {}
 
   async commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void> {
     // DuckDB parses the records itself, with explicit types (the scanner checked them).
     const list = files.map((f) => sqlString(f.path)).join(', ');
-    const lineage = files.map((f) => `(${sqlString(f.path)}, ${f.extractedAt})`).join(', ');
+    const lineage = files.map((f) => `(${sqlString(f.path)}, ${f.extractedAt}, ${sqlString(f.account)})`).join(', ');
     await c.run(
-      `INSERT INTO _pending_rows SELECT ${NDJSON_SELECT}
+      `INSERT INTO _pending_rows SELECT ${ndjsonSelect(this.shape.many)}
        FROM read_json([${list}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
-       JOIN (VALUES ${lineage}) f(filename, extracted) USING (filename)`,
+       JOIN (VALUES ${lineage}) f(filename, extracted, account) USING (filename)`,
     );
   }
 
@@ -47,23 +48,33 @@ export class ParquetOnlySink implements Sink {
     await Promise.all(files.map((f) => rm(f.path, { force: true }).catch(() => {})));
   }
 
+  /** Days with committed rows waiting, and days marked for a rewrite (an account moved out, or in: account-transfer.ts). */
   async pendingPartitions(conn: DuckDBConnection): Promise<string[]> {
-    return (await queryRows<{ p: string }>(conn, 'SELECT DISTINCT partition AS p FROM _pending_rows ORDER BY 1')).map((r) => r.p);
+    return (
+      await queryRows<{ p: string }>(conn, 'SELECT partition AS p FROM _pending_rows UNION SELECT partition FROM _parquet_pending ORDER BY 1')
+    ).map((r) => r.p);
   }
 
   async beginRunCounts(): Promise<void> {}
 
+  /** Marks here are per day (a rewrite clears them all): any number above the stored ones. */
+  async nextGen(c: DuckDBConnection): Promise<bigint> {
+    const r = await queryRows<{ g: bigint | number | null }>(c, 'SELECT coalesce(max(gen), 0) AS g FROM _parquet_pending');
+    return BigInt(r[0]?.g ?? 0) + 1n;
+  }
+
   /** Pending rows merged with each partition's old file. */
   flush(): Promise<FlushResult> {
     return this.writes.run(async () => {
-      const result: FlushResult = { partitions: [], inserted: 0, updated: 0 };
+      const result: FlushResult = { partitions: [], counts: new Map() };
       for (const p of await this.pendingPartitions(this.conn)) {
         const counts = await this.rewritePartition(p);
-        await this.conn.run(`DELETE FROM _pending_rows WHERE partition = ${sqlString(p)}`);
+        await this.conn.run(`DELETE FROM _pending_rows WHERE partition = ${sqlString(p)}; DELETE FROM _parquet_pending WHERE partition = ${sqlString(p)}`);
         result.partitions.push(p);
-        result.inserted += counts.inserted;
-        result.updated += counts.updated;
+        addCounts(result.counts, counts);
       }
+      // Every file is rewritten without the accounts moved out: they are forgotten.
+      if (result.partitions.length && this.shape.many) await this.conn.run('DELETE FROM _removed_accounts');
       return result;
     });
   }
@@ -74,40 +85,46 @@ export class ParquetOnlySink implements Sink {
 
   closeConnections(): void {}
 
-  private async rewritePartition(p: string): Promise<{ inserted: number; updated: number }> {
+  private async rewritePartition(p: string): Promise<AccountCounts> {
     const c = this.conn;
+    const { columnList, key, fileOrder } = this.shape;
     const dir = partitionDir(this.layout.parquetDir, p);
-    const final = join(dir, PARTITION_FILE);
+    const final = join(dir, this.layout.partitionFile);
     const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}.parquet`);
-    let inserted = 0;
-    let updated = 0;
-    const hasOld = await exists(final);
-    const pending = `SELECT ${COLUMN_LIST}, 0 AS src FROM _pending_rows WHERE partition = ${sqlString(p)}`;
-    const all = hasOld ? `${pending} UNION ALL SELECT ${COLUMN_LIST}, 1 AS src FROM read_parquet(${sqlString(final)})` : pending;
-    const source = `SELECT ${COLUMN_LIST} FROM (${all}) QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC, src) = 1`;
-    if (hasOld) {
-      const r = await queryRows<{ n: bigint; u: bigint }>(
-        c,
-        `SELECT count(DISTINCT p.session_id) AS n, count(DISTINCT o.session_id) AS u
-         FROM (SELECT session_id FROM _pending_rows WHERE partition = ${sqlString(p)}) p
-         LEFT JOIN read_parquet(${sqlString(final)}) o USING (session_id)`,
-      );
-      updated = Number(r[0]?.u ?? 0);
-      inserted = Number(r[0]?.n ?? 0) - updated;
-    } else {
-      const r = await queryRows<{ n: bigint }>(c, `SELECT count(DISTINCT session_id) AS n FROM _pending_rows WHERE partition = ${sqlString(p)}`);
-      inserted = Number(r[0]?.n ?? 0);
-    }
+    // The old file's rows, but those of accounts moved out; a file of a single-account store made one
+    // of many (accounts adopt) has no account column, and its rows were all loaded as pending rows.
+    const hasOld = (await exists(final)) && (!this.shape.many || (await hasColumn(c, final, 'account')));
+    const keep = this.shape.many ? ' WHERE account NOT IN (SELECT account FROM _removed_accounts)' : '';
+    const pending = `SELECT ${columnList}, 0 AS src FROM _pending_rows WHERE partition = ${sqlString(p)}`;
+    const all = hasOld ? `${pending} UNION ALL SELECT ${columnList}, 1 AS src FROM read_parquet(${sqlString(final)})${keep}` : pending;
+    const source = `SELECT ${columnList} FROM (${all}) QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC, src) = 1`;
+    // Sessions of the pending rows, by account: new to the file, or replacing a version it held.
+    const account = this.shape.many ? 'p.account' : "''";
+    const r = await queryRows<{ account: string; n: bigint; u: bigint }>(
+      c,
+      hasOld
+        ? `SELECT ${account} AS account, count(*) AS n, count(o.session_id) AS u
+           FROM (SELECT DISTINCT ${key} FROM _pending_rows WHERE partition = ${sqlString(p)}) p
+           LEFT JOIN (SELECT DISTINCT ${key} FROM read_parquet(${sqlString(final)})) o USING (${key}) GROUP BY 1`
+        : `SELECT ${account} AS account, count(*) AS n, 0 AS u FROM (SELECT DISTINCT ${key} FROM _pending_rows WHERE partition = ${sqlString(p)}) p GROUP BY 1`,
+    );
+    const counts: AccountCounts = new Map(r.map((x) => [x.account, { inserted: Number(x.n) - Number(x.u), updated: Number(x.u) }]));
     let copied: { rowsChanged: number | bigint };
     try {
       copied = await c.run(
-        `COPY (${source} ORDER BY started_at, session_id) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+        `COPY (${source} ORDER BY ${fileOrder}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
       );
     } catch (err) {
       await rm(tmp, { force: true }).catch(() => {});
       throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
     }
     await placePartitionFile(Number(copied.rowsChanged), tmp, dir, final, p);
-    return { inserted, updated };
+    return counts;
   }
+}
+
+/** Whether a Parquet file has a column (read from its footer). */
+async function hasColumn(c: DuckDBConnection, file: string, column: string): Promise<boolean> {
+  const r = await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM parquet_schema(${sqlString(file)}) WHERE name = $1`, [column]);
+  return Number(r[0]?.n ?? 0) > 0;
 }

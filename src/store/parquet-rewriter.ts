@@ -10,8 +10,8 @@ import { crashPoint } from '../util/crash-point.js';
 import { queryRows, sqlString, type Db } from './duckdb.js';
 import { fsyncDir, fsyncFile } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
-import { DIR_MODE, NULL_PARTITION, PARTITION_FILE, partitionDir, type StoreLayout } from './layout.js';
-import { COLUMN_LIST } from './schema.js';
+import { DIR_MODE, NULL_PARTITION, partitionDir, type StoreLayout } from './layout.js';
+import type { StoreShape } from './shape.js';
 
 /** Connections that rewrite Parquet partitions side by side (each COPY is mostly one thread plus fixed costs). */
 const REWRITE_CONNECTIONS = 2;
@@ -24,6 +24,7 @@ export class ParquetRewriter {
   constructor(
     private readonly db: Db,
     private readonly layout: StoreLayout,
+    private readonly shape: StoreShape,
   ) {}
 
   /**
@@ -92,10 +93,10 @@ export class ParquetRewriter {
   /** COPY one partition of the sessions table to .tmp; resolves to the step that puts the file in place. */
   private copyPartition(c: DuckDBConnection, p: string): Promise<() => Promise<void>> {
     const dir = partitionDir(this.layout.parquetDir, p);
-    const final = join(dir, PARTITION_FILE);
+    const final = join(dir, this.layout.partitionFile);
     const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}.parquet`);
     const copy = c.run(
-      `COPY (SELECT ${COLUMN_LIST} FROM sessions WHERE ${partitionPredicate(p)} ORDER BY started_at, session_id)
+      `COPY (SELECT ${this.shape.columnList} FROM sessions WHERE ${partitionPredicate(p)} ORDER BY ${this.shape.fileOrder})
        TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
     );
     this.copying.set(p, copy.catch(() => {}));

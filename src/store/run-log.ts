@@ -5,6 +5,8 @@ import { queryRows } from './duckdb.js';
 
 export interface RunRow {
   run_id: string;
+  /** The account the run was for ('' in a single-account store). */
+  account: string;
   kind: string;
   range_from: number | null;
   range_to: number | null;
@@ -33,9 +35,9 @@ export async function recordRun(conn: DuckDBConnection, run: RunRow): Promise<vo
   await conn.run(
     `INSERT INTO _runs (run_id, kind, range_from, range_to, started_at, ended_at, outcome, windows, sessions_written,
        sessions_new, sessions_updated, rejected, requests, retries, rate_limited, bisections, partitions_written, error,
-       paused_ms, pace)
+       paused_ms, pace, account)
      VALUES ($1, $2, to_timestamp($3::DOUBLE), to_timestamp($4::DOUBLE), to_timestamp($5::DOUBLE),
-       to_timestamp($6::DOUBLE), $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+       to_timestamp($6::DOUBLE), $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
      ON CONFLICT (run_id) DO UPDATE SET ended_at = excluded.ended_at, outcome = excluded.outcome, windows = excluded.windows,
        sessions_written = excluded.sessions_written, sessions_new = excluded.sessions_new,
        sessions_updated = excluded.sessions_updated, rejected = excluded.rejected, requests = excluded.requests,
@@ -46,7 +48,7 @@ export async function recordRun(conn: DuckDBConnection, run: RunRow): Promise<vo
       run.run_id, run.kind, run.range_from, run.range_to, run.started_at, run.ended_at, run.outcome, run.windows,
       run.sessions_written, run.sessions_new, run.sessions_updated, run.rejected, run.requests, run.retries,
       run.rate_limited, run.bisections, run.partitions_written, run.error,
-      run.paused_ms == null ? null : Math.round(run.paused_ms), run.pace ?? null,
+      run.paused_ms == null ? null : Math.round(run.paused_ms), run.pace ?? null, run.account,
     ],
   );
 }
@@ -72,28 +74,47 @@ export async function recordDiedRuns(
   return rows.map((r) => r.run_id);
 }
 
-export async function lastRuns(conn: DuckDBConnection, limit = 10): Promise<Record<string, unknown>[]> {
-  return queryRows(conn, `SELECT * FROM _runs ORDER BY started_at DESC LIMIT ${Math.max(1, Math.floor(limit))}`);
+/** The latest runs of an account (every account's with `account` undefined), newest first. */
+export async function lastRuns(conn: DuckDBConnection, limit = 10, account?: string): Promise<Record<string, unknown>[]> {
+  return queryRows(
+    conn,
+    `SELECT * FROM _runs ${account !== undefined ? 'WHERE account = $1 ' : ''}ORDER BY started_at DESC LIMIT ${Math.max(1, Math.floor(limit))}`,
+    account !== undefined ? [account] : undefined,
+  );
 }
 
-/** The unfinished backfill of exactly this range, if any (to resume it). */
-export async function openBackfill(conn: DuckDBConnection, range: Window): Promise<{ startedAtMs: number } | undefined> {
+/** The latest `limit` runs of each account, newest first. */
+export async function lastRunsByAccount(conn: DuckDBConnection, limit = 10): Promise<Record<string, unknown>[]> {
+  return queryRows(
+    conn,
+    `SELECT * FROM _runs QUALIFY row_number() OVER (PARTITION BY account ORDER BY started_at DESC) <= ${Math.max(1, Math.floor(limit))}
+     ORDER BY account, started_at DESC`,
+  );
+}
+
+/** The unfinished backfill of exactly this range by this account, if any (to resume it). */
+export async function openBackfill(conn: DuckDBConnection, account: string, range: Window): Promise<{ startedAtMs: number } | undefined> {
   const rows = await queryRows<{ ms: number }>(
     conn,
-    `SELECT epoch_ms(started_at) AS ms FROM _backfills WHERE range_from = $1 AND range_to = $2 AND completed_at IS NULL
+    `SELECT epoch_ms(started_at) AS ms FROM _backfills WHERE account = $3 AND range_from = $1 AND range_to = $2 AND completed_at IS NULL
      ORDER BY started_at DESC LIMIT 1`,
-    [range.start, range.end],
+    [range.start, range.end, account],
   );
   return rows[0] ? { startedAtMs: Number(rows[0].ms) } : undefined;
 }
 
-export async function beginBackfill(conn: DuckDBConnection, range: Window, runId: string): Promise<void> {
-  await conn.run(`INSERT INTO _backfills VALUES ($1, $2, $3, now(), NULL)`, [range.start, range.end, runId]);
-}
-
-export async function completeBackfill(conn: DuckDBConnection, range: Window): Promise<void> {
-  await conn.run(`UPDATE _backfills SET completed_at = now() WHERE range_from = $1 AND range_to = $2 AND completed_at IS NULL`, [
+export async function beginBackfill(conn: DuckDBConnection, account: string, range: Window, runId: string): Promise<void> {
+  await conn.run(`INSERT INTO _backfills (range_from, range_to, run_id, started_at, completed_at, account) VALUES ($1, $2, $3, now(), NULL, $4)`, [
     range.start,
     range.end,
+    runId,
+    account,
   ]);
+}
+
+export async function completeBackfill(conn: DuckDBConnection, account: string, range: Window): Promise<void> {
+  await conn.run(
+    `UPDATE _backfills SET completed_at = now() WHERE account = $3 AND range_from = $1 AND range_to = $2 AND completed_at IS NULL`,
+    [range.start, range.end, account],
+  );
 }

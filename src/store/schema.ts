@@ -9,8 +9,15 @@ import { queryRows } from './duckdb.js';
 import { DataDirError } from './errors.js';
 import { NULL_PARTITION, type OutputFormat, type StoreLayout } from './layout.js';
 
-/** 2: the sessions table has no PRIMARY KEY index (one row per session is kept by the merge). */
-export const SCHEMA_VERSION = 2;
+/**
+ * 2: the sessions table has no PRIMARY KEY index (one row per session is kept by the merge).
+ * 3: the state tables carry an account ('' in a single-account store), and a many-account store's
+ * sessions an `account` column (docs/accounts.md).
+ */
+export const SCHEMA_VERSION = 3;
+
+/** Whether a store holds one account or many: recorded as `accounts` in _session_etl_meta (before schema 3: one). */
+export type StoreAccounts = 'single' | 'many';
 
 /** The contract's columns, in order, as a select list. */
 export const COLUMN_LIST = SESSION_COLUMNS.map((c) => c.name).join(', ');
@@ -37,6 +44,12 @@ const STATE_DDL = [
   `ALTER TABLE _runs ADD COLUMN IF NOT EXISTS pace DOUBLE`,
   `CREATE TABLE IF NOT EXISTS _backfills (
      range_from BIGINT, range_to BIGINT, run_id VARCHAR, started_at TIMESTAMPTZ, completed_at TIMESTAMPTZ)`,
+  // Accounts moved out of a Parquet-only store: their rows are left out when its files are rewritten (account-transfer.ts).
+  `CREATE TABLE IF NOT EXISTS _removed_accounts (account VARCHAR PRIMARY KEY)`,
+  // Schema 3: each state row belongs to an account ('' in a single-account store).
+  ...['_coverage', '_pending_files', 'rejected_sessions', '_runs', '_backfills'].map(
+    (t) => `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS account VARCHAR DEFAULT ''`,
+  ),
 ];
 
 /** Refuses a DuckDB file that another program wrote, or a newer session-etl. */
@@ -68,12 +81,13 @@ export async function checkOwnership(conn: DuckDBConnection, dbPath: string): Pr
  * many small accounts pay once each: docs/benchmarks.md "Many accounts"). `fresh`: the file was
  * just created (holds no table), so there is nothing to migrate.
  */
-export async function ensureSchema(c: DuckDBConnection, format: OutputFormat, fresh = false): Promise<void> {
-  const ddl = [...STATE_DDL, pendingRowsDdl(), ...(format !== 'parquet' ? [sessionsTableDdl('sessions')] : [])];
+export async function ensureSchema(c: DuckDBConnection, format: OutputFormat, fresh = false, accounts: StoreAccounts = 'single'): Promise<void> {
+  const many = accounts === 'many';
+  const ddl = [...STATE_DDL, pendingRowsDdl(many), ...(format !== 'parquet' ? [sessionsTableDdl('sessions', many)] : [])];
   try {
     await c.run(`BEGIN TRANSACTION;\n${ddl.join(';\n')}`);
     if (!fresh) await migrate(c, format);
-    await c.run(`${metaInsert(format)};\nCOMMIT`);
+    await c.run(`${metaInsert(format, accounts)};\nCOMMIT`);
   } catch (err) {
     await c.run('ROLLBACK').catch(() => {});
     throw err;
@@ -95,13 +109,20 @@ async function migrate(c: DuckDBConnection, format: OutputFormat): Promise<void>
 }
 
 /** Committed rows wait here, without an index, until a flush merges them (see merge.ts). */
-function pendingRowsDdl(): string {
-  return sessionsTableDdl('_pending_rows').replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)');
+export function pendingRowsDdl(many: boolean, table = '_pending_rows'): string {
+  return sessionsTableDdl(table, many).replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)');
 }
 
-function metaInsert(format: OutputFormat): string {
-  return `INSERT INTO _session_etl_meta VALUES ('schema_version', '${SCHEMA_VERSION}'), ('created_by', 'session-etl'), ('format', '${format}')
+function metaInsert(format: OutputFormat, accounts: StoreAccounts): string {
+  return `INSERT INTO _session_etl_meta VALUES ('schema_version', '${SCHEMA_VERSION}'), ('created_by', 'session-etl'), ('format', '${format}'),
+         ('accounts', '${accounts}')
        ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE _session_etl_meta.key = 'schema_version'`;
+}
+
+/** Whether the store holds one account or many (a store from before schema 3 holds one). */
+export async function recordedAccounts(conn: DuckDBConnection): Promise<StoreAccounts> {
+  const meta = await queryRows<{ value: string }>(conn, `SELECT value FROM _session_etl_meta WHERE key = 'accounts'`).catch(() => []);
+  return meta[0]?.value === 'many' ? 'many' : 'single';
 }
 
 /**

@@ -14,19 +14,23 @@
  * background-work.ts, coverage.ts, run-log.ts, durable-fs.ts.
  */
 import { rmdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Window } from '../time/windows.js';
 import { silentLogger, type Logger } from '../util/logger.js';
+import { convertToManyAccounts, importAccount, movedKey, removeAccounts, type TransferSource } from './account-transfer.js';
 import { CommitQueue, dropUncommittedFiles, type CommitResult, type WindowCommit } from './commit-queue.js';
-import { compactCoverage, readCoverage, readCoverageSince } from './coverage.js';
-import type { Db } from './duckdb.js';
-import type { OutputFormat, StoreLayout } from './layout.js';
+import { compactCoverage, completeDays, readAllCoverage, readCoverage, readCoverageSince } from './coverage.js';
+import { queryRows, type Db } from './duckdb.js';
+import { DataDirError } from './errors.js';
+import type { OutputFormat, ShardId, StoreLayout } from './layout.js';
 import { openDataDir, prepareDirs } from './open-data-dir.js';
 import { ParquetOnlySink } from './parquet-only-sink.js';
 import * as runLog from './run-log.js';
-import { checkOwnership, ensureSchema, recordedFormat } from './schema.js';
+import { checkOwnership, ensureSchema, recordedAccounts, recordedFormat, type StoreAccounts } from './schema.js';
 import { SerialQueue } from './serial-queue.js';
+import { storeShape, type StoreShape } from './shape.js';
 import type { FlushResult, Sink } from './sink.js';
 import { TableSink } from './table-sink.js';
 
@@ -35,15 +39,23 @@ export { SCHEMA_VERSION } from './schema.js';
 export { completeDays } from './coverage.js';
 export type { RunRow } from './run-log.js';
 export type { CommitResult, WindowCommit } from './commit-queue.js';
-export type { FlushResult, MergeResult } from './sink.js';
+export type { TransferSource } from './account-transfer.js';
+export type { AccountCounts, FlushResult, MergeResult } from './sink.js';
+export type { StoreAccounts } from './schema.js';
+export { SINGLE_ACCOUNT } from './shape.js';
 
 export interface OpenStoreOptions {
   dataDir: string;
   /** Absent: the data directory's own format (a new one: both). */
   format?: OutputFormat | undefined;
   readOnly?: boolean;
-  /** The Parquet dataset's root, when not the data directory's own parquet/sessions (an account's: docs/accounts.md). */
-  parquetDir?: string;
+  /**
+   * One account's store, or many accounts' (docs/accounts.md). Absent: whichever the store is (a new
+   * one: single). One that differs from the store's is refused (exit 2).
+   */
+  accounts?: StoreAccounts;
+  /** Shard I of N of a many-account data directory: its own store (layout.ts). */
+  shard?: ShardId;
   /** Where a failure of background work (a merge or a Parquet rewrite overlapping the fetching) is reported when it happens. */
   logger?: Logger;
 }
@@ -57,24 +69,29 @@ export class SessionStore {
   private readonly sink: Sink;
   private readonly commits: CommitQueue;
   private closed = false;
+  /** The accounts whose runs are going (see readyDays). */
+  private running: readonly string[] = [];
+  readonly shape: StoreShape;
 
   private constructor(
     readonly layout: StoreLayout,
     readonly format: OutputFormat,
+    readonly accounts: StoreAccounts,
     private readonly db: Db,
     readonly readOnly: boolean,
     logger: Logger,
   ) {
+    this.shape = storeShape(accounts === 'many');
     this.sink =
       format === 'parquet'
-        ? new ParquetOnlySink(db.conn, this.writes, layout)
-        : new TableSink(db, layout, format === 'both', (err) =>
+        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape)
+        : new TableSink(db, layout, this.shape, format === 'both', (conn, partitions) => this.readyDays(conn, partitions), (err) =>
             logger.warn(
               { err: err instanceof Error ? err.message : String(err) },
               'background merge or Parquet rewrite failed; the flush at the end of the run tries again',
             ),
           );
-    this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink);
+    this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink, this.shape.many);
   }
 
   get conn(): DuckDBConnection {
@@ -98,15 +115,17 @@ export class SessionStore {
    */
   static async open(opts: OpenStoreOptions): Promise<SessionStore> {
     const readOnly = opts.readOnly ?? false;
-    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly, opts.parquetDir);
+    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly, opts.shard);
     try {
       if (existed) await checkOwnership(db.conn, layout.dbPath);
       const format = existed ? await recordedFormat(db.conn, layout, fileFormat, opts.format) : fileFormat;
-      const store = new SessionStore(layout, format, db, readOnly, opts.logger ?? silentLogger);
+      const accounts = existed ? await recordedAccounts(db.conn) : (opts.accounts ?? 'single');
+      if (opts.accounts && opts.accounts !== accounts) throw accountsMismatch(layout, accounts);
+      const store = new SessionStore(layout, format, accounts, db, readOnly, opts.logger ?? silentLogger);
       store.created.push(...created);
       if (!readOnly) {
         if (existed) await prepareDirs(layout);
-        await ensureSchema(db.conn, format, !existed);
+        await ensureSchema(db.conn, format, !existed, accounts);
         await CommitQueue.createStaging(db.conn);
         await dropUncommittedFiles(db.conn, layout.pendingDir);
       }
@@ -122,19 +141,86 @@ export class SessionStore {
     return this.writes.run(fn);
   }
 
-  /** The merged coverage map: windows whose data is committed. */
-  coverage(conn: DuckDBConnection = this.conn): Promise<Window[]> {
-    return readCoverage(conn);
+  /** An account's merged coverage map: windows whose data is committed ('' in a single-account store). */
+  coverage(account: string, conn: DuckDBConnection = this.conn): Promise<Window[]> {
+    return readCoverage(conn, account);
   }
 
-  /** Coverage committed after `sinceMs` (used to resume an interrupted backfill). */
-  coverageSince(sinceMs: number): Promise<Window[]> {
-    return readCoverageSince(this.conn, sinceMs);
+  /** Every account's merged coverage map. */
+  allCoverage(conn: DuckDBConnection = this.conn): Promise<Map<string, Window[]>> {
+    return readAllCoverage(conn);
+  }
+
+  /** An account's coverage committed after `sinceMs` (used to resume an interrupted backfill). */
+  coverageSince(account: string, sinceMs: number): Promise<Window[]> {
+    return readCoverageSince(this.conn, account, sinceMs);
+  }
+
+  /** The accounts the store holds anything of (coverage, runs), sorted. */
+  async accountNames(conn: DuckDBConnection = this.conn): Promise<string[]> {
+    const rows = await queryRows<{ a: string }>(conn, 'SELECT account AS a FROM _coverage UNION SELECT account FROM _runs ORDER BY 1');
+    return rows.map((r) => r.a);
+  }
+
+  /**
+   * The accounts whose runs are going now: a day's Parquet file is rewritten while windows are still
+   * fetched once each of them covers the day whole (every file of a many-account store holds all its
+   * accounts; rewriting it as each account finishes it would write it once per account).
+   */
+  setRunningAccounts(accounts: readonly string[]): void {
+    this.running = [...accounts];
+  }
+
+  /** Of `partitions`, the days that every running account covers whole (see setRunningAccounts). */
+  private async readyDays(conn: DuckDBConnection, partitions: string[]): Promise<string[]> {
+    if (partitions.length === 0) return [];
+    const coverage = await readAllCoverage(conn);
+    const accounts = this.running.length ? this.running : [...coverage.keys()];
+    let ready = partitions;
+    for (const a of accounts) ready = completeDays(ready, coverage.get(a) ?? []);
+    return ready;
   }
 
   /** Commits one window with its data (see commit-queue.ts); rows reach the table or dataset when merged. */
   commitWindow(commit: WindowCommit): Promise<CommitResult> {
     return this.commits.commitWindow(commit);
+  }
+
+  /**
+   * Copies an account's rows and state from another store into this many-account store (one
+   * transaction; account-transfer.ts), then makes them visible (flush). Returns the sessions copied.
+   */
+  async importAccount(account: string, src: TransferSource): Promise<number> {
+    const rows = await this.exclusive(() => importAccount(this.conn, this.shape, this.format, account, src, () => this.sink.nextGen(this.conn)));
+    await this.flush();
+    return rows;
+  }
+
+  /** Removes accounts moved to another store, and rewrites the days they were in without them. */
+  async removeAccounts(accounts: readonly string[]): Promise<void> {
+    await this.flush();
+    await this.exclusive(() =>
+      removeAccounts(this.conn, this.format, accounts, () => this.sink.nextGen(this.conn), join(this.layout.parquetDir, 'date=*', this.layout.partitionFile)),
+    );
+    await this.flush();
+  }
+
+  /**
+   * Makes this single-account store the store of many accounts holding this one (`accounts adopt`).
+   * Close it and open it again as a many-account store, then flush: every day file is rewritten with the account column.
+   */
+  async convertToMany(account: string): Promise<void> {
+    if (this.shape.many) throw new DataDirError(`${this.layout.dbPath} holds many accounts already`);
+    await this.flush();
+    await this.exclusive(() =>
+      convertToManyAccounts(this.conn, this.format, account, () => this.sink.nextGen(this.conn), join(this.layout.parquetDir, 'date=*', this.layout.partitionFile)),
+    );
+  }
+
+  /** Where an account was moved from into this store, if it was (account-transfer.ts). */
+  async movedFrom(account: string): Promise<string | undefined> {
+    const r = await queryRows<{ value: string }>(this.conn, 'SELECT value FROM _session_etl_meta WHERE key = $1', [movedKey(account)]);
+    return r[0]?.value;
   }
 
   /** Marks the start of a run for the new/updated counts (see TableSink.beginRunCounts). */
@@ -182,21 +268,27 @@ export class SessionStore {
     return this.exclusive(() => runLog.recordDiedRuns(this.conn, foundBy, holder));
   }
 
-  lastRuns(limit = 10): Promise<Record<string, unknown>[]> {
-    return runLog.lastRuns(this.conn, limit);
+  /** The latest runs of an account (every account's with `account` undefined), newest first. */
+  lastRuns(limit = 10, account?: string): Promise<Record<string, unknown>[]> {
+    return runLog.lastRuns(this.conn, limit, account);
   }
 
-  /** The unfinished backfill of exactly this range, if any (to resume it). */
-  openBackfill(range: Window): Promise<{ startedAtMs: number } | undefined> {
-    return runLog.openBackfill(this.conn, range);
+  /** The latest `limit` runs of each account, newest first. */
+  lastRunsByAccount(limit = 10): Promise<Record<string, unknown>[]> {
+    return runLog.lastRunsByAccount(this.conn, limit);
   }
 
-  beginBackfill(range: Window, runId: string): Promise<void> {
-    return this.exclusive(() => runLog.beginBackfill(this.conn, range, runId));
+  /** The account's unfinished backfill of exactly this range, if any (to resume it). */
+  openBackfill(account: string, range: Window): Promise<{ startedAtMs: number } | undefined> {
+    return runLog.openBackfill(this.conn, account, range);
   }
 
-  completeBackfill(range: Window): Promise<void> {
-    return this.exclusive(() => runLog.completeBackfill(this.conn, range));
+  beginBackfill(account: string, range: Window, runId: string): Promise<void> {
+    return this.exclusive(() => runLog.beginBackfill(this.conn, account, range, runId));
+  }
+
+  completeBackfill(account: string, range: Window): Promise<void> {
+    return this.exclusive(() => runLog.completeBackfill(this.conn, account, range));
   }
 
   async close(): Promise<void> {
@@ -211,11 +303,24 @@ export class SessionStore {
       // the WAL is large. Starting DuckDB's extra threads costs ~14 ms of CPU, more than a small WAL's
       // checkpoint gains from them: many small accounts pay it once each (docs/benchmarks.md).
       const walBytes = (await stat(`${this.layout.dbPath}.wal`).catch(() => undefined))?.size ?? 0;
-      if (walBytes >= PARALLEL_CHECKPOINT_WAL_BYTES && !this.db.shared) await this.conn.run(`SET threads = ${availableParallelism()}`).catch(() => {});
+      if (walBytes >= PARALLEL_CHECKPOINT_WAL_BYTES) await this.conn.run(`SET threads = ${availableParallelism()}`).catch(() => {});
       await this.conn.run('CHECKPOINT').catch(() => {});
     }
     this.sink.closeConnections();
     this.snapshotConn?.closeSync();
     await this.db.close();
   }
+}
+
+/** A store of one account opened as many accounts' store, or the other way round (exit 2). */
+function accountsMismatch(layout: StoreLayout, recorded: StoreAccounts): DataDirError {
+  return recorded === 'many'
+    ? new DataDirError(
+        `data directory ${layout.dataDir} holds many accounts (${layout.dbPath} has an account column), and the configuration has no ` +
+          'accounts map: give the configuration file with the accounts (--config), or another --data-dir',
+      )
+    : new DataDirError(
+        `data directory ${layout.dataDir} holds single-account data (${layout.dbPath}) and the configuration has accounts: make it ` +
+          'one of them with `session-etl accounts adopt NAME` (no fetching again; docs/accounts.md), or give the accounts another dataDir',
+      );
 }

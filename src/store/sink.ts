@@ -12,19 +12,33 @@ export interface RecordFile {
   count: number;
   /** epoch seconds */
   extractedAt: number;
+  /** The account whose window it is ('' in a single-account store). */
+  account: string;
 }
 
+/** Sessions new to the table or dataset / replacing a stored version, by account ('' in a single-account store). */
+export type AccountCounts = Map<string, { inserted: number; updated: number }>;
+
 export interface MergeResult {
-  /** Sessions new to the table / replacing a stored version. */
-  inserted: number;
-  updated: number;
+  counts: AccountCounts;
 }
 
 export interface FlushResult {
   partitions: string[];
-  /** Sessions new to the table or dataset / replacing a stored version (merged by this flush). */
-  inserted: number;
-  updated: number;
+  /** What the merges of this flush counted. */
+  counts: AccountCounts;
+}
+
+/** Adds `more` into `into` (account by account); returns `into`. */
+export function addCounts(into: AccountCounts, more: AccountCounts): AccountCounts {
+  for (const [account, c] of more) {
+    const have = into.get(account);
+    if (have) {
+      have.inserted += c.inserted;
+      have.updated += c.updated;
+    } else into.set(account, { ...c });
+  }
+  return into;
 }
 
 export interface Sink {
@@ -41,6 +55,8 @@ export interface Sink {
   pendingPartitions(conn: DuckDBConnection): Promise<string[]>;
   /** Marks the start of a run for the new/updated counts. */
   beginRunCounts(): Promise<void>;
+  /** A generation number for a mark in `_parquet_pending`, above every one given or stored before. */
+  nextGen(c: DuckDBConnection): Promise<bigint>;
   /** Makes every committed row visible in its final form; also returns what background work did since the last flush. */
   flush(): Promise<FlushResult>;
   /** No background work starts after this. */

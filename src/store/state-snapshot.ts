@@ -15,12 +15,26 @@ import { isoOf } from '../time/windows.js';
 import { queryRows } from './duckdb.js';
 import { writeFileAtomic } from './durable-fs.js';
 import { DataDirError } from './errors.js';
-import type { SessionStore } from './session-store.js';
+import { SINGLE_ACCOUNT, type SessionStore } from './session-store.js';
 
 export const STATE_FILE = 'state.json';
 export const STATE_SNAPSHOT_VERSION = 1;
 
 const Interval = z.object({ from: z.string(), to: z.string() });
+
+/** One account of a many-account store, as the snapshot and `status` show it. */
+const AccountStateSchema = z.object({
+  account: z.string(),
+  checkpoint: z.string().nullable(),
+  coverage: z.array(Interval),
+  coverageHoles: z.array(Interval),
+  /** Its rows of the sessions table (null for format parquet). */
+  rows: z.number().nullable(),
+  rejected: z.number(),
+  /** Its latest row of `_runs`. */
+  lastRun: z.record(z.string(), z.unknown()).nullable(),
+});
+export type AccountState = z.infer<typeof AccountStateSchema>;
 
 export const StateSnapshotSchema = z.object({
   version: z.literal(STATE_SNAPSHOT_VERSION),
@@ -37,6 +51,11 @@ export const StateSnapshotSchema = z.object({
   rejected: z.number(),
   /** The latest rows of `_runs`, newest first, every column as stored (timestamps as ISO strings). */
   lastRuns: z.array(z.record(z.string(), z.unknown())),
+  /**
+   * A many-account store: each account's state (docs/accounts.md). Its top-level `coverage` and
+   * `coverageHoles` are then empty, `checkpoint` is the oldest account's, and `lastRuns` every account's.
+   */
+  accounts: z.array(AccountStateSchema).optional(),
   /** The run that wrote this snapshot while it was going; null in the snapshot written at its end. */
   running: z
     .object({
@@ -62,21 +81,21 @@ export const SNAPSHOT_RUNS = 50;
 /** What the store itself holds (the snapshot without its envelope). */
 export type StoreState = Omit<StateSnapshot, 'version' | 'writtenAt' | 'running'>;
 
-export function stateSnapshotPath(dataDir: string): string {
-  return join(dataDir, STATE_FILE);
+/** `storeDir`: the data directory, or a shard's store directory (layout.ts). */
+export function stateSnapshotPath(storeDir: string): string {
+  return join(storeDir, STATE_FILE);
 }
 
 /**
  * Reads the store's state on `conn` in one read transaction (one consistent view while a run
- * commits on other connections).
+ * commits on other connections). A many-account store's adds each account's own (`accounts`); its
+ * top-level coverage is empty and its checkpoint the oldest account's.
  */
 export async function collectState(store: SessionStore, conn: DuckDBConnection, runs = 10): Promise<StoreState> {
   await conn.run('BEGIN TRANSACTION');
   try {
-    const coverage = await store.coverage(conn);
-    const cp = checkpointOf(coverage);
-    // The counts in one statement (each statement costs a round trip; a small account's run writes
-    // its snapshot two or three times: docs/benchmarks.md "Many accounts").
+    const many = store.shape.many;
+    // The counts in one statement (each statement costs a round trip).
     const countsSql = (pending: string) =>
       `SELECT ${store.format === 'parquet' ? 'NULL' : '(SELECT count(*) FROM sessions)'} AS rows,
          (SELECT count(*) FROM rejected_sessions) AS rejected, ${pending} AS pending`;
@@ -92,28 +111,72 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
     const pendingRows = Number(counts?.pending ?? 0);
     const lastRuns = (
       await queryRows(conn, `SELECT * FROM _runs ORDER BY started_at DESC LIMIT ${Math.max(1, Math.floor(runs))}`)
-    ).map(plainRow);
+    ).map((r) => plainRow(r, many));
     const pendingPartitions = await store.pendingPartitions(conn);
+    const common = { format: store.format, rows, pendingPartitions, pendingRows, rejected, lastRuns };
+    if (!many) {
+      const coverage = await store.coverage(SINGLE_ACCOUNT, conn);
+      const cp = checkpointOf(coverage);
+      return {
+        ...common,
+        checkpoint: cp !== undefined ? isoOf(cp) : null,
+        coverage: coverage.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
+        coverageHoles: holes(coverage).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
+      };
+    }
+    const accounts = await accountStates(store, conn);
+    const checkpoints = accounts.map((a) => a.checkpoint);
     return {
-      format: store.format,
-      checkpoint: cp !== undefined ? isoOf(cp) : null,
-      coverage: coverage.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
-      coverageHoles: holes(coverage).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
-      rows,
-      pendingPartitions,
-      pendingRows,
-      rejected,
-      lastRuns,
+      ...common,
+      checkpoint: checkpoints.length && !checkpoints.includes(null) ? (checkpoints as string[]).sort()[0]! : null,
+      coverage: [],
+      coverageHoles: [],
+      accounts,
     };
   } finally {
     await conn.run('COMMIT').catch(() => {});
   }
 }
 
-/** A `_runs` row as JSON values: BIGINTs as numbers, timestamps as ISO strings; every column kept. */
-function plainRow(r: Record<string, unknown>): Record<string, unknown> {
+/** Each account of a many-account store: its coverage and checkpoint, rows, rejected records and latest run. */
+async function accountStates(store: SessionStore, conn: DuckDBConnection): Promise<AccountState[]> {
+  const coverage = await store.allCoverage(conn);
+  const names = await store.accountNames(conn);
+  const counted = async (sql: string) =>
+    new Map((await queryRows<{ a: string; n: bigint }>(conn, sql)).map((r) => [r.a, Number(r.n)]));
+  const rows = store.format === 'parquet' ? undefined : await counted('SELECT account AS a, count(*) AS n FROM sessions GROUP BY 1');
+  const rejected = await counted('SELECT account AS a, count(*) AS n FROM rejected_sessions GROUP BY 1');
+  const latest = new Map(
+    (await queryRows(conn, 'SELECT * FROM _runs QUALIFY row_number() OVER (PARTITION BY account ORDER BY started_at DESC) = 1')).map((r) => [
+      String(r.account),
+      plainRow(r, true),
+    ]),
+  );
+  return names.map((account) => {
+    const c = coverage.get(account) ?? [];
+    const cp = checkpointOf(c);
+    return {
+      account,
+      checkpoint: cp !== undefined ? isoOf(cp) : null,
+      coverage: c.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
+      coverageHoles: holes(c).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
+      rows: rows ? (rows.get(account) ?? 0) : null,
+      rejected: rejected.get(account) ?? 0,
+      lastRun: latest.get(account) ?? null,
+    };
+  });
+}
+
+/**
+ * A `_runs` row as JSON values: BIGINTs as numbers, timestamps as ISO strings; every column kept
+ * (but a single-account store's `account`, which is always '').
+ */
+export function plainRow(r: Record<string, unknown>, many: boolean): Record<string, unknown> {
   const o: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(r)) o[k] = typeof v === 'bigint' ? Number(v) : v instanceof Date ? v.toISOString() : v;
+  for (const [k, v] of Object.entries(r)) {
+    if (k === 'account' && !many) continue;
+    o[k] = typeof v === 'bigint' ? Number(v) : v instanceof Date ? v.toISOString() : v;
+  }
   return o;
 }
 
@@ -227,7 +290,7 @@ export class StatePublisher {
     const conn = await this.store.readConnection();
     const state = await collectState(this.store, conn, SNAPSHOT_RUNS);
     const now = this.opts.now ?? Date.now;
-    await writeStateSnapshot(this.store.layout.dataDir, this.store.layout.tmpDir, {
+    await writeStateSnapshot(this.store.layout.storeDir, this.store.layout.tmpDir, {
       version: STATE_SNAPSHOT_VERSION,
       writtenAt: new Date(now()).toISOString(),
       ...state,

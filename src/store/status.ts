@@ -3,9 +3,9 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StoreBusyError } from './errors.js';
 import { holderState, readHolder, type LockHolder } from './lock.js';
-import { layoutOf, type OutputFormat } from './layout.js';
-import { SessionStore } from './session-store.js';
-import { collectState, readStateSnapshot, STATE_FILE, type StoreState } from './state-snapshot.js';
+import { layoutOf, type OutputFormat, type ShardId } from './layout.js';
+import { SessionStore, SINGLE_ACCOUNT } from './session-store.js';
+import { collectState, plainRow, readStateSnapshot, STATE_FILE, type StoreState } from './state-snapshot.js';
 
 export interface StoreStatus {
   dataDir: string;
@@ -33,35 +33,83 @@ export interface StoreStatus {
   asOf: string | null;
 }
 
-/** `parquetDir`: the dataset's root when not the data directory's own (an account's: docs/accounts.md). */
-export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10, parquetDir?: string): Promise<StoreStatus> {
+/**
+ * What `status` reports of a data directory's store (`shard`: shard I of N's; layout.ts). A
+ * many-account store: use readStoreReading and accountStatus.
+ */
+export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10, shard?: ShardId): Promise<StoreStatus> {
+  return accountStatus(await readStoreReading(dataDir, runs, shard), SINGLE_ACCOUNT, nowMs, runs);
+}
+
+/** One read of a store: its own figures, its state, and each account's latest runs. */
+export interface StoreReading {
+  dataDir: string;
+  format: OutputFormat;
+  accounts: 'single' | 'many';
+  state: StoreState;
+  /** A many-account store's latest runs of each account (up to the number asked for). */
+  runsByAccount: Map<string, Array<Record<string, unknown>>>;
+  partitions: number;
+  bytes: { duckdb: number; parquet: number; total: number };
+  runningNow: LockHolder | null;
+  lastRunDied: LockHolder | null;
+  source: 'duckdb' | 'snapshot';
+  asOf: string | null;
+}
+
+/** Reads a store once (the DuckDB file, or while a run holds it the run's snapshot), without writing anything. */
+export async function readStoreReading(dataDir: string, runs = 10, shard?: ShardId): Promise<StoreReading> {
   // The lock lives at the same place whatever the format.
-  const holder = (await readHolder(layoutOf(dataDir, 'both').lockPath)) ?? null;
+  const lockLayout = layoutOf(dataDir, 'both', shard);
+  const holder = (await readHolder(lockLayout.lockPath)) ?? null;
   const alive = holder && holderState(holder) === 'alive' ? holder : null;
   const died = holder && !alive ? holder : null;
-  const { state, asOf } = await readState(dataDir, runs);
-  const format = state.format;
-  const layout = layoutOf(dataDir, format, parquetDir);
+  const { state, asOf, runsByAccount } = await readState(dataDir, runs, shard);
+  const layout = layoutOf(dataDir, state.format, shard);
   const { count: partitions, bytes: parquetBytes } = await datasetSize(layout.parquetDir);
   const duckdbBytes = (await sizeOf(layout.dbPath)) + (await sizeOf(`${layout.dbPath}.wal`));
-  const cp = state.checkpoint !== null ? Date.parse(state.checkpoint) / 1000 : undefined;
   return {
     dataDir,
-    format,
+    format: state.format,
+    accounts: state.accounts ? 'many' : 'single',
+    state,
+    runsByAccount,
+    partitions,
+    bytes: { duckdb: duckdbBytes, parquet: parquetBytes, total: duckdbBytes + parquetBytes },
+    runningNow: alive,
+    lastRunDied: died,
     source: asOf ? 'snapshot' : 'duckdb',
     asOf,
-    checkpoint: state.checkpoint,
+  };
+}
+
+/** One account's status from a store's reading ('' for a single-account store). */
+export function accountStatus(r: StoreReading, account: string, nowMs = Date.now(), runs = 10): StoreStatus {
+  const own = r.state.accounts?.find((a) => a.account === account);
+  const many = r.state.accounts !== undefined;
+  const checkpoint = many ? (own?.checkpoint ?? null) : r.state.checkpoint;
+  const cp = checkpoint !== null ? Date.parse(checkpoint) / 1000 : undefined;
+  const lastRuns = many
+    ? (r.runsByAccount.get(account) ?? r.state.lastRuns.filter((x) => x.account === account))
+    : r.state.lastRuns;
+  const died = r.lastRunDied;
+  return {
+    dataDir: r.dataDir,
+    format: r.format,
+    source: r.source,
+    asOf: r.asOf,
+    checkpoint,
     lagSeconds: cp !== undefined ? Math.round(nowMs / 1000 - cp) : null,
-    coverage: state.coverage,
-    coverageHoles: state.coverageHoles,
-    rows: state.rows,
-    partitions,
-    pendingPartitions: state.pendingPartitions,
-    pendingRows: state.pendingRows,
-    rejected: state.rejected,
-    bytes: { duckdb: duckdbBytes, parquet: parquetBytes, total: duckdbBytes + parquetBytes },
-    lastRuns: state.lastRuns.slice(0, runs).map((r) => markDied(r, alive, died)),
-    runningNow: alive,
+    coverage: many ? (own?.coverage ?? []) : r.state.coverage,
+    coverageHoles: many ? (own?.coverageHoles ?? []) : r.state.coverageHoles,
+    rows: many ? (own?.rows ?? (r.format === 'parquet' ? null : 0)) : r.state.rows,
+    partitions: r.partitions,
+    pendingPartitions: r.state.pendingPartitions,
+    pendingRows: r.state.pendingRows,
+    rejected: many ? (own?.rejected ?? 0) : r.state.rejected,
+    bytes: r.bytes,
+    lastRuns: lastRuns.slice(0, runs).map((x) => markDied(x, r.runningNow, died)),
+    runningNow: r.runningNow,
     lastRunDied: died ? { runId: died.runId ?? runIdOf(died.command), pid: died.pid, host: died.host, startedAt: died.startedAt } : null,
   };
 }
@@ -71,23 +119,36 @@ export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10,
  * holds it (DuckDB lets no other process open it meanwhile), from the snapshot the run publishes,
  * with the time it was written.
  */
-async function readState(dataDir: string, runs: number): Promise<{ state: StoreState; asOf: string | null }> {
+async function readState(
+  dataDir: string,
+  runs: number,
+  shard?: ShardId,
+): Promise<{ state: StoreState; asOf: string | null; runsByAccount: Map<string, Array<Record<string, unknown>>> }> {
   let store: SessionStore;
   try {
-    store = await SessionStore.open({ dataDir, readOnly: true });
+    store = await SessionStore.open({ dataDir, readOnly: true, ...(shard ? { shard } : {}) });
   } catch (err) {
     if (!(err instanceof StoreBusyError)) throw err;
-    const snapshot = await readStateSnapshot(dataDir);
+    const storeDir = layoutOf(dataDir, 'both', shard).storeDir;
+    const snapshot = await readStateSnapshot(storeDir);
     if (!snapshot) {
       throw new StoreBusyError(`${err.message}, and it has not published a state snapshot (${STATE_FILE}) yet: try again in a moment`, {
         cause: err,
         holder: err.holder,
       });
     }
-    return { state: snapshot, asOf: snapshot.writtenAt };
+    return { state: snapshot, asOf: snapshot.writtenAt, runsByAccount: new Map() };
   }
   try {
-    return { state: await collectState(store, store.conn, runs), asOf: null };
+    const state = await collectState(store, store.conn, runs);
+    const runsByAccount = new Map<string, Array<Record<string, unknown>>>();
+    if (store.shape.many) {
+      for (const r of (await store.lastRunsByAccount(runs)).map((x) => plainRow(x, true))) {
+        const list = runsByAccount.get(String(r.account)) ?? runsByAccount.set(String(r.account), []).get(String(r.account))!;
+        list.push(r);
+      }
+    }
+    return { state, asOf: null, runsByAccount };
   } finally {
     await store.close();
   }
@@ -104,10 +165,9 @@ function runIdOf(command: string): string | null {
  */
 function markDied(r: Record<string, unknown>, alive: LockHolder | null, died: LockHolder | null): Record<string, unknown> {
   if (r.outcome !== 'running') return r;
-  const id = String(r.run_id);
-  if (alive && (alive.runId ?? runIdOf(alive.command)) === id) return r;
-  if (alive && !(alive.runId ?? runIdOf(alive.command))) return r; // a holder that does not say which run it is
-  const deadHolder = died && (died.runId ?? runIdOf(died.command)) === id ? died : null;
+  // The run holding the lock recorded every running row it found as died when it began: the rest are its own.
+  if (alive) return r;
+  const deadHolder = died;
   return {
     ...r,
     outcome: 'died',

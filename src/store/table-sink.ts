@@ -6,12 +6,12 @@
 import { basename } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { BackgroundWork } from './background-work.js';
-import { completeDays, readCoverage } from './coverage.js';
 import { queryRows, type Db } from './duckdb.js';
 import type { StoreLayout } from './layout.js';
 import { mergeSlice, type MergeContext } from './merge.js';
 import { ParquetRewriter } from './parquet-rewriter.js';
-import type { FlushResult, MergeResult, RecordFile, Sink } from './sink.js';
+import type { StoreShape } from './shape.js';
+import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type Sink } from './sink.js';
 
 /** How long committed rows wait for a whole row group's worth before a background merge takes them anyway. */
 const ALIGNED_WAIT_MS = 4_000;
@@ -29,12 +29,15 @@ export class TableSink implements Sink {
   constructor(
     private readonly db: Db,
     layout: StoreLayout,
+    shape: StoreShape,
     /** Format both: the days merges touch are rewritten to Parquet. */
     withParquet: boolean,
+    /** Of the days waiting for a rewrite, those whose data is complete (every account of the run covers them whole). */
+    readyDays: (conn: DuckDBConnection, partitions: string[]) => Promise<string[]>,
     onBackgroundError: (err: unknown) => void,
   ) {
-    this.rewriter = withParquet ? new ParquetRewriter(db, layout) : undefined;
-    this.merge = { pendingDir: layout.pendingDir, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
+    this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape) : undefined;
+    this.merge = { pendingDir: layout.pendingDir, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
     const rewriter = this.rewriter;
     this.work = new BackgroundWork(
       {
@@ -58,7 +61,7 @@ export class TableSink implements Sink {
           ? {
               rewriteReady: async () => {
                 const conn = (await rewriter.connections(1))[0]!;
-                return rewriter.rewritePending(completeDays(await this.pendingPartitions(conn), await readCoverage(conn)));
+                return rewriter.rewritePending(await readyDays(conn, await this.pendingPartitions(conn)));
               },
             }
           : {}),
@@ -69,8 +72,11 @@ export class TableSink implements Sink {
 
   async commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void> {
     // The files are the rows: the merge reads them (DuckDB parses them, with explicit types).
-    const values = files.map((_, i) => `($${3 * i + 1}, $${3 * i + 2}, $${3 * i + 3})`).join(', ');
-    await c.run(`INSERT INTO _pending_files VALUES ${values}`, files.flatMap((f) => [basename(f.path), f.extractedAt, f.count]));
+    const values = files.map((_, i) => `($${4 * i + 1}, $${4 * i + 2}, $${4 * i + 3}, $${4 * i + 4})`).join(', ');
+    await c.run(
+      `INSERT INTO _pending_files (file, extracted_at, rows, account) VALUES ${values}`,
+      files.flatMap((f) => [basename(f.path), f.extractedAt, f.count, f.account]),
+    );
   }
 
   async afterCommit(): Promise<void> {
@@ -107,8 +113,7 @@ export class TableSink implements Sink {
       ? await this.work.rewriting(async () => rewriter.rewritePending(await this.pendingPartitions(this.db.conn)))
       : [];
     const result = this.work.takeResult();
-    result.inserted += merged.inserted;
-    result.updated += merged.updated;
+    addCounts(result.counts, merged);
     result.partitions.push(...partitions);
     return result;
   }
@@ -139,21 +144,20 @@ export class TableSink implements Sink {
   }
 
   /** Moves every committed row into the sessions table, slice by slice (see merge.ts). */
-  private mergePending(): Promise<MergeResult> {
+  private mergePending(): Promise<AccountCounts> {
     return this.work.merging(async () => {
-      const total: MergeResult = { inserted: 0, updated: 0 };
+      const total: AccountCounts = new Map();
       const conn = await this.mergeConnection();
       for (;;) {
         const m = await mergeSlice(conn, this.merge);
-        total.inserted += m.inserted;
-        total.updated += m.updated;
+        addCounts(total, m.counts);
         if (!m.more) return total;
       }
     });
   }
 
   /** A generation number for Parquet marks, above every one already stored. */
-  private async nextGen(c: DuckDBConnection): Promise<bigint> {
+  async nextGen(c: DuckDBConnection): Promise<bigint> {
     if (this.gen === 0) {
       this.gen = Number((await queryRows<{ g: bigint | null }>(c, 'SELECT coalesce(max(gen), 0) AS g FROM _parquet_pending'))[0]?.g ?? 0);
     }

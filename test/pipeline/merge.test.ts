@@ -11,7 +11,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runBackfill, type PipelineOptions } from '../../src/pipeline/run.js';
-import { completeDays } from '../../src/store/session-store.js';
+import { completeDays, SCHEMA_VERSION } from '../../src/store/session-store.js';
 import { expectedRow, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
 
 const D = 86_400;
@@ -147,7 +147,7 @@ describe('merging while fetching', () => {
     expect(existsSync(join(day1, 'part-0.parquet'))).toBe(true);
     expect(await sql(db, 'SELECT partition, gen FROM _parquet_pending')).toEqual([]);
     expect(await sql(db, `SELECT 1 FROM duckdb_constraints() WHERE table_name = 'sessions' AND constraint_type = 'PRIMARY KEY'`)).toHaveLength(0);
-    expect(await sql<{ value: string }>(db, `SELECT value FROM _session_etl_meta WHERE key = 'schema_version'`)).toEqual([{ value: '2' }]);
+    expect(await sql<{ value: string }>(db, `SELECT value FROM _session_etl_meta WHERE key = 'schema_version'`)).toEqual([{ value: String(SCHEMA_VERSION) }]);
     const truth = emu.dataset.sessionsStartedIn(FROM, TO);
     const rows = await readDuckDbSessions(dataDir);
     expect(rows.length).toBe(truth.length);

@@ -8,7 +8,7 @@ import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SessionStore } from '../../src/store/session-store.js';
+import { SessionStore, type FlushResult } from '../../src/store/session-store.js';
 import type { OutputFormat } from '../../src/store/layout.js';
 import { captureLogger } from '../helpers/capture.js';
 import { parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
@@ -32,6 +32,10 @@ function ndjson(records: object[], extractedAt: number) {
   return { bytes: Buffer.from(records.map((r) => JSON.stringify(r)).join('\n') + '\n'), count: records.length, extractedAt };
 }
 
+/** What a flush counted for the single account of these stores. */
+const inserted = (r: FlushResult) => r.counts.get('')?.inserted ?? 0;
+const updated = (r: FlushResult) => r.counts.get('')?.updated ?? 0;
+
 async function open(dataDir: string, format: OutputFormat, logger = captureLogger()) {
   return SessionStore.open({ dataDir, format, logger });
 }
@@ -41,21 +45,21 @@ describe.each<OutputFormat>(['duckdb', 'both', 'parquet'])('SessionStore, format
     const dir = await tempDir();
     let store = await open(dir, format);
     await store.beginRunCounts();
-    await store.commitWindow({ window: { start: DAY1, end: DAY1 + D }, ndjson: ndjson([record('s1', DAY1 + 10, 'v1'), record('s2', DAY1 + 20, 'x')], 1000), rejected: [], runId: 'r1' });
-    await store.commitWindow({ window: { start: DAY1 + D, end: DAY1 + 2 * D }, ndjson: ndjson([record('s3', DAY1 + D + 5, 'y')], 1000), rejected: [], runId: 'r1' });
-    expect(await store.coverage()).toEqual([{ start: DAY1, end: DAY1 + 2 * D }]);
+    await store.commitWindow({ account: '', window: { start: DAY1, end: DAY1 + D }, ndjson: ndjson([record('s1', DAY1 + 10, 'v1'), record('s2', DAY1 + 20, 'x')], 1000), rejected: [], runId: 'r1' });
+    await store.commitWindow({ account: '', window: { start: DAY1 + D, end: DAY1 + 2 * D }, ndjson: ndjson([record('s3', DAY1 + D + 5, 'y')], 1000), rejected: [], runId: 'r1' });
+    expect(await store.coverage('')).toEqual([{ start: DAY1, end: DAY1 + 2 * D }]);
     const first = await store.flush();
-    expect(first.inserted).toBe(3);
-    expect(first.updated).toBe(0);
+    expect(inserted(first)).toBe(3);
+    expect(updated(first)).toBe(0);
     await store.close();
 
     // A later run brings a newer version of s1 and an older one of s2: s1 is updated, s2 kept.
     store = await open(dir, format);
     await store.beginRunCounts();
-    await store.commitWindow({ window: { start: DAY1, end: DAY1 + D }, ndjson: ndjson([record('s1', DAY1 + 10, 'v2')], 2000), rejected: [], runId: 'r2' });
-    await store.commitWindow({ window: { start: DAY1, end: DAY1 + D }, ndjson: ndjson([record('s2', DAY1 + 20, 'old')], 500), rejected: [], runId: 'r2' });
+    await store.commitWindow({ account: '', window: { start: DAY1, end: DAY1 + D }, ndjson: ndjson([record('s1', DAY1 + 10, 'v2')], 2000), rejected: [], runId: 'r2' });
+    await store.commitWindow({ account: '', window: { start: DAY1, end: DAY1 + D }, ndjson: ndjson([record('s2', DAY1 + 20, 'old')], 500), rejected: [], runId: 'r2' });
     const second = await store.flush();
-    expect(second.inserted).toBe(0);
+    expect(inserted(second)).toBe(0);
     expect(await store.pendingPartitions()).toEqual([]);
     await store.close();
 
@@ -80,17 +84,17 @@ describe.each<OutputFormat>(['duckdb', 'both', 'parquet'])('SessionStore, format
     const dir = await tempDir();
     let store = await open(dir, format);
     const range = { start: DAY1, end: DAY1 + 3 * D };
-    await store.beginBackfill(range, 'r1');
+    await store.beginBackfill('', range, 'r1');
     await store.recordRun({
-      run_id: 'r1', kind: 'backfill', range_from: range.start, range_to: range.end, started_at: DAY1 + 5 * D, ended_at: null,
+      run_id: 'r1', account: '', kind: 'backfill', range_from: range.start, range_to: range.end, started_at: DAY1 + 5 * D, ended_at: null,
       outcome: 'running', windows: 3, sessions_written: 0, sessions_new: null, sessions_updated: null, rejected: 0, requests: 0,
       retries: 0, rate_limited: 0, bisections: 0, partitions_written: 0, error: null,
     });
     await store.close();
     store = await open(dir, format);
-    expect(await store.openBackfill(range)).toBeDefined();
-    await store.completeBackfill(range);
-    expect(await store.openBackfill(range)).toBeUndefined();
+    expect(await store.openBackfill('', range)).toBeDefined();
+    await store.completeBackfill('', range);
+    expect(await store.openBackfill('', range)).toBeUndefined();
     const runs = await store.lastRuns();
     expect(runs.map((r) => [r.run_id, r.outcome, Number(r.windows)])).toEqual([['r1', 'running', 3]]);
     await store.close();
@@ -108,7 +112,7 @@ describe('SessionStore background work', () => {
       const start = DAY1 + w * D;
       return { window: { start, end: start + D }, records: Array.from({ length: 60_000 }, (_, i) => record(`w${w}-${String(i).padStart(5, '0')}`, start + i, `note ${w}/${i} "q" \\ é`)) };
     });
-    for (const w of windows) await store.commitWindow({ window: w.window, ndjson: ndjson(w.records, 1000), rejected: [], runId: 'r1' });
+    for (const w of windows) await store.commitWindow({ account: '', window: w.window, ndjson: ndjson(w.records, 1000), rejected: [], runId: 'r1' });
     const pendingDir = join(dir, 'pending');
     // The rest of the cut file waits in a file of its own, named after its window.
     await expect.poll(async () => (await readdir(pendingDir)).length, { timeout: 20_000, interval: 20 }).toBe(1);
@@ -120,7 +124,7 @@ describe('SessionStore background work', () => {
     const conn = await store.readConnection();
     expect(Number((await conn.runAndReadAll('SELECT count(*) FROM sessions')).getRows()[0]![0])).toBe(122_880);
     const flushed = await store.flush();
-    expect(flushed.inserted).toBe(180_000);
+    expect(inserted(flushed)).toBe(180_000);
     const stored = (await conn.runAndReadAll('SELECT session_id, external_notes FROM sessions ORDER BY session_id')).getRows();
     await store.close();
     const expected = windows.flatMap((w) => w.records).sort((a, b) => (a.id < b.id ? -1 : 1));
@@ -145,7 +149,7 @@ describe('SessionStore background work', () => {
       { window: { start: boundary, end: boundary + D }, records: w1, extractedAt: 1001 },
       { window: { start: boundary + D, end: boundary + 2 * D }, records: w2, extractedAt: 1002 },
     ];
-    for (const w of windows) await store.commitWindow({ window: w.window, ndjson: ndjson(w.records, w.extractedAt), rejected: [], runId: 'r1' });
+    for (const w of windows) await store.commitWindow({ account: '', window: w.window, ndjson: ndjson(w.records, w.extractedAt), rejected: [], runId: 'r1' });
     const pendingDir = join(dir, 'pending');
     await expect.poll(async () => (await readdir(pendingDir)).length, { timeout: 20_000, interval: 20 }).toBe(1);
     const conn = await store.readConnection();
@@ -157,8 +161,8 @@ describe('SessionStore background work', () => {
     // rows of its own append made DuckDB log every row of the merge, ~20 MB here).
     expect((await stat(join(dir, 'sessions.duckdb.wal'))).size).toBeLessThan(2 * 2 ** 20);
     const flushed = await store.flush();
-    expect(flushed.inserted).toBe(180_000);
-    expect(flushed.updated).toBe(0);
+    expect(inserted(flushed)).toBe(180_000);
+    expect(updated(flushed)).toBe(0);
     const stored = (await conn.runAndReadAll('SELECT session_id, external_notes FROM sessions ORDER BY session_id')).getRows();
     await store.close();
     const expected = new Map([...w0, ...w2, ...w1].map((r) => [r.id, r.externalFields.notes]));
@@ -182,11 +186,11 @@ describe('SessionStore background work', () => {
     // Closed windows: the next window returns again the 30 sessions that start on its start, fetched later.
     for (const [w, x] of windows.entries()) {
       const again = w > 0 ? windows[w - 1]!.own.slice(PER - 30).map((r) => ({ ...r, externalFields: { notes: `again ${r.id}` } })) : [];
-      await store.commitWindow({ window: x.window, ndjson: ndjson([...again, ...x.own], x.extractedAt), rejected: [], runId: 'r1' });
+      await store.commitWindow({ account: '', window: x.window, ndjson: ndjson([...again, ...x.own], x.extractedAt), rejected: [], runId: 'r1' });
     }
     const flushed = await store.flush();
     const total = 20 * PER;
-    expect(flushed.inserted).toBe(total);
+    expect(inserted(flushed)).toBe(total);
     const conn = await store.readConnection();
     const stored = (await conn.runAndReadAll('SELECT session_id, external_notes FROM sessions')).getRows();
     await store.close();
@@ -209,6 +213,7 @@ describe('SessionStore background work', () => {
     // A committed record file DuckDB cannot read with the contract's types (the scanner would have
     // refused it; here it stands for a file damaged on disk after its commit).
     await store.commitWindow({
+      account: '',
       window: { start: DAY1, end: DAY1 + D },
       ndjson: ndjson([{ ...record('s1', DAY1 + 10, 'v1'), agentGroupId: 'not a number' }], 1000),
       rejected: [],

@@ -39,7 +39,7 @@ export function register(program: Command): void {
     });
   accounts
     .command('adopt <name>')
-    .description('Move the single-account data in the data directory under this account name (no fetching again)')
+    .description('Make the single-account data in the data directory this account\'s, for a many-account configuration (no fetching again)')
     .option('--config <file>', 'configuration file; also SESSION_ETL_CONFIG')
     .option('--data-dir <dir>', 'data directory; also SESSION_ETL_DATA_DIR (default ./data)')
     .action(async (name: string, flags: { config?: string; dataDir?: string }) => {
@@ -47,8 +47,22 @@ export function register(program: Command): void {
       const { adoptDataDir } = await import('../../accounts/adopt.js');
       const r = await adoptDataDir(config.dataDir, name);
       process.stdout.write(
-        `adopted ${config.dataDir} as account ${r.account}: moved ${r.moved.join(', ')} to accounts/${r.account}/ and ${r.partitions} partitions to parquet/sessions/account=${r.account}/\n` +
+        `adopted ${config.dataDir} as account ${r.account}: ${r.sessions !== null ? `${r.sessions} sessions, ` : ''}${r.partitions} day files rewritten with the account column\n` +
           (config.accounts?.[name] ? '' : `note: add "${name}" to the accounts map of the configuration (with its apiKeyFile or apiKeyEnv) to export it\n`),
       );
+    });
+  accounts
+    .command('migrate')
+    .description('Move every configured account\'s data into its store now (the layout before schema 3, or another number of shards), without fetching; a run does the same first')
+    .option('--config <file>', 'configuration file; also SESSION_ETL_CONFIG')
+    .option('--shard <i/n>', 'the accounts of this shard only, into its store')
+    .option('--json', 'print as JSON')
+    .action(async (flags: { config?: string; shard?: string; json?: boolean }) => {
+      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}) });
+      const { migrateAccounts } = await import('../../accounts/migrate.js');
+      const moved = await migrateAccounts(loaded, flags.shard);
+      if (flags.json) process.stdout.write(JSON.stringify({ moved }) + '\n');
+      else if (!moved.length) process.stdout.write('nothing to move: every account is in its store\n');
+      else for (const m of moved) process.stdout.write(`moved ${m.account}: ${m.sessions} sessions, from ${m.from}\n`);
     });
 }

@@ -33,12 +33,20 @@ export function register(program: Command): void {
     const accounts = chosenAccounts(loaded, flags);
     if (accounts) {
       const concurrency = accountConcurrency(flags);
-      const { runBackfill } = await import('../../pipeline/run.js');
       process.exitCode = await (await import('../accounts-run.js')).executeAccountsRun(
         loaded,
         accounts,
-        (_a, o) => runBackfill({ ...o, from, to, ...(flags.newestFirst ? { newestFirst: true } : {}) }),
-        { command: 'backfill', json: Boolean(flags.json), logLevel: loaded.config.logLevel, waitFlags: flags, concurrency, metricsFile: flags.metricsFile, notify: notifySettings(loaded) },
+        (a, o) => ({ account: a.name, kind: 'backfill', opts: { ...o, from, to, ...(flags.newestFirst ? { newestFirst: true } : {}) } }),
+        {
+          command: 'backfill',
+          json: Boolean(flags.json),
+          logLevel: loaded.config.logLevel,
+          waitFlags: flags,
+          concurrency,
+          shard: flags.shard,
+          metricsFile: flags.metricsFile,
+          notify: notifySettings(loaded),
+        },
       );
       return;
     }

@@ -1,6 +1,5 @@
 import { statSync } from 'node:fs';
 import { Command } from 'commander';
-import { accountDataDir, accountParquetDir } from '../../accounts/layout.js';
 import { accountNames, hasAccounts, refuseAccountsDir } from '../../accounts/resolve.js';
 import { loadConfig, type LoadedConfig } from '../../config/load.js';
 import { UsageError } from '../usage-error.js';
@@ -72,9 +71,7 @@ export function register(program: Command): void {
       let dashboard;
       try {
         dashboard = await startDashboard({
-          source: account
-            ? { stateDir: accountDataDir(config.dataDir, account), parquetRoot: accountParquetDir(config.dataDir, account) }
-            : sourceOfDataDir(config.dataDir),
+          source: account ? await accountSource(config.dataDir, account) : sourceOfDataDir(config.dataDir),
           ...(account ? { account: { name: account, ...(flags.config ? { configArg: flags.config } : {}) } } : {}),
           host: flags.host,
           port,
@@ -123,4 +120,12 @@ function chooseAccount(loaded: LoadedConfig, named: string | undefined): string 
   }
   if (!names.includes(named)) throw new UsageError(`--account ${named} is not configured; the accounts are: ${names.join(', ')}`);
   return named;
+}
+
+/** Where a dashboard of one account reads: the state of the store that holds it, and its rows of the dataset. */
+async function accountSource(root: string, account: string): Promise<{ stateDir: string; parquetRoot: string; account: string }> {
+  const { shardCount, storeFor } = await import('../../accounts/stores.js');
+  const { layoutOf } = await import('../../store/layout.js');
+  const layout = layoutOf(root, 'both', storeFor(account, await shardCount(root)));
+  return { stateDir: layout.storeDir, parquetRoot: layout.parquetDir, account };
 }

@@ -27,16 +27,24 @@ export function register(program: Command): void {
     if (accounts) {
       const concurrency = accountConcurrency(flags);
       const since = flags.since !== undefined ? instant(flags.since, '--since') : undefined;
-      const { runExport } = await import('../../pipeline/run.js');
       process.exitCode = await (await import('../accounts-run.js')).executeAccountsRun(
         loaded,
         accounts,
         (a, o) => {
           const c = a.loaded.config;
           const start = since ?? (c.startDate != null ? instant(String(c.startDate), `account ${a.name}: startDate`) : undefined);
-          return runExport({ ...o, lookbackSeconds: parseDuration(c.lookback, 'lookback'), ...(start !== undefined ? { since: start } : {}) });
+          return { account: a.name, kind: 'export', opts: { ...o, lookbackSeconds: parseDuration(c.lookback, 'lookback'), ...(start !== undefined ? { since: start } : {}) } };
         },
-        { command: 'export', json: Boolean(flags.json), logLevel: loaded.config.logLevel, waitFlags: flags, concurrency, metricsFile: flags.metricsFile, notify: notifySettings(loaded) },
+        {
+          command: 'export',
+          json: Boolean(flags.json),
+          logLevel: loaded.config.logLevel,
+          waitFlags: flags,
+          concurrency,
+          shard: flags.shard,
+          metricsFile: flags.metricsFile,
+          notify: notifySettings(loaded),
+        },
       );
       return;
     }

@@ -11,7 +11,6 @@ import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, typ
 import { formatSummary } from '../summary.js';
 import { UsageError } from '../usage-error.js';
 import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
-import { accountDataDir } from '../../accounts/layout.js';
 import type { AccountOutcome } from '../accounts-run.js';
 import type { SchedulerMonitorOptions } from '../../monitoring/scheduler-monitor.js';
 
@@ -64,8 +63,7 @@ export function register(program: Command): void {
     const httpPort = flags.httpPort !== undefined ? parseHttpPort(flags.httpPort) : undefined;
     // --max-lag (config maxLag): /healthz's lag limit, and the lag alert of notifications.
     const maxLagSeconds = parseDuration(c.maxLag, 'maxLag');
-    const accountDirs = accounts?.map((name) => ({ name, dataDir: accountDataDir(loaded.config.dataDir, name) }));
-    const monitor = httpPort === undefined ? undefined : await startMonitor({ host: flags.httpHost, port: httpPort, maxLagSeconds, dataDir: base.dataDir, logger, ...(accountDirs ? { accounts: accountDirs } : {}) });
+    const monitor = httpPort === undefined ? undefined : await startMonitor({ host: flags.httpHost, port: httpPort, maxLagSeconds, dataDir: base.dataDir, logger, ...(accounts ? { accounts } : {}) });
     if (monitor) process.stdout.write(`Metrics: ${monitor.url}/metrics  (health: ${monitor.url}/healthz)\n`);
 
     const notify = notifySettings(loaded);
@@ -103,11 +101,11 @@ export function register(program: Command): void {
         const s = (r.error as { summary?: unknown } | undefined)?.summary;
         if (s && flags.json) process.stdout.write(JSON.stringify(s) + '\n');
         if (!notify) return;
-        // With accounts, each account's run end is judged on its own, in its own directory (as export's are).
-        if (parts && accountDirs) {
+        // With accounts, each account's run end is judged on its own (as export's are).
+        if (parts && accounts) {
           for (const p of parts) {
-            const dataDir = accountDataDir(loaded.config.dataDir, p.account);
-            await notifyRunEnd(notify, runEndOf({ command: 'schedule', job, dataDir, exitCode: p.exitCode, startedMs: r.endedMs - p.durationMs, endedMs: r.endedMs, ...(p.summary ? { summary: p.summary } : {}), ...(p.error !== undefined ? { error: p.error } : {}) }), {
+            const dataDir = loaded.config.dataDir;
+            await notifyRunEnd(notify, runEndOf({ command: 'schedule', job, dataDir, account: p.account, exitCode: p.exitCode, startedMs: r.endedMs - p.durationMs, endedMs: r.endedMs, ...(p.summary ? { summary: p.summary } : {}), ...(p.error !== undefined ? { error: p.error } : {}) }), {
               logger: logger.child?.({ account: p.account }) ?? logger,
             });
           }

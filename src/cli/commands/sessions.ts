@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { loadConfig } from '../../config/load.js';
 import { UsageError } from '../usage-error.js';
-import { accountDataDir, accountParquetDir } from '../../accounts/layout.js';
 import { chosenAccounts } from '../account-options.js';
 
 interface SessionsFlags {
@@ -103,9 +102,19 @@ export function register(program: Command): void {
 
       const { openDb } = await import('../../store/duckdb.js');
       const one = accounts && flags.account?.length ? flags.account[0]! : undefined;
-      const dbFile = one ? join(accountDataDir(config.dataDir, one), 'sessions.duckdb') : join(config.dataDir, 'sessions.duckdb');
-      const parquetDir = one ? accountParquetDir(config.dataDir, one) : join(config.dataDir, 'parquet', 'sessions');
-      let useDuck = flags.source ? flags.source === 'duckdb' : existsSync(dbFile);
+      // With accounts: the store that holds the account (or, not sharded, every account), filtered by account.
+      let dbFile = join(config.dataDir, 'sessions.duckdb');
+      if (accounts) {
+        const { shardCount, storeFor } = await import('../../accounts/stores.js');
+        const { layoutOf } = await import('../../store/layout.js');
+        const count = await shardCount(config.dataDir);
+        const store = one !== undefined ? storeFor(one, count) : undefined;
+        dbFile = one !== undefined || count === 1 ? layoutOf(config.dataDir, 'both', store).dbPath : '';
+      }
+      const parquetDir = join(config.dataDir, 'parquet', 'sessions');
+      const filter = one !== undefined ? { account: one } : {};
+      let useDuck = flags.source ? flags.source === 'duckdb' : dbFile !== '' && existsSync(dbFile);
+      if (useDuck && dbFile === '') throw new UsageError('the accounts are sharded (one DuckDB file per shard): give --account NAME, or read the dataset with --source parquet');
       if (useDuck && !existsSync(dbFile)) throw new UsageError(`no DuckDB file at ${dbFile}: run a backfill or export first, or use --source parquet`);
       if (!useDuck && !existsSync(parquetDir)) throw new UsageError(`no sessions in ${config.dataDir}: run a backfill or export first`);
       let db;
@@ -132,7 +141,7 @@ export function register(program: Command): void {
         page = await list.queryDuckDb(
           db.conn,
           req,
-          useDuck ? { table: 'sessions' } : { parquetGlob: join(parquetDir, '**', '*.parquet') },
+          useDuck ? { table: 'sessions', ...filter } : { parquetGlob: join(parquetDir, '**', '*.parquet'), ...filter },
         );
       } finally {
         db.close();
