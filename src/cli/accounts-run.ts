@@ -212,7 +212,10 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
       );
       for (const r of batch) results.set(r.account, r);
     } catch (error) {
-      // The store failed (its lock held, a full disk, a setting): every account of it failed with that.
+      // The store could not be taken (a setting, another run holding it): no account ran; the command
+      // ends with that error's own exit code (2, 3). Any other failure of the store fails its accounts.
+      const code = exitCodeOf(error);
+      if (code === ExitCode.usage || code === ExitCode.locked) throw error;
       for (const j of groupJobs) results.set(j.account, { account: j.account, ok: false, error, durationMs: Date.now() - t0 });
     }
   }

@@ -104,6 +104,8 @@ export async function runBatch(batch: BatchOptions, jobs: readonly AccountJob[])
     const recovered = await recover(store, batchRunId, run.lock, logger);
     for (const p of parts) recovered.forEach((x) => p.tally.partitionsWritten.add(x));
     await batch.prepare?.(store);
+    // Sessions stored before this point (moved in by prepare too) count as updated when replaced.
+    await store.beginRunCounts();
     store.setRunningAccounts(jobs.map((j) => j.account));
     stopFlushing = flushPeriodically(store, (r) => parts.forEach((p) => p.tally.addFlush(r)), batch.parquetFlushSeconds ?? DEFAULTS.parquetFlushSeconds, logger);
     const committed = () => {
@@ -259,7 +261,6 @@ async function recover(store: SessionStore, runId: string, lock: Lock | undefine
   // No other run can be going while we hold the lock: one still marked running was killed or crashed.
   const died = await store.recordDiedRuns(runId, lock?.tookOverFrom);
   if (died.length) logger.warn({ runs: died }, `recorded ${died.length === 1 ? 'an earlier run' : 'earlier runs'} that died without an outcome as died`);
-  await store.beginRunCounts();
   return recovered.partitions;
 }
 

@@ -74,29 +74,39 @@ function storedIn(rows: DatasetRow[], account: string, from = FROM, to = TO): st
   return rows.filter((x) => x.account === account && x.started >= from && x.started < to).map((x) => x.session_id).sort();
 }
 
-/** Every Parquet file of the dataset, read with hyparquet; account and date from the path (Hive partitioning). */
-type DatasetRow = { account: string; date: string; session_id: string; started: number };
+/**
+ * Every Parquet file of the dataset, read with hyparquet: the rows carry `account`, the date comes
+ * from the path (Hive partitioning), and `file` names the store's file it is in (part-0, part-I-of-N).
+ */
+type DatasetRow = { account: string; date: string; file: string; session_id: string; started: number };
 async function readDataset(data: string): Promise<DatasetRow[]> {
   const root = join(data, 'parquet', 'sessions');
   const out: DatasetRow[] = [];
-  for (const a of (await readdir(root)).sort()) {
-    for (const d of await readdir(join(root, a))) {
-      const file = join(root, a, d, 'part-0.parquet');
-      const buf = await asyncBufferFromFile(file);
+  for (const d of (await readdir(root)).sort()) {
+    expect(d).toMatch(/^date=\d{4}-\d\d-\d\d$/);
+    for (const f of (await readdir(join(root, d))).sort()) {
+      const buf = await asyncBufferFromFile(join(root, d, f));
       const rows = (await parquetReadObjects({ file: buf, metadata: await parquetMetadataAsync(buf), compressors })) as Array<Record<string, unknown>>;
       for (const r of rows) {
-        out.push({ account: a.replace(/^account=/, ''), date: d.replace(/^date=/, ''), session_id: String(r.session_id), started: (r.started_at as Date).getTime() / 1000 });
+        out.push({ account: String(r.account), date: d.replace(/^date=/, ''), file: f, session_id: String(r.session_id), started: (r.started_at as Date).getTime() / 1000 });
       }
     }
   }
   return out;
 }
 
+/** The accounts the store(s) of a data directory hold, from `status --json`. */
+async function storedAccounts(s: { config: string; env: Record<string, string> }): Promise<string[]> {
+  const r = await runCli(['status', '--config', s.config, '--json'], s.env);
+  expect(r.code).toBe(0);
+  return (JSON.parse(r.stdout) as { accounts: Array<{ account: string; status: unknown }> }).accounts.filter((a) => a.status !== null).map((a) => a.account);
+}
+
 const backfill = (s: { config: string; env: Record<string, string> }, ...args: string[]) =>
   runCli(['backfill', '--config', s.config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'error', ...args], s.env);
 
 describe('many accounts', () => {
-  it('backfills every account into its own state and one dataset that DuckDB and hyparquet read as one table with an account column', async () => {
+  it('backfills every account into one store and one date-partitioned dataset whose rows carry the account, read by DuckDB and hyparquet', async () => {
     const s = await setup();
     const r = await backfill(s);
     expect(r.stderr).toBe('');
@@ -104,12 +114,19 @@ describe('many accounts', () => {
     const out = JSON.parse(r.stdout) as { accounts: Array<{ account: string; outcome: string; summary: { sessions: { written: number } } }>; total: Record<string, unknown> };
     expect(out.accounts.map((a) => [a.account, a.outcome])).toEqual([['acme', 'succeeded'], ['globex', 'succeeded'], ['initech', 'succeeded']]);
     expect(out.total).toMatchObject({ accounts: 3, succeeded: 3, failed: 0 });
-    for (const name of ['acme', 'globex', 'initech']) {
-      expect(existsSync(join(s.data, 'accounts', name, 'sessions.duckdb'))).toBe(true);
-      expect(existsSync(join(s.data, 'accounts', name, 'state.json'))).toBe(true);
+    // One store for the three accounts, one file per day (sorted by account, then start).
+    expect(readdirSync(s.data).filter((f) => !f.startsWith('.')).sort()).toEqual(['all-accounts.duckdb', 'parquet', 'sessions.duckdb', 'state.json']);
+    const days = readdirSync(join(s.data, 'parquet', 'sessions')).sort();
+    for (const d of days) expect(readdirSync(join(s.data, 'parquet', 'sessions', d))).toEqual(['part-0.parquet']);
+    const store = await openDb(join(s.data, 'sessions.duckdb'), { readOnly: true });
+    try {
+      const perAccount = await queryRows<{ account: string; n: number }>(store.conn, 'SELECT account, count(*)::INT AS n FROM sessions GROUP BY 1 ORDER BY 1');
+      const runs = await queryRows<{ account: string; outcome: string }>(store.conn, 'SELECT account, outcome FROM _runs ORDER BY account');
+      expect(runs).toEqual(['acme', 'globex', 'initech'].map((account) => ({ account, outcome: 'succeeded' })));
+      expect(perAccount.map((p) => p.account)).toEqual(['acme', 'globex', 'initech']);
+    } finally {
+      store.close();
     }
-    // No single-account files at the top.
-    expect(readdirSync(s.data).sort()).toEqual(['accounts', 'all-accounts.duckdb', 'parquet']);
 
     // hyparquet: every account's sessions, and only its own.
     const rows = await readDataset(s.data);
@@ -122,7 +139,12 @@ describe('many accounts', () => {
     try {
       const viaView = await queryRows<{ account: string; n: number }>(db.conn, 'SELECT account, count(*)::INT AS n FROM sessions GROUP BY 1 ORDER BY 1');
       expect(viaView).toEqual(['acme', 'globex', 'initech'].map((a) => ({ account: a, n: rows.filter((x) => x.account === a).length })));
-      const glob = join(s.data, 'parquet', 'sessions', '*', '*', '*.parquet');
+      // Within a day's file the rows are sorted by account: each account's rows are one run.
+      for (const d of days) {
+        const order = rows.filter((x) => x.date === d.replace('date=', '')).map((x) => x.account);
+        expect(order).toEqual([...order].sort());
+      }
+      const glob = join(s.data, 'parquet', 'sessions', '*', '*.parquet');
       const direct = await queryRows<{ account: string; ids: string[] }>(
         db.conn,
         `SELECT account, list(session_id ORDER BY session_id) AS ids FROM read_parquet('${glob}', hive_partitioning = true)
@@ -139,7 +161,8 @@ describe('many accounts', () => {
     const r = await backfill(s, '--account', 'globex', '--account', 'initech');
     expect(r.code).toBe(0);
     expect((JSON.parse(r.stdout) as { accounts: Array<{ account: string }> }).accounts.map((a) => a.account)).toEqual(['globex', 'initech']);
-    expect(readdirSync(join(s.data, 'accounts')).sort()).toEqual(['globex', 'initech']);
+    expect(await storedAccounts(s)).toEqual(['globex', 'initech']);
+    expect([...new Set((await readDataset(s.data)).map((x) => x.account))].sort()).toEqual(['globex', 'initech']);
 
     const s2 = await setup();
     const bad = await backfill(s2, '--account', 'acme', '--account', 'umbrella');
@@ -148,7 +171,7 @@ describe('many accounts', () => {
     expect(existsSync(s2.data)).toBe(false);
   });
 
-  it('shards cut the accounts by FNV-1a 32-bit of the name modulo N: their union is every account, with no overlap, each shard touching only its own', async () => {
+  it('shards cut the accounts by FNV-1a 32-bit of the name modulo N: each shard writes its own store and its own file of each day; run at once, their union is every account once', async () => {
     // Six accounts on one emulator (the same key): the cut, not the data, is under test here.
     const root = await tempDir();
     const names = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark-industries'];
@@ -156,40 +179,78 @@ describe('many accounts', () => {
     const data = join(root, 'data');
     await writeFile(config, JSON.stringify({ dataDir: data, accounts: Object.fromEntries(names.map((n) => [n, { apiKeyEnv: 'K', reportingUrl: emus.acme!.url }])) }));
     const env = { K: emus.acme!.apiKey };
+    const s = { config, env };
     // The documented hash: FNV-1a 32-bit over the UTF-8 bytes (published test vectors).
     expect(fnv1a32('')).toBe(0x811c9dc5);
     expect(fnv1a32('a')).toBe(0xe40c292c);
     expect(fnv1a32('foobar')).toBe(0xbf9cf968);
     const N = 3;
-    const shardArgs = (i: number) => ['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + D), '--shard', `${i}/${N}`, '--json', '--log-level', 'error'];
-    // Shard 0 alone: it creates (opens, locks) its own accounts' directories and partitions, no other.
+    const shardArgs = (i: number, n: number = N) => ['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + D), '--shard', `${i}/${n}`, '--json', '--log-level', 'error'];
+    // Shard 0 alone: its own store and, in each day, its own file holding its accounts only.
     const first = await runCli(shardArgs(0), env);
     expect(first.code).toBe(0);
     const own = names.filter((n) => shardOf(n, N) === 0).sort();
     expect(own.length).toBeGreaterThan(0);
-    expect(readdirSync(join(data, 'accounts')).sort()).toEqual(own);
-    expect(readdirSync(join(data, 'parquet', 'sessions')).sort()).toEqual(own.map((n) => `account=${n}`));
+    expect(readdirSync(join(data, 'shards'))).toEqual(['0-of-3']);
+    expect(existsSync(join(data, 'sessions.duckdb'))).toBe(false);
+    let rows = await readDataset(data);
+    expect(new Set(rows.map((x) => x.file))).toEqual(new Set(['part-0-of-3.parquet']));
+    expect([...new Set(rows.map((x) => x.account))].sort()).toEqual(own);
     // Then every shard at the same time on the same data directory (shard 0 again: nothing new to do there).
-    const runs = await Promise.all(
-      Array.from({ length: N }, (_, i) =>
-        runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + D), '--shard', `${i}/${N}`, '--json', '--log-level', 'error'], env),
-      ),
-    );
+    const runs = await Promise.all(Array.from({ length: N }, (_, i) => runCli(shardArgs(i), env)));
     const seen: string[][] = runs.map((r) => {
+      expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       return (JSON.parse(r.stdout) as { accounts: Array<{ account: string }> }).accounts.map((a) => a.account);
     });
     seen.forEach((shard, i) => expect(shard).toEqual(names.filter((n) => shardOf(n, N) === i).sort()));
     expect(seen.flat().sort()).toEqual([...names].sort());
-    expect(new Set(seen.flat()).size).toBe(names.length);
-    expect(readdirSync(join(data, 'accounts')).sort()).toEqual([...names].sort());
+    // A shard whose accounts are none has nothing to store.
+    expect(readdirSync(join(data, 'shards')).sort()).toEqual([0, 1, 2].filter((i) => names.some((n) => shardOf(n, N) === i)).map((i) => `${i}-of-3`));
+    rows = await readDataset(data);
+    const once = (all: DatasetRow[]) => {
+      for (const n of names) {
+        // Every account reads acme's emulator here.
+        expect(storedIn(all, n, FROM, FROM + D)).toEqual(truth('acme', FROM, FROM + D));
+        const mine = all.filter((x) => x.account === n);
+        expect(new Set(mine.map((x) => x.session_id)).size).toBe(mine.length);
+      }
+    };
+    once(rows);
+    for (const n of names) expect(new Set(rows.filter((x) => x.account === n).map((x) => x.file))).toEqual(new Set([`part-${shardOf(n, N)}-of-3.parquet`]));
+
+    // Two shards instead of three, both at once: each moves its accounts out of the three stores
+    // (nothing fetched again); the old stores and their files go; every session is there once.
+    const resharded = await Promise.all([0, 1].map((i) => runCli(['export', '--config', config, '--shard', `${i}/2`, '--json', '--log-level', 'error'], env)));
+    for (const r of resharded) {
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      // Each account continued from its checkpoint (kept by the move): its export starts a lookback before it.
+      for (const a of (JSON.parse(r.stdout) as { accounts: Array<{ summary: { range: { from: string } } }> }).accounts) {
+        expect(Date.parse(a.summary.range.from) / 1000).toBe(FROM);
+      }
+    }
+    expect(readdirSync(join(data, 'shards')).sort()).toEqual([0, 1].filter((i) => names.some((n) => shardOf(n, 2) === i)).map((i) => `${i}-of-2`));
+    rows = await readDataset(data);
+    once(rows);
+    for (const n of names) expect(new Set(rows.filter((x) => x.account === n).map((x) => x.file))).toEqual(new Set([`part-${shardOf(n, 2)}-of-2.parquet`]));
+    // And back to one store (one shard: 0/1): `accounts migrate` moves them without a run; the shards go.
+    const migrate = await runCli(['accounts', 'migrate', '--config', config, '--shard', '0/1', '--json'], env);
+    expect(migrate.stderr).toBe('');
+    expect(migrate.code).toBe(0);
+    expect((JSON.parse(migrate.stdout) as { moved: Array<{ account: string }> }).moved.map((m) => m.account).sort()).toEqual([...names].sort());
+    expect(existsSync(join(data, 'shards'))).toBe(false);
+    rows = await readDataset(data);
+    once(rows);
+    expect(new Set(rows.map((x) => x.file))).toEqual(new Set(['part-0.parquet']));
+    expect((await storedAccounts(s)).sort()).toEqual([...names].sort());
 
     for (const shard of ['3/3', '1/0', 'x', '-1/2', '1/2/3']) {
       const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + D), '--shard', shard], env);
       expect({ shard, code: r.code }).toEqual({ shard, code: 2 });
       expect(r.stderr).toMatch(/--shard/);
     }
-  });
+  }, 240_000);
 
   it('an account with a wrong key fails alone: the others complete, exit 1 names it, the key is never printed', async () => {
     const s = await setup();
@@ -273,7 +334,7 @@ describe('many accounts', () => {
     expect((await runCli(['status', '--config', s.config, '--check', '--max-lag', '30d', '--account', 'acme'], s.env)).code).toBe(0);
   });
 
-  it('adopts a single-account data directory under an account name without fetching again', async () => {
+  it('adopts a single-account data directory as one account, in place, without fetching again', async () => {
     const s = await setup(['acme']);
     const single = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--log-level', 'error'], {
       REPORTING_URL: emus.acme!.url,
@@ -288,8 +349,9 @@ describe('many accounts', () => {
     const adopt = await runCli(['accounts', 'adopt', 'acme', '--config', s.config], {});
     expect(adopt.stderr).toBe('');
     expect(adopt.code).toBe(0);
-    expect(readdirSync(s.data).sort()).toEqual(['accounts', 'parquet']);
+    expect(readdirSync(s.data).filter((f) => !f.startsWith('.')).sort()).toEqual(['parquet', 'sessions.duckdb', 'state.json']);
     const adopted = await readDataset(s.data);
+    expect(new Set(adopted.map((x) => x.account))).toEqual(new Set(['acme']));
     expect(storedIn(adopted, 'acme')).toEqual(truth('acme'));
     // A single-account run now refuses the directory that holds accounts.
     const singleAgain = await runCli(['export'], { REPORTING_URL: emus.acme!.url, REPORTING_API_KEY: emus.acme!.apiKey, SESSION_ETL_DATA_DIR: s.data });
@@ -339,7 +401,7 @@ describe('many accounts', () => {
     expect(text).not.toContain('wrong-key');
   });
 
-  it('notifications are per account: a failing account posts one naming its directory, the others none', async () => {
+  it('notifications are per account: a failing account posts one, the others none', async () => {
     const posts: Array<Record<string, unknown>> = [];
     const server = createServer((req, res) => {
       let body = '';
@@ -356,7 +418,8 @@ describe('many accounts', () => {
       s.env.SESSION_ETL_NOTIFY_URL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook/tok3n`;
       const r = await backfill(s);
       expect(r.code).toBe(1);
-      expect(posts.map((p) => [p.event, p.dataDir, p.outcome])).toEqual([['run_failed', join(s.data, 'accounts', 'globex'), 'failed']]);
+      expect(posts.map((p) => [p.event, p.dataDir, p.outcome])).toEqual([['run_failed', s.data, 'failed']]);
+      expect(String(posts[0]!.error)).toMatch(/HTTP 401/);
       expect(JSON.stringify(posts)).not.toContain('wrong-key-for-notify');
     } finally {
       await new Promise<void>((r) => server.close(() => r()));
