@@ -168,7 +168,12 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
   // Every account's options are checked before any runs: a bad override is exit 2 for the command.
   const jobs = new Map<string, AccountJob>();
   for (const a of accounts.values()) {
-    if (a.keyError) continue;
+    if (a.keyError) {
+      // Nothing to run with, but recorded in the store as the account's failed run (status, health, notifications).
+      const template = jobOf(a, { ...placeholderOptions(a), logger: o.logger.child?.({ account: a.name }) ?? o.logger });
+      jobs.set(a.name, { ...template, refused: new AccountKeyError(`account ${a.name}: ${a.keyError}`) } as AccountJob);
+      continue;
+    }
     try {
       const opts = pipelineOptions(a.loaded, o.waitFlags);
       jobs.set(a.name, jobOf(a, { ...opts, logger: o.logger.child?.({ account: a.name }) ?? o.logger }));
@@ -180,10 +185,7 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
   const count = await shardCount(root, given);
   const { runBatch } = await import('../pipeline/run.js');
   const results = new Map<string, AccountResultOf>();
-  for (const a of accounts.values()) {
-    if (a.keyError) results.set(a.name, { account: a.name, ok: false, error: new AccountKeyError(`account ${a.name}: ${a.keyError}`), durationMs: 0 });
-  }
-  const anyJob = jobs.values().next().value as AccountJob | undefined;
+  const anyJob = [...jobs.values()].find((j) => !j.refused) ?? jobs.values().next().value as AccountJob | undefined;
   for (const group of byStore(names, count)) {
     const groupJobs = group.names.flatMap((n) => (jobs.has(n) ? [jobs.get(n)!] : []));
     if (!groupJobs.length) continue;
@@ -220,6 +222,11 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
     }
   }
   return names.map((n) => results.get(n) ?? { account: n, ok: false, error: new Error(`account ${n} did not run`), durationMs: 0 });
+}
+
+/** The options of an account that cannot run (its key could not be read): enough to plan nothing and name it. */
+function placeholderOptions(a: ResolvedAccount): ReturnType<typeof pipelineOptions> {
+  return { reportingUrl: a.loaded.config.reportingUrl ?? '', apiKey: '', dataDir: a.loaded.config.dataDir };
 }
 
 /** The format asked for; else, for a store still to be made from the layout before schema 3, that layout's. */

@@ -95,10 +95,15 @@ export interface BatchOptions
   prepare?: (store: SessionStore) => Promise<void>;
 }
 
-/** One account's part of a run over a store ('' for a single-account store). */
-export type AccountJob =
+/**
+ * One account's part of a run over a store ('' for a single-account store). `refused`: the part
+ * cannot run (its key could not be read, say): it is recorded as a failed run of the account with
+ * this error, so that `status`, health checks and notifications see it, and nothing is fetched.
+ */
+export type AccountJob = (
   | { account: string; kind: 'backfill'; opts: BackfillOptions }
-  | { account: string; kind: 'export'; opts: ExportOptions };
+  | { account: string; kind: 'export'; opts: ExportOptions }
+) & { refused?: Error };
 
 /** How one account's part of a run ended: its summary, or (not ok) its error (which may carry a summary). */
 export interface AccountResult {

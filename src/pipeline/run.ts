@@ -161,6 +161,7 @@ function only(results: AccountResult[]): RunSummary {
 
 /** Refuses (RangeError) options that cannot make a run, before anything is opened. */
 function checkJob(job: AccountJob): void {
+  if (job.refused) return;
   const opts = job.opts;
   const posInt = (v: number | undefined, name: string) => {
     if (v !== undefined && (!Number.isInteger(v) || v <= 0)) throw new RangeError(`${name} must be a positive whole number, got ${v}`);
@@ -268,6 +269,12 @@ async function recover(store: SessionStore, runId: string, lock: Lock | undefine
 async function fetchAccount(store: SessionStore, part: Part, batch: BatchOptions, committed: () => void): Promise<void> {
   const { job, tally, logger } = part;
   const opts = job.opts;
+  if (job.refused) {
+    // Recorded as the account's failed run (finish writes its error), nothing fetched.
+    await store.recordRun(tally.row());
+    part.recorded = true;
+    throw job.refused;
+  }
   const now = opts.now ?? batch.now ?? Date.now;
   const sleep = opts.sleep ?? batch.sleep ?? realSleep;
   const p = await planOf(store, job, tally.startedMs / 1000);

@@ -273,6 +273,16 @@ describe('many accounts', () => {
     const r2 = await backfill(s, '--account', 'globex', '--account', 'initech');
     expect(r2.code).toBe(1);
     expect(r2.stderr).toMatch(/globex: .*GLOBEX_KEY \(apiKeyEnv\) is not set/);
+    // ... and is recorded as its failed run: status and --check say so (the others stay healthy).
+    const st = await runCli(['status', '--config', s.config, '--json'], s.env);
+    const accounts = (JSON.parse(st.stdout) as { accounts: Array<{ account: string; status: { lastRuns: Array<{ outcome: string; error: string }> } | null }> }).accounts;
+    const globex = accounts.find((a) => a.account === 'globex')!.status!;
+    expect(globex.lastRuns[0]).toMatchObject({ outcome: 'failed' });
+    expect(globex.lastRuns[0]!.error).toMatch(/GLOBEX_KEY \(apiKeyEnv\) is not set/);
+    const check = await runCli(['status', '--config', s.config, '--check', '--max-lag', '30d'], s.env);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toMatch(/UNHEALTHY: account globex: last run \S+ \(backfill\) failed/);
+    expect(check.stdout).not.toMatch(/account (acme|initech)/);
   });
 
   it('an account added later is backfilled from its startDate on the next export', async () => {
