@@ -3,8 +3,9 @@
  * scheduler's /metrics (without Node's process metrics, which node_exporter has of its own) is
  * written for node_exporter's textfile collector, atomically: a temporary file in the same
  * directory (not ending in .prom, so the collector never reads it half-written), then a rename.
+ * The directory is often writable by others: the temporary file's name cannot be guessed and it
+ * is created exclusively, never through a link (writeFileAtomic).
  */
-import { basename, dirname, join } from 'node:path';
 import type { RunSummary } from '../pipeline/run.js';
 import { writeFileAtomic } from '../store/durable-fs.js';
 import { combineAccountStates } from './accounts-state.js';
@@ -32,7 +33,7 @@ export async function writeMetricsAfter(
       process.stderr.write(`warning: the metrics file's gauges could not read ${dataDir}: ${(err as Error).message}\n`);
     }
     try {
-      await writeFileAtomic(path, await metrics.metrics(), { tmp: join(dirname(path), `.${basename(path)}.${process.pid}.tmp`), mode: 0o644 });
+      await writeFileAtomic(path, await metrics.metrics(), { mode: 0o644 });
     } catch (err) {
       process.stderr.write(`warning: could not write --metrics-file ${path}: ${(err as Error).message}\n`);
     }
@@ -82,7 +83,7 @@ export async function writeAccountsMetrics(path: string, command: string, runs: 
   }
   metrics.setState(combineAccountStates(states, failed));
   try {
-    await writeFileAtomic(path, await metrics.metrics(), { tmp: join(dirname(path), `.${basename(path)}.${process.pid}.tmp`), mode: 0o644 });
+    await writeFileAtomic(path, await metrics.metrics(), { mode: 0o644 });
   } catch (err) {
     process.stderr.write(`warning: could not write --metrics-file ${path}: ${(err as Error).message}\n`);
   }

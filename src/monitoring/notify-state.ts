@@ -44,5 +44,5 @@ export async function readNotifyState(dataDir: string): Promise<NotifyState> {
 /** Replaces the stored state atomically (write a temporary file, then rename it over the old one). */
 export async function writeNotifyState(dataDir: string, state: NotifyState): Promise<void> {
   const path = notifyStatePath(dataDir);
-  await writeFileAtomic(path, JSON.stringify(state, null, 2) + '\n', { tmp: `${path}.${process.pid}.tmp`, mode: 0o640, exactMode: true });
+  await writeFileAtomic(path, JSON.stringify(state, null, 2) + '\n', { mode: 0o640, exactMode: true });
 }

@@ -6,6 +6,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { unguessable } from '../util/temp-file.js';
 import { queryRows, sqlString } from './duckdb.js';
 import { exists } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
@@ -78,7 +79,7 @@ export class ParquetOnlySink implements Sink {
     const c = this.conn;
     const dir = partitionDir(this.layout.parquetDir, p);
     const final = join(dir, PARTITION_FILE);
-    const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}.parquet`);
+    const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}-${unguessable()}.parquet`);
     let inserted = 0;
     let updated = 0;
     const hasOld = await exists(final);
