@@ -18,7 +18,7 @@ import { redact } from '../util/redact.js';
 import { ExitCode, exitCodeOf } from './exit-codes.js';
 import { createCliLogger } from './logging.js';
 import { checkMetricsFile } from './monitoring-options.js';
-import { notifyRunEnd, runEndOf, type NotifySettings } from '../monitoring/notify.js';
+import { notifyRunEnds, runEndOf, type NotifySettings } from '../monitoring/notify.js';
 import { pipelineOptions } from './run-options.js';
 import { formatSummary } from './summary.js';
 import { installStopSignals } from './stop-signals.js';
@@ -40,7 +40,7 @@ export interface AccountsRunOptions {
   graceMs?: number;
   /** --metrics-file: written after every account has ended (counters with an account label). */
   metricsFile?: string | undefined;
-  /** notifyUrl: each account's run end is judged on its own (its own failing/recovered state, in its directory). */
+  /** notifyUrl: each account's run end is judged on its own (its own failing/recovered state); all are posted under one budget. */
   notify?: NotifySettings | undefined;
 }
 
@@ -108,19 +108,25 @@ export async function executeAccountsRun(
   }
   const outcomes = results.map(outcomeOf);
   if (o.notify) {
+    // Every account's notifications at once, under one budget (15 s however many accounts failed).
     const endedMs = Date.now();
-    for (const [i, r] of results.entries()) {
-      const end = runEndOf({
-        command: o.command,
-        dataDir: accounts.get(r.account)!.loaded.config.dataDir,
-        startedMs: endedMs - r.durationMs,
-        endedMs,
-        exitCode: outcomes[i]!.exitCode,
-        ...(outcomes[i]!.summary ? { summary: outcomes[i]!.summary! } : {}),
-        ...(r.ok ? {} : { error: r.error }),
-      });
-      await notifyRunEnd(o.notify, end, { logger: logger.child?.({ account: r.account }) ?? logger });
-    }
+    await notifyRunEnds(
+      o.notify,
+      results.map((r, i) => ({
+        end: runEndOf({
+          command: o.command,
+          dataDir: loaded.config.dataDir,
+          account: r.account,
+          startedMs: endedMs - r.durationMs,
+          endedMs,
+          exitCode: outcomes[i]!.exitCode,
+          ...(outcomes[i]!.summary ? { summary: outcomes[i]!.summary! } : {}),
+          ...(r.ok ? {} : { error: r.error }),
+        }),
+        logger: logger.child?.({ account: r.account }) ?? logger,
+      })),
+      { logger },
+    );
   }
   if (o.metricsFile !== undefined) {
     const { writeAccountsMetrics } = await import('../monitoring/metrics-file.js');

@@ -6,9 +6,11 @@
  * (lock held, unusable data directory, sign-in needed) count too, and reading it needs no DuckDB
  * connection after the run has released the data directory. It holds no secret.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { accountDataDir } from '../accounts/layout.js';
 import { writeFileAtomic } from '../store/durable-fs.js';
+import { DIR_MODE } from '../store/layout.js';
 
 export const NOTIFY_STATE_FILE = 'notify-state.json';
 
@@ -21,15 +23,20 @@ export interface NotifyState {
 
 export const EMPTY_NOTIFY_STATE: NotifyState = { failing: null, lagExceeded: null };
 
-export function notifyStatePath(dataDir: string): string {
-  return join(dataDir, NOTIFY_STATE_FILE);
+/**
+ * Where the state of `dataDir` (and, with many accounts, of `account` in it) is kept: the data
+ * directory's own file, or the account's directory's. Callers name the data directory and the
+ * account, never the file, so that where it lives can change with the layout (issue 29).
+ */
+export function notifyStatePath(dataDir: string, account?: string): string {
+  return join(account === undefined ? dataDir : accountDataDir(dataDir, account), NOTIFY_STATE_FILE);
 }
 
 /** The stored state; the empty state when there is none (or it cannot be read: nothing was sent yet, as far as we know). */
-export async function readNotifyState(dataDir: string): Promise<NotifyState> {
+export async function readNotifyState(dataDir: string, account?: string): Promise<NotifyState> {
   let text: string;
   try {
-    text = await readFile(notifyStatePath(dataDir), 'utf8');
+    text = await readFile(notifyStatePath(dataDir, account), 'utf8');
   } catch {
     return EMPTY_NOTIFY_STATE;
   }
@@ -41,8 +48,14 @@ export async function readNotifyState(dataDir: string): Promise<NotifyState> {
   }
 }
 
-/** Replaces the stored state atomically (write a temporary file, then rename it over the old one). */
-export async function writeNotifyState(dataDir: string, state: NotifyState): Promise<void> {
-  const path = notifyStatePath(dataDir);
+/**
+ * Replaces the stored state atomically (write a temporary file, then rename it over the old one).
+ * The directory is created when missing: a run that failed before making it (an account whose key
+ * cannot be read, a first export without --since) still has its failure recorded, so that the next
+ * success posts `run_recovered`.
+ */
+export async function writeNotifyState(dataDir: string, state: NotifyState, account?: string): Promise<void> {
+  const path = notifyStatePath(dataDir, account);
+  await mkdir(dirname(path), { recursive: true, mode: DIR_MODE });
   await writeFileAtomic(path, JSON.stringify(state, null, 2) + '\n', { mode: 0o640, exactMode: true });
 }

@@ -339,7 +339,7 @@ describe('many accounts', () => {
     expect(text).not.toContain('wrong-key');
   });
 
-  it('notifications are per account: a failing account posts one naming its directory, the others none', async () => {
+  it('notifications are per account: a failing account posts one naming it (and the data directory), the others none', async () => {
     const posts: Array<Record<string, unknown>> = [];
     const server = createServer((req, res) => {
       let body = '';
@@ -356,7 +356,7 @@ describe('many accounts', () => {
       s.env.SESSION_ETL_NOTIFY_URL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook/tok3n`;
       const r = await backfill(s);
       expect(r.code).toBe(1);
-      expect(posts.map((p) => [p.event, p.dataDir, p.outcome])).toEqual([['run_failed', join(s.data, 'accounts', 'globex'), 'failed']]);
+      expect(posts.map((p) => [p.event, p.account, p.dataDir, p.outcome])).toEqual([['run_failed', 'globex', s.data, 'failed']]);
       expect(JSON.stringify(posts)).not.toContain('wrong-key-for-notify');
     } finally {
       await new Promise<void>((r) => server.close(() => r()));
