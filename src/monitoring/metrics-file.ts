@@ -63,10 +63,13 @@ export interface AccountRun {
  * The metrics file of a many-account `backfill` or `export` (docs/accounts.md): the per-run
  * counters with an `account` label, one series per account; the state gauges over all accounts
  * (the oldest checkpoint and last success, holes and stored sessions summed, the last run failed
- * when any account's did). Written atomically, as writeMetricsAfter does.
+ * when any account's did). Written atomically, as writeMetricsAfter does. A shard's file (`shard`:
+ * "I/N") has a `shard` label on every series, so that the files of several shards can sit in one
+ * textfile directory (node_exporter refuses the same series twice).
  */
-export async function writeAccountsMetrics(path: string, command: string, runs: readonly AccountRun[]): Promise<void> {
+export async function writeAccountsMetrics(path: string, command: string, runs: readonly AccountRun[], o: { shard?: string } = {}): Promise<void> {
   const metrics = createMetrics({ commands: [command], accounts: runs.map((r) => r.account) });
+  if (o.shard !== undefined) metrics.registry.setDefaultLabels({ shard: o.shard });
   const states: MonitoredState[] = [];
   // A run of this command that failed is the last run the gauges show (an account whose first run failed has no store to read it from).
   let failed: MonitoredState['lastRun'] = null;

@@ -4,7 +4,7 @@
  * and the whole dataset read back with DuckDB and with hyparquet.
  */
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -337,6 +337,43 @@ describe('many accounts', () => {
     expect(text).toMatch(/session_etl_sessions_written_total\{account="globex"\} 0/);
     expect(text).toMatch(/session_etl_last_run_failed 1/);
     expect(text).not.toContain('wrong-key');
+  });
+
+  it('--metrics-file with --shard: each shard writes its own file ({shard} in the path) with a shard label; one path for every shard is refused', async () => {
+    // With 2 shards globex is in shard 0, acme in shard 1 (FNV-1a, docs/accounts.md).
+    expect([shardOf('globex', 2), shardOf('acme', 2)]).toEqual([0, 1]);
+    const s = await setup(['acme', 'globex']);
+    s.env.GLOBEX_KEY = 'wrong-key';
+    const dir = join(s.root, 'textfile');
+    await mkdir(dir);
+    const file = join(dir, 'session_etl_{shard}.prom');
+    expect((await backfill(s, '--shard', '0/2', '--metrics-file', file)).code).toBe(1);
+    expect((await backfill(s, '--shard', '1/2', '--metrics-file', file)).code).toBe(0);
+    expect((await readdir(dir)).sort()).toEqual(['session_etl_0-of-2.prom', 'session_etl_1-of-2.prom']);
+    const shard0 = await readFile(join(dir, 'session_etl_0-of-2.prom'), 'utf8');
+    const shard1 = await readFile(join(dir, 'session_etl_1-of-2.prom'), 'utf8');
+    // The failure of shard 0 is not erased by the success of shard 1, and the series differ by shard.
+    expect(shard0).toMatch(/session_etl_last_run_failed\{shard="0\/2"\} 1/);
+    expect(shard1).toMatch(/session_etl_last_run_failed\{shard="1\/2"\} 0/);
+    expect(shard1).toMatch(/session_etl_runs_total\{command="backfill",outcome="succeeded",account="acme",shard="1\/2"\} 1/);
+
+    // One path for every shard: refused before anything runs, saying what to write.
+    const plain = join(dir, 'session_etl.prom');
+    const r = await backfill(s, '--shard', '1/2', '--metrics-file', plain);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/with --shard, each shard needs a file of its own.*\{shard\}/);
+    expect(existsSync(plain)).toBe(false);
+    // {shard} without --shard is refused too.
+    expect((await backfill(s, '--metrics-file', file)).code).toBe(2);
+  });
+
+  it('a shard that holds no account says so on stderr and exits 0 (an Indexed Job may have more shards than accounts)', async () => {
+    expect(['acme', 'globex'].map((n) => shardOf(n, 5))).not.toContain(1);
+    const s = await setup(['acme', 'globex']);
+    const r = await backfill(s, '--shard', '1/5');
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/--shard 1\/5 holds none of the 2 configured accounts, so there is nothing to do/);
+    expect((JSON.parse(r.stdout) as { accounts: unknown[] }).accounts).toEqual([]);
   });
 
   it('notifications are per account: a failing account posts one naming it (and the data directory), the others none', async () => {
