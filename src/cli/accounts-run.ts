@@ -80,7 +80,7 @@ export async function executeAccountsRun(
   for (const a of accounts.values()) {
     if (a.keyError) continue;
     try {
-      bases.set(a.name, { ...pipelineOptions(a.loaded, o.waitFlags), parquetDir: a.parquetDir });
+      bases.set(a.name, { ...pipelineOptions(a.loaded, o.waitFlags), parquetDir: a.parquetDir, apiKeySource: keySourceText(a) });
     } catch (err) {
       throw new UsageError(`account ${a.name}: ${(err as Error).message}`, { cause: err });
     }
@@ -179,6 +179,13 @@ export async function executeAccountsRun(
   return ExitCode.ok;
 }
 
+/** Where an account's key comes from, as the advice for a refused key names it. */
+function keySourceText(a: ResolvedAccount): string {
+  return a.keySource.kind === 'env'
+    ? `account ${a.name}'s key, the environment variable ${a.keySource.name} (its apiKeyEnv)`
+    : `account ${a.name}'s key file ${a.keySource.path} (its apiKeyFile)`;
+}
+
 function outcomeOf(r: AccountResult<RunSummary>): AccountOutcome {
   if (r.ok) return { account: r.account, outcome: r.value!.outcome, summary: r.value!, error: null, exitCode: ExitCode.ok };
   const summary = (r.error as { summary?: RunSummary } | undefined)?.summary ?? null;
@@ -262,6 +269,7 @@ export function accountsJob(
             pipeline: {
               ...pipelineOptions(a.loaded, waitFlags),
               parquetDir: a.parquetDir,
+              apiKeySource: keySourceText(a),
               ...(ctx.pipeline.logger ? { logger: ctx.pipeline.logger.child?.({ account: name }) ?? ctx.pipeline.logger } : {}),
               ...(ctx.pipeline.stopSignal ? { stopSignal: ctx.pipeline.stopSignal } : {}),
               ...(ctx.pipeline.abortSignal ? { abortSignal: ctx.pipeline.abortSignal } : {}),

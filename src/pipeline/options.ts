@@ -16,6 +16,8 @@ export interface PipelineOptions {
   reportingUrl: string;
   /** Reporting API key (REPORTING_API_KEY). */
   apiKey: string;
+  /** Where the key came from (an account's apiKeyEnv or apiKeyFile), named when the endpoint refuses it. */
+  apiKeySource?: string;
   dataDir: string;
   /**
    * The Parquet dataset's root, when not `<dataDir>/parquet/sessions`: an account of a many-account

@@ -214,6 +214,19 @@ describe('many accounts', () => {
     expect(r2.stderr).toMatch(/globex: .*GLOBEX_KEY \(apiKeyEnv\) is not set/);
   });
 
+  it("a refused key: the advice names the account's own key source (its apiKeyEnv or apiKeyFile), not REPORTING_API_KEY", async () => {
+    const s = await setup(['acme', 'globex']);
+    s.env.GLOBEX_KEY = 'revoked-key-of-globex';
+    await writeFile(join(s.root, 'acme.key'), 'revoked-key-of-acme\n', { mode: 0o600 });
+    const r = await backfill(s);
+    expect(r.code).toBe(1);
+    const line = (name: string) => r.stderr.split('\n').find((l) => l.startsWith(`  ${name}: `)) ?? '';
+    expect(line('globex')).toMatch(/HTTP 401\): check account globex's key, the environment variable GLOBEX_KEY \(its apiKeyEnv\): it must be/);
+    expect(line('acme')).toContain(`HTTP 401): check account acme's key file ${join(s.root, 'acme.key')} (its apiKeyFile): it must be`);
+    expect(r.stderr).not.toContain('REPORTING_API_KEY');
+    expect(r.stdout + r.stderr).not.toMatch(/revoked-key-of-(globex|acme)/);
+  });
+
   it('an account added later is backfilled from its startDate on the next export', async () => {
     const s = await setup(['acme']);
     const first = await runCli(['export', '--config', s.config, '--since', iso(FROM), '--json', '--log-level', 'error'], s.env);
