@@ -380,6 +380,27 @@ describe('many accounts', () => {
     expect((await backfill(s, '--metrics-file', file)).code).toBe(2);
   });
 
+  it('accounts list prints aligned columns: every column starts at the same place on every line', async () => {
+    const root = await tempDir();
+    const config = join(root, 'config.json');
+    await writeFile(config, JSON.stringify({
+      dataDir: join(root, 'data'),
+      accounts: {
+        acme: { apiKeyFile: '/run/secrets/acme', startDate: '2026-01-01' },
+        'stark-industries': { apiKeyEnv: 'STARK_KEY' },
+        globex: { apiKeyEnv: 'GLOBEX_REPORTING_KEY', reportingUrl: 'https://reporting.example.com/', concurrency: 2 },
+      },
+    }));
+    const r = await runCli(['accounts', 'list', '--config', config, '--shards', '4']);
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines.map((l) => l.split(/\s{2,}/)[0])).toEqual(['ACCOUNT', 'acme', 'globex', 'stark-industries']);
+    // Where each cell starts on each line: the same for every line.
+    const starts = lines.map((l) => [...l.matchAll(/(?:^|\s{2})(\S)/g)].map((m) => m.index! + m[0].length - 1));
+    for (const s of starts) expect(s).toEqual(starts[0]);
+    expect(lines[2]).toMatch(new RegExp(`^globex +env GLOBEX_REPORTING_KEY +${shardOf('globex', 4)}/4 +reportingUrl, concurrency$`));
+  });
+
   it('a shard that holds no account says so on stderr and exits 0 (an Indexed Job may have more shards than accounts)', async () => {
     expect(['acme', 'globex'].map((n) => shardOf(n, 5))).not.toContain(1);
     const s = await setup(['acme', 'globex']);
