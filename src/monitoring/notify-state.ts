@@ -1,8 +1,8 @@
 /**
  * What the notifier remembers between runs and processes: whether a failure is still open (so the
  * next success says "recovered") and whether the lag alert has been sent (so it is sent once per
- * crossing). One small JSON file in the data directory, `notify-state.json`, mode 0640, replaced
- * by an atomic rename. A file rather than the `_runs` table: failures that never reach the run log
+ * crossing). One small JSON file in the data directory (with many accounts, in each account's
+ * directory), `notify-state.json`, mode 0640, replaced by an atomic rename. A file rather than the `_runs` table: failures that never reach the run log
  * (lock held, unusable data directory, sign-in needed) count too, and reading it needs no DuckDB
  * connection after the run has released the data directory. It holds no secret.
  */
