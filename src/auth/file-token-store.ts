@@ -1,10 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import lockfile from 'proper-lockfile';
 import { readStoredTokens, type StoredTokens } from './stored-tokens.js';
 import type { TokenStore } from './token-store.js';
+import { writeNewFile } from '../util/temp-file.js';
 
 /** The token file used when SESSION_ETL_TOKEN_FILE is not set: `$XDG_CONFIG_HOME/session-etl/tokens.json`, else `~/.config/session-etl/tokens.json`. */
 export function defaultTokenFile(env: NodeJS.ProcessEnv = process.env): string {
@@ -41,17 +41,14 @@ export class FileTokenStore implements TokenStore {
 
   async save(tokens: StoredTokens): Promise<void> {
     await this.secureDir();
-    const tmp = `${this.path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-    const fh = await open(tmp, 'wx', 0o600);
+    // Created new under an unguessable name, never through a link; exactly 0600 whatever the umask.
+    const tmp = await writeNewFile((suffix) => `${this.path}.${process.pid}.${suffix}.tmp`, JSON.stringify(tokens, null, 2) + '\n', { mode: 0o600, exactMode: true, sync: true });
     try {
-      await fh.writeFile(JSON.stringify(tokens, null, 2) + '\n', 'utf8');
-      await fh.sync();
-    } finally {
-      await fh.close();
+      await rename(tmp, this.path);
+    } catch (err) {
+      await rm(tmp, { force: true }).catch(() => {});
+      throw err;
     }
-    // The mode given to open() is reduced by the umask; make sure it is exactly 0600.
-    await chmod(tmp, 0o600);
-    await rename(tmp, this.path);
   }
 
   async clear(): Promise<void> {

@@ -15,7 +15,7 @@ import { resolveAccounts, type ResolvedAccount } from '../accounts/resolve.js';
 import { parseShard } from '../accounts/select.js';
 import { byStore, shardCount } from '../accounts/stores.js';
 import type { LoadedConfig } from '../config/load.js';
-import { notifyRunEnd, runEndOf, type NotifySettings } from '../monitoring/notify.js';
+import { notifyRunEnds, runEndOf, type NotifySettings } from '../monitoring/notify.js';
 import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
 import type { AccountJob, AccountResult, RunSummary } from '../pipeline/run.js';
 import type { JobContext, JobDefinition } from '../scheduler/job.js';
@@ -23,7 +23,7 @@ import type { Logger } from '../util/logger.js';
 import { redact } from '../util/redact.js';
 import { ExitCode, exitCodeOf } from './exit-codes.js';
 import { createCliLogger } from './logging.js';
-import { checkMetricsFile } from './monitoring-options.js';
+import { metricsFileOfShard } from './monitoring-options.js';
 import { pipelineOptions } from './run-options.js';
 import { installStopSignals } from './stop-signals.js';
 import { formatSummary } from './summary.js';
@@ -48,9 +48,9 @@ export interface AccountsRunOptions {
   shard?: string | undefined;
   /** Grace period after the first signal before running requests are aborted, ms. */
   graceMs?: number;
-  /** --metrics-file: written after every account has ended (counters with an account label). */
+  /** --metrics-file: written after every account has ended (counters with an account label); `{shard}` in it stands for the shard. */
   metricsFile?: string | undefined;
-  /** notifyUrl: each account's run end is judged on its own (its own failing/recovered state). */
+  /** notifyUrl: each account's run end is judged on its own (its own failing/recovered state); all are posted under one budget. */
   notify?: NotifySettings | undefined;
 }
 
@@ -64,7 +64,15 @@ export interface AccountOutcome {
 
 /** Runs the accounts, prints the summaries, refreshes all-accounts.duckdb, and returns the exit code. */
 export async function executeAccountsRun(loaded: LoadedConfig, names: string[], jobOf: AccountJobOf, o: AccountsRunOptions): Promise<number> {
-  if (o.metricsFile !== undefined) checkMetricsFile(o.metricsFile);
+  const shard = o.shard !== undefined ? parseShard(o.shard) : undefined;
+  const metricsFile = o.metricsFile !== undefined ? metricsFileOfShard(o.metricsFile, shard) : undefined;
+  if (shard && names.length === 0) {
+    const configured = Object.keys(loaded.config.accounts ?? {}).length;
+    process.stderr.write(
+      `note: --shard ${shard.index}/${shard.count} holds none of the ${configured} configured accounts, so there is nothing to do (exit 0). ` +
+        'Shards are cut by a hash of the account name (docs/accounts.md); with few accounts some shards are empty. `session-etl accounts list --shards N` shows each account\'s shard.\n',
+    );
+  }
   const logger = createCliLogger(o.logLevel);
   const signals = installStopSignals({
     logger,
@@ -90,25 +98,30 @@ export async function executeAccountsRun(loaded: LoadedConfig, names: string[], 
   const outcomes = results.map(outcomeOf);
   const root = loaded.config.dataDir;
   if (o.notify) {
+    // Every account's notifications at once, under one budget (15 s however many accounts failed).
     const endedMs = Date.now();
-    for (const [i, r] of results.entries()) {
-      const end = runEndOf({
-        command: o.command,
-        dataDir: root,
-        account: r.account,
-        startedMs: endedMs - r.durationMs,
-        endedMs,
-        exitCode: outcomes[i]!.exitCode,
-        ...(outcomes[i]!.summary ? { summary: outcomes[i]!.summary! } : {}),
-        ...(r.ok ? {} : { error: r.error }),
-      });
-      await notifyRunEnd(o.notify, end, { logger: logger.child?.({ account: r.account }) ?? logger });
-    }
+    await notifyRunEnds(
+      o.notify,
+      results.map((r, i) => ({
+        end: runEndOf({
+          command: o.command,
+          dataDir: root,
+          account: r.account,
+          startedMs: endedMs - r.durationMs,
+          endedMs,
+          exitCode: outcomes[i]!.exitCode,
+          ...(outcomes[i]!.summary ? { summary: outcomes[i]!.summary! } : {}),
+          ...(r.ok ? {} : { error: r.error }),
+        }),
+        logger: logger.child?.({ account: r.account }) ?? logger,
+      })),
+      { logger },
+    );
   }
-  if (o.metricsFile !== undefined) {
+  if (metricsFile !== undefined) {
     const { writeAccountsMetrics } = await import('../monitoring/metrics-file.js');
     await writeAccountsMetrics(
-      o.metricsFile,
+      metricsFile,
       o.command,
       root,
       results.map((r, i) => ({
@@ -117,6 +130,7 @@ export async function executeAccountsRun(loaded: LoadedConfig, names: string[], 
         ...(outcomes[i]!.summary ? { summary: outcomes[i]!.summary! } : {}),
         ...(r.ok ? {} : { error: r.error }),
       })),
+      shard ? { shard: `${shard.index}/${shard.count}` } : {},
     );
   }
   let view: string | null = null;
@@ -176,7 +190,7 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
     }
     try {
       const opts = pipelineOptions(a.loaded, o.waitFlags);
-      jobs.set(a.name, jobOf(a, { ...opts, logger: o.logger.child?.({ account: a.name }) ?? o.logger }));
+      jobs.set(a.name, jobOf(a, { ...opts, apiKeySource: keySourceText(a), logger: o.logger.child?.({ account: a.name }) ?? o.logger }));
     } catch (err) {
       throw new UsageError(`account ${a.name}: ${(err as Error).message}`, { cause: err });
     }
@@ -222,6 +236,13 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
     }
   }
   return names.map((n) => results.get(n) ?? { account: n, ok: false, error: new Error(`account ${n} did not run`), durationMs: 0 });
+}
+
+/** Where an account's key comes from, as the advice for a refused key names it. */
+function keySourceText(a: ResolvedAccount): string {
+  return a.keySource.kind === 'env'
+    ? `account ${a.name}'s key, the environment variable ${a.keySource.name} (its apiKeyEnv)`
+    : `account ${a.name}'s key file ${a.keySource.path} (its apiKeyFile)`;
 }
 
 /** The options of an account that cannot run (its key could not be read): enough to plan nothing and name it. */

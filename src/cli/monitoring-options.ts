@@ -3,6 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DEFAULT_MAX_LAG_SECONDS } from '../monitoring/health.js';
 import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
+import type { Shard } from '../accounts/select.js';
 import { parseDuration } from '../time/windows.js';
 import { UsageError } from './usage-error.js';
 
@@ -40,10 +41,37 @@ export async function withMetricsFile(
   return (o) => writeMetricsAfter(path, command, o.dataDir, () => run(o));
 }
 
+/** What `{shard}` in a --metrics-file path stands for. */
+export const SHARD_PLACEHOLDER = '{shard}';
+
+/**
+ * The --metrics-file of shard I of N: the path with `{shard}` replaced by `I-of-N`. Shards given
+ * one file would overwrite each other's (one shard's failure erased by another's success), so with
+ * --shard the placeholder is required (exit 2 without it); without --shard it is refused.
+ */
+export function metricsFileOfShard(path: string, shard: Shard | undefined): string {
+  if (!shard) {
+    checkMetricsFile(path);
+    return path;
+  }
+  if (!path.includes(SHARD_PLACEHOLDER)) {
+    throw new UsageError(
+      `--metrics-file ${path}: with --shard, each shard needs a file of its own (one file would hold only the last shard's run): ` +
+        `put ${SHARD_PLACEHOLDER} in the path, e.g. ${join(dirname(path), `session_etl_${SHARD_PLACEHOLDER}.prom`)} (shard ${shard.index}/${shard.count} writes session_etl_${shard.index}-of-${shard.count}.prom)`,
+    );
+  }
+  const resolved = path.replaceAll(SHARD_PLACEHOLDER, `${shard.index}-of-${shard.count}`);
+  checkMetricsFile(resolved);
+  return resolved;
+}
+
 /** Refuses (exit 2) a --metrics-file path that cannot be written: checked before anything runs. */
 export function checkMetricsFile(path: string): void {
   const dir = dirname(path);
   if (path.trim() === '') throw new UsageError('--metrics-file needs a file path');
+  if (path.includes(SHARD_PLACEHOLDER)) {
+    throw new UsageError(`--metrics-file ${path}: ${SHARD_PLACEHOLDER} is replaced by the shard, and only with --shard I/N; give a plain file name`);
+  }
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     throw new UsageError(`--metrics-file ${path}: directory ${dir} does not exist; create it or choose another path`);
   }

@@ -3,8 +3,9 @@
  * scheduler's /metrics (without Node's process metrics, which node_exporter has of its own) is
  * written for node_exporter's textfile collector, atomically: a temporary file in the same
  * directory (not ending in .prom, so the collector never reads it half-written), then a rename.
+ * The directory is often writable by others: the temporary file's name cannot be guessed and it
+ * is created exclusively, never through a link (writeFileAtomic).
  */
-import { basename, dirname, join } from 'node:path';
 import type { RunSummary } from '../pipeline/run.js';
 import { writeFileAtomic } from '../store/durable-fs.js';
 import { combineAccountStates } from './accounts-state.js';
@@ -32,7 +33,7 @@ export async function writeMetricsAfter(
       process.stderr.write(`warning: the metrics file's gauges could not read ${dataDir}: ${(err as Error).message}\n`);
     }
     try {
-      await writeFileAtomic(path, await metrics.metrics(), { tmp: join(dirname(path), `.${basename(path)}.${process.pid}.tmp`), mode: 0o644 });
+      await writeFileAtomic(path, await metrics.metrics(), { mode: 0o644 });
     } catch (err) {
       process.stderr.write(`warning: could not write --metrics-file ${path}: ${(err as Error).message}\n`);
     }
@@ -61,10 +62,13 @@ export interface AccountRun {
  * The metrics file of a many-account `backfill` or `export` (docs/accounts.md): the per-run
  * counters with an `account` label, one series per account; the state gauges over all accounts
  * (the oldest checkpoint and last success, holes and stored sessions summed, the last run failed
- * when any account's did). Written atomically, as writeMetricsAfter does.
+ * when any account's did). Written atomically, as writeMetricsAfter does. A shard's file (`shard`:
+ * "I/N") has a `shard` label on every series, so that the files of several shards can sit in one
+ * textfile directory (node_exporter refuses the same series twice).
  */
-export async function writeAccountsMetrics(path: string, command: string, root: string, runs: readonly AccountRun[]): Promise<void> {
+export async function writeAccountsMetrics(path: string, command: string, root: string, runs: readonly AccountRun[], o: { shard?: string } = {}): Promise<void> {
   const metrics = createMetrics({ commands: [command], accounts: runs.map((r) => r.account) });
+  if (o.shard !== undefined) metrics.registry.setDefaultLabels({ shard: o.shard });
   // A run of this command that failed is the last run the gauges show (an account whose first run failed may have nothing stored to read it from).
   let failed: MonitoredState['lastRun'] = null;
   const own = new Map<string, MonitoredState>();
@@ -83,7 +87,7 @@ export async function writeAccountsMetrics(path: string, command: string, root: 
   }
   metrics.setState(combineAccountStates(states, failed));
   try {
-    await writeFileAtomic(path, await metrics.metrics(), { tmp: join(dirname(path), `.${basename(path)}.${process.pid}.tmp`), mode: 0o644 });
+    await writeFileAtomic(path, await metrics.metrics(), { mode: 0o644 });
   } catch (err) {
     process.stderr.write(`warning: could not write --metrics-file ${path}: ${(err as Error).message}\n`);
   }

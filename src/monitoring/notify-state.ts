@@ -1,14 +1,15 @@
 /**
  * What the notifier remembers between runs and processes: whether a failure is still open (so the
  * next success says "recovered") and whether the lag alert has been sent (so it is sent once per
- * crossing). One small JSON file in the data directory, `notify-state.json`, mode 0640, replaced
- * by an atomic rename. A file rather than the `_runs` table: failures that never reach the run log
+ * crossing). One small JSON file in the data directory (with many accounts, in each account's
+ * directory), `notify-state.json`, mode 0640, replaced by an atomic rename. A file rather than the `_runs` table: failures that never reach the run log
  * (lock held, unusable data directory, sign-in needed) count too, and reading it needs no DuckDB
  * connection after the run has released the data directory. It holds no secret.
  */
 import { mkdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '../store/durable-fs.js';
+import { DIR_MODE } from '../store/layout.js';
 
 export const NOTIFY_STATE_FILE = 'notify-state.json';
 
@@ -24,8 +25,13 @@ export const EMPTY_NOTIFY_STATE: NotifyState = { failing: null, lagExceeded: nul
 /** Each account's of a many-account data directory: one file per account under this directory. */
 export const NOTIFY_STATE_DIR = '.notify-state';
 
+/**
+ * Where the state of `dataDir` (and, with many accounts, of `account` in it) is kept: the data
+ * directory's own file, or the account's file under .notify-state/. Callers name the data directory
+ * and the account, never the file.
+ */
 export function notifyStatePath(dataDir: string, account?: string): string {
-  return account ? join(dataDir, NOTIFY_STATE_DIR, `${account}.json`) : join(dataDir, NOTIFY_STATE_FILE);
+  return account === undefined ? join(dataDir, NOTIFY_STATE_FILE) : join(dataDir, NOTIFY_STATE_DIR, `${account}.json`);
 }
 
 /** The stored state; the empty state when there is none (or it cannot be read: nothing was sent yet, as far as we know). */
@@ -44,9 +50,14 @@ export async function readNotifyState(dataDir: string, account?: string): Promis
   }
 }
 
-/** Replaces the stored state atomically (write a temporary file, then rename it over the old one). */
+/**
+ * Replaces the stored state atomically (write a temporary file, then rename it over the old one).
+ * The directory is created when missing: a run that failed before making it (an account whose key
+ * cannot be read, a first export without --since) still has its failure recorded, so that the next
+ * success posts `run_recovered`.
+ */
 export async function writeNotifyState(dataDir: string, state: NotifyState, account?: string): Promise<void> {
   const path = notifyStatePath(dataDir, account);
-  if (account) await mkdir(join(dataDir, NOTIFY_STATE_DIR), { recursive: true, mode: 0o750 });
-  await writeFileAtomic(path, JSON.stringify(state, null, 2) + '\n', { tmp: `${path}.${process.pid}.tmp`, mode: 0o640, exactMode: true });
+  await mkdir(dirname(path), { recursive: true, mode: DIR_MODE });
+  await writeFileAtomic(path, JSON.stringify(state, null, 2) + '\n', { mode: 0o640, exactMode: true });
 }

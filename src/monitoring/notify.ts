@@ -5,18 +5,19 @@
  * so a Slack or Teams incoming webhook shows it as it is.
  *
  * Delivery never changes a run's outcome: 3 attempts (1 s, then 2 s apart), each given at most
- * 5 s, the whole step at most 15 s; redirects are not followed; what cannot be delivered is logged
- * (receiver as scheme and host only: the URL's path often is the webhook's secret).
+ * 5 s, the whole step at most 15 s however many accounts it notifies (notify-delivery.ts);
+ * redirects are not followed; what cannot be delivered is logged (receiver as scheme and host
+ * only: the URL's path often is the webhook's secret).
  */
 import { hostname } from 'node:os';
 import type { RunSummary } from '../pipeline/run.js';
-import type { FetchLike } from '../reporting/transport.js';
-import { describeNetworkError } from '../util/describe-network-error.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { redact, redactDeep } from '../util/redact.js';
-import { realSleep, type Sleep } from '../util/sleep.js';
 import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
+import { deliverAll, NOTIFY_DEFAULTS, type Delivery, type SendOptions } from './notify-delivery.js';
 import { readNotifyState, writeNotifyState, type NotifyState } from './notify-state.js';
+
+export { NOTIFY_DEFAULTS, type Delivery, type SendOptions };
 
 export type NotifyEvent = 'run_failed' | 'run_recovered' | 'lag_exceeded';
 
@@ -26,6 +27,7 @@ export interface RunEnd {
   command: string;
   /** The scheduled job's name (schedule only). */
   job?: string;
+  /** The data directory (with accounts, the deployment's: the one holding every account). */
   dataDir: string;
   /** The account of a many-account data directory the run was for (its notifications are judged on their own). */
   account?: string;
@@ -52,6 +54,8 @@ export interface NotifyPayload {
   text: string;
   command: string;
   job: string | null;
+  /** The account (many accounts); null for a single-account data directory. */
+  account: string | null;
   host: string;
   dataDir: string;
   runId: string | null;
@@ -73,29 +77,12 @@ export interface NotifySettings {
   maxLagSeconds: number;
 }
 
-export interface SendOptions {
-  fetch?: FetchLike;
-  sleep?: Sleep;
-  /** ms since the epoch. */
-  now?: () => number;
-  /** The signal that ends one attempt after `ms` (tests observe the budget through it). */
-  timeoutSignal?: (ms: number) => AbortSignal;
-  attempts?: number;
-  /** Pause before attempt 2, 3, ... (the last value repeats). */
-  backoffMs?: readonly number[];
-  attemptTimeoutMs?: number;
-  /** No attempt starts, and none runs, past this instant (ms since the epoch). */
-  deadlineMs?: number;
-}
-
 export interface NotifyDeps extends SendOptions {
   logger?: Logger;
   host?: string;
   /** The whole notification step, all events together, ms. Default 15 000. */
   budgetMs?: number;
 }
-
-export const NOTIFY_DEFAULTS = { attempts: 3, backoffMs: [1_000, 2_000], attemptTimeoutMs: 5_000, budgetMs: 15_000 } as const;
 
 /** Longest error text a payload carries. */
 const MAX_ERROR_CHARS = 2_000;
@@ -160,7 +147,8 @@ export function buildPayload(
   const lagSeconds = lagOf(end);
   const checkpoint = end.summary?.checkpoint ?? null;
   const error = outcome === 'failed' ? errorTextOf(end) : null;
-  const what = `session-etl ${end.command}${end.job ? ` (job ${end.job})` : ''}`;
+  const about = [end.job ? `job ${end.job}` : '', end.account !== undefined ? `account ${end.account}` : ''].filter(Boolean).join(', ');
+  const what = `session-etl ${end.command}${about ? ` (${about})` : ''}`;
   const where = `on ${o.host} (data ${end.dataDir})`;
   const behind = checkpoint ? `checkpoint ${checkpoint}${lagSeconds !== null ? `, ${formatLag(lagSeconds)} behind` : ''}` : 'nothing stored yet';
   const sessions = end.summary ? `${end.summary.sessions.written} sessions written` : undefined;
@@ -175,6 +163,7 @@ export function buildPayload(
     text: chatText(text),
     command: end.command,
     job: end.job ?? null,
+    account: end.account ?? null,
     host: o.host,
     dataDir: end.dataDir,
     runId: runIdOf(end),
@@ -200,57 +189,15 @@ export function chatText(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-export interface Delivery {
-  delivered: boolean;
-  attempts: number;
-  /** Why it was not delivered (the last attempt's failure). */
-  error?: string;
-}
-
 /** POSTs one payload, retrying transient failures (network, timeout, 408, 429, 5xx) within the deadline. */
 export async function postNotification(url: string, payload: NotifyPayload, o: SendOptions = {}): Promise<Delivery> {
-  const fetchFn = o.fetch ?? fetch;
-  const now = o.now ?? Date.now;
-  const sleep = o.sleep ?? realSleep;
-  const timeoutSignal = o.timeoutSignal ?? ((ms: number) => AbortSignal.timeout(ms));
-  const attempts = o.attempts ?? NOTIFY_DEFAULTS.attempts;
-  const backoff = o.backoffMs ?? NOTIFY_DEFAULTS.backoffMs;
-  const perAttempt = o.attemptTimeoutMs ?? NOTIFY_DEFAULTS.attemptTimeoutMs;
-  const deadline = o.deadlineMs ?? now() + NOTIFY_DEFAULTS.budgetMs;
-  const body = JSON.stringify(redactDeep(payload));
-  let error = 'no time left for an attempt';
-  for (let attempt = 1; attempt <= attempts; attempt++) {
-    const remaining = deadline - now();
-    if (remaining <= 0) return { delivered: false, attempts: attempt - 1, error };
-    const timeoutMs = Math.min(perAttempt, remaining);
-    const signal = timeoutSignal(timeoutMs);
-    let retryable = true;
-    try {
-      const res = await fetchFn(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'session-etl' },
-        body,
-        redirect: 'manual',
-        signal,
-      });
-      await res.body?.cancel().catch(() => {});
-      if (res.status >= 200 && res.status < 300) return { delivered: true, attempts: attempt };
-      if (res.type === 'opaqueredirect' || (res.status >= 300 && res.status < 400)) {
-        error = `HTTP ${res.status || 'redirect'}: redirects are not followed; set the receiver's final URL`;
-        retryable = false;
-      } else {
-        error = `HTTP ${res.status}`;
-        retryable = res.status === 408 || res.status === 429 || res.status >= 500;
-      }
-    } catch (err) {
-      error = signal.aborted ? `no answer within ${timeoutMs} ms` : describeNetworkError(err);
-    }
-    if (!retryable || attempt === attempts) return { delivered: false, attempts: attempt, error: redact(error) };
-    const pause = backoff[Math.min(attempt - 1, backoff.length - 1)] ?? 0;
-    if (now() + pause >= deadline) return { delivered: false, attempts: attempt, error: redact(error) };
-    await sleep(pause);
-  }
-  return { delivered: false, attempts, error: redact(error) };
+  return (await deliverAll(url, [JSON.stringify(redactDeep(payload))], o))[0]!;
+}
+
+/** One run end to notify, with the logger that names it (an account's child logger). */
+export interface RunEndNotice {
+  end: RunEnd;
+  logger?: Logger;
 }
 
 /**
@@ -258,40 +205,62 @@ export async function postNotification(url: string, payload: NotifyPayload, o: S
  * this run calls for, records the new state. Never throws and never takes longer than the budget
  * (plus a local file read and write).
  */
-export async function notifyRunEnd(settings: NotifySettings, end: RunEnd, deps: NotifyDeps = {}): Promise<void> {
-  const logger = deps.logger ?? silentLogger;
+export function notifyRunEnd(settings: NotifySettings, end: RunEnd, deps: NotifyDeps = {}): Promise<void> {
+  return notifyRunEnds(settings, [{ end, ...(deps.logger ? { logger: deps.logger } : {}) }], deps);
+}
+
+/**
+ * The notification step of a run over many accounts: each run end is judged on its own (its own
+ * failing and lag state), and every post of the step goes out side by side under one budget, so a
+ * receiver that never answers delays the run by 15 s at most, whatever the number of accounts.
+ * Never throws.
+ */
+export async function notifyRunEnds(settings: NotifySettings, notices: readonly RunEndNotice[], deps: NotifyDeps = {}): Promise<void> {
   const receiver = receiverOf(settings.url);
+  const now = deps.now ?? Date.now;
+  const deadlineMs = deps.deadlineMs ?? now() + (deps.budgetMs ?? NOTIFY_DEFAULTS.budgetMs);
+  const host = deps.host ?? hostname();
+  const loggerOf = (n: RunEndNotice) => n.logger ?? deps.logger ?? silentLogger;
   try {
-    const now = deps.now ?? Date.now;
-    const deadlineMs = deps.deadlineMs ?? now() + (deps.budgetMs ?? NOTIFY_DEFAULTS.budgetMs);
-    const prev = await readNotifyState(end.dataDir, end.account);
-    const decided = decideNotifications(end, prev, settings.maxLagSeconds);
-    let state = decided.state;
-    const host = deps.host ?? hostname();
-    for (const event of decided.events) {
-      const payload = buildPayload(event, end, {
-        maxLagSeconds: settings.maxLagSeconds,
-        host,
-        ...(prev.failing ? { failingSince: prev.failing.since } : {}),
-      });
-      const d = await postNotification(settings.url, payload, { ...deps, deadlineMs });
-      if (d.delivered) {
-        logger.info({ event, receiver, attempts: d.attempts }, 'notification sent');
-        state = afterDelivery(state, payload);
-      } else {
-        logger.warn(
-          { event, receiver, attempts: d.attempts, error: d.error },
-          "notification not delivered (the run's outcome and exit code are unchanged)",
+    const decided = await Promise.all(
+      notices.map(async (n) => {
+        const prev = await readNotifyState(n.end.dataDir, n.end.account);
+        const d = decideNotifications(n.end, prev, settings.maxLagSeconds);
+        const payloads = d.events.map((event) =>
+          buildPayload(event, n.end, { maxLagSeconds: settings.maxLagSeconds, host, ...(prev.failing ? { failingSince: prev.failing.since } : {}) }),
         );
-      }
-    }
-    if (JSON.stringify(state) !== JSON.stringify(prev)) {
-      await writeNotifyState(end.dataDir, state, end.account).catch((err: NodeJS.ErrnoException) =>
-        logger.warn({ error: redact(err.code ?? String(err)), dataDir: end.dataDir }, 'could not record what was notified'),
-      );
-    }
+        return { n, prev, state: d.state, payloads };
+      }),
+    );
+    const bodies = decided.flatMap((d) => d.payloads.map((p) => JSON.stringify(redactDeep(p))));
+    const deliveries = await deliverAll(settings.url, bodies, { ...deps, deadlineMs });
+    let k = 0;
+    await Promise.all(
+      decided.map(async ({ n, prev, state: decidedState, payloads }) => {
+        const logger = loggerOf(n);
+        let state = decidedState;
+        for (const payload of payloads) {
+          const d = deliveries[k++]!;
+          const event = payload.event;
+          if (d.delivered) {
+            logger.info({ event, receiver, attempts: d.attempts }, 'notification sent');
+            state = afterDelivery(state, payload);
+          } else {
+            logger.warn(
+              { event, receiver, attempts: d.attempts, error: d.error },
+              "notification not delivered (the run's outcome and exit code are unchanged)",
+            );
+          }
+        }
+        if (JSON.stringify(state) !== JSON.stringify(prev)) {
+          await writeNotifyState(n.end.dataDir, state, n.end.account).catch((err: NodeJS.ErrnoException) =>
+            logger.warn({ error: redact(err.code ?? String(err)), dataDir: n.end.dataDir }, 'could not record what was notified'),
+          );
+        }
+      }),
+    );
   } catch (err) {
-    logger.warn({ receiver, error: redact(err instanceof Error ? err.message : String(err)) }, 'notification step failed');
+    (deps.logger ?? silentLogger).warn({ receiver, error: redact(err instanceof Error ? err.message : String(err)) }, 'notification step failed');
   }
 }
 

@@ -17,6 +17,8 @@ export interface PipelineOptions {
   reportingUrl: string;
   /** Reporting API key (REPORTING_API_KEY). */
   apiKey: string;
+  /** Where the key came from (an account's apiKeyEnv or apiKeyFile), named when the endpoint refuses it. */
+  apiKeySource?: string;
   dataDir: string;
   /**
    * What to write. Default: the format the data directory recorded on its first run (a new one: both).

@@ -381,6 +381,7 @@ function reportingClientFor(
   return new ReportingClient({
     url: opts.reportingUrl,
     apiKey: opts.apiKey,
+    ...(opts.apiKeySource ? { keySource: opts.apiKeySource } : {}),
     ...(opts.fetch ? { fetch: opts.fetch } : {}),
     ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
     ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),

@@ -59,6 +59,8 @@ export interface ReportingClientOptions extends Partial<RetryOptions> {
   url: string;
   /** The reporting API key, sent as the whole Authorization header (REPORTING_API_KEY). */
   apiKey: string;
+  /** Where the key came from, named by the advice when the endpoint refuses it (default: the single-account settings). */
+  keySource?: string;
   /** Per-request timeout in ms, body included. Default 60 000. */
   timeoutMs?: number;
   /** Largest answer body read, bytes (BodyTooLargeError beyond). Default 256 MiB. */
@@ -116,12 +118,12 @@ export class ReportingClient {
       maxDelayMs: opts.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
       maxRetryAfterMs: opts.maxRetryAfterMs ?? DEFAULT_RETRY.maxRetryAfterMs,
     };
-    const limits = opts.maxBodyBytes !== undefined ? { maxBodyBytes: opts.maxBodyBytes } : {};
+    const common = { ...(opts.maxBodyBytes !== undefined ? { maxBodyBytes: opts.maxBodyBytes } : {}), ...(opts.keySource ? { keySource: opts.keySource } : {}) };
     const transport = createTransport({
       fetch: opts.fetch ?? globalThis.fetch,
       timeoutMs: opts.timeoutMs ?? 60_000,
       now: this.now,
-      ...limits,
+      ...common,
       onHeaders: (h) => this.hooks.onResponseHeaders?.(h),
     });
     const apiKey = opts.apiKey;
@@ -132,7 +134,7 @@ export class ReportingClient {
       errorPolicy: 'none',
     });
     const bytes = createBytesTransport({
-      fetch: opts.fetch ?? globalThis.fetch, timeoutMs: opts.timeoutMs ?? 60_000, now: this.now, ...limits, onHeaders: (h) => this.hooks.onResponseHeaders?.(h),
+      fetch: opts.fetch ?? globalThis.fetch, timeoutMs: opts.timeoutMs ?? 60_000, now: this.now, ...common, onHeaders: (h) => this.hooks.onResponseHeaders?.(h),
     });
     const url = opts.url;
     this.post = (query, signal) =>

@@ -25,6 +25,8 @@ export interface TransportOptions {
   maxBodyBytes?: number;
   /** Sees the headers of every answer, before it is turned into a value or an error (rate-limit headers). */
   onHeaders?: (headers: Headers) => void;
+  /** Where the key came from, for the advice of a refused key (AuthenticationError). */
+  keySource?: string;
 }
 
 /** 256 MiB: about 500,000 sessions in one answer; a day of a busy account is a few megabytes. */
@@ -71,7 +73,7 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
     }
     const status = res.status;
     opts.onHeaders?.(res.headers);
-    if (status === 401 || status === 403) throw new AuthenticationError(status);
+    if (status === 401 || status === 403) throw new AuthenticationError(status, opts.keySource);
     if (isRedirect(status)) throw new RedirectError(status, res.headers.get('location') ?? undefined, urlOf(input));
     if (status === 429) {
       const retryAfter = res.headers.get('retry-after');

@@ -5,16 +5,16 @@
  * per window. Rows reach their final form when the sink merges them (see sink.ts).
  */
 import type { Dirent } from 'node:fs';
-import { mkdir, readdir, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBDataChunk, BOOLEAN, DOUBLE, VARCHAR, type DuckDBType, type DuckDBConnection } from '@duckdb/node-api';
 import type { RowBatch, RejectedRecord } from './rows.js';
 import { describeWindow, type Window } from '../time/windows.js';
 import { crashPoint } from '../util/crash-point.js';
 import { redact } from '../util/redact.js';
+import { writeNewFile } from '../util/temp-file.js';
 import { SESSION_COLUMNS } from './contract.js';
 import { queryRows } from './duckdb.js';
-import { fsyncFile } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
 import { DIR_MODE, FILE_MODE, NULL_PARTITION, PENDING_FILE_NAME, type StoreLayout } from './layout.js';
 import type { SerialQueue } from './serial-queue.js';
@@ -103,12 +103,10 @@ export class CommitQueue {
         this.pendingDirMade = true;
       }
       // Named by window start: a merge reads its files in that order, so rows land in the table roughly by time.
-      const path = join(
-        keep ? this.layout.pendingDir : this.layout.tmpDir,
-        `rows-${String(commit.window.start).padStart(12, '0')}-${process.pid}-${++this.fileSeq}.ndjson`,
-      );
-      await writeFile(path, commit.ndjson.bytes, { mode: FILE_MODE });
-      if (keep) await fsyncFile(path);
+      // Created new (never over a leftover, never through a link), with an unguessable end.
+      const dir = keep ? this.layout.pendingDir : this.layout.tmpDir;
+      const name = `rows-${String(commit.window.start).padStart(12, '0')}-${process.pid}-${++this.fileSeq}`;
+      const path = await writeNewFile((suffix) => join(dir, `${name}-${suffix}.ndjson`), commit.ndjson.bytes, { mode: FILE_MODE, sync: keep });
       file = { path, count: commit.ndjson.count, extractedAt: commit.ndjson.extractedAt, account: commit.account };
     }
     const queued: QueuedCommit = {

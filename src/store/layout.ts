@@ -1,6 +1,7 @@
 import type { Dirent } from 'node:fs';
 import { lstat, readdir, readlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { UNGUESSABLE } from '../util/temp-file.js';
 import { DataDirError } from './errors.js';
 
 export type OutputFormat = 'duckdb' | 'parquet' | 'both';
@@ -77,9 +78,16 @@ export function partitionDir(parquetDir: string, partition: string): string {
 export const DIR_MODE = 0o750;
 export const FILE_MODE = 0o640;
 
-/** Names of the files session-etl writes under .tmp/ (cleanup removes only these) and pending/. */
-export const TMP_FILE_NAME = /^(?:\.probe-\d+|state\.json-\d+|rows-\d{12,}-\d+-\d+\.ndjson|(?:\d{4,}-\d{2}-\d{2}|__HIVE_DEFAULT_PARTITION__)-\d+-\d+\.parquet)$/;
-export const PENDING_FILE_NAME = /^rows-\d{12,}-\d+-\d+\.ndjson$/;
+/**
+ * Names of the files session-etl writes under .tmp/ (cleanup removes only these) and pending/.
+ * Each ends in an unguessable part (util/temp-file.ts); the names without it are those of earlier
+ * versions, still recognised as leftovers.
+ */
+const RANDOM_PART = `(?:-${UNGUESSABLE})?`;
+export const TMP_FILE_NAME = new RegExp(
+  `^(?:\\.probe-\\d+${RANDOM_PART}|state\\.json-\\d+|\\.state\\.json\\.${UNGUESSABLE}\\.tmp|rows-\\d{12,}-\\d+-\\d+${RANDOM_PART}\\.ndjson|(?:\\d{4,}-\\d{2}-\\d{2}|__HIVE_DEFAULT_PARTITION__)-\\d+-\\d+${RANDOM_PART}\\.parquet)$`,
+);
+export const PENDING_FILE_NAME = new RegExp(`^rows-\\d{12,}-\\d+-\\d+${RANDOM_PART}\\.ndjson$`);
 /** A partition directory's name under parquet/sessions/. */
 export const PARTITION_DIR_NAME = /^date=(?:\d{4,}-\d{2}-\d{2}|__HIVE_DEFAULT_PARTITION__)$/;
 

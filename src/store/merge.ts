@@ -2,12 +2,12 @@
  * Moving committed rows from the pending record files (and rows the precise path staged) into the
  * `sessions` table, one bounded slice per transaction.
  */
-import { readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, rm } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { crashPoint } from '../util/crash-point.js';
+import { writeNewFile } from '../util/temp-file.js';
 import { queryRows, sqlString } from './duckdb.js';
-import { fsyncFile } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
 import { FILE_MODE } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
@@ -241,19 +241,9 @@ async function splitFile(
     if (leftOut.size === 0 || !leftOut.has(keyOf(f.account, recordId(bytes, from, nl)))) counted++;
   }
   const start = /^rows-(\d+)-/.exec(f.file)?.[1] ?? '000000000000';
-  const name = async (data: Buffer, sync: boolean): Promise<string> => {
-    for (;;) {
-      const file = `rows-${start}-${process.pid}-${++splitSeq}.ndjson`;
-      try {
-        await writeFile(join(dir, file), data, { mode: FILE_MODE, flag: 'wx' });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'EEXIST') continue;
-        throw err;
-      }
-      if (sync) await fsyncFile(join(dir, file));
-      return file;
-    }
-  };
+  // Created new (never over another file, never through a link), with an unguessable end.
+  const name = async (data: Buffer, sync: boolean): Promise<string> =>
+    basename(await writeNewFile((suffix) => join(dir, `rows-${start}-${process.pid}-${++splitSeq}-${suffix}.ndjson`), data, { mode: FILE_MODE, sync }));
   const head = await name(bytes.subarray(0, nl), false);
   const tail = await name(bytes.subarray(nl + 1), true);
   return { head, tail: { file: tail, extracted_at: f.extracted_at, rows: Number(f.rows) - keep, account: f.account } };

@@ -3,8 +3,9 @@
  * written (a file of another program where ours go, a DuckDB file that is not ours), creating the
  * directories, and opening the DuckDB file with the message a user can act on when that fails.
  */
-import { chmod, lstat, mkdir, open, readdir, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { writeNewFile } from '../util/temp-file.js';
 import { openDb, type Db } from './duckdb.js';
 import { exists, fileHead } from './durable-fs.js';
 import { DataDirError, firstLine, StoreBusyError, StoreSettingError } from './errors.js';
@@ -175,9 +176,7 @@ export async function prepareDirs(layout: StoreLayout): Promise<string[]> {
     for (const e of await readdir(layout.tmpDir, { withFileTypes: true })) {
       if (e.isFile() && TMP_FILE_NAME.test(e.name)) await unlink(join(layout.tmpDir, e.name)).catch(() => {});
     }
-    const probe = join(layout.tmpDir, `.probe-${process.pid}`);
-    const fh = await open(probe, 'w', FILE_MODE);
-    await fh.close();
+    const probe = await writeNewFile((suffix) => join(layout.tmpDir, `.probe-${process.pid}-${suffix}`), '', { mode: FILE_MODE });
     await rm(probe, { force: true });
     return created;
   } catch (err) {

@@ -6,6 +6,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { unguessable } from '../util/temp-file.js';
 import { queryRows, sqlString } from './duckdb.js';
 import { exists } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
@@ -90,7 +91,7 @@ export class ParquetOnlySink implements Sink {
     const { columnList, key, fileOrder } = this.shape;
     const dir = partitionDir(this.layout.parquetDir, p);
     const final = join(dir, this.layout.partitionFile);
-    const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}.parquet`);
+    const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}-${unguessable()}.parquet`);
     // The old file's rows, but those of accounts moved out; a file of a single-account store made one
     // of many (accounts adopt) has no account column, and its rows were all loaded as pending rows.
     const hasOld = (await exists(final)) && (!this.shape.many || (await hasColumn(c, final, 'account')));

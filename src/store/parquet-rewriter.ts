@@ -7,6 +7,7 @@ import { mkdir, rename, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { crashPoint } from '../util/crash-point.js';
+import { unguessable } from '../util/temp-file.js';
 import { queryRows, sqlString, type Db } from './duckdb.js';
 import { fsyncDir, fsyncFile } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
@@ -90,11 +91,14 @@ export class ParquetRewriter {
     for (const conn of this.extra) conn.closeSync();
   }
 
-  /** COPY one partition of the sessions table to .tmp; resolves to the step that puts the file in place. */
+  /**
+   * COPY one partition of the sessions table to .tmp; resolves to the step that puts the file in
+   * place. DuckDB creates the file itself: its name cannot be guessed, in a directory only we write.
+   */
   private copyPartition(c: DuckDBConnection, p: string): Promise<() => Promise<void>> {
     const dir = partitionDir(this.layout.parquetDir, p);
     const final = join(dir, this.layout.partitionFile);
-    const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}.parquet`);
+    const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}-${unguessable()}.parquet`);
     const copy = c.run(
       `COPY (SELECT ${this.shape.columnList} FROM sessions WHERE ${partitionPredicate(p)} ORDER BY ${this.shape.fileOrder})
        TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,

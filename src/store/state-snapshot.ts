@@ -183,7 +183,7 @@ export function plainRow(r: Record<string, unknown>, many: boolean): Record<stri
 /** Writes the snapshot atomically, mode 0640 whatever the umask: readers see the old one or the new one whole. */
 export async function writeStateSnapshot(dataDir: string, tmpDir: string, snapshot: StateSnapshot): Promise<void> {
   await writeFileAtomic(stateSnapshotPath(dataDir), JSON.stringify(snapshot, null, 1) + '\n', {
-    tmp: join(tmpDir, `${STATE_FILE}-${process.pid}`),
+    tmpDir,
     mode: 0o640,
     exactMode: true,
   });

@@ -4,7 +4,7 @@
  * and the whole dataset read back with DuckDB and with hyparquet.
  */
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -198,8 +198,9 @@ describe('many accounts', () => {
     expect([...new Set(rows.map((x) => x.account))].sort()).toEqual(own);
     // Then every shard at the same time on the same data directory (shard 0 again: nothing new to do there).
     const runs = await Promise.all(Array.from({ length: N }, (_, i) => runCli(shardArgs(i), env)));
-    const seen: string[][] = runs.map((r) => {
-      expect(r.stderr).toBe('');
+    const seen: string[][] = runs.map((r, i) => {
+      if (names.some((n) => shardOf(n, N) === i)) expect(r.stderr).toBe('');
+      else expect(r.stderr).toMatch(new RegExp(`--shard ${i}/${N} holds none of the 6 configured accounts`));
       expect(r.code).toBe(0);
       return (JSON.parse(r.stdout) as { accounts: Array<{ account: string }> }).accounts.map((a) => a.account);
     });
@@ -283,6 +284,19 @@ describe('many accounts', () => {
     expect(check.code).toBe(1);
     expect(check.stdout).toMatch(/UNHEALTHY: account globex: last run \S+ \(backfill\) failed/);
     expect(check.stdout).not.toMatch(/account (acme|initech)/);
+  });
+
+  it("a refused key: the advice names the account's own key source (its apiKeyEnv or apiKeyFile), not REPORTING_API_KEY", async () => {
+    const s = await setup(['acme', 'globex']);
+    s.env.GLOBEX_KEY = 'revoked-key-of-globex';
+    await writeFile(join(s.root, 'acme.key'), 'revoked-key-of-acme\n', { mode: 0o600 });
+    const r = await backfill(s);
+    expect(r.code).toBe(1);
+    const line = (name: string) => r.stderr.split('\n').find((l) => l.startsWith(`  ${name}: `)) ?? '';
+    expect(line('globex')).toMatch(/HTTP 401\): check account globex's key, the environment variable GLOBEX_KEY \(its apiKeyEnv\): it must be/);
+    expect(line('acme')).toContain(`HTTP 401): check account acme's key file ${join(s.root, 'acme.key')} (its apiKeyFile): it must be`);
+    expect(r.stderr).not.toContain('REPORTING_API_KEY');
+    expect(r.stdout + r.stderr).not.toMatch(/revoked-key-of-(globex|acme)/);
   });
 
   it('an account added later is backfilled from its startDate on the next export', async () => {
@@ -411,7 +425,65 @@ describe('many accounts', () => {
     expect(text).not.toContain('wrong-key');
   });
 
-  it('notifications are per account: a failing account posts one, the others none', async () => {
+  it('--metrics-file with --shard: each shard writes its own file ({shard} in the path) with a shard label; one path for every shard is refused', async () => {
+    // With 2 shards globex is in shard 0, acme in shard 1 (FNV-1a, docs/accounts.md).
+    expect([shardOf('globex', 2), shardOf('acme', 2)]).toEqual([0, 1]);
+    const s = await setup(['acme', 'globex']);
+    s.env.GLOBEX_KEY = 'wrong-key';
+    const dir = join(s.root, 'textfile');
+    await mkdir(dir);
+    const file = join(dir, 'session_etl_{shard}.prom');
+    expect((await backfill(s, '--shard', '0/2', '--metrics-file', file)).code).toBe(1);
+    expect((await backfill(s, '--shard', '1/2', '--metrics-file', file)).code).toBe(0);
+    expect((await readdir(dir)).sort()).toEqual(['session_etl_0-of-2.prom', 'session_etl_1-of-2.prom']);
+    const shard0 = await readFile(join(dir, 'session_etl_0-of-2.prom'), 'utf8');
+    const shard1 = await readFile(join(dir, 'session_etl_1-of-2.prom'), 'utf8');
+    // The failure of shard 0 is not erased by the success of shard 1, and the series differ by shard.
+    expect(shard0).toMatch(/session_etl_last_run_failed\{shard="0\/2"\} 1/);
+    expect(shard1).toMatch(/session_etl_last_run_failed\{shard="1\/2"\} 0/);
+    expect(shard1).toMatch(/session_etl_runs_total\{command="backfill",outcome="succeeded",account="acme",shard="1\/2"\} 1/);
+
+    // One path for every shard: refused before anything runs, saying what to write.
+    const plain = join(dir, 'session_etl.prom');
+    const r = await backfill(s, '--shard', '1/2', '--metrics-file', plain);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/with --shard, each shard needs a file of its own.*\{shard\}/);
+    expect(existsSync(plain)).toBe(false);
+    // {shard} without --shard is refused too.
+    expect((await backfill(s, '--metrics-file', file)).code).toBe(2);
+  });
+
+  it('accounts list prints aligned columns: every column starts at the same place on every line', async () => {
+    const root = await tempDir();
+    const config = join(root, 'config.json');
+    await writeFile(config, JSON.stringify({
+      dataDir: join(root, 'data'),
+      accounts: {
+        acme: { apiKeyFile: '/run/secrets/acme', startDate: '2026-01-01' },
+        'stark-industries': { apiKeyEnv: 'STARK_KEY' },
+        globex: { apiKeyEnv: 'GLOBEX_REPORTING_KEY', reportingUrl: 'https://reporting.example.com/', concurrency: 2 },
+      },
+    }));
+    const r = await runCli(['accounts', 'list', '--config', config, '--shards', '4']);
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines.map((l) => l.split(/\s{2,}/)[0])).toEqual(['ACCOUNT', 'acme', 'globex', 'stark-industries']);
+    // Where each cell starts on each line: the same for every line.
+    const starts = lines.map((l) => [...l.matchAll(/(?:^|\s{2})(\S)/g)].map((m) => m.index! + m[0].length - 1));
+    for (const s of starts) expect(s).toEqual(starts[0]);
+    expect(lines[2]).toMatch(new RegExp(`^globex +env GLOBEX_REPORTING_KEY +${shardOf('globex', 4)}/4 +reportingUrl, concurrency$`));
+  });
+
+  it('a shard that holds no account says so on stderr and exits 0 (an Indexed Job may have more shards than accounts)', async () => {
+    expect(['acme', 'globex'].map((n) => shardOf(n, 5))).not.toContain(1);
+    const s = await setup(['acme', 'globex']);
+    const r = await backfill(s, '--shard', '1/5');
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/--shard 1\/5 holds none of the 2 configured accounts, so there is nothing to do/);
+    expect((JSON.parse(r.stdout) as { accounts: unknown[] }).accounts).toEqual([]);
+  });
+
+  it('notifications are per account: a failing account posts one naming it (and the data directory), the others none', async () => {
     const posts: Array<Record<string, unknown>> = [];
     const server = createServer((req, res) => {
       let body = '';
@@ -428,7 +500,7 @@ describe('many accounts', () => {
       s.env.SESSION_ETL_NOTIFY_URL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook/tok3n`;
       const r = await backfill(s);
       expect(r.code).toBe(1);
-      expect(posts.map((p) => [p.event, p.dataDir, p.outcome])).toEqual([['run_failed', s.data, 'failed']]);
+      expect(posts.map((p) => [p.event, p.account, p.dataDir, p.outcome])).toEqual([['run_failed', 'globex', s.data, 'failed']]);
       expect(String(posts[0]!.error)).toMatch(/HTTP 401/);
       expect(JSON.stringify(posts)).not.toContain('wrong-key-for-notify');
     } finally {

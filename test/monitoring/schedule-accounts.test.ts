@@ -97,7 +97,7 @@ describe('schedule --http-port with accounts', () => {
     expect(value(text, 'session_etl_last_run_failed')).toBe(1);
     await waitFor(() => receiver.posts.length > before, 20_000, 'the notification');
     const posts = receiver.posts.slice(before);
-    expect(posts.map((p) => [p.json.event, String(p.json.error).includes('HTTP 401')])).toEqual([['run_failed', true]]);
+    expect(posts.map((p) => [p.json.event, p.json.account])).toEqual([['run_failed', 'globex']]);
     expect(JSON.stringify({ bodies: posts.map((p) => p.body), health, text }) + s.output()).not.toMatch(/wrong-key-of-globex-99|secret-hook-token-4711|key-of-acme-0123456789/);
     s.kill('SIGTERM');
     await s.result;

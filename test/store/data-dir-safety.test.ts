@@ -121,7 +121,8 @@ describe('cleanup removes only files session-etl can prove are its own', () => {
   it('our own leftovers in .tmp/ (a state snapshot or a Parquet file a kill -9 cut short) are removed by the next run', async () => {
     const dataDir = join(await tempDir(), 'data');
     expect((await runBackfill({ ...opts(dataDir, { format: 'both' }), from: FROM, to: FROM + D })).outcome).toBe('succeeded');
-    const ours = ['.tmp/state.json-4242', '.tmp/2026-01-01-4242-7.parquet', '.tmp/.probe-4242'];
+    const h = '0123456789abcdef'; // the unguessable end of today's names (util/temp-file.ts); earlier versions' names had none
+    const ours = ['.tmp/state.json-4242', '.tmp/2026-01-01-4242-7.parquet', '.tmp/.probe-4242', `.tmp/.state.json.${h}.tmp`, `.tmp/2026-01-01-4242-7-${h}.parquet`, `.tmp/.probe-4242-${h}`, `.tmp/rows-000001767225600-4242-3-${h}.ndjson`];
     for (const p of ours) await writeFile(join(dataDir, p), 'left by a killed run');
     expect((await runBackfill({ ...opts(dataDir), from: FROM + D, to: FROM + 2 * D })).outcome).toBe('succeeded');
     const after = await tree(dataDir);

@@ -33,9 +33,13 @@ export function register(program: Command): void {
         process.stdout.write('no accounts configured (single-account configuration)\n');
         return;
       }
-      for (const r of rows) {
-        process.stdout.write(`${r.name}  key from ${r.key}${r.overrides.length ? `  overrides ${r.overrides.join(', ')}` : ''}${n ? `  shard ${r.shard}/${n}` : ''}\n`);
-      }
+      // Columns aligned (names and key sources differ in length); the overrides, of any length, last.
+      const table = [
+        ['ACCOUNT', 'KEY FROM', ...(n ? ['SHARD'] : []), 'OVERRIDES'],
+        ...rows.map((r) => [r.name, r.key, ...(n ? [`${r.shard}/${n}`] : []), r.overrides.join(', ') || '-']),
+      ];
+      const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
+      for (const row of table) process.stdout.write(row.map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c]!))).join('  ') + '\n');
     });
   accounts
     .command('adopt <name>')

@@ -21,7 +21,7 @@ export function register(program: Command): void {
       .requiredOption('--from <time>', 'range start: 2026-01-01 (UTC), 2026-01-01T08:00:00+02:00, or epoch seconds')
       .requiredOption('--to <time>', 'range end (exclusive), same forms; clamped to now - settle')
       .option('--newest-first', 'fetch the most recent windows first')
-      .option('--metrics-file <path>', "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector)"),
+      .option('--metrics-file <path>', "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector); with --shard, {shard} in the path names each shard's file"),
   )).action(async (flags: BackfillFlags) => {
     const from = instant(flags.from, '--from');
     const to = instant(flags.to, '--to');

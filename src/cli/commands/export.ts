@@ -20,7 +20,7 @@ export function register(program: Command): void {
       .description('Incremental export: from checkpoint - lookback to now - settle (the first run needs --since)')
       .option('--since <time>', 'start of the first export when nothing is stored yet (or startDate in the configuration)')
       .option('--lookback <duration>', 're-read this much before the checkpoint (default 24h)')
-      .option('--metrics-file <path>', "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector)"),
+      .option('--metrics-file <path>', "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector); with --shard, {shard} in the path names each shard's file"),
   )).action(async (flags: ExportFlags) => {
     const loaded = configFromFlags(flags, { lookback: flags.lookback });
     const accounts = chosenAccounts(loaded, flags);

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { notifyRunEnd, runEndOf, type NotifySettings } from '../../monitoring/notify.js';
+import { notifyRunEnd, notifyRunEnds, runEndOf, type NotifySettings } from '../../monitoring/notify.js';
 import type { RunSummary } from '../../pipeline/run.js';
 import { parseDuration, parseInstant } from '../../time/windows.js';
 import type { Logger } from '../../util/logger.js';
@@ -101,15 +101,20 @@ export function register(program: Command): void {
         const s = (r.error as { summary?: unknown } | undefined)?.summary;
         if (s && flags.json) process.stdout.write(JSON.stringify(s) + '\n');
         if (!notify) return;
-        // With accounts, each account's run end is judged on its own (as export's are).
+        // A stop (SIGINT/SIGTERM) lets the posts in flight go on for the grace period, then aborts them.
+        const stopSignal = abort.signal;
+        // With accounts, each account's run end is judged on its own (as export's are), all posted under one budget.
         if (parts && accounts) {
-          for (const p of parts) {
-            const dataDir = loaded.config.dataDir;
-            await notifyRunEnd(notify, runEndOf({ command: 'schedule', job, dataDir, account: p.account, exitCode: p.exitCode, startedMs: r.endedMs - p.durationMs, endedMs: r.endedMs, ...(p.summary ? { summary: p.summary } : {}), ...(p.error !== undefined ? { error: p.error } : {}) }), {
+          const dataDir = loaded.config.dataDir;
+          await notifyRunEnds(
+            notify,
+            parts.map((p) => ({
+              end: runEndOf({ command: 'schedule', job, dataDir, account: p.account, exitCode: p.exitCode, startedMs: r.endedMs - p.durationMs, endedMs: r.endedMs, ...(p.summary ? { summary: p.summary } : {}), ...(p.error !== undefined ? { error: p.error } : {}) }),
               logger: logger.child?.({ account: p.account }) ?? logger,
-            });
-          }
-        } else await notifyScheduledRun(notify, job, base.dataDir, r, logger);
+            })),
+            { logger, stopSignal },
+          );
+        } else await notifyScheduledRun(notify, job, base.dataDir, r, logger, stopSignal);
       },
     });
     process.stderr.write(`scheduler running: ${jobs.map((j) => j.name).join(', ')} at "${c.scheduleCron}" (${c.scheduleTimezone}); Ctrl-C to stop\n`);
@@ -145,9 +150,10 @@ async function notifyScheduledRun(
   dataDir: string,
   r: { summary?: RunSummary; error?: unknown; startedMs: number; endedMs: number },
   logger: Logger,
+  stopSignal: AbortSignal,
 ): Promise<void> {
   const exitCode = r.error === undefined ? ExitCode.ok : exitCodeOf(r.error);
-  await notifyRunEnd(settings, runEndOf({ command: 'schedule', job, dataDir, exitCode, ...r }), { logger });
+  await notifyRunEnd(settings, runEndOf({ command: 'schedule', job, dataDir, exitCode, ...r }), { logger, stopSignal });
 }
 
 async function startMonitor(o: SchedulerMonitorOptions) {

@@ -1,16 +1,20 @@
 import { ReportingError } from './reporting-error.js';
 
-/** HTTP 401 or 403: the key was refused. Never retried. */
+/**
+ * HTTP 401 or 403: the key was refused. Never retried. `keySource` says where the refused key came
+ * from when the caller knows (an account's apiKeyEnv or apiKeyFile), so the advice names that
+ * place rather than the single-account settings.
+ */
 export class AuthenticationError extends ReportingError {
   override readonly name = 'AuthenticationError';
   readonly kind = 'authentication';
   readonly retryable = false;
   override readonly needsSettingFixed = true;
-  constructor(readonly status: number) {
+  constructor(readonly status: number, keySource?: string) {
     super(
-      `the reporting endpoint refused the API key (HTTP ${status}): check REPORTING_API_KEY ` +
-        "(or REPORTING_API_KEY_FILE; with an accounts map, the account's apiKeyFile or apiKeyEnv): " +
-        'it must be a reporting-kind key, sent as the whole Authorization header, and not revoked',
+      `the reporting endpoint refused the API key (HTTP ${status}): check ` +
+        (keySource ?? "REPORTING_API_KEY (or REPORTING_API_KEY_FILE; with an accounts map, the account's apiKeyFile or apiKeyEnv)") +
+        ': it must be a reporting-kind key, sent as the whole Authorization header, and not revoked',
     );
   }
 }

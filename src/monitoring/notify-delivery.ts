@@ -1,0 +1,120 @@
+/**
+ * Delivering run notifications: the POSTs of one notification step (one per event, and with many
+ * accounts one per account that calls for it) go out side by side, a few at a time, under one
+ * deadline for the whole step, so that a receiver that is down or never answers delays a run by
+ * the budget at most however many accounts failed (issue 28: four failing accounts took 61 s, one
+ * after the other). Every notification gets its first attempt before any gets a retry. A stop
+ * signal (the scheduler stopping) aborts what is in flight and starts nothing more.
+ */
+import type { FetchLike } from '../reporting/transport.js';
+import { describeNetworkError } from '../util/describe-network-error.js';
+import { redact } from '../util/redact.js';
+import { realSleep, type Sleep } from '../util/sleep.js';
+
+export interface SendOptions {
+  fetch?: FetchLike;
+  sleep?: Sleep;
+  /** ms since the epoch. */
+  now?: () => number;
+  /** The signal that ends one attempt after `ms` (tests observe the budget through it). */
+  timeoutSignal?: (ms: number) => AbortSignal;
+  attempts?: number;
+  /** Pause before attempt 2, 3, ... (the last value repeats). */
+  backoffMs?: readonly number[];
+  attemptTimeoutMs?: number;
+  /** No attempt starts, and none runs, past this instant (ms since the epoch). */
+  deadlineMs?: number;
+  /** POSTs in flight at once. */
+  concurrency?: number;
+  /** Aborts the attempts in flight and starts no other (a stopping scheduler). */
+  stopSignal?: AbortSignal;
+}
+
+export const NOTIFY_DEFAULTS = { attempts: 3, backoffMs: [1_000, 2_000], attemptTimeoutMs: 5_000, budgetMs: 15_000, concurrency: 8 } as const;
+
+export interface Delivery {
+  delivered: boolean;
+  attempts: number;
+  /** Why it was not delivered (the last attempt's failure). */
+  error?: string;
+}
+
+/**
+ * POSTs each JSON body to `url`, retrying transient failures (network, timeout, 408, 429, 5xx)
+ * 1 s, then 2 s apart, every attempt and pause within the one deadline; answers one Delivery per
+ * body, in order. Never throws.
+ */
+export async function deliverAll(url: string, bodies: readonly string[], o: SendOptions = {}): Promise<Delivery[]> {
+  const fetchFn = o.fetch ?? fetch;
+  const now = o.now ?? Date.now;
+  const sleep = o.sleep ?? realSleep;
+  const timeoutSignal = o.timeoutSignal ?? ((ms: number) => AbortSignal.timeout(ms));
+  const attempts = o.attempts ?? NOTIFY_DEFAULTS.attempts;
+  const backoff = o.backoffMs ?? NOTIFY_DEFAULTS.backoffMs;
+  const perAttempt = o.attemptTimeoutMs ?? NOTIFY_DEFAULTS.attemptTimeoutMs;
+  const deadline = o.deadlineMs ?? now() + NOTIFY_DEFAULTS.budgetMs;
+  const stop = o.stopSignal;
+  const results: Delivery[] = bodies.map(() => ({ delivered: false, attempts: 0, error: 'no time left for an attempt' }));
+  // The attempts still to make, each due at `at`: the earliest due goes next, so every body's first
+  // attempt (due at once) comes before any retry.
+  const due = bodies.map((_, i) => ({ i, at: now() }));
+  const takeNext = () => {
+    let k = 0;
+    for (let j = 1; j < due.length; j++) if (due[j]!.at < due[k]!.at) k = j;
+    return due.splice(k, 1)[0];
+  };
+
+  const attempt = async (i: number): Promise<{ retryable: boolean }> => {
+    const r = results[i]!;
+    const timeoutMs = Math.min(perAttempt, deadline - now());
+    const timeout = timeoutSignal(timeoutMs);
+    r.attempts++;
+    try {
+      const res = await fetchFn(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'user-agent': 'session-etl' },
+        body: bodies[i]!,
+        redirect: 'manual',
+        signal: stop ? AbortSignal.any([timeout, stop]) : timeout,
+      });
+      await res.body?.cancel().catch(() => {});
+      if (res.status >= 200 && res.status < 300) {
+        r.delivered = true;
+        delete r.error;
+        return { retryable: false };
+      }
+      if (res.type === 'opaqueredirect' || (res.status >= 300 && res.status < 400)) {
+        r.error = `HTTP ${res.status || 'redirect'}: redirects are not followed; set the receiver's final URL`;
+        return { retryable: false };
+      }
+      r.error = `HTTP ${res.status}`;
+      return { retryable: res.status === 408 || res.status === 429 || res.status >= 500 };
+    } catch (err) {
+      r.error = redact(stop?.aborted ? 'stopped (the process is stopping) before an answer' : timeout.aborted ? `no answer within ${timeoutMs} ms` : describeNetworkError(err));
+      return { retryable: !stop?.aborted };
+    }
+  };
+
+  const worker = async (): Promise<void> => {
+    for (let next = takeNext(); next; next = takeNext()) {
+      const r = results[next.i]!;
+      if (stop?.aborted) {
+        if (!r.attempts) r.error = 'not sent: the process is stopping';
+        continue;
+      }
+      const wait = next.at - now();
+      if (wait > 0) await sleep(wait, stop).catch(() => {});
+      if (stop?.aborted || deadline - now() <= 0) {
+        if (stop?.aborted && !r.attempts) r.error = 'not sent: the process is stopping';
+        continue;
+      }
+      const { retryable } = await attempt(next.i);
+      if (!retryable || r.attempts >= attempts) continue;
+      const pause = backoff[Math.min(r.attempts - 1, backoff.length - 1)] ?? 0;
+      if (now() + pause < deadline) due.push({ i: next.i, at: now() + pause });
+    }
+  };
+  const workers = Math.max(1, Math.min(o.concurrency ?? NOTIFY_DEFAULTS.concurrency, bodies.length));
+  await Promise.all(Array.from({ length: workers }, worker));
+  return results;
+}
