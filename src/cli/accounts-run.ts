@@ -197,7 +197,7 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
   }
   const given = o.shard !== undefined ? parseShard(o.shard) : undefined;
   const count = await shardCount(root, given);
-  const { runBatch } = await import('../pipeline/run.js');
+  const { runBatch, datasetOf } = await import('../pipeline/run.js');
   const results = new Map<string, AccountResultOf>();
   const anyJob = [...jobs.values()].find((j) => !j.refused) ?? jobs.values().next().value as AccountJob | undefined;
   for (const group of byStore(names, count)) {
@@ -210,6 +210,7 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
         {
           dataDir: root,
           accounts: 'many',
+          ...(anyJob ? datasetOf(anyJob.opts) : {}),
           concurrency: o.concurrency,
           logger: o.logger,
           ...(group.store ? { shard: group.store } : {}),

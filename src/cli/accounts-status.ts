@@ -1,5 +1,6 @@
 /** `status` over many accounts: one block (or JSON entry) per account and a total; `--check` is healthy only when every account is. */
 import { allStores } from '../accounts/stores.js';
+import type { DatasetLocation } from '../store/dataset/location.js';
 import { checkHealth } from '../monitoring/health.js';
 import { readAccountsMonitoredStates } from '../monitoring/read-state.js';
 import { accountStatus, readStoreReading, type StoreStatus } from '../store/status.js';
@@ -12,11 +13,12 @@ export async function accountsStatus(
   accounts: string[],
   flags: { runs: number; json?: boolean; check?: boolean; maxLag?: string },
   format: (s: StoreStatus) => string,
+  dataset?: DatasetLocation,
 ): Promise<number> {
   const nowMs = Date.now();
   if (flags.check) {
     const maxLagSeconds = parseMaxLag(flags.maxLag);
-    const states = await readAccountsMonitoredStates(root, accounts, nowMs);
+    const states = await readAccountsMonitoredStates(root, accounts, nowMs, dataset);
     const results = accounts.map((a) => ({ account: a, ...checkHealth(states.get(a)!, { nowMs, maxLagSeconds }) }));
     const unhealthy = results.filter((r) => !r.healthy);
     if (flags.json) process.stdout.write(JSON.stringify({ dataDir: root, healthy: unhealthy.length === 0, accounts: results }) + '\n');
@@ -29,7 +31,7 @@ export async function accountsStatus(
   let bytes = 0;
   let parquetBytes = 0;
   for (const store of await allStores(root)) {
-    const reading = await readStoreReading(root, flags.runs, store);
+    const reading = await readStoreReading(root, flags.runs, store, dataset);
     bytes += reading.bytes.duckdb;
     parquetBytes = reading.bytes.parquet;
     for (const a of reading.state.accounts ?? []) {

@@ -14,6 +14,7 @@ export interface CommonFlags {
   config?: string;
   dataDir?: string;
   format?: string;
+  parquetUrl?: string;
   chunk?: string;
   concurrency?: string;
   maxResultsPerQuery?: string;
@@ -37,6 +38,7 @@ export function addCommonOptions(cmd: Command): Command {
     .option('--config <file>', 'configuration file (JSON); also SESSION_ETL_CONFIG')
     .option('--data-dir <dir>', 'output directory; also SESSION_ETL_DATA_DIR (default ./data)')
     .addOption(new Option('--format <format>', 'what to write (default: the data directory\'s format; a new one: both)').choices(['duckdb', 'parquet', 'both']))
+    .option('--parquet-url <s3-url>', 'put the Parquet dataset in a bucket: s3://BUCKET/PREFIX (docs/object-storage.md); also SESSION_ETL_PARQUET_URL')
     .option('--chunk <duration>', 'window length: 15m, 6h, 1d, 7d, ... (default 1d)')
     .option('--concurrency <n>', 'maximum requests in flight (default 4)')
     .option('--max-results-per-query <n>', 'split a window that returns at least this many records')
@@ -75,6 +77,7 @@ export function configFromFlags(flags: CommonFlags, extra: Partial<Record<keyof 
     flags: {
       dataDir: flags.dataDir,
       format: flags.format,
+      parquetUrl: flags.parquetUrl,
       chunk: flags.chunk,
       concurrency: int(flags.concurrency, '--concurrency'),
       maxResultsPerQuery: int(flags.maxResultsPerQuery, '--max-results-per-query'),
@@ -117,6 +120,7 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
     // Set by the user (flag, environment, file): checked against the data directory's format.
     // Otherwise the data directory's own format is used (a new one: the default).
     ...(loaded.sources.format && loaded.sources.format !== 'default' ? { format: c.format } : {}),
+    ...(c.parquetUrl ? { parquetUrl: c.parquetUrl, s3PathStyle: c.s3PathStyle } : {}),
     chunkSeconds: parseDuration(c.chunk),
     concurrency: c.concurrency,
     ...(c.maxResultsPerQuery ? { maxResultsPerQuery: c.maxResultsPerQuery } : {}),

@@ -3,17 +3,18 @@
  * CI job. The same verdict as the scheduler's /healthz: exit 0 and one `OK` line when healthy,
  * exit 1 and one line per reason when not.
  */
+import type { DatasetLocation } from '../store/dataset/location.js';
 import { checkHealth } from '../monitoring/health.js';
 import { readMonitoredState } from '../monitoring/read-state.js';
 import { ExitCode } from './exit-codes.js';
 import { parseMaxLag } from './monitoring-options.js';
 import { UsageError } from './usage-error.js';
 
-export async function statusCheck(dataDir: string, flags: { check?: boolean; maxLag?: string; json?: boolean }): Promise<number> {
+export async function statusCheck(dataDir: string, flags: { check?: boolean; maxLag?: string; json?: boolean }, dataset?: DatasetLocation): Promise<number> {
   if (!flags.check) throw new UsageError('--max-lag goes with --check');
   const maxLagSeconds = parseMaxLag(flags.maxLag);
   const nowMs = Date.now();
-  const health = checkHealth(await readMonitoredState(dataDir, nowMs), { nowMs, maxLagSeconds });
+  const health = checkHealth(await readMonitoredState(dataDir, nowMs, dataset), { nowMs, maxLagSeconds });
   if (flags.json) {
     process.stdout.write(JSON.stringify({ dataDir, ...health }) + '\n');
   } else if (health.healthy) {

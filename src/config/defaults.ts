@@ -9,6 +9,8 @@ import type { Config } from './schema.js';
 export const CONFIG_DEFAULTS = {
   reportingUrl: null,
   dataDir: './data',
+  parquetUrl: null,
+  s3PathStyle: false,
   format: 'both',
   chunk: '1d',
   concurrency: 4,

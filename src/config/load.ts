@@ -26,6 +26,8 @@ export const ENV_KEYS: Record<string, keyof Config> = {
   REPORTING_API_KEY_FILE: 'apiKeyFile',
   SESSION_ETL_DATA_DIR: 'dataDir',
   SESSION_ETL_FORMAT: 'format',
+  SESSION_ETL_PARQUET_URL: 'parquetUrl',
+  SESSION_ETL_S3_PATH_STYLE: 's3PathStyle',
   SESSION_ETL_LOG_LEVEL: 'logLevel',
   SESSION_ETL_NOTIFY_URL: 'notifyUrl',
 };

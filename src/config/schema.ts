@@ -91,6 +91,14 @@ export const ConfigSchema = z
     apiKey: z.string().min(1).nullable().optional().describe('Reporting API key (env REPORTING_API_KEY). Secret: never put it in a committed file; use the environment or apiKeyFile.'),
     apiKeyFile: z.string().min(1).nullable().optional().describe('File holding the reporting API key (mode 0600 recommended).'),
     dataDir: z.string().min(1).describe('Output directory (env SESSION_ETL_DATA_DIR): sessions.duckdb and parquet/sessions/.'),
+    parquetUrl: z
+      .string()
+      .regex(/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[^?#]*)?$/, { message: 'expected s3://BUCKET or s3://BUCKET/PREFIX (credentials come from the AWS SDK\'s chain, never the URL)' })
+      .nullable()
+      .describe('Where the Parquet dataset goes instead of the data directory: s3://BUCKET/PREFIX of an S3-compatible store (env SESSION_ETL_PARQUET_URL; docs/object-storage.md). Endpoint, region and credentials follow the AWS SDK (AWS_ENDPOINT_URL_S3, AWS_REGION, the default credential chain).'),
+    s3PathStyle: z
+      .preprocess((v) => (v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : v), z.boolean({ error: 'expected true or false' }))
+      .describe('Path-style bucket addressing (env SESSION_ETL_S3_PATH_STYLE=true), which MinIO-style stores and test servers need.'),
     format: z.enum(['duckdb', 'parquet', 'both']).describe('What to write: the DuckDB table, the Parquet dataset, or both. Unset, a data directory keeps the format of its first run; a different one is refused (exit 2).'),
     chunk: duration('chunk').describe('Length of the UTC-aligned windows a range is cut into (15m, 6h, 1d, 7d, ...). A run plans at most 1,000,000 windows (each is held in memory while it runs): a larger plan is refused with exit 2, naming its size and the smallest `--chunk` that fits.'),
     concurrency: z.number().int().min(1).max(64).describe('Maximum requests in flight (lowered automatically on 429, raised again slowly).'),

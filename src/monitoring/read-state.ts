@@ -9,6 +9,7 @@ import { DataDirError } from '../store/errors.js';
 import type { LockHolder } from '../store/lock.js';
 import { accountStatus, readStatus, readStoreReading, type StoreStatus } from '../store/status.js';
 import { allStores } from '../accounts/stores.js';
+import type { DatasetLocation } from '../store/dataset/location.js';
 
 /** A finished run as monitoring sees it. Times are epoch seconds. */
 export interface MonitoredRun {
@@ -44,11 +45,11 @@ const RUNS_READ = 200;
  * EMPTY_STATE; any other failure (a store another process holds open for writing, a damaged file)
  * is thrown for the caller to report.
  */
-export async function readMonitoredState(dataDir: string, nowMs = Date.now()): Promise<MonitoredState> {
-  if (!existsSync(dataDir)) return EMPTY_STATE;
+export async function readMonitoredState(dataDir: string, nowMs = Date.now(), dataset?: DatasetLocation): Promise<MonitoredState> {
+  if (!existsSync(dataDir) && dataset?.kind !== 's3') return EMPTY_STATE;
   let s;
   try {
-    s = await readStatus(dataDir, nowMs, RUNS_READ);
+    s = await readStatus(dataDir, nowMs, RUNS_READ, undefined, dataset);
   } catch (err) {
     if (err instanceof DataDirError && /no session-etl data/.test(err.message)) return EMPTY_STATE;
     throw err;
@@ -60,11 +61,16 @@ export async function readMonitoredState(dataDir: string, nowMs = Date.now()): P
  * The monitored state of each named account of a many-account data directory, read from its
  * stores (each read once); an account no store holds yet has EMPTY_STATE.
  */
-export async function readAccountsMonitoredStates(root: string, names: readonly string[], nowMs = Date.now()): Promise<Map<string, MonitoredState>> {
+export async function readAccountsMonitoredStates(
+  root: string,
+  names: readonly string[],
+  nowMs = Date.now(),
+  dataset?: DatasetLocation,
+): Promise<Map<string, MonitoredState>> {
   const states = new Map<string, MonitoredState>(names.map((n) => [n, EMPTY_STATE]));
   if (!existsSync(root)) return states;
   for (const store of await allStores(root)) {
-    const reading = await readStoreReading(root, RUNS_READ, store);
+    const reading = await readStoreReading(root, RUNS_READ, store, dataset);
     if (reading.accounts !== 'many') continue;
     for (const a of reading.state.accounts ?? []) {
       if (states.has(a.account)) states.set(a.account, monitoredStateOf(accountStatus(reading, a.account, nowMs, RUNS_READ)));

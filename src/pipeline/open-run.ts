@@ -6,7 +6,7 @@
 import { mkdir, rmdir, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { DataDirError, StoreBusyError } from '../store/errors.js';
-import { DIR_MODE, layoutOf, refuseLinks } from '../store/layout.js';
+import { DIR_MODE, layoutOf, refuseLinks, type OutputFormat } from '../store/layout.js';
 import { acquireLock, type Lock } from '../store/lock.js';
 import { checkWriterSettings, discardNew, SessionStore } from '../store/session-store.js';
 import { STATE_FILE } from '../store/state-snapshot.js';
@@ -15,10 +15,13 @@ import type { Logger } from '../util/logger.js';
 import { realSleep } from '../util/sleep.js';
 import { RunInterruptedError } from './errors.js';
 import type { BatchOptions } from './options.js';
+import type { BucketRun } from '../store/dataset/bucket-run.js';
 
 export interface OpenedRun {
   store: SessionStore;
   lock: Lock | undefined;
+  /** The hold on a bucket dataset (its lock, and with format parquet its copy of the state). */
+  bucket?: BucketRun;
   /** The first directory ensureDataDir created, if any (removed again with a store that holds nothing). */
   dirCreated: string | undefined;
 }
@@ -46,9 +49,23 @@ export async function openRun(opts: BatchOptions, command: string, runId: string
       ...(opts.stopSignal ? { signal: opts.stopSignal } : {}),
     });
   }
+  let bucket: BucketRun | undefined;
   try {
-    return { store: await openWhenFree(opts, logger), lock, dirCreated };
+    let format = opts.format;
+    if (opts.dataset?.kind === 's3') {
+      const { BucketRun } = await import('../store/dataset/bucket-run.js');
+      bucket = await BucketRun.begin(opts.dataset, (f: OutputFormat) => layoutOf(opts.dataDir, f, opts.shard), {
+        command,
+        runId,
+        format,
+        logger,
+        ...(opts.lock && opts.lock.wait ? { waitMs: opts.lock.waitTimeoutMs ?? 6 * 3600_000 } : {}),
+      });
+      format = bucket.format;
+    }
+    return { store: await openWhenFree({ ...opts, ...(format ? { format } : {}) }, logger), lock, dirCreated, ...(bucket ? { bucket } : {}) };
   } catch (err) {
+    await bucket?.end().catch(() => {});
     await lock?.release();
     await removeEmptyDirs(opts.dataDir, dirCreated);
     throw err;
@@ -62,7 +79,14 @@ export async function openRun(opts: BatchOptions, command: string, runId: string
 export async function closeRun(run: OpenedRun, opts: BatchOptions, succeeded: boolean): Promise<void> {
   const { store } = run;
   const discard = !succeeded && store.created.length > 0 && (await store.allCoverage().then((c) => c.size === 0, () => false));
+  let saveFailed: unknown;
+  if (run.bucket && !discard) {
+    // The state a fresh machine continues from (format parquet): whatever the run's outcome, it is
+    // consistent with the bucket's files (rows not written yet wait in it).
+    await store.withWriteConnection((c) => run.bucket!.saveState(c, { format: store.format, force: true })).catch((err: unknown) => (saveFailed = err));
+  }
   await store.close();
+  await run.bucket?.end().catch(() => {});
   if (discard) {
     // The snapshot this run published describes a store that is gone.
     await unlink(join(store.layout.storeDir, STATE_FILE)).catch(() => {});
@@ -70,6 +94,7 @@ export async function closeRun(run: OpenedRun, opts: BatchOptions, succeeded: bo
   }
   await run.lock?.release();
   if (discard) await removeEmptyDirs(opts.dataDir, run.dirCreated);
+  if (saveFailed !== undefined) throw saveFailed;
 }
 
 /**
@@ -91,7 +116,14 @@ async function openWhenFree(opts: BatchOptions, logger: Logger): Promise<Session
   let told = false;
   for (;;) {
     try {
-      return await SessionStore.open({ dataDir: opts.dataDir, format: opts.format, logger, accounts: opts.accounts, ...(opts.shard ? { shard: opts.shard } : {}) });
+      return await SessionStore.open({
+        dataDir: opts.dataDir,
+        format: opts.format,
+        logger,
+        accounts: opts.accounts,
+        ...(opts.shard ? { shard: opts.shard } : {}),
+        ...(opts.dataset ? { dataset: opts.dataset } : {}),
+      });
     } catch (err) {
       if (err instanceof StoreBusyError && opts.stopSignal?.aborted) {
         throw new RunInterruptedError(`stopped while waiting for ${err.holder} to close the DuckDB file; nothing was written`, opts.stopExitCode ?? 130);

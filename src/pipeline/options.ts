@@ -6,6 +6,7 @@ import type { FetchLike } from '../reporting/transport.js';
 import type { StoreBusyError } from '../store/errors.js';
 import type { SessionStore } from '../store/session-store.js';
 import type { OutputFormat, ShardId } from '../store/layout.js';
+import type { DatasetLocation } from '../store/dataset/location.js';
 import type { LockHolder } from '../store/lock.js';
 import { parseDuration } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
@@ -20,6 +21,13 @@ export interface PipelineOptions {
   /** Where the key came from (an account's apiKeyEnv or apiKeyFile), named when the endpoint refuses it. */
   apiKeySource?: string;
   dataDir: string;
+  /**
+   * Where the Parquet dataset goes: `s3://BUCKET/PREFIX` (an S3-compatible bucket; docs/object-storage.md),
+   * else the data directory's parquet/sessions/.
+   */
+  parquetUrl?: string;
+  /** Path-style addressing for the bucket (MinIO-style and test servers). */
+  s3PathStyle?: boolean;
   /**
    * What to write. Default: the format the data directory recorded on its first run (a new one: both).
    * One that differs from the recorded format is refused (DataDirError, exit 2).
@@ -91,6 +99,8 @@ export interface BatchOptions
   accounts: 'single' | 'many';
   /** Shard I of N of a many-account data directory: its own store. */
   shard?: ShardId;
+  /** Where the day files go: the data directory's parquet/sessions/ (default), or a bucket (docs/object-storage.md). */
+  dataset?: DatasetLocation;
   /** Accounts run side by side. Default 1. */
   concurrency?: number;
   /** Work on the store once it is taken and recovered, before any account fetches (moving accounts in: accounts/bring-in.ts). */

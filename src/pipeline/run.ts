@@ -11,6 +11,7 @@ import { ExitCode } from '../errors.js';
 import { ReportingClient } from '../reporting/client.js';
 import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
 import { layoutOf } from '../store/layout.js';
+import { parseParquetUrl, type DatasetLocation } from '../store/dataset/location.js';
 import type { Lock } from '../store/lock.js';
 import { SINGLE_ACCOUNT, type FlushResult, type SessionStore } from '../store/session-store.js';
 import { StatePublisher } from '../store/state-snapshot.js';
@@ -61,7 +62,8 @@ export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
 /** Incremental: from checkpoint - lookback (or `since` on the first run) to now - settle. */
 export async function runExport(opts: ExportOptions): Promise<RunSummary> {
   checkJob({ account: SINGLE_ACCOUNT, kind: 'export', opts });
-  const stored = (['both', 'parquet'] as const).some((f) => existsSync(layoutOf(opts.dataDir, f).dbPath));
+  // With the dataset in a bucket, the state may be there rather than here (format parquet): the plan decides.
+  const stored = opts.parquetUrl !== undefined || (['both', 'parquet'] as const).some((f) => existsSync(layoutOf(opts.dataDir, f).dbPath));
   if (opts.since === undefined && !stored) throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);
   if (opts.since !== undefined && !stored) {
     // The first export plans [since, now - settle): refused before anything is written when too large.
@@ -107,7 +109,16 @@ export async function runBatch(batch: BatchOptions, jobs: readonly AccountJob[])
     // Sessions stored before this point (moved in by prepare too) count as updated when replaced.
     await store.beginRunCounts();
     store.setRunningAccounts(jobs.map((j) => j.account));
-    stopFlushing = flushPeriodically(store, (r) => parts.forEach((p) => p.tally.addFlush(r)), batch.parquetFlushSeconds ?? DEFAULTS.parquetFlushSeconds, logger);
+    stopFlushing = flushPeriodically(
+      store,
+      (r) => {
+        parts.forEach((p) => p.tally.addFlush(r));
+        // A complete flush: the bucket's copy of the state can move on (format parquet; at most once a minute).
+        if (run.bucket) void store.withWriteConnection((c) => run.bucket!.saveState(c, { format: store.format })).catch((err) => logger.warn({ err: redact(String(err)) }, 'could not update the state kept in the bucket; the end of the run tries again'));
+      },
+      batch.parquetFlushSeconds ?? DEFAULTS.parquetFlushSeconds,
+      logger,
+    );
     const committed = () => {
       const pr = progress();
       publisher.soon(pr);
@@ -149,7 +160,12 @@ export const MIN_REQUESTS_PER_SECOND = 0.01;
 
 /** A single-account run's batch: the store options are the run's own. */
 function batchOf(opts: PipelineOptions): BatchOptions {
-  return { ...opts, accounts: 'single', concurrency: 1 };
+  return { ...opts, accounts: 'single', concurrency: 1, ...datasetOf(opts) };
+}
+
+/** The dataset location of a run's options (`parquetUrl`), parsed; nothing for the data directory's own. */
+export function datasetOf(opts: Pick<PipelineOptions, 'parquetUrl' | 's3PathStyle'>): { dataset?: DatasetLocation } {
+  return opts.parquetUrl ? { dataset: parseParquetUrl(opts.parquetUrl, opts.s3PathStyle ?? false) } : {};
 }
 
 /** The one result of a single-account batch: its summary, or its error thrown. */
@@ -488,7 +504,7 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
     files: {
       dataDir: store.layout.dataDir,
       duckdb: store.format === 'parquet' ? null : store.layout.dbPath,
-      parquet: store.format === 'duckdb' ? null : store.layout.parquetDir,
+      parquet: store.format === 'duckdb' ? null : store.dataset.describe,
     },
     error,
   });

@@ -8,11 +8,10 @@ import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { unguessable } from '../util/temp-file.js';
 import { queryRows, sqlString } from './duckdb.js';
-import { exists } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
-import { partitionDir, type StoreLayout } from './layout.js';
+import type { StoreLayout } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
-import { placePartitionFile } from './parquet-rewriter.js';
+import type { Dataset } from './dataset/dataset.js';
 import type { StoreShape } from './shape.js';
 import type { SerialQueue } from './serial-queue.js';
 import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type Sink } from './sink.js';
@@ -27,6 +26,8 @@ export class ParquetOnlySink implements Sink {
     private readonly writes: SerialQueue,
     private readonly layout: StoreLayout,
     private readonly shape: StoreShape,
+    /** Where the day files are (the data directory, or a bucket). */
+    private readonly dataset: Dataset,
   ) {}
 
   async commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void> {
@@ -87,14 +88,22 @@ export class ParquetOnlySink implements Sink {
   closeConnections(): void {}
 
   private async rewritePartition(p: string): Promise<AccountCounts> {
+    const old = await this.dataset.read(p);
+    try {
+      return await this.rewriteWith(p, old?.path);
+    } finally {
+      await old?.done();
+    }
+  }
+
+  /** Writes the day's new file from its pending rows and `final` (its old file, read locally), and puts it in place. */
+  private async rewriteWith(p: string, final: string | undefined): Promise<AccountCounts> {
     const c = this.conn;
     const { columnList, key, fileOrder } = this.shape;
-    const dir = partitionDir(this.layout.parquetDir, p);
-    const final = join(dir, this.layout.partitionFile);
     const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}-${unguessable()}.parquet`);
     // The old file's rows, but those of accounts moved out; a file of a single-account store made one
     // of many (accounts adopt) has no account column, and its rows were all loaded as pending rows.
-    const hasOld = (await exists(final)) && (!this.shape.many || (await hasColumn(c, final, 'account')));
+    const hasOld = final !== undefined && (!this.shape.many || (await hasColumn(c, final, 'account')));
     const keep = this.shape.many ? ' WHERE account NOT IN (SELECT account FROM _removed_accounts)' : '';
     const pending = `SELECT ${columnList}, 0 AS src FROM _pending_rows WHERE partition = ${sqlString(p)}`;
     const all = hasOld ? `${pending} UNION ALL SELECT ${columnList}, 1 AS src FROM read_parquet(${sqlString(final)})${keep}` : pending;
@@ -106,7 +115,7 @@ export class ParquetOnlySink implements Sink {
       hasOld
         ? `SELECT ${account} AS account, count(*) AS n, count(o.session_id) AS u
            FROM (SELECT DISTINCT ${key} FROM _pending_rows WHERE partition = ${sqlString(p)}) p
-           LEFT JOIN (SELECT DISTINCT ${key} FROM read_parquet(${sqlString(final)})) o USING (${key}) GROUP BY 1`
+           LEFT JOIN (SELECT DISTINCT ${key} FROM read_parquet(${sqlString(final!)})) o USING (${key}) GROUP BY 1`
         : `SELECT ${account} AS account, count(*) AS n, 0 AS u FROM (SELECT DISTINCT ${key} FROM _pending_rows WHERE partition = ${sqlString(p)}) p GROUP BY 1`,
     );
     const counts: AccountCounts = new Map(r.map((x) => [x.account, { inserted: Number(x.n) - Number(x.u), updated: Number(x.u) }]));
@@ -119,7 +128,7 @@ export class ParquetOnlySink implements Sink {
       await rm(tmp, { force: true }).catch(() => {});
       throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
     }
-    await placePartitionFile(Number(copied.rowsChanged), tmp, dir, final, p);
+    await this.dataset.put(p, tmp, Number(copied.rowsChanged));
     return counts;
   }
 }

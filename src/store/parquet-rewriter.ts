@@ -1,7 +1,7 @@
 /**
  * Rewriting Parquet partitions whole from the sessions table (format both): each day's file is
- * written to .tmp by COPY, fsynced, renamed over the old file, and its pending marks cleared; readers
- * only ever see complete files.
+ * written to .tmp by COPY, put in place whole (dataset/dataset.ts: renamed over the old file, or
+ * uploaded), and its pending marks cleared; readers only ever see complete files.
  */
 import { mkdir, rename, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -11,7 +11,8 @@ import { unguessable } from '../util/temp-file.js';
 import { queryRows, sqlString, type Db } from './duckdb.js';
 import { fsyncDir, fsyncFile } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
-import { DIR_MODE, NULL_PARTITION, partitionDir, type StoreLayout } from './layout.js';
+import type { Dataset } from './dataset/dataset.js';
+import { NULL_PARTITION, type StoreLayout } from './layout.js';
 import type { StoreShape } from './shape.js';
 
 /** Connections that rewrite Parquet partitions side by side (each COPY is mostly one thread plus fixed costs). */
@@ -26,6 +27,8 @@ export class ParquetRewriter {
     private readonly db: Db,
     private readonly layout: StoreLayout,
     private readonly shape: StoreShape,
+    /** Where the day files go (the data directory, or a bucket). */
+    private readonly dataset: Dataset,
   ) {}
 
   /**
@@ -96,8 +99,6 @@ export class ParquetRewriter {
    * place. DuckDB creates the file itself: its name cannot be guessed, in a directory only we write.
    */
   private copyPartition(c: DuckDBConnection, p: string): Promise<() => Promise<void>> {
-    const dir = partitionDir(this.layout.parquetDir, p);
-    const final = join(dir, this.layout.partitionFile);
     const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}-${unguessable()}.parquet`);
     const copy = c.run(
       `COPY (SELECT ${this.shape.columnList} FROM sessions WHERE ${partitionPredicate(p)} ORDER BY ${this.shape.fileOrder})
@@ -107,7 +108,7 @@ export class ParquetRewriter {
     return copy.then(
       (copied) => async () => {
         this.copying.delete(p);
-        await placePartitionFile(Number(copied.rowsChanged), tmp, dir, final, p);
+        await this.dataset.put(p, tmp, Number(copied.rowsChanged));
       },
       async (err: unknown) => {
         this.copying.delete(p);
@@ -121,29 +122,4 @@ export class ParquetRewriter {
 function partitionPredicate(p: string): string {
   if (p === NULL_PARTITION) return 'started_at IS NULL';
   return `started_at >= TIMESTAMPTZ ${sqlString(`${p} 00:00:00+00`)} AND started_at < TIMESTAMPTZ ${sqlString(`${p} 00:00:00+00`)} + INTERVAL 1 DAY`;
-}
-
-/**
- * Puts a partition's new file (written to .tmp by COPY) in place: fsync, rename over the old
- * file, fsync the directory. A partition that holds no session any more is removed instead.
- */
-export async function placePartitionFile(rows: number, tmp: string, dir: string, final: string, p: string): Promise<void> {
-  try {
-    if (rows === 0) {
-      await rm(tmp, { force: true });
-      // Our file only: the directory goes when nothing else is in it.
-      await rm(final, { force: true });
-      await rmdir(dir).catch(() => {});
-      return;
-    }
-    await fsyncFile(tmp, { restrictMode: true });
-    crashPoint('mid-parquet-rewrite');
-    await mkdir(dir, { recursive: true, mode: DIR_MODE });
-    await rename(tmp, final);
-    await fsyncDir(dir);
-    crashPoint('after-parquet-rename');
-  } catch (err) {
-    await rm(tmp, { force: true }).catch(() => {});
-    throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
-  }
 }

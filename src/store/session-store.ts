@@ -30,6 +30,9 @@ import { ParquetOnlySink } from './parquet-only-sink.js';
 import * as runLog from './run-log.js';
 import { checkOwnership, ensureSchema, recordedAccounts, recordedFormat, type StoreAccounts } from './schema.js';
 import { SerialQueue } from './serial-queue.js';
+import type { Dataset } from './dataset/dataset.js';
+import type { DatasetLocation } from './dataset/location.js';
+import { openDataset } from './dataset/open-dataset.js';
 import { storeShape, type StoreShape } from './shape.js';
 import type { FlushResult, Sink } from './sink.js';
 import { TableSink } from './table-sink.js';
@@ -56,6 +59,8 @@ export interface OpenStoreOptions {
   accounts?: StoreAccounts;
   /** Shard I of N of a many-account data directory: its own store (layout.ts). */
   shard?: ShardId;
+  /** Where the day files go: the data directory's parquet/sessions/ (default), or a bucket (dataset/). */
+  dataset?: DatasetLocation;
   /** Where a failure of background work (a merge or a Parquet rewrite overlapping the fetching) is reported when it happens. */
   logger?: Logger;
 }
@@ -80,12 +85,14 @@ export class SessionStore {
     private readonly db: Db,
     readonly readOnly: boolean,
     logger: Logger,
+    /** Where the day files go. */
+    readonly dataset: Dataset,
   ) {
     this.shape = storeShape(accounts === 'many');
     this.sink =
       format === 'parquet'
-        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape)
-        : new TableSink(db, layout, this.shape, format === 'both', (conn, partitions) => this.readyDays(conn, partitions), (err) =>
+        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset)
+        : new TableSink(db, layout, this.shape, dataset, format === 'both', (conn, partitions) => this.readyDays(conn, partitions), (err) =>
             logger.warn(
               { err: err instanceof Error ? err.message : String(err) },
               'background merge or Parquet rewrite failed; the flush at the end of the run tries again',
@@ -121,7 +128,8 @@ export class SessionStore {
       const format = existed ? await recordedFormat(db.conn, layout, fileFormat, opts.format) : fileFormat;
       const accounts = existed ? await recordedAccounts(db.conn) : (opts.accounts ?? 'single');
       if (opts.accounts && opts.accounts !== accounts) throw accountsMismatch(layout, accounts);
-      const store = new SessionStore(layout, format, accounts, db, readOnly, opts.logger ?? silentLogger);
+      const dataset = await openDataset(opts.dataset ?? { kind: 'local', root: layout.parquetDir }, layout);
+      const store = new SessionStore(layout, format, accounts, db, readOnly, opts.logger ?? silentLogger, dataset);
       store.created.push(...created);
       if (!readOnly) {
         if (existed) await prepareDirs(layout);
@@ -139,6 +147,11 @@ export class SessionStore {
   /** Serialises writes on the one connection. */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     return this.writes.run(fn);
+  }
+
+  /** Runs `fn` on the main connection between two writes (a consistent copy of the state: dataset/bucket-run.ts). */
+  withWriteConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    return this.exclusive(() => fn(this.conn));
   }
 
   /** An account's merged coverage map: windows whose data is committed ('' in a single-account store). */
@@ -308,6 +321,7 @@ export class SessionStore {
     }
     this.sink.closeConnections();
     this.snapshotConn?.closeSync();
+    this.dataset.close();
     await this.db.close();
   }
 }

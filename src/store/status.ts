@@ -1,9 +1,12 @@
 /** What `session-etl status` reports, read from the data directory without writing anything. */
-import { readdir, stat } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { StoreBusyError } from './errors.js';
+import { bucketCacheDir, bucketDatasetSize, copyBucketState } from './dataset/bucket-reader.js';
+import type { DatasetLocation } from './dataset/location.js';
+import { DataDirError, StoreBusyError } from './errors.js';
 import { holderState, readHolder, type LockHolder } from './lock.js';
-import { layoutOf, type OutputFormat, type ShardId } from './layout.js';
+import { layoutOf, type OutputFormat, type ShardId, type StoreLayout } from './layout.js';
 import { SessionStore, SINGLE_ACCOUNT } from './session-store.js';
 import { collectState, plainRow, readStateSnapshot, STATE_FILE, type StoreState } from './state-snapshot.js';
 
@@ -37,8 +40,8 @@ export interface StoreStatus {
  * What `status` reports of a data directory's store (`shard`: shard I of N's; layout.ts). A
  * many-account store: use readStoreReading and accountStatus.
  */
-export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10, shard?: ShardId): Promise<StoreStatus> {
-  return accountStatus(await readStoreReading(dataDir, runs, shard), SINGLE_ACCOUNT, nowMs, runs);
+export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10, shard?: ShardId, dataset?: DatasetLocation): Promise<StoreStatus> {
+  return accountStatus(await readStoreReading(dataDir, runs, shard, dataset), SINGLE_ACCOUNT, nowMs, runs);
 }
 
 /** One read of a store: its own figures, its state, and each account's latest runs. */
@@ -58,15 +61,19 @@ export interface StoreReading {
 }
 
 /** Reads a store once (the DuckDB file, or while a run holds it the run's snapshot), without writing anything. */
-export async function readStoreReading(dataDir: string, runs = 10, shard?: ShardId): Promise<StoreReading> {
+export async function readStoreReading(dataDir: string, runs = 10, shard?: ShardId, dataset?: DatasetLocation): Promise<StoreReading> {
   // The lock lives at the same place whatever the format.
   const lockLayout = layoutOf(dataDir, 'both', shard);
   const holder = (await readHolder(lockLayout.lockPath)) ?? null;
   const alive = holder && holderState(holder) === 'alive' ? holder : null;
   const died = holder && !alive ? holder : null;
-  const { state, asOf, runsByAccount } = await readState(dataDir, runs, shard);
-  const layout = layoutOf(dataDir, state.format, shard);
-  const { count: partitions, bytes: parquetBytes } = await datasetSize(layout.parquetDir);
+  // With the dataset in a bucket and no store here (a fresh machine), the state the runs keep in the bucket.
+  const stateDir = dataset?.kind === 's3' && !existsSync(lockLayout.dbPath) && !existsSync(layoutOf(dataDir, 'parquet', shard).dbPath)
+    ? await bucketStateHere(dataDir, dataset, lockLayout)
+    : dataDir;
+  const { state, asOf, runsByAccount } = await readState(stateDir, runs, stateDir === dataDir ? shard : undefined);
+  const layout = stateDir === dataDir ? layoutOf(dataDir, state.format, shard) : layoutOf(stateDir, state.format);
+  const { count: partitions, bytes: parquetBytes } = dataset?.kind === 's3' ? await bucketDatasetSize(dataset) : await datasetSize(layout.parquetDir);
   const duckdbBytes = (await sizeOf(layout.dbPath)) + (await sizeOf(`${layout.dbPath}.wal`));
   return {
     dataDir,
@@ -152,6 +159,21 @@ async function readState(
   } finally {
     await store.close();
   }
+}
+
+/**
+ * A copy of the state a bucket keeps for the store (format parquet), in the data directory's cache:
+ * a directory to read as a store. Refused (as "no data") when the bucket keeps none.
+ */
+async function bucketStateHere(dataDir: string, l: Extract<DatasetLocation, { kind: 's3' }>, layout: StoreLayout): Promise<string> {
+  const store = layout.storeDir === dataDir ? '' : layout.storeDir.slice(dataDir.length + 1);
+  const dir = join(bucketCacheDir(dataDir), 'state', store);
+  await mkdir(dir, { recursive: true, mode: 0o750 });
+  if (!(await copyBucketState(l, store, 'state.duckdb', join(dir, 'state.duckdb')))) {
+    throw new DataDirError(`no session-etl data in ${dataDir} nor in ${l.url} (no state kept there): run a backfill or an export first`);
+  }
+  await rm(join(dir, 'state.duckdb.wal'), { force: true });
+  return dir;
 }
 
 /** The run id in a holder's command ("backfill (run backfill-…)"), for locks written before holders named it. */

@@ -11,6 +11,7 @@ import type { StoreLayout } from './layout.js';
 import { mergeSlice, type MergeContext } from './merge.js';
 import { ParquetRewriter } from './parquet-rewriter.js';
 import type { StoreShape } from './shape.js';
+import type { Dataset } from './dataset/dataset.js';
 import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type Sink } from './sink.js';
 
 /** How long committed rows wait for a whole row group's worth before a background merge takes them anyway. */
@@ -30,13 +31,15 @@ export class TableSink implements Sink {
     private readonly db: Db,
     layout: StoreLayout,
     shape: StoreShape,
+    /** Where the day files go (format both). */
+    dataset: Dataset,
     /** Format both: the days merges touch are rewritten to Parquet. */
     withParquet: boolean,
     /** Of the days waiting for a rewrite, those whose data is complete (every account of the run covers them whole). */
     readyDays: (conn: DuckDBConnection, partitions: string[]) => Promise<string[]>,
     onBackgroundError: (err: unknown) => void,
   ) {
-    this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape) : undefined;
+    this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset) : undefined;
     this.merge = { pendingDir: layout.pendingDir, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
     const rewriter = this.rewriter;
     this.work = new BackgroundWork(

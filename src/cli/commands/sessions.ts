@@ -25,6 +25,7 @@ interface SessionsFlags {
   output?: string;
   format?: string;
   source?: string;
+  parquetUrl?: string;
 }
 
 export function register(program: Command): void {
@@ -37,6 +38,7 @@ export function register(program: Command): void {
     .argument('[get]', '`get` to show one session')
     .argument('[id]', 'session id (with get)')
     .option('--data-dir <dir>', 'data directory; also SESSION_ETL_DATA_DIR (default ./data)')
+    .option('--parquet-url <s3-url>', 'the dataset is in a bucket (s3://BUCKET/PREFIX): --source parquet reads a local copy of it, brought up to date; also SESSION_ETL_PARQUET_URL')
     .option('--config <file>', 'configuration file')
     .option('--filter <expr>', 'e.g. agent.email=".*@example\\.com" & recording="true"')
     .option('--ascending <pairs>', 'field=true|false,… (true ascending, false descending), in order of sorting')
@@ -61,7 +63,7 @@ export function register(program: Command): void {
     .addOption(new Option('--toDate <time>').hideHelp())
     .option('--account <name>', 'with an accounts map: this account only (default: the whole dataset, every account)', (v: string, prev: string[] = []) => [...prev, v])
     .action(async (get: string | undefined, id: string | undefined, flags: SessionsFlags) => {
-      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir, parquetUrl: flags.parquetUrl } });
       const { config } = loaded;
       // With accounts: one account's DuckDB file and partitions, or (no --account) the whole dataset.
       const accounts = chosenAccounts(loaded, { ...(flags.account ? { account: flags.account } : {}) });
@@ -111,7 +113,15 @@ export function register(program: Command): void {
         const store = one !== undefined ? storeFor(one, count) : undefined;
         dbFile = one !== undefined || count === 1 ? layoutOf(config.dataDir, 'both', store).dbPath : '';
       }
-      const parquetDir = join(config.dataDir, 'parquet', 'sessions');
+      let parquetDir = join(config.dataDir, 'parquet', 'sessions');
+      if (config.parquetUrl && (flags.source === 'parquet' || !(dbFile !== '' && existsSync(dbFile)))) {
+        // A bucket: read a local copy of the dataset, brought up to date first (only what changed is downloaded).
+        const { parseParquetUrl } = await import('../../store/dataset/location.js');
+        const { bucketCacheDir, mirrorDataset } = await import('../../store/dataset/bucket-reader.js');
+        const location = parseParquetUrl(config.parquetUrl, config.s3PathStyle) as Extract<ReturnType<typeof parseParquetUrl>, { kind: 's3' }>;
+        parquetDir = join(bucketCacheDir(config.dataDir), 'dataset');
+        await mirrorDataset(location, parquetDir);
+      }
       const filter = one !== undefined ? { account: one } : {};
       let useDuck = flags.source ? flags.source === 'duckdb' : dbFile !== '' && existsSync(dbFile);
       if (useDuck && dbFile === '') throw new UsageError('the accounts are sharded (one DuckDB file per shard): give --account NAME, or read the dataset with --source parquet');

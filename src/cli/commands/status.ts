@@ -11,30 +11,33 @@ export function register(program: Command): void {
     .description('Checkpoint and lag, coverage holes, last runs, rows, partitions and size (read-only)')
     .option('--data-dir <dir>', 'data directory; also SESSION_ETL_DATA_DIR (default ./data)')
     .option('--config <file>', 'configuration file')
+    .option('--parquet-url <s3-url>', 'the dataset (and, format parquet, the state) in a bucket: s3://BUCKET/PREFIX; also SESSION_ETL_PARQUET_URL')
     .option('--runs <n>', 'how many recent runs to show', '10')
     .option('--json', 'print as JSON')
     .option('--check', 'health check: exit 0 when healthy, 1 with one line per problem (failed last run, lag beyond --max-lag, holes)')
     .option('--max-lag <duration>', 'with --check: the checkpoint may be this far behind now (default 26h)'))
-    .action(async (flags: AccountFlags & { dataDir?: string; config?: string; runs: string; json?: boolean; check?: boolean; maxLag?: string }) => {
+    .action(async (flags: AccountFlags & { dataDir?: string; config?: string; parquetUrl?: string; runs: string; json?: boolean; check?: boolean; maxLag?: string }) => {
       if (!/^\d+$/.test(flags.runs.trim()) || Number(flags.runs) < 1) {
         throw new UsageError(`--runs must be a positive whole number, got ${JSON.stringify(flags.runs)}`);
       }
-      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir, parquetUrl: flags.parquetUrl } });
       const { config } = loaded;
+      const { datasetOf } = await import('../../pipeline/run.js');
+      const { dataset } = datasetOf({ ...(config.parquetUrl ? { parquetUrl: config.parquetUrl } : {}), s3PathStyle: config.s3PathStyle });
       const accounts = chosenAccounts(loaded, flags);
       if (accounts) {
         const { accountsStatus } = await import('../accounts-status.js');
-        process.exitCode = await accountsStatus(config.dataDir, accounts, { ...flags, runs: Number(flags.runs), maxLag: flags.maxLag ?? config.maxLag }, formatStatus);
+        process.exitCode = await accountsStatus(config.dataDir, accounts, { ...flags, runs: Number(flags.runs), maxLag: flags.maxLag ?? config.maxLag }, formatStatus, dataset);
         return;
       }
       if (flags.check || flags.maxLag !== undefined) {
         const { statusCheck } = await import('../status-check.js');
         // --max-lag, else the configuration's maxLag (the same limit notifications use).
-        process.exitCode = await statusCheck(config.dataDir, { ...flags, maxLag: flags.maxLag ?? config.maxLag });
+        process.exitCode = await statusCheck(config.dataDir, { ...flags, maxLag: flags.maxLag ?? config.maxLag }, dataset);
         return;
       }
       const { readStatus } = await import('../../store/status.js');
-      const s = await readStatus(config.dataDir, Date.now(), Number(flags.runs));
+      const s = await readStatus(config.dataDir, Date.now(), Number(flags.runs), undefined, dataset);
       process.stdout.write(flags.json ? JSON.stringify({ ...s, partialDays: partialDays(s.coverage) }) + '\n' : formatStatus(s));
     });
 }

@@ -1,0 +1,91 @@
+/**
+ * Reading a bucket dataset from this machine (`status`, `sessions --source parquet`, the
+ * dashboard): DuckDB cannot read s3:// here (its httpfs extension is a download session-etl never
+ * makes), so the dataset is mirrored into a local cache — only the objects that changed since the
+ * last mirror (by ETag and size), the ones gone removed — and read there. The state a run keeps in
+ * the bucket (format parquet) is read from a copy the same way.
+ */
+import { mkdir, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { unguessable } from '../../util/temp-file.js';
+import { BUCKET_STATE_DIR, keyOf, type DatasetLocation } from './location.js';
+import { s3ClientFor } from './s3-client.js';
+import { downloadTo, listDataset } from './s3-dataset.js';
+
+type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
+
+/** Where a data directory keeps its copies of a bucket's objects. */
+export function bucketCacheDir(dataDir: string): string {
+  return join(dataDir, '.cache', 'bucket');
+}
+
+const MANIFEST = '.manifest.json';
+
+/**
+ * Brings `cacheRoot` (the dataset's layout: date=…/part-….parquet) in line with the bucket's day
+ * files; returns how many files were downloaded and how many there are.
+ */
+export async function mirrorDataset(l: S3Location, cacheRoot: string): Promise<{ downloaded: number; files: number }> {
+  const client = await s3ClientFor(l);
+  try {
+    await mkdir(cacheRoot, { recursive: true, mode: 0o750 });
+    let manifest: Record<string, string> = {};
+    try {
+      manifest = JSON.parse(await readFile(join(cacheRoot, MANIFEST), 'utf8')) as Record<string, string>;
+    } catch {
+      // a first mirror
+    }
+    const objects = await listDataset(client, l);
+    const next: Record<string, string> = {};
+    let downloaded = 0;
+    for (const o of objects) {
+      const rel = `date=${o.partition}/${o.file}`;
+      const version = `${o.etag}:${o.size}`;
+      next[rel] = version;
+      if (manifest[rel] === version) continue;
+      const tmp = join(cacheRoot, `.${unguessable()}.part`);
+      if (!(await downloadTo(client, l, o.key, tmp))) continue;
+      await mkdir(join(cacheRoot, `date=${o.partition}`), { recursive: true, mode: 0o750 });
+      await rename(tmp, join(cacheRoot, rel));
+      downloaded++;
+    }
+    for (const rel of Object.keys(manifest)) {
+      if (next[rel] !== undefined) continue;
+      await rm(join(cacheRoot, rel), { force: true });
+      await rmdir(join(cacheRoot, rel.split('/')[0]!)).catch(() => {});
+    }
+    // Files of an earlier mirror that no manifest names (a mirror cut short) are dropped too.
+    for (const d of await readdir(cacheRoot).catch(() => [] as string[])) {
+      if (!d.startsWith('date=')) continue;
+      for (const f of await readdir(join(cacheRoot, d)).catch(() => [] as string[])) if (next[`${d}/${f}`] === undefined) await rm(join(cacheRoot, d, f), { force: true });
+    }
+    await writeFile(join(cacheRoot, MANIFEST), JSON.stringify(next), { mode: 0o640 });
+    return { downloaded, files: objects.length };
+  } finally {
+    client.destroy();
+  }
+}
+
+/** The day files of the bucket (every store's), with their sizes: what `status` counts. */
+export async function bucketDatasetSize(l: S3Location): Promise<{ count: number; bytes: number }> {
+  const client = await s3ClientFor(l);
+  try {
+    const objects = await listDataset(client, l);
+    return { count: objects.length, bytes: objects.reduce((n, o) => n + o.size, 0) };
+  } finally {
+    client.destroy();
+  }
+}
+
+/**
+ * A copy of the state kept in the bucket (`_session_etl/[store/]name`), downloaded to `path`; false
+ * when the bucket keeps none. `store`: '' or shards/I-of-N.
+ */
+export async function copyBucketState(l: S3Location, store: string, name: string, path: string): Promise<boolean> {
+  const client = await s3ClientFor(l);
+  try {
+    return await downloadTo(client, l, keyOf(l, `${BUCKET_STATE_DIR}/${store ? `${store}/` : ''}${name}`), path);
+  } finally {
+    client.destroy();
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * Where a store's day files go, as one small interface (ARCHITECTURE.md, "Where the dataset goes is
+ * a port"): put a complete file for a day, read the one there, list them. The local directory and an
+ * S3-compatible bucket implement it; nothing above the store knows which one it talks to.
+ */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { exists } from '../durable-fs.js';
+import { partitionDir } from '../layout.js';
+import { placePartitionFile } from '../place-partition-file.js';
+import type { DatasetLocation } from './location.js';
+
+export interface Dataset {
+  readonly location: DatasetLocation;
+  /** The directory, or s3://bucket/prefix (for messages). */
+  readonly describe: string;
+  /**
+   * Puts a complete local file (under the store's .tmp/) as the store's file of a day; with `rows`
+   * 0, removes the store's file of the day instead. The local file is consumed. A reader sees the old
+   * file or the new one whole, never part of one.
+   */
+  put(partition: string, localFile: string, rows: number): Promise<void>;
+  /** The store's file of a day as a local path to read, or null when there is none; `done()` when read. */
+  read(partition: string): Promise<{ path: string; done(): Promise<void> } | null>;
+  /** The store's day files: partition → bytes. */
+  list(): Promise<Map<string, number>>;
+  /** Releases what it holds (connections). */
+  close(): void;
+}
+
+/** A store's files in the data directory's own parquet/sessions/ (renamed into place, fsynced). */
+export class LocalDataset implements Dataset {
+  readonly describe: string;
+  constructor(
+    readonly location: Extract<DatasetLocation, { kind: 'local' }>,
+    /** This store's file name in each day's directory (part-0.parquet, part-I-of-N.parquet). */
+    private readonly fileName: string,
+  ) {
+    this.describe = location.root;
+  }
+
+  async put(partition: string, localFile: string, rows: number): Promise<void> {
+    const dir = partitionDir(this.location.root, partition);
+    await placePartitionFile(rows, localFile, dir, join(dir, this.fileName), partition);
+  }
+
+  async read(partition: string): Promise<{ path: string; done(): Promise<void> } | null> {
+    const path = join(partitionDir(this.location.root, partition), this.fileName);
+    return (await exists(path)) ? { path, done: async () => {} } : null;
+  }
+
+  async list(): Promise<Map<string, number>> {
+    const { readdir, stat } = await import('node:fs/promises');
+    const out = new Map<string, number>();
+    for (const d of await readdir(this.location.root).catch(() => [] as string[])) {
+      const m = /^date=(.+)$/.exec(d);
+      if (!m) continue;
+      const st = await stat(join(this.location.root, d, this.fileName)).catch(() => undefined);
+      if (st?.isFile()) out.set(m[1]!, st.size);
+    }
+    return out;
+  }
+
+  close(): void {}
+}
+
+/** Removes a local file a put did not consume (a failed upload, say). */
+export async function discardLocal(path: string): Promise<void> {
+  await rm(path, { force: true }).catch(() => {});
+}

@@ -1,0 +1,96 @@
+/**
+ * The S3 client of a bucket dataset, configured the AWS SDK's own way (docs/object-storage.md):
+ * endpoint from AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, region from AWS_REGION (or the shared
+ * profile), credentials from the SDK's default chain (environment, shared profile, web identity as
+ * in EKS IRSA, container and instance roles); path-style addressing with SESSION_ETL_S3_PATH_STYLE.
+ * Throttling (503 SlowDown), 5xx and resets are retried by the SDK (standard mode, bounded).
+ *
+ * The SDK is pinned at a release that runs on Node 20 (package.json): releases after the first week
+ * of January 2027 need Node 22, and this release prints a notice saying so at its first use, which
+ * session-etl turns off (its own README says it instead).
+ */
+import type { S3Client } from '@aws-sdk/client-s3';
+import { ExitCode } from '../../errors.js';
+import { registerSecret } from '../../util/redact.js';
+import type { DatasetLocation } from './location.js';
+
+type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
+
+/** Attempts per S3 request (the SDK's standard retry: exponential backoff with jitter, throttling included). */
+export const S3_MAX_ATTEMPTS = 6;
+
+/** A bucket that cannot be used as configured: credentials, bucket, region, endpoint. Exit 2 at start; names the bucket and the cause. */
+export class BucketSettingError extends Error {
+  override readonly name = 'BucketSettingError';
+  readonly exitCode = ExitCode.usage;
+}
+
+/** A request to the bucket failed during a run (after the SDK's retries). Exit 1: what was committed stays, the next run continues. */
+export class BucketWriteError extends Error {
+  override readonly name = 'BucketWriteError';
+  readonly exitCode = ExitCode.runFailed;
+}
+
+export async function s3ClientFor(l: S3Location): Promise<S3Client> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  // The SDK reads them itself; registered so that no message of ours can ever show them.
+  registerSecret(process.env.AWS_SECRET_ACCESS_KEY);
+  registerSecret(process.env.AWS_SESSION_TOKEN);
+  const { S3Client } = await import('@aws-sdk/client-s3');
+  return new S3Client({
+    forcePathStyle: l.pathStyle,
+    maxAttempts: S3_MAX_ATTEMPTS,
+    retryMode: 'standard',
+    // Checksums only where S3 requires them: S3-compatible stores (MinIO, Ceph, R2, test servers)
+    // do not all take the streaming checksums the SDK adds by default.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+}
+
+/** The endpoint a client talks to, for messages (no credentials in it). */
+export async function endpointOf(client: S3Client): Promise<string> {
+  try {
+    const e = await client.config.endpoint?.();
+    if (e) return `${e.protocol}//${e.hostname}${e.port ? `:${e.port}` : ''}${e.path && e.path !== '/' ? e.path : ''}`;
+  } catch {
+    // fall through
+  }
+  return `AWS S3 (region ${await client.config.region().catch(() => '?')})`;
+}
+
+/**
+ * What went wrong with a bucket request, in words a user can act on, naming the bucket (and never a
+ * secret). `atStart`: the check before any fetch (a setting to fix, exit 2); otherwise a run's
+ * failure (exit 1).
+ */
+export function bucketError(err: unknown, l: S3Location, what: string, atStart: boolean): Error {
+  const e = err as { name?: string; Code?: string; message?: string; $metadata?: { httpStatusCode?: number }; code?: string; cause?: { code?: string } };
+  const code = e.Code ?? e.name ?? '';
+  const status = e.$metadata?.httpStatusCode;
+  const net = e.code ?? e.cause?.code ?? '';
+  const where = `bucket ${l.bucket}${l.prefix ? ` (prefix ${l.prefix}/)` : ''}`;
+  let text: string;
+  let setting = true;
+  if (/InvalidAccessKeyId|SignatureDoesNotMatch|InvalidToken|ExpiredToken|TokenRefreshRequired/.test(code)) {
+    text = `${where} refused the credentials (${code}): check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, the profile or the role the SDK found`;
+  } else if (/AccessDenied|Forbidden/.test(code) || status === 403) {
+    text = `${where} denied ${what} (${code || 'HTTP 403'}): the credentials need s3:ListBucket, s3:GetObject, s3:PutObject and s3:DeleteObject on it`;
+  } else if (/NoSuchBucket/.test(code) || (status === 404 && /HeadBucket|bucket/.test(what))) {
+    text = `${where} does not exist (or these credentials cannot see it): create it, or fix --parquet-url`;
+  } else if (/PermanentRedirect|AuthorizationHeaderMalformed|IllegalLocationConstraint|301/.test(code) || status === 301) {
+    text = `${where} is in another region than the one configured (${code || 'HTTP 301'}): set AWS_REGION to the bucket's region`;
+  } else if (/CredentialsProviderError|Could not load credentials/i.test(`${code} ${e.message ?? ''}`)) {
+    text = `no AWS credentials found for ${where}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile (AWS_PROFILE), or a role (web identity, instance)`;
+  } else if (/Region is missing/i.test(e.message ?? '')) {
+    text = `no region for ${where}: set AWS_REGION (any value for an S3-compatible store that ignores it, e.g. us-east-1)`;
+  } else if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH/.test(`${net} ${code} ${e.message ?? ''}`)) {
+    setting = atStart;
+    text = `the object store of ${where} cannot be reached (${net || code || e.message}): check AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL and the network`;
+  } else {
+    setting = atStart && status !== undefined && status >= 400 && status < 500;
+    text = `${what} in ${where} failed: ${code || 'error'}${status ? ` (HTTP ${status})` : ''}${e.message && e.message !== code ? `: ${e.message.split('\n')[0]!.slice(0, 300)}` : ''}`;
+  }
+  if (atStart && setting) return new BucketSettingError(`${text}; nothing was fetched or written`, { cause: err });
+  return new BucketWriteError(`${text}; data committed before this point is intact, and the next run continues`, { cause: err });
+}

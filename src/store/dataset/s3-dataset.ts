@@ -1,0 +1,150 @@
+/**
+ * A store's day files in an S3-compatible bucket (`--parquet-url s3://BUCKET/PREFIX`): the layout
+ * of parquet/sessions/ under the prefix (`date=YYYY-MM-DD/part-0.parquet`, one file per day per
+ * store). Each file is written to .tmp/ first, then uploaded whole: one PUT, or a multipart upload
+ * completed at its end, so an object is complete whenever it appears and a reader listing the prefix
+ * sees the old file or the new one, never half of one. A day is marked for its rewrite until its
+ * upload completed: a run killed mid-upload leaves it marked, and the next run writes it.
+ */
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { crashPoint } from '../../util/crash-point.js';
+import { unguessable } from '../../util/temp-file.js';
+import { FILE_MODE, PARTITION_FILE_NAME, type StoreLayout } from '../layout.js';
+import type { Dataset } from './dataset.js';
+import { keyOf, type DatasetLocation } from './location.js';
+import { bucketError, s3ClientFor } from './s3-client.js';
+
+type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
+
+/** Files larger than this are uploaded in parts (8 MiB each, two at a time): memory stays at ~16 MiB per upload. */
+const MULTIPART_BYTES = 16 * 2 ** 20;
+const PART_BYTES = 8 * 2 ** 20;
+
+export class S3Dataset implements Dataset {
+  readonly describe: string;
+
+  private constructor(
+    readonly location: S3Location,
+    private readonly client: S3Client,
+    private readonly fileName: string,
+    private readonly tmpDir: string,
+  ) {
+    this.describe = location.url;
+  }
+
+  static async open(location: S3Location, layout: StoreLayout): Promise<S3Dataset> {
+    return new S3Dataset(location, await s3ClientFor(location), layout.partitionFile, layout.tmpDir);
+  }
+
+  private key(partition: string): string {
+    return keyOf(this.location, `date=${partition}/${this.fileName}`);
+  }
+
+  async put(partition: string, localFile: string, rows: number): Promise<void> {
+    const { DeleteObjectCommand, PutObjectCommand } = await import('@aws-sdk/client-s3');
+    const Key = this.key(partition);
+    try {
+      if (rows === 0) {
+        await this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key }));
+        return;
+      }
+      const size = (await stat(localFile)).size;
+      crashPoint('mid-parquet-rewrite');
+      if (size > MULTIPART_BYTES) {
+        const { Upload } = await import('@aws-sdk/lib-storage');
+        const upload = new Upload({
+          client: this.client,
+          params: { Bucket: this.location.bucket, Key, Body: createReadStream(localFile), ContentType: 'application/vnd.apache.parquet' },
+          partSize: PART_BYTES,
+          queueSize: 2,
+          // A multipart upload that fails is aborted: no part is left behind to be billed, and the old object stays.
+          leavePartsOnError: false,
+        });
+        await upload.done();
+      } else {
+        await this.client.send(
+          new PutObjectCommand({ Bucket: this.location.bucket, Key, Body: await readFile(localFile), ContentLength: size, ContentType: 'application/vnd.apache.parquet' }),
+        );
+      }
+      crashPoint('after-parquet-rename');
+    } catch (err) {
+      throw bucketError(err, this.location, `writing ${Key}`, false);
+    } finally {
+      await rm(localFile, { force: true }).catch(() => {});
+    }
+  }
+
+  async read(partition: string): Promise<{ path: string; done(): Promise<void> } | null> {
+    const Key = this.key(partition);
+    const path = join(this.tmpDir, `old-${partition}-${process.pid}-${unguessable()}.parquet`);
+    const got = await downloadTo(this.client, this.location, Key, path);
+    if (!got) return null;
+    return { path, done: () => rm(path, { force: true }).catch(() => {}) };
+  }
+
+  async list(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const o of await listDataset(this.client, this.location)) {
+      if (o.file === this.fileName) out.set(o.partition, o.size);
+    }
+    return out;
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+}
+
+/** Downloads an object to `path` (mode 0640); false when there is no such object. */
+export async function downloadTo(client: S3Client, l: S3Location, Key: string, path: string): Promise<boolean> {
+  const { GetObjectCommand } = await import('@aws-sdk/client-s3');
+  let body: Readable;
+  try {
+    const r = await client.send(new GetObjectCommand({ Bucket: l.bucket, Key }));
+    body = r.Body as Readable;
+  } catch (err) {
+    const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+    if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return false;
+    throw bucketError(err, l, `reading ${Key}`, false);
+  }
+  try {
+    await mkdir(dirname(path), { recursive: true, mode: 0o750 });
+    await pipeline(body, createWriteStream(path, { mode: FILE_MODE }));
+  } catch (err) {
+    await rm(path, { force: true }).catch(() => {});
+    throw bucketError(err, l, `reading ${Key}`, false);
+  }
+  return true;
+}
+
+/** Every day file of the dataset under the prefix (every store's): its day, file name, size and ETag. */
+export async function listDataset(
+  client: S3Client,
+  l: S3Location,
+): Promise<Array<{ key: string; partition: string; file: string; size: number; etag: string }>> {
+  const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
+  const out: Array<{ key: string; partition: string; file: string; size: number; etag: string }> = [];
+  const prefix = keyOf(l, 'date=');
+  let token: string | undefined;
+  do {
+    let page;
+    try {
+      page = await client.send(new ListObjectsV2Command({ Bucket: l.bucket, Prefix: prefix, ...(token ? { ContinuationToken: token } : {}) }));
+    } catch (err) {
+      throw bucketError(err, l, 'listing the dataset', false);
+    }
+    for (const o of page.Contents ?? []) {
+      const rel = o.Key!.slice(prefix.length - 'date='.length);
+      const m = /^date=([^/]+)\/([^/]+)$/.exec(rel);
+      if (!m || !PARTITION_FILE_NAME.test(m[2]!)) continue;
+      out.push({ key: o.Key!, partition: m[1]!, file: m[2]!, size: Number(o.Size ?? 0), etag: String(o.ETag ?? '') });
+    }
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  return out;
+}
