@@ -113,12 +113,12 @@ export class BucketRun {
 
   /** Credentials, existence, region: refused before anything is fetched (exit 2), the bucket unchanged. */
   private async check(): Promise<void> {
-    const { HeadBucketCommand, ListObjectsV2Command } = await import('@aws-sdk/client-s3');
+    // A listing (not HeadBucket: an answer to HEAD has no body, so no error code to say which it was).
+    const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
     try {
-      await this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket }));
       await this.client.send(new ListObjectsV2Command({ Bucket: this.location.bucket, Prefix: keyOf(this.location, BUCKET_STATE_DIR) }));
     } catch (err) {
-      throw bucketError(err, this.location, 'HeadBucket', true);
+      throw bucketError(err, this.location, 'listing the bucket', true);
     }
   }
 
@@ -207,7 +207,9 @@ export class BucketRun {
     }
   }
 
+  /** Not refreshed for STALE_MS, or held by a process of this host that is gone (a crash, kill -9: seen at once). */
   private stale(h: Holder): boolean {
+    if (h.host === hostname() && !processAlive(h.pid)) return true;
     return (this.o.now ?? Date.now)() - Date.parse(h.heartbeatAt) > STALE_MS;
   }
 
@@ -350,5 +352,14 @@ export class BucketRun {
     } finally {
       this.client.destroy();
     }
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

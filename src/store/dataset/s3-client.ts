@@ -76,7 +76,7 @@ export function bucketError(err: unknown, l: S3Location, what: string, atStart: 
     text = `${where} refused the credentials (${code}): check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, the profile or the role the SDK found`;
   } else if (/AccessDenied|Forbidden/.test(code) || status === 403) {
     text = `${where} denied ${what} (${code || 'HTTP 403'}): the credentials need s3:ListBucket, s3:GetObject, s3:PutObject and s3:DeleteObject on it`;
-  } else if (/NoSuchBucket/.test(code) || (status === 404 && /HeadBucket|bucket/.test(what))) {
+  } else if (/NoSuchBucket/.test(code) || (status === 404 && /bucket/.test(what))) {
     text = `${where} does not exist (or these credentials cannot see it): create it, or fix --parquet-url`;
   } else if (/PermanentRedirect|AuthorizationHeaderMalformed|IllegalLocationConstraint|301/.test(code) || status === 301) {
     text = `${where} is in another region than the one configured (${code || 'HTTP 301'}): set AWS_REGION to the bucket's region`;

@@ -1,0 +1,229 @@
+/**
+ * The dataset in an S3-compatible bucket (issue 30; docs/object-storage.md), through the real CLI
+ * against a real S3 server on loopback (s3rver behind test/helpers/s3-server.ts), the dataset read
+ * back with the AWS SDK (listing and reading objects) and DuckDB over the downloaded files.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useEmulator } from '../helpers/emulator-fixture.js';
+import { runCli, startCli, waitFor } from '../helpers/cli.js';
+import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+
+const D = 86_400;
+const NOW = Math.floor(Date.now() / 1000);
+const FROM = Math.floor(NOW / D) * D - 8 * D;
+const TO = FROM + 4 * D;
+const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
+/** A session token no byte session-etl writes or prints may hold (the store ignores it). */
+const SESSION_TOKEN = 'FwoGZXIvYXdzEXAMPLE-session-token-4711';
+
+const fx = useEmulator({ seed: 31, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 60 }, { prefix: 'session-etl-s3-' });
+let s3: S3TestServer;
+beforeAll(async () => {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  s3 = await startS3({ buckets: ['lake', 'other'] });
+});
+afterAll(async () => {
+  await s3?.close();
+});
+
+const env = (dataDir: string, extra: Record<string, string> = {}) => ({ ...fx.env(dataDir), ...s3.env, AWS_SESSION_TOKEN: SESSION_TOKEN, ...extra });
+
+function client(): S3Client {
+  return new S3Client({ endpoint: s3.url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+}
+
+/** Every object under a prefix: key → bytes. */
+async function objects(bucket: string, prefix: string): Promise<Map<string, Buffer>> {
+  const c = client();
+  try {
+    const out = new Map<string, Buffer>();
+    const list = await c.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix }));
+    for (const o of list.Contents ?? []) {
+      const got = await c.send(new GetObjectCommand({ Bucket: bucket, Key: o.Key! }));
+      out.set(o.Key!, Buffer.from(await got.Body!.transformToByteArray()));
+    }
+    return out;
+  } finally {
+    c.destroy();
+  }
+}
+
+/** The dataset's day files as DuckDB reads them (downloaded first): session ids of each day, and every id once? */
+async function datasetRows(bucket: string, prefix: string, dir: string): Promise<Array<{ id: string; started: number }>> {
+  const files = [...(await objects(bucket, prefix))].filter(([k]) => /\/date=[^/]+\/part-[^/]+\.parquet$/.test(k));
+  expect(files.length).toBeGreaterThan(0);
+  await rm(dir, { recursive: true, force: true });
+  for (const [k, bytes] of files) {
+    const rel = k.slice(prefix.length).replace(/^\//, '');
+    await mkdir(join(dir, rel.split('/')[0]!), { recursive: true });
+    await writeFile(join(dir, rel), bytes);
+  }
+  const inst = await DuckDBInstance.create(':memory:');
+  const conn = await inst.connect();
+  try {
+    const r = await conn.runAndReadAll(
+      `SELECT session_id AS id, epoch(started_at)::BIGINT AS started FROM read_parquet('${join(dir, '*', '*.parquet')}', hive_partitioning = true) ORDER BY 1`,
+    );
+    return (r.getRowObjectsJS() as Array<{ id: string; started: bigint }>).map((x) => ({ id: x.id, started: Number(x.started) }));
+  } finally {
+    conn.closeSync();
+    inst.closeSync();
+  }
+}
+
+const truth = (from = FROM, to = TO) => fx.emu.dataset.sessionsStartedIn(from, to).map((s) => s.id).sort();
+const idsIn = (rows: Array<{ id: string; started: number }>, from = FROM, to = TO) => rows.filter((r) => r.started >= from && r.started < to).map((r) => r.id).sort();
+
+/** Every byte the command printed and every file it left in the data directory. */
+async function everything(r: { stdout: string; stderr: string }, dir: string): Promise<string> {
+  let text = r.stdout + r.stderr;
+  const walk = async (d: string): Promise<void> => {
+    for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else text += (await readFile(p)).toString('latin1');
+    }
+  };
+  await walk(dir);
+  return text;
+}
+
+describe('the dataset in a bucket', () => {
+  it('a backfill into the bucket; the data directory deleted; an export from an empty directory continues where it stopped', async () => {
+    const root = await fx.tempDir();
+    const first = join(root, 'first');
+    const url = 's3://lake/sessions/continue';
+    const b = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(first));
+    expect(b.stderr).toBe('');
+    expect(b.code).toBe(0);
+    const summary = JSON.parse(b.stdout) as { files: { parquet: string }; checkpoint: string };
+    expect(summary.files.parquet).toBe(url);
+    // The dataset is in the bucket, with the layout of parquet/sessions/; the state under _session_etl/; no lock left.
+    const keys = [...(await objects('lake', 'sessions/continue/')).keys()];
+    // The four days, and the day of TO for the sessions that start exactly at its midnight (closed windows).
+    expect(keys.filter((k) => k.includes('/date=')).length).toBeGreaterThanOrEqual(4);
+    expect(keys).toContain('sessions/continue/_session_etl/state.duckdb');
+    expect(keys.some((k) => k.endsWith('lock.json'))).toBe(false);
+    expect(idsIn(await datasetRows('lake', 'sessions/continue', join(root, 'read')))).toEqual(truth());
+    expect(existsSync(join(first, 'parquet'))).toBe(false);
+    expect(await everything(b, first)).not.toContain(SESSION_TOKEN);
+
+    // A fresh machine: an empty data directory, and a nightly export.
+    await rm(first, { recursive: true, force: true });
+    const fresh = join(root, 'fresh');
+    fx.emu.resetStats();
+    const e = await runCli(['export', '--parquet-url', url, '--json', '--log-level', 'error'], env(fresh));
+    expect(e.stderr).toBe('');
+    expect(e.code).toBe(0);
+    const ex = JSON.parse(e.stdout) as { range: { from: string }; sessions: { new: number; updated: number } };
+    // It continued from the checkpoint the backfill left (minus the lookback), fetching no window before it.
+    expect(Date.parse(ex.range.from) / 1000).toBe(TO - D);
+    // One window a day from there to now (a backfill again from FROM would be 9 or more).
+    expect(fx.emu.stats().requests).toBeLessThanOrEqual(7);
+    const rows = await datasetRows('lake', 'sessions/continue', join(root, 'read'));
+    expect(idsIn(rows, FROM, NOW - 3600)).toEqual(truth(FROM, NOW - 3600));
+    expect(new Set(rows.map((r) => r.id)).size).toBe(rows.length);
+    // status and sessions read it from a machine that has never written it.
+    const st = await runCli(['status', '--parquet-url', url, '--json'], env(join(root, 'reader')));
+    expect(st.code).toBe(0);
+    const status = JSON.parse(st.stdout) as { checkpoint: string; partitions: number; format: string };
+    expect(status).toMatchObject({ format: 'parquet', partitions: (await objects('lake', 'sessions/continue/date=')).size });
+    expect(Date.parse(status.checkpoint) / 1000).toBeGreaterThan(NOW - 3600);
+    const list = await runCli(['sessions', '--parquet-url', url, '--source', 'parquet', '--output', 'ndjson', '--page-size', '10000', '--from', iso(FROM), '--to', iso(TO), '--attribute-names', 'id'], env(join(root, 'reader')));
+    expect(list.code).toBe(0);
+    expect(list.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id).sort()).toEqual(truth());
+  });
+
+  it('a wrong access key, a missing bucket: refused before any fetch (exit 2), naming the bucket and the cause; the bucket unchanged', async () => {
+    const root = await fx.tempDir();
+    const url = 's3://lake/sessions/refused';
+    expect((await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + D), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env(join(root, 'a')))).code).toBe(0);
+    const before = await objects('lake', 'sessions/refused/');
+    fx.emu.resetStats();
+    const secret = 'wJalrXUtnFEMI-wrong-secret-0000';
+    const wrong = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url], env(join(root, 'b'), { AWS_ACCESS_KEY_ID: 'AKIAWRONGKEY', AWS_SECRET_ACCESS_KEY: secret }));
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/bucket lake \(prefix sessions\/refused\/\) refused the credentials \(InvalidAccessKeyId\)/);
+    expect(await everything(wrong, join(root, 'b'))).not.toContain(secret);
+    expect(fx.emu.stats().requests).toBe(0);
+    const missing = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--parquet-url', 's3://no-such-bucket/x'], env(join(root, 'c')));
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/bucket no-such-bucket \(prefix x\/\) does not exist/);
+    const bad = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--parquet-url', 'https://lake.example.com/x'], env(join(root, 'd')));
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/s3:\/\/BUCKET/);
+    expect(fx.emu.stats().requests).toBe(0);
+    const after = await objects('lake', 'sessions/refused/');
+    expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+    for (const [k, v] of before) expect(after.get(k)!.equals(v)).toBe(true);
+  });
+
+  it('throttling (503 SlowDown) is retried: the run completes, exact', async () => {
+    const root = await fx.tempDir();
+    const url = 's3://lake/sessions/slowdown';
+    s3.slowDown(4);
+    const r = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(join(root, 'd')));
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(s3.requests.filter((q) => q.status === 503).length).toBeGreaterThanOrEqual(4);
+    const rows = await datasetRows('lake', 'sessions/slowdown', join(root, 'read'));
+    expect(idsIn(rows)).toEqual(truth());
+    expect(new Set(rows.map((x) => x.id)).size).toBe(rows.length);
+  });
+
+  it('the store going away mid-run: the run fails cleanly (exit 1, saying so); the next one completes, exact', async () => {
+    const root = await fx.tempDir();
+    const url = 's3://lake/sessions/gone';
+    const dir = join(root, 'd');
+    s3.stopAfterPuts(2);
+    const r = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env(dir));
+    expect(r.stderr, JSON.stringify(s3.requests.filter((q) => q.method === 'PUT').map((q) => [q.path, q.status]))).toMatch(/cannot be reached|failed/);
+    expect(r.code).toBe(1);
+    expect(r.stderr).not.toMatch(/at .*\.js:\d+/);
+    await s3.start();
+    const again = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(dir));
+    expect(again.stderr).toBe('');
+    expect(again.code).toBe(0);
+    const rows = await datasetRows('lake', 'sessions/gone', join(root, 'read'));
+    expect(idsIn(rows)).toEqual(truth());
+    expect(new Set(rows.map((x) => x.id)).size).toBe(rows.length);
+  });
+
+  it('one writer per prefix: a second writer exits 3 naming the first; a store without conditional writes is said at start', async () => {
+    const root = await fx.tempDir();
+    const url = 's3://lake/sessions/locked';
+    const slowEmu = env(join(root, 'a'), { REPORTING_URL: fx.emu.url });
+    const first = startCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--concurrency', '1', '--max-requests-per-second', '0.5', '--log-level', 'info', '--no-progress'], slowEmu);
+    await waitFor(() => /backfill started/.test(first.output()), 30_000, 'the first writer to start');
+    const second = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url], env(join(root, 'b')));
+    expect(second.code).toBe(3);
+    expect(second.stderr).toMatch(new RegExp(`another session-etl run writes ${url.replace(/\//g, '\\/')}: pid ${first.pid}`));
+    first.kill('SIGTERM');
+    await first.result;
+
+    const plain = await startS3({ conditionalWrites: false });
+    try {
+      const r = await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + D), '--format', 'parquet', '--parquet-url', 's3://lake/x', '--log-level', 'warn'], { ...env(join(root, 'c')), ...plain.env });
+      expect(r.code).toBe(0);
+      expect(r.stderr).toMatch(/does not honour conditional writes \(If-None-Match\): one writer per prefix is not enforced/);
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it('format both: the table stays in the data directory, the day files go to the bucket', async () => {
+    const root = await fx.tempDir();
+    const dir = join(root, 'd');
+    const r = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--parquet-url', 's3://other/both', '--json', '--log-level', 'error'], env(dir));
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(readdirSync(dir)).toContain('sessions.duckdb');
+    expect(existsSync(join(dir, 'parquet'))).toBe(false);
+    expect(idsIn(await datasetRows('other', 'both', join(root, 'read')))).toEqual(truth());
+  });
+});
