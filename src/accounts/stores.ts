@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../config/errors.js';
+import type { DatasetLocation } from '../store/dataset/location.js';
 import { layoutOf, SHARDS_DIR, shardName, type ShardId } from '../store/layout.js';
 import { shardOf, type Shard } from './select.js';
 
@@ -29,9 +30,15 @@ export function topStoreExists(root: string): boolean {
   return existsSync(layoutOf(root, 'both').dbPath) || existsSync(layoutOf(root, 'parquet').dbPath);
 }
 
-/** Every store of the data directory: the top-level one (if any), then the shards'. */
-export async function allStores(root: string): Promise<StoreId[]> {
-  return [...(topStoreExists(root) ? [undefined] : []), ...(await shardStores(root))];
+/**
+ * Every store of the data directory: the top-level one (if any), then the shards'. With the dataset
+ * in a bucket and no store here (a fresh machine), the stores whose state the bucket keeps.
+ */
+export async function allStores(root: string, dataset?: DatasetLocation): Promise<StoreId[]> {
+  const here = [...(topStoreExists(root) ? [undefined] : []), ...(await shardStores(root))];
+  if (here.length || dataset?.kind !== 's3') return here;
+  const { bucketStores } = await import('../store/dataset/bucket-reader.js');
+  return bucketStores(dataset);
 }
 
 /**

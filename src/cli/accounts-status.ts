@@ -30,7 +30,7 @@ export async function accountsStatus(
   const found = new Map<string, StoreStatus>();
   let bytes = 0;
   let parquetBytes = 0;
-  for (const store of await allStores(root)) {
+  for (const store of await allStores(root, dataset)) {
     const reading = await readStoreReading(root, flags.runs, store, dataset);
     bytes += reading.bytes.duckdb;
     parquetBytes = reading.bytes.parquet;

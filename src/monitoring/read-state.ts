@@ -69,7 +69,7 @@ export async function readAccountsMonitoredStates(
 ): Promise<Map<string, MonitoredState>> {
   const states = new Map<string, MonitoredState>(names.map((n) => [n, EMPTY_STATE]));
   if (!existsSync(root)) return states;
-  for (const store of await allStores(root)) {
+  for (const store of await allStores(root, dataset)) {
     const reading = await readStoreReading(root, RUNS_READ, store, dataset);
     if (reading.accounts !== 'many') continue;
     for (const a of reading.state.accounts ?? []) {

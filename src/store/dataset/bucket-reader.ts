@@ -89,3 +89,23 @@ export async function copyBucketState(l: S3Location, store: string, name: string
     client.destroy();
   }
 }
+
+/** The stores whose state a bucket keeps (format parquet): the top-level one (undefined) and shards', as `_session_etl/[shards/I-of-N/]state.duckdb` say. */
+export async function bucketStores(l: S3Location): Promise<Array<{ index: number; count: number } | undefined>> {
+  const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
+  const client = await s3ClientFor(l);
+  try {
+    const prefix = keyOf(l, `${BUCKET_STATE_DIR}/`);
+    const page = await client.send(new ListObjectsV2Command({ Bucket: l.bucket, Prefix: prefix }));
+    const out: Array<{ index: number; count: number } | undefined> = [];
+    for (const o of page.Contents ?? []) {
+      const rel = o.Key!.slice(prefix.length);
+      if (rel === 'state.duckdb') out.unshift(undefined);
+      const m = /^shards\/(\d+)-of-(\d+)\/state\.duckdb$/.exec(rel);
+      if (m) out.push({ index: Number(m[1]), count: Number(m[2]) });
+    }
+    return out;
+  } finally {
+    client.destroy();
+  }
+}
