@@ -8,6 +8,7 @@ import type { DuckDBValue } from '@duckdb/node-api';
 import { compileToSql, isListSyntaxError, parseListRequest, type ListPage, type ListRequest } from '../list/index.js';
 import { resolveWindow, shapeRecord } from '../list/list-request.js';
 import { ParquetReader } from './data-source.js';
+import { csvRecord } from '../util/csv-cell.js';
 
 const FROM = ParquetReader.FROM;
 
@@ -156,14 +157,7 @@ function flatten(v: Record<string, unknown>, prefix = '', out: Record<string, un
 /** CSV of flat rows: a header of the columns, then one line per row (RFC 4180 quoting). */
 export function toCsv(rows: Array<Record<string, unknown>>, columns?: string[]): string {
   const cols = columns ?? [...new Set(rows.flatMap((r) => Object.keys(r)))];
-  const cell = (v: unknown) => {
-    if (v === null || v === undefined) return '';
-    const s = String(v);
-    // A cell a spreadsheet would run as a formula gets a leading quote mark.
-    const safe = /^[=+\-@\t\r]/.test(s) && !/^-?\d/.test(s) ? `'${s}` : s;
-    return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
-  };
-  return [cols.map(cell).join(','), ...rows.map((r) => cols.map((c) => cell(r[c])).join(','))].join('\r\n') + '\r\n';
+  return [csvRecord(cols), ...rows.map((r) => csvRecord(cols.map((c) => r[c])))].join('\r\n') + '\r\n';
 }
 
 /** The columns asked for (attributeNames) in the order asked, as flat paths; undefined for all. */

@@ -3,10 +3,11 @@
  * a data directory the real CLI made (a known hole, known runs, a failed run); figures checked
  * against the Parquet dataset read with hyparquet.
  */
-import { chmod, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, rename, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { runCli } from '../helpers/cli.js';
 import { readParquetDataset } from '../helpers/read-store.js';
 import { D, day, FROM, HOLE, makeFixture, startDashboardCli, type Fixture, type RunningDashboard } from './fixture.js';
@@ -111,6 +112,36 @@ describe('dashboard API', () => {
     expect(lines[0]).toBe('id,started,agent.name');
     const dayRows = (await readParquetDataset(fx.dataDir)).filter((p) => p.partition === `date=${day(FROM)}`).flatMap((p) => p.rows);
     expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(dayRows.map((r) => String(r.session_id)).sort());
+  });
+
+  it('sessions.csv: a customer name typed as a formula gets a leading quote, even after a number', async () => {
+    const hostile = ['-1+HYPERLINK("http://evil.example/")', "-2+3+cmd|' /C calc'!A0", '@SUM(A1)'];
+    const file = join(fx.dataDir, 'parquet', 'sessions', `date=${day(FROM)}`, 'part-0.parquet');
+    const ids = (await readParquetDataset(fx.dataDir)).find((p) => p.partition === `date=${day(FROM)}`)!.rows.slice(0, 3).map((r) => String(r.session_id));
+    // The partition rewritten with those names, as a run would have stored them from the vendor.
+    await copyFile(file, `${file}.orig`);
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    const lit = (v: string) => `'${v.replace(/'/g, "''")}'`;
+    const cases = ids.map((id, i) => `WHEN session_id = ${lit(id)} THEN ${lit(hostile[i]!)}`).join(' ');
+    await conn.run(`COPY (SELECT * REPLACE (CASE ${cases} ELSE external_customer_name END AS external_customer_name) FROM read_parquet(${lit(file)})) TO ${lit(`${file}.new`)} (FORMAT parquet)`);
+    conn.closeSync();
+    db.closeSync();
+    await rename(`${file}.new`, file);
+    try {
+      const filter = encodeURIComponent(ids.map((id) => `id="${id}"`).join(' | '));
+      const res = await get(`/api/sessions.csv?filter=${filter}&attributeNames=id,externalFields.customerName,duration`);
+      expect(res.status).toBe(200);
+      const byId = new Map((await res.text()).trimEnd().split('\r\n').slice(1).map((l) => [l.slice(0, l.indexOf(',')), l]));
+      for (const [i, id] of ids.entries()) {
+        const cell = hostile[i]!.includes('"') ? `"'${hostile[i]!.replace(/"/g, '""')}"` : `'${hostile[i]}`;
+        expect(byId.get(id)?.startsWith(`${id},${cell},`), byId.get(id)).toBe(true);
+      }
+      // The durations, plain numbers, are left as they are.
+      expect([...byId.values()].every((l) => /,\d+$/.test(l))).toBe(true);
+    } finally {
+      await rename(`${file}.orig`, file);
+    }
   });
 
   it('read-only and locked down: only GET/HEAD, security headers, no caching of answers', async () => {
