@@ -1,14 +1,15 @@
 /**
  * The dashboard's HTTP server: the page and its assets (uPlot from node_modules, nothing from the
  * network), and the JSON API under /api/. Read-only: GET and HEAD only, nothing written anywhere.
- * With an access token (required off loopback) every request must present it (access-token.ts).
+ * Every request must present the access token, or the session cookie one visit with it set
+ * (access-token.ts).
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { presentedToken, TOKEN_COOKIE, tokenMatches } from './access-token.js';
+import { bearerToken, cookieValue, sessionCookieName, SessionIds, tokenMatches } from './access-token.js';
 import { coverageCalendar, dataDirArgument } from './coverage-calendar.js';
 import { quoteArg } from './shell-quote.js';
 import { ParquetReader, QueryTimeoutError, readState, type DashboardSource } from './data-source.js';
@@ -20,8 +21,8 @@ export interface DashboardOptions {
   source: DashboardSource;
   host: string;
   port: number;
-  /** Required on every request when set. */
-  token: string | null;
+  /** The access token every request must prove (access-token.ts). */
+  token: string;
   maxLagSeconds: number;
   /** The next scheduled run, computed when asked. */
   nextRun: (nowMs: number) => Overview['nextRun'];
@@ -31,7 +32,7 @@ export interface DashboardOptions {
   account?: { name: string; configArg?: string };
   now?: () => number;
   queryTimeoutMs?: number;
-  /** Where to report a request that failed inside (never with the token). */
+  /** Where to report a request that failed inside (its answer says only that it failed). */
   onError?: (err: unknown) => void;
 }
 
@@ -123,13 +124,21 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     return buildOverview({ reading, parquetRows, nowMs: t, maxLagSeconds: o.maxLagSeconds, nextRun: o.nextRun(t) });
   }
 
+  const sessions = new SessionIds();
+  // Known once listening (--port 0 picks one).
+  let cookieName = '';
+  // Listening on loopback: a page on another site reaching us by a name it controls (DNS
+  // rebinding) sends its own Host, refused even before the token is asked for.
+  const loopbackOnly = isLoopback(o.host);
+
   const server = createServer((req, res) => {
     handle(req, res).catch((err) => {
       if (err instanceof BadRequestError) return json(res, { error: err.message }, 400);
       if (err instanceof QueryTimeoutError) return json(res, { error: err.message }, 503);
+      // The reason (paths, SQL) goes to the log only; the answer says where it is.
       o.onError?.(err);
-      if (!res.headersSent) json(res, { error: `the dashboard could not answer: ${String((err as Error)?.message ?? err)}` }, 500);
-      else res.end();
+      if (!res.headersSent) json(res, { error: 'the dashboard could not answer this request: the reason is in its log (standard error)' }, 500);
+      else res.destroy();
     });
   });
 
@@ -140,23 +149,20 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       return json(res, { error: `${req.method} is not allowed: the dashboard is read-only (GET and HEAD only)` }, 405);
     }
     const url = new URL(req.url ?? '/', 'http://dashboard.invalid');
-    if (o.token === null) {
-      // No token: loopback only. A page on another site reaching us by a name it controls
-      // (DNS rebinding) sends its own Host: refuse it.
-      const host = (req.headers.host ?? '').replace(/:\d+$/, '');
-      if (!isLoopback(host)) return json(res, { error: 'this dashboard answers only to localhost / 127.0.0.1 addresses' }, 403);
-    } else {
-      const given = url.searchParams.get('token');
-      if (given !== null && tokenMatches(o.token, given) && url.pathname === '/') {
-        // Trade the address's token for a cookie, and take it out of the address bar and history.
-        res.setHeader('Set-Cookie', `${TOKEN_COOKIE}=${encodeURIComponent(o.token)}; Path=/; HttpOnly; SameSite=Strict`);
-        res.setHeader('Location', '/');
-        return send(res, 303, '', 'text/plain; charset=utf-8');
-      }
-      if (!tokenMatches(o.token, presentedToken(req.headers))) {
-        res.setHeader('WWW-Authenticate', 'Bearer realm="session-etl dashboard"');
-        return json(res, { error: 'an access token is required: open the address printed with ?token=<token> once, or send Authorization: Bearer <token>' }, 401);
-      }
+    if (loopbackOnly && !isLoopback((req.headers.host ?? '').replace(/:\d+$/, ''))) {
+      return json(res, { error: 'this dashboard answers only to localhost / 127.0.0.1 addresses' }, 403);
+    }
+    const given = url.searchParams.get('token');
+    if (given !== null) {
+      if (!tokenMatches(o.token, given)) return unauthorized(res, url.pathname);
+      // Trade the address's token for a session cookie, and take it out of the address bar and history.
+      url.searchParams.delete('token');
+      res.setHeader('Set-Cookie', `${cookieName}=${sessions.create()}; Path=/; HttpOnly; SameSite=Strict`);
+      res.setHeader('Location', `${url.pathname}${url.search}`);
+      return send(res, 303, '', 'text/plain; charset=utf-8');
+    }
+    if (!tokenMatches(o.token, bearerToken(req.headers)) && !sessions.has(cookieValue(req.headers, cookieName))) {
+      return unauthorized(res, url.pathname);
     }
     const asset = assets.get(url.pathname);
     if (asset) return send(res, 200, asset.body, asset.type, { 'Cache-Control': 'no-cache' }, req.method === 'HEAD');
@@ -174,6 +180,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     });
   });
   const addr = server.address() as AddressInfo;
+  cookieName = sessionCookieName(addr.port);
   const shownHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${shownHost}:${addr.port}/`,
@@ -184,6 +191,15 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       reader.close();
     },
   };
+}
+
+/** 401: JSON for the API, a line of text for a person who opened the page without the token. */
+function unauthorized(res: ServerResponse, path: string): void {
+  res.setHeader('WWW-Authenticate', 'Bearer realm="session-etl dashboard"');
+  const reason =
+    'an access token is required: open the address the dashboard printed (Dashboard: http://…/?token=…) once, or send Authorization: Bearer <token>';
+  if (path.startsWith('/api/')) return json(res, { error: reason }, 401);
+  send(res, 401, `session-etl dashboard: ${reason}\n`, 'text/plain; charset=utf-8', { 'Cache-Control': 'no-store' });
 }
 
 function json(res: ServerResponse, body: unknown, status = 200): void {

@@ -34,7 +34,8 @@ beforeAll(async () => {
     if (m.type() === 'error') consoleErrors.push(m.text());
   });
   page.on('pageerror', (e) => consoleErrors.push(String(e)));
-  await page.goto(dash.url);
+  // The address as printed, with its token: the page trades it for a session cookie.
+  await page.goto(dash.printed);
   await page.waitForSelector('[data-testid=coverage-day]');
 }, 180_000);
 afterAll(async () => {

@@ -55,24 +55,42 @@ export async function makeFixture(): Promise<Fixture> {
 }
 
 export interface RunningDashboard {
+  /** The dashboard's root, without the token. */
   url: string;
+  /** The address printed on the first line (with ?token=… when the dashboard made its token). */
+  printed: string;
+  /** The token every request needs: the one printed, or the fixed one given. */
+  token: string;
+  /** fetch() of a path on the dashboard with the token as a Bearer header. */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
   /** Sends SIGTERM and waits for the exit; its result. */
   stop(): Promise<CliResult>;
   output(): string;
+  pid: number;
 }
 
-/** `session-etl dashboard --port 0 …` as a real process; its address from the first stdout line. */
-export async function startDashboardCli(args: string[], env: Record<string, string>): Promise<RunningDashboard> {
+/**
+ * `session-etl dashboard --port 0 …` as a real process; its address from the first stdout line.
+ * `fixedToken`: the token given by --token-file or the environment (the address then has none).
+ */
+export async function startDashboardCli(args: string[], env: Record<string, string>, fixedToken?: string): Promise<RunningDashboard> {
   const child = startCli(['dashboard', '--port', '0', ...args], env);
-  let url = '';
+  let first: RegExpExecArray | null = null;
   await waitFor(() => {
     if (child.exitCode !== null) throw new Error(`the dashboard exited ${child.exitCode}: ${child.output()}`);
-    const first = /^Dashboard: (http:\/\/\S+\/)\n/.exec(child.output());
-    if (first) url = first[1]!;
-    return url !== '';
+    first = /^Dashboard: ((http:\/\/\S+\/)(?:\?token=(\S+))?)\n/.exec(child.output());
+    return first !== null;
   }, 30_000, 'the dashboard to print its address');
+  const [, printed, url, printedToken] = first! as unknown as [string, string, string, string | undefined];
+  const token = fixedToken ?? printedToken;
+  if (!token) throw new Error(`the dashboard printed no token and none was given: ${printed}`);
   return {
     url,
+    printed,
+    token,
+    pid: child.pid!,
+    fetch: (path, init = {}) =>
+      fetch(new URL(path, url), { ...init, headers: { Authorization: `Bearer ${token}`, ...(init.headers as Record<string, string> | undefined) } }),
     output: () => child.output(),
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
