@@ -14,7 +14,9 @@ import { coverageCalendar, dataDirArgument } from './coverage-calendar.js';
 import { quoteArg } from './shell-quote.js';
 import { ParquetReader, QueryTimeoutError, readState, type DashboardSource } from './data-source.js';
 import { buildOverview, type Overview } from './overview.js';
-import { askedColumns, BadRequestError, charts, flatRows, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay, toCsv } from './queries.js';
+import { askedColumns, BadRequestError, charts, countSessions, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay } from './queries.js';
+import { RequestGate } from './request-gate.js';
+import { writeSessionsCsv } from './sessions-csv.js';
 import { packageRoot } from '../util/package-root.js';
 
 export interface DashboardOptions {
@@ -32,6 +34,12 @@ export interface DashboardOptions {
   account?: { name: string; configArg?: string };
   now?: () => number;
   queryTimeoutMs?: number;
+  /** CSV downloads at once, and how many more may wait for a place (default 2 and 8; see request-gate.ts). */
+  downloads?: { running: number; waiting: number; waitMs?: number };
+  /** A download whose client reads nothing for this long is cut (default 60 s). */
+  stallMs?: number;
+  /** DuckDB's time a download may take (default 60 s; other queries: queryTimeoutMs). */
+  downloadTimeoutMs?: number;
   /** Where to report a request that failed inside (its answer says only that it failed). */
   onError?: (err: unknown) => void;
 }
@@ -106,14 +114,25 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     },
     '/api/sessions.csv': async (q, res) => {
       const req = listRequestOf(q, { csv: true });
-      const page = await querySessions(reader, req);
-      const body = toCsv(flatRows(page.items), askedColumns(req));
-      send(res, 200, body, 'text/csv; charset=utf-8', {
-        'Content-Disposition': 'attachment; filename="sessions.csv"',
-        'Cache-Control': 'no-store',
-        'X-Total-Count': String(page.total),
-        ...(page.total > MAX_CSV_ROWS ? { 'X-Truncated': `first ${MAX_CSV_ROWS} of ${page.total} rows` } : {}),
-      });
+      const release = await downloads.enter();
+      if (!release) {
+        res.setHeader('Retry-After', String(DOWNLOAD_RETRY_AFTER_S));
+        return json(res, { error: `${downloads.running} CSV downloads are running, the most at once, and others are waiting: try again in a few seconds` }, 503);
+      }
+      try {
+        if (res.destroyed) return; // the client left while it waited
+        const total = await countSessions(reader, req);
+        res.statusCode = 200;
+        res.setHeader('Content-Type', 'text/csv; charset=utf-8');
+        res.setHeader('Content-Disposition', 'attachment; filename="sessions.csv"');
+        res.setHeader('Cache-Control', 'no-store');
+        res.setHeader('X-Total-Count', String(total));
+        if (total > MAX_CSV_ROWS) res.setHeader('X-Truncated', `first ${MAX_CSV_ROWS} of ${total} rows`);
+        await writeSessionsCsv(reader, req, total, (text) => writeOrWait(res, text, o.stallMs ?? 60_000), o.downloadTimeoutMs ?? 60_000);
+        res.end();
+      } finally {
+        release();
+      }
     },
   };
 
@@ -125,6 +144,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   }
 
   const sessions = new SessionIds();
+  const downloads = new RequestGate(o.downloads?.running ?? 2, o.downloads?.waiting ?? 8, o.downloads?.waitMs ?? 30_000);
   // Known once listening (--port 0 picks one).
   let cookieName = '';
   // Listening on loopback: a page on another site reaching us by a name it controls (DNS
@@ -133,12 +153,17 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err) => {
+      if (err instanceof ClientGoneError) return void res.destroy();
+      if (res.headersSent) {
+        // Part of a body sent: cut the connection, so that the client cannot take it for the whole answer.
+        o.onError?.(err);
+        return void res.destroy();
+      }
       if (err instanceof BadRequestError) return json(res, { error: err.message }, 400);
       if (err instanceof QueryTimeoutError) return json(res, { error: err.message }, 503);
       // The reason (paths, SQL) goes to the log only; the answer says where it is.
       o.onError?.(err);
-      if (!res.headersSent) json(res, { error: 'the dashboard could not answer this request: the reason is in its log (standard error)' }, 500);
-      else res.destroy();
+      json(res, { error: 'the dashboard could not answer this request: the reason is in its log (standard error)' }, 500);
     });
   });
 
@@ -191,6 +216,38 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       reader.close();
     },
   };
+}
+
+/** Seconds a download turned away is told to wait (Retry-After). */
+const DOWNLOAD_RETRY_AFTER_S = 5;
+
+/** The client of a download left, or stopped reading: nothing to answer. */
+class ClientGoneError extends Error {}
+
+/**
+ * Writes `text` to the response; when its buffer is full, waits until the client has read it
+ * (backpressure). A client gone, or reading nothing for `stallMs`, ends the download.
+ */
+function writeOrWait(res: ServerResponse, text: string, stallMs: number): Promise<void> {
+  if (res.destroyed) return Promise.reject(new ClientGoneError('the client left'));
+  if (res.write(text)) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const done = (err?: Error) => {
+      clearTimeout(stall);
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onDrain = () => done();
+    const onClose = () => done(new ClientGoneError('the client left'));
+    const stall = setTimeout(() => {
+      res.destroy();
+      done(new ClientGoneError(`the client read nothing for ${stallMs / 1000} s`));
+    }, stallMs);
+    res.once('drain', onDrain);
+    res.once('close', onClose);
+  });
 }
 
 /** 401: JSON for the API, a line of text for a person who opened the page without the token. */
