@@ -1,9 +1,9 @@
 /**
- * Where the dashboard reads a data directory, and the one module that reads it: the state snapshot
- * (state.json) a run publishes after each commit and at its end, the lock's holder file (to tell a
- * live run from a dead one), and the committed Parquet dataset through an in-memory DuckDB. It never
- * opens the DuckDB file of the store (DuckDB lets one process open a file a writer wants, so even a
- * read-only open would make a run fail to start) and never takes the writer lock.
+ * Where the dashboard reads a data directory, and how it reads the committed Parquet dataset:
+ * through an in-memory DuckDB of its own. The state (state.json, the lock's holder, and the store
+ * itself after a run died) is read by state-reader.ts. It never takes the writer lock, and opens
+ * the store's DuckDB file only when no run holds it (DuckDB lets one process open a file a writer
+ * wants: a run starting meanwhile waits for it a few seconds).
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -11,9 +11,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { openDb, type Db } from '../store/duckdb.js';
-import { holderState, readHolder, type LockHolder } from '../store/lock.js';
 import { layoutOf } from '../store/layout.js';
-import { readStateSnapshot, type StateSnapshot } from '../store/state-snapshot.js';
 
 /**
  * The two places the dashboard reads: the directory holding state.json and the lock, and the root
@@ -26,21 +24,6 @@ export interface DashboardSource {
 
 export function sourceOfDataDir(dataDir: string): DashboardSource {
   return { stateDir: dataDir, parquetRoot: layoutOf(dataDir, 'both').parquetDir };
-}
-
-/** What the state directory says now: the snapshot (null when no run has written one) and the live run, if any. */
-export interface StateReading {
-  snapshot: StateSnapshot | null;
-  /** The process holding the writer lock, when it is alive. */
-  liveHolder: LockHolder | null;
-  /** The lock's holder when its process is gone (a run killed or crashed). */
-  deadHolder: LockHolder | null;
-}
-
-export async function readState(source: DashboardSource): Promise<StateReading> {
-  const holder = (await readHolder(layoutOf(source.stateDir, 'both').lockPath)) ?? null;
-  const alive = holder && holderState(holder) === 'alive' ? holder : null;
-  return { snapshot: await readStateSnapshot(source.stateDir), liveHolder: alive, deadHolder: holder && !alive ? holder : null };
 }
 
 /** A query took longer than the dashboard allows (it is interrupted, nothing is left running). */

@@ -6,7 +6,7 @@
 import { checkHealth } from '../monitoring/health.js';
 import type { MonitoredRun, MonitoredState } from '../monitoring/read-state.js';
 import type { LockHolder } from '../store/lock.js';
-import type { StateReading } from './data-source.js';
+import type { StateReading } from './state-reader.js';
 
 export type HealthState = 'healthy' | 'lagging' | 'failing';
 
@@ -58,8 +58,10 @@ export interface Overview {
   rejected: number;
   format: string | null;
   coverageHoles: number;
-  /** When the snapshot these figures come from was written; null when there is none. */
+  /** When the figures were read: the snapshot's time, or when the store was read; null when there is none. */
   asOf: string | null;
+  /** Where the figures come from: the snapshot a run published, or the store itself (the snapshot being a dead run's). */
+  source: 'snapshot' | 'store';
   running: LiveRun | null;
   nextRun: { at: string; cron: string; timezone: string } | null;
   runs: DashboardRun[];
@@ -112,13 +114,27 @@ export function buildOverview(i: OverviewInput): Overview {
     format: snapshot?.format ?? null,
     coverageHoles: state.coverageHoles,
     asOf: snapshot?.writtenAt ?? null,
+    source: i.reading.source,
     running: live ? liveRunOf(live, i.nowMs) : liveHolder ? { runId: liveHolder.runId ?? '', command: liveHolder.command, pid: liveHolder.pid, startedAt: liveHolder.startedAt, windowsTotal: null, windowsDone: null, sessions: null, progressAt: null, eta: null } : null,
     nextRun: i.nextRun,
     runs,
-    notice: snapshot
-      ? null
-      : 'No state snapshot (state.json) in this data directory yet: it is written by every backfill or export run. Run `session-etl backfill --from … --to …` or `session-etl export` first.',
+    notice: noticeOf(i.reading),
   };
+}
+
+/** What the page must say before its figures: none yet, or where they come from after a run died. */
+function noticeOf(r: StateReading): string | null {
+  if (!r.snapshot) {
+    return 'No state snapshot (state.json) in this data directory yet: it is written by every backfill or export run. Run `session-etl backfill --from … --to …` or `session-etl export` first.';
+  }
+  const died = r.snapshot.lastRuns.find((x) => x.outcome === 'running')?.run_id;
+  if (r.source === 'store') {
+    return `The last run${died ? ` (${String(died)})` : ''} died (killed or crashed) before it published its last figures: these are read from the store itself, as \`session-etl status\` shows them. The next run records it and resumes its work.`;
+  }
+  if (r.deadRunSnapshot) {
+    return `These figures are from the snapshot run ${r.deadRunSnapshot.runId} wrote at ${r.deadRunSnapshot.writtenAt.replace(/\.\d{3}Z$/, 'Z')} before it died: the store may hold more, and could not be read now. \`session-etl status\` reads it.`;
+  }
+  return null;
 }
 
 function summaryOf(state: HealthState, lag: number | null, last: MonitoredRun | null, holes: number, running: boolean): string {

@@ -12,7 +12,8 @@ import { dirname, join } from 'node:path';
 import { bearerToken, cookieValue, sessionCookieName, SessionIds, tokenMatches } from './access-token.js';
 import { coverageCalendar, dataDirArgument } from './coverage-calendar.js';
 import { quoteArg } from './shell-quote.js';
-import { ParquetReader, QueryTimeoutError, readState, type DashboardSource } from './data-source.js';
+import { ParquetReader, QueryTimeoutError, type DashboardSource } from './data-source.js';
+import { StateReader } from './state-reader.js';
 import { buildOverview, type Overview } from './overview.js';
 import { askedColumns, BadRequestError, charts, countSessions, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay } from './queries.js';
 import { RequestGate } from './request-gate.js';
@@ -93,6 +94,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   // The calendar's per-day counts, read once now so that the first page load finds them cached.
   void sessionsPerDay(reader).catch(() => {});
   const now = o.now ?? Date.now;
+  const state = new StateReader(o.source, now);
   const dataDirArg =
     dataDirArgument(o.dataDirArg) +
     (o.account ? `${o.account.configArg ? ` --config ${quoteArg(o.account.configArg)}` : ''} --account ${quoteArg(o.account.name)}` : '');
@@ -101,7 +103,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     '/api/overview': async (_q, res) => json(res, await overview()),
     '/api/runs': async (_q, res) => json(res, { runs: (await overview()).runs }),
     '/api/coverage': async (_q, res) => {
-      const reading = await readState(o.source);
+      const reading = await state.read();
       const perDay = await sessionsPerDay(reader);
       const cal = coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), dataDirArg);
       json(res, { coverage: reading.snapshot?.coverage ?? [], ...cal });
@@ -137,7 +139,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   };
 
   async function overview(): Promise<Overview> {
-    const reading = await readState(o.source);
+    const reading = await state.read();
     const t = now();
     const parquetRows = reading.snapshot?.rows != null ? null : await parquetRowCount(reader);
     return buildOverview({ reading, parquetRows, nowMs: t, maxLagSeconds: o.maxLagSeconds, nextRun: o.nextRun(t) });

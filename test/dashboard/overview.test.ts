@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { buildOverview } from '../../src/dashboard/overview.js';
-import type { StateReading } from '../../src/dashboard/data-source.js';
+import type { StateReading } from '../../src/dashboard/state-reader.js';
 import type { StateSnapshot } from '../../src/store/state-snapshot.js';
 
 const NOW = Date.parse('2026-03-10T12:00:00Z');
@@ -29,7 +29,7 @@ function snapshot(s: Partial<StateSnapshot>): StateSnapshot {
   };
 }
 
-const reading = (snap: StateSnapshot | null, liveHolder: StateReading['liveHolder'] = null): StateReading => ({ snapshot: snap, liveHolder, deadHolder: null });
+const reading = (snap: StateSnapshot | null, liveHolder: StateReading['liveHolder'] = null): StateReading => ({ snapshot: snap, liveHolder, deadHolder: null, source: 'snapshot', deadRunSnapshot: null });
 const overview = (r: StateReading) => buildOverview({ reading: r, parquetRows: 999, nowMs: NOW, maxLagSeconds: 26 * 3600, nextRun: null });
 
 describe('buildOverview: health', () => {
