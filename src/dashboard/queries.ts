@@ -56,10 +56,14 @@ async function computeCharts(reader: ParquetReader, from?: string, to?: string):
     }
   }
   if (from === undefined || to === undefined) {
-    const last = (await reader.rows<{ d: string | null }>(`SELECT CAST(max("date") AS VARCHAR) AS d FROM ${FROM}`))[0]?.d;
-    const end = to ?? last ?? new Date().toISOString().slice(0, 10);
+    // The latest 30 days, from the first day with data at the earliest.
+    const span = (await reader.rows<{ first: string | null; last: string | null }>(`SELECT CAST(min("date") AS VARCHAR) AS first, CAST(max("date") AS VARCHAR) AS last FROM ${FROM}`))[0];
+    const end = to ?? span?.last ?? new Date().toISOString().slice(0, 10);
     to = end;
-    from ??= new Date(Date.parse(`${end}T00:00:00Z`) - 29 * 86_400_000).toISOString().slice(0, 10);
+    if (from === undefined) {
+      const month = new Date(Date.parse(`${end}T00:00:00Z`) - 29 * 86_400_000).toISOString().slice(0, 10);
+      from = span?.first && span.first > month && span.first <= end ? span.first : month;
+    }
   }
   if (from > to) throw new BadRequestError(`from (${from}) is after to (${to})`);
   const range = `"date" BETWEEN CAST(? AS DATE) AND CAST(? AS DATE)`;

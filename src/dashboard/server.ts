@@ -10,10 +10,11 @@ import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { bearerToken, cookieValue, sessionCookieName, SessionIds, tokenMatches } from './access-token.js';
-import { coverageCalendar, dataDirArgument } from './coverage-calendar.js';
+import { chartDays } from './chart-days.js';
+import { coverageCalendar, dataDirArgument, type CoverageCalendar } from './coverage-calendar.js';
 import { quoteArg } from './shell-quote.js';
 import { ParquetReader, QueryTimeoutError, type DashboardSource } from './data-source.js';
-import { StateReader } from './state-reader.js';
+import { StateReader, type StateReading } from './state-reader.js';
 import { buildOverview, type Overview } from './overview.js';
 import { askedColumns, BadRequestError, charts, countSessions, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay } from './queries.js';
 import { RequestGate } from './request-gate.js';
@@ -33,6 +34,8 @@ export interface DashboardOptions {
   dataDirArg?: string;
   /** With accounts: the configuration file and the account, added to the commands the page shows. */
   account?: { name: string; configArg?: string };
+  /** A demo directory: no command to fill its gaps is offered (its emulator ended with the demo). */
+  demo?: boolean;
   now?: () => number;
   queryTimeoutMs?: number;
   /** CSV downloads at once, and how many more may wait for a place (default 2 and 8; see request-gate.ts). */
@@ -104,11 +107,13 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     '/api/runs': async (_q, res) => json(res, { runs: (await overview()).runs }),
     '/api/coverage': async (_q, res) => {
       const reading = await state.read();
-      const perDay = await sessionsPerDay(reader);
-      const cal = coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), dataDirArg);
-      json(res, { coverage: reading.snapshot?.coverage ?? [], ...cal });
+      json(res, { coverage: reading.snapshot?.coverage ?? [], ...(await calendarOf(reading)) });
     },
-    '/api/charts': async (q, res) => json(res, await charts(reader, q.get('from') ?? undefined, q.get('to') ?? undefined)),
+    '/api/charts': async (q, res) => {
+      const c = await charts(reader, q.get('from') ?? undefined, q.get('to') ?? undefined);
+      const cal = await calendarOf(await state.read());
+      json(res, { ...c, perDay: chartDays(c.perDay, cal.days, c.from, c.to) });
+    },
     '/api/sessions': async (q, res) => {
       const req = listRequestOf(q, { csv: false });
       const page = await querySessions(reader, req);
@@ -138,11 +143,28 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     },
   };
 
+  /** The calendar of what the state says now; the range of a run going now is not-yet, not holes. */
+  async function calendarOf(reading: StateReading): Promise<CoverageCalendar> {
+    const perDay = await sessionsPerDay(reader);
+    const live = reading.liveHolder && reading.snapshot?.running ? reading.snapshot.running.runId : null;
+    const row = live ? reading.snapshot?.lastRuns.find((r) => r.run_id === live) : undefined;
+    const running = row?.range_from && row.range_to ? { from: String(row.range_from), to: String(row.range_to) } : null;
+    return coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), { dataDirArg, noCommands: o.demo ?? false, running });
+  }
+
   async function overview(): Promise<Overview> {
     const reading = await state.read();
     const t = now();
     const parquetRows = reading.snapshot?.rows != null ? null : await parquetRowCount(reader);
-    return buildOverview({ reading, parquetRows, nowMs: t, maxLagSeconds: o.maxLagSeconds, nextRun: o.nextRun(t) });
+    return buildOverview({
+      reading,
+      parquetRows,
+      nowMs: t,
+      maxLagSeconds: o.maxLagSeconds,
+      nextRun: o.demo ? null : o.nextRun(t),
+      account: o.account?.name ?? null,
+      demo: o.demo ?? false,
+    });
   }
 
   const sessions = new SessionIds();

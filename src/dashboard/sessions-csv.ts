@@ -1,5 +1,7 @@
 /**
- * The sessions download: a list request's matches as CSV (the columns asked for, else every field),
+ * The sessions download: a list request's matches as CSV (the columns asked for, else every field;
+ * times as ISO 8601 in UTC, `2026-03-01T12:00:00Z`, which a spreadsheet reads as a time, where the
+ * API and `sessions --output csv` keep the interface's epoch seconds),
  * streamed from DuckDB one chunk at a time: a chunk becomes text only once the previous one has
  * been taken by `write` (which waits while the client reads), so a download holds one chunk of
  * rows in memory whatever its size, and the event loop stays free between chunks.
@@ -26,10 +28,17 @@ export async function writeSessionsCsv(
   await write(csvRecord(columns) + '\r\n');
   const window = resolveWindow(req.paging, total);
   if (window.limit <= 0) return;
+  const epoch = new Set(leaves.filter((l) => l.kind === 'epoch').map((l) => l.path));
   await reader.stream(sql, [...params, window.limit, window.offset], async (names, rows) => {
     const at = columns.map((c) => names.indexOf(c));
+    const time = columns.map((c) => epoch.has(c));
     let text = '';
-    for (const row of rows) text += csvRecord(at.map((i) => (i < 0 ? null : row[i]))) + '\r\n';
+    for (const row of rows) text += csvRecord(at.map((i, k) => (i < 0 ? null : time[k] ? isoOfEpoch(row[i]) : row[i]))) + '\r\n';
     await write(text);
   }, timeoutMs);
+}
+
+/** Epoch seconds (BIGINT) as ISO 8601 UTC without milliseconds; null stays null. */
+function isoOfEpoch(v: unknown): string | null {
+  return v === null || v === undefined ? null : new Date(Number(v) * 1000).toISOString().replace('.000Z', 'Z');
 }

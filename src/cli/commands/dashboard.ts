@@ -1,9 +1,11 @@
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command } from 'commander';
 import { accountDataDir, accountParquetDir } from '../../accounts/layout.js';
 import { accountNames, hasAccounts, refuseAccountsDir } from '../../accounts/resolve.js';
 import { loadConfig, type LoadedConfig } from '../../config/load.js';
 import { UsageError } from '../usage-error.js';
+import { DEMO_MARKER } from './demo.js';
 
 interface DashboardFlags {
   dataDir?: string;
@@ -87,6 +89,8 @@ export function register(program: Command): void {
           maxLagSeconds,
           nextRun: (nowMs) => nextScheduledRun(config.scheduleCron, config.scheduleTimezone, nowMs),
           ...(flags.dataDir ? { dataDirArg: flags.dataDir } : {}),
+          // `session-etl demo`'s directory: its emulator ended with the demo, so no command can fill its gaps.
+          demo: !account && existsSync(join(config.dataDir, DEMO_MARKER)),
           onError: (err) => process.stderr.write(`dashboard: a request failed: ${redact(String((err as Error)?.stack ?? err))}\n`),
         });
       } catch (err) {
