@@ -83,14 +83,22 @@ export interface RunningDashboard {
 export async function startDashboardCli(args: string[], env: Record<string, string>, fixedToken?: string): Promise<RunningDashboard> {
   const child = startCli(['dashboard', '--port', '0', ...args], env);
   let first: RegExpExecArray | null = null;
-  await waitFor(() => {
-    if (child.exitCode !== null) throw new Error(`the dashboard exited ${child.exitCode}: ${child.output()}`);
-    first = /^Dashboard: ((http:\/\/\S+\/)(?:\?token=(\S+))?)\n/.exec(child.output());
-    return first !== null;
-  }, 30_000, 'the dashboard to print its address');
+  try {
+    await waitFor(() => {
+      if (child.exitCode !== null) throw new Error(`the dashboard exited ${child.exitCode}: ${child.output()}`);
+      first = /^Dashboard: ((http:\/\/\S+\/)(?:\?token=(\S+))?)\n/.exec(child.output());
+      return first !== null;
+    }, 30_000, 'the dashboard to print its address');
+  } catch (err) {
+    child.kill('SIGTERM');
+    throw err;
+  }
   const [, printed, url, printedToken] = first! as unknown as [string, string, string, string | undefined];
   const token = fixedToken ?? printedToken;
-  if (!token) throw new Error(`the dashboard printed no token and none was given: ${printed}`);
+  if (!token) {
+    child.kill('SIGTERM');
+    throw new Error(`the dashboard printed no token and none was given: ${printed}`);
+  }
   return {
     url,
     printed,
