@@ -29,6 +29,7 @@ export async function measureDashboard(dataDir: string, chromiumPath = process.e
   const exited = new Promise<void>((r) => child.on('close', () => r()));
   const browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
   try {
+    // The address as printed, with the token made for this start (README "Dashboard", Access).
     const url = await new Promise<string>((resolveUrl, reject) => {
       const t = setInterval(() => {
         const m = /^Dashboard: (\S+)\n/.exec(out);
@@ -67,7 +68,7 @@ export async function measureDashboard(dataDir: string, chromiumPath = process.e
     const apiMs: Record<string, number> = {};
     for (const path of ['/api/overview', '/api/coverage', '/api/runs', '/api/charts', '/api/sessions?pageSize=25', '/api/sessions?filter=recording%3D%22true%22&sort=duration%20desc&pageSize=25']) {
       const t0 = performance.now();
-      const res = await fetch(new URL(path, url));
+      const res = await fetch(new URL(path, url), { headers: { Authorization: `Bearer ${new URL(url).searchParams.get('token')}` } });
       await res.arrayBuffer();
       if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
       apiMs[path] = performance.now() - t0;

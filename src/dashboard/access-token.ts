@@ -1,15 +1,28 @@
 /**
- * The dashboard's access token: required when it listens on anything but loopback (the page shows
- * customer names, IPs and notes). Read from the environment or a file, never from a flag (a flag's
- * value is visible to every user in the process list). Requests prove it with an
- * `Authorization: Bearer …` header, or a cookie set once after a visit to `/?token=…`.
+ * The dashboard's access token: every request must prove it (the page shows customer names, IPs
+ * and notes, which the data directory's modes keep from other local users). A fixed token is read
+ * from the environment or a file, never from a flag (a flag's value is visible to every user in the
+ * process list); without one, a random token is made at each start and printed once, in the
+ * address on the first line of stdout (as Jupyter does). Requests prove it with an
+ * `Authorization: Bearer …` header, or with a cookie set after one visit to `?token=…`: the cookie
+ * holds a random session id, never the token, and is named after the port (cookies are shared by
+ * every port of a host, so two dashboards on one host would otherwise overwrite each other's).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 
 export const TOKEN_ENV = 'SESSION_ETL_DASHBOARD_TOKEN';
-export const TOKEN_COOKIE = 'session_etl_dashboard';
 const MIN_LENGTH = 16;
+
+/** A token for one start of the dashboard: 192 random bits, URL-safe (no encoding in the address). */
+export function generateAccessToken(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+/** The session cookie's name for the dashboard on this port. */
+export function sessionCookieName(port: number): string {
+  return `session_etl_dashboard_${port}`;
+}
 
 /** A token source that cannot be used: exit 2 with this message. */
 export class TokenSetupError extends Error {}
@@ -50,13 +63,39 @@ export function tokenMatches(expected: string, presented: string | undefined | n
   return timingSafeEqual(a, b);
 }
 
-/** The token a request presents: its Bearer header, else its cookie. */
-export function presentedToken(headers: { authorization?: string | undefined; cookie?: string | undefined }): string | null {
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '')?.[1];
-  if (bearer) return bearer;
+/** The token of a request's `Authorization: Bearer …` header, if any. */
+export function bearerToken(headers: { authorization?: string | undefined }): string | null {
+  return /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '')?.[1] ?? null;
+}
+
+/**
+ * The value of the cookie `name` as sent, undecoded (a session id is URL-safe as made, so a value
+ * that would need decoding is no session of ours: it is simply not found, whatever it holds).
+ */
+export function cookieValue(headers: { cookie?: string | undefined }, name: string): string | null {
   for (const part of (headers.cookie ?? '').split(';')) {
     const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === TOKEN_COOKIE) return decodeURIComponent(part.slice(eq + 1).trim());
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
   return null;
+}
+
+/**
+ * The browser sessions opened with the token: random ids, kept in memory (a restart makes a new
+ * token and forgets them). At most `max`: the oldest is forgotten first.
+ */
+export class SessionIds {
+  private readonly ids = new Set<string>();
+  constructor(private readonly max = 1000) {}
+
+  create(): string {
+    const id = randomBytes(32).toString('base64url');
+    this.ids.add(id);
+    if (this.ids.size > this.max) this.ids.delete(this.ids.values().next().value!);
+    return id;
+  }
+
+  has(id: string | null): boolean {
+    return id !== null && this.ids.has(id);
+  }
 }

@@ -1,33 +1,53 @@
 /**
- * The coverage calendar: one cell per UTC day from the first covered day to today, each covered
- * (the whole day is in the coverage), partial (part of it) or hole (none of it), with the day's
- * stored sessions and, for a day that is not covered whole, the command that fills the gap.
+ * The coverage calendar: one cell per UTC day, in the words `session-etl status` uses.
+ * - `covered`: the whole day is exported.
+ * - `partial`: a partial day, as status lists them (time/partial-days.ts): a day that holds data
+ *   but is only partly covered, at the edge of an exported range.
+ * - `hole`: in a coverage hole, a gap between two exported ranges (status's "coverage holes").
+ * - `not-yet`: not exported yet and nothing is wrong: after the checkpoint, or inside the range of
+ *   the run going now (a backfill fills it as it goes).
+ * Each day carries its stored sessions and, when something of it is missing, the command that
+ * fills it (none in a demo directory, whose emulator ended with the demo).
  */
+import { partialDays } from '../time/partial-days.js';
 import { quoteArg } from './shell-quote.js';
 
 const DAY = 86_400;
 
-export type DayState = 'covered' | 'partial' | 'hole';
+export type DayState = 'covered' | 'partial' | 'hole' | 'not-yet';
 
 export interface CalendarDay {
   date: string;
   state: DayState;
   sessions: number;
-  /** The command that fills what of this day is missing; null for a covered day. */
+  /** The command that fills what of this day is missing; null when nothing is, or no command can. */
   command: string | null;
 }
 
 export interface CoverageGap {
   from: string;
   to: string;
-  /** Between two covered intervals (a hole), or after the checkpoint (not exported yet). */
-  kind: 'hole' | 'after-checkpoint';
-  command: string;
+  /**
+   * A hole between two exported ranges, the time after the checkpoint (not exported yet), or a
+   * gap the run going now is exporting.
+   */
+  kind: 'hole' | 'after-checkpoint' | 'exporting';
+  /** null while a run is exporting it, and in a demo directory. */
+  command: string | null;
 }
 
 export interface CoverageCalendar {
   days: CalendarDay[];
   gaps: CoverageGap[];
+}
+
+export interface CalendarOptions {
+  /** `--data-dir …` (and the like) to add to the commands, with a leading space; '' for none. */
+  dataDirArg?: string;
+  /** No commands (a demo directory: nothing can fill its gaps once the demo's emulator is gone). */
+  noCommands?: boolean;
+  /** The range of the run going now (ISO instants): what it has not covered yet is `not-yet`. */
+  running?: { from: string; to: string } | null;
 }
 
 interface Span {
@@ -36,46 +56,58 @@ interface Span {
 }
 
 /**
- * @param coverage the snapshot's coverage intervals (ISO instants)
+ * @param coverage the coverage intervals (ISO instants)
  * @param sessionsPerDay stored sessions per `YYYY-MM-DD`
  * @param nowMs today is the day of this instant
- * @param dataDirArg `--data-dir …` to add to the commands (empty for the default)
  */
 export function coverageCalendar(
   coverage: ReadonlyArray<{ from: string; to: string }>,
   sessionsPerDay: ReadonlyMap<string, number>,
   nowMs: number,
-  dataDirArg = '',
+  opts: CalendarOptions = {},
 ): CoverageCalendar {
   const spans: Span[] = coverage
     .map((c) => ({ start: Date.parse(c.from) / 1000, end: Date.parse(c.to) / 1000 }))
     .filter((s) => Number.isFinite(s.start) && Number.isFinite(s.end) && s.end > s.start)
     .sort((a, b) => a.start - b.start);
   const now = Math.floor(nowMs / 1000);
-  if (!spans.length) return { days: [], gaps: [] };
+  const run = opts.running ? { start: Date.parse(opts.running.from) / 1000, end: Date.parse(opts.running.to) / 1000 } : null;
+  const running = run && Number.isFinite(run.start) && Number.isFinite(run.end) && run.end > run.start ? run : null;
+  if (!spans.length && !running) return { days: [], gaps: [] };
 
   const gaps: Array<Span & { kind: CoverageGap['kind'] }> = [];
-  let reach = spans[0]!.end;
+  let reach = spans[0]?.end ?? running!.start;
   for (const s of spans.slice(1)) {
-    if (s.start > reach) gaps.push({ start: reach, end: s.start, kind: 'hole' });
+    if (s.start > reach) gaps.push({ start: reach, end: s.start, kind: overlaps(running, reach, s.start) ? 'exporting' : 'hole' });
     reach = Math.max(reach, s.end);
   }
   if (now > reach) gaps.push({ start: reach, end: now, kind: 'after-checkpoint' });
-  const commandOf = (g: Span & { kind: CoverageGap['kind'] }): string =>
-    g.kind === 'hole'
-      ? `session-etl backfill --from ${instantArg(g.start)} --to ${instantArg(g.end)}${dataDirArg}`
-      : `session-etl export${dataDirArg}`;
+  const dataDirArg = opts.dataDirArg ?? '';
+  const commandOf = (g: Span & { kind: CoverageGap['kind'] }): string | null =>
+    opts.noCommands || g.kind === 'exporting'
+      ? null
+      : g.kind === 'hole'
+        ? `session-etl backfill --from ${instantArg(g.start)} --to ${instantArg(g.end)}${dataDirArg}`
+        : `session-etl export${dataDirArg}`;
 
+  const partial = new Set(partialDays(coverage).map((d) => d.date));
   const days: CalendarDay[] = [];
-  const first = Math.floor(spans[0]!.start / DAY) * DAY;
+  const first = Math.floor(Math.min(spans[0]?.start ?? Infinity, running?.start ?? Infinity) / DAY) * DAY;
   const last = Math.floor(now / DAY) * DAY;
   for (let day = first; day <= last; day += DAY) {
     const dayEnd = day + DAY;
+    const date = dateOf(day);
     let covered = 0;
     for (const s of spans) covered += Math.max(0, Math.min(s.end, dayEnd) - Math.max(s.start, day));
-    const state: DayState = covered >= DAY ? 'covered' : covered > 0 ? 'partial' : 'hole';
+    const hole = gaps.find((g) => g.kind === 'hole' && g.start < dayEnd && g.end > day);
+    const state: DayState = partial.has(date)
+      ? 'partial'
+      : covered >= DAY
+        ? 'covered'
+        : hole && !overlaps(running, day, dayEnd)
+          ? 'hole'
+          : 'not-yet';
     const gap = state === 'covered' ? undefined : gaps.find((g) => g.start < dayEnd && g.end > day);
-    const date = dateOf(day);
     days.push({ date, state, sessions: sessionsPerDay.get(date) ?? 0, command: gap ? commandOf(gap) : null });
   }
   return {
@@ -87,6 +119,10 @@ export function coverageCalendar(
 /** `--data-dir DIR` (with a leading space), shell-quoted, or '' for none. */
 export function dataDirArgument(dataDir: string | undefined): string {
   return dataDir ? ` --data-dir ${quoteArg(dataDir)}` : '';
+}
+
+function overlaps(range: Span | null, start: number, end: number): boolean {
+  return range !== null && range.start < end && range.end > start;
 }
 
 /** A midnight as its date (what backfill reads as that midnight), any other instant in full. */

@@ -1,9 +1,9 @@
 /**
- * Where the dashboard reads a data directory, and the one module that reads it: the state snapshot
- * (state.json) a run publishes after each commit and at its end, the lock's holder file (to tell a
- * live run from a dead one), and the committed Parquet dataset through an in-memory DuckDB. It never
- * opens the DuckDB file of the store (DuckDB lets one process open a file a writer wants, so even a
- * read-only open would make a run fail to start) and never takes the writer lock.
+ * Where the dashboard reads a data directory, and how it reads the committed Parquet dataset:
+ * through an in-memory DuckDB of its own. The state (state.json, the lock's holder, and the store
+ * itself after a run died) is read by state-reader.ts. It never takes the writer lock, and opens
+ * the store's DuckDB file only when no run holds it (DuckDB lets one process open a file a writer
+ * wants: a run starting meanwhile waits for it a few seconds).
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -11,9 +11,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { openDb, type Db } from '../store/duckdb.js';
-import { holderState, readHolder, type LockHolder } from '../store/lock.js';
 import { layoutOf } from '../store/layout.js';
-import { readStateSnapshot, type StateSnapshot } from '../store/state-snapshot.js';
 
 /**
  * The two places the dashboard reads: the directory holding state.json and the lock (the data
@@ -30,46 +28,56 @@ export function sourceOfDataDir(dataDir: string): DashboardSource {
   return { stateDir: dataDir, parquetRoot: layoutOf(dataDir, 'both').parquetDir };
 }
 
-/** What the state directory says now: the snapshot (null when no run has written one) and the live run, if any. */
-export interface StateReading {
-  snapshot: StateSnapshot | null;
-  /** The process holding the writer lock, when it is alive. */
-  liveHolder: LockHolder | null;
-  /** The lock's holder when its process is gone (a run killed or crashed). */
-  deadHolder: LockHolder | null;
-}
-
-export async function readState(source: DashboardSource): Promise<StateReading> {
-  const holder = (await readHolder(layoutOf(source.stateDir, 'both').lockPath)) ?? null;
-  const alive = holder && holderState(holder) === 'alive' ? holder : null;
-  const snapshot = await readStateSnapshot(source.stateDir);
-  return {
-    snapshot: snapshot && source.account !== undefined ? accountSnapshot(snapshot, source.account) : snapshot,
-    liveHolder: alive,
-    deadHolder: holder && !alive ? holder : null,
-  };
-}
-
-/**
- * A many-account store's snapshot as one account's: its checkpoint, coverage, rows and runs (the
- * store's pending work is shared). An account the store does not hold yet has nothing stored.
- */
-export function accountSnapshot(s: StateSnapshot, account: string): StateSnapshot {
-  const own = s.accounts?.find((a) => a.account === account);
-  const { accounts: _all, ...rest } = s;
-  return {
-    ...rest,
-    checkpoint: own?.checkpoint ?? null,
-    coverage: own?.coverage ?? [],
-    coverageHoles: own?.coverageHoles ?? [],
-    rows: own ? own.rows : s.format === 'parquet' ? null : 0,
-    rejected: own?.rejected ?? 0,
-    lastRuns: s.lastRuns.filter((r) => r.account === account),
-  };
-}
-
 /** A query took longer than the dashboard allows (it is interrupted, nothing is left running). */
 export class QueryTimeoutError extends Error {}
+
+/**
+ * The time a query may spend in DuckDB: it runs out after `ms` of DuckDB's own time, and calls
+ * `onTimeout` (which interrupts the connection). Time spent `outside` it (a download making its
+ * text and waiting for its client to read it) does not count, so a slow reader is not cut off by
+ * the query's limit.
+ */
+export class QueryClock {
+  private left: number;
+  private since = 0;
+  private timer: NodeJS.Timeout | undefined;
+  timedOut = false;
+
+  constructor(ms: number, private readonly onTimeout: () => void) {
+    this.left = ms;
+    this.start();
+  }
+
+  /** Runs `fn` (and waits for it) without counting its time. */
+  async outside<T>(fn: () => Promise<T>): Promise<T> {
+    this.pause();
+    try {
+      return await fn();
+    } finally {
+      this.start();
+    }
+  }
+
+  stop(): void {
+    this.pause();
+  }
+
+  private start(): void {
+    if (this.timedOut) return;
+    this.since = Date.now();
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.onTimeout();
+    }, Math.max(0, this.left));
+  }
+
+  private pause(): void {
+    if (!this.timer) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.left -= Date.now() - this.since;
+  }
+}
 
 /**
  * Reads the Parquet dataset with SQL in an in-memory DuckDB of its own. Each query runs on a
@@ -150,28 +158,64 @@ export class ParquetReader {
   }
 
   /**
-   * Runs `fn` on a connection of its own, interrupted after the timeout. A rewrite that replaced a
-   * file between DuckDB's listing and its read is retried once.
+   * Runs `fn` on a connection of its own, interrupted after the timeout (DuckDB's time: see
+   * QueryClock). A rewrite that replaced a file between DuckDB's listing and its read is retried
+   * once, unless `retryable()` says the work cannot be done again (a download already under way).
    */
-  async run<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+  async run<T>(fn: (conn: DuckDBConnection, clock: QueryClock) => Promise<T>, retryable: () => boolean = () => true, timeoutMs = this.timeoutMs): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const conn = await this.db.instance.connect();
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        conn.interrupt();
-      }, this.timeoutMs);
+      const clock = new QueryClock(timeoutMs, () => conn.interrupt());
       try {
-        return await fn(conn);
+        return await fn(conn, clock);
       } catch (err) {
-        if (timedOut) throw new QueryTimeoutError(`the query took longer than ${this.timeoutMs / 1000} s and was stopped: narrow it (a filter, a date range)`);
-        if (attempt === 1 && /No such file|Could not open|IO Error/i.test(String((err as Error)?.message))) continue;
+        if (clock.timedOut) throw new QueryTimeoutError(`the query took longer than ${timeoutMs / 1000} s and was stopped: narrow it (a filter, a date range)`);
+        if (attempt === 1 && retryable() && /No such file|Could not open|IO Error/i.test(String((err as Error)?.message))) continue;
         throw err;
       } finally {
-        clearTimeout(timer);
+        clock.stop();
         conn.closeSync();
       }
     }
+  }
+
+  /**
+   * Streams a query's rows (`params` follow the glob) to `onRows`, one DuckDB chunk (~2,048 rows)
+   * at a time: the next chunk is read only once `onRows` has settled, so a slow consumer holds at
+   * most one chunk. The time `onRows` takes does not count against the query's timeout, which is
+   * `timeoutMs` of DuckDB's time (default the reader's); an interrupted stream throws
+   * QueryTimeoutError, never ends as if complete. No files yet: no rows.
+   */
+  async stream(
+    sql: string,
+    params: DuckDBValue[],
+    onRows: (columns: string[], rows: unknown[][]) => Promise<void>,
+    timeoutMs = this.timeoutMs,
+  ): Promise<void> {
+    if (!this.hasData()) return;
+    let delivered = false;
+    await this.run(
+      async (conn, clock) => {
+        try {
+          const result = await conn.stream(sql, [this.glob, ...(this.account === undefined ? [] : [this.account]), ...params]);
+          const columns = result.columnNames();
+          for (;;) {
+            const chunk = await result.fetchChunk();
+            if (!chunk || chunk.rowCount === 0) break;
+            delivered = true;
+            const rows = chunk.getRows() as unknown[][];
+            await clock.outside(() => onRows(columns, rows));
+          }
+          // DuckDB ends an interrupted stream like a finished one: say it was cut.
+          if (clock.timedOut) throw new QueryTimeoutError('interrupted');
+        } catch (err) {
+          if (!delivered && /No files found/i.test(String((err as Error)?.message))) return;
+          throw err;
+        }
+      },
+      () => !delivered,
+      timeoutMs,
+    );
   }
 
   /** Rows as plain objects (BIGINT as number); `params` follow the glob. No files yet: no rows. */

@@ -6,7 +6,7 @@
 import { checkHealth } from '../monitoring/health.js';
 import type { MonitoredRun, MonitoredState } from '../monitoring/read-state.js';
 import type { LockHolder } from '../store/lock.js';
-import type { StateReading } from './data-source.js';
+import type { StateReading } from './state-reader.js';
 
 export type HealthState = 'healthy' | 'lagging' | 'failing';
 
@@ -58,11 +58,21 @@ export interface Overview {
   rejected: number;
   format: string | null;
   coverageHoles: number;
-  /** When the snapshot these figures come from was written; null when there is none. */
+  /** When the figures were read: the snapshot's time, or when the store was read; null when there is none. */
   asOf: string | null;
+  /** Where the figures come from: the snapshot a run published, or the store itself (the snapshot being a dead run's). */
+  source: 'snapshot' | 'store';
   running: LiveRun | null;
+  /**
+   * When `session-etl schedule` would run the nightly export, if it runs (the page cannot know
+   * whether a scheduler is running); null in a demo directory.
+   */
   nextRun: { at: string; cron: string; timezone: string } | null;
   runs: DashboardRun[];
+  /** With accounts: the account shown. */
+  account: string | null;
+  /** A demo directory (`session-etl demo`): its gaps have no command, nothing schedules it. */
+  demo: boolean;
   /** What to do when the directory has nothing to show yet. */
   notice: string | null;
 }
@@ -74,6 +84,8 @@ export interface OverviewInput {
   nowMs: number;
   maxLagSeconds: number;
   nextRun: Overview['nextRun'];
+  account?: string | null;
+  demo?: boolean;
 }
 
 export function buildOverview(i: OverviewInput): Overview {
@@ -95,9 +107,14 @@ export function buildOverview(i: OverviewInput): Overview {
     lastSuccessAt: success ? seconds(success.endedAt ?? success.startedAt) : null,
   };
   const h = checkHealth(state, { nowMs: i.nowMs, maxLagSeconds: i.maxLagSeconds });
-  // The calendar shows each hole and its command: say so instead of pointing at `status`.
+  // The calendar shows each hole and its command: say so instead of pointing at `status`; the lag
+  // in the page's one style of durations.
   const reasons = h.reasons.map((r) =>
-    /coverage hole/.test(r) ? `${state.coverageHoles} coverage hole(s): the calendar shows each one and the backfill command that fills it` : r,
+    /coverage hole/.test(r)
+      ? `${state.coverageHoles} coverage hole(s): the calendar shows each one and the backfill command that fills it`
+      : /^checkpoint \S+ is [\d.]+ h behind now/.test(r) && h.lagSeconds !== null
+        ? `checkpoint ${snapshot!.checkpoint} is ${ago(h.lagSeconds)} behind now, more than the allowed ${ago(i.maxLagSeconds)} (--max-lag)`
+        : r,
   );
   const failing = !snapshot || lastRun?.outcome === 'failed' || lastRun?.outcome === 'died' || state.checkpoint === null;
   const healthState: HealthState = reasons.length === 0 ? 'healthy' : failing ? 'failing' : 'lagging';
@@ -112,13 +129,29 @@ export function buildOverview(i: OverviewInput): Overview {
     format: snapshot?.format ?? null,
     coverageHoles: state.coverageHoles,
     asOf: snapshot?.writtenAt ?? null,
+    source: i.reading.source,
     running: live ? liveRunOf(live, i.nowMs) : liveHolder ? { runId: liveHolder.runId ?? '', command: liveHolder.command, pid: liveHolder.pid, startedAt: liveHolder.startedAt, windowsTotal: null, windowsDone: null, sessions: null, progressAt: null, eta: null } : null,
     nextRun: i.nextRun,
     runs,
-    notice: snapshot
-      ? null
-      : 'No state snapshot (state.json) in this data directory yet: it is written by every backfill or export run. Run `session-etl backfill --from … --to …` or `session-etl export` first.',
+    account: i.account ?? null,
+    demo: i.demo ?? false,
+    notice: noticeOf(i.reading),
   };
+}
+
+/** What the page must say before its figures: none yet, or where they come from after a run died. */
+function noticeOf(r: StateReading): string | null {
+  if (!r.snapshot) {
+    return 'No state snapshot (state.json) in this data directory yet: it is written by every backfill or export run. Run `session-etl backfill --from … --to …` or `session-etl export` first.';
+  }
+  const died = r.snapshot.lastRuns.find((x) => x.outcome === 'running')?.run_id;
+  if (r.source === 'store') {
+    return `The last run${died ? ` (${String(died)})` : ''} died (killed or crashed) before it published its last figures: these are read from the store itself, as \`session-etl status\` shows them. The next run records it and resumes its work.`;
+  }
+  if (r.deadRunSnapshot) {
+    return `These figures are from the snapshot run ${r.deadRunSnapshot.runId} wrote at ${r.deadRunSnapshot.writtenAt.replace(/\.\d{3}Z$/, 'Z')} before it died: the store may hold more, and could not be read now. \`session-etl status\` reads it.`;
+  }
+  return null;
 }
 
 function summaryOf(state: HealthState, lag: number | null, last: MonitoredRun | null, holes: number, running: boolean): string {
@@ -130,11 +163,21 @@ function summaryOf(state: HealthState, lag: number | null, last: MonitoredRun | 
   return `${state[0]!.toUpperCase()}${state.slice(1)}: ${parts.join(', ')}`;
 }
 
-/** A duration for a person: minutes, hours or days. */
+/**
+ * A duration for a person, in the page's one style (assets/app.js `span`): `4.2 s`, `42 s`,
+ * `3 min 04 s`, `5 h 07 min`, `3 d 04 h`.
+ */
 export function ago(seconds: number): string {
-  if (seconds < 3600) return `${Math.max(0, Math.round(seconds / 60))} min`;
-  if (seconds < 172_800) return `${(seconds / 3600).toFixed(1)} h`;
-  return `${(seconds / 86_400).toFixed(1)} days`;
+  const s = Math.max(0, seconds);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  if (s < 9.95) return `${s.toFixed(1)} s`;
+  const t = Math.round(s);
+  if (t < 60) return `${t} s`;
+  if (t < 3600) return `${Math.floor(t / 60)} min ${pad(t % 60)} s`;
+  const m = Math.round(t / 60);
+  if (m < 48 * 60) return `${Math.floor(m / 60)} h ${pad(m % 60)} min`;
+  const h = Math.round(t / 3600);
+  return `${Math.floor(h / 24)} d ${pad(h % 24)} h`;
 }
 
 function runIdOf(holder: LockHolder): string | null {

@@ -5,7 +5,7 @@
  * bound parameters only (the list conventions compile to parameterised SQL: src/list).
  */
 import type { DuckDBValue } from '@duckdb/node-api';
-import { compileToSql, isListSyntaxError, parseListRequest, type ListPage, type ListRequest } from '../list/index.js';
+import { compileToSql, isListSyntaxError, parseListRequest, type LeafField, type ListPage, type ListRequest } from '../list/index.js';
 import { resolveWindow, shapeRecord } from '../list/list-request.js';
 import { ParquetReader } from './data-source.js';
 
@@ -55,10 +55,14 @@ async function computeCharts(reader: ParquetReader, from?: string, to?: string):
     }
   }
   if (from === undefined || to === undefined) {
-    const last = (await reader.rows<{ d: string | null }>(`SELECT CAST(max("date") AS VARCHAR) AS d FROM ${reader.from}`))[0]?.d;
-    const end = to ?? last ?? new Date().toISOString().slice(0, 10);
+    // The latest 30 days, from the first day with data at the earliest.
+    const span = (await reader.rows<{ first: string | null; last: string | null }>(`SELECT CAST(min("date") AS VARCHAR) AS first, CAST(max("date") AS VARCHAR) AS last FROM ${reader.from}`))[0];
+    const end = to ?? span?.last ?? new Date().toISOString().slice(0, 10);
     to = end;
-    from ??= new Date(Date.parse(`${end}T00:00:00Z`) - 29 * 86_400_000).toISOString().slice(0, 10);
+    if (from === undefined) {
+      const month = new Date(Date.parse(`${end}T00:00:00Z`) - 29 * 86_400_000).toISOString().slice(0, 10);
+      from = span?.first && span.first > month && span.first <= end ? span.first : month;
+    }
   }
   if (from > to) throw new BadRequestError(`from (${from}) is after to (${to})`);
   const range = `"date" BETWEEN CAST(? AS DATE) AND CAST(? AS DATE)`;
@@ -119,15 +123,30 @@ export function listRequestOf(query: URLSearchParams, opts: { csv: boolean }): L
   return req;
 }
 
+/** A list request as SQL over the dataset: its statements, their parameters after the glob, its leaves. */
+export function sessionsSql(reader: ParquetReader, req: ListRequest): { sql: string; countSql: string; params: DuckDBValue[]; leaves: LeafField[] } {
+  const compiled = compileToSql(req, { parquetGlob: reader.glob });
+  // compileToSql binds the glob as its first parameter; ParquetReader adds its own (and the account's), so drop ours.
+  return {
+    sql: compiled.sql.replace('read_parquet(?)', reader.from),
+    countSql: compiled.countSql.replace('read_parquet(?)', reader.from),
+    params: compiled.params.slice(1) as DuckDBValue[],
+    leaves: [...compiled.leaves],
+  };
+}
+
+/** How many sessions match the request. */
+export async function countSessions(reader: ParquetReader, req: ListRequest): Promise<number> {
+  const { countSql, params } = sessionsSql(reader, req);
+  return (await reader.rows<{ total: number }>(countSql, params))[0]?.total ?? 0;
+}
+
 /** One page of sessions matching the request, from the Parquet dataset. */
 export async function querySessions(reader: ParquetReader, req: ListRequest): Promise<ListPage> {
   if (!reader.hasData()) return { items: [], total: 0, offset: 0, pageSize: 0, paging: req.paging };
-  const compiled = compileToSql(req, { parquetGlob: reader.glob });
-  // compileToSql binds the glob as its first parameter; ParquetReader.rows adds its own (and the account's), so drop ours.
-  const params = compiled.params.slice(1) as DuckDBValue[];
-  const countSql = compiled.countSql.replace('read_parquet(?)', reader.from);
-  const sql = compiled.sql.replace('read_parquet(?)', reader.from);
-  const total = (await reader.rows<{ total: number }>(countSql, params))[0]?.total ?? 0;
+  const compiled = sessionsSql(reader, req);
+  const { sql, params } = compiled;
+  const total = await countSessions(reader, req);
   const window = resolveWindow(req.paging, total);
   const rows = window.limit > 0 ? await reader.rows(sql, [...params, window.limit, window.offset]) : [];
   return {
@@ -137,32 +156,6 @@ export async function querySessions(reader: ParquetReader, req: ListRequest): Pr
     pageSize: window.pageSize,
     paging: req.paging,
   };
-}
-
-/** The page's items as flat rows (`agent.name` …), values as the interface defines them. */
-export function flatRows(items: ListPage['items']): Array<Record<string, unknown>> {
-  return items.map((v) => flatten(v as Record<string, unknown>));
-}
-
-function flatten(v: Record<string, unknown>, prefix = '', out: Record<string, unknown> = {}): Record<string, unknown> {
-  for (const [k, val] of Object.entries(v)) {
-    if (val && typeof val === 'object' && !Array.isArray(val)) flatten(val as Record<string, unknown>, `${prefix}${k}.`, out);
-    else out[`${prefix}${k}`] = val;
-  }
-  return out;
-}
-
-/** CSV of flat rows: a header of the columns, then one line per row (RFC 4180 quoting). */
-export function toCsv(rows: Array<Record<string, unknown>>, columns?: string[]): string {
-  const cols = columns ?? [...new Set(rows.flatMap((r) => Object.keys(r)))];
-  const cell = (v: unknown) => {
-    if (v === null || v === undefined) return '';
-    const s = String(v);
-    // A cell a spreadsheet would run as a formula gets a leading quote mark.
-    const safe = /^[=+\-@\t\r]/.test(s) && !/^-?\d/.test(s) ? `'${s}` : s;
-    return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
-  };
-  return [cols.map(cell).join(','), ...rows.map((r) => cols.map((c) => cell(r[c])).join(','))].join('\r\n') + '\r\n';
 }
 
 /** The columns asked for (attributeNames) in the order asked, as flat paths; undefined for all. */

@@ -1,27 +1,32 @@
 /**
  * The dashboard's HTTP server: the page and its assets (uPlot from node_modules, nothing from the
  * network), and the JSON API under /api/. Read-only: GET and HEAD only, nothing written anywhere.
- * With an access token (required off loopback) every request must present it (access-token.ts).
+ * Every request must present the access token, or the session cookie one visit with it set
+ * (access-token.ts).
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { presentedToken, TOKEN_COOKIE, tokenMatches } from './access-token.js';
-import { coverageCalendar, dataDirArgument } from './coverage-calendar.js';
+import { bearerToken, cookieValue, sessionCookieName, SessionIds, tokenMatches } from './access-token.js';
+import { chartDays } from './chart-days.js';
+import { coverageCalendar, dataDirArgument, type CoverageCalendar } from './coverage-calendar.js';
 import { quoteArg } from './shell-quote.js';
-import { ParquetReader, QueryTimeoutError, readState, type DashboardSource } from './data-source.js';
+import { ParquetReader, QueryTimeoutError, type DashboardSource } from './data-source.js';
+import { StateReader, type StateReading } from './state-reader.js';
 import { buildOverview, type Overview } from './overview.js';
-import { askedColumns, BadRequestError, charts, flatRows, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay, toCsv } from './queries.js';
+import { askedColumns, BadRequestError, charts, countSessions, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay } from './queries.js';
+import { RequestGate } from './request-gate.js';
+import { writeSessionsCsv } from './sessions-csv.js';
 import { packageRoot } from '../util/package-root.js';
 
 export interface DashboardOptions {
   source: DashboardSource;
   host: string;
   port: number;
-  /** Required on every request when set. */
-  token: string | null;
+  /** The access token every request must prove (access-token.ts). */
+  token: string;
   maxLagSeconds: number;
   /** The next scheduled run, computed when asked. */
   nextRun: (nowMs: number) => Overview['nextRun'];
@@ -29,9 +34,17 @@ export interface DashboardOptions {
   dataDirArg?: string;
   /** With accounts: the configuration file and the account, added to the commands the page shows. */
   account?: { name: string; configArg?: string };
+  /** A demo directory: no command to fill its gaps is offered (its emulator ended with the demo). */
+  demo?: boolean;
   now?: () => number;
   queryTimeoutMs?: number;
-  /** Where to report a request that failed inside (never with the token). */
+  /** CSV downloads at once, and how many more may wait for a place (default 2 and 8; see request-gate.ts). */
+  downloads?: { running: number; waiting: number; waitMs?: number };
+  /** A download whose client reads nothing for this long is cut (default 60 s). */
+  stallMs?: number;
+  /** DuckDB's time a download may take (default 60 s; other queries: queryTimeoutMs). */
+  downloadTimeoutMs?: number;
+  /** Where to report a request that failed inside (its answer says only that it failed). */
   onError?: (err: unknown) => void;
 }
 
@@ -84,6 +97,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   // The calendar's per-day counts, read once now so that the first page load finds them cached.
   void sessionsPerDay(reader).catch(() => {});
   const now = o.now ?? Date.now;
+  const state = new StateReader(o.source, now);
   const dataDirArg =
     dataDirArgument(o.dataDirArg) +
     (o.account ? `${o.account.configArg ? ` --config ${quoteArg(o.account.configArg)}` : ''} --account ${quoteArg(o.account.name)}` : '');
@@ -92,12 +106,14 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     '/api/overview': async (_q, res) => json(res, await overview()),
     '/api/runs': async (_q, res) => json(res, { runs: (await overview()).runs }),
     '/api/coverage': async (_q, res) => {
-      const reading = await readState(o.source);
-      const perDay = await sessionsPerDay(reader);
-      const cal = coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), dataDirArg);
-      json(res, { coverage: reading.snapshot?.coverage ?? [], ...cal });
+      const reading = await state.read();
+      json(res, { coverage: reading.snapshot?.coverage ?? [], ...(await calendarOf(reading)) });
     },
-    '/api/charts': async (q, res) => json(res, await charts(reader, q.get('from') ?? undefined, q.get('to') ?? undefined)),
+    '/api/charts': async (q, res) => {
+      const c = await charts(reader, q.get('from') ?? undefined, q.get('to') ?? undefined);
+      const cal = await calendarOf(await state.read());
+      json(res, { ...c, perDay: chartDays(c.perDay, cal.days, c.from, c.to) });
+    },
     '/api/sessions': async (q, res) => {
       const req = listRequestOf(q, { csv: false });
       const page = await querySessions(reader, req);
@@ -105,31 +121,73 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     },
     '/api/sessions.csv': async (q, res) => {
       const req = listRequestOf(q, { csv: true });
-      const page = await querySessions(reader, req);
-      const body = toCsv(flatRows(page.items), askedColumns(req));
-      send(res, 200, body, 'text/csv; charset=utf-8', {
-        'Content-Disposition': 'attachment; filename="sessions.csv"',
-        'Cache-Control': 'no-store',
-        'X-Total-Count': String(page.total),
-        ...(page.total > MAX_CSV_ROWS ? { 'X-Truncated': `first ${MAX_CSV_ROWS} of ${page.total} rows` } : {}),
-      });
+      const release = await downloads.enter();
+      if (!release) {
+        res.setHeader('Retry-After', String(DOWNLOAD_RETRY_AFTER_S));
+        return json(res, { error: `${downloads.running} CSV downloads are running, the most at once, and others are waiting: try again in a few seconds` }, 503);
+      }
+      try {
+        if (res.destroyed) return; // the client left while it waited
+        const total = await countSessions(reader, req);
+        res.statusCode = 200;
+        res.setHeader('Content-Type', 'text/csv; charset=utf-8');
+        res.setHeader('Content-Disposition', 'attachment; filename="sessions.csv"');
+        res.setHeader('Cache-Control', 'no-store');
+        res.setHeader('X-Total-Count', String(total));
+        if (total > MAX_CSV_ROWS) res.setHeader('X-Truncated', `first ${MAX_CSV_ROWS} of ${total} rows`);
+        await writeSessionsCsv(reader, req, total, (text) => writeOrWait(res, text, o.stallMs ?? 60_000), o.downloadTimeoutMs ?? 60_000);
+        res.end();
+      } finally {
+        release();
+      }
     },
   };
 
+  /** The calendar of what the state says now; the range of a run going now is not-yet, not holes. */
+  async function calendarOf(reading: StateReading): Promise<CoverageCalendar> {
+    const perDay = await sessionsPerDay(reader);
+    const live = reading.liveHolder && reading.snapshot?.running ? reading.snapshot.running.runId : null;
+    const row = live ? reading.snapshot?.lastRuns.find((r) => r.run_id === live) : undefined;
+    const running = row?.range_from && row.range_to ? { from: String(row.range_from), to: String(row.range_to) } : null;
+    return coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), { dataDirArg, noCommands: o.demo ?? false, running });
+  }
+
   async function overview(): Promise<Overview> {
-    const reading = await readState(o.source);
+    const reading = await state.read();
     const t = now();
     const parquetRows = reading.snapshot?.rows != null ? null : await parquetRowCount(reader);
-    return buildOverview({ reading, parquetRows, nowMs: t, maxLagSeconds: o.maxLagSeconds, nextRun: o.nextRun(t) });
+    return buildOverview({
+      reading,
+      parquetRows,
+      nowMs: t,
+      maxLagSeconds: o.maxLagSeconds,
+      nextRun: o.demo ? null : o.nextRun(t),
+      account: o.account?.name ?? null,
+      demo: o.demo ?? false,
+    });
   }
+
+  const sessions = new SessionIds();
+  const downloads = new RequestGate(o.downloads?.running ?? 2, o.downloads?.waiting ?? 8, o.downloads?.waitMs ?? 30_000);
+  // Known once listening (--port 0 picks one).
+  let cookieName = '';
+  // Listening on loopback: a page on another site reaching us by a name it controls (DNS
+  // rebinding) sends its own Host, refused even before the token is asked for.
+  const loopbackOnly = isLoopback(o.host);
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err) => {
+      if (err instanceof ClientGoneError) return void res.destroy();
+      if (res.headersSent) {
+        // Part of a body sent: cut the connection, so that the client cannot take it for the whole answer.
+        o.onError?.(err);
+        return void res.destroy();
+      }
       if (err instanceof BadRequestError) return json(res, { error: err.message }, 400);
       if (err instanceof QueryTimeoutError) return json(res, { error: err.message }, 503);
+      // The reason (paths, SQL) goes to the log only; the answer says where it is.
       o.onError?.(err);
-      if (!res.headersSent) json(res, { error: `the dashboard could not answer: ${String((err as Error)?.message ?? err)}` }, 500);
-      else res.end();
+      json(res, { error: 'the dashboard could not answer this request: the reason is in its log (standard error)' }, 500);
     });
   });
 
@@ -140,23 +198,20 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       return json(res, { error: `${req.method} is not allowed: the dashboard is read-only (GET and HEAD only)` }, 405);
     }
     const url = new URL(req.url ?? '/', 'http://dashboard.invalid');
-    if (o.token === null) {
-      // No token: loopback only. A page on another site reaching us by a name it controls
-      // (DNS rebinding) sends its own Host: refuse it.
-      const host = (req.headers.host ?? '').replace(/:\d+$/, '');
-      if (!isLoopback(host)) return json(res, { error: 'this dashboard answers only to localhost / 127.0.0.1 addresses' }, 403);
-    } else {
-      const given = url.searchParams.get('token');
-      if (given !== null && tokenMatches(o.token, given) && url.pathname === '/') {
-        // Trade the address's token for a cookie, and take it out of the address bar and history.
-        res.setHeader('Set-Cookie', `${TOKEN_COOKIE}=${encodeURIComponent(o.token)}; Path=/; HttpOnly; SameSite=Strict`);
-        res.setHeader('Location', '/');
-        return send(res, 303, '', 'text/plain; charset=utf-8');
-      }
-      if (!tokenMatches(o.token, presentedToken(req.headers))) {
-        res.setHeader('WWW-Authenticate', 'Bearer realm="session-etl dashboard"');
-        return json(res, { error: 'an access token is required: open the address printed with ?token=<token> once, or send Authorization: Bearer <token>' }, 401);
-      }
+    if (loopbackOnly && !isLoopback((req.headers.host ?? '').replace(/:\d+$/, ''))) {
+      return json(res, { error: 'this dashboard answers only to localhost / 127.0.0.1 addresses' }, 403);
+    }
+    const given = url.searchParams.get('token');
+    if (given !== null) {
+      if (!tokenMatches(o.token, given)) return unauthorized(res, url.pathname);
+      // Trade the address's token for a session cookie, and take it out of the address bar and history.
+      url.searchParams.delete('token');
+      res.setHeader('Set-Cookie', `${cookieName}=${sessions.create()}; Path=/; HttpOnly; SameSite=Strict`);
+      res.setHeader('Location', `${url.pathname}${url.search}`);
+      return send(res, 303, '', 'text/plain; charset=utf-8');
+    }
+    if (!tokenMatches(o.token, bearerToken(req.headers)) && !sessions.has(cookieValue(req.headers, cookieName))) {
+      return unauthorized(res, url.pathname);
     }
     const asset = assets.get(url.pathname);
     if (asset) return send(res, 200, asset.body, asset.type, { 'Cache-Control': 'no-cache' }, req.method === 'HEAD');
@@ -174,6 +229,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     });
   });
   const addr = server.address() as AddressInfo;
+  cookieName = sessionCookieName(addr.port);
   const shownHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${shownHost}:${addr.port}/`,
@@ -184,6 +240,47 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       reader.close();
     },
   };
+}
+
+/** Seconds a download turned away is told to wait (Retry-After). */
+const DOWNLOAD_RETRY_AFTER_S = 5;
+
+/** The client of a download left, or stopped reading: nothing to answer. */
+class ClientGoneError extends Error {}
+
+/**
+ * Writes `text` to the response; when its buffer is full, waits until the client has read it
+ * (backpressure). A client gone, or reading nothing for `stallMs`, ends the download.
+ */
+function writeOrWait(res: ServerResponse, text: string, stallMs: number): Promise<void> {
+  if (res.destroyed) return Promise.reject(new ClientGoneError('the client left'));
+  if (res.write(text)) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const done = (err?: Error) => {
+      clearTimeout(stall);
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onDrain = () => done();
+    const onClose = () => done(new ClientGoneError('the client left'));
+    const stall = setTimeout(() => {
+      res.destroy();
+      done(new ClientGoneError(`the client read nothing for ${stallMs / 1000} s`));
+    }, stallMs);
+    res.once('drain', onDrain);
+    res.once('close', onClose);
+  });
+}
+
+/** 401: JSON for the API, a line of text for a person who opened the page without the token. */
+function unauthorized(res: ServerResponse, path: string): void {
+  res.setHeader('WWW-Authenticate', 'Bearer realm="session-etl dashboard"');
+  const reason =
+    'an access token is required: open the address the dashboard printed (Dashboard: http://…/?token=…) once, or send Authorization: Bearer <token>';
+  if (path.startsWith('/api/')) return json(res, { error: reason }, 401);
+  send(res, 401, `session-etl dashboard: ${reason}\n`, 'text/plain; charset=utf-8', { 'Cache-Control': 'no-store' });
 }
 
 function json(res: ServerResponse, body: unknown, status = 200): void {

@@ -529,11 +529,11 @@ describe('many accounts', () => {
     expect((await backfill(s)).code).toBe(0);
     const dash = await startDashboardCli(['--config', s.config, '--account', 'globex'], s.env);
     try {
-      const overview = (await (await fetch(`${dash.url}api/overview`)).json()) as { totalSessions: number };
+      const overview = (await (await dash.fetch('api/overview')).json()) as { totalSessions: number };
       const rows = await readDataset(s.data);
       expect(overview.totalSessions).toBe(rows.filter((x) => x.account === 'globex').length);
       expect(overview.totalSessions).not.toBe(rows.length);
-      const coverage = (await (await fetch(`${dash.url}api/coverage`)).json()) as { gaps: Array<{ command: string }> };
+      const coverage = (await (await dash.fetch('api/coverage')).json()) as { gaps: Array<{ command: string }> };
       expect(coverage.gaps.length).toBeGreaterThan(0);
       for (const g of coverage.gaps) expect(g.command).toMatch(/ --config \S+ --account globex$/);
     } finally {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { evaluateInMemory, parseListRequest } from '../../src/list/index.js';
 import { runBackfill } from '../../src/pipeline/run.js';
+import { openDb } from '../../src/store/duckdb.js';
 import { runCli } from '../helpers/cli.js';
 
 const D = 86_400;
@@ -84,5 +85,41 @@ describe('session-etl sessions', () => {
     const j = await runCli(['sessions', '--data-dir', dataDir, '--filter', 'pin="a*+"'], {});
     expect(j.code).toBe(2);
     expect(j.stderr).toMatch(/possessive/i);
+  });
+
+  it('csv: a cell a spreadsheet would run as a formula gets a leading quote; numbers are left alone', async () => {
+    // Customer names are typed by end customers: three of them as an attacker would type them.
+    const hostile = ['-1+HYPERLINK("http://evil.example/")', "-2+3+cmd|' /C calc'!A0", '=1+1'];
+    const ids = emu.dataset.sessionsStartedIn(TO - D, TO).slice(0, hostile.length).map((s) => s.id);
+    const db = await openDb(join(dataDir, 'sessions.duckdb'));
+    const before = new Map<string, unknown>();
+    try {
+      for (const [i, id] of ids.entries()) {
+        const r = await db.conn.runAndReadAll('SELECT external_customer_name FROM sessions WHERE session_id = ?', [id]);
+        before.set(id, r.getRowObjectsJS()[0]!.external_customer_name);
+        await db.conn.run('UPDATE sessions SET external_customer_name = ? WHERE session_id = ?', [hostile[i]!, id]);
+      }
+    } finally {
+      db.close();
+    }
+    try {
+      const filter = ids.map((id) => `id="${id}"`).join(' | ');
+      const r = await runCli(['sessions', '--data-dir', dataDir, '--output', 'csv', '--filter', filter, '--sort', 'id', '--attribute-names', 'id,externalFields.customerName,duration'], {});
+      expect(r.code, r.stderr).toBe(0);
+      const byId = new Map(r.stdout.trim().split('\n').slice(1).map((l) => [l.slice(0, l.indexOf(',')), l]));
+      // The duration stays a plain number (the last cell); a negative number would too (csv-cell.test.ts).
+      expect([...byId.values()].every((l) => /,\d+$/.test(l))).toBe(true);
+      for (const [i, id] of ids.entries()) {
+        const cell = hostile[i]!.includes('"') ? `"'${hostile[i]!.replace(/"/g, '""')}"` : `'${hostile[i]}`;
+        expect(byId.get(id)?.startsWith(`${id},${cell},`), byId.get(id)).toBe(true);
+      }
+    } finally {
+      const restore = await openDb(join(dataDir, 'sessions.duckdb'));
+      try {
+        for (const [id, name] of before) await restore.conn.run('UPDATE sessions SET external_customer_name = ? WHERE session_id = ?', [name as string | null, id]);
+      } finally {
+        restore.close();
+      }
+    }
   });
 });

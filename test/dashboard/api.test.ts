@@ -3,13 +3,14 @@
  * a data directory the real CLI made (a known hole, known runs, a failed run); figures checked
  * against the Parquet dataset read with hyparquet.
  */
-import { chmod, writeFile } from 'node:fs/promises';
+import { copyFile, rename } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { runCli } from '../helpers/cli.js';
 import { readParquetDataset } from '../helpers/read-store.js';
-import { D, day, FROM, HOLE, makeFixture, startDashboardCli, type Fixture, type RunningDashboard } from './fixture.js';
+import { D, day, FROM, HOLE, makeFixture, PARTIAL_DAY, startDashboardCli, type Fixture, type RunningDashboard } from './fixture.js';
 
 let fx: Fixture;
 let dash: RunningDashboard;
@@ -28,7 +29,7 @@ afterAll(async () => {
   await fx?.cleanup();
 });
 
-const get = (path: string, init?: RequestInit) => fetch(new URL(path, dash.url), init);
+const get = (path: string, init?: RequestInit) => dash.fetch(path, init);
 const getJson = async (path: string) => {
   const res = await get(path);
   expect(res.status, await res.clone().text()).toBe(200);
@@ -56,20 +57,29 @@ describe('dashboard API', () => {
     expect(runs[1].sessionsNew + runs[2].sessionsNew).toBe(total);
   });
 
-  it('coverage: one day per UTC day to today; the hole days carry the backfill command that fills the hole', async () => {
+  it('coverage: one day per UTC day to today, in the words of `status` (its partial days, its holes); the hole days carry the backfill command that fills the hole', async () => {
     const c = await getJson('/api/coverage');
     const today = day(Math.floor(Date.now() / 1000));
     expect(c.days[0].date).toBe(day(FROM));
     expect(c.days.at(-1).date).toBe(today);
     expect(c.days).toHaveLength(Math.round((Date.parse(today) / 1000 - FROM) / D) + 1);
-    const byDate = new Map(c.days.map((d: any) => [d.date, d]));
+    const byDate = new Map<string, any>(c.days.map((d: any) => [d.date, d]));
+    const st = JSON.parse((await runCli(['status', '--json'], fx.env())).stdout);
+    // status: partial days HOLE.from (its midnight only) and FROM+7 (its first hour); one hole.
+    expect(st.partialDays.map((p: any) => p.date)).toEqual([day(HOLE.from), day(PARTIAL_DAY)]);
+    expect(c.days.filter((d: any) => d.state === 'partial').map((d: any) => d.date)).toEqual(st.partialDays.map((p: any) => p.date));
+    expect(st.coverageHoles).toEqual([{ from: new Date(HOLE.from * 1000).toISOString().replace('.000Z', 'Z'), to: new Date(HOLE.to * 1000).toISOString().replace('.000Z', 'Z') }]);
     const fill = `session-etl backfill --from ${day(HOLE.from)} --to ${day(HOLE.to)} --data-dir ${fx.dataDir}`;
-    for (const t of [HOLE.from, HOLE.from + D]) expect(byDate.get(day(t))).toMatchObject({ state: 'hole', command: fill });
-    for (const t of [FROM, FROM + D, FROM + 2 * D, FROM + 5 * D, FROM + 7 * D]) {
+    expect(byDate.get(day(HOLE.from + D))).toMatchObject({ state: 'hole', command: fill });
+    expect(byDate.get(day(HOLE.from))).toMatchObject({ state: 'partial', command: fill });
+    for (const t of [FROM, FROM + D, FROM + 2 * D, FROM + 5 * D, FROM + 6 * D]) {
       expect(byDate.get(day(t))).toMatchObject({ state: 'covered', command: null, sessions: perDay.get(day(t)) });
     }
+    // After the last exported instant: not exported yet, not a hole.
+    const export_ = `session-etl export --data-dir ${fx.dataDir}`;
+    for (const t of [FROM + 8 * D, Date.parse(today) / 1000]) expect(byDate.get(day(t))).toMatchObject({ state: 'not-yet', command: export_ });
     expect(c.gaps[0]).toMatchObject({ kind: 'hole', command: fill });
-    expect(c.gaps[1]).toMatchObject({ kind: 'after-checkpoint', command: `session-etl export --data-dir ${fx.dataDir}` });
+    expect(c.gaps[1]).toMatchObject({ kind: 'after-checkpoint', command: export_ });
   });
 
   it('charts: per-day counts and medians over the range, by type and top agents add up', async () => {
@@ -79,6 +89,24 @@ describe('dashboard API', () => {
     expect(c.byType.reduce((n: number, t: any) => n + t.sessions, 0)).toBe(inRange);
     expect(c.topAgents.length).toBeGreaterThan(0);
     expect((await get('/api/charts?from=yesterday')).status).toBe(400);
+  });
+
+  it('charts: every day of the range in the calendar\'s words; a day not exported has no value (never 0), a partial day is marked', async () => {
+    const c = await getJson(`/api/charts?from=${day(FROM + 2 * D)}&to=${day(FROM + 9 * D)}`);
+    expect(c.perDay.map((d: any) => [d.date, d.state])).toEqual([
+      [day(FROM + 2 * D), 'covered'],
+      [day(HOLE.from), 'partial'],
+      [day(HOLE.from + D), 'hole'],
+      [day(HOLE.to), 'covered'],
+      [day(FROM + 6 * D), 'covered'],
+      [day(PARTIAL_DAY), 'partial'],
+      [day(FROM + 8 * D), 'not-yet'],
+      [day(FROM + 9 * D), 'not-yet'],
+    ]);
+    for (const d of c.perDay) {
+      if (d.state === 'hole' || d.state === 'not-yet') expect(d.sessions, d.date).toBeNull();
+      else expect(d.sessions, d.date).toBe(perDay.get(d.date) ?? 0);
+    }
   });
 
   it('sessions: the list conventions, paged; the same rows as `session-etl sessions` on the Parquet dataset', async () => {
@@ -111,6 +139,44 @@ describe('dashboard API', () => {
     expect(lines[0]).toBe('id,started,agent.name');
     const dayRows = (await readParquetDataset(fx.dataDir)).filter((p) => p.partition === `date=${day(FROM)}`).flatMap((p) => p.rows);
     expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(dayRows.map((r) => String(r.session_id)).sort());
+    // Times as ISO 8601 in UTC (a spreadsheet reads them as times), the same instants as stored.
+    const startedOf = new Map(dayRows.map((r) => [String(r.session_id), r.started_at as Date | number]));
+    for (const l of lines.slice(1)) {
+      const [id, started] = l.split(',');
+      expect(started).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+      const stored = startedOf.get(id!);
+      expect(Date.parse(started!)).toBe(Math.floor((stored instanceof Date ? stored.getTime() : Number(stored) * 1000) / 1000) * 1000);
+    }
+  });
+
+  it('sessions.csv: a customer name typed as a formula gets a leading quote, even after a number', async () => {
+    const hostile = ['-1+HYPERLINK("http://evil.example/")', "-2+3+cmd|' /C calc'!A0", '@SUM(A1)'];
+    const file = join(fx.dataDir, 'parquet', 'sessions', `date=${day(FROM)}`, 'part-0.parquet');
+    const ids = (await readParquetDataset(fx.dataDir)).find((p) => p.partition === `date=${day(FROM)}`)!.rows.slice(0, 3).map((r) => String(r.session_id));
+    // The partition rewritten with those names, as a run would have stored them from the vendor.
+    await copyFile(file, `${file}.orig`);
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    const lit = (v: string) => `'${v.replace(/'/g, "''")}'`;
+    const cases = ids.map((id, i) => `WHEN session_id = ${lit(id)} THEN ${lit(hostile[i]!)}`).join(' ');
+    await conn.run(`COPY (SELECT * REPLACE (CASE ${cases} ELSE external_customer_name END AS external_customer_name) FROM read_parquet(${lit(file)})) TO ${lit(`${file}.new`)} (FORMAT parquet)`);
+    conn.closeSync();
+    db.closeSync();
+    await rename(`${file}.new`, file);
+    try {
+      const filter = encodeURIComponent(ids.map((id) => `id="${id}"`).join(' | '));
+      const res = await get(`/api/sessions.csv?filter=${filter}&attributeNames=id,externalFields.customerName,duration`);
+      expect(res.status).toBe(200);
+      const byId = new Map((await res.text()).trimEnd().split('\r\n').slice(1).map((l) => [l.slice(0, l.indexOf(',')), l]));
+      for (const [i, id] of ids.entries()) {
+        const cell = hostile[i]!.includes('"') ? `"'${hostile[i]!.replace(/"/g, '""')}"` : `'${hostile[i]}`;
+        expect(byId.get(id)?.startsWith(`${id},${cell},`), byId.get(id)).toBe(true);
+      }
+      // The durations, plain numbers, are left as they are.
+      expect([...byId.values()].every((l) => /,\d+$/.test(l))).toBe(true);
+    } finally {
+      await rename(`${file}.orig`, file);
+    }
   });
 
   it('read-only and locked down: only GET/HEAD, security headers, no caching of answers', async () => {
@@ -145,35 +211,5 @@ describe('the dashboard command', () => {
     const open = await runCli(['dashboard', '--port', '0', '--host', '0.0.0.0', '--data-dir', fx.dataDir]);
     expect(open.code).toBe(2);
     expect(open.stderr).toMatch(/SESSION_ETL_DASHBOARD_TOKEN/);
-  });
-
-  it('off loopback: 401 without the token; Bearer, or ?token= once then a cookie; a token file must be private', async () => {
-    const token = 'a'.repeat(12) + 'b'.repeat(12);
-    const file = join(fx.dataDir, '..', `dash-token-${process.pid}`);
-    await writeFile(file, token + '\n', { mode: 0o644 });
-    await chmod(file, 0o644);
-    const loose = await runCli(['dashboard', '--port', '0', '--host', '0.0.0.0', '--token-file', file, '--data-dir', fx.dataDir]);
-    expect(loose.code).toBe(2);
-    expect(loose.stderr).toMatch(/can be read by others.*chmod 600/);
-    await chmod(file, 0o600);
-
-    const open = await startDashboardCli(['--host', '0.0.0.0', '--token-file', file, '--data-dir', fx.dataDir], {});
-    try {
-      const url = open.url.replace('0.0.0.0', '127.0.0.1');
-      expect((await fetch(`${url}api/overview`)).status).toBe(401);
-      expect((await fetch(url)).status).toBe(401);
-      expect((await fetch(`${url}api/overview`, { headers: { Authorization: `Bearer ${token}x` } })).status).toBe(401);
-      expect((await fetch(`${url}api/overview`, { headers: { Authorization: `Bearer ${token}` } })).status).toBe(200);
-      const once = await fetch(`${url}?token=${token}`, { redirect: 'manual' });
-      expect(once.status).toBe(303);
-      expect(once.headers.get('location')).toBe('/');
-      const cookie = once.headers.get('set-cookie')!;
-      expect(cookie).toMatch(/HttpOnly; SameSite=Strict/);
-      expect((await fetch(`${url}api/overview`, { headers: { Cookie: cookie.split(';')[0]! } })).status).toBe(200);
-    } finally {
-      // Stopped by SIGTERM: 143, like every command (README "Exit codes").
-      expect((await open.stop()).code).toBe(143);
-    }
-    expect(open.output()).not.toContain(token);
   });
 });

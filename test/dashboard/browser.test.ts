@@ -10,9 +10,10 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCli, waitFor } from '../helpers/cli.js';
 import { readParquetDataset } from '../helpers/read-store.js';
-import { D, day, FROM, HOLE, makeFixture, startDashboardCli, type Fixture, type RunningDashboard } from './fixture.js';
+import { D, day, FROM, HOLE, makeFixture, PARTIAL_DAY, startDashboardCli, type Fixture, type RunningDashboard } from './fixture.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const NOW_S = Math.floor(Date.now() / 1000);
 
 let fx: Fixture;
 let dash: RunningDashboard;
@@ -34,7 +35,8 @@ beforeAll(async () => {
     if (m.type() === 'error') consoleErrors.push(m.text());
   });
   page.on('pageerror', (e) => consoleErrors.push(String(e)));
-  await page.goto(dash.url);
+  // The address as printed, with its token: the page trades it for a session cookie.
+  await page.goto(dash.printed);
   await page.waitForSelector('[data-testid=coverage-day]');
 }, 180_000);
 afterAll(async () => {
@@ -57,7 +59,7 @@ describe('the dashboard in a browser', () => {
     const today = day(Math.floor(Date.now() / 1000));
     expect(await days.count()).toBe(Math.round((Date.parse(today) / 1000 - FROM) / D) + 1);
     expect(await attr(`[data-testid=coverage-day][data-date="${day(FROM)}"]`, 'data-state')).toBe('covered');
-    for (const t of [HOLE.from, HOLE.from + D]) expect(await attr(`[data-testid=coverage-day][data-date="${day(t)}"]`, 'data-state')).toBe('hole');
+    expect(await attr(`[data-testid=coverage-day][data-date="${day(HOLE.from + D)}"]`, 'data-state')).toBe('hole');
     await page.click(`[data-testid=coverage-day][data-date="${day(HOLE.from + D)}"]`);
     expect(await text('[data-testid=day-command]')).toBe(`session-etl backfill --from ${day(HOLE.from)} --to ${day(HOLE.to)} --data-dir ${fx.dataDir}`);
 
@@ -70,6 +72,97 @@ describe('the dashboard in a browser', () => {
     expect(await page.locator('[data-testid=chart-per-day] canvas').count()).toBeGreaterThan(0);
     expect(await page.locator('[data-testid=chart-types] .hbar').count()).toBeGreaterThan(0);
     expect(await page.locator('[data-testid=chart-agents] .hbar').count()).toBeGreaterThan(0);
+  });
+
+  it('the calendar in the words of `status`, with a shade of its own for days not exported yet, and month and weekday labels', async () => {
+    const stateOf = (t: number) => attr(`[data-testid=coverage-day][data-date="${day(t)}"]`, 'data-state');
+    // status lists HOLE.from (its midnight only) and FROM+7 (its first hour) as partial days, and one hole.
+    expect(await stateOf(HOLE.from)).toBe('partial');
+    expect(await stateOf(PARTIAL_DAY)).toBe('partial');
+    expect(await stateOf(HOLE.from + D)).toBe('hole');
+    expect(await stateOf(FROM + 9 * D)).toBe('not-yet');
+    const background = (t: number) =>
+      page.locator(`[data-testid=coverage-day][data-date="${day(t)}"]`).evaluate((e) => (globalThis as any).getComputedStyle(e).backgroundColor);
+    expect(await background(FROM + 9 * D)).not.toBe(await background(HOLE.from + D));
+    expect(await page.locator('[data-testid=coverage-day][data-date="' + day(FROM + 9 * D) + '"]').getAttribute('title')).toMatch(/not exported yet/);
+    const months = await page.locator('[data-testid=calendar-month]').allInnerTexts();
+    expect(months.length).toBeGreaterThan(0);
+    for (const m of months) expect(m).toMatch(/^\d{4}-\d{2}$/);
+    expect([day(FROM).slice(0, 7), day(NOW_S).slice(0, 7)]).toContain(months[0]);
+    expect((await text('#calendar-weekdays')).split(/\s+/)).toEqual(['Mon', 'Wed', 'Fri', 'Sun']);
+    expect(await text('#coverage-title + p')).toMatch(/exported\s+partial day\s+coverage hole\s+not exported yet/);
+  });
+
+  it('dates ISO, one style of durations and of numbers, "1 request"; the next run only as what `schedule` would do', async () => {
+    expect(await text('[data-testid=checkpoint]')).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z \(\d+ d \d{2} h behind now\)$/);
+    expect(await text('[data-testid=health]')).toMatch(/behind now, more than the allowed 26 h 00 min \(--max-lag\)/);
+    const failed = await page.locator('[data-testid=run]').first().locator('[data-testid=run-figures]').innerText();
+    expect(failed).toMatch(/^0 sessions \(0 new, 0 updated\) · 1 request · 0 retries · 0 429s · paused 0\.0 s$/);
+    expect(await text('[data-testid=next-run]')).toMatch(/^would run at \d{4}-\d{2}-\d{2} 02:00:00Z if `session-etl schedule` runs \(cron "0 2 \* \* \*", UTC\)$/);
+    expect(await page.locator('#range-from').inputValue()).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    // What Chromium shows in the box is what is typed there, not the locale's M/D/Y of a date input.
+    expect(await page.locator('#range-from').evaluate((e) => (e as any).type)).toBe('text');
+  });
+
+  it('charts: no line across a hole, the edge bars whole, partial days paler and left out of the median, days on the axis as ISO dates', async () => {
+    const show = async (from: number, to: number) => {
+      await page.fill('#range-from', day(from));
+      await page.fill('#range-to', day(to));
+      await Promise.all([
+        page.waitForResponse((r) => r.url().endsWith(`/api/charts?from=${day(from)}&to=${day(to)}`)),
+        page.click('#range button[type=submit]'),
+      ]);
+      const days = Math.round((to - from) / D) + 1;
+      await page.waitForFunction(([n, f]) => {
+        const d = (globalThis as any).document;
+        return d.querySelector('#chart-duration')?.uplot?.data[0].length === n && d.querySelector('#range-from').value === f;
+      }, [days, day(from)] as const);
+    };
+    // The first charts (the default range) drawn before a range is asked for.
+    await page.waitForFunction(() => (globalThis as any).document.querySelector('#range-from').value !== '');
+    await show(FROM, FROM + 6 * D);
+    // The line of medians, looked at where the hole is: no pixel of its colour (#3b5ba5) there.
+    const lineAtHole = await page.evaluate((t) => {
+      const u = ((globalThis as any).document.querySelector('#chart-duration') as any).uplot;
+      const x = Math.round(u.valToPos(t, 'x', true));
+      const { top, height } = u.bbox;
+      const px = u.ctx.getImageData(x - 1, Math.round(top), 3, Math.round(height)).data;
+      let hits = 0;
+      for (let i = 0; i < px.length; i += 4) if (Math.abs(px[i] - 59) < 40 && Math.abs(px[i + 1] - 91) < 40 && px[i + 2] > 130 && px[i + 3] > 100) hits++;
+      return hits;
+    }, HOLE.from + D);
+    expect(lineAtHole).toBe(0);
+    // The bars, looked at just above the x axis: the first and the last are inside the plot, whole.
+    const edges = await page.evaluate(() => {
+      const u = ((globalThis as any).document.querySelector('#chart-per-day') as any).uplot;
+      const { left, top, width, height } = u.bbox;
+      const row = u.ctx.getImageData(Math.round(left), Math.round(top + height - 3), Math.round(width), 1).data;
+      const green: number[] = [];
+      // A bar's fill or outline: green over white (the grid is grey, the text black).
+      for (let x = 0; x < row.length / 4; x++) if (row[4 * x + 1] > row[4 * x] + 5 && row[4 * x + 1] > row[4 * x + 2] && row[4 * x + 3] > 0) green.push(x);
+      return { first: green[0], last: green.at(-1), width: Math.round(width) };
+    });
+    expect(edges.first).toBeGreaterThan(2);
+    expect(edges.last).toBeLessThan(edges.width - 3);
+    const axis = await page.evaluate(() => ((globalThis as any).document.querySelector('#chart-per-day') as any).uplot.axes[0]._values as string[]);
+    expect(axis.length).toBeGreaterThan(1);
+    for (const v of axis) expect(v).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+
+    // The partial day FROM+7 (its first hour): its few sessions drawn paler, its median left out.
+    await show(FROM + 5 * D, FROM + 7 * D);
+    const api = (await (await dash.fetch(`api/charts?from=${day(FROM + 5 * D)}&to=${day(FROM + 7 * D)}`)).json()) as any;
+    const partial = api.perDay.at(-1);
+    expect(partial).toMatchObject({ date: day(PARTIAL_DAY), state: 'partial' });
+    expect(partial.sessions).toBeGreaterThan(0);
+    expect(partial.medianDurationSeconds).not.toBeNull();
+    const drawn = await page.evaluate(() => ({
+      bars: ((globalThis as any).document.querySelector('#chart-per-day') as any).uplot.data,
+      median: ((globalThis as any).document.querySelector('#chart-duration') as any).uplot.data[1],
+    }));
+    expect(drawn.bars[1].at(-1)).toBeNull();
+    expect(drawn.bars[2].at(-1)).toBe(partial.sessions);
+    expect(drawn.median.at(-1)).toBeNull();
+    expect(drawn.median[0]).toBeCloseTo(api.perDay[0].medianDurationSeconds / 60);
   });
 
   it('a query typed in the box, paged through, and downloaded as CSV', async () => {
@@ -92,7 +185,7 @@ describe('the dashboard in a browser', () => {
     const csv = (await readFile((await download.path())!, 'utf8')).trimEnd().split('\r\n');
     expect(csv[0]).toBe('id,started,recording');
     expect(csv.slice(1).map((l) => l.split(',')[0])).toEqual(sorted);
-    expect(csv.slice(1).every((l) => l.endsWith(',true'))).toBe(true);
+    expect(csv.slice(1).every((l) => /^[^,]+,\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z,true$/.test(l))).toBe(true);
 
     // A mistake in the filter: the reason on the page (and Chromium's own note of the 400 in the console, the only one allowed).
     const errorsBefore = consoleErrors.length;
@@ -122,7 +215,12 @@ describe('the dashboard in a browser', () => {
       expect(await page.locator('[data-testid=run]').first().getAttribute('data-status')).toBe('running');
       // Without a reload: the page refreshes itself while the run goes.
       await waitFor(async () => Number(await attr('[data-testid=live-run]', 'data-windows-done')) >= 2, 60_000, 'progress on the page');
-      expect(await text('[data-testid=live-run]')).toMatch(/\d+ of 12 windows · [\d,]+ sessions so far/);
+      expect(await text('[data-testid=live-run]')).toMatch(/\d+ of 12 windows · [\d,]+ sessions? so far/);
+      // Its card: its progress, not the zeros its row holds until it ends.
+      const figures = await page.locator('[data-testid=run]').first().locator('[data-testid=run-figures]').innerText();
+      expect(figures).toMatch(/^\d+ of 12 windows done · [\d,]+ sessions? so far · requests, retries and 429s are counted at its end$/);
+      // The days it has not reached yet are not exported yet, not holes.
+      expect(await attr(`[data-testid=coverage-day][data-date="${day(FROM + 10 * D)}"]`, 'data-state')).toBe('not-yet');
     } finally {
       fx.emu.setFaults({});
     }

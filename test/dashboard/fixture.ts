@@ -1,6 +1,7 @@
 /**
  * A data directory with a known shape, made by the real CLI against the emulator: two backfills
- * with a two-day hole between them, then a backfill that fails (every request answered 500).
+ * with a two-day hole between them, the second ending just after the first session of day FROM+7
+ * (a partial day of one session), then a backfill that fails (every request answered 500).
  * And the dashboard started as a real process on port 0.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -16,10 +17,14 @@ export const FROM = Math.floor(NOW / D) * D - 12 * D;
 export const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 /** The hole: days FROM+3 and FROM+4. */
 export const HOLE = { from: FROM + 3 * D, to: FROM + 5 * D };
+/** The day the second backfill ends in: a partial day (fx.partialEnd: just after its first session). */
+export const PARTIAL_DAY = FROM + 7 * D;
 
 export interface Fixture {
   emu: Emulator;
   dataDir: string;
+  /** The end of the second backfill: a second after the first session of PARTIAL_DAY started. */
+  partialEnd: number;
   env(extra?: Record<string, string>): Record<string, string>;
   cleanup(): Promise<void>;
 }
@@ -38,7 +43,8 @@ export async function makeFixture(): Promise<Fixture> {
     if (r.code !== 0) throw new Error(`session-etl ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
   };
   await ok(['backfill', '--from', day(FROM), '--to', day(HOLE.from)]);
-  await ok(['backfill', '--from', day(HOLE.to), '--to', day(FROM + 8 * D)]);
+  const partialEnd = emu.dataset.sessionsStartedIn(PARTIAL_DAY, PARTIAL_DAY + D)[0]!.started! + 1;
+  await ok(['backfill', '--from', day(HOLE.to), '--to', new Date(partialEnd * 1000).toISOString()]);
   emu.setFaults({ serverErrorRate: 1 });
   const failed = await runCli(['backfill', '--from', day(FROM + 8 * D), '--to', day(FROM + 9 * D), '--max-attempts', '1'], env());
   emu.setFaults({});
@@ -46,6 +52,7 @@ export async function makeFixture(): Promise<Fixture> {
   return {
     emu,
     dataDir,
+    partialEnd,
     env,
     async cleanup() {
       await emu.close();
@@ -55,24 +62,50 @@ export async function makeFixture(): Promise<Fixture> {
 }
 
 export interface RunningDashboard {
+  /** The dashboard's root, without the token. */
   url: string;
+  /** The address printed on the first line (with ?token=… when the dashboard made its token). */
+  printed: string;
+  /** The token every request needs: the one printed, or the fixed one given. */
+  token: string;
+  /** fetch() of a path on the dashboard with the token as a Bearer header. */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
   /** Sends SIGTERM and waits for the exit; its result. */
   stop(): Promise<CliResult>;
   output(): string;
+  pid: number;
 }
 
-/** `session-etl dashboard --port 0 …` as a real process; its address from the first stdout line. */
-export async function startDashboardCli(args: string[], env: Record<string, string>): Promise<RunningDashboard> {
+/**
+ * `session-etl dashboard --port 0 …` as a real process; its address from the first stdout line.
+ * `fixedToken`: the token given by --token-file or the environment (the address then has none).
+ */
+export async function startDashboardCli(args: string[], env: Record<string, string>, fixedToken?: string): Promise<RunningDashboard> {
   const child = startCli(['dashboard', '--port', '0', ...args], env);
-  let url = '';
-  await waitFor(() => {
-    if (child.exitCode !== null) throw new Error(`the dashboard exited ${child.exitCode}: ${child.output()}`);
-    const first = /^Dashboard: (http:\/\/\S+\/)\n/.exec(child.output());
-    if (first) url = first[1]!;
-    return url !== '';
-  }, 30_000, 'the dashboard to print its address');
+  let first: RegExpExecArray | null = null;
+  try {
+    await waitFor(() => {
+      if (child.exitCode !== null) throw new Error(`the dashboard exited ${child.exitCode}: ${child.output()}`);
+      first = /^Dashboard: ((http:\/\/\S+\/)(?:\?token=(\S+))?)\n/.exec(child.output());
+      return first !== null;
+    }, 30_000, 'the dashboard to print its address');
+  } catch (err) {
+    child.kill('SIGTERM');
+    throw err;
+  }
+  const [, printed, url, printedToken] = first! as unknown as [string, string, string, string | undefined];
+  const token = fixedToken ?? printedToken;
+  if (!token) {
+    child.kill('SIGTERM');
+    throw new Error(`the dashboard printed no token and none was given: ${printed}`);
+  }
   return {
     url,
+    printed,
+    token,
+    pid: child.pid!,
+    fetch: (path, init = {}) =>
+      fetch(new URL(path, url), { ...init, headers: { Authorization: `Bearer ${token}`, ...(init.headers as Record<string, string> | undefined) } }),
     output: () => child.output(),
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { buildOverview } from '../../src/dashboard/overview.js';
-import type { StateReading } from '../../src/dashboard/data-source.js';
+import type { StateReading } from '../../src/dashboard/state-reader.js';
 import type { StateSnapshot } from '../../src/store/state-snapshot.js';
 
 const NOW = Date.parse('2026-03-10T12:00:00Z');
@@ -29,13 +29,13 @@ function snapshot(s: Partial<StateSnapshot>): StateSnapshot {
   };
 }
 
-const reading = (snap: StateSnapshot | null, liveHolder: StateReading['liveHolder'] = null): StateReading => ({ snapshot: snap, liveHolder, deadHolder: null });
+const reading = (snap: StateSnapshot | null, liveHolder: StateReading['liveHolder'] = null): StateReading => ({ snapshot: snap, liveHolder, deadHolder: null, source: 'snapshot', deadRunSnapshot: null });
 const overview = (r: StateReading) => buildOverview({ reading: r, parquetRows: 999, nowMs: NOW, maxLagSeconds: 26 * 3600, nextRun: null });
 
 describe('buildOverview: health', () => {
   it.each([
     ['a recent checkpoint, last run succeeded, no holes', snapshot({}), 'healthy', []],
-    ['the checkpoint more than maxLag behind', snapshot({ checkpoint: '2026-03-08T02:00:00Z' }), 'lagging', [/checkpoint 2026-03-08T02:00:00Z is 58\.0 h behind now, more than the allowed 26\.0 h/]],
+    ['the checkpoint more than maxLag behind', snapshot({ checkpoint: '2026-03-08T02:00:00Z' }), 'lagging', [/checkpoint 2026-03-08T02:00:00Z is 2 d 10 h behind now, more than the allowed 26 h 00 min \(--max-lag\)/]],
     ['a coverage hole', snapshot({ coverageHoles: [{ from: '2026-03-03T00:00:00Z', to: '2026-03-04T00:00:00Z' }] }), 'lagging', [/1 coverage hole\(s\): the calendar shows each one/]],
     ['the last run failed', snapshot({ lastRuns: [run('failed', '2026-03-10T02:00:00.000Z', { error: 'HTTP 503' }), run('succeeded', '2026-03-09T02:00:00.000Z')] }), 'failing', [/failed: HTTP 503/]],
     ['no snapshot yet', null, 'failing', [/nothing exported yet/]],

@@ -1,8 +1,10 @@
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command } from 'commander';
 import { accountNames, hasAccounts, refuseAccountsDir } from '../../accounts/resolve.js';
 import { loadConfig, type LoadedConfig } from '../../config/load.js';
 import { UsageError } from '../usage-error.js';
+import { DEMO_MARKER } from './demo.js';
 
 interface DashboardFlags {
   dataDir?: string;
@@ -24,8 +26,8 @@ export function register(program: Command): void {
     .option('--data-dir <dir>', 'data directory; also SESSION_ETL_DATA_DIR (default ./data)')
     .option('--config <file>', 'configuration file (maxLag, scheduleCron, scheduleTimezone)')
     .option('--port <n>', 'TCP port; 0 picks a free one', '8787')
-    .option('--host <address>', 'address to listen on; anything but loopback requires an access token', '127.0.0.1')
-    .option('--token-file <file>', `file holding the access token (mode 0600); else the environment's SESSION_ETL_DASHBOARD_TOKEN`)
+    .option('--host <address>', 'address to listen on; anything but loopback requires a fixed access token (--token-file or SESSION_ETL_DASHBOARD_TOKEN)', '127.0.0.1')
+    .option('--token-file <file>', `file holding a fixed access token (mode 0600); else the environment's SESSION_ETL_DASHBOARD_TOKEN; else a new one each start, printed in the address`)
     .option('--account <name>', 'with an accounts map: the account to show (one dashboard per account; needed when several are configured)')
     .option('--max-lag <duration>', 'a checkpoint further behind now is shown as lagging (default: the configuration\'s maxLag, 26h)')
     .action(async (flags: DashboardFlags) => {
@@ -51,20 +53,25 @@ export function register(program: Command): void {
         throw new UsageError(`the data directory ${config.dataDir} does not exist (or is not a directory): give --data-dir, or run a backfill into it first`);
       }
 
-      const { loadAccessToken, TokenSetupError, TOKEN_ENV } = await import('../../dashboard/access-token.js');
+      const { generateAccessToken, loadAccessToken, TokenSetupError, TOKEN_ENV } = await import('../../dashboard/access-token.js');
       const { isLoopback, startDashboard } = await import('../../dashboard/server.js');
-      let token: string | null;
+      const { redact, registerSecret } = await import('../../util/redact.js');
+      let fixedToken: string | null;
       try {
-        token = loadAccessToken(flags.tokenFile ? { tokenFile: flags.tokenFile } : {});
+        fixedToken = loadAccessToken(flags.tokenFile ? { tokenFile: flags.tokenFile } : {});
       } catch (err) {
         if (err instanceof TokenSetupError) throw new UsageError(err.message);
         throw err;
       }
-      if (!isLoopback(flags.host) && token === null) {
+      if (!isLoopback(flags.host) && fixedToken === null) {
         throw new UsageError(
           `--host ${flags.host} makes the page (customer names, IPs, notes) reachable from other machines: set an access token in ${TOKEN_ENV} or --token-file (mode 0600), e.g. openssl rand -hex 24`,
         );
       }
+      // Every request needs a token: without a fixed one, a new one for this start, shown once in
+      // the address printed below (the only place it is ever written).
+      const token = fixedToken ?? generateAccessToken();
+      registerSecret(token);
       const { sourceOfDataDir } = await import('../../dashboard/data-source.js');
       const { nextScheduledRun } = await import('../../dashboard/next-run.js');
       const { ExitCode } = await import('../exit-codes.js');
@@ -79,7 +86,9 @@ export function register(program: Command): void {
           maxLagSeconds,
           nextRun: (nowMs) => nextScheduledRun(config.scheduleCron, config.scheduleTimezone, nowMs),
           ...(flags.dataDir ? { dataDirArg: flags.dataDir } : {}),
-          onError: (err) => process.stderr.write(`dashboard: ${String((err as Error)?.stack ?? err)}\n`),
+          // `session-etl demo`'s directory: its emulator ended with the demo, so no command can fill its gaps.
+          demo: !account && existsSync(join(config.dataDir, DEMO_MARKER)),
+          onError: (err) => process.stderr.write(`dashboard: a request failed: ${redact(String((err as Error)?.stack ?? err))}\n`),
         });
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
@@ -88,9 +97,14 @@ export function register(program: Command): void {
         }
         throw err;
       }
-      process.stdout.write(`Dashboard: ${dashboard.url}\n`);
+      // A fixed token is the user's own: never printed. A new one is, in the address to open.
+      process.stdout.write(`Dashboard: ${dashboard.url}${fixedToken === null ? `?token=${token}` : ''}\n`);
       process.stderr.write(
-        `serving ${config.dataDir}${account ? ` (account ${account})` : ''} read-only${token ? ' (access token required: open the address with ?token=<token> once)' : ''}; Ctrl-C to stop\n`,
+        `serving ${config.dataDir}${account ? ` (account ${account})` : ''} read-only; ` +
+          (fixedToken === null
+            ? 'open the address above (its token is new at each start; a browser keeps a session cookie after the first visit)'
+            : `open ${dashboard.url}?token=<your token> once, or send Authorization: Bearer <your token>`) +
+          '; Ctrl-C to stop\n',
       );
       await new Promise<void>((resolve) => {
         const stop = (signal: NodeJS.Signals) => {

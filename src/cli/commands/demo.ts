@@ -154,11 +154,11 @@ export function register(program: Command): void {
           process.stdout.write(
             [
               '',
-              'Try it (with what npm ci installed):',
+              'Try it (with what npm ci installed; the dashboard prints the address to open, Ctrl-C stops it):',
               `  npx session-etl status --data-dir ${flags.dataDir}`,
               `  npx session-etl sessions --data-dir ${flags.dataDir} --ascending duration=false --page-size 10 --attribute-names started,agent.name,duration,id`,
               `  npx session-etl sessions --data-dir ${flags.dataDir} --filter 'recording="true"' --output csv > recorded-sessions.csv`,
-              `  npx session-etl dashboard --data-dir ${flags.dataDir}     (then open http://127.0.0.1:8787/ in a browser; Ctrl-C to stop)`,
+              `  npx session-etl dashboard --data-dir ${flags.dataDir}`,
               'or with the DuckDB CLI (optional, not installed by npm ci; any DuckDB client will do):',
               `  duckdb -readonly ${db} "SELECT agent_name, count(*) AS sessions, round(avg(duration_seconds)) AS avg_s FROM sessions GROUP BY 1 ORDER BY 2 DESC LIMIT 10"`,
               `  duckdb -c "SELECT date, count(*) FROM read_parquet('${glob}', hive_partitioning = true) GROUP BY 1 ORDER BY 1 DESC LIMIT 7"`,

@@ -4,6 +4,7 @@ import { Command, Option } from 'commander';
 import { loadConfig } from '../../config/load.js';
 import { UsageError } from '../usage-error.js';
 import { chosenAccounts } from '../account-options.js';
+import { csvRecord } from '../../util/csv-cell.js';
 
 interface SessionsFlags {
   account?: string[];
@@ -180,9 +181,10 @@ export function register(program: Command): void {
         const rows = page.items.map((i) => flattenView(i));
         const cols = asked ?? [...new Set(rows.flatMap((r) => Object.keys(r)))];
         if (format === 'csv') {
-          // Values as the interface defines them (times in epoch seconds), like json and ndjson.
-          out.write(cols.map(csvCell).join(',') + '\n');
-          for (const r of rows) out.write(cols.map((c) => csvCell(r[c])).join(',') + '\n');
+          // Values as the interface defines them (times in epoch seconds), like json and ndjson; no
+          // cell a spreadsheet would run as a formula (util/csv-cell.ts).
+          out.write(csvRecord(cols) + '\n');
+          for (const r of rows) out.write(csvRecord(cols.map((c) => r[c])) + '\n');
         } else {
           // For a person: times as ISO 8601 UTC instead of epoch seconds.
           for (const r of rows) for (const c of cols) if (list.resolveField(c)?.kind === 'epoch' && typeof r[c] === 'number') r[c] = isoUtc(r[c]);
@@ -226,12 +228,6 @@ function flattenView(v: Record<string, unknown>, prefix = '', out: Record<string
     else out[`${prefix}${k}`] = val;
   }
   return out;
-}
-
-function csvCell(v: unknown): string {
-  if (v === null || v === undefined) return '';
-  const s = String(v);
-  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
 function renderTable(cols: string[], rows: Record<string, unknown>[]): string {

@@ -3,8 +3,11 @@
 'use strict';
 
 const $ = (id) => document.getElementById(id);
+// One style everywhere: thousands with a comma, dates and times ISO 8601 in UTC, durations in h/min/s.
 const fmt = new Intl.NumberFormat('en-US');
-const state = { running: false, timer: null, sessionsSeq: 0, page: 0, total: 0, chartFrom: null, chartTo: null, plots: [] };
+const state = { running: false, timer: null, sessionsSeq: 0, page: 0, total: 0, chartFrom: null, chartTo: null, plots: [], format: null, demo: false };
+/** `1 session`, `2,048 sessions`. */
+const count = (n, one, many = `${one}s`) => `${fmt.format(n)} ${n === 1 ? one : many}`;
 
 async function api(path) {
   const res = await fetch(path, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
@@ -27,19 +30,22 @@ function el(tag, attrs = {}, ...children) {
 }
 
 const iso = (s) => (s ? s.replace(/\.\d{3}Z$/, 'Z').replace('T', ' ') : '–');
-function duration(ms) {
-  if (ms === null || ms === undefined) return '–';
-  const s = ms / 1000;
-  if (s < 60) return `${s.toFixed(1)} s`;
-  if (s < 3600) return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
-  return `${(s / 3600).toFixed(1)} h`;
+const dateOfEpoch = (t) => new Date(t * 1000).toISOString().slice(0, 10);
+const pad = (n) => String(n).padStart(2, '0');
+/** A duration in one style: `4.2 s`, `42 s`, `3 min 04 s`, `5 h 07 min`, `3 d 04 h`. */
+function span(seconds) {
+  if (seconds === null || seconds === undefined) return '–';
+  const s = Math.max(0, seconds);
+  if (s < 9.95) return `${s.toFixed(1)} s`;
+  const t = Math.round(s);
+  if (t < 60) return `${t} s`;
+  if (t < 3600) return `${Math.floor(t / 60)} min ${pad(t % 60)} s`;
+  const m = Math.round(t / 60);
+  if (m < 48 * 60) return `${Math.floor(m / 60)} h ${pad(m % 60)} min`;
+  const h = Math.round(t / 3600);
+  return `${Math.floor(h / 24)} d ${pad(h % 24)} h`;
 }
-function behind(seconds) {
-  if (seconds === null) return '';
-  if (seconds < 3600) return `${Math.max(0, Math.round(seconds / 60))} min`;
-  if (seconds < 172800) return `${(seconds / 3600).toFixed(1)} h`;
-  return `${(seconds / 86400).toFixed(1)} days`;
-}
+const duration = (ms) => (ms === null || ms === undefined ? '–' : span(ms / 1000));
 
 // ---- health, live run -------------------------------------------------------------------------
 
@@ -49,10 +55,21 @@ function drawOverview(o) {
   $('health-word').textContent = o.health.state[0].toUpperCase() + o.health.state.slice(1);
   $('health-summary').textContent = o.health.summary;
   $('health-reasons').replaceChildren(...o.health.reasons.map((r) => el('li', { text: r })));
-  $('checkpoint').textContent = o.checkpoint ? `${iso(o.checkpoint)} (${behind(o.lagSeconds)} behind now)` : 'none yet';
+  state.format = o.format;
+  state.demo = o.demo;
+  if (o.account) {
+    $('account').textContent = `account ${o.account}`;
+    document.title = `session-etl: account ${o.account}`;
+  }
+  $('checkpoint').textContent = o.checkpoint ? `${iso(o.checkpoint)} (${span(o.lagSeconds)} behind now)` : 'none yet';
   $('total-sessions').textContent = o.totalSessions === null ? '–' : fmt.format(o.totalSessions);
   if (o.pendingRows) $('total-sessions').append(el('small', { text: ` +${fmt.format(o.pendingRows)} committed, merged by the next run` }));
-  $('next-run').textContent = o.nextRun ? `${iso(o.nextRun.at)} (cron "${o.nextRun.cron}", ${o.nextRun.timezone}; if session-etl schedule is running)` : '–';
+  // The page cannot know whether a scheduler runs: it says when one would.
+  $('next-run').textContent = o.nextRun
+    ? `would run at ${iso(o.nextRun.at)} if \`session-etl schedule\` runs (cron "${o.nextRun.cron}", ${o.nextRun.timezone})`
+    : o.demo
+      ? 'none: a demo directory (session-etl demo makes it again)'
+      : '–';
   const last = o.runs.find((r) => r.outcome !== 'running');
   $('last-run').textContent = last ? `${last.kind} ${last.outcome}, ${iso(last.endedAt || last.startedAt)}` : 'none yet';
   $('as-of').textContent = o.asOf ? `as of ${iso(o.asOf)}` : '';
@@ -66,8 +83,8 @@ function drawOverview(o) {
   if (o.running) {
     const r = o.running;
     const parts = [`${r.command}, pid ${r.pid}, started ${iso(r.startedAt)}`];
-    if (r.windowsTotal !== null) parts.push(`${fmt.format(r.windowsDone)} of ${fmt.format(r.windowsTotal)} windows`);
-    if (r.sessions !== null) parts.push(`${fmt.format(r.sessions)} sessions so far`);
+    if (r.windowsTotal !== null) parts.push(`${fmt.format(r.windowsDone)} of ${count(r.windowsTotal, 'window')}`);
+    if (r.sessions !== null) parts.push(`${count(r.sessions, 'session')} so far`);
     if (r.eta) parts.push(`ETA ${iso(r.eta)}`);
     if (r.progressAt) parts.push(`(as of ${iso(r.progressAt)})`);
     $('live-text').textContent = parts.join(' · ');
@@ -76,39 +93,79 @@ function drawOverview(o) {
     $('live-bar').style.width = r.windowsTotal ? `${(100 * r.windowsDone) / r.windowsTotal}%` : '0%';
   }
   $('refresh-note').textContent = state.running ? 'refreshing every 3 s while the run goes' : '';
-  drawRuns(o.runs);
+  drawRuns(o.runs, o.running);
 }
 
 // ---- coverage calendar ------------------------------------------------------------------------
+
+/** The calendar's states in the words `session-etl status` uses. */
+const DAY_WORDS = {
+  covered: 'exported',
+  partial: 'partial day (only part of it exported)',
+  hole: 'coverage hole (a gap between exported ranges)',
+  'not-yet': 'not exported yet',
+};
+const GAP_WORDS = { hole: 'Coverage hole', 'after-checkpoint': 'Not exported yet', exporting: 'Being exported by the run going now' };
 
 function drawCoverage(c) {
   const cal = $('calendar');
   const max = Math.max(1, ...c.days.map((d) => d.sessions));
   const cells = [];
+  const months = [];
   if (c.days.length) {
-    // Weeks as columns, Monday first, like a wall calendar turned sideways.
+    // Weeks as columns, Monday first, like a wall calendar turned sideways; a month's label above
+    // the week of its first day (or the first week shown).
     const firstDow = (new Date(`${c.days[0].date}T00:00:00Z`).getUTCDay() + 6) % 7;
     for (let i = 0; i < firstDow; i++) cells.push(el('span', { class: 'day pad' }));
+    let lastLabel = -4;
+    c.days.forEach((d, i) => {
+      const col = Math.floor((firstDow + i) / 7);
+      if (i !== 0 && !d.date.endsWith('-01')) return;
+      // Too close to the label before: a month's first day wins over the first (partial) week's.
+      if (col - lastLabel < 4) {
+        if (months.length !== 1 || i === 0) return;
+        months.pop();
+      }
+      const label = el('span', { class: 'month', text: d.date.slice(0, 7), dataTestid: 'calendar-month' });
+      label.style.gridColumn = `${col + 1} / span 4`;
+      months.push(label);
+      lastLabel = col;
+    });
   }
   for (const d of c.days) {
     const level = d.sessions === 0 ? 0 : Math.min(4, 1 + Math.floor((4 * d.sessions) / (max + 1)));
-    const title = `${d.date}: ${d.state}, ${fmt.format(d.sessions)} sessions${d.command ? `\nfill it: ${d.command}` : ''}`;
+    const title = `${d.date}: ${DAY_WORDS[d.state] || d.state}${stored(d.sessions)}${d.command ? `\nfill it: ${d.command}` : ''}`;
     const cell = el('button', { type: 'button', class: `day ${d.state} l${level}`, dataTestid: 'coverage-day', dataDate: d.date, dataState: d.state, title, 'aria-label': title });
     cell.addEventListener('click', () => showDay(d));
     cells.push(cell);
   }
   cal.replaceChildren(...cells);
+  $('calendar-months').replaceChildren(...months);
+  $('calendar-weekdays').hidden = !c.days.length;
   if (!c.days.length) cal.replaceChildren(el('p', { class: 'muted', text: 'Nothing covered yet.' }));
   $('gaps').replaceChildren(
     ...c.gaps.map((g) =>
-      el('li', {}, el('span', { text: `${g.kind === 'hole' ? 'Hole' : 'Not exported yet'} ${iso(g.from)} – ${iso(g.to)}: ` }), el('code', { dataTestid: 'hole-command', text: g.command })),
+      el(
+        'li',
+        { dataKind: g.kind },
+        el('span', { text: `${GAP_WORDS[g.kind] || g.kind} ${iso(g.from)} – ${iso(g.to)}${g.command ? ': ' : ''}` }),
+        g.command ? el('code', { dataTestid: 'hole-command', text: g.command }) : null,
+      ),
     ),
   );
+  const note = $('calendar-note');
+  note.hidden = !state.demo;
+  note.textContent = state.demo
+    ? 'A demo directory: its emulator ended with the demo, so no command can fill what is missing here. `session-etl demo` (npm start) makes it again.'
+    : '';
 }
+
+/** A day's stored sessions, unless the directory has no dataset to count them in (format duckdb). */
+const stored = (n) => (state.format === 'duckdb' ? '' : `, ${count(n, 'session')} stored`);
 
 function showDay(d) {
   const p = $('day-detail');
-  p.replaceChildren(el('strong', { text: d.date }), ` ${d.state}, ${fmt.format(d.sessions)} sessions stored. `);
+  p.replaceChildren(el('strong', { text: d.date }), ` ${DAY_WORDS[d.state] || d.state}${stored(d.sessions)}. `);
   if (d.command) p.append('Fill it with ', el('code', { dataTestid: 'day-command', text: d.command }));
 }
 
@@ -134,7 +191,7 @@ function drawTimeline(runs) {
   $('timeline-to').textContent = iso(new Date(max).toISOString());
 }
 
-function drawRuns(runs) {
+function drawRuns(runs, running) {
   drawTimeline(runs);
   const longest = Math.max(1, ...runs.map((r) => r.durationMs || 0));
   $('runs').replaceChildren(
@@ -142,24 +199,40 @@ function drawRuns(runs) {
       const range = r.rangeFrom ? `${iso(r.rangeFrom)} – ${iso(r.rangeTo)}` : '';
       const bar = el('div', { class: 'bar small' }, el('div', { class: `bar-fill ${r.outcome}` }));
       bar.firstChild.style.width = `${Math.max(1, (100 * (r.durationMs || 0)) / longest)}%`;
-      const figures = [
-        `${fmt.format(r.sessionsWritten)} sessions (${r.sessionsNew ?? '?'} new, ${r.sessionsUpdated ?? '?'} updated)`,
-        `${fmt.format(r.requests)} requests`,
-        `${r.retries} retries`,
-        `${r.rateLimited} 429s`,
-        `paused ${duration(r.pausedMs || 0)}`,
-      ].join(' · ');
+      const live = r.outcome === 'running' && running && running.runId === r.runId ? running : null;
+      const num = (v) => (v === null || v === undefined ? '?' : fmt.format(v));
+      // A run going now records its figures at its end: show its progress instead of zeros.
+      const figures = live
+        ? [
+            live.windowsTotal !== null ? `${fmt.format(live.windowsDone)} of ${count(live.windowsTotal, 'window')} done` : 'starting',
+            live.sessions !== null ? `${count(live.sessions, 'session')} so far` : null,
+            'requests, retries and 429s are counted at its end',
+          ]
+            .filter(Boolean)
+            .join(' · ')
+        : [
+            `${count(r.sessionsWritten, 'session')} (${num(r.sessionsNew)} new, ${num(r.sessionsUpdated)} updated)`,
+            count(r.requests, 'request'),
+            count(r.retries, 'retry', 'retries'),
+            count(r.rateLimited, '429', '429s'),
+            `paused ${duration(r.pausedMs || 0)}`,
+          ].join(' · ');
       const row = el(
         'article',
         { class: `run ${r.outcome}`, dataTestid: 'run', dataStatus: r.outcome, dataRunId: r.runId },
         el('div', { class: 'run-head' }, el('span', { class: `badge ${r.outcome}`, text: r.outcome }), el('strong', { text: ` ${r.kind} ` }), el('span', { class: 'muted', text: range })),
         el('div', { class: 'muted', text: `started ${iso(r.startedAt)} · ${r.outcome === 'running' ? 'going' : `took ${duration(r.durationMs)}`} · ${r.runId}` }),
         bar,
-        el('div', { text: figures }),
+        el('div', { dataTestid: 'run-figures', text: figures }),
       );
       if (r.error) {
         row.append(el('div', { class: 'error', text: `Error: ${r.error}` }));
-        row.append(el('div', { class: 'muted', text: `Committed before it stopped: ${r.windows} windows, ${fmt.format(r.sessionsWritten)} sessions, ${r.partitionsWritten} partitions; the next run continues from there.` }));
+        row.append(
+          el('div', {
+            class: 'muted',
+            text: `Committed before it stopped: ${count(r.windows, 'window')}, ${count(r.sessionsWritten, 'session')}, ${count(r.partitionsWritten, 'partition')}; the next run continues from there.`,
+          }),
+        );
       }
       return row;
     }),
@@ -193,24 +266,59 @@ async function loadCharts(from, to) {
   }
 }
 
+const NO_DATASET =
+  'This data directory stores DuckDB only (format duckdb): the charts, the calendar\'s day counts and the sessions list read the Parquet dataset, which only formats both and parquet write. `session-etl sessions` (with the same --data-dir) queries the DuckDB table.';
+
+/** Days on the x axis as UTC dates (never the browser's M/D), with a comma for thousands on the y axis. */
+const DAY_AXES = [
+  // Whole days only: a date printed twice (at midnight and at noon) would say nothing.
+  { space: 90, incrs: [86400, 2 * 86400, 7 * 86400, 14 * 86400, 28 * 86400, 91 * 86400, 365 * 86400], values: (_u, splits) => splits.map(dateOfEpoch) },
+  { size: 56, values: (_u, splits) => splits.map((v) => fmt.format(v)) },
+];
+
 function drawCharts(c) {
   for (const p of state.plots) p.destroy();
   state.plots = [];
+  const note = $('charts-note');
+  // A store without the Parquet dataset: say why there are no charts, next to its stored sessions.
+  const noDataset = state.format === 'duckdb';
+  note.hidden = !noDataset;
+  note.textContent = noDataset ? NO_DATASET : '';
+  $('charts').hidden = noDataset;
+  if (noDataset) return;
+  // Every day of the range: a day not exported is a gap (null), never a line across it; a partial
+  // day's bar is paler and its median left out (a few sessions say nothing of the day).
   const xs = c.perDay.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000);
-  const width = Math.max(280, Math.min(640, $("chart-per-day").clientWidth || 520));
-  const opts = (label, color, bars) => ({
+  const whole = c.perDay.map((d) => (d.state === 'partial' ? null : d.sessions));
+  const partial = c.perDay.map((d) => (d.state === 'partial' ? d.sessions : null));
+  const median = c.perDay.map((d) => (d.state === 'partial' || d.medianDurationSeconds === null ? null : d.medianDurationSeconds / 60));
+  const width = Math.max(280, Math.min(640, $('chart-per-day').clientWidth || 520));
+  const bars = () => ({ paths: window.uPlot.paths.bars({ size: [0.7, 40] }), points: { show: false } });
+  const opts = (series) => ({
     width,
     height: 200,
     legend: { show: false },
-    scales: { x: { time: true } },
-    axes: [{}, { size: 56 }],
-    series: [{}, { label, stroke: color, fill: `${color}33`, width: 2, ...(bars ? { paths: window.uPlot.paths.bars({ size: [0.7, 40] }), points: { show: false } } : {}) }],
+    tzDate: (ts) => window.uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+    // Half a day either side, so that the first and last bars are drawn whole.
+    scales: { x: { time: true, range: (_u, min, max) => [min - 43200, max + 43200] } },
+    axes: DAY_AXES,
+    series: [{}, ...series],
   });
-  if (window.uPlot) {
-    state.plots.push(new window.uPlot(opts('sessions', '#2f6f4f', true), [xs, c.perDay.map((d) => d.sessions)], $('chart-per-day')));
+  if (window.uPlot && xs.length) {
     state.plots.push(
-      new window.uPlot(opts('median minutes', '#3b5ba5', false), [xs, c.perDay.map((d) => (d.medianDurationSeconds === null ? null : d.medianDurationSeconds / 60))], $('chart-duration')),
+      new window.uPlot(
+        opts([
+          { label: 'sessions', stroke: '#2f6f4f', fill: '#2f6f4f33', width: 2, ...bars() },
+          { label: 'sessions (partial day)', stroke: '#a9cdb6', fill: '#a9cdb633', width: 2, ...bars() },
+        ]),
+        [xs, whole, partial],
+        $('chart-per-day'),
+      ),
     );
+    state.plots.push(new window.uPlot(opts([{ label: 'median minutes', stroke: '#3b5ba5', width: 2 }]), [xs, median], $('chart-duration')));
+    // The plots on their boxes, for a look from the browser's console (and the tests).
+    $('chart-per-day').uplot = state.plots[0];
+    $('chart-duration').uplot = state.plots[1];
   }
   hbars($('chart-types'), c.byType.map((t) => [t.type, t.sessions]));
   hbars($('chart-agents'), c.topAgents.map((a) => [a.agent, a.sessions]));
@@ -294,8 +402,10 @@ function drawTable(r) {
   const size = Number($('q-size').value);
   const pages = Math.max(1, Math.ceil(r.total / size));
   $('page-info').textContent = r.total
-    ? `${fmt.format(r.offset + 1)}–${fmt.format(r.offset + r.items.length)} of ${fmt.format(r.total)} sessions (page ${state.page + 1} of ${fmt.format(pages)})`
-    : 'no sessions match';
+    ? `${fmt.format(r.offset + 1)}–${fmt.format(r.offset + r.items.length)} of ${count(r.total, 'session')} (page ${state.page + 1} of ${fmt.format(pages)})`
+    : state.format === 'duckdb'
+      ? NO_DATASET
+      : 'no sessions match';
   $('prev').disabled = state.page === 0;
   $('next').disabled = r.offset + r.items.length >= r.total;
 }

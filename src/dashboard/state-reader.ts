@@ -1,0 +1,117 @@
+/**
+ * What the data directory says now, read at each request of the page: the state snapshot a run
+ * publishes (state.json) and the lock's holder (to tell a live run from a dead one).
+ *
+ * The snapshot is the dashboard's source, because a run holds the DuckDB file while it goes (DuckDB
+ * lets no other process open it meanwhile). But a run publishes at most once a second: one that is
+ * killed or crashes leaves a snapshot that says it is running and may be behind the store by its
+ * last commits. Then, as no run holds the file, the store itself is read (read-only, briefly, as
+ * `session-etl status` reads it), once per change of its files: the page shows status's figures. A
+ * run that starts meanwhile waits a few seconds for the file (pipeline/open-run.ts); if it got the
+ * file first, the snapshot is shown, saying it is from a run that died.
+ */
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { StoreBusyError } from '../store/errors.js';
+import { holderState, readHolder, type LockHolder } from '../store/lock.js';
+import { layoutOf } from '../store/layout.js';
+import { SessionStore } from '../store/session-store.js';
+import { collectState, readStateSnapshot, SNAPSHOT_RUNS, STATE_FILE, STATE_SNAPSHOT_VERSION, type StateSnapshot, type StoreState } from '../store/state-snapshot.js';
+import type { DashboardSource } from './data-source.js';
+
+/** What the state directory says now. */
+export interface StateReading {
+  /** The figures: the snapshot, or the store's own when the snapshot is a dead run's; null when there are none yet. */
+  snapshot: StateSnapshot | null;
+  /** The process holding the writer lock, when it is alive. */
+  liveHolder: LockHolder | null;
+  /** The lock's holder when its process is gone (a run killed or crashed). */
+  deadHolder: LockHolder | null;
+  /** Where the figures come from: the snapshot a run published, or the store (the snapshot being a dead run's). */
+  source: 'snapshot' | 'store';
+  /** The snapshot is a dead run's and the store could not be read instead: the run it names. */
+  deadRunSnapshot: { runId: string; writtenAt: string } | null;
+}
+
+export class StateReader {
+  private cached: { key: string; value: Promise<StoreState | null> } | undefined;
+
+  constructor(
+    private readonly source: DashboardSource,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** What the state directory says now; with an account, that account's part of it (docs/accounts.md). */
+  async read(): Promise<StateReading> {
+    const r = await this.readStore();
+    const account = this.source.account;
+    return account === undefined || !r.snapshot ? r : { ...r, snapshot: accountSnapshot(r.snapshot, account) };
+  }
+
+  private async readStore(): Promise<StateReading> {
+    const holder = (await readHolder(layoutOf(this.source.stateDir, 'both').lockPath)) ?? null;
+    const liveHolder = holder && holderState(holder) === 'alive' ? holder : null;
+    const deadHolder = holder && !liveHolder ? holder : null;
+    const snapshot = await readStateSnapshot(this.source.stateDir);
+    const reading: StateReading = { snapshot, liveHolder, deadHolder, source: 'snapshot', deadRunSnapshot: null };
+    // A snapshot written by a run that no live process holds the lock for: that run died.
+    if (!snapshot?.running || liveHolder) return reading;
+    const state = await this.storeState();
+    if (!state) return { ...reading, deadRunSnapshot: { runId: snapshot.running.runId, writtenAt: snapshot.writtenAt } };
+    return {
+      ...reading,
+      source: 'store',
+      snapshot: { version: STATE_SNAPSHOT_VERSION, writtenAt: new Date(this.now()).toISOString(), ...state, running: null },
+    };
+  }
+
+  /** The store's state, read again only when its files or the snapshot changed; null when a run holds it. */
+  private async storeState(): Promise<StoreState | null> {
+    const dir = this.source.stateDir;
+    const files = ['sessions.duckdb', 'sessions.duckdb.wal', 'state.duckdb', 'state.duckdb.wal', STATE_FILE];
+    const key = (await Promise.all(files.map((f) => stat(join(dir, f)).then((s) => `${s.size}:${s.mtimeMs}:${s.ino}`, () => '-')))).join('|');
+    if (this.cached?.key === key) return this.cached.value;
+    const value = readStore(this.source);
+    this.cached = { key, value };
+    // A busy store (null) or a failure: ask again next time.
+    value.then((v) => v ?? this.forget(value), () => this.forget(value));
+    return value;
+  }
+
+  private forget(value: Promise<StoreState | null>): void {
+    if (this.cached?.value === value) this.cached = undefined;
+  }
+}
+
+async function readStore(source: DashboardSource): Promise<StoreState | null> {
+  let store: SessionStore;
+  try {
+    store = await SessionStore.open({ dataDir: source.stateDir, readOnly: true });
+  } catch (err) {
+    if (err instanceof StoreBusyError) return null;
+    throw err;
+  }
+  try {
+    return await collectState(store, store.conn, SNAPSHOT_RUNS);
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * A many-account store's snapshot as one account's: its checkpoint, coverage, rows and runs (the
+ * store's pending work is shared). An account the store does not hold yet has nothing stored.
+ */
+export function accountSnapshot(s: StateSnapshot, account: string): StateSnapshot {
+  const own = s.accounts?.find((a) => a.account === account);
+  const { accounts: _all, ...rest } = s;
+  return {
+    ...rest,
+    checkpoint: own?.checkpoint ?? null,
+    coverage: own?.coverage ?? [],
+    coverageHoles: own?.coverageHoles ?? [],
+    rows: own ? own.rows : s.format === 'parquet' ? null : 0,
+    rejected: own?.rejected ?? 0,
+    lastRuns: s.lastRuns.filter((r) => r.account === account),
+  };
+}
