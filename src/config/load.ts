@@ -7,6 +7,7 @@ import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { CONFIG_DEFAULTS } from './defaults.js';
 import { ConfigError } from './errors.js';
 import { redact, registerSecret, REDACTED } from '../util/redact.js';
+import { MAX_SECRET_TEXT, readSecretFile, SecretFileError, secretTooLarge } from '../util/secret-size.js';
 import type { z } from 'zod';
 import { ACCOUNT_NAME, ConfigSchema, type Config } from './schema.js';
 
@@ -78,12 +79,19 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   const parsed = ConfigSchema.safeParse(merged);
   if (!parsed.success) throw invalidConfig(parsed.error.issues, sources, file);
   const config = parsed.data as Config & { apiKey: string | null };
+  // Registered before anything else is done with it (an oversized key too: it is refused, never shown).
+  registerSecret(config.apiKey);
+  if (config.apiKey && secretTooLarge(config.apiKey)) {
+    throw new ConfigError(`the API key (REPORTING_API_KEY) is longer than ${MAX_SECRET_TEXT}, longer than any key: is it the right value? (nothing of it is shown)`);
+  }
   if (!config.apiKey && config.apiKeyFile) {
     try {
-      config.apiKey = readFileSync(config.apiKeyFile, 'utf8').trim();
+      config.apiKey = readSecretFile(config.apiKeyFile);
       sources.apiKey = 'file';
     } catch (err) {
-      throw new ConfigError(`apiKeyFile ${config.apiKeyFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
+      if (!(err instanceof SecretFileError)) throw err;
+      const where = sources.apiKeyFile === 'env' ? 'REPORTING_API_KEY_FILE' : 'apiKeyFile';
+      throw new ConfigError(`${where} ${config.apiKeyFile} ${err.reason}`);
     }
   }
   config.apiKey ??= null;
