@@ -15,7 +15,9 @@ import { StatePublisher } from '../store/state-snapshot.js';
 import { checkpointOf, subtractIntervals } from '../time/intervals.js';
 import { checkPlanSize, cutWindows, describeWindow, isoOf, type Window } from '../time/windows.js';
 import { silentLogger, type Logger } from '../util/logger.js';
+import { clipText } from '../util/clip-text.js';
 import { redact } from '../util/redact.js';
+import { oneLine } from '../util/terminal-text.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
 import { RunFailedError, RunInterruptedError } from './errors.js';
 import { extractWindows, type ExtractOutcome } from './extract.js';
@@ -187,7 +189,8 @@ async function execute(
       ...(opts.abortSignal ? { abortSignal: opts.abortSignal } : {}),
       now,
       stats: tally.stats,
-      onLog: (event, fields) => logger.info(fields, event),
+      // A bisection's reason quotes the server: one printable line, clipped, like the run's error.
+      onLog: (event, fields) => logger.info(clipStrings(fields), event),
       onWindow: (w, body, fetchedAtMs) => loader.load(w, body, fetchedAtMs),
     });
     tally.stats.rateLimited = controller.rateLimitedCount;
@@ -208,7 +211,7 @@ async function execute(
     return summary;
   } catch (err) {
     if (recorded && !summary) {
-      await store.recordRun(tally.failedRow(now() / 1000, redact(String((err as Error)?.message ?? err)))).catch(() => {});
+      await store.recordRun(tally.failedRow(now() / 1000, clipText(oneLine(redact(String((err as Error)?.message ?? err)))))).catch(() => {});
     }
     throw err;
   } finally {
@@ -281,7 +284,7 @@ function reportingClientFor(
         if (hint) controller.onRateLimitHint(hint);
       },
       onRetry: ({ error, delayMs }) => {
-        logger.warn({ kind: error.kind, delayMs, message: error.message }, 'retrying a request');
+        logger.warn({ kind: error.kind, delayMs, message: clipText(oneLine(redact(error.message))) }, 'retrying a request');
       },
     },
   });
@@ -320,11 +323,11 @@ async function finish(
 
   const coverage = await store.coverage();
   const cp = checkpointOf(coverage);
+  // The server's part made one printable line (no terminal control sequences) and clipped (a hostile
+  // server's 2 MB message would be kept at every failed run); the advice kept whole.
   const error = outcome.error
-    ? redact(
-        `${outcome.error.message}; ${committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
-          (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : 'run the same command again to continue'),
-      )
+    ? `${clipText(oneLine(redact(outcome.error.message)))}; ${committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
+      (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : 'run the same command again to continue')
     : undefined;
   const summary = tally.summary({
     outcome: failed ? 'failed' : interrupted ? 'interrupted' : windowsTotal ? 'succeeded' : 'nothing-to-do',
@@ -351,6 +354,10 @@ async function finish(
     pace: summary.pace,
   });
   return summary;
+}
+
+function clipStrings(fields: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, typeof v === 'string' ? clipText(oneLine(redact(v))) : v]));
 }
 
 function committedNote(checkpoint: string | null): string {

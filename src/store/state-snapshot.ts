@@ -15,6 +15,7 @@ import { isoOf } from '../time/windows.js';
 import { queryRows } from './duckdb.js';
 import { writeFileAtomic } from './durable-fs.js';
 import { DataDirError } from './errors.js';
+import { boundRunError } from './run-log.js';
 import type { SessionStore } from './session-store.js';
 
 export const STATE_FILE = 'state.json';
@@ -110,10 +111,12 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
   }
 }
 
-/** A `_runs` row as JSON values: BIGINTs as numbers, timestamps as ISO strings; every column kept. */
+/** A `_runs` row as JSON values: BIGINTs as numbers, timestamps as ISO strings, the error bounded (boundRunError); every column kept. */
 function plainRow(r: Record<string, unknown>): Record<string, unknown> {
   const o: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(r)) o[k] = typeof v === 'bigint' ? Number(v) : v instanceof Date ? v.toISOString() : v;
+  // A row recorded before errors were bounded may hold a server's whole 2 MB answer, or escape sequences.
+  if ('error' in o) o.error = boundRunError(o.error);
   return o;
 }
 
@@ -153,7 +156,9 @@ export async function readStateSnapshot(dataDir: string): Promise<StateSnapshot 
         'upgrade session-etl, or remove it: the next run writes it again',
     );
   }
-  return parsed.data;
+  // A snapshot written before run errors were bounded may hold a server's whole answer.
+  const snapshot = parsed.data;
+  return { ...snapshot, lastRuns: snapshot.lastRuns.map((r) => ('error' in r ? { ...r, error: boundRunError(r.error) } : r)) };
 }
 
 /**
