@@ -152,8 +152,10 @@ describe("a hostile server's text", () => {
       expect(lastRun.outcome).toBe('failed');
       const status = await runCli(['status'], env);
       expect(status.code).toBe(0);
+      const check = await runCli(['status', '--check'], env);
+      expect(check.code).toBe(1);
       expect(hook.posts).toHaveLength(1);
-      return { dir, run, lastRun, status, post: hook.posts[0]!.json };
+      return { dir, run, lastRun, status, check, post: hook.posts[0]!.json };
     } finally {
       await proxy.close();
       await hook.close();
@@ -173,14 +175,16 @@ describe("a hostile server's text", () => {
     expect(post.error).toMatch(/\[clipped: /);
   });
 
-  it('escape sequences, markdown links and mentions: shown as U+FFFD in status and error lines; neither link nor mention in the webhook text', async () => {
-    const { dir, run, lastRun, status, post } = await failWith(`${CONTROL} @channel @here [the docs](http://evil.example/login) quota exceeded`);
+  it('escape sequences, markdown links and mentions: shown as U+FFFD in status, status --check and error lines; neither link nor mention in the webhook text', async () => {
+    const { dir, run, lastRun, status, check, post } = await failWith(`${CONTROL} @channel @here [the docs](http://evil.example/login) quota exceeded`);
     expect(run.stderr).not.toMatch(RAW_CONTROL);
     expect(run.stderr).toContain('GraphQL errors: \ufffd]0;pwned\ufffd\ufffd[2J');
     expect(lastRun.error).not.toMatch(RAW_CONTROL);
     expect(await readFile(join(dir, 'state.json'), 'utf8')).not.toContain('\\u001b');
     expect(status.stdout).not.toMatch(RAW_CONTROL);
     expect(status.stdout).toMatch(/error: .*GraphQL errors: \ufffd\]0;pwned\ufffd\ufffd\[2J/);
+    expect(check.stdout).toMatch(/^UNHEALTHY: last run .* failed: .*GraphQL errors: \ufffd\]0;pwned/m);
+    expect(check.stdout + check.stderr).not.toMatch(RAW_CONTROL);
     expect(post.text).not.toMatch(RAW_CONTROL);
     expect(post.text).not.toContain('](');
     expect(post.text).toContain('@\u200bchannel @\u200bhere [the docs] (http://evil.example/login)');
