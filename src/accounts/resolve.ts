@@ -4,12 +4,13 @@
  * apiKeyEnv. A key that cannot be read fails that account only (the others run); the
  * configuration's shape is checked, with exit 2, before anything runs.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../config/errors.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { AccountConfig, Config } from '../config/schema.js';
 import { registerSecret } from '../util/redact.js';
+import { MAX_SECRET_TEXT, readSecretFile, SecretFileError, secretTooLarge } from '../util/secret-size.js';
 import { ACCOUNTS_DIR } from './layout.js';
 
 export type KeySource = { kind: 'file'; path: string } | { kind: 'env'; name: string };
@@ -79,21 +80,26 @@ export function resolveAccounts(loaded: LoadedConfig, names: readonly string[], 
   });
 }
 
+/**
+ * The account's key, or an Error whose message completes "account NAME: …" and never holds any of
+ * the key (an oversized one included: a wrong file, say).
+ */
 function readKey(source: KeySource, env: NodeJS.ProcessEnv): string {
   if (source.kind === 'env') {
     const v = env[source.name]?.trim();
     if (!v) throw new Error(`its key is not set: environment variable ${source.name} (apiKeyEnv) is ${source.name in env ? 'empty' : 'not set'}`);
+    if (secretTooLarge(v)) {
+      registerSecret(v);
+      throw new Error(`its key in environment variable ${source.name} (apiKeyEnv) is longer than ${MAX_SECRET_TEXT}, longer than any key: is it the right variable? (nothing of it is shown)`);
+    }
     return v;
   }
-  let text: string;
   try {
-    text = readFileSync(source.path, 'utf8');
+    return readSecretFile(source.path);
   } catch (err) {
-    throw new Error(`its key file ${source.path} (apiKeyFile) cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    if (!(err instanceof SecretFileError)) throw err;
+    throw new Error(`its key file ${source.path} (apiKeyFile) ${err.reason}`);
   }
-  const key = text.trim();
-  if (!key) throw new Error(`its key file ${source.path} (apiKeyFile) is empty`);
-  return key;
 }
 
 /** A single-account run refuses a data directory that holds accounts (it would mix its partitions into theirs). */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { registerSecret } from '../util/redact.js';
+import { MAX_SECRET_TEXT, secretTooLarge } from '../util/secret-size.js';
 import { defaultTokenFile } from './file-token-store.js';
 
 const url = (what: string) => z.url({ protocol: /^https?$/, error: `${what} must be an http(s) URL` });
@@ -50,6 +51,9 @@ export function loadInterfaceConfig(
     if (v !== undefined && v !== '') merged[field] = v.trim();
   }
   registerSecret(typeof merged.clientSecret === 'string' ? merged.clientSecret : undefined);
+  if (typeof merged.clientSecret === 'string' && secretTooLarge(merged.clientSecret)) {
+    throw new InterfaceConfigError(`invalid setting: OAUTH_CLIENT_SECRET is longer than ${MAX_SECRET_TEXT}, longer than any client secret: is it the right value? (nothing of it is shown)`);
+  }
   const parsed = InterfaceConfigSchema.safeParse(merged);
   if (!parsed.success) {
     const msgs = parsed.error.issues.map((i) => {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { registerSecret } from '../util/redact.js';
+import { MAX_SECRET_TEXT, secretTooLarge } from '../util/secret-size.js';
 import { InvalidTokenResponseError } from './errors/invalid-token-response-error.js';
 import type { TokenServiceVariant } from './variants.js';
 
@@ -66,13 +67,22 @@ const TOKEN_FIELDS = new Set(['access_token', 'token_type', 'type', 'expires_in'
 /**
  * Reads a token service answer (JSON body, or the parameters of an implicit-flow fragment) as the
  * one `TokenResponse` shape. Registers the tokens as secrets before anything else is done with them.
- * Throws `InvalidTokenResponseError` when there is no usable access token.
+ * Throws `InvalidTokenResponseError` when there is no usable access token, or a token is larger
+ * than MAX_SECRET_BYTES (4 KiB).
  */
 export function normalizeTokenResponse(raw: unknown, variant: TokenServiceVariant): TokenResponse {
   if (raw && typeof raw === 'object') {
     const r = raw as Record<string, unknown>;
     registerSecret(typeof r.access_token === 'string' ? r.access_token : undefined);
     registerSecret(typeof r.refresh_token === 'string' ? r.refresh_token : undefined);
+    // Larger than any real token: refused (never stored, never shown), like an oversized key.
+    for (const field of ['access_token', 'refresh_token'] as const) {
+      const v = r[field];
+      if (typeof v === 'string' && secretTooLarge(v)) {
+        const issue = `${field}: longer than ${MAX_SECRET_TEXT}, longer than any real token (nothing of it is shown)`;
+        throw new InvalidTokenResponseError(`the ${variant} token service sent an answer that is not a usable token: ${issue}`, [issue]);
+      }
+    }
   }
   const parsed = RawTokenResponse.safeParse(raw);
   if (!parsed.success) {

@@ -7,6 +7,7 @@ import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { CONFIG_DEFAULTS } from './defaults.js';
 import { ConfigError } from './errors.js';
 import { redact, registerSecret, REDACTED } from '../util/redact.js';
+import { MAX_SECRET_TEXT, readSecretFile, SecretFileError, secretTooLarge } from '../util/secret-size.js';
 import type { z } from 'zod';
 import { ACCOUNT_NAME, ConfigSchema, type Config } from './schema.js';
 
@@ -56,7 +57,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   const file = opts.configFile ?? env.SESSION_ETL_CONFIG ?? null;
   if (file) {
     const fromFile = readJson(file, 'configuration file');
-    if ('apiKey' in fromFile && fromFile.apiKey) {
+    if (Object.hasOwn(fromFile, 'apiKey') && fromFile.apiKey) {
       throw new ConfigError(
         `configuration file ${file} holds apiKey: keep the key out of files that may be committed; ` +
           'set REPORTING_API_KEY in the environment or point apiKeyFile at a file with mode 0600',
@@ -80,12 +81,19 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   const parsed = ConfigSchema.safeParse(merged);
   if (!parsed.success) throw invalidConfig(parsed.error.issues, sources, file);
   const config = parsed.data as Config & { apiKey: string | null };
+  // Registered before anything else is done with it (an oversized key too: it is refused, never shown).
+  registerSecret(config.apiKey);
+  if (config.apiKey && secretTooLarge(config.apiKey)) {
+    throw new ConfigError(`the API key (REPORTING_API_KEY) is longer than ${MAX_SECRET_TEXT}, longer than any key: is it the right value? (nothing of it is shown)`);
+  }
   if (!config.apiKey && config.apiKeyFile) {
     try {
-      config.apiKey = readFileSync(config.apiKeyFile, 'utf8').trim();
+      config.apiKey = readSecretFile(config.apiKeyFile);
       sources.apiKey = 'file';
     } catch (err) {
-      throw new ConfigError(`apiKeyFile ${config.apiKeyFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
+      if (!(err instanceof SecretFileError)) throw err;
+      const where = sources.apiKeyFile === 'env' ? 'REPORTING_API_KEY_FILE' : 'apiKeyFile';
+      throw new ConfigError(`${where} ${config.apiKeyFile} ${err.reason}`);
     }
   }
   config.apiKey ??= null;
@@ -104,7 +112,7 @@ function refuseAccountKeys(accounts: unknown, file: string): void {
           'starting with a letter or digit (it names a directory and a partition, account=NAME)',
       );
     }
-    if (entry && typeof entry === 'object' && 'apiKey' in entry) {
+    if (entry && typeof entry === 'object' && Object.hasOwn(entry, 'apiKey')) {
       throw new ConfigError(
         `configuration file ${file}: account ${JSON.stringify(name)} holds apiKey: an account's key is never written in the configuration; ` +
           'give apiKeyFile (a file holding the key, such as a mounted Secret) or apiKeyEnv (the name of an environment variable holding it)',
@@ -148,10 +156,10 @@ function readJson(path: string, what: string): Record<string, unknown> {
   } catch (err) {
     throw new ConfigError(`${what} ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
   }
+  let v: unknown;
   try {
-    const v = JSON.parse(text) as unknown;
+    v = JSON.parse(text) as unknown;
     if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
-    return v as Record<string, unknown>;
   } catch (err) {
     // Never the parser's message: it quotes the text, and a key file given as --config would show
     // its first characters. The position is enough to find the mistake.
@@ -159,6 +167,31 @@ function readJson(path: string, what: string): Record<string, unknown> {
     const problem = (err as Error).message === 'not a JSON object' ? 'it is not a JSON object' : `it is not valid JSON${at ? ` (error at character ${at})` : ''}`;
     throw new ConfigError(`${what} ${path} cannot be used: ${problem}; it must hold one JSON object of configuration keys`);
   }
+  const bad = forbiddenKey(v);
+  if (bad) {
+    throw new ConfigError(
+      `${what} ${path} cannot be used: it has the key ${JSON.stringify(bad.key)}${bad.at ? ` (in ${bad.at})` : ''}; ` +
+        '__proto__, constructor and prototype are refused anywhere in it (they would change how JavaScript reads the file, and could carry a key past its checks)',
+    );
+  }
+  return v as Record<string, unknown>;
+}
+
+/** Keys that are no configuration key, and that JavaScript gives a meaning of its own when copied. */
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** The first forbidden key at any depth of `root` (JSON.parse makes them own keys), with where it is. */
+function forbiddenKey(root: unknown): { key: string; at: string } | null {
+  const stack: Array<{ value: unknown; at: string }> = [{ value: root, at: '' }];
+  while (stack.length) {
+    const { value, at } = stack.pop()!;
+    if (!value || typeof value !== 'object') continue;
+    for (const key of Object.keys(value)) {
+      if (FORBIDDEN_KEYS.has(key)) return { key, at };
+      stack.push({ value: (value as Record<string, unknown>)[key], at: at ? `${at}.${key}` : key });
+    }
+  }
+  return null;
 }
 
 /** The configuration as `session-etl config` prints it: secrets redacted, each value with its source. */

@@ -13,6 +13,7 @@ const FLAG_OF: Record<string, string> = {
   apiKey: '—',
   apiKeyFile: '—',
   maxBodyBytes: '—',
+  s3PathStyle: '—',
   startDate: '`--since` (export)',
   scheduleCron: '`--cron` (schedule)',
   scheduleTimezone: '`--timezone` (schedule)',

@@ -5,6 +5,7 @@
 import cron from 'node-cron';
 import { z } from 'zod';
 import { parseDuration, parseInstant } from '../time/windows.js';
+import { looksLikeKey, pathProblem } from './looks-like-key.js';
 
 const duration = (what: string) =>
   z.string().refine(
@@ -42,6 +43,33 @@ function noUserinfo(url: string): boolean {
   }
 }
 
+/**
+ * A file holding a key. Never a key itself: such a value is refused without being shown (it would be
+ * printed wherever the setting is, ./looks-like-key.ts).
+ */
+const keyFilePath = z
+  .string()
+  .min(1)
+  .superRefine((v, ctx) => {
+    // The file's own name only: directories may have random names (macOS's temporary directories).
+    const problem = pathProblem(v) ?? (looksLikeKey(v.split(/[\\/]/).pop()!) ? 'it looks like a key, not a file path' : null);
+    if (problem) ctx.addIssue({ code: 'custom', message: `${problem}: give the path of a file holding the key (the value is not shown)` });
+  });
+
+/** The name of an environment variable holding a key; never the key itself (refused without being shown). */
+const keyVariableName = z
+  .string()
+  .superRefine((v, ctx) => {
+    const problem = !/^[A-Za-z_][A-Za-z0-9_]*$/.test(v)
+      ? 'it cannot be the name of an environment variable (letters, digits and _, not starting with a digit)'
+      : v.length > 128
+        ? 'it is longer than 128 characters, longer than a variable name'
+        : looksLikeKey(v)
+          ? 'it looks like a key, not the name of an environment variable'
+          : null;
+    if (problem) ctx.addIssue({ code: 'custom', message: `${problem}: give the name of the variable holding the key, such as ACME_REPORTING_KEY (the value is not shown)` });
+  });
+
 /** An account's name: a path segment and a Hive partition value everywhere (docs/accounts.md). */
 export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const ACCOUNT_NAME_MESSAGE = 'an account name is 1 to 63 characters of a-z, 0-9, _ and -, starting with a letter or digit';
@@ -52,12 +80,8 @@ const ACCOUNT_NAME_MESSAGE = 'an account name is 1 to 63 characters of a-z, 0-9,
  */
 export const AccountSchema = z
   .object({
-    apiKeyFile: z.string().min(1).optional().describe('File holding this account\'s API key (a mounted Secret, say).'),
-    apiKeyEnv: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'expected the name of an environment variable, such as ACME_REPORTING_KEY' })
-      .optional()
-      .describe('Name of the environment variable holding this account\'s API key.'),
+    apiKeyFile: keyFilePath.optional().describe('File holding this account\'s API key (a mounted Secret, say).'),
+    apiKeyEnv: keyVariableName.optional().describe('Name of the environment variable holding this account\'s API key.'),
     reportingUrl: z
       .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL such as https://reporting.example.com/graphql (scheme and host included)' })
       .refine(noUserinfo, { message: USERINFO_MESSAGE })
@@ -89,7 +113,7 @@ export const ConfigSchema = z
       .refine(noUserinfo, { message: USERINFO_MESSAGE })
       .nullable().describe('Reporting endpoint URL (env REPORTING_URL).'),
     apiKey: z.string().min(1).nullable().optional().describe('Reporting API key (env REPORTING_API_KEY). Secret: never put it in a committed file; use the environment or apiKeyFile.'),
-    apiKeyFile: z.string().min(1).nullable().optional().describe('File holding the reporting API key (mode 0600 recommended).'),
+    apiKeyFile: keyFilePath.nullable().optional().describe('File holding the reporting API key (mode 0600 recommended).'),
     dataDir: z.string().min(1).describe('Output directory (env SESSION_ETL_DATA_DIR): sessions.duckdb and parquet/sessions/.'),
     parquetUrl: z
       .string()

@@ -11,7 +11,9 @@
  */
 import { hostname } from 'node:os';
 import type { RunSummary } from '../pipeline/run.js';
+import { clipText, MAX_ERROR_CHARS } from '../util/clip-text.js';
 import { silentLogger, type Logger } from '../util/logger.js';
+import { oneLine } from '../util/terminal-text.js';
 import { redact, redactDeep } from '../util/redact.js';
 import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { deliverAll, NOTIFY_DEFAULTS, type Delivery, type SendOptions } from './notify-delivery.js';
@@ -84,9 +86,6 @@ export interface NotifyDeps extends SendOptions {
   budgetMs?: number;
 }
 
-/** Longest error text a payload carries. */
-const MAX_ERROR_CHARS = 2_000;
-
 // Defined in util/notify-url.ts so the configuration can use them without importing monitoring.
 export { receiverOf, registerNotifyUrlSecret };
 
@@ -154,7 +153,7 @@ export function buildPayload(
   const sessions = end.summary ? `${end.summary.sessions.written} sessions written` : undefined;
   const text =
     event === 'run_failed'
-      ? `${what} FAILED ${where}: ${clip(error ?? 'unknown error', 400)} [${behind}; exit ${end.exitCode}]`
+      ? `${what} FAILED ${where}: ${clipText(error ?? 'unknown error', 400)} [${behind}; exit ${end.exitCode}]`
       : event === 'run_recovered'
         ? `${what} RECOVERED ${where}: ${outcome}${o.failingSince ? ` after failing since ${o.failingSince}` : ''}; ${[sessions, behind].filter(Boolean).join(', ')}`
         : `${what} LAG ${where}: data is ${lagSeconds !== null ? formatLag(lagSeconds) : '?'} behind, over the ${formatLag(o.maxLagSeconds)} limit [${behind}; last run ${outcome}]`;
@@ -180,13 +179,22 @@ export function buildPayload(
 }
 
 /**
- * `text` as chat webhooks read it: Slack's incoming webhooks take `&`, `<` and `>` as control
- * characters (`<!channel>` pings a channel, `<url|label>` is a link), and a server's error body
- * quoted in a failure could hold them. They are written as `&amp;`, `&lt;` and `&gt;`, which Slack
- * and Teams both show as the characters; the other fields carry the text as it is.
+ * `text` as chat webhooks read it, with nothing a server's error body quoted in it (or the data)
+ * could turn into markup: Slack's incoming webhooks take `&`, `<` and `>` as control characters
+ * (`<!channel>` pings a channel, `<url|label>` is a link): they are written as `&amp;`, `&lt;` and
+ * `&gt;`, which Slack and Teams both show as the characters. Teams renders markdown: a link
+ * `[label](url)` (a label hiding where it leads) is broken as `[label] (url)`. `@here`, `@channel`
+ * and `@everyone` get a zero-width space after the `@`, so no receiver takes them for a mention.
+ * Line breaks and tabs become spaces, other control characters U+FFFD (util/terminal-text.ts). The
+ * other fields carry the text as it is.
  */
 export function chatText(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  return oneLine(s)
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/\]\(/g, '] (')
+    .replace(/@(here|channel|everyone)\b/gi, '@\u200b$1');
 }
 
 /** POSTs one payload, retrying transient failures (network, timeout, 408, 429, 5xx) within the deadline. */
@@ -270,18 +278,14 @@ function runIdOf(end: RunEnd): string | null {
 
 /** The run's error: the summary's (already says what is committed and what to do), or the message and its causes. */
 function errorTextOf(end: RunEnd): string {
-  if (end.summary?.error) return clip(redact(end.summary.error), MAX_ERROR_CHARS);
+  if (end.summary?.error) return clipText(redact(end.summary.error), MAX_ERROR_CHARS);
   const parts: string[] = [];
   let cur: unknown = end.error;
   for (let depth = 0; cur && depth < 8; depth++) {
     parts.push(cur instanceof Error ? cur.message : String(cur));
     cur = cur instanceof Error ? cur.cause : undefined;
   }
-  return clip(redact(parts.join('; caused by: ') || `exit code ${end.exitCode}`), MAX_ERROR_CHARS);
-}
-
-function clip(s: string, n: number): string {
-  return s.length <= n ? s : `${s.slice(0, n - 1)}…`;
+  return clipText(redact(parts.join('; caused by: ') || `exit code ${end.exitCode}`), MAX_ERROR_CHARS);
 }
 
 /** 90 → "1m 30s", 97200 → "1d 3h": the two largest units. */

@@ -18,7 +18,9 @@ import { StatePublisher } from '../store/state-snapshot.js';
 import { checkpointOf, subtractIntervals } from '../time/intervals.js';
 import { checkPlanSize, cutWindows, describeWindow, isoOf, type Window } from '../time/windows.js';
 import { silentLogger, type Logger } from '../util/logger.js';
+import { clipText } from '../util/clip-text.js';
 import { redact } from '../util/redact.js';
+import { oneLine } from '../util/terminal-text.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
 import { RunFailedError, RunInterruptedError } from './errors.js';
 import { extractWindows, type ExtractOutcome } from './extract.js';
@@ -134,7 +136,7 @@ export async function runBatch(batch: BatchOptions, jobs: readonly AccountJob[])
   } catch (err) {
     // The store failed (its final flush, say): every account's run that was recorded as running is recorded as failed.
     for (const p of parts) {
-      if (p.recorded && !p.summary) await store.recordRun(p.tally.failedRow(now() / 1000, redact(String((err as Error)?.message ?? err)))).catch(() => {});
+      if (p.recorded && !p.summary) await store.recordRun(p.tally.failedRow(now() / 1000, clipText(oneLine(redact(String((err as Error)?.message ?? err)))))).catch(() => {});
     }
     throw err;
   } finally {
@@ -325,7 +327,8 @@ async function fetchAccount(store: SessionStore, part: Part, batch: BatchOptions
     ...(abortSignal ? { abortSignal } : {}),
     now,
     stats: tally.stats,
-    onLog: (event, fields) => logger.info(fields, event),
+    // A bisection's reason quotes the server: one printable line, clipped, like the run's error.
+    onLog: (event, fields) => logger.info(clipStrings(fields), event),
     onWindow: (w, body, fetchedAtMs) => loader.load(w, body, fetchedAtMs),
   });
   tally.stats.rateLimited = controller.rateLimitedCount;
@@ -418,7 +421,7 @@ function reportingClientFor(
         if (hint) controller.onRateLimitHint(hint);
       },
       onRetry: ({ error, delayMs }) => {
-        logger.warn({ kind: error.kind, delayMs, message: error.message }, 'retrying a request');
+        logger.warn({ kind: error.kind, delayMs, message: clipText(oneLine(redact(error.message))) }, 'retrying a request');
       },
     },
   });
@@ -449,7 +452,7 @@ async function finish(store: SessionStore, parts: Part[], batch: BatchOptions, n
     const durationMs = now() - part.tally.startedMs;
     if (part.error !== undefined || !part.outcome || !part.plan) {
       const error = part.error ?? new Error('the account did not run');
-      if (part.recorded) await store.recordRun(part.tally.failedRow(now() / 1000, redact(String((error as Error)?.message ?? error))));
+      if (part.recorded) await store.recordRun(part.tally.failedRow(now() / 1000, clipText(oneLine(redact(String((error as Error)?.message ?? error))))));
       results.push({ account: part.job.account, ok: false, error, durationMs });
       continue;
     }
@@ -486,11 +489,11 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
   if (p.backfill && !failed && !interrupted) await store.completeBackfill(job.account, p.backfill);
   const coverage = await store.coverage(job.account);
   const cp = checkpointOf(coverage);
+  // The server's part made one printable line (no terminal control sequences) and clipped (a hostile
+  // or broken server may answer megabytes), the note on what is committed and the advice kept whole.
   const error = outcome.error
-    ? redact(
-        `${outcome.error.message}; ${committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
-          (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : 'run the same command again to continue'),
-      )
+    ? `${clipText(oneLine(redact(outcome.error.message)))}; ${committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
+      (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : 'run the same command again to continue')
     : undefined;
   const summary = tally.summary({
     outcome: failed ? 'failed' : interrupted ? 'interrupted' : part.windowsTotal ? 'succeeded' : 'nothing-to-do',
@@ -521,4 +524,9 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
 
 function committedNote(checkpoint: string | null): string {
   return checkpoint !== null ? `data up to ${checkpoint} is committed` : 'no window was committed';
+}
+
+/** Log fields with every string made one printable line, redacted and clipped (they may quote the server). */
+function clipStrings(fields: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, typeof v === 'string' ? clipText(oneLine(redact(v))) : v]));
 }

@@ -1,7 +1,24 @@
 /** The run history (`_runs`) and the backfills begun and completed (`_backfills`, to resume one). */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Window } from '../time/windows.js';
+import { clipText, MAX_ERROR_CHARS } from '../util/clip-text.js';
+import { oneLine } from '../util/terminal-text.js';
 import { queryRows } from './duckdb.js';
+
+/**
+ * Longest `_runs.error` kept: a backstop. A run clips the server's text to MAX_ERROR_CHARS and adds
+ * what is committed and what to do (src/pipeline/run.ts); this leaves room for that, and clips any
+ * other writer, and rows recorded whole before the bound, when they are read.
+ */
+export const MAX_RUN_ERROR_CHARS = 2 * MAX_ERROR_CHARS;
+
+/**
+ * A run's error as kept and shown (status, state.json, the dashboard): one printable line (no
+ * terminal control sequence from a server), clipped to MAX_RUN_ERROR_CHARS.
+ */
+export function boundRunError<T>(error: T): T | string {
+  return typeof error === 'string' ? clipText(oneLine(error), MAX_RUN_ERROR_CHARS) : error;
+}
 
 export interface RunRow {
   run_id: string;
@@ -47,7 +64,7 @@ export async function recordRun(conn: DuckDBConnection, run: RunRow): Promise<vo
     [
       run.run_id, run.kind, run.range_from, run.range_to, run.started_at, run.ended_at, run.outcome, run.windows,
       run.sessions_written, run.sessions_new, run.sessions_updated, run.rejected, run.requests, run.retries,
-      run.rate_limited, run.bisections, run.partitions_written, run.error,
+      run.rate_limited, run.bisections, run.partitions_written, boundRunError(run.error),
       run.paused_ms == null ? null : Math.round(run.paused_ms), run.pace ?? null, run.account,
     ],
   );
@@ -76,11 +93,12 @@ export async function recordDiedRuns(
 
 /** The latest runs of an account (every account's with `account` undefined), newest first. */
 export async function lastRuns(conn: DuckDBConnection, limit = 10, account?: string): Promise<Record<string, unknown>[]> {
-  return queryRows(
+  const rows = await queryRows(
     conn,
     `SELECT * FROM _runs ${account !== undefined ? 'WHERE account = $1 ' : ''}ORDER BY started_at DESC LIMIT ${Math.max(1, Math.floor(limit))}`,
     account !== undefined ? [account] : undefined,
   );
+  return rows.map((r) => ({ ...r, error: boundRunError(r.error) }));
 }
 
 /** The latest `limit` runs of each account, newest first. */

@@ -15,6 +15,7 @@ import { isoOf } from '../time/windows.js';
 import { queryRows } from './duckdb.js';
 import { writeFileAtomic } from './durable-fs.js';
 import { DataDirError } from './errors.js';
+import { boundRunError } from './run-log.js';
 import { SINGLE_ACCOUNT, type SessionStore } from './session-store.js';
 
 export const STATE_FILE = 'state.json';
@@ -168,8 +169,8 @@ async function accountStates(store: SessionStore, conn: DuckDBConnection): Promi
 }
 
 /**
- * A `_runs` row as JSON values: BIGINTs as numbers, timestamps as ISO strings; every column kept
- * (but a single-account store's `account`, which is always '').
+ * A `_runs` row as JSON values: BIGINTs as numbers, timestamps as ISO strings, the error bounded
+ * (boundRunError); every column kept (but a single-account store's `account`, which is always '').
  */
 export function plainRow(r: Record<string, unknown>, many: boolean): Record<string, unknown> {
   const o: Record<string, unknown> = {};
@@ -177,6 +178,8 @@ export function plainRow(r: Record<string, unknown>, many: boolean): Record<stri
     if (k === 'account' && !many) continue;
     o[k] = typeof v === 'bigint' ? Number(v) : v instanceof Date ? v.toISOString() : v;
   }
+  // A row recorded before errors were bounded may hold a server's whole 2 MB answer, or escape sequences.
+  if ('error' in o) o.error = boundRunError(o.error);
   return o;
 }
 
@@ -216,7 +219,9 @@ export async function readStateSnapshot(dataDir: string): Promise<StateSnapshot 
         'upgrade session-etl, or remove it: the next run writes it again',
     );
   }
-  return parsed.data;
+  // A snapshot written before run errors were bounded may hold a server's whole answer.
+  const snapshot = parsed.data;
+  return { ...snapshot, lastRuns: snapshot.lastRuns.map((r) => ('error' in r ? { ...r, error: boundRunError(r.error) } : r)) };
 }
 
 /**

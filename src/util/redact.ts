@@ -8,31 +8,98 @@
  * case-insensitively), and base64 / base64url (case-sensitive), also when it sits at any offset
  * inside a longer base64 text (`Basic base64(id:secret)`): the part of the encoding that depends on
  * the secret alone is matched. The user:password part of any URL is hidden whatever it holds.
+ *
+ * Redaction never throws and fails closed: a text it cannot check is withheld whole (UNCHECKED).
+ * Secrets of any length and number are matched (./secret-matcher.ts: bounded patterns for short
+ * forms, substring search for long ones); a key larger than any real key is refused where it is
+ * read (./secret-size.ts), but one that gets registered anyway is still hidden.
  */
-const secrets = new Set<string>();
-let plain: RegExp | undefined;
-let encoded: RegExp | undefined;
-
-/** Registers a secret so that `redact()` hides it wherever it appears. Very short values are ignored. */
-export function registerSecret(value: string | undefined | null): void {
-  if (typeof value === 'string' && value.length >= 4 && !secrets.has(value)) {
-    secrets.add(value);
-    build();
-  }
-}
+import { mergeRanges, secretMatcher, MATCHER_LIMITS, type MatcherLimits, type SecretMatcher } from './secret-matcher.js';
 
 export const REDACTED = '[REDACTED]';
+
+/**
+ * What `redact()` returns when it cannot check a text (a bug, a limit of the regular expression
+ * engine): the whole text is withheld, never shown unchecked, and the failure's own message (which
+ * may quote secrets) is dropped.
+ */
+export const UNCHECKED = '[text withheld: it could not be checked for secrets]';
 
 /** A URL's user:password@ (any scheme), up to the host. */
 const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>]+@/gi;
 
-/** Replaces every registered secret (in each of its forms) and the userinfo of every URL in `text`. */
+export interface Redactor {
+  /** Registers a secret so that `redact()` hides it wherever it appears. Very short values are ignored. Never throws. */
+  register(value: string | undefined | null): void;
+  /** `text` with every registered secret (in each of its forms) and the userinfo of every URL replaced. Never throws. */
+  redact(text: string): string;
+}
+
+/**
+ * A registry of secrets and its redaction. The process has one (`registerSecret`, `redact`); tests
+ * make others, with other limits. The matcher is rebuilt on the first `redact()` after a secret is
+ * registered, so that registering many secrets costs one build, not one per secret.
+ */
+export function createRedactor(limits: MatcherLimits = MATCHER_LIMITS): Redactor {
+  const secrets = new Set<string>();
+  let matcher: SecretMatcher | undefined;
+  const build = (): SecretMatcher => {
+    const ci: string[] = [];
+    const cs: string[] = [];
+    for (const s of secrets) {
+      ci.push(...textForms(s));
+      cs.push(...base64Forms(s));
+    }
+    return secretMatcher(ci, cs, limits);
+  };
+  return {
+    register(value) {
+      if (typeof value === 'string' && value.length >= 4 && !secrets.has(value)) {
+        secrets.add(value);
+        matcher = undefined;
+      }
+    },
+    redact(text) {
+      try {
+        let out = String(text);
+        if (secrets.size) {
+          matcher ??= build();
+          out = replaceRanges(out, mergeRanges(matcher.ranges(out)));
+        }
+        if (out.includes('@')) out = out.replace(USERINFO, `$1${REDACTED}@`);
+        return out;
+      } catch {
+        // Fail closed: the error may quote the text or the secrets; neither is shown.
+        return UNCHECKED;
+      }
+    },
+  };
+}
+
+function replaceRanges(text: string, ranges: ReadonlyArray<readonly [number, number]>): string {
+  if (!ranges.length) return text;
+  let out = '';
+  let at = 0;
+  for (const [s, e] of ranges) {
+    out += text.slice(at, s) + REDACTED;
+    at = e;
+  }
+  return out + text.slice(at);
+}
+
+const processRedactor = createRedactor();
+
+/** Registers a secret so that `redact()` hides it wherever it appears. Very short values are ignored. */
+export function registerSecret(value: string | undefined | null): void {
+  processRedactor.register(value);
+}
+
+/**
+ * Replaces every registered secret (in each of its forms) and the userinfo of every URL in `text`.
+ * Never throws: a text it cannot check is replaced whole by UNCHECKED.
+ */
 export function redact(text: string): string {
-  let out = text;
-  if (plain) out = out.replace(plain, REDACTED);
-  if (encoded) out = out.replace(encoded, REDACTED);
-  if (out.includes('@')) out = out.replace(USERINFO, `$1${REDACTED}@`);
-  return out;
+  return processRedactor.redact(text);
 }
 
 /** The forms of `s` matched case-insensitively. */
@@ -62,23 +129,6 @@ export function base64Forms(s: string): string[] {
     if (core.length >= 8) out.push(core);
   }
   return [...out, ...out.map((f) => f.replaceAll('+', '-').replaceAll('/', '_'))];
-}
-
-function build(): void {
-  const ci = new Set<string>();
-  const cs = new Set<string>();
-  for (const s of secrets) {
-    for (const f of textForms(s)) ci.add(f);
-    for (const f of base64Forms(s)) cs.add(f);
-  }
-  const alternation = (set: Set<string>) =>
-    [...set]
-      .filter((f) => f.length >= 4)
-      .sort((a, b) => b.length - a.length)
-      .map((f) => f.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'))
-      .join('|');
-  plain = ci.size ? new RegExp(alternation(ci), 'gi') : undefined;
-  encoded = cs.size ? new RegExp(alternation(cs), 'g') : undefined;
 }
 
 /** How deep `redactDeep` copies; anything deeper is replaced (a hostile body may nest thousands of levels). */

@@ -4,12 +4,14 @@
  * with: every log line whole on its own line, the summary on clean lines, no bar fragments.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { BIN, baseEnv } from '../helpers/cli.js';
+import { BIN, baseEnv, runCli } from '../helpers/cli.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
+import { startCorruptingProxy } from '../reliability/corrupting-proxy.js';
 import { renderScreen } from '../helpers/terminal-screen.js';
 
 const D = 86_400;
@@ -106,5 +108,105 @@ describe.skipIf(!hasScript)('progress bar and log lines on a terminal', () => {
     expect(summary[0]).toMatch(/: interrupted$/);
     expect(summary[2]).toMatch(/^ {2}windows {8}\d+ of 72 done, \d+ not started$/);
     expect(r.screen.filter((l) => BAR.test(l))).toEqual([]);
+  });
+});
+
+/**
+ * Issue 28 (LOW x2): what a hostile server's text becomes. Its error text was stored and printed at
+ * full length (2 MB per failed run in state.json and the run log), and terminal control sequences
+ * from the server or the data (title change, clear screen, OSC 8 hyperlinks) reached status, error
+ * lines and `sessions --output table` raw; the webhook's text kept markdown links and mentions.
+ */
+describe("a hostile server's text", () => {
+  // Retitles the terminal, clears it, and shows "click" as a hyperlink to evil.example.
+  const CONTROL = '\u001b]0;pwned\u0007\u001b[2J\u001b]8;;http://evil.example/\u001b\\click\u001b]8;;\u001b\\\u009b31m';
+  const RAW_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+  const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
+
+  async function dataDir(): Promise<string> {
+    const d = await mkdtemp(join(tmpdir(), 'session-etl-hostile-'));
+    dirs.push(d);
+    return d;
+  }
+
+  /**
+   * A data directory with one day stored, then a backfill of the next day against a server answering
+   * every window with GraphQL errors holding `message`; notifications go to a receiver.
+   */
+  async function failWith(message: string) {
+    let hostile = false;
+    const proxy = await startCorruptingProxy(emu.url, {
+      respond: (req) => (hostile && req.window ? { status: 200, body: JSON.stringify({ errors: [{ message }], data: null }) } : undefined),
+    });
+    const hook = await startWebhookReceiver<{ text: string; error: string }>('/hooks/hostile-token-1234');
+    try {
+      const dir = await dataDir();
+      const env = { REPORTING_URL: proxy.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dir, SESSION_ETL_NOTIFY_URL: hook.url };
+      // A first day stored, so that status has a data directory to show; then the server turns hostile.
+      expect((await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + D), '--log-level', 'error'], env)).code).toBe(0);
+      hostile = true;
+      const run = await runCli(['backfill', '--from', day(FROM + D), '--to', day(FROM + 2 * D), '--chunk', '1d', '--min-chunk', '1d', '--log-level', 'info'], env);
+      expect(run.code).toBe(1);
+      const json = await runCli(['status', '--json'], env);
+      const lastRun = (JSON.parse(json.stdout) as { lastRuns: Array<{ outcome: string; error: string }> }).lastRuns[0]!;
+      expect(lastRun.outcome).toBe('failed');
+      const status = await runCli(['status'], env);
+      expect(status.code).toBe(0);
+      const check = await runCli(['status', '--check'], env);
+      expect(check.code).toBe(1);
+      expect(hook.posts).toHaveLength(1);
+      return { dir, run, lastRun, status, check, post: hook.posts[0]!.json };
+    } finally {
+      await proxy.close();
+      await hook.close();
+    }
+  }
+
+  it('a 2 MB error text is clipped where it is recorded and shown: run history, state.json, error lines, the webhook', async () => {
+    const { dir, run, lastRun, post } = await failWith(`quota exceeded ${'x'.repeat(2_000_000)} (end)`);
+    const clipped = /\[clipped: 2,0\d\d,\d{3} characters in all\]/;
+    expect(run.stderr.length).toBeLessThan(40_000);
+    expect(run.stderr).toMatch(clipped);
+    expect(run.stderr).toContain('Lower --min-chunk'); // the advice at the end of the message is kept
+    expect(lastRun.error.length).toBeLessThan(4_100);
+    expect(lastRun.error).toMatch(/last server message: the reporting endpoint answered with GraphQL errors: quota exceeded x+ … \[clipped: 2,0\d\d,\d{3} characters in all\] … x+ \(end\)\. Lower --min-chunk/);
+    expect((await stat(join(dir, 'state.json'))).size).toBeLessThan(40_000);
+    expect(post.error.length).toBeLessThan(2_200);
+    expect(post.error).toMatch(/\[clipped: /);
+  });
+
+  it('escape sequences, markdown links and mentions: shown as U+FFFD in status, status --check and error lines; neither link nor mention in the webhook text', async () => {
+    const { dir, run, lastRun, status, check, post } = await failWith(`${CONTROL} @channel @here [the docs](http://evil.example/login) quota exceeded`);
+    expect(run.stderr).not.toMatch(RAW_CONTROL);
+    expect(run.stderr).toContain('GraphQL errors: \ufffd]0;pwned\ufffd\ufffd[2J');
+    expect(lastRun.error).not.toMatch(RAW_CONTROL);
+    expect(await readFile(join(dir, 'state.json'), 'utf8')).not.toContain('\\u001b');
+    expect(status.stdout).not.toMatch(RAW_CONTROL);
+    expect(status.stdout).toMatch(/error: .*GraphQL errors: \ufffd\]0;pwned\ufffd\ufffd\[2J/);
+    expect(check.stdout).toMatch(/^UNHEALTHY: last run .* failed: .*GraphQL errors: \ufffd\]0;pwned/m);
+    expect(check.stdout + check.stderr).not.toMatch(RAW_CONTROL);
+    expect(post.text).not.toMatch(RAW_CONTROL);
+    expect(post.text).not.toContain('](');
+    expect(post.text).toContain('@\u200bchannel @\u200bhere [the docs] (http://evil.example/login)');
+  });
+
+  it('sessions --output table: control sequences in the records are shown as U+FFFD, never sent to the terminal', async () => {
+    const proxy = await startCorruptingProxy(emu.url, {
+      rewrite: (records) =>
+        records.map((r) => ({ ...r, externalFields: { ...(r.externalFields as object), customerName: `Evil${CONTROL} Corp`, notes: 'line one\r\u001b[1Aline two' } })),
+    });
+    try {
+      const dir = await dataDir();
+      const env = { REPORTING_URL: proxy.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dir };
+      const run = await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + D), '--chunk', '1d', '--log-level', 'error'], env);
+      expect(run.code, run.stderr).toBe(0);
+      const table = await runCli(['sessions', '--output', 'table', '--attribute-names', 'id,externalFields.customerName,externalFields.notes', '--page-size', '5'], env);
+      expect(table.code, table.stderr).toBe(0);
+      expect(table.stdout).not.toMatch(RAW_CONTROL);
+      expect(table.stdout).toContain('Evil\ufffd]0;pwned\ufffd\ufffd[2J');
+      expect(table.stdout).toContain('line one \ufffd[1Aline two');
+    } finally {
+      await proxy.close();
+    }
   });
 });

@@ -138,6 +138,53 @@ export async function runSecrets(o: { seed: number; log?: (line: string) => void
     }
     // The run history now holds the hostile runs' errors: status shows them.
     await run('status --json after the hostile runs', ['status', '--json'], {}, 0);
+    // Issue 28: a key file far larger than any key (a wrong file, 100 KB) among many accounts made every
+    // redaction throw an error quoting every secret of the process. It fails its own account only; the
+    // same file as the one key is refused (exit 2); a key pasted where a variable name belongs is
+    // refused (exit 2) without being shown. Their keys, the webhook's token and the files' contents
+    // are searched for with the rest.
+    const accountKeys = { north: `rk/NORTH-${randomBytes(12).toString('hex')}`, south: `rk/SOUTH-${randomBytes(12).toString('hex')}` };
+    const hookToken = `hook-RELIABILITY-${randomBytes(12).toString('hex')}`;
+    const hookUrl = `http://127.0.0.1:9/services/T0/B0/${hookToken}`;
+    const hugeKey = randomBytes(75_000).toString('base64');
+    const pastedKey = `sk_live_4eC39HqLyjWD${randomBytes(12).toString('hex')}`;
+    const accountsRoot = join(root, 'many-accounts');
+    await mkdir(accountsRoot);
+    const hugeFile = join(accountsRoot, 'wrong-file.key');
+    await writeFile(hugeFile, hugeKey, { mode: 0o600 });
+    const accountsConfig = join(accountsRoot, 'config.json');
+    const pastedConfig = join(accountsRoot, 'pasted.json');
+    const userFiles = new Set([keyFile, hugeFile, accountsConfig, pastedConfig]);
+    const accEmu = await startEmulator({
+      seed: (o.seed + 1) % 1000, from: from - DAY, to: nowS, now: nowS, sessionsPerDay: 20,
+      accounts: Object.entries(accountKeys).map(([name, key]) => ({ name, apiKey: key })),
+    });
+    try {
+      // Without the endpoint, single key and data directory of the other runs (the configuration's are used).
+      const accountsEnv = { REPORTING_URL: '', REPORTING_API_KEY: '', SESSION_ETL_DATA_DIR: '', NORTH_KEY: accountKeys.north, SOUTH_KEY: accountKeys.south };
+      await writeFile(accountsConfig, JSON.stringify({
+        dataDir: join(accountsRoot, 'data'), reportingUrl: accEmu.url, notifyUrl: hookUrl,
+        accounts: { north: { apiKeyEnv: 'NORTH_KEY' }, south: { apiKeyEnv: 'SOUTH_KEY' }, wrongfile: { apiKeyFile: hugeFile } },
+      }));
+      const many = await run('many accounts, one apiKeyFile of 100 KB', ['backfill', '--config', accountsConfig, ...range, '--json', '--log-level', 'debug'], accountsEnv, 1);
+      try {
+        const outcomes = (JSON.parse(many.stdout) as { accounts: Array<{ account: string; outcome: string }> }).accounts.map((a) => `${a.account} ${a.outcome}`);
+        check(r, outcomes.join(', ') === 'north succeeded, south succeeded, wrongfile failed', `many accounts, one oversized key: outcomes ${outcomes.join(', ')}`);
+      } catch {
+        check(r, false, `many accounts, one oversized key: no JSON summary on stdout: ${excerpt(many)}`);
+      }
+      check(r, /1 of 3 accounts failed: wrongfile/.test(many.stderr), `many accounts, one oversized key: the failure does not name it: ${excerpt(many)}`);
+      const single = await run('REPORTING_API_KEY_FILE naming a 100 KB file', ['export', '--log-level', 'debug'], { REPORTING_API_KEY: '', REPORTING_API_KEY_FILE: hugeFile, SESSION_ETL_NOTIFY_URL: hookUrl }, 2);
+      check(r, /REPORTING_API_KEY_FILE \S+ holds more than 4 KiB/.test(single.stderr), `REPORTING_API_KEY_FILE naming a 100 KB file: refused for another reason: ${excerpt(single)}`);
+      await writeFile(pastedConfig, JSON.stringify({ dataDir: join(accountsRoot, 'data'), reportingUrl: accEmu.url, notifyUrl: hookUrl, accounts: { north: { apiKeyEnv: pastedKey } } }));
+      for (const args of [['config'], ['accounts', 'list'], ['backfill', ...range]]) {
+        const what = `a key pasted as apiKeyEnv: ${args[0]}${args[1] === 'list' ? ' list' : ''}`;
+        const res = await run(what, [...args, '--config', pastedConfig], accountsEnv, 2);
+        check(r, /accounts\.north\.apiKeyEnv .*looks like a key/.test(res.stderr), `${what}: refused for another reason: ${excerpt(res)}`);
+      }
+    } finally {
+      await accEmu.close();
+    }
     // The scheduler runs the export once (--run-now) and is stopped.
     const cfg = join(cwd, 'schedule.json');
     await writeFile(cfg, JSON.stringify({ startDate: isoDay(from) }));
@@ -193,7 +240,7 @@ export async function runSecrets(o: { seed: number; log?: (line: string) => void
     }));
     await run('auth logout', ['auth', 'logout'], {}, 0);
     for (const f of await filesUnder(root)) {
-      if (f === keyFile) continue; // the file the user gave us the key in
+      if (userFiles.has(f)) continue; // the files the user gave us the keys in
       haystacks.push({ where: f.slice(root.length + 1), bytes: await readFile(f), tokensAllowed: f === tokenFile });
     }
     haystacks.push(...outputs.slice(-1).map((x) => ({ where: `output of ${x.what}`, bytes: Buffer.from(x.run.stdout + x.run.stderr), tokensAllowed: false })));
@@ -202,6 +249,11 @@ export async function runSecrets(o: { seed: number; log?: (line: string) => void
       { name: 'the API key', value: apiKey, tokens: false, whole: false },
       { name: 'the wrong API key', value: wrongKey, tokens: false, whole: false },
       { name: 'the client secret', value: clientSecret, tokens: false, whole: false },
+      { name: "account north's key", value: accountKeys.north, tokens: false, whole: false },
+      { name: "account south's key", value: accountKeys.south, tokens: false, whole: false },
+      { name: "the webhook URL's token", value: hookToken, tokens: false, whole: false },
+      { name: 'the oversized key', value: hugeKey, tokens: false, whole: false },
+      { name: 'the key pasted as apiKeyEnv', value: pastedKey, tokens: false, whole: false },
       ...tokens.map((t, i) => ({ name: `OAuth token #${i + 1}`, value: t, tokens: true, whole: true })),
     ];
     for (const h of haystacks) {
@@ -214,7 +266,7 @@ export async function runSecrets(o: { seed: number; log?: (line: string) => void
       }
     }
     r.injected = secrets.length;
-    r.notes.push(`${outputs.length} command runs; searched ${haystacks.length} outputs and files, ${(bytes / 1024 / 1024).toFixed(1)} MiB, for ${secrets.length} secrets (the key and the secret also base64, URL-encoded, UTF-16 and cut short)`);
+    r.notes.push(`${outputs.length} command runs; searched ${haystacks.length} outputs and files, ${(bytes / 1024 / 1024).toFixed(1)} MiB, for ${secrets.length} secrets (the keys, the secret and the webhook token also base64, URL-encoded, UTF-16 and cut short)`);
     log(`secrets: ${r.failures.length ? 'FAILED: ' + r.failures.slice(0, 3).join('; ') : 'ok'} (${haystacks.length} places searched)`);
   });
   await emu.close();

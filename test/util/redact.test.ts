@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { reportFailure } from '../../src/cli/report-failure.js';
 import { GraphQLResponseError } from '../../src/reporting/errors/graphql-response-error.js';
-import { redact, redactDeep, registerSecret } from '../../src/util/redact.js';
+import { createRedactor, redact, redactDeep, registerSecret, UNCHECKED } from '../../src/util/redact.js';
 
 // A key with a '/' (JSON may escape it as '\/'), a '+' and mixed case, as API keys often are.
 const KEY = 'rk-Abc/Def+Ghi9-Jq2Xz7Lm';
@@ -59,5 +59,97 @@ describe('printed errors', () => {
     expect(code).toBe(1);
     expect(s.text()).toContain('caused by: Headers.append');
     expect(s.text().toLowerCase()).not.toContain(KEY.toLowerCase());
+  });
+});
+
+/**
+ * Every form redaction promises to hide (file header of src/util/redact.ts), as a server might echo
+ * it. Inside a longer base64 text, the first and last 4 characters also encode the bytes around the
+ * secret: those stay (they cannot be told from the neighbours), the rest is hidden.
+ */
+const EDGE = /^[A-Za-z0-9+/=]{0,4}\[REDACTED\][A-Za-z0-9+/=]{0,4}$/;
+function echoedForms(secret: string): Record<string, string> {
+  return {
+    plain: secret,
+    lower: secret.toLowerCase(),
+    upper: secret.toUpperCase(),
+    'JSON-escaped': JSON.stringify(secret).slice(1, -1).replaceAll('/', '\\/'),
+    'URL-encoded': encodeURIComponent(secret),
+    'URL-encoded, upper-cased': encodeURIComponent(secret).toUpperCase(),
+    'form-encoded': new URLSearchParams({ k: secret }).toString().slice(2),
+    base64: Buffer.from(secret).toString('base64'),
+    base64url: Buffer.from(secret).toString('base64url'),
+    'base64 at offset 1': Buffer.from(`x${secret}`).toString('base64'),
+    'base64 at offset 2': Buffer.from(`id:${secret}`).toString('base64'),
+  };
+}
+
+/** A random-looking secret of `n` characters with '/', '+' and mixed case (the forms differ from the plain text). */
+function secretOf(n: number, seed: number): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/+-';
+  let x = seed * 2654435761;
+  let out = '';
+  for (let i = 0; i < n; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    out += alphabet[(x >>> 16) % alphabet.length];
+  }
+  return out;
+}
+
+describe('secrets of any size and number (issue 28: one oversized secret made every redact() throw, quoting all of them)', () => {
+  // 100,000 characters: a wrong file named as a key file. The old single pattern broke from ~25,000.
+  const HUGE = secretOf(100_000, 7);
+  const OTHER = 'rk-other-Account/Key+0042';
+  registerSecret(HUGE);
+  registerSecret(OTHER);
+
+  it('redact() does not throw, and hides the huge secret in every form and the other secrets beside it', () => {
+    for (const [what, form] of Object.entries(echoedForms(HUGE))) {
+      const text = `before ${form} between ${OTHER} after`;
+      let out = '';
+      expect(() => (out = redact(text)), what).not.toThrow();
+      const [before, first, between, second, after] = out.split(' ');
+      expect([before, between, second, after], what).toEqual(['before', 'between', '[REDACTED]', 'after']);
+      expect(first, what).toMatch(what.includes('offset') ? EDGE : /^\[REDACTED\]$/);
+    }
+  });
+
+  it('a failure printed while the huge secret is registered shows no secret and keeps its exit code', () => {
+    const s = sink();
+    const code = reportFailure(new Error(`account umbrella failed`, { cause: new Error(`the server said ${OTHER} and ${KEY}`) }), s.stream);
+    expect(code).toBe(1);
+    expect(s.text()).toBe('error: account umbrella failed\n  caused by: the server said [REDACTED] and [REDACTED]\n');
+  });
+
+  it('many secrets, short and long: each hidden in every form, in one text', () => {
+    const r = createRedactor();
+    const secrets = Array.from({ length: 300 }, (_, i) => secretOf(i % 10 === 0 ? 300 + i * 10 : 20 + (i % 40), i + 1));
+    for (const s of secrets) r.register(s);
+    for (const s of [secrets[0]!, secrets[1]!, secrets[150]!, secrets[299]!]) {
+      for (const [what, form] of Object.entries(echoedForms(s))) {
+        const out = r.redact(`<<${form}>>`);
+        expect(out.slice(2, -2), `${s.length} characters, ${what}`).toMatch(what.includes('offset') ? EDGE : /^\[REDACTED\]$/);
+      }
+    }
+    const all = secrets.join(' ; ');
+    expect(r.redact(all)).toBe(secrets.map(() => '[REDACTED]').join(' ; '));
+  });
+
+  it('overlapping secrets are hidden together, not the first and the rest of the second', () => {
+    const r = createRedactor();
+    r.register('alpha-BRAVO');
+    r.register('BRAVO-charlie');
+    expect(r.redact('x alpha-BRAVO-charlie y')).toBe('x [REDACTED] y');
+  });
+
+  it('fails closed: a text that cannot be checked is withheld whole, and the failure (which quotes the secrets) is not shown', () => {
+    // The old design's limits: every form compiled into one pattern, which V8 refuses for a long secret.
+    const r = createRedactor({ regexFormChars: Infinity, patternChars: Infinity });
+    r.register(OTHER);
+    r.register(HUGE);
+    let out = '';
+    expect(() => (out = r.redact(`the key ${OTHER} was refused`))).not.toThrow();
+    expect(out).toBe(UNCHECKED);
+    expect(out).not.toContain(OTHER);
   });
 });

@@ -5,6 +5,7 @@ import { loadConfig } from '../../config/load.js';
 import { UsageError } from '../usage-error.js';
 import { chosenAccounts } from '../account-options.js';
 import { csvRecord } from '../../util/csv-cell.js';
+import { oneLine } from '../../util/terminal-text.js';
 
 interface SessionsFlags {
   account?: string[];
@@ -232,7 +233,8 @@ function flattenView(v: Record<string, unknown>, prefix = '', out: Record<string
 
 function renderTable(cols: string[], rows: Record<string, unknown>[]): string {
   const cell = (v: unknown) => {
-    const s = v === null || v === undefined ? '' : String(v).replace(/\s+/g, ' ');
+    // A record's text is the server's (customer names, notes): no control sequence reaches the terminal.
+    const s = v === null || v === undefined ? '' : oneLine(String(v).replace(/\s+/g, ' '));
     return s.length > 40 ? s.slice(0, 39) + '…' : s;
   };
   const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));

@@ -4,6 +4,7 @@ import { partialDays } from '../partial-days.js';
 import { UsageError } from '../usage-error.js';
 import type { StoreStatus } from '../../store/status.js';
 import { addAccountSelection, chosenAccounts, type AccountFlags } from '../account-options.js';
+import { oneLine } from '../../util/terminal-text.js';
 
 export function register(program: Command): void {
   addAccountSelection(program
@@ -80,7 +81,7 @@ export function formatStatus(s: StoreStatus): string {
     `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})`,
     `running now     ${
       s.runningNow
-        ? `pid ${s.runningNow.pid} on ${s.runningNow.host}: ${s.runningNow.command}, since ${s.runningNow.startedAt}`
+        ? `pid ${s.runningNow.pid} on ${oneLine(String(s.runningNow.host))}: ${oneLine(String(s.runningNow.command))}, since ${s.runningNow.startedAt}`
         : s.lastRunDied
           ? `no: last run ${s.lastRunDied.runId ?? '(unnamed)'} died (pid ${s.lastRunDied.pid} gone); the next run takes over and resumes its work`
           : 'no'
@@ -92,7 +93,8 @@ export function formatStatus(s: StoreStatus): string {
     lines.push(
       `  ${r.started_at}  ${String(r.kind).padEnd(8)} ${String(r.outcome).padEnd(13)} ${r.sessions_written} sessions ` +
         `(${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated), ${r.retries} retries, ${r.rate_limited} 429s${r.paused_ms ? ` (paused ${(Number(r.paused_ms) / 1000).toFixed(1)} s${r.pace != null ? `, pace ${Number(r.pace).toFixed(2)}/s` : ''})` : ''}, ${r.bisections} bisections` +
-        (r.error ? `\n      error: ${r.error}` : ''),
+        // The error quotes the server: one printable line, whatever it sent (escape sequences, line breaks).
+        (r.error ? `\n      error: ${oneLine(String(r.error))}` : ''),
     );
   }
   if (!s.lastRuns.length) lines.push('  (none)');

@@ -1,0 +1,65 @@
+/**
+ * The largest key, client secret or token accepted: 4 KiB. Real ones are far shorter (API keys are
+ * tens of characters, JWT access tokens one or two KiB); a larger value is a wrong file (a
+ * certificate, a log, a binary) or a hostile answer, and is refused where it is read, without any
+ * of it being shown.
+ */
+import { closeSync, openSync, readSync } from 'node:fs';
+
+export const MAX_SECRET_BYTES = 4096;
+
+/** "4 KiB (4,096 bytes)": the bound as messages name it. */
+export const MAX_SECRET_TEXT = `4 KiB (${MAX_SECRET_BYTES.toLocaleString('en-US')} bytes)`;
+
+export function secretTooLarge(value: string): boolean {
+  // Most values are ASCII: the length is a lower bound of the byte count, and cheap.
+  return value.length > MAX_SECRET_BYTES || Buffer.byteLength(value, 'utf8') > MAX_SECRET_BYTES;
+}
+
+/** Room for the whitespace around a key in its file (a final newline, an editor's padding). */
+const FILE_SLACK_BYTES = 1024;
+
+/** Why a key file gave no key; `reason` completes "its key file PATH …" and never quotes the file. */
+export class SecretFileError extends Error {
+  override readonly name = 'SecretFileError';
+  constructor(readonly reason: string, readonly code?: string) {
+    super(reason);
+  }
+}
+
+/**
+ * The key in `path`, whitespace around it trimmed. Reads at most 4 KiB and a little more, so a huge
+ * file (or an endless one, /dev/zero) is refused without being read whole. Throws SecretFileError:
+ * unreadable, empty, or larger than MAX_SECRET_BYTES.
+ */
+export function readSecretFile(path: string): string {
+  const limit = MAX_SECRET_BYTES + FILE_SLACK_BYTES;
+  const buf = Buffer.alloc(limit + 1);
+  let length = 0;
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new SecretFileError(`cannot be read (${code})`, code);
+  }
+  try {
+    for (;;) {
+      const n = readSync(fd, buf, length, buf.length - length, null);
+      if (n === 0) break;
+      length += n;
+      if (length > limit) break;
+    }
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new SecretFileError(`cannot be read (${code})`, code);
+  } finally {
+    closeSync(fd);
+  }
+  const key = length > limit ? '' : buf.subarray(0, length).toString('utf8').trim();
+  if (length > limit || secretTooLarge(key)) {
+    throw new SecretFileError(`holds more than ${MAX_SECRET_TEXT}, more than any key: is it the right file? (nothing of it is shown)`);
+  }
+  if (!key) throw new SecretFileError('is empty');
+  return key;
+}

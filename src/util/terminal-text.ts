@@ -1,0 +1,20 @@
+/**
+ * Text from outside (a server's error, a record's field, a lock file's host) made safe to show on a
+ * terminal or in a chat message, whole: control characters (escape sequences that retitle or clear
+ * the terminal, OSC 8 hyperlinks, a carriage return that overwrites a line) never pass. Like
+ * ./printable.ts, which also cuts the text short.
+ */
+import { printable } from './printable.js';
+
+/** `text` on one line: line breaks and tabs become a space, other control characters U+FFFD. */
+export function oneLine(text: string): string {
+  return printable(text.replace(/[\t\n\r]+/g, ' '), Infinity);
+}
+
+/** `text` keeping its line breaks (a message of several lines), other control characters U+FFFD. */
+export function printableLines(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => printable(line.replace(/\t/g, ' '), Infinity))
+    .join('\n');
+}
