@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { startDashboardCli } from '../dashboard/fixture.js';
 
 const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
@@ -137,6 +138,14 @@ describe('the dataset in a bucket', () => {
     const list = await runCli(['sessions', '--parquet-url', url, '--source', 'parquet', '--output', 'ndjson', '--page-size', '10000', '--from', iso(FROM), '--to', iso(TO), '--attribute-names', 'id'], env(join(root, 'reader')));
     expect(list.code).toBe(0);
     expect(list.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id).sort()).toEqual(truth());
+    // The dashboard of yet another machine: the figures of the run's state, the sessions of the dataset.
+    const dash = await startDashboardCli(['--parquet-url', url], env(join(root, 'viewer')));
+    try {
+      const overview = (await (await dash.fetch('api/overview')).json()) as { checkpoint: string; totalSessions: number; format: string };
+      expect(overview).toMatchObject({ checkpoint: status.checkpoint, format: 'parquet', totalSessions: rows.length });
+    } finally {
+      await dash.stop();
+    }
   });
 
   it('a wrong access key, a missing bucket: refused before any fetch (exit 2), naming the bucket and the cause; the bucket unchanged', async () => {

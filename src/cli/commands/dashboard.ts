@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { accountNames, hasAccounts, refuseAccountsDir } from '../../accounts/resolve.js';
@@ -8,6 +8,7 @@ import { DEMO_MARKER } from './demo.js';
 
 interface DashboardFlags {
   dataDir?: string;
+  parquetUrl?: string;
   config?: string;
   port: string;
   host: string;
@@ -24,6 +25,7 @@ export function register(program: Command): void {
         'Never takes the lock or opens the DuckDB file: runs go on beside it',
     )
     .option('--data-dir <dir>', 'data directory; also SESSION_ETL_DATA_DIR (default ./data)')
+    .option('--parquet-url <s3-url>', 'the dataset is in a bucket (s3://BUCKET/PREFIX): the page reads a local copy, brought up to date every 30 s; also SESSION_ETL_PARQUET_URL')
     .option('--config <file>', 'configuration file (maxLag, scheduleCron, scheduleTimezone)')
     .option('--port <n>', 'TCP port; 0 picks a free one', '8787')
     .option('--host <address>', 'address to listen on; anything but loopback requires a fixed access token (--token-file or SESSION_ETL_DASHBOARD_TOKEN)', '127.0.0.1')
@@ -33,7 +35,7 @@ export function register(program: Command): void {
     .action(async (flags: DashboardFlags) => {
       const port = Number(flags.port);
       if (!/^\d+$/.test(flags.port.trim()) || port > 65_535) throw new UsageError(`--port must be a whole number from 0 to 65535, got ${JSON.stringify(flags.port)}`);
-      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
+      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir, parquetUrl: flags.parquetUrl } });
       const { config } = loaded;
       const account = chooseAccount(loaded, flags.account);
       const { parseDuration } = await import('../../time/windows.js');
@@ -45,6 +47,8 @@ export function register(program: Command): void {
       }
       let isDir = false;
       try {
+        // With a bucket, the data directory only keeps the page's copy of it: made when missing.
+        if (config.parquetUrl) mkdirSync(config.dataDir, { recursive: true, mode: 0o750 });
         isDir = statSync(config.dataDir).isDirectory();
       } catch {
         // reported below
@@ -78,7 +82,7 @@ export function register(program: Command): void {
       let dashboard;
       try {
         dashboard = await startDashboard({
-          source: account ? await accountSource(config.dataDir, account) : sourceOfDataDir(config.dataDir),
+          source: await bucketSource(config, account ? await accountSource(config.dataDir, account) : sourceOfDataDir(config.dataDir)),
           ...(account ? { account: { name: account, ...(flags.config ? { configArg: flags.config } : {}) } } : {}),
           host: flags.host,
           port,
@@ -142,4 +146,36 @@ async function accountSource(root: string, account: string): Promise<{ stateDir:
   const { layoutOf } = await import('../../store/layout.js');
   const layout = layoutOf(root, 'both', storeFor(account, await shardCount(root)));
   return { stateDir: layout.storeDir, parquetRoot: layout.parquetDir, account };
+}
+
+/**
+ * With the dataset in a bucket, where the page reads: a local copy of the dataset (mirrored now and
+ * every 30 s after, only what changed), and the state of this machine's store, or (none here: the
+ * runs happen elsewhere) a copy of the one the bucket keeps (format parquet).
+ */
+async function bucketSource<S extends { stateDir: string; parquetRoot: string }>(config: { dataDir: string; parquetUrl?: string | null; s3PathStyle: boolean }, source: S): Promise<S> {
+  if (!config.parquetUrl) return source;
+  const { parseParquetUrl } = await import('../../store/dataset/location.js');
+  const { bucketCacheDir, copyBucketState, mirrorDataset } = await import('../../store/dataset/bucket-reader.js');
+  const { existsSync } = await import('node:fs');
+  const { mkdir, rename } = await import('node:fs/promises');
+  const { join, relative } = await import('node:path');
+  const location = parseParquetUrl(config.parquetUrl, config.s3PathStyle);
+  if (location.kind !== 's3') return source;
+  const cache = bucketCacheDir(config.dataDir);
+  const here = existsSync(join(source.stateDir, 'sessions.duckdb')) || existsSync(join(source.stateDir, 'state.duckdb'));
+  const store = relative(config.dataDir, source.stateDir);
+  const stateDir = here ? source.stateDir : join(cache, 'state', store);
+  const refresh = async () => {
+    await mirrorDataset(location, join(cache, 'dataset'));
+    if (here) return;
+    await mkdir(stateDir, { recursive: true, mode: 0o750 });
+    for (const name of ['state.duckdb', 'state.json']) {
+      const tmp = join(stateDir, `.${name}.part`);
+      if (await copyBucketState(location, store, name, tmp)) await rename(tmp, join(stateDir, name));
+    }
+  };
+  await refresh();
+  setInterval(() => void refresh().catch((err: unknown) => process.stderr.write(`dashboard: could not bring the copy of ${location.url} up to date: ${(err as Error).message}\n`)), 30_000).unref();
+  return { ...source, stateDir, parquetRoot: join(cache, 'dataset') };
 }
