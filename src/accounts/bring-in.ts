@@ -6,10 +6,12 @@
  * transaction on this store (recorded there), then the account is removed from where it was; a
  * move cut short by a crash is finished by the next run, never done twice.
  */
-import { readdir, rm, rmdir, unlink } from 'node:fs/promises';
+import { mkdir, readdir, rm, rmdir, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { layoutOf, PARTITION_DIR_NAME } from '../store/layout.js';
 import { acquireLock } from '../store/lock.js';
+import { BucketRun } from '../store/dataset/bucket-run.js';
+import { bucketStores, mirrorDataset } from '../store/dataset/bucket-reader.js';
 import { SessionStore } from '../store/session-store.js';
 import type { Logger } from '../util/logger.js';
 import { datasetRoot } from './layout.js';
@@ -26,6 +28,7 @@ export interface MovedAccount {
 }
 
 export async function bringAccountsIn(store: SessionStore, root: string, mine: StoreId, names: readonly string[], logger: Logger): Promise<MovedAccount[]> {
+  const dataset = store.dataset.location;
   const moved: MovedAccount[] = [];
   for (const name of legacyAccounts(root, names)) {
     const src = legacySource(root, name);
@@ -36,40 +39,53 @@ export async function bringAccountsIn(store: SessionStore, root: string, mine: S
     logger.info({ account: name, sessions }, `moved account ${name} from the layout before schema 3 into ${describeStore(mine)} (nothing fetched again)`);
   }
   const myCount = mine?.count ?? 1;
-  for (const other of (await allStores(root)).filter((s) => (s?.count ?? 1) !== myCount)) {
-    moved.push(...(await moveOutOf(store, root, mine, other, names, logger)));
-  }
+  // With the dataset in a bucket, the stores whose state the bucket keeps too (their machines' disks are gone).
+  const here = await allStores(root);
+  const there = dataset.kind === 's3' ? await bucketStores(dataset) : [];
+  const key = (s: StoreId) => (s ? `${s.index}-of-${s.count}` : '');
+  const others = [...new Map([...here, ...there].map((s) => [key(s), s])).values()].filter((s) => (s?.count ?? 1) !== myCount);
+  for (const other of others) moved.push(...(await moveOutOf(store, root, mine, other, names, logger)));
   return moved;
 }
 
 /** Moves the named accounts `other` holds into `store`, then removes them from `other` (and `other` itself once it holds none). */
 async function moveOutOf(store: SessionStore, root: string, mine: StoreId, other: StoreId, names: readonly string[], logger: Logger): Promise<MovedAccount[]> {
   const where = layoutOf(root, 'both', other);
+  await mkdir(where.storeDir, { recursive: true, mode: 0o750 });
   const lock = await acquireLock(where.lockPath, {
     command: `moving accounts into ${describeStore(mine)}`,
     wait: true,
     waitTimeoutMs: SOURCE_LOCK_WAIT_MS,
   });
+  const dataset = store.dataset.location;
+  // A bucket: the other store's lock there too, and its state brought here from it (its own machine may be gone).
+  const bucket =
+    dataset.kind === 's3'
+      ? await BucketRun.begin(dataset, (f) => layoutOf(root, f, other), { command: `moving accounts into ${describeStore(mine)}`, runId: `move-${process.pid}-${Date.now()}`, format: undefined, logger, waitMs: SOURCE_LOCK_WAIT_MS })
+      : undefined;
+  const opened = () => SessionStore.open({ dataDir: root, accounts: 'many', ...(other ? { shard: other } : {}), ...(bucket ? { dataset, format: bucket.format ?? 'parquet' } : {}), logger });
   const moved: MovedAccount[] = [];
+  let mirror: string | undefined;
   try {
-    let src = await SessionStore.open({ dataDir: root, accounts: 'many', ...(other ? { shard: other } : {}), logger });
+    if (bucket && bucket.format === undefined) return moved; // the bucket keeps no state of it: nothing to move from here
+    let src = await opened();
     let held: string[];
-    const describe = `${describeStore(other)} (${src.layout.dbPath})`;
-    const source = {
-      describe,
-      dbPath: src.layout.dbPath,
-      format: src.format,
-      whole: false,
-      pendingDir: src.layout.pendingDir,
-      filesGlob: join(datasetRoot(root), 'date=*', src.layout.partitionFile),
-    };
+    const describe = `${describeStore(other)} (${bucket ? `${dataset.kind === 's3' ? dataset.url : ''} ` : ''}${src.layout.dbPath})`;
+    let filesGlob = join(datasetRoot(root), 'date=*', src.layout.partitionFile);
     try {
       held = (await src.accountNames()).filter((n) => names.includes(n));
       if (held.length) await src.flush();
+      if (held.length && dataset.kind === 's3') {
+        // Its day files, read here (DuckDB reads no bucket): a copy of the bucket's.
+        mirror = join(src.layout.tmpDir, `move-files-${process.pid}`);
+        await mirrorDataset(dataset, mirror);
+        filesGlob = join(mirror, 'date=*', src.layout.partitionFile);
+      }
     } finally {
       // Closed while this store reads it (DuckDB opens a file once per process).
       await src.close();
     }
+    const source = { describe, dbPath: src.layout.dbPath, format: src.format, whole: false, pendingDir: src.layout.pendingDir, filesGlob };
     if (held.length) {
       for (const name of held) {
         const done = (await store.movedFrom(name)) === describe;
@@ -77,17 +93,24 @@ async function moveOutOf(store: SessionStore, root: string, mine: StoreId, other
         moved.push({ account: name, from: describe, sessions });
         logger.info({ account: name, sessions }, `moved account ${name} from ${describe} into ${describeStore(mine)} (nothing fetched again)`);
       }
-      src = await SessionStore.open({ dataDir: root, accounts: 'many', ...(other ? { shard: other } : {}), logger });
+      src = await opened();
       let empty: boolean;
       try {
-        await src.removeAccounts(held);
+        await src.removeAccounts(held, filesGlob);
         empty = (await src.accountNames()).length === 0;
+        // What the other store's next run continues from, without the accounts moved out.
+        if (bucket && !empty) await src.withWriteConnection((c) => bucket.saveState(c, { format: src.format, force: true }));
       } finally {
         await src.close();
       }
-      if (empty) await removeStore(root, other);
+      if (empty) {
+        await removeStore(root, other);
+        await bucket?.forget();
+      }
     }
   } finally {
+    if (mirror) await rm(mirror, { recursive: true, force: true }).catch(() => {});
+    await bucket?.end().catch(() => {});
     await lock.release();
   }
   return moved;

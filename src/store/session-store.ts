@@ -209,12 +209,13 @@ export class SessionStore {
     return rows;
   }
 
-  /** Removes accounts moved to another store, and rewrites the days they were in without them. */
-  async removeAccounts(accounts: readonly string[]): Promise<void> {
+  /**
+   * Removes accounts moved to another store, and rewrites the days they were in without them
+   * (`filesGlob`: a local copy of the store's day files when they are in a bucket).
+   */
+  async removeAccounts(accounts: readonly string[], filesGlob = join(this.layout.parquetDir, 'date=*', this.layout.partitionFile)): Promise<void> {
     await this.flush();
-    await this.exclusive(() =>
-      removeAccounts(this.conn, this.format, accounts, () => this.sink.nextGen(this.conn), join(this.layout.parquetDir, 'date=*', this.layout.partitionFile)),
-    );
+    await this.exclusive(() => removeAccounts(this.conn, this.format, accounts, () => this.sink.nextGen(this.conn), filesGlob));
     await this.flush();
   }
 

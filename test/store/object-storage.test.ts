@@ -269,6 +269,39 @@ describe('the dataset in a bucket', () => {
     expect(accounts.map((a) => [a.account, a.status?.checkpoint])).toEqual([['acme', new Date(TO * 1000).toISOString().replace('.000Z', 'Z')], ['globex', new Date(TO * 1000).toISOString().replace('.000Z', 'Z')]]);
   });
 
+  it('shards on fresh machines each night, then a change of their number: every account moved from the bucket\'s old stores, once', async () => {
+    const root = await fx.tempDir();
+    const names = ['acme', 'globex', 'initech', 'umbrella', 'hooli'];
+    const config = join(root, 'config.json');
+    const write = (dataDir: string) =>
+      writeFile(config, JSON.stringify({ dataDir, format: 'parquet', parquetUrl: 's3://lake/sharded', accounts: Object.fromEntries(names.map((n) => [n, { apiKeyEnv: 'K' }])) }));
+    const e = { ...s3.env, REPORTING_URL: fx.emu.url, K: fx.emu.apiKey };
+    const run = async (i: number, n: number, night: string) => {
+      await write(join(root, `${night}-${i}-of-${n}`));
+      const r = await runCli(['backfill', '--config', config, '--shard', `${i}/${n}`, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'error'], e);
+      if (r.stderr && !/holds none of the/.test(r.stderr)) expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+    };
+    for (const i of [0, 1]) await run(i, 2, 'night1');
+    // Three shards from now on, each pod on an empty disk: they move their accounts out of the two old stores.
+    for (const i of [0, 1, 2]) await run(i, 3, 'night2');
+    const keys = [...(await objects('lake', 'sharded/')).keys()];
+    expect(keys.filter((k) => /-of-2/.test(k))).toEqual([]);
+    expect(keys.filter((k) => k.endsWith('state.duckdb')).every((k) => /shards\/\d-of-3\/state\.duckdb$/.test(k))).toBe(true);
+    const dir = join(root, 'read');
+    await datasetRows('lake', 'sharded', dir);
+    const inst = await DuckDBInstance.create(':memory:');
+    const conn = await inst.connect();
+    try {
+      const per = (await conn.runAndReadAll(`SELECT account, count(DISTINCT session_id)::INT AS n, count(*)::INT AS rows, list(DISTINCT filename) AS files FROM read_parquet('${join(dir, '*', '*.parquet')}', filename = true) GROUP BY 1 ORDER BY 1`)).getRowObjectsJS() as Array<{ account: string; n: number; rows: number }>;
+      expect(per.map((x) => x.account)).toEqual([...names].sort());
+      for (const x of per) expect([x.account, x.n]).toEqual([x.account, x.rows]);
+    } finally {
+      conn.closeSync();
+      inst.closeSync();
+    }
+  });
+
   it('format both: the table stays in the data directory, the day files go to the bucket', async () => {
     const root = await fx.tempDir();
     const dir = join(root, 'd');

@@ -338,6 +338,14 @@ export class BucketRun {
     }
   }
 
+  /** Removes the state the bucket keeps for the store (it holds no account any more: accounts/bring-in.ts). */
+  async forget(): Promise<void> {
+    const { DeleteObjectCommand } = await import('@aws-sdk/client-s3');
+    for (const name of ['state.duckdb', 'state.json']) {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key: this.stateKey(name) })).catch(() => {});
+    }
+  }
+
   /** Releases the lock (when it is still this run's) and the client. */
   async end(): Promise<void> {
     if (this.heartbeat) clearInterval(this.heartbeat);
