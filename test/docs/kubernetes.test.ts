@@ -57,7 +57,7 @@ describe('docs/kubernetes/cronjob.yaml', () => {
       expect(d.warnings.map((e) => e.message)).toEqual([]);
     }
     expect(objects.map((o) => `${o.apiVersion} ${o.kind}`)).toEqual([
-      'v1 PersistentVolumeClaim', 'v1 ConfigMap', 'batch/v1 CronJob',
+      'v1 ServiceAccount', 'v1 ConfigMap', 'batch/v1 CronJob',
     ]);
     for (const o of objects) expect(o.metadata?.name).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
   });
@@ -78,7 +78,7 @@ describe('docs/kubernetes/cronjob.yaml', () => {
     expect(args.filter((a) => a.includes('JOB_COMPLETION_INDEX'))).toEqual([`$(JOB_COMPLETION_INDEX)/${n}`]);
   });
 
-  it('runs session-etl export on the shared volume, once at a time, with retries bounded', () => {
+  it('runs session-etl export on an empty disk with the dataset and the state in a bucket, once at a time, with retries bounded', () => {
     expect(args).toContain('export');
     expect(args[args.indexOf('--data-dir') + 1]).toBe('/data');
     expect(cronJob.spec.concurrencyPolicy).toBe('Forbid');
@@ -91,12 +91,23 @@ describe('docs/kubernetes/cronjob.yaml', () => {
       .flatMap((r: Obj) => r.onExitCodes.values);
     expect(failOn).toEqual(expect.arrayContaining([2, 4]));
 
+    // The data directory: an emptyDir, writable; nothing persistent on the node.
     const dataMount = container.volumeMounts.find((m: Obj) => m.mountPath === '/data');
     const dataVolume = podSpec.volumes.find((v: Obj) => v.name === dataMount?.name);
-    const claim = only('PersistentVolumeClaim');
-    expect(dataVolume?.persistentVolumeClaim?.claimName).toBe(claim.metadata.name);
-    expect(claim.spec.accessModes).toContain('ReadWriteMany');
+    expect(dataVolume?.emptyDir).toBeDefined();
     expect(dataMount.readOnly ?? false).toBe(false);
+    expect(byKind('PersistentVolumeClaim')).toEqual([]);
+    // The dataset and the state in a bucket: format parquet (the state goes with it; format both keeps a
+    // DuckDB file on the disk, which an emptyDir would lose).
+    const configMap = only('ConfigMap');
+    const config = JSON.parse(configMap.data['config.json']) as Obj;
+    expect(config.format).toBe('parquet');
+    expect(config.parquetUrl).toMatch(/^s3:\/\/[a-z0-9.-]+\/\S+$/);
+    // Credentials from the pod's role (IRSA): its service account, annotated with the role.
+    const sa = only('ServiceAccount');
+    expect(podSpec.serviceAccountName).toBe(sa.metadata.name);
+    expect(sa.metadata.annotations?.['eks.amazonaws.com/role-arn']).toMatch(/^arn:aws:iam::\d{12}:role\/\S+$/);
+    expect((container.env ?? []).find((e: Obj) => e.name === 'AWS_REGION')?.value).toMatch(/^[a-z]{2}-[a-z]+-\d$/);
   });
 
   it('runs as non-root on a read-only root file system, with resources set', () => {
@@ -130,6 +141,7 @@ describe('docs/kubernetes/cronjob.yaml', () => {
     for (const v of volumes.values()) {
       if (v.configMap) expect(byKind('ConfigMap').map((o) => o.metadata.name)).toContain(v.configMap.name);
       if (v.persistentVolumeClaim) expect(byKind('PersistentVolumeClaim').map((o) => o.metadata.name)).toContain(v.persistentVolumeClaim.claimName);
+      if (podSpec.serviceAccountName) expect(byKind('ServiceAccount').map((o) => o.metadata.name)).toContain(podSpec.serviceAccountName);
     }
   });
 
@@ -200,8 +212,9 @@ describe('docs/kubernetes/cronjob.yaml', () => {
     // The example shows both ways.
     expect(files).toBeGreaterThan(0);
     expect(vars).toBeGreaterThan(0);
-    // No environment variable of the pod holds a literal value that could be a key.
-    for (const e of env.values()) expect(e.value, `env ${e.name}`).toBeUndefined();
+    // No environment variable of the pod holds a literal value that could be a key: literals only for
+    // the settings that are not secrets.
+    for (const e of env.values()) if (!['AWS_REGION', 'AWS_ENDPOINT_URL_S3', 'SESSION_ETL_S3_PATH_STYLE'].includes(e.name)) expect(e.value, `env ${e.name}`).toBeUndefined();
   });
 
   it('uses only fields the Kubernetes API knows at the levels it sets (a typo would be ignored or refused)', () => {
