@@ -28,6 +28,7 @@ import { SESSION_COLUMNS, sessionsTableDdl } from '../src/store/contract.js';
 import { NDJSON_COLUMNS, ndjsonSelect } from '../src/store/ndjson.js';
 import { measureDashboard } from './dashboard.js';
 import { runMeasured, type Row } from './measured-process.js';
+import { objectStorageCase } from './object-storage.js';
 import { accountsBench, writeAccountsDoc, type AccountsBenchContext } from './accounts.js';
 import { longTextCase } from './long-text.js';
 
@@ -238,9 +239,9 @@ async function bestOf<T>(n: number, fn: () => Promise<T>): Promise<number> {
 const ONLY = (() => {
   const i = process.argv.indexOf('--only');
   const v = i >= 0 ? process.argv[i + 1] : undefined;
-  if (i >= 0 && v !== 'rate' && v !== 'accounts' && v !== 'long-text' && v !== 'dashboard') {
+  if (i >= 0 && v !== 'rate' && v !== 'accounts' && v !== 'long-text' && v !== 'dashboard' && v !== 'objects') {
     process.stderr.write(
-      `--only takes one value: rate (the rate-control cases), accounts (the many-accounts case), long-text or dashboard (the 1 M backfill, then case 8; both printed, not written); got ${JSON.stringify(v ?? '')}\n`,
+      `--only takes one value: rate (the rate-control cases), accounts (the many-accounts case), long-text, dashboard or objects (the 1 M backfill, then case 8 or 9; printed, not written); got ${JSON.stringify(v ?? '')}\n`,
     );
     process.exit(2);
   }
@@ -261,6 +262,18 @@ async function main(): Promise<void> {
     process.stdout.write(`${table}\n`);
     log(`rate cases finished in ${secs(performance.now() - began)}`);
     if (SCALE === 1) await writeRateDoc(table);
+    return;
+  }
+  if (ONLY === 'objects') {
+    try {
+      const big = await startEmulatorProcess(emulatorOptions(BIG));
+      await fetchAll(big, 4);
+      await objectStorageCase({ work, backfill: (dir, extra, env) => cli(backfillArgs(dir, extra), big, env), row, log, secs, mb, fmt });
+      await big.close();
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+    process.stdout.write(`${render(rows)}\n`);
     return;
   }
   if (ONLY === 'dashboard') {
@@ -338,6 +351,9 @@ async function main(): Promise<void> {
 
     // Profile: the JavaScript stages, on every body of the year, in this process.
     await profile(big, stored);
+
+    // Case 9: the same backfill into a bucket on loopback, side by side with a local one (bench/object-storage.ts).
+    await objectStorageCase({ work, backfill: (dir, extra, env) => cli(backfillArgs(dir, extra), big, env), row, log, secs, mb, fmt });
 
     // Case 8: the dashboard over the store of 1a (issue 17).
     await dashboardRows(dirA, stored);

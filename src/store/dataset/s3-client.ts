@@ -37,7 +37,7 @@ export async function s3ClientFor(l: S3Location): Promise<S3Client> {
   registerSecret(process.env.AWS_SECRET_ACCESS_KEY);
   registerSecret(process.env.AWS_SESSION_TOKEN);
   const { S3Client } = await import('@aws-sdk/client-s3');
-  return new S3Client({
+  const client = new S3Client({
     forcePathStyle: l.pathStyle,
     maxAttempts: S3_MAX_ATTEMPTS,
     retryMode: 'standard',
@@ -46,6 +46,19 @@ export async function s3ClientFor(l: S3Location): Promise<S3Client> {
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
   });
+  if (process.env.SESSION_ETL_S3_UNSIGNED_PAYLOAD !== '0') {
+    // The body is not hashed into the signature (S3's UNSIGNED-PAYLOAD, what the SDK sends over HTTPS
+    // anyway): over a plain-HTTP endpoint the SDK would hash every day file once more.
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const request = args.request as { headers?: Record<string, string> };
+        if (request.headers) request.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
+        return next(args);
+      },
+      { step: 'build', name: 'sessionEtlUnsignedPayload' },
+    );
+  }
+  return client;
 }
 
 /** The endpoint a client talks to, for messages (no credentials in it). */
