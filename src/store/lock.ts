@@ -172,7 +172,8 @@ export function holderState(holder: LockHolder): 'alive' | 'dead' {
   return holder.host === hostname() && !pidAlive(holder.pid) ? 'dead' : 'alive';
 }
 
-function pidAlive(pid: number): boolean {
+/** Whether a process of this host is alive (EPERM: it is, another user's). */
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

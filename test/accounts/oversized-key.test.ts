@@ -6,13 +6,14 @@
  * oversized key, appears in stdout, stderr or any file under the data directory, in any form.
  */
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runCli, type CliResult } from '../helpers/cli.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { filesUnder } from '../reliability/secrets.js';
 
 const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
@@ -69,19 +70,6 @@ function formsOf(secret: string): string[] {
   return [...new Set(forms)];
 }
 
-async function filesUnder(root: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (d: string) => {
-    for (const n of await readdir(d).catch(() => [] as string[])) {
-      const p = join(d, n);
-      const st = await lstat(p);
-      if (st.isDirectory()) await walk(p);
-      else if (st.isFile()) out.push(p);
-    }
-  };
-  await walk(root);
-  return out;
-}
 
 /** Where any form of any of `secrets` shows in the run's output or a file under `dataDir`: [] when nowhere. */
 async function leaks(r: CliResult, dataDir: string, secrets: Record<string, string>): Promise<string[]> {

@@ -45,7 +45,8 @@ function echoForms(value: string): string {
   return [value, value.toLowerCase(), value.toUpperCase(), Buffer.from(value).toString('base64'), Buffer.from(`id:${value}`).toString('base64')].join(' | ');
 }
 
-async function filesUnder(root: string): Promise<string[]> {
+/** Every regular file under `root` (links not followed): what a leak could be written to. */
+export async function filesUnder(root: string): Promise<string[]> {
   const out: string[] = [];
   const walk = async (d: string) => {
     for (const n of await readdir(d).catch(() => [] as string[])) {

@@ -29,7 +29,7 @@ import { unguessable } from '../../util/temp-file.js';
 import { queryRows, sqlString } from '../duckdb.js';
 import { DataDirError } from '../errors.js';
 import type { StoreLayout } from '../layout.js';
-import type { LockHolder } from '../lock.js';
+import { pidAlive, type LockHolder } from '../lock.js';
 import { BUCKET_STATE_DIR, keyOf, type DatasetLocation } from './location.js';
 import { bucketError, BucketWriteError, s3ClientFor } from './s3-client.js';
 import { downloadTo } from './s3-dataset.js';
@@ -209,7 +209,7 @@ export class BucketRun {
 
   /** Not refreshed for STALE_MS, or held by a process of this host that is gone (a crash, kill -9: seen at once). */
   private stale(h: Holder): boolean {
-    if (h.host === hostname() && !processAlive(h.pid)) return true;
+    if (h.host === hostname() && !pidAlive(h.pid)) return true;
     return (this.o.now ?? Date.now)() - Date.parse(h.heartbeatAt) > STALE_MS;
   }
 
@@ -360,14 +360,5 @@ export class BucketRun {
     } finally {
       this.client.destroy();
     }
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
