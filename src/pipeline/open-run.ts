@@ -3,11 +3,12 @@
  * lock, the store opened (waiting while a reader holds the DuckDB file); and at the end, the store
  * closed, what a first run that committed nothing created removed again, and the lock released.
  */
-import { mkdir, rmdir, unlink } from 'node:fs/promises';
+import { rmdir, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { DataDirError, StoreBusyError } from '../store/errors.js';
 import { DIR_MODE, layoutOf, refuseLinks } from '../store/layout.js';
 import { acquireLock, type Lock } from '../store/lock.js';
+import { makeDirs, MakeDirsError } from '../store/make-dirs.js';
 import { checkWriterSettings, discardNew, SessionStore } from '../store/session-store.js';
 import { STATE_FILE } from '../store/state-snapshot.js';
 import { formatDuration } from '../time/windows.js';
@@ -120,17 +121,22 @@ async function openWhenFree(opts: PipelineOptions, logger: Logger): Promise<Sess
   }
 }
 
-/** Creates the data directory when missing; returns the first directory it created (see mkdir), if any. */
+/** Creates the data directory when missing; returns the first directory it created, if any. */
 async function ensureDataDir(dir: string): Promise<string | undefined> {
   try {
-    return await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    return await makeDirs(dir, DIR_MODE);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new DataDirError(
-      `data directory ${dir} cannot be created (${code}): ` +
-        (code === 'EACCES' || code === 'EROFS' || code === 'EPERM' ? 'it is not writable; choose another --data-dir' : 'a file stands in the way; choose another --data-dir'),
-      { cause: err },
-    );
+    const { code, at } = err instanceof MakeDirsError ? err : { code: (err as NodeJS.ErrnoException).code ?? 'EIO', at: dir };
+    const why =
+      code === 'EACCES' || code === 'EROFS' || code === 'EPERM'
+        ? `${dirname(at)} is not writable`
+        : code === 'ENOTDIR' || code === 'EEXIST'
+          ? `${at} is a file, not a directory`
+          : code === 'ENOENT'
+            ? `${dirname(at)} does not accept new directories (a special file system such as /proc or /sys?)`
+            : `${at}: ${code}`;
+    // No cause: the system's own words ("no such file or directory" for /proc/foo) would mislead.
+    throw new DataDirError(`data directory ${dir} cannot be created: ${why}; choose another --data-dir`);
   }
 }
 
