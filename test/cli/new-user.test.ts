@@ -42,3 +42,59 @@ describe('a data directory that cannot be created', () => {
     expect(r.stderr).toContain('data directory /proc/session-etl-test/data cannot be created: /proc does not accept new directories');
   });
 });
+
+describe('sessions: csv and ndjson for files', () => {
+  it('csv and ndjson hold every match without --page-size (not the first 100)', async () => {
+    expect(stored).toBeGreaterThan(100); // the default page
+    const nd = await runCli(['sessions', '--data-dir', dataDir, '--output', 'ndjson']);
+    expect(nd.code).toBe(0);
+    const ids = nd.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+    expect(ids).toHaveLength(stored);
+    expect(new Set(ids).size).toBe(stored);
+    const csv = await runCli(['sessions', '--data-dir', dataDir, '--output', 'csv', '--attribute-names', 'id,started']);
+    expect(csv.code).toBe(0);
+    const lines = csv.stdout.trim().split('\n');
+    expect(lines[0]).toBe('id,started');
+    expect(new Set(lines.slice(1).map((l) => l.split(',')[0])).size).toBe(stored);
+  });
+
+  it('a page of csv asked for with --page-size says on stderr what it left out', async () => {
+    const r = await runCli(['sessions', '--data-dir', dataDir, '--output', 'csv', '--page-size', '5', '--attribute-names', 'id']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().split('\n')).toHaveLength(6);
+    expect(r.stderr).toContain(`wrote 5 of ${stored} matching sessions`);
+  });
+});
+
+describe('sessions: the table for a person', () => {
+  it('columns line up with wide characters (CJK, emoji) in a cell: each takes two columns', async () => {
+    const r = await runCli(['sessions', '--data-dir', dataDir, '--output', 'table', '--attribute-names', 'agent.name,id', '--page-size', '1000']);
+    expect(r.code).toBe(0);
+    // Columns as a terminal draws them: CJK ideographs, kana, Hangul and this emoji take two.
+    const columns = (s: string) => [...s].reduce((w, ch) => w + (/[\u3000-\u9fff\uac00-\ud7a3\u{1f680}]/u.test(ch) ? 2 : 1), 0);
+    const lines = r.stdout.split('\n').filter((l) => /[0-9a-f]{8}-[0-9a-f]{4}-/.test(l));
+    expect(lines.some((l) => /[王佐김]|🚀/u.test(l))).toBe(true);
+    const idColumn = columns(r.stdout.split('\n')[0]!.slice(0, r.stdout.split('\n')[0]!.indexOf('id')));
+    for (const l of lines) expect({ l, at: columns(l.slice(0, l.search(/[0-9a-f]{8}-[0-9a-f]{4}-/))) }).toEqual({ l, at: idColumn });
+  });
+
+  it('--from in the future prints one clear "no sessions" line, not blank lines', async () => {
+    const r = await runCli(['sessions', '--data-dir', dataDir, '--output', 'table', '--from', day(NOW + 30 * D)]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`no sessions match (--from ${day(NOW + 30 * D)}T00:00:00Z is in the future)\n`);
+  });
+
+  it('an unknown field in --attribute-names is kept as an empty column (it counts as null), with a did-you-mean', async () => {
+    const r = await runCli(['sessions', '--data-dir', dataDir, '--output', 'csv', '--attribute-names', 'id,agent.nmae,pin', '--page-size', '2']);
+    expect(r.code).toBe(0);
+    const [header, row] = r.stdout.split('\n');
+    expect(header).toBe('id,agent.nmae,pin');
+    expect(row).toMatch(/^[0-9a-f-]{36},,/);
+    expect(r.stderr).toContain('no session field is called agent.nmae (did you mean agent.name?)');
+    const json = await runCli(['sessions', '--data-dir', dataDir, '--output', 'json', '--attribute-names', 'id,foo', '--page-size', '1']);
+    expect(Object.entries((JSON.parse(json.stdout) as { items: object[] }).items[0]!)).toEqual([
+      ['id', expect.any(String)],
+      ['foo', null],
+    ]);
+  });
+});
