@@ -7,7 +7,7 @@ import { loadConfig, type LoadedConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { NotifySettings } from '../monitoring/notify.js';
 import type { PipelineOptions } from '../pipeline/run.js';
-import { parseDuration } from '../time/windows.js';
+import { chunkBelowMinChunk, parseDuration } from '../time/windows.js';
 import { UsageError } from './usage-error.js';
 
 export interface CommonFlags {
@@ -110,6 +110,9 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+  const chunkSeconds = parseDuration(c.chunk);
+  const minChunkSeconds = parseDuration(c.minChunk);
+  if (chunkSeconds < minChunkSeconds) throw new UsageError(chunkBelowMinChunk(chunkSeconds, minChunkSeconds));
   return {
     reportingUrl: c.reportingUrl,
     apiKey: c.apiKey,
@@ -117,10 +120,10 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
     // Set by the user (flag, environment, file): checked against the data directory's format.
     // Otherwise the data directory's own format is used (a new one: the default).
     ...(loaded.sources.format && loaded.sources.format !== 'default' ? { format: c.format } : {}),
-    chunkSeconds: parseDuration(c.chunk),
+    chunkSeconds,
     concurrency: c.concurrency,
     ...(c.maxResultsPerQuery ? { maxResultsPerQuery: c.maxResultsPerQuery } : {}),
-    minChunkSeconds: parseDuration(c.minChunk),
+    minChunkSeconds,
     settleSeconds: parseDuration(c.settle),
     onInvalid: c.onInvalid,
     ...(c.maxRequestsPerSecond ? { maxRequestsPerSecond: c.maxRequestsPerSecond } : {}),

@@ -90,6 +90,12 @@ export interface BackfillOptions extends PipelineOptions {
 export interface ExportOptions extends PipelineOptions {
   /** Where the first export starts when nothing is stored yet, epoch seconds. */
   since?: number;
+  /**
+   * Log a warning when `since` is not used because the data directory has a checkpoint (the export
+   * continues from it). For a start the user gave for this run (`--since`); a configured startDate
+   * is meant for the first run only, so it is not warned about.
+   */
+  warnIfSinceUnused?: boolean;
   /** How far before the checkpoint each export re-reads, seconds. Default 1 day. */
   lookbackSeconds?: number;
 }

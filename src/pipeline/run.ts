@@ -13,7 +13,7 @@ import type { Lock } from '../store/lock.js';
 import type { SessionStore } from '../store/session-store.js';
 import { StatePublisher } from '../store/state-snapshot.js';
 import { checkpointOf, subtractIntervals } from '../time/intervals.js';
-import { checkPlanSize, cutWindows, describeWindow, isoOf, type Window } from '../time/windows.js';
+import { checkPlanSize, chunkBelowMinChunk, cutWindows, describeWindow, isoOf, type Window } from '../time/windows.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { redact } from '../util/redact.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
@@ -78,12 +78,25 @@ export async function runExport(opts: ExportOptions): Promise<RunSummary> {
       from = opts.since;
     } else {
       from = checkpoint - lookback;
+      if (opts.since !== undefined && opts.since < from && opts.warnIfSinceUnused) {
+        log(opts).warn(
+          { since: isoOf(opts.since), checkpoint: isoOf(checkpoint) },
+          `--since ${isoOf(opts.since)} is not used: this data directory has a checkpoint (${isoOf(checkpoint)}), and an export ` +
+            `continues from it (less the lookback, from ${isoOf(from)}); to load or re-read what is before, run ` +
+            `\`session-etl backfill --from ${dayOrInstant(opts.since)} --to ${dayOrInstant(from)}\``,
+        );
+      }
       if (opts.since !== undefined) from = Math.max(from, Math.min(opts.since, checkpoint));
     }
     if (from >= to) return { range: null, todo: [], resumed: false };
     const range = { start: from, end: to };
     return { range, todo: [range], resumed: false };
   });
+}
+
+/** An instant as a person types it: the date alone at midnight UTC. */
+function dayOrInstant(t: number): string {
+  return t % 86_400 === 0 ? isoOf(t).slice(0, 10) : isoOf(t);
 }
 
 const FIRST_RUN_MESSAGE =
@@ -106,6 +119,9 @@ function validateCommon(opts: PipelineOptions): void {
   posInt(opts.chunkSeconds, 'chunk');
   posInt(opts.minChunkSeconds, 'min-chunk');
   posInt(opts.maxResultsPerQuery, 'max-results-per-query');
+  const chunk = opts.chunkSeconds ?? DEFAULTS.chunkSeconds;
+  const minChunk = opts.minChunkSeconds ?? DEFAULTS.minChunkSeconds;
+  if (chunk < minChunk) throw new RangeError(chunkBelowMinChunk(chunk, minChunk));
   const rps = opts.maxRequestsPerSecond;
   if (rps !== undefined && !(Number.isFinite(rps) && rps >= MIN_REQUESTS_PER_SECOND)) {
     throw new RangeError(

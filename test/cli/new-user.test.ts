@@ -2,6 +2,9 @@
  * What a new user met (issue 28, "What a new user met"): each test runs the built CLI as a person
  * would and checks what they see — exit codes, messages, output.
  */
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runBackfill } from '../../src/pipeline/run.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
@@ -96,5 +99,41 @@ describe('sessions: the table for a person', () => {
       ['id', expect.any(String)],
       ['foo', null],
     ]);
+  });
+});
+
+describe('export: a start that cannot be used, a chunk that cannot be split', () => {
+  it('--since in the future is refused (exit 2), as backfill refuses a --from in the future; nothing is written', async () => {
+    const dir = join(await fx.tempDir(), 'never');
+    const r = await runCli(['export', '--since', day(NOW + 3 * D)], fx.env(dir));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`--since (${day(NOW + 3 * D)}) is in the future: there is nothing to export yet`);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('--since on a data directory with a checkpoint says it is not used, naming the checkpoint and the backfill that reads it', async () => {
+    const dir = await fx.tempDir();
+    await runBackfill({ reportingUrl: fx.emu.url, apiKey: fx.emu.apiKey, dataDir: dir, format: 'duckdb', from: TO, to: TO + D, now: () => NOW * 1000 });
+    const r = await runCli(['export', '--since', day(FROM), '--json'], fx.env(dir));
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`--since ${day(FROM)}T00:00:00Z is not used: this data directory has a checkpoint (${day(TO + D)}T00:00:00Z)`);
+    expect(r.stderr).toContain(`session-etl backfill --from ${day(FROM)} --to ${day(TO)}`);
+    // A configured startDate is for the first run only: no warning for it on later runs.
+    const config = join(dir, 'config.json');
+    await writeFile(config, JSON.stringify({ startDate: day(FROM) }));
+    const later = await runCli(['export', '--json', '--config', config], fx.env(dir));
+    expect(later.code).toBe(0);
+    expect(later.stderr).not.toContain('is not used');
+  });
+
+  it('--chunk shorter than --min-chunk is refused (exit 2) before anything is written, not 345,600 windows in silence', async () => {
+    const dir = join(await fx.tempDir(), 'never');
+    const r = await runCli(['backfill', '--from', day(FROM), '--to', day(TO), '--chunk', '1s'], fx.env(dir));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--chunk 1s is shorter than --min-chunk 1m (the smallest window bisection makes): give a --chunk of at least 1m');
+    expect(existsSync(dir)).toBe(false);
+    const e = await runCli(['export', '--since', day(FROM), '--chunk', '30s'], fx.env(dir));
+    expect(e.code).toBe(2);
+    expect(existsSync(dir)).toBe(false);
   });
 });

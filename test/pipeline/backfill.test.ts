@@ -246,12 +246,13 @@ describe('plans too large to hold', () => {
   it('a backfill planning more than the bound is refused before anything is written; one just under it is not', async () => {
     const dataDir = join(await tempDir(), 'never');
     const emuUrl = 'http://127.0.0.1:9'; // never contacted
-    const opts = { reportingUrl: emuUrl, apiKey: 'k', dataDir, format: 'both' as const, now: () => NOW * 1000, settleSeconds: 0 };
+    const opts = { reportingUrl: emuUrl, apiKey: 'k', dataDir, format: 'both' as const, now: () => NOW * 1000, settleSeconds: 0, minChunkSeconds: 1 };
     await expect(runBackfill({ ...opts, from: 0, to: FROM, chunkSeconds: 1 })).rejects.toThrow(
       /makes 1,767,225,600 windows, more than the 1,000,000 one run can plan: give a bigger --chunk \(at least 30m for this range\)/,
     );
     expect(countWindows(0, FROM, 1800)).toBeLessThanOrEqual(MAX_PLANNED_WINDOWS);
     await expect(runBackfill({ ...opts, from: FROM - MAX_PLANNED_WINDOWS - 1, to: FROM, chunkSeconds: 1 })).rejects.toThrow(RangeError);
+    await expect(runBackfill({ ...opts, minChunkSeconds: 60, from: FROM, to: NOW, chunkSeconds: 30 })).rejects.toThrow(/--chunk 30s is shorter than --min-chunk 1m/);
     await expect(runBackfill({ ...opts, from: FROM, to: NOW, maxRequestsPerSecond: 1e-300 })).rejects.toThrow(/at least 0\.01/);
     await expect(runBackfill({ ...opts, from: FROM, to: NOW, maxRequestsPerSecond: Infinity })).rejects.toThrow(/at least 0\.01/);
     expect(existsSync(dataDir)).toBe(false);
