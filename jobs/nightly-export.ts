@@ -9,6 +9,7 @@ const job: JobDefinition = {
   name: 'nightly-export',
   description: 'incremental export of new and changed sessions',
   schedule: ({ cron, timezone }) => ({ cron, timezone }),
+  needsStartDate: true,
   run: (ctx) => runExport({ ...ctx.pipeline, lookbackSeconds: ctx.lookbackSeconds, ...(ctx.since !== undefined ? { since: ctx.since } : {}) }),
 };
 

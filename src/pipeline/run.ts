@@ -3,12 +3,11 @@
  * left) → cut windows → extract under rate control → load each window (validate, flatten, commit
  * atomically) → last flush → record the run. Each step is a named function below execute().
  */
-import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { ExitCode } from '../errors.js';
 import { ReportingClient } from '../reporting/client.js';
 import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
-import { layoutOf } from '../store/layout.js';
+import { holdsStore } from '../store/layout.js';
 import type { Lock } from '../store/lock.js';
 import type { SessionStore } from '../store/session-store.js';
 import { StatePublisher } from '../store/state-snapshot.js';
@@ -56,7 +55,7 @@ export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
 /** Incremental: from checkpoint - lookback (or `since` on the first run) to now - settle. */
 export async function runExport(opts: ExportOptions): Promise<RunSummary> {
   validateCommon(opts);
-  const stored = (['both', 'parquet'] as const).some((f) => existsSync(layoutOf(opts.dataDir, f).dbPath));
+  const stored = holdsStore(opts.dataDir);
   if (opts.since === undefined && !stored) {
     throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);
   }

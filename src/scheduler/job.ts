@@ -23,4 +23,10 @@ export interface JobDefinition {
   /** The cron expression (node-cron syntax, optional seconds field) and time zone, given the configured ones. */
   schedule(settings: JobSettings): { cron: string; timezone: string };
   run(ctx: JobContext): Promise<RunSummary>;
+  /**
+   * An incremental export: its first run in a data directory needs a start (`since`, from the
+   * configuration's startDate). `schedule` refuses to start (exit 2) when a data directory it would
+   * run in has nothing stored and no startDate: the job would fail every night.
+   */
+  needsStartDate?: boolean;
 }

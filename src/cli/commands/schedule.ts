@@ -12,6 +12,8 @@ import { formatSummary } from '../summary.js';
 import { UsageError } from '../usage-error.js';
 import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 import { accountDataDir } from '../../accounts/layout.js';
+import type { LoadedConfig } from '../../config/load.js';
+import { holdsStore } from '../../store/layout.js';
 import type { AccountOutcome } from '../accounts-run.js';
 import type { SchedulerMonitorOptions } from '../../monitoring/scheduler-monitor.js';
 
@@ -61,6 +63,7 @@ export function register(program: Command): void {
         )
       : loadedJobs;
     if (!jobs.length) throw new UsageError(`no job files in ${flags.jobsDir ?? 'jobs/'}`);
+    if (jobs.some((j) => j.needsStartDate)) refuseWithoutStart(loaded, accounts, since !== undefined);
     const httpPort = flags.httpPort !== undefined ? parseHttpPort(flags.httpPort) : undefined;
     // --max-lag (config maxLag): /healthz's lag limit, and the lag alert of notifications.
     const maxLagSeconds = parseDuration(c.maxLag, 'maxLag');
@@ -71,7 +74,6 @@ export function register(program: Command): void {
     const notify = notifySettings(loaded);
     let stop = new AbortController();
     let abort = new AbortController();
-    let exitCode: number = ExitCode.ok;
     const scheduler = startScheduler({
       jobs,
       settings: { cron: c.scheduleCron, timezone: c.scheduleTimezone },
@@ -125,8 +127,9 @@ export function register(program: Command): void {
           process.exit(code);
         }
         signalled = true;
-        // Idle: a clean exit. Running: stop it (windows in flight commit), then exit with the signal's code.
-        if (scheduler.running) exitCode = code;
+        // A clean stop exits 0, also with a run going: it is stopped (windows in flight commit) and
+        // the next start continues it; 130/143 would read as a failure to systemd. Only a second
+        // signal, which does not wait, exits with the signal's code.
         logger.warn({ signal: sig, running: scheduler.running }, 'scheduler stopping');
         stop.abort(new Error(`stopped by ${sig}`));
         setTimeout(() => abort.abort(new Error(`stopped by ${sig}`)), 10_000).unref();
@@ -136,8 +139,31 @@ export function register(program: Command): void {
       process.on('SIGTERM', onSignal);
       if (flags.runNow) void scheduler.runNow();
     });
-    process.exitCode = exitCode;
+    process.exitCode = ExitCode.ok;
   });
+}
+
+/**
+ * Refuses (exit 2) to start a scheduler whose nightly export would fail every night: a data
+ * directory (an account's, with accounts) with nothing stored and no startDate to begin from.
+ */
+function refuseWithoutStart(loaded: LoadedConfig, accounts: string[] | null, hasStartDate: boolean): void {
+  const advice =
+    'set startDate in the configuration file (where the first export starts, e.g. "startDate": "2026-01-01"), ' +
+    'or load the history first with `session-etl backfill --from … --to …`';
+  if (!accounts) {
+    if (hasStartDate || holdsStore(loaded.config.dataDir)) return;
+    throw new UsageError(`nothing has been exported to ${loaded.config.dataDir} yet and no startDate is set, so the nightly export would fail every night: ${advice}`);
+  }
+  const missing = accounts.filter(
+    (name) => (loaded.config.accounts?.[name]?.startDate ?? loaded.config.startDate) == null && !holdsStore(accountDataDir(loaded.config.dataDir, name)),
+  );
+  if (missing.length) {
+    throw new UsageError(
+      `nothing has been exported yet for account${missing.length > 1 ? 's' : ''} ${missing.join(', ')} and no startDate is set for ${missing.length > 1 ? 'them' : 'it'}, ` +
+        `so the nightly export would fail for ${missing.length > 1 ? 'them' : 'it'} every night: ${advice} (or the account's own startDate)`,
+    );
+  }
 }
 
 /** A scheduled run's notifications, with the exit code `export` would have ended with. */
