@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import { ExitCode } from '../errors.js';
 import { ReportingClient } from '../reporting/client.js';
 import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
+import { backfillCommand } from '../store/backfill-command.js';
 import { holdsStore } from '../store/layout.js';
 import type { Lock } from '../store/lock.js';
 import type { SessionStore } from '../store/session-store.js';
@@ -82,7 +83,7 @@ export async function runExport(opts: ExportOptions): Promise<RunSummary> {
           { since: isoOf(opts.since), checkpoint: isoOf(checkpoint) },
           `--since ${isoOf(opts.since)} is not used: this data directory has a checkpoint (${isoOf(checkpoint)}), and an export ` +
             `continues from it (less the lookback, from ${isoOf(from)}); to load or re-read what is before, run ` +
-            `\`session-etl backfill --from ${dayOrInstant(opts.since)} --to ${dayOrInstant(from)}\``,
+            `\`${backfillCommand({ start: opts.since, end: from }, commandDataDir(opts))}\``,
         );
       }
       if (opts.since !== undefined) from = Math.max(from, Math.min(opts.since, checkpoint));
@@ -91,11 +92,6 @@ export async function runExport(opts: ExportOptions): Promise<RunSummary> {
     const range = { start: from, end: to };
     return { range, todo: [range], resumed: false };
   });
-}
-
-/** An instant as a person types it: the date alone at midnight UTC. */
-function dayOrInstant(t: number): string {
-  return t % 86_400 === 0 ? isoOf(t).slice(0, 10) : isoOf(t);
 }
 
 const FIRST_RUN_MESSAGE =
@@ -214,8 +210,10 @@ async function execute(
       throw Object.assign(new RunFailedError(`${kind} ${runId} failed: ${summary.error}`, runId, { cause: outcome.error }), { summary });
     }
     if (summary.outcome === 'interrupted') {
+      // A backfill resumes when run again over the same range (its end as clamped here): say how.
+      const resume = p.backfill ? `; to resume it, run \`${backfillCommand(p.backfill, commandDataDir(opts))}\`` : '';
       throw Object.assign(
-        new RunInterruptedError(`${kind} ${runId} stopped: ${summary.windows.skipped} windows not started; ${committedNote(summary.checkpoint)}`, opts.stopExitCode ?? 130),
+        new RunInterruptedError(`${kind} ${runId} stopped: ${summary.windows.skipped} windows not started; ${committedNote(summary.checkpoint)}${resume}`, opts.stopExitCode ?? 130),
         { summary },
       );
     }
@@ -366,6 +364,11 @@ async function finish(
     pace: summary.pace,
   });
   return summary;
+}
+
+/** The --data-dir of a command to paste: the run's, unless it is an account's (accounts/NAME: never a --data-dir of its own). */
+function commandDataDir(opts: PipelineOptions): string | undefined {
+  return opts.parquetDir === undefined ? opts.dataDir : undefined;
 }
 
 function committedNote(checkpoint: string | null): string {

@@ -1,6 +1,10 @@
 /** What `session-etl status` reports, read from the data directory without writing anything. */
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { subtractIntervals } from '../time/intervals.js';
+import { isoOf } from '../time/windows.js';
+import { backfillCommand } from './backfill-command.js';
+import { queryRows } from './duckdb.js';
 import { StoreBusyError } from './errors.js';
 import { holderState, readHolder, type LockHolder } from './lock.js';
 import { layoutOf, type OutputFormat } from './layout.js';
@@ -31,6 +35,24 @@ export interface StoreStatus {
   source: 'duckdb' | 'snapshot';
   /** When the snapshot was written (source snapshot), else null. */
   asOf: string | null;
+  /** How far the run going now has got, as of its last commit (from its state snapshot); null when none is going. */
+  progress: { windowsTotal: number; windowsDone: number; sessions: number; at: string } | null;
+  /**
+   * Backfills begun and not completed (interrupted, failed, or going now), with the part of their
+   * range not covered yet and the command that resumes each; null while a run holds the DuckDB file.
+   */
+  unfinishedBackfills: UnfinishedBackfill[] | null;
+}
+
+export interface UnfinishedBackfill {
+  from: string;
+  to: string;
+  runId: string;
+  startedAt: string;
+  /** The parts of [from, to) not covered yet. */
+  missing: Array<{ from: string; to: string }>;
+  /** Resumes it: the same range again (finished windows are not fetched again). */
+  resume: string;
 }
 
 /** `parquetDir`: the dataset's root when not the data directory's own (an account's: docs/accounts.md). */
@@ -39,7 +61,10 @@ export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10,
   const holder = (await readHolder(layoutOf(dataDir, 'both').lockPath)) ?? null;
   const alive = holder && holderState(holder) === 'alive' ? holder : null;
   const died = holder && !alive ? holder : null;
-  const { state, asOf } = await readState(dataDir, runs);
+  const { state, asOf, unfinishedBackfills } = await readState(dataDir, runs, parquetDir === undefined);
+  // The run going now publishes its progress in its snapshot.
+  const running = alive ? (await readStateSnapshot(dataDir).catch(() => null))?.running : null;
+  const progress = running?.progress && (alive!.runId ?? runIdOf(alive!.command)) === running.runId ? running.progress : null;
   const format = state.format;
   const layout = layoutOf(dataDir, format, parquetDir);
   const { count: partitions, bytes: parquetBytes } = await datasetSize(layout.parquetDir);
@@ -62,6 +87,8 @@ export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10,
     bytes: { duckdb: duckdbBytes, parquet: parquetBytes, total: duckdbBytes + parquetBytes },
     lastRuns: state.lastRuns.slice(0, runs).map((r) => markDied(r, alive, died)),
     runningNow: alive,
+    progress,
+    unfinishedBackfills,
     lastRunDied: died ? { runId: died.runId ?? runIdOf(died.command), pid: died.pid, host: died.host, startedAt: died.startedAt } : null,
   };
 }
@@ -71,7 +98,11 @@ export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10,
  * holds it (DuckDB lets no other process open it meanwhile), from the snapshot the run publishes,
  * with the time it was written.
  */
-async function readState(dataDir: string, runs: number): Promise<{ state: StoreState; asOf: string | null }> {
+async function readState(
+  dataDir: string,
+  runs: number,
+  ownDataDir: boolean,
+): Promise<{ state: StoreState; asOf: string | null; unfinishedBackfills: UnfinishedBackfill[] | null }> {
   let store: SessionStore;
   try {
     store = await SessionStore.open({ dataDir, readOnly: true });
@@ -84,13 +115,38 @@ async function readState(dataDir: string, runs: number): Promise<{ state: StoreS
         holder: err.holder,
       });
     }
-    return { state: snapshot, asOf: snapshot.writtenAt };
+    return { state: snapshot, asOf: snapshot.writtenAt, unfinishedBackfills: null };
   }
   try {
-    return { state: await collectState(store, store.conn, runs), asOf: null };
+    const state = await collectState(store, store.conn, runs);
+    return { state, asOf: null, unfinishedBackfills: await unfinished(store, ownDataDir ? dataDir : undefined) };
   } finally {
     await store.close();
   }
+}
+
+/** Backfills begun and never completed whose range is not wholly covered since (a later run may have loaded it). */
+async function unfinished(store: SessionStore, dataDir: string | undefined): Promise<UnfinishedBackfill[]> {
+  const rows = await queryRows<{ range_from: bigint | number; range_to: bigint | number; run_id: string; started: Date | string }>(
+    store.conn,
+    'SELECT range_from, range_to, run_id, started_at AS started FROM _backfills WHERE completed_at IS NULL ORDER BY started_at',
+  ).catch(() => []); // a store from before backfills were recorded
+  const coverage = await store.coverage();
+  const out: UnfinishedBackfill[] = [];
+  for (const r of rows) {
+    const range = { start: Number(r.range_from), end: Number(r.range_to) };
+    const missing = subtractIntervals(range, coverage);
+    if (!missing.length) continue;
+    out.push({
+      from: isoOf(range.start),
+      to: isoOf(range.end),
+      runId: r.run_id,
+      startedAt: new Date(r.started).toISOString(),
+      missing: missing.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
+      resume: backfillCommand(range, dataDir),
+    });
+  }
+  return out;
 }
 
 /** The run id in a holder's command ("backfill (run backfill-…)"), for locks written before holders named it. */

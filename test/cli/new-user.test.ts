@@ -7,8 +7,9 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runBackfill } from '../../src/pipeline/run.js';
+import { readStateSnapshot } from '../../src/store/state-snapshot.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
-import { runCli, startCli, type CliResult } from '../helpers/cli.js';
+import { runCli, startCli, waitFor, type CliResult } from '../helpers/cli.js';
 
 const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
@@ -135,5 +136,38 @@ describe('export: a start that cannot be used, a chunk that cannot be split', ()
     const e = await runCli(['export', '--since', day(FROM), '--chunk', '30s'], fx.env(dir));
     expect(e.code).toBe(2);
     expect(existsSync(dir)).toBe(false);
+  });
+});
+
+describe('an interrupted backfill, and status during and after it', () => {
+  it('says the exact command that resumes it; status shows the windows done during the run and the unfinished range after', async () => {
+    const dir = await fx.tempDir();
+    fx.emu.setFaults({ latencyMs: 700 });
+    try {
+      const run = startCli(['backfill', '--from', day(FROM - D), '--to', day(TO), '--chunk', '6h', '--concurrency', '1', '--data-dir', dir], fx.env(dir));
+      await waitFor(async () => ((await readStateSnapshot(dir).catch(() => null))?.running?.progress?.windowsDone ?? 0) >= 1, 30_000, 'a window to commit');
+      const during = await runCli(['status', '--data-dir', dir]);
+      expect(during.stdout).toMatch(/^running now {5}pid \d+ on .*; ([1-9]|1[0-5]) of 16 windows done, \d+ sessions \(as of \S+\)$/m);
+      const duringJson = JSON.parse((await runCli(['status', '--data-dir', dir, '--json'])).stdout) as { progress: { windowsTotal: number } };
+      expect(duringJson.progress).toMatchObject({ windowsTotal: 16 });
+      run.kill('SIGINT');
+      const r = await run.result;
+      expect(r.code).toBe(130);
+      const resume = `session-etl backfill --from ${day(FROM - D)} --to ${day(TO)} --data-dir ${dir}`;
+      expect(r.stderr).toContain(`to resume it, run \`${resume}\``);
+
+      const after = await runCli(['status', '--data-dir', dir]);
+      expect(after.stdout).toMatch(new RegExp(`^backfills {7}${day(FROM - D)}T00:00:00Z – ${day(TO)}T00:00:00Z unfinished \\(run backfill-\\S+\\): .* not loaded; resume: ${resume.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`, 'm'));
+      const json = JSON.parse((await runCli(['status', '--data-dir', dir, '--json'])).stdout) as { unfinishedBackfills: Array<{ resume: string }> };
+      expect(json.unfinishedBackfills).toEqual([expect.objectContaining({ resume })]);
+
+      fx.emu.setFaults({});
+      const resumed = await runCli(resume.split(' ').slice(1), fx.env(dir));
+      expect(resumed.code).toBe(0);
+      expect(resumed.stdout).toContain('(resumed an interrupted backfill)');
+      expect((await runCli(['status', '--data-dir', dir])).stdout).toContain('backfills       none unfinished\n');
+    } finally {
+      fx.emu.setFaults({});
+    }
   });
 });

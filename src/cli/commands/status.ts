@@ -47,6 +47,15 @@ function describePartialDays(coverage: StoreStatus['coverage']): string {
   return shown.join(', ') + (days.length > shown.length ? `, and ${days.length - shown.length} more` : '');
 }
 
+/** Backfills begun and not finished: what of each is missing and the command that resumes it. */
+function describeBackfills(b: StoreStatus['unfinishedBackfills']): string {
+  if (b === null) return '(not known while a run holds the DuckDB file)';
+  if (!b.length) return 'none unfinished';
+  return b
+    .map((x) => `${x.from} – ${x.to} unfinished (run ${x.runId}): ${x.missing.map((m) => `${m.from} – ${m.to}`).join(', ')} not loaded; resume: ${x.resume}`)
+    .join('\n                ');
+}
+
 function human(bytes: number): string {
   const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let i = 0;
@@ -75,9 +84,11 @@ export function formatStatus(s: StoreStatus): string {
     `rows            ${s.rows ?? '(parquet only: see the dataset)'}${s.pendingRows ? ` (+${s.pendingRows} committed, merged by the next run)` : ''}${s.rejected ? `, ${s.rejected} rejected` : ''}`,
     `partitions      ${s.partitions}${s.pendingPartitions.length ? ` (${s.pendingPartitions.length} waiting for a rewrite)` : ''}`,
     `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})`,
+    `backfills       ${describeBackfills(s.unfinishedBackfills)}`,
     `running now     ${
       s.runningNow
-        ? `pid ${s.runningNow.pid} on ${s.runningNow.host}: ${s.runningNow.command}, since ${s.runningNow.startedAt}`
+        ? `pid ${s.runningNow.pid} on ${s.runningNow.host}: ${s.runningNow.command}, since ${s.runningNow.startedAt}` +
+          (s.progress ? `; ${s.progress.windowsDone} of ${s.progress.windowsTotal} windows done, ${s.progress.sessions} sessions (as of ${s.progress.at})` : '')
         : s.lastRunDied
           ? `no: last run ${s.lastRunDied.runId ?? '(unnamed)'} died (pid ${s.lastRunDied.pid} gone); the next run takes over and resumes its work`
           : 'no'
