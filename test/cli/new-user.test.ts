@@ -171,3 +171,21 @@ describe('an interrupted backfill, and status during and after it', () => {
     }
   });
 });
+
+describe('config says where each value comes from', () => {
+  it('a value from the .env file says ".env file", not "env"; tokenFile shows the default path, not null', async () => {
+    const cwd = await fx.tempDir();
+    await writeFile(join(cwd, '.env'), 'SESSION_ETL_DATA_DIR=/srv/from-dotenv\n');
+    const xdg = join(cwd, 'xdg');
+    const r = await runCli(['config'], { XDG_CONFIG_HOME: xdg }, cwd);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^dataDir +"\/srv\/from-dotenv" +\.env file$/m);
+    expect(r.stdout).toContain(`tokenFile             ${JSON.stringify(join(xdg, 'session-etl', 'tokens.json'))}`);
+    expect(r.stdout).not.toMatch(/^tokenFile +null/m);
+    const json = JSON.parse((await runCli(['config', '--json'], { XDG_CONFIG_HOME: xdg, SESSION_ETL_LOG_LEVEL: 'warn' }, cwd)).stdout) as {
+      values: Array<{ key: string; value: unknown; source: string }>;
+    };
+    expect(json.values.find((v) => v.key === 'dataDir')).toEqual({ key: 'dataDir', value: '/srv/from-dotenv', source: 'env-file' });
+    expect(json.values.find((v) => v.key === 'logLevel')).toEqual({ key: 'logLevel', value: 'warn', source: 'env' });
+  });
+});
