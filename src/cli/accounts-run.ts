@@ -89,7 +89,7 @@ export async function executeAccountsRun(
       o.concurrency,
       async (name) => {
         const a = accounts.get(name)!;
-        if (a.keyError) throw new AccountKeyError(`account ${name}: ${a.keyError}`);
+        if (a.keyError) throw new AccountKeyError(a.keyError);
         const child = logger.child?.({ account: name }) ?? logger;
         return run(a, {
           ...bases.get(name)!,
@@ -237,7 +237,7 @@ export function accountsJob(
         concurrency,
         async (name) => {
           const a = accounts.get(name)!;
-          if (a.keyError) throw new AccountKeyError(`account ${name}: ${a.keyError}`);
+          if (a.keyError) throw new AccountKeyError(a.keyError);
           const c = a.loaded.config;
           const since = c.startDate != null ? parseInstant(String(c.startDate), `account ${name}: startDate`) : undefined;
           return job.run({

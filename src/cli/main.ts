@@ -44,7 +44,7 @@ export async function main(argv: string[] = process.argv): Promise<number> {
   }
   const program = new Command('session-etl')
     .description('Export remote-support session records from the GraphQL reporting endpoint into DuckDB and Parquet.')
-    .version(packageVersion(), '-V, --version', 'print the version')
+    .version(packageVersion(), '-V, --version', 'print the version (also -v)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   for (const load of COMMANDS) (await load()).register(program);
@@ -52,8 +52,10 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     c.exitOverride();
     suggestBeforeRequired(c);
   });
+  // `-v` is what most tools take for the version (commander's is -V): both print it.
+  const args = argv[2] === '-v' ? [...argv.slice(0, 2), '-V', ...argv.slice(3)] : argv;
   try {
-    await program.parseAsync(argv);
+    await program.parseAsync(args);
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
   } catch (err) {
     if (err instanceof CommanderError) {

@@ -189,3 +189,49 @@ describe('config says where each value comes from', () => {
     expect(json.values.find((v) => v.key === 'logLevel')).toEqual({ key: 'logLevel', value: 'warn', source: 'env' });
   });
 });
+
+describe('did you mean, for this command', () => {
+  it.each([
+    [['export', '--from', '2026-01-01'], '--from', '--since'],
+    [['export', '--start', '2026-01-01'], '--start', '--since'],
+    [['backfill', '--since', '2026-01-01', '--to', '2026-01-02'], '--since', '--from'],
+    [['backfill', '--start', '2026-01-01', '--to', '2026-01-02'], '--start', '--from'],
+    [['backfill', '--from', '2026-01-01', '--until', '2026-01-02'], '--until', '--to'],
+    [['sessions', '--since', '2026-01-01'], '--since', '--from'],
+  ])('%j: %s suggests %s (the option meant, not the nearest spelling)', async (args, unknown, meant) => {
+    const r = await runCli(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`error: unknown option '${unknown}'\n(Did you mean ${meant}?)`);
+  });
+
+  it('schedule --since says where a start goes instead', async () => {
+    const r = await runCli(['schedule', '--since', '2026-01-01']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('schedule has no start of its own: set startDate in the configuration file');
+  });
+
+  it('-v prints the version, as -V and --version do', async () => {
+    const v = await runCli(['-v']);
+    expect(v.code).toBe(0);
+    expect(v.stdout).toBe((await runCli(['--version'])).stdout);
+  });
+});
+
+describe('an account whose key cannot be read', () => {
+  it('is named once in its error line, not "initech: account initech: …"', async () => {
+    const dir = await fx.tempDir();
+    const config = join(dir, 'config.json');
+    const missing = join(dir, 'no-such-key');
+    await writeFile(config, JSON.stringify({
+      dataDir: join(dir, 'data'),
+      reportingUrl: fx.emu.url,
+      startDate: day(TO),
+      accounts: { acme: { apiKeyEnv: 'ACME_KEY' }, initech: { apiKeyFile: missing } },
+    }));
+    const r = await runCli(['export', '--config', config], { ACME_KEY: fx.emu.apiKey });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`  initech: its key file ${missing} (apiKeyFile) cannot be read`);
+    expect(r.stdout + r.stderr).not.toContain('account initech: account initech');
+    expect(r.stdout + r.stderr).not.toContain('initech: account initech');
+  });
+});
