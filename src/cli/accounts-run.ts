@@ -201,7 +201,8 @@ function formatAccounts(outcomes: AccountOutcome[], t: AccountsTotal): string {
   const parts = outcomes.map((o) => {
     const head = `account ${o.account}: ${o.outcome}`;
     if (o.summary) return `${head}\n${formatSummary(o.summary).replace(/^/gm, '  ').trimEnd()}\n`;
-    return `${head}${o.error ? `\n  error          ${o.error}` : ''}\n`;
+    // A failed account's error is listed once, on stderr at the end.
+    return `${head}${o.error && o.outcome !== 'failed' ? `\n  error          ${o.error}` : ''}\n`;
   });
   const rate = t.durationMs > 0 ? Math.round(t.sessionsWritten / (t.durationMs / 1000)) : 0;
   parts.push(

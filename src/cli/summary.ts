@@ -17,9 +17,10 @@ export function formatSummary(s: RunSummary): string {
     `  checkpoint     ${s.checkpoint ?? '(none)'}`,
   ];
   if (s.coverageHoles.length) lines.push(`  coverage holes ${s.coverageHoles.map((h) => `${h.from}–${h.to}`).join(', ')}`);
+  if (s.files.removed) lines.push('  files          none kept: the run committed nothing, so it removed what it had created');
   if (s.files.duckdb) lines.push(`  duckdb         ${s.files.duckdb}`);
   if (s.files.parquet) lines.push(`  parquet        ${s.files.parquet} (${s.files.partitionsWritten.length} partitions rewritten)`);
-  if (s.error) lines.push(`  error          ${s.error}`);
+  // The error is printed once, on stderr after the summary (as `error: …`), and is in --json's summary.
   return lines.join('\n') + '\n';
 }
 

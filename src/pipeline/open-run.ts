@@ -57,8 +57,9 @@ export async function openRun(opts: PipelineOptions, kind: string, runId: string
 /**
  * Ends a run's hold. A new store whose run did not succeed and committed nothing holds nothing worth
  * keeping (a wrong key, say): what this run created goes again. Data of any earlier run is never touched.
+ * Returns whether it did so.
  */
-export async function closeRun(run: OpenedRun, opts: PipelineOptions, succeeded: boolean): Promise<void> {
+export async function closeRun(run: OpenedRun, opts: PipelineOptions, succeeded: boolean): Promise<boolean> {
   const { store } = run;
   const discard = !succeeded && store.created.length > 0 && (await store.coverage().then((c) => c.length === 0, () => false));
   await store.close();
@@ -69,6 +70,7 @@ export async function closeRun(run: OpenedRun, opts: PipelineOptions, succeeded:
   }
   await run.lock?.release();
   if (discard) await removeEmptyDirs(opts.dataDir, run.dirCreated);
+  return discard;
 }
 
 /**

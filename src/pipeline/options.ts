@@ -125,7 +125,8 @@ export interface RunSummary {
   durationMs: number;
   checkpoint: string | null;
   coverageHoles: Array<{ from: string; to: string }>;
-  files: { dataDir: string; duckdb: string | null; parquet: string | null; partitionsWritten: string[] };
+  /** `removed`: a first run that committed nothing removed what it had created (no file is left to name). */
+  files: { dataDir: string; duckdb: string | null; parquet: string | null; partitionsWritten: string[]; removed?: boolean };
   error?: string;
 }
 

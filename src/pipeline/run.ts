@@ -206,7 +206,8 @@ async function execute(
 
     summary = await finish(store, tally, p, windows.length, outcome, controller, opts, now);
     if (outcome.error) {
-      logger.error({ error: summary.error }, `${kind} failed`);
+      // The error itself is told once, with the summary (the CLI prints it after it; the caller catches it).
+      logger.error({ checkpoint: summary.checkpoint }, `${kind} failed`);
       throw Object.assign(new RunFailedError(`${kind} ${runId} failed: ${summary.error}`, runId, { cause: outcome.error }), { summary });
     }
     if (summary.outcome === 'interrupted') {
@@ -228,7 +229,9 @@ async function execute(
     stopFlushing();
     // The snapshot readers see once the run has ended (status reads the DuckDB file itself then).
     await publisher.final().catch((err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json)'));
-    await closeRun(run, opts, summary?.outcome === 'succeeded' || summary?.outcome === 'nothing-to-do');
+    const removed = await closeRun(run, opts, summary?.outcome === 'succeeded' || summary?.outcome === 'nothing-to-do');
+    // A first run that committed nothing leaves nothing: its summary names no files (the error carries the same object).
+    if (removed && summary) summary.files = { ...summary.files, duckdb: null, parquet: null, partitionsWritten: [], removed: true };
   }
 }
 

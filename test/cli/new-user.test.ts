@@ -235,3 +235,19 @@ describe('an account whose key cannot be read', () => {
     expect(r.stdout + r.stderr).not.toContain('initech: account initech');
   });
 });
+
+describe('a failed run tells its error once', () => {
+  it('a first run with a wrong key: the error once (after the summary), no file named that it has just removed', async () => {
+    const dir = join(await fx.tempDir(), 'data');
+    const r = await runCli(['export', '--since', day(TO)], fx.env(dir, { REPORTING_API_KEY: 'wrong-key-28' }));
+    expect(r.code).toBe(1);
+    const all = r.stdout + r.stderr;
+    expect(all.split('refused the API key').length - 1).toBe(1);
+    expect(r.stderr).toMatch(/^error: export \S+ failed: .*refused the API key \(HTTP 401\).*running it again will not help until that is fixed$/m);
+    expect(r.stdout).toContain('  files          none kept: the run committed nothing, so it removed what it had created\n');
+    expect(r.stdout).not.toMatch(/^ {2}(duckdb|parquet) /m);
+    expect(existsSync(dir)).toBe(false);
+    const json = await runCli(['export', '--since', day(TO), '--json'], fx.env(dir, { REPORTING_API_KEY: 'wrong-key-28' }));
+    expect(JSON.parse(json.stdout)).toMatchObject({ outcome: 'failed', files: { duckdb: null, parquet: null, removed: true } });
+  });
+});
