@@ -5,18 +5,19 @@ import { readMonitoredState } from '../monitoring/read-state.js';
 import { DataDirError } from '../store/errors.js';
 import { readStatus, type StoreStatus } from '../store/status.js';
 import { ExitCode } from './exit-codes.js';
-import { parseMaxLag } from './monitoring-options.js';
+import { parseMaxLag, warnIfMaxLagBelowSettle } from './monitoring-options.js';
 import { partialDays } from './partial-days.js';
 
 export async function accountsStatus(
   root: string,
   accounts: string[],
-  flags: { runs: number; json?: boolean; check?: boolean; maxLag?: string },
+  flags: { runs: number; json?: boolean; check?: boolean; maxLag?: string; settle: string },
   format: (s: StoreStatus) => string,
 ): Promise<number> {
   const nowMs = Date.now();
   if (flags.check) {
     const maxLagSeconds = parseMaxLag(flags.maxLag);
+    warnIfMaxLagBelowSettle(maxLagSeconds, flags.settle);
     const results = [];
     for (const a of accounts) {
       const health = checkHealth(await readMonitoredState(accountDataDir(root, a), nowMs), { nowMs, maxLagSeconds });

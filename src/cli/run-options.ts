@@ -8,6 +8,7 @@ import type { Config } from '../config/schema.js';
 import type { NotifySettings } from '../monitoring/notify.js';
 import type { PipelineOptions } from '../pipeline/run.js';
 import { chunkBelowMinChunk, parseDuration } from '../time/windows.js';
+import { warnIfMaxLagBelowSettle } from './monitoring-options.js';
 import { UsageError } from './usage-error.js';
 
 export interface CommonFlags {
@@ -146,7 +147,10 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
 /** Where and when run notifications go (README "Notifications"); undefined when notifyUrl is not set. */
 export function notifySettings(loaded: LoadedConfig): NotifySettings | undefined {
   const c = loaded.config;
-  return c.notifyUrl ? { url: c.notifyUrl, maxLagSeconds: parseDuration(c.maxLag, 'maxLag') } : undefined;
+  if (!c.notifyUrl) return undefined;
+  const maxLagSeconds = parseDuration(c.maxLag, 'maxLag');
+  warnIfMaxLagBelowSettle(maxLagSeconds, c.settle);
+  return { url: c.notifyUrl, maxLagSeconds };
 }
 
 /** The `notify` part of executeRun's options, when notifications are configured. */

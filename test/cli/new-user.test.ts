@@ -251,3 +251,18 @@ describe('a failed run tells its error once', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ outcome: 'failed', files: { duckdb: null, parquet: null, removed: true } });
   });
 });
+
+describe('lag, one way of writing it', () => {
+  it('status and status --check write the lag and the limit alike ("2d 3h", "1s"), and --max-lag not above settle is warned about', async () => {
+    const st = await runCli(['status', '--data-dir', dataDir]);
+    const lag = /^checkpoint +\S+ +— (.+) behind now$/m.exec(st.stdout)?.[1];
+    expect(lag).toMatch(/^\d+d( \d+h)?$/);
+    const check = await runCli(['status', '--check', '--data-dir', dataDir, '--max-lag', '1s']);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toContain(`is ${lag} behind now, more than the allowed 1s (--max-lag)`);
+    expect(check.stderr).toContain('warning: --max-lag 1s is not longer than settle 10m: the checkpoint always stays at least settle behind now');
+    const fine = await runCli(['status', '--check', '--data-dir', dataDir, '--max-lag', '30d']);
+    expect(fine.stdout).toBe(`OK: checkpoint ${day(TO)}T00:00:00Z (${lag} behind now), last run succeeded\n`);
+    expect(fine.stderr).toBe('');
+  });
+});

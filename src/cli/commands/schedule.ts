@@ -6,7 +6,7 @@ import type { Logger } from '../../util/logger.js';
 import { ExitCode } from '../exit-codes.js';
 import { createCliLogger } from '../logging.js';
 import { exitCodeOf } from '../execute-run.js';
-import { parseHttpPort } from '../monitoring-options.js';
+import { parseHttpPort, warnIfMaxLagBelowSettle } from '../monitoring-options.js';
 import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, type CommonFlags } from '../run-options.js';
 import { formatSummary } from '../summary.js';
 import { UsageError } from '../usage-error.js';
@@ -67,6 +67,8 @@ export function register(program: Command): void {
     const httpPort = flags.httpPort !== undefined ? parseHttpPort(flags.httpPort) : undefined;
     // --max-lag (config maxLag): /healthz's lag limit, and the lag alert of notifications.
     const maxLagSeconds = parseDuration(c.maxLag, 'maxLag');
+    // (With notifications, notifySettings warns; once is enough.)
+    if (!c.notifyUrl) warnIfMaxLagBelowSettle(maxLagSeconds, c.settle);
     const accountDirs = accounts?.map((name) => ({ name, dataDir: accountDataDir(loaded.config.dataDir, name) }));
     const monitor = httpPort === undefined ? undefined : await startMonitor({ host: flags.httpHost, port: httpPort, maxLagSeconds, dataDir: base.dataDir, logger, ...(accountDirs ? { accounts: accountDirs } : {}) });
     if (monitor) process.stdout.write(`Metrics: ${monitor.url}/metrics  (health: ${monitor.url}/healthz)\n`);
