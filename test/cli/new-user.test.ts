@@ -266,3 +266,25 @@ describe('lag, one way of writing it', () => {
     expect(fine.stderr).toBe('');
   });
 });
+
+describe('status finds the data directory, or says why not', () => {
+  it('after the demo, plain status in an empty ./data points to data/demo', async () => {
+    const cwd = await fx.tempDir();
+    const demo = await runCli(['demo', '--days', '1', '--sessions-per-day', '5', '--no-progress'], {}, cwd);
+    expect(demo.code).toBe(0);
+    const r = await runCli(['status'], {}, cwd);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('nothing exported in ./data; the demo wrote data/demo: session-etl status --data-dir data/demo');
+    expect((await runCli(['status', '--data-dir', 'data/demo'], {}, cwd)).code).toBe(0);
+  });
+
+  it('status --check on a directory that does not exist: exit 2 "no such directory", not "nothing exported yet"', async () => {
+    const typo = join(await fx.tempDir(), 'typo');
+    for (const args of [['status', '--check', '--data-dir', typo], ['status', '--data-dir', typo]]) {
+      const r = await runCli(args);
+      expect({ args, code: r.code }).toEqual({ args, code: 2 });
+      expect(r.stderr).toContain(`no such directory: ${typo}`);
+      expect(r.stdout).not.toContain('nothing exported yet');
+    }
+  });
+});

@@ -1,4 +1,8 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command } from 'commander';
+import { holdsStore } from '../../store/layout.js';
+import { DEMO_MARKER } from './demo.js';
 import { loadConfig } from '../../config/load.js';
 import { humanDuration } from '../../time/human-duration.js';
 import { partialDays } from '../partial-days.js';
@@ -28,6 +32,7 @@ export function register(program: Command): void {
         process.exitCode = await accountsStatus(config.dataDir, accounts, { ...flags, runs: Number(flags.runs), maxLag: flags.maxLag ?? config.maxLag, settle: config.settle }, formatStatus);
         return;
       }
+      refuseMissingDataDir(config.dataDir, loaded.sources.dataDir === 'default');
       if (flags.check || flags.maxLag !== undefined) {
         const { statusCheck } = await import('../status-check.js');
         // --max-lag, else the configuration's maxLag (the same limit notifications use).
@@ -38,6 +43,20 @@ export function register(program: Command): void {
       const s = await readStatus(config.dataDir, Date.now(), Number(flags.runs));
       process.stdout.write(flags.json ? JSON.stringify({ ...s, partialDays: partialDays(s.coverage) }) + '\n' : formatStatus(s));
     });
+}
+
+/** Where `npm start` (the demo) writes, relative to the working directory. */
+const DEMO_DIR = join('data', 'demo');
+
+/**
+ * A data directory that does not exist is a typo, not an empty export (exit 2, for --check too).
+ * The default ./data with nothing in it, beside the demo's data/demo, points to the demo.
+ */
+function refuseMissingDataDir(dir: string, isDefault: boolean): void {
+  if (!existsSync(dir)) throw new UsageError(`no such directory: ${dir} (the data directory): check --data-dir or SESSION_ETL_DATA_DIR`);
+  if (isDefault && !holdsStore(dir) && existsSync(join(DEMO_DIR, DEMO_MARKER))) {
+    throw new UsageError(`nothing exported in ${dir}; the demo wrote ${DEMO_DIR}: session-etl status --data-dir ${DEMO_DIR}`);
+  }
 }
 
 /** UTC days (partitions) only partly covered, so incomplete in the data; see partial-days.ts. */
