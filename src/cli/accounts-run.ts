@@ -284,6 +284,8 @@ function combinedSummary(outcomes: AccountOutcome[], t: AccountsTotal, root: str
       written: t.sessionsWritten,
       new: sum((x) => x.sessions.new ?? 0),
       updated: sum((x) => x.sessions.updated ?? 0),
+      unchanged: sum((x) => x.sessions.unchanged ?? 0),
+      fetched: sum((x) => x.sessions.fetched ?? 0),
       rejected: sum((x) => x.sessions.rejected),
       duplicatesDropped: sum((x) => x.sessions.duplicatesDropped),
     },

@@ -113,7 +113,21 @@ export interface RunSummary {
   range: { from: string; to: string } | null;
   resumed: boolean;
   windows: { total: number; done: number; skipped: number };
-  sessions: { written: number; new: number | null; updated: number | null; rejected: number; duplicatesDropped: number };
+  /**
+   * Sessions written: new, updated (a stored version replaced by one whose content differs), or
+   * unchanged (re-read as stored: only extracted_at moves); `fetched`, the records the windows
+   * committed (what the progress bar counts: a session on a window's boundary comes in both).
+   */
+  sessions: {
+    written: number;
+    new: number | null;
+    updated: number | null;
+    /** Absent in summaries made by versions before it was counted. */
+    unchanged?: number | null;
+    fetched?: number;
+    rejected: number;
+    duplicatesDropped: number;
+  };
   requests: number;
   retries: number;
   rateLimited: number;

@@ -182,7 +182,7 @@ async function execute(
 
     const controller = rateControllerFor(opts, now, sleep, logger);
     const loader = new WindowLoader(store, runId, opts.onInvalid ?? 'fail', tally, logger, () => {
-      const progress = { windowsTotal: windows.length, windowsDone: tally.stats.windowsDone, sessions: tally.totals.written };
+      const progress = { windowsTotal: windows.length, windowsDone: tally.stats.windowsDone, sessions: tally.totals.fetched };
       publisher.soon(progress);
       opts.onProgress?.(progress);
     });

@@ -22,7 +22,7 @@ export class BackgroundWork {
   private mergeAgain = false;
   private rewriteLoop = false;
   private rewriteAgain = false;
-  private result: FlushResult = { partitions: [], inserted: 0, updated: 0 };
+  private result: FlushResult = { partitions: [], inserted: 0, updated: 0, unchanged: 0 };
   private stopped = false;
   /** The first error of a background merge or rewrite (the final flush tries again and reports). */
   error: unknown;
@@ -45,7 +45,7 @@ export class BackgroundWork {
   /** What background work did since the last call. */
   takeResult(): FlushResult {
     const r = this.result;
-    this.result = { partitions: [], inserted: 0, updated: 0 };
+    this.result = { partitions: [], inserted: 0, updated: 0, unchanged: 0 };
     return r;
   }
 
@@ -62,6 +62,7 @@ export class BackgroundWork {
           const m = await this.steps.mergeSlice();
           this.result.inserted += m.inserted;
           this.result.updated += m.updated;
+          this.result.unchanged += m.unchanged;
           if (m.more) this.mergeAgain = true;
           if (this.steps.rewriteReady) this.kickRewrites();
         }

@@ -12,7 +12,7 @@ import { wrapWriteError } from './errors.js';
 import { FILE_MODE } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, NDJSON_SELECT } from './ndjson.js';
 import { SESSION_COLUMNS } from './contract.js';
-import { COLUMN_LIST, PARTITION_OF_STORED } from './schema.js';
+import { COLUMN_LIST, CONTENT_HASH, PARTITION_OF_STORED } from './schema.js';
 import type { MergeResult } from './sink.js';
 
 /**
@@ -66,7 +66,7 @@ export async function mergeSlice(
     waitForRowGroup?: (pending: number, target: number) => boolean;
   } = {},
 ): Promise<MergeResult & { more: boolean; waiting?: boolean }> {
-  const none = { inserted: 0, updated: 0, more: false };
+  const none = { inserted: 0, updated: 0, unchanged: 0, more: false };
   await c.run('BEGIN TRANSACTION');
   let paths: string[] = [];
   let drop: string[] = [];
@@ -163,19 +163,24 @@ export async function mergeSlice(
        SELECT fresh, rid <= ${floor} AS older, p, count(*) AS n, count(DISTINCT session_id) AS ids FROM _losers GROUP BY ALL`,
     );
     let freshLost = 0;
-    let updated = 0;
+    let replaced = 0;
     let again = 0;
     const touched = new Set<string>();
     for (const l of losers) {
       if (l.fresh) freshLost += Number(l.n);
       else {
-        if (l.older) updated += Number(l.ids);
+        if (l.older) replaced += Number(l.ids);
         else again += Number(l.ids);
         touched.add(l.p);
       }
     }
+    // Replacing a stored version is an update only when its content changed: every export re-reads
+    // the lookback (a day), and a session read again as it was is not news. Compared by a hash of
+    // the two rows, fetched by row id (a few ms for a night's re-reads; only re-reads pay it).
+    const unchanged = replaced ? await unchangedOf(c, floor) : 0;
     if (losers.length) await c.run('DELETE FROM sessions WHERE rowid IN (SELECT rid FROM _losers)');
-    const inserted = added - freshLost - updated - again;
+    const inserted = added - freshLost - replaced - again;
+    const updated = replaced - unchanged;
     if (ctx.withParquet) {
       for (const r of await queryRows<{ p: string }>(c, 'SELECT DISTINCT p FROM _versions WHERE fresh')) touched.add(r.p);
       if (touched.size) {
@@ -193,7 +198,7 @@ export async function mergeSlice(
     // all at once: removed one after the other, each removal waited for turns of an event loop busy
     // with the fetching, ~1 s a merge while windows still arrived (docs/benchmarks.md, fourth pass).
     await Promise.all([...new Set([...paths, ...slice.map((f) => join(ctx.pendingDir, f.file))])].map((p) => rm(p, { force: true })));
-    return { inserted, updated, more: take < files.length || cut !== undefined };
+    return { inserted, updated, unchanged, more: take < files.length || cut !== undefined };
   } catch (err) {
     await c.run('ROLLBACK').catch(() => {});
     // Neither part of a cut file was committed: the whole file is still pending.
@@ -201,6 +206,23 @@ export async function mergeSlice(
     await c.run('DROP TABLE IF EXISTS _versions; DROP TABLE IF EXISTS _losers; DROP TABLE IF EXISTS _dups').catch(() => {});
     throw wrapWriteError(err, 'merging committed rows into the sessions table');
   }
+}
+
+/**
+ * Of the sessions whose version stored before the run (row id at or below `floor`) loses to a new
+ * one in this slice, how many have the same content in both (see CONTENT_HASH). Reads `_losers`
+ * and `_versions` (the winner is the one version of a session that is not a loser).
+ */
+async function unchangedOf(c: DuckDBConnection, floor: bigint): Promise<number> {
+  const r = await queryRows<{ n: bigint }>(
+    c,
+    `WITH pair AS (
+       SELECT l.session_id, l.rid AS old, v.rid AS new FROM _losers l JOIN _versions v USING (session_id)
+       WHERE NOT l.fresh AND l.rid <= ${floor} AND v.rid NOT IN (SELECT rid FROM _losers)),
+     h AS (SELECT rowid AS rid, ${CONTENT_HASH} AS h FROM sessions WHERE rowid IN (SELECT old FROM pair UNION ALL SELECT new FROM pair))
+     SELECT count(DISTINCT p.session_id) AS n FROM pair p JOIN h o ON o.rid = p.old JOIN h w ON w.rid = p.new WHERE o.h = w.h`,
+  );
+  return Number(r[0]?.n ?? 0);
 }
 
 /**

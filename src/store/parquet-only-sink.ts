@@ -12,7 +12,7 @@ import { wrapWriteError } from './errors.js';
 import { PARTITION_FILE, partitionDir, type StoreLayout } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, NDJSON_SELECT } from './ndjson.js';
 import { placePartitionFile } from './parquet-rewriter.js';
-import { COLUMN_LIST } from './schema.js';
+import { COLUMN_LIST, CONTENT_HASH } from './schema.js';
 import type { SerialQueue } from './serial-queue.js';
 import type { FlushResult, RecordFile, Sink } from './sink.js';
 
@@ -56,13 +56,14 @@ export class ParquetOnlySink implements Sink {
   /** Pending rows merged with each partition's old file. */
   flush(): Promise<FlushResult> {
     return this.writes.run(async () => {
-      const result: FlushResult = { partitions: [], inserted: 0, updated: 0 };
+      const result: FlushResult = { partitions: [], inserted: 0, updated: 0, unchanged: 0 };
       for (const p of await this.pendingPartitions(this.conn)) {
         const counts = await this.rewritePartition(p);
         await this.conn.run(`DELETE FROM _pending_rows WHERE partition = ${sqlString(p)}`);
         result.partitions.push(p);
         result.inserted += counts.inserted;
         result.updated += counts.updated;
+        result.unchanged += counts.unchanged;
       }
       return result;
     });
@@ -74,26 +75,31 @@ export class ParquetOnlySink implements Sink {
 
   closeConnections(): void {}
 
-  private async rewritePartition(p: string): Promise<{ inserted: number; updated: number }> {
+  private async rewritePartition(p: string): Promise<{ inserted: number; updated: number; unchanged: number }> {
     const c = this.conn;
     const dir = partitionDir(this.layout.parquetDir, p);
     const final = join(dir, PARTITION_FILE);
     const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}.parquet`);
     let inserted = 0;
     let updated = 0;
+    let unchanged = 0;
     const hasOld = await exists(final);
     const pending = `SELECT ${COLUMN_LIST}, 0 AS src FROM _pending_rows WHERE partition = ${sqlString(p)}`;
     const all = hasOld ? `${pending} UNION ALL SELECT ${COLUMN_LIST}, 1 AS src FROM read_parquet(${sqlString(final)})` : pending;
     const source = `SELECT ${COLUMN_LIST} FROM (${all}) QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC, src) = 1`;
     if (hasOld) {
-      const r = await queryRows<{ n: bigint; u: bigint }>(
+      // A session in the old file is replaced: updated when its content (any column but
+      // extracted_at) differs from the newest pending version, else re-read unchanged.
+      const r = await queryRows<{ n: bigint; u: bigint; same: bigint }>(
         c,
-        `SELECT count(DISTINCT p.session_id) AS n, count(DISTINCT o.session_id) AS u
-         FROM (SELECT session_id FROM _pending_rows WHERE partition = ${sqlString(p)}) p
-         LEFT JOIN read_parquet(${sqlString(final)}) o USING (session_id)`,
+        `WITH p AS (SELECT session_id, ${CONTENT_HASH} AS h FROM _pending_rows WHERE partition = ${sqlString(p)}
+                    QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC) = 1),
+              o AS (SELECT session_id, ${CONTENT_HASH} AS h FROM read_parquet(${sqlString(final)}))
+         SELECT count(*) AS n, count(o.session_id) AS u, count(*) FILTER (WHERE o.h = p.h) AS same FROM p LEFT JOIN o USING (session_id)`,
       );
-      updated = Number(r[0]?.u ?? 0);
-      inserted = Number(r[0]?.n ?? 0) - updated;
+      unchanged = Number(r[0]?.same ?? 0);
+      updated = Number(r[0]?.u ?? 0) - unchanged;
+      inserted = Number(r[0]?.n ?? 0) - updated - unchanged;
     } else {
       const r = await queryRows<{ n: bigint }>(c, `SELECT count(DISTINCT session_id) AS n FROM _pending_rows WHERE partition = ${sqlString(p)}`);
       inserted = Number(r[0]?.n ?? 0);
@@ -108,6 +114,6 @@ export class ParquetOnlySink implements Sink {
       throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
     }
     await placePartitionFile(Number(copied.rowsChanged), tmp, dir, final, p);
-    return { inserted, updated };
+    return { inserted, updated, unchanged };
   }
 }

@@ -15,16 +15,21 @@ export interface RecordFile {
 }
 
 export interface MergeResult {
-  /** Sessions new to the table / replacing a stored version. */
+  /** Sessions new to the table / replacing a stored version with other content / replacing it with the same (re-read). */
   inserted: number;
   updated: number;
+  unchanged: number;
 }
 
 export interface FlushResult {
   partitions: string[];
-  /** Sessions new to the table or dataset / replacing a stored version (merged by this flush). */
+  /**
+   * Sessions new to the table or dataset / replacing a stored version whose content (any column but
+   * extracted_at) differs / replacing one with the same content (merged by this flush).
+   */
   inserted: number;
   updated: number;
+  unchanged: number;
 }
 
 export interface Sink {

@@ -109,6 +109,7 @@ export class TableSink implements Sink {
     const result = this.work.takeResult();
     result.inserted += merged.inserted;
     result.updated += merged.updated;
+    result.unchanged += merged.unchanged;
     result.partitions.push(...partitions);
     return result;
   }
@@ -141,12 +142,13 @@ export class TableSink implements Sink {
   /** Moves every committed row into the sessions table, slice by slice (see merge.ts). */
   private mergePending(): Promise<MergeResult> {
     return this.work.merging(async () => {
-      const total: MergeResult = { inserted: 0, updated: 0 };
+      const total: MergeResult = { inserted: 0, updated: 0, unchanged: 0 };
       const conn = await this.mergeConnection();
       for (;;) {
         const m = await mergeSlice(conn, this.merge);
         total.inserted += m.inserted;
         total.updated += m.updated;
+        total.unchanged += m.unchanged;
         if (!m.more) return total;
       }
     });

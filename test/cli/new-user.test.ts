@@ -147,7 +147,7 @@ describe('an interrupted backfill, and status during and after it', () => {
       const run = startCli(['backfill', '--from', day(FROM - D), '--to', day(TO), '--chunk', '6h', '--concurrency', '1', '--data-dir', dir], fx.env(dir));
       await waitFor(async () => ((await readStateSnapshot(dir).catch(() => null))?.running?.progress?.windowsDone ?? 0) >= 1, 30_000, 'a window to commit');
       const during = await runCli(['status', '--data-dir', dir]);
-      expect(during.stdout).toMatch(/^running now {5}pid \d+ on .*; ([1-9]|1[0-5]) of 16 windows done, \d+ sessions \(as of \S+\)$/m);
+      expect(during.stdout).toMatch(/^running now {5}pid \d+ on .*; ([1-9]|1[0-5]) of 16 windows done, \d+ records fetched \(as of \S+\)$/m);
       const duringJson = JSON.parse((await runCli(['status', '--data-dir', dir, '--json'])).stdout) as { progress: { windowsTotal: number } };
       expect(duringJson.progress).toMatchObject({ windowsTotal: 16 });
       run.kill('SIGINT');

@@ -102,7 +102,7 @@ export function formatStatus(s: StoreStatus): string {
     `running now     ${
       s.runningNow
         ? `pid ${s.runningNow.pid} on ${s.runningNow.host}: ${s.runningNow.command}, since ${s.runningNow.startedAt}` +
-          (s.progress ? `; ${s.progress.windowsDone} of ${s.progress.windowsTotal} windows done, ${s.progress.sessions} sessions (as of ${s.progress.at})` : '')
+          (s.progress ? `; ${s.progress.windowsDone} of ${s.progress.windowsTotal} windows done, ${s.progress.sessions} records fetched (as of ${s.progress.at})` : '')
         : s.lastRunDied
           ? `no: last run ${s.lastRunDied.runId ?? '(unnamed)'} died (pid ${s.lastRunDied.pid} gone); the next run takes over and resumes its work`
           : 'no'
