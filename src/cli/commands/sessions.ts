@@ -8,6 +8,7 @@ import { chosenAccounts } from '../account-options.js';
 import { didYouMean } from '../../util/did-you-mean.js';
 import { displayWidth, padToWidth, truncateToWidth } from '../display-width.js';
 import type { ListRequest } from '../../list/index.js';
+import type { DuckDBValue } from '@duckdb/node-api';
 
 interface SessionsFlags {
   account?: string[];
@@ -193,13 +194,10 @@ const OUTPUTS = ['table', 'json', 'csv', 'ndjson'];
 
 type ListModule = typeof import('../../list/index.js');
 
-/** Rows read at a time when writing every match. */
-const BATCH_ROWS = 10_000;
-
 /**
- * CSV or NDJSON of every match, a batch at a time (memory follows the batch, not the result); the
- * order is the request's, whose last key is always the unique session id, so batches neither
- * overlap nor skip.
+ * CSV or NDJSON of every match, streamed from DuckDB chunk by chunk, so that memory follows a chunk
+ * and not the result (one query; paging through it with OFFSET sorted the whole result once a
+ * page). A reader that went away (`| head`) ends it; a slow one is waited for.
  */
 async function writeEveryMatch(
   conn: Parameters<ListModule['queryDuckDb']>[0],
@@ -209,16 +207,33 @@ async function writeEveryMatch(
   format: string,
   asked: string[] | undefined,
 ): Promise<void> {
+  const { shapeRecord } = await import('../../list/list-request.js');
   const out = process.stdout;
-  const first = req.paging.kind === 'offset' ? req.paging.offset : 0;
   const cols = asked ?? leafPaths(list);
   if (format === 'csv') writeCsv(out, cols, [], true);
-  for (let offset = first; ; offset += BATCH_ROWS) {
-    const page = await list.queryDuckDb(conn, { ...req, paging: { kind: 'offset', offset, pageSize: BATCH_ROWS } }, source);
-    const items = asked ? page.items.map((i) => inOrder(i, asked)) : page.items;
-    if (format === 'csv') writeCsv(out, cols, items.map((i) => flattenView(i)), false);
-    else for (const item of items) out.write(JSON.stringify(item) + '\n');
-    if (offset + BATCH_ROWS >= page.total) return;
+  const compiled = list.compileToSql(req, source);
+  const offset = req.paging.kind === 'offset' ? req.paging.offset : 0;
+  const result = await conn.stream(compiled.sql, [...(compiled.params as DuckDBValue[]), Number.MAX_SAFE_INTEGER, offset]);
+  for await (const rows of result.yieldRowObjectJs()) {
+    for (const row of rows) {
+      // As queryDuckDb shapes its records: BIGINT as a number, absent as null.
+      const view = shapeRecord(compiled.leaves, (leaf) => (typeof row[leaf.path] === 'bigint' ? Number(row[leaf.path]) : (row[leaf.path] ?? null)));
+      const item = asked ? inOrder(view, asked) : view;
+      if (format === 'csv') writeCsv(out, cols, [flattenView(item)], false);
+      else out.write(JSON.stringify(item) + '\n');
+    }
+    if (out.destroyed) return;
+    if (out.writableNeedDrain) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          out.off('drain', done);
+          out.off('close', done);
+          resolve();
+        };
+        out.on('drain', done);
+        out.on('close', done);
+      });
+    }
   }
 }
 
