@@ -15,6 +15,7 @@ const job: JobDefinition = {
   name: 'nightly-export',
   description: 'incremental export of new and changed sessions',
   schedule: ({ cron, timezone }) => ({ cron, timezone }),
+  needsStartDate: true,
   run: (ctx) => runExport(exportOptions(ctx)),
   // With many accounts: each account's export, run side by side with the others on their store.
   accountJob: (ctx) => ({ kind: 'export', opts: exportOptions(ctx) }),

@@ -185,7 +185,7 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
     if (a.keyError) {
       // Nothing to run with, but recorded in the store as the account's failed run (status, health, notifications).
       const template = jobOf(a, { ...placeholderOptions(a), logger: o.logger.child?.({ account: a.name }) ?? o.logger });
-      jobs.set(a.name, { ...template, refused: new AccountKeyError(`account ${a.name}: ${a.keyError}`) } as AccountJob);
+      jobs.set(a.name, { ...template, refused: new AccountKeyError(a.keyError) } as AccountJob);
       continue;
     }
     try {
@@ -296,7 +296,8 @@ function formatAccounts(outcomes: AccountOutcome[], t: AccountsTotal): string {
   const parts = outcomes.map((o) => {
     const head = `account ${o.account}: ${o.outcome}`;
     if (o.summary) return `${head}\n${formatSummary(o.summary).replace(/^/gm, '  ').trimEnd()}\n`;
-    return `${head}${o.error ? `\n  error          ${o.error}` : ''}\n`;
+    // A failed account's error is listed once, on stderr at the end.
+    return `${head}${o.error && o.outcome !== 'failed' ? `\n  error          ${o.error}` : ''}\n`;
   });
   const rate = t.durationMs > 0 ? Math.round(t.sessionsWritten / (t.durationMs / 1000)) : 0;
   parts.push(
@@ -380,6 +381,8 @@ function combinedSummary(outcomes: AccountOutcome[], t: AccountsTotal, root: str
       written: t.sessionsWritten,
       new: sum((x) => x.sessions.new ?? 0),
       updated: sum((x) => x.sessions.updated ?? 0),
+      unchanged: sum((x) => x.sessions.unchanged ?? 0),
+      fetched: sum((x) => x.sessions.fetched ?? 0),
       rejected: sum((x) => x.sessions.rejected),
       duplicatesDropped: sum((x) => x.sessions.duplicatesDropped),
     },

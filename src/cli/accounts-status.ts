@@ -5,19 +5,20 @@ import { checkHealth } from '../monitoring/health.js';
 import { readAccountsMonitoredStates } from '../monitoring/read-state.js';
 import { accountStatus, readStoreReading, type StoreStatus } from '../store/status.js';
 import { ExitCode } from './exit-codes.js';
-import { parseMaxLag } from './monitoring-options.js';
+import { parseMaxLag, warnIfMaxLagBelowSettle } from './monitoring-options.js';
 import { partialDays } from './partial-days.js';
 
 export async function accountsStatus(
   root: string,
   accounts: string[],
-  flags: { runs: number; json?: boolean; check?: boolean; maxLag?: string },
+  flags: { runs: number; json?: boolean; check?: boolean; maxLag?: string; settle: string },
   format: (s: StoreStatus) => string,
   dataset?: DatasetLocation,
 ): Promise<number> {
   const nowMs = Date.now();
   if (flags.check) {
     const maxLagSeconds = parseMaxLag(flags.maxLag);
+    warnIfMaxLagBelowSettle(maxLagSeconds, flags.settle);
     const states = await readAccountsMonitoredStates(root, accounts, nowMs, dataset);
     const results = accounts.map((a) => ({ account: a, ...checkHealth(states.get(a)!, { nowMs, maxLagSeconds }) }));
     const unhealthy = results.filter((r) => !r.healthy);

@@ -22,6 +22,8 @@ export interface ExecuteRunOptions {
   graceMs?: number;
   /** Post run notifications (README "Notifications") as this command. */
   notify?: NotifySettings & { command: string; deps?: NotifyDeps };
+  /** Where the summary and the error go (default: the process's stdout and stderr; a test passes its own). */
+  output?: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream };
 }
 
 /** Runs as below, then (with `o.notify`) posts what the run's end calls for; that never changes the exit code. */
@@ -66,6 +68,7 @@ async function executeRunCore(
   o: ExecuteRunOptions,
 ): Promise<number> {
   const logger = createCliLogger(o.logLevel);
+  const out = o.output ?? { stdout: process.stdout, stderr: process.stderr };
   const progress = createProgress(o.progress && !o.json);
   // A second signal leaves at once: every committed window is durable; nothing partial is visible.
   const signals = installStopSignals({
@@ -87,18 +90,18 @@ async function executeRunCore(
       onProgress: (p) => progress.update(p),
     });
     progress.stop();
-    printSummary(summary, o.json);
+    printSummary(summary, o.json, out.stdout);
     return ExitCode.ok;
   } catch (err) {
     progress.stop();
     const summary = (err as { summary?: RunSummary }).summary;
-    if (summary) printSummary(summary, o.json);
+    if (summary) printSummary(summary, o.json, out.stdout);
     if (err instanceof RunInterruptedError) {
-      process.stderr.write(`${redact(err.message)}\n`);
+      out.stderr.write(`${redact(err.message)}\n`);
       return signals.exitCode;
     }
     if (err instanceof RunFailedError) {
-      process.stderr.write(`error: ${redact(err.message)}\n`);
+      out.stderr.write(`error: ${redact(err.message)}\n`);
       return ExitCode.runFailed;
     }
     if (err instanceof RangeError) throw new UsageError(err.message, { cause: err });

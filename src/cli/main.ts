@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
+import { setDotEnvNames } from '../config/load.js';
 import { dropOutputOnEpipe } from './epipe.js';
 import { ExitCode } from './exit-codes.js';
 import { reportFailure } from './report-failure.js';
@@ -35,10 +36,15 @@ export async function main(argv: string[] = process.argv): Promise<number> {
   // whatever the umask (README "File modes"); a stricter umask stays as it is.
   process.umask(process.umask(0o027) | 0o027);
   // A .env file in the working directory is read if present (the environment still wins).
-  if (existsSync('.env')) process.loadEnvFile('.env');
+  if (existsSync('.env')) {
+    const before = new Set(Object.keys(process.env));
+    process.loadEnvFile('.env');
+    // `config` says which values came from it.
+    setDotEnvNames(Object.keys(process.env).filter((k) => !before.has(k)));
+  }
   const program = new Command('session-etl')
     .description('Export remote-support session records from the GraphQL reporting endpoint into DuckDB and Parquet.')
-    .version(packageVersion(), '-V, --version', 'print the version')
+    .version(packageVersion(), '-V, --version', 'print the version (also -v)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   for (const load of COMMANDS) (await load()).register(program);
@@ -46,8 +52,10 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     c.exitOverride();
     suggestBeforeRequired(c);
   });
+  // `-v` is what most tools take for the version (commander's is -V): both print it.
+  const args = argv[2] === '-v' ? [...argv.slice(0, 2), '-V', ...argv.slice(3)] : argv;
   try {
-    await program.parseAsync(argv);
+    await program.parseAsync(args);
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
   } catch (err) {
     if (err instanceof CommanderError) {

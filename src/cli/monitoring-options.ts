@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { DEFAULT_MAX_LAG_SECONDS } from '../monitoring/health.js';
 import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
 import type { Shard } from '../accounts/select.js';
+import { humanDuration } from '../time/human-duration.js';
 import { parseDuration } from '../time/windows.js';
 import { UsageError } from './usage-error.js';
 
@@ -15,6 +16,24 @@ export function parseMaxLag(text: string | undefined): number {
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+}
+
+/**
+ * Warns on stderr when the lag limit is not above settle: a checkpoint never comes closer to now
+ * than settle, so such a limit is always exceeded (every health check unhealthy, every export a lag alert).
+ */
+export function warnIfMaxLagBelowSettle(maxLagSeconds: number, settle: string, stderr: NodeJS.WritableStream = process.stderr): void {
+  let settleSeconds: number;
+  try {
+    settleSeconds = parseDuration(settle);
+  } catch {
+    return; // a bad settle is reported where it is used
+  }
+  if (maxLagSeconds > settleSeconds) return;
+  stderr.write(
+    `warning: --max-lag ${humanDuration(maxLagSeconds)} is not longer than settle ${humanDuration(settleSeconds)}: the checkpoint always ` +
+      `stays at least settle behind now, so the lag is always over this limit; give a --max-lag longer than ${humanDuration(settleSeconds)} (default 26h)\n`,
+  );
 }
 
 /** --http-port: 0 to 65535 (0 picks a free port). */

@@ -57,7 +57,8 @@ export function createProgress(enabled: boolean, stream: NodeJS.WriteStream = pr
     {
       stream,
       terminal,
-      format: '{bar} {value}/{total} windows | {sessions} sessions | ETA {eta_formatted}',
+      // Records fetched, as the summary's 'records fetched' (its 'written' counts each session once).
+      format: '{bar} {value}/{total} windows | {sessions} records fetched | ETA {eta_formatted}',
       hideCursor: true,
       clearOnComplete: true,
       // Redraw on the next tick even when the text is unchanged: a log line may have cleared it.

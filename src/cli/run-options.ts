@@ -7,7 +7,8 @@ import { loadConfig, type LoadedConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { NotifySettings } from '../monitoring/notify.js';
 import type { PipelineOptions } from '../pipeline/run.js';
-import { parseDuration } from '../time/windows.js';
+import { chunkBelowMinChunk, parseDuration } from '../time/windows.js';
+import { warnIfMaxLagBelowSettle } from './monitoring-options.js';
 import { UsageError } from './usage-error.js';
 
 export interface CommonFlags {
@@ -113,6 +114,9 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+  const chunkSeconds = parseDuration(c.chunk);
+  const minChunkSeconds = parseDuration(c.minChunk);
+  if (chunkSeconds < minChunkSeconds) throw new UsageError(chunkBelowMinChunk(chunkSeconds, minChunkSeconds));
   return {
     reportingUrl: c.reportingUrl,
     apiKey: c.apiKey,
@@ -121,10 +125,10 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
     // Otherwise the data directory's own format is used (a new one: the default).
     ...(loaded.sources.format && loaded.sources.format !== 'default' ? { format: c.format } : {}),
     ...(c.parquetUrl ? { parquetUrl: c.parquetUrl, s3PathStyle: c.s3PathStyle } : {}),
-    chunkSeconds: parseDuration(c.chunk),
+    chunkSeconds,
     concurrency: c.concurrency,
     ...(c.maxResultsPerQuery ? { maxResultsPerQuery: c.maxResultsPerQuery } : {}),
-    minChunkSeconds: parseDuration(c.minChunk),
+    minChunkSeconds,
     settleSeconds: parseDuration(c.settle),
     onInvalid: c.onInvalid,
     ...(c.maxRequestsPerSecond ? { maxRequestsPerSecond: c.maxRequestsPerSecond } : {}),
@@ -147,7 +151,10 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
 /** Where and when run notifications go (README "Notifications"); undefined when notifyUrl is not set. */
 export function notifySettings(loaded: LoadedConfig): NotifySettings | undefined {
   const c = loaded.config;
-  return c.notifyUrl ? { url: c.notifyUrl, maxLagSeconds: parseDuration(c.maxLag, 'maxLag') } : undefined;
+  if (!c.notifyUrl) return undefined;
+  const maxLagSeconds = parseDuration(c.maxLag, 'maxLag');
+  warnIfMaxLagBelowSettle(maxLagSeconds, c.settle);
+  return { url: c.notifyUrl, maxLagSeconds };
 }
 
 /** The `notify` part of executeRun's options, when notifications are configured. */

@@ -6,20 +6,21 @@
 import type { DatasetLocation } from '../store/dataset/location.js';
 import { checkHealth } from '../monitoring/health.js';
 import { readMonitoredState } from '../monitoring/read-state.js';
+import { humanDuration } from '../time/human-duration.js';
 import { ExitCode } from './exit-codes.js';
-import { parseMaxLag } from './monitoring-options.js';
+import { parseMaxLag, warnIfMaxLagBelowSettle } from './monitoring-options.js';
 import { UsageError } from './usage-error.js';
 
-export async function statusCheck(dataDir: string, flags: { check?: boolean; maxLag?: string; json?: boolean }, dataset?: DatasetLocation): Promise<number> {
+export async function statusCheck(dataDir: string, flags: { check?: boolean; maxLag?: string; json?: boolean }, settle: string, dataset?: DatasetLocation): Promise<number> {
   if (!flags.check) throw new UsageError('--max-lag goes with --check');
   const maxLagSeconds = parseMaxLag(flags.maxLag);
+  warnIfMaxLagBelowSettle(maxLagSeconds, settle);
   const nowMs = Date.now();
   const health = checkHealth(await readMonitoredState(dataDir, nowMs, dataset), { nowMs, maxLagSeconds });
   if (flags.json) {
     process.stdout.write(JSON.stringify({ dataDir, ...health }) + '\n');
   } else if (health.healthy) {
-    const lagH = ((health.lagSeconds ?? 0) / 3600).toFixed(1);
-    process.stdout.write(`OK: checkpoint ${health.checkpoint} (${lagH} h behind now), last run ${health.lastRun?.outcome ?? 'none'}\n`);
+    process.stdout.write(`OK: checkpoint ${health.checkpoint} (${humanDuration(health.lagSeconds ?? 0)} behind now), last run ${health.lastRun?.outcome ?? 'none'}\n`);
   } else {
     for (const r of health.reasons) process.stdout.write(`UNHEALTHY: ${r}\n`);
   }

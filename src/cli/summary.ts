@@ -8,7 +8,10 @@ export function formatSummary(s: RunSummary): string {
     `${s.kind} ${s.runId}: ${s.outcome}${s.resumed ? ' (resumed an interrupted backfill)' : ''}`,
     `  range          ${s.range ? `${s.range.from} – ${s.range.to}` : '(nothing to fetch)'}`,
     `  windows        ${s.windows.done} of ${s.windows.total} done${s.windows.skipped ? `, ${s.windows.skipped} not started` : ''}`,
-    `  sessions       ${s.sessions.written} written (${s.sessions.new ?? '?'} new, ${s.sessions.updated ?? '?'} updated), ${s.sessions.rejected} rejected`,
+    // "written" counts sessions once each; "fetched" is what the progress bar counted (records: a
+    // session on a window's boundary comes in both windows).
+    `  sessions       ${s.sessions.written} written (${s.sessions.new ?? '?'} new, ${s.sessions.updated ?? '?'} updated, ` +
+      `${s.sessions.unchanged ?? '?'} unchanged), ${s.sessions.rejected} rejected${s.sessions.fetched !== undefined ? `; ${s.sessions.fetched} records fetched` : ''}`,
     `  requests       ${s.requests} (${s.retries} retries, ${s.rateLimited} rate-limited, ${s.bisections} bisections)`,
     ...(s.rateLimited || s.pausedMs
       ? [`  rate limit     paused ${(s.pausedMs / 1000).toFixed(1)} s; pace ${s.pace === null ? 'not limited' : `${s.pace.toFixed(2)} requests/s`}`]
@@ -17,9 +20,10 @@ export function formatSummary(s: RunSummary): string {
     `  checkpoint     ${s.checkpoint ?? '(none)'}`,
   ];
   if (s.coverageHoles.length) lines.push(`  coverage holes ${s.coverageHoles.map((h) => `${h.from}–${h.to}`).join(', ')}`);
+  if (s.files.removed) lines.push('  files          none kept: the run committed nothing, so it removed what it had created');
   if (s.files.duckdb) lines.push(`  duckdb         ${s.files.duckdb}`);
   if (s.files.parquet) lines.push(`  parquet        ${s.files.parquet} (${s.files.partitionsWritten.length} partitions rewritten)`);
-  if (s.error) lines.push(`  error          ${s.error}`);
+  // The error is printed once, on stderr after the summary (as `error: …`), and is in --json's summary.
   return lines.join('\n') + '\n';
 }
 

@@ -9,9 +9,20 @@ import { ConfigError } from './errors.js';
 import { redact, registerSecret, REDACTED } from '../util/redact.js';
 import { MAX_SECRET_TEXT, readSecretFile, SecretFileError, secretTooLarge } from '../util/secret-size.js';
 import type { z } from 'zod';
-import { ACCOUNT_NAME, ConfigSchema, type Config } from './schema.js';
+import { didYouMean } from '../util/did-you-mean.js';
+import { readProblem } from '../util/read-problem.js';
+import { ACCOUNT_NAME, AccountSchema, ConfigSchema, type Config } from './schema.js';
 
-export type Source = 'default' | 'file' | 'env' | 'flag';
+/** Where a value came from: `env-file` is the environment as set by the working directory's .env file. */
+export type Source = 'default' | 'file' | 'env' | 'env-file' | 'flag';
+
+/** The environment variables the .env file set (the CLI reads it at start; a variable set already wins). */
+let dotEnvNames = new Set<string>();
+
+/** Records which variables came from the .env file, so that `config` says so (called by the CLI once it has read it). */
+export function setDotEnvNames(names: Iterable<string>): void {
+  dotEnvNames = new Set(names);
+}
 
 export interface LoadedConfig {
   config: Config & { apiKey: string | null };
@@ -69,12 +80,10 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     const fileOnly = ConfigSchema.safeParse(merged);
     if (!fileOnly.success) throw invalidConfig(fileOnly.error.issues, sources, file);
   }
-  const fromEnv: Record<string, unknown> = {};
   for (const [name, key] of Object.entries(ENV_KEYS)) {
     const v = env[name];
-    if (v !== undefined && v !== '') fromEnv[key] = v;
+    if (v !== undefined && v !== '') put({ [key]: v }, env === process.env && dotEnvNames.has(name) ? 'env-file' : 'env');
   }
-  put(fromEnv, 'env');
   put((opts.flags ?? {}) as Record<string, unknown>, 'flag');
   for (const key of URL_KEYS) registerUrlSecrets(merged[key]);
 
@@ -139,14 +148,27 @@ function invalidConfig(issues: z.core.$ZodIssue[], sources: Record<string, Sourc
   const lines = issues.map((i) => {
     const key = i.path.join('.') || '(root)';
     const where = sources[String(i.path[0])] ? ` (from ${describeSource(sources[String(i.path[0])]!, file)})` : '';
-    if (i.code === 'unrecognized_keys') return `unknown configuration key(s) ${i.keys.join(', ')}${file ? ` in ${file}` : ''}`;
+    if (i.code === 'unrecognized_keys') {
+      // An account's entry (accounts.NAME) has keys of its own.
+      const known = i.path[0] === 'accounts' ? Object.keys(AccountSchema.shape) : Object.keys(ConfigSchema.shape);
+      const prefix = i.path.length ? `${i.path.join('.')}.` : '';
+      const named = i.keys.map((k) => `${prefix}${k}${didYouMean(k, known, (n) => `${prefix}${n}`)}`);
+      return `unknown configuration key(s) ${named.join(', ')}${file ? ` in ${file}` : ''}`;
+    }
     return `${key}${where}: ${i.message}`;
   });
   return new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
 }
 
 function describeSource(s: Source, file: string | null): string {
-  return s === 'file' ? `file ${file}` : s === 'env' ? 'environment' : s === 'flag' ? 'command line' : 'defaults';
+  return s === 'file' ? `file ${file}` : s === 'env' ? 'environment' : s === 'env-file' ? '.env file' : s === 'flag' ? 'command line' : 'defaults';
+}
+
+/** Line and column (1-based) of a character offset in `text`. */
+function lineAndColumn(text: string, offset: number): string {
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  return `line ${line}, column ${offset - (before.lastIndexOf('\n') + 1) + 1}`;
 }
 
 function readJson(path: string, what: string): Record<string, unknown> {
@@ -154,7 +176,7 @@ function readJson(path: string, what: string): Record<string, unknown> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ConfigError(`${what} ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
+    throw new ConfigError(`${what} ${path} cannot be read: ${readProblem(err)}`);
   }
   let v: unknown;
   try {
@@ -162,9 +184,12 @@ function readJson(path: string, what: string): Record<string, unknown> {
     if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
   } catch (err) {
     // Never the parser's message: it quotes the text, and a key file given as --config would show
-    // its first characters. The position is enough to find the mistake.
-    const at = /position (\d+)/.exec((err as Error).message)?.[1];
-    const problem = (err as Error).message === 'not a JSON object' ? 'it is not a JSON object' : `it is not valid JSON${at ? ` (error at character ${at})` : ''}`;
+    // its first characters. The place is enough to find the mistake.
+    const msg = (err as Error).message;
+    const lc = /line (\d+) column (\d+)/.exec(msg);
+    const at = /position (\d+)/.exec(msg)?.[1];
+    const place = lc ? `line ${lc[1]}, column ${lc[2]}` : at !== undefined ? lineAndColumn(text, Number(at)) : /end of JSON input/.test(msg) ? 'the end: it stops short' : undefined;
+    const problem = msg === 'not a JSON object' ? 'it is not a JSON object' : `it is not valid JSON${place ? ` (error at ${place})` : ''}`;
     throw new ConfigError(`${what} ${path} cannot be used: ${problem}; it must hold one JSON object of configuration keys`);
   }
   const bad = forbiddenKey(v);

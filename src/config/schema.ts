@@ -7,18 +7,23 @@ import { z } from 'zod';
 import { parseDuration, parseInstant } from '../time/windows.js';
 import { looksLikeKey, pathProblem } from './looks-like-key.js';
 
-const duration = (what: string) =>
-  z.string().refine(
-    (s) => {
-      try {
-        parseDuration(s);
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    { message: `${what}: expected a duration such as 90s, 15m, 6h, 1d or 7d` },
-  );
+const DURATION_FORMS = 'a duration such as "90s", "15m", "6h", "1d" or "7d" (a number with its unit, as text)';
+
+// The key is named by whoever reports the issue ("settle (from file …): …"), so not here.
+const duration = (_what: string) =>
+  z
+    .string({ error: (iss) => `expected ${DURATION_FORMS}, got ${iss.input === null ? 'null' : `the ${typeof iss.input} ${JSON.stringify(iss.input)}`}` })
+    .refine(
+      (s) => {
+        try {
+          parseDuration(s);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { message: `expected ${DURATION_FORMS}` },
+    );
 
 const instant = z.union([z.string(), z.number().int().nonnegative()]).refine(
   (v) => {

@@ -112,7 +112,7 @@ export function buildOverview(i: OverviewInput): Overview {
   const reasons = h.reasons.map((r) =>
     /coverage hole/.test(r)
       ? `${state.coverageHoles} coverage hole(s): the calendar shows each one and the backfill command that fills it`
-      : /^checkpoint \S+ is [\d.]+ h behind now/.test(r) && h.lagSeconds !== null
+      : /^checkpoint \S+ is .+ behind now/.test(r) && h.lagSeconds !== null
         ? `checkpoint ${snapshot!.checkpoint} is ${ago(h.lagSeconds)} behind now, more than the allowed ${ago(i.maxLagSeconds)} (--max-lag)`
         : r,
   );

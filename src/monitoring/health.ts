@@ -2,6 +2,7 @@
  * Is the export healthy? One pure function of the monitored state, shared by `/healthz` and
  * `session-etl status --check`, so both always give the same answer and the same reasons.
  */
+import { humanDuration } from '../time/human-duration.js';
 import { isoOf as iso } from '../time/windows.js';
 import type { MonitoredState } from './read-state.js';
 
@@ -36,7 +37,7 @@ export function checkHealth(state: MonitoredState, o: HealthOptions): Health {
     reasons.push('nothing exported yet: no checkpoint in this data directory');
   } else if (lag! > o.maxLagSeconds) {
     reasons.push(
-      `checkpoint ${iso(state.checkpoint)} is ${(lag! / 3600).toFixed(1)} h behind now, more than the allowed ${(o.maxLagSeconds / 3600).toFixed(1)} h (--max-lag)`,
+      `checkpoint ${iso(state.checkpoint)} is ${humanDuration(lag!)} behind now, more than the allowed ${humanDuration(o.maxLagSeconds)} (--max-lag)`,
     );
   }
   if (state.coverageHoles > 0) {

@@ -9,6 +9,7 @@
  * redirects are not followed; what cannot be delivered is logged (receiver as scheme and host
  * only: the URL's path often is the webhook's secret).
  */
+import { humanDuration } from '../time/human-duration.js';
 import { hostname } from 'node:os';
 import type { RunSummary } from '../pipeline/run.js';
 import { clipText, MAX_ERROR_CHARS } from '../util/clip-text.js';
@@ -288,17 +289,5 @@ function errorTextOf(end: RunEnd): string {
   return clipText(redact(parts.join('; caused by: ') || `exit code ${end.exitCode}`), MAX_ERROR_CHARS);
 }
 
-/** 90 → "1m 30s", 97200 → "1d 3h": the two largest units. */
-export function formatLag(seconds: number): string {
-  const units: Array<[string, number]> = [['d', 86_400], ['h', 3_600], ['m', 60], ['s', 1]];
-  const parts: string[] = [];
-  let rest = Math.max(0, Math.round(seconds));
-  for (const [u, k] of units) {
-    if (rest >= k || (u === 's' && !parts.length)) {
-      parts.push(`${Math.floor(rest / k)}${u}`);
-      rest %= k;
-    }
-    if (parts.length === 2) break;
-  }
-  return parts.join(' ');
-}
+/** 90 → "1m 30s", 97200 → "1d 3h": the two largest units (as `status` and /healthz show a lag). */
+export const formatLag = humanDuration;

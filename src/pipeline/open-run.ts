@@ -3,11 +3,12 @@
  * lock, the store opened (waiting while a reader holds the DuckDB file); and at the end, the store
  * closed, what a first run that committed nothing created removed again, and the lock released.
  */
-import { mkdir, rmdir, unlink } from 'node:fs/promises';
+import { rmdir, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { DataDirError, StoreBusyError } from '../store/errors.js';
 import { DIR_MODE, layoutOf, refuseLinks, type OutputFormat } from '../store/layout.js';
 import { acquireLock, type Lock } from '../store/lock.js';
+import { makeDirs, MakeDirsError } from '../store/make-dirs.js';
 import { checkWriterSettings, discardNew, SessionStore } from '../store/session-store.js';
 import { STATE_FILE } from '../store/state-snapshot.js';
 import { formatDuration } from '../time/windows.js';
@@ -75,8 +76,9 @@ export async function openRun(opts: BatchOptions, command: string, runId: string
 /**
  * Ends a run's hold. A new store whose run did not succeed and committed nothing holds nothing worth
  * keeping (a wrong key, say): what this run created goes again. Data of any earlier run is never touched.
+ * Returns whether it did so.
  */
-export async function closeRun(run: OpenedRun, opts: BatchOptions, succeeded: boolean): Promise<void> {
+export async function closeRun(run: OpenedRun, opts: BatchOptions, succeeded: boolean): Promise<boolean> {
   const { store } = run;
   const discard = !succeeded && store.created.length > 0 && (await store.allCoverage().then((c) => c.size === 0, () => false));
   let saveFailed: unknown;
@@ -95,6 +97,7 @@ export async function closeRun(run: OpenedRun, opts: BatchOptions, succeeded: bo
   await run.lock?.release();
   if (discard) await removeEmptyDirs(opts.dataDir, run.dirCreated);
   if (saveFailed !== undefined) throw saveFailed;
+  return discard;
 }
 
 /**
@@ -154,26 +157,33 @@ async function openWhenFree(opts: BatchOptions, logger: Logger): Promise<Session
   }
 }
 
-/** Creates the data directory when missing; returns the first directory it created (see mkdir), if any. */
+/** Creates the data directory when missing; returns the first directory it created, if any. */
 async function ensureDataDir(dir: string): Promise<string | undefined> {
   try {
-    return await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    return await makeDirs(dir, DIR_MODE);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new DataDirError(
-      `data directory ${dir} cannot be created (${code}): ` +
-        (code === 'EACCES' || code === 'EROFS' || code === 'EPERM' ? 'it is not writable; choose another --data-dir' : 'a file stands in the way; choose another --data-dir'),
-      { cause: err },
-    );
+    throw new DataDirError(`data directory ${dir} cannot be created: ${whyNotMade(err, dir)}; choose another --data-dir`);
   }
+}
+
+/** Why makeDirs failed, in words. No cause kept: the system's own words ("no such file or directory" for /proc/foo) would mislead. */
+function whyNotMade(err: unknown, dir: string): string {
+  const { code, at } = err instanceof MakeDirsError ? err : { code: (err as NodeJS.ErrnoException).code ?? 'EIO', at: dir };
+  return code === 'EACCES' || code === 'EROFS' || code === 'EPERM'
+    ? `${dirname(at)} is not writable`
+    : code === 'ENOTDIR' || code === 'EEXIST'
+      ? `${at} is a file, not a directory`
+      : code === 'ENOENT'
+        ? `${dirname(at)} does not accept new directories (a special file system such as /proc or /sys?)`
+        : `${at}: ${code}`;
 }
 
 /** A shard's store directory (shards/I-of-N/), made before its lock is taken there. */
 async function ensureStoreDir(dir: string): Promise<void> {
   try {
-    await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    await makeDirs(dir, DIR_MODE);
   } catch (err) {
-    throw new DataDirError(`the shard's store directory ${dir} cannot be created (${(err as NodeJS.ErrnoException).code}); choose another --data-dir`, { cause: err });
+    throw new DataDirError(`the shard's store directory ${dir} cannot be created: ${whyNotMade(err, dir)}; choose another --data-dir`);
   }
 }
 

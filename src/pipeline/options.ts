@@ -136,6 +136,12 @@ export interface BackfillOptions extends PipelineOptions {
 export interface ExportOptions extends PipelineOptions {
   /** Where the first export starts when nothing is stored yet, epoch seconds. */
   since?: number;
+  /**
+   * Log a warning when `since` is not used because the data directory has a checkpoint (the export
+   * continues from it). For a start the user gave for this run (`--since`); a configured startDate
+   * is meant for the first run only, so it is not warned about.
+   */
+  warnIfSinceUnused?: boolean;
   /** How far before the checkpoint each export re-reads, seconds. Default 1 day. */
   lookbackSeconds?: number;
 }
@@ -153,7 +159,21 @@ export interface RunSummary {
   range: { from: string; to: string } | null;
   resumed: boolean;
   windows: { total: number; done: number; skipped: number };
-  sessions: { written: number; new: number | null; updated: number | null; rejected: number; duplicatesDropped: number };
+  /**
+   * Sessions written: new, updated (a stored version replaced by one whose content differs), or
+   * unchanged (re-read as stored: only extracted_at moves); `fetched`, the records the windows
+   * committed (what the progress bar counts: a session on a window's boundary comes in both).
+   */
+  sessions: {
+    written: number;
+    new: number | null;
+    updated: number | null;
+    /** Absent in summaries made by versions before it was counted. */
+    unchanged?: number | null;
+    fetched?: number;
+    rejected: number;
+    duplicatesDropped: number;
+  };
   requests: number;
   retries: number;
   rateLimited: number;
@@ -165,7 +185,8 @@ export interface RunSummary {
   durationMs: number;
   checkpoint: string | null;
   coverageHoles: Array<{ from: string; to: string }>;
-  files: { dataDir: string; duckdb: string | null; parquet: string | null; partitionsWritten: string[] };
+  /** `removed`: a first run that committed nothing removed what it had created (no file is left to name). */
+  files: { dataDir: string; duckdb: string | null; parquet: string | null; partitionsWritten: string[]; removed?: boolean };
   error?: string;
 }
 

@@ -11,10 +11,15 @@ import type { RunSummary } from './options.js';
 
 export class RunTally {
   readonly stats: ExtractStats = { requests: 0, retries: 0, rateLimited: 0, bisections: 0, windowsDone: 0 };
-  readonly totals = { written: 0, inserted: 0, updated: 0, rejected: 0, duplicatesDropped: 0 };
+  /**
+   * `fetched`: records committed by the windows so far (the progress bar's count; a session a window
+   * boundary gives to two windows counts twice). The rest are known once merged, at the end:
+   * sessions new, updated (content changed), re-read unchanged; `written` is their sum.
+   */
+  readonly totals = { fetched: 0, written: 0, inserted: 0, updated: 0, unchanged: 0, rejected: 0, duplicatesDropped: 0 };
   readonly partitionsWritten = new Set<string>();
   /** Merges of this run that are counted already (background and periodic flushes). */
-  private readonly flushed = { inserted: 0, updated: 0 };
+  private readonly flushed = { inserted: 0, updated: 0, unchanged: 0 };
   range: Window | null = null;
 
   constructor(
@@ -32,15 +37,17 @@ export class RunTally {
     if (!c) return;
     this.flushed.inserted += c.inserted;
     this.flushed.updated += c.updated;
+    this.flushed.unchanged += c.unchanged;
   }
 
   /** The run's last flush: sessions stored by this run are new, or replace a version stored before it (each counted once). */
   addLastFlush(r: FlushResult): void {
     r.partitions.forEach((p) => this.partitionsWritten.add(p));
-    const c = r.counts.get(this.account) ?? { inserted: 0, updated: 0 };
+    const c = r.counts.get(this.account) ?? { inserted: 0, updated: 0, unchanged: 0 };
     this.totals.inserted = this.flushed.inserted + c.inserted;
     this.totals.updated = this.flushed.updated + c.updated;
-    this.totals.written = this.totals.inserted + this.totals.updated;
+    this.totals.unchanged = this.flushed.unchanged + c.unchanged;
+    this.totals.written = this.totals.inserted + this.totals.updated + this.totals.unchanged;
   }
 
   /** The run's `_runs` row as it stands (outcome `running`, until the end). */
@@ -106,6 +113,8 @@ export class RunTally {
         written: this.totals.written,
         new: this.totals.inserted,
         updated: this.totals.updated,
+        unchanged: this.totals.unchanged,
+        fetched: this.totals.fetched,
         rejected: this.totals.rejected,
         duplicatesDropped: this.totals.duplicatesDropped,
       },

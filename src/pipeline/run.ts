@@ -5,18 +5,18 @@
  * flatten, commit atomically with its coverage) → then one last flush for all of them → record each
  * account's run. A single-account run is the case of one account, ''. Each step is a named function below.
  */
-import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { ExitCode } from '../errors.js';
 import { ReportingClient } from '../reporting/client.js';
 import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
-import { layoutOf } from '../store/layout.js';
+import { backfillCommand } from '../store/backfill-command.js';
+import { holdsStore } from '../store/layout.js';
 import { parseParquetUrl, type DatasetLocation } from '../store/dataset/location.js';
 import type { Lock } from '../store/lock.js';
 import { SINGLE_ACCOUNT, type FlushResult, type SessionStore } from '../store/session-store.js';
 import { StatePublisher } from '../store/state-snapshot.js';
 import { checkpointOf, subtractIntervals } from '../time/intervals.js';
-import { checkPlanSize, cutWindows, describeWindow, isoOf, type Window } from '../time/windows.js';
+import { checkPlanSize, chunkBelowMinChunk, cutWindows, describeWindow, isoOf, type Window } from '../time/windows.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { clipText } from '../util/clip-text.js';
 import { redact } from '../util/redact.js';
@@ -65,7 +65,7 @@ export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
 export async function runExport(opts: ExportOptions): Promise<RunSummary> {
   checkJob({ account: SINGLE_ACCOUNT, kind: 'export', opts });
   // With the dataset in a bucket, the state may be there rather than here (format parquet): the plan decides.
-  const stored = opts.parquetUrl !== undefined || (['both', 'parquet'] as const).some((f) => existsSync(layoutOf(opts.dataDir, f).dbPath));
+  const stored = opts.parquetUrl !== undefined || holdsStore(opts.dataDir);
   if (opts.since === undefined && !stored) throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);
   if (opts.since !== undefined && !stored) {
     // The first export plans [since, now - settle): refused before anything is written when too large.
@@ -100,7 +100,7 @@ export async function runBatch(batch: BatchOptions, jobs: readonly AccountJob[])
   const progress = (): Progress => ({
     windowsTotal: parts.reduce((n, p) => n + p.windowsTotal, 0),
     windowsDone: parts.reduce((n, p) => n + p.tally.stats.windowsDone, 0),
-    sessions: parts.reduce((n, p) => n + p.tally.totals.written, 0),
+    sessions: parts.reduce((n, p) => n + p.tally.totals.fetched, 0),
   });
   let results: AccountResult[] | undefined;
   let stopFlushing = (): void => {};
@@ -144,7 +144,9 @@ export async function runBatch(batch: BatchOptions, jobs: readonly AccountJob[])
     // The snapshot readers see once the run has ended (status reads the DuckDB file itself then).
     await publisher.final().catch((err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json)'));
     const kept = results?.some((r) => r.ok && (r.summary!.outcome === 'succeeded' || r.summary!.outcome === 'nothing-to-do')) ?? false;
-    await closeRun(run, batch, kept);
+    const removed = await closeRun(run, batch, kept);
+    // A first run that committed nothing leaves nothing: its summaries name no files (an error carries the same object).
+    if (removed) for (const p of parts) if (p.summary) p.summary.files = { ...p.summary.files, duckdb: null, parquet: null, partitionsWritten: [], removed: true };
   }
 }
 
@@ -188,6 +190,9 @@ function checkJob(job: AccountJob): void {
   posInt(opts.chunkSeconds, 'chunk');
   posInt(opts.minChunkSeconds, 'min-chunk');
   posInt(opts.maxResultsPerQuery, 'max-results-per-query');
+  const chunk = opts.chunkSeconds ?? DEFAULTS.chunkSeconds;
+  const minChunk = opts.minChunkSeconds ?? DEFAULTS.minChunkSeconds;
+  if (chunk < minChunk) throw new RangeError(chunkBelowMinChunk(chunk, minChunk));
   const rps = opts.maxRequestsPerSecond;
   if (rps !== undefined && !(Number.isFinite(rps) && rps >= MIN_REQUESTS_PER_SECOND)) {
     throw new RangeError(
@@ -312,7 +317,7 @@ async function fetchAccount(store: SessionStore, part: Part, batch: BatchOptions
   part.controller = controller;
   const loader = new WindowLoader(store, job.account, tally.runId, opts.onInvalid ?? 'fail', tally, logger, () => {
     committed();
-    opts.onProgress?.({ windowsTotal: windows.length, windowsDone: tally.stats.windowsDone, sessions: tally.totals.written });
+    opts.onProgress?.({ windowsTotal: windows.length, windowsDone: tally.stats.windowsDone, sessions: tally.totals.fetched });
   });
   const stopSignal = opts.stopSignal ?? batch.stopSignal;
   const abortSignal = opts.abortSignal ?? batch.abortSignal;
@@ -362,6 +367,14 @@ async function planOf(store: SessionStore, job: AccountJob, nowS: number): Promi
     from = job.opts.since;
   } else {
     from = checkpoint - lookback;
+    if (job.opts.since !== undefined && job.opts.since < from && job.opts.warnIfSinceUnused) {
+      log.warn(
+        { since: isoOf(job.opts.since), checkpoint: isoOf(checkpoint) },
+        `--since ${isoOf(job.opts.since)} is not used: this data directory has a checkpoint (${isoOf(checkpoint)}), and an export ` +
+          `continues from it (less the lookback, from ${isoOf(from)}); to load or re-read what is before, run ` +
+          `\`${resumeCommand({ start: job.opts.since, end: from }, store, job.account)}\``,
+      );
+    }
     if (job.opts.since !== undefined) from = Math.max(from, Math.min(job.opts.since, checkpoint));
   }
   if (from >= to) return { range: null, todo: [], resumed: false };
@@ -461,13 +474,16 @@ async function finish(store: SessionStore, parts: Part[], batch: BatchOptions, n
     const { kind } = part.job;
     const { runId } = part.tally;
     if (part.outcome.error) {
-      part.logger.error({ error: summary.error }, `${kind} failed`);
+      // The error itself is told once, with the summary (the CLI prints it after it; the caller catches it).
+      part.logger.error({ checkpoint: summary.checkpoint }, `${kind} failed`);
       const error = Object.assign(new RunFailedError(`${kind} ${runId} failed: ${summary.error}`, runId, { cause: part.outcome.error }), { summary });
       results.push({ account: part.job.account, ok: false, error, summary, durationMs });
     } else if (summary.outcome === 'interrupted') {
       const stopExitCode = part.job.opts.stopExitCode ?? batch.stopExitCode ?? 130;
+      // A backfill resumes when run again over the same range (its end as clamped here): say how.
+      const resume = part.plan.backfill ? `; to resume it, run \`${resumeCommand(part.plan.backfill, store, part.job.account)}\`` : '';
       const error = Object.assign(
-        new RunInterruptedError(`${kind} ${runId} stopped: ${summary.windows.skipped} windows not started; ${committedNote(summary.checkpoint)}`, stopExitCode),
+        new RunInterruptedError(`${kind} ${runId} stopped: ${summary.windows.skipped} windows not started; ${committedNote(summary.checkpoint)}${resume}`, stopExitCode),
         { summary },
       );
       results.push({ account: part.job.account, ok: false, error, summary, durationMs });
@@ -520,6 +536,11 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
     pace: summary.pace,
   });
   return summary;
+}
+
+/** The backfill command that loads `range` into this store (an account's part of it with many accounts). */
+function resumeCommand(range: Window, store: SessionStore, account: string): string {
+  return backfillCommand(range, store.layout.dataDir, account || undefined);
 }
 
 function committedNote(checkpoint: string | null): string {

@@ -43,7 +43,7 @@ export class WindowLoader {
       this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
       if (flat.rejected.length) this.logger.warn({ window: describeWindow(w), rejected: flat.rejected.length }, 'records quarantined in rejected_sessions');
     }
-    this.tally.totals.written += r.written;
+    this.tally.totals.fetched += r.written;
     this.committed();
   }
 }

@@ -67,7 +67,7 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
       if (timeout.aborted) {
         throw new TransientError('timeout', `the reporting endpoint did not answer within ${opts.timeoutMs} ms`, undefined, { cause: err });
       }
-      throw new TransientError('network', `connection to the reporting endpoint ${displayUrl(urlOf(input))} failed: ${describeNetworkError(err)}`, undefined, {
+      throw new TransientError('network', `connection to the reporting endpoint ${displayUrl(urlOf(input))} failed: ${describeNetworkError(err, urlOf(input))}`, undefined, {
         cause: err,
       });
     }

@@ -29,4 +29,10 @@ export interface JobDefinition {
    * cannot run with accounts.
    */
   accountJob?(ctx: JobContext): { kind: 'export'; opts: ExportOptions } | { kind: 'backfill'; opts: BackfillOptions };
+  /**
+   * An incremental export: its first run in a data directory needs a start (`since`, from the
+   * configuration's startDate). `schedule` refuses to start (exit 2) when a data directory it would
+   * run in has nothing stored and no startDate: the job would fail every night.
+   */
+  needsStartDate?: boolean;
 }

@@ -1,4 +1,4 @@
-import type { Dirent } from 'node:fs';
+import { existsSync, type Dirent } from 'node:fs';
 import { lstat, readdir, readlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { UNGUESSABLE } from '../util/temp-file.js';
@@ -59,6 +59,11 @@ export function layoutOf(dataDir: string, format: OutputFormat, shard?: ShardId)
     pendingDir: join(storeDir, 'pending'),
     lockPath: join(storeDir, '.session-etl.lock'),
   };
+}
+
+/** Whether `dataDir` holds a store (of any format): something was exported there. */
+export function holdsStore(dataDir: string): boolean {
+  return (['both', 'parquet'] as const).some((f) => existsSync(layoutOf(dataDir, f).dbPath));
 }
 
 /** Name of the partition holding sessions without a start time (Hive's default partition: read back as NULL). */

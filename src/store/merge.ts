@@ -12,7 +12,7 @@ import { wrapWriteError } from './errors.js';
 import { FILE_MODE } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
 import { SESSION_COLUMNS } from './contract.js';
-import { PARTITION_OF_STORED } from './schema.js';
+import { CONTENT_HASH, PARTITION_OF_STORED } from './schema.js';
 import type { StoreShape } from './shape.js';
 import type { AccountCounts, MergeResult } from './sink.js';
 
@@ -185,9 +185,16 @@ export async function mergeSlice(
         touched.add(l.p);
       }
     }
+    // Replacing a stored version is an update only when its content changed: every export re-reads
+    // the lookback (a day), and a session read again as it was is not news. Compared by a hash of
+    // the two rows, fetched by row id (a few ms for a night's re-reads; only re-reads pay it).
+    const unchanged = [...perAccount.values()].some((t) => t.updated) ? await unchangedOf(c, floor) : new Map<string, number>();
     if (losers.length) await c.run('DELETE FROM sessions WHERE rowid IN (SELECT rid FROM _losers)');
     const counts: AccountCounts = new Map();
-    for (const [a, t] of perAccount) counts.set(a, { inserted: t.added - t.freshLost - t.updated - t.again, updated: t.updated });
+    for (const [a, t] of perAccount) {
+      const same = unchanged.get(a) ?? 0;
+      counts.set(a, { inserted: t.added - t.freshLost - t.updated - t.again, updated: t.updated - same, unchanged: same });
+    }
     if (ctx.withParquet) {
       for (const r of await queryRows<{ p: string }>(c, 'SELECT DISTINCT p FROM _versions WHERE fresh')) touched.add(r.p);
       if (touched.size) {
@@ -217,6 +224,23 @@ export async function mergeSlice(
     await c.run('DROP TABLE IF EXISTS _versions; DROP TABLE IF EXISTS _losers; DROP TABLE IF EXISTS _dups').catch(() => {});
     throw wrapWriteError(err, 'merging committed rows into the sessions table');
   }
+}
+
+/**
+ * Of the sessions whose version stored before the run (row id at or below `floor`) loses to a new
+ * one in this slice, how many have the same content in both (see CONTENT_HASH), by account. Reads
+ * `_losers` and `_versions` (the winner is the one version of a session that is not a loser).
+ */
+async function unchangedOf(c: DuckDBConnection, floor: bigint): Promise<Map<string, number>> {
+  const rows = await queryRows<{ account: string; n: bigint }>(
+    c,
+    `WITH pair AS (
+       SELECT l.account, l.session_id, l.rid AS old, v.rid AS new FROM _losers l JOIN _versions v USING (account, session_id)
+       WHERE NOT l.fresh AND l.rid <= ${floor} AND v.rid NOT IN (SELECT rid FROM _losers)),
+     h AS (SELECT rowid AS rid, ${CONTENT_HASH} AS h FROM sessions WHERE rowid IN (SELECT old FROM pair UNION ALL SELECT new FROM pair))
+     SELECT p.account, count(DISTINCT p.session_id) AS n FROM pair p JOIN h o ON o.rid = p.old JOIN h w ON w.rid = p.new WHERE o.h = w.h GROUP BY 1`,
+  );
+  return new Map(rows.map((r) => [r.account, Number(r.n)]));
 }
 
 /**

@@ -10,6 +10,7 @@ import { openDb, type Db } from './duckdb.js';
 import { exists, fileHead } from './durable-fs.js';
 import { DataDirError, firstLine, StoreBusyError, StoreSettingError } from './errors.js';
 import { DIR_MODE, FILE_MODE, layoutOf, refuseLinks, TMP_FILE_NAME, type OutputFormat, type ShardId, type StoreLayout } from './layout.js';
+import { makeDirs } from './make-dirs.js';
 import { formatMismatch } from './schema.js';
 
 /**
@@ -163,14 +164,14 @@ async function checkLayout(layout: StoreLayout, format: OutputFormat): Promise<v
 export async function prepareDirs(layout: StoreLayout): Promise<string[]> {
   const created: string[] = [];
   try {
-    if (await mkdir(layout.dataDir, { recursive: true, mode: DIR_MODE })) created.push(layout.dataDir);
+    if (await makeDirs(layout.dataDir, DIR_MODE)) created.push(layout.dataDir);
     const st = await stat(layout.dataDir);
     if (!st.isDirectory()) throw new DataDirError(`data directory ${layout.dataDir} is not a directory`);
     if (layout.storeDir !== layout.dataDir) {
       // A shard's own store (shards/I-of-N/): each level made and recorded, so that discardNew can remove it again.
       for (const d of [dirname(layout.storeDir), layout.storeDir]) if (await mkdir(d, { mode: DIR_MODE }).then(() => true, ignoreExists)) created.push(d);
     }
-    if (await mkdir(layout.tmpDir, { recursive: true, mode: DIR_MODE })) created.push(layout.tmpDir);
+    if (await makeDirs(layout.tmpDir, DIR_MODE)) created.push(layout.tmpDir);
     // Leftovers of a crashed rewrite: never under parquet/sessions, so readers never saw them. Only
     // files named as session-etl names them (never through a link: refuseLinks checked .tmp itself).
     for (const e of await readdir(layout.tmpDir, { withFileTypes: true })) {

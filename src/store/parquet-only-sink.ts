@@ -12,6 +12,7 @@ import { wrapWriteError } from './errors.js';
 import type { StoreLayout } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
 import type { Dataset } from './dataset/dataset.js';
+import { CONTENT_HASH } from './schema.js';
 import type { StoreShape } from './shape.js';
 import type { SerialQueue } from './serial-queue.js';
 import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type Sink } from './sink.js';
@@ -108,17 +109,23 @@ export class ParquetOnlySink implements Sink {
     const pending = `SELECT ${columnList}, 0 AS src FROM _pending_rows WHERE partition = ${sqlString(p)}`;
     const all = hasOld ? `${pending} UNION ALL SELECT ${columnList}, 1 AS src FROM read_parquet(${sqlString(final)})${keep}` : pending;
     const source = `SELECT ${columnList} FROM (${all}) QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC, src) = 1`;
-    // Sessions of the pending rows, by account: new to the file, or replacing a version it held.
+    // Sessions of the pending rows, by account: new to the file, or replacing a version it held;
+    // updated when the content (any column but extracted_at) differs from the newest pending
+    // version, else re-read unchanged.
     const account = this.shape.many ? 'p.account' : "''";
-    const r = await queryRows<{ account: string; n: bigint; u: bigint }>(
+    const newest = `SELECT ${key}, ${CONTENT_HASH} AS h FROM _pending_rows WHERE partition = ${sqlString(p)}
+                    QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC) = 1`;
+    const r = await queryRows<{ account: string; n: bigint; u: bigint; same: bigint }>(
       c,
       hasOld
-        ? `SELECT ${account} AS account, count(*) AS n, count(o.session_id) AS u
-           FROM (SELECT DISTINCT ${key} FROM _pending_rows WHERE partition = ${sqlString(p)}) p
-           LEFT JOIN (SELECT DISTINCT ${key} FROM read_parquet(${sqlString(final!)})) o USING (${key}) GROUP BY 1`
-        : `SELECT ${account} AS account, count(*) AS n, 0 AS u FROM (SELECT DISTINCT ${key} FROM _pending_rows WHERE partition = ${sqlString(p)}) p GROUP BY 1`,
+        ? `WITH p AS (${newest}), o AS (SELECT ${key}, ${CONTENT_HASH} AS h FROM read_parquet(${sqlString(final!)})${keep})
+           SELECT ${account} AS account, count(*) AS n, count(o.session_id) AS u, count(*) FILTER (WHERE o.h = p.h) AS same
+           FROM p LEFT JOIN o USING (${key}) GROUP BY 1`
+        : `SELECT ${account} AS account, count(*) AS n, 0 AS u, 0 AS same FROM (${newest}) p GROUP BY 1`,
     );
-    const counts: AccountCounts = new Map(r.map((x) => [x.account, { inserted: Number(x.n) - Number(x.u), updated: Number(x.u) }]));
+    const counts: AccountCounts = new Map(
+      r.map((x) => [x.account, { inserted: Number(x.n) - Number(x.u), updated: Number(x.u) - Number(x.same), unchanged: Number(x.same) }]),
+    );
     let copied: { rowsChanged: number | bigint };
     try {
       copied = await c.run(

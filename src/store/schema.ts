@@ -21,6 +21,11 @@ export type StoreAccounts = 'single' | 'many';
 
 /** The contract's columns, in order, as a select list. */
 export const COLUMN_LIST = SESSION_COLUMNS.map((c) => c.name).join(', ');
+/**
+ * A stored row's content (every column but extracted_at) as one 64-bit hash: a session fetched again
+ * with this unchanged was re-read, not updated (merge.ts, parquet-only-sink.ts).
+ */
+export const CONTENT_HASH = `hash(${SESSION_COLUMNS.filter((c) => c.name !== 'extracted_at').map((c) => c.name).join(', ')})`;
 /** The partition (UTC day, or Hive's default partition) of a stored row. */
 export const PARTITION_OF_STORED = `COALESCE(strftime(started_at, '%Y-%m-%d'), '${NULL_PARTITION}')`;
 

@@ -16,8 +16,12 @@ export interface RecordFile {
   account: string;
 }
 
-/** Sessions new to the table or dataset / replacing a stored version, by account ('' in a single-account store). */
-export type AccountCounts = Map<string, { inserted: number; updated: number }>;
+/**
+ * Sessions new to the table or dataset / replacing a stored version whose content (any column but
+ * extracted_at) differs / replacing one with the same content (re-read), by account ('' in a
+ * single-account store).
+ */
+export type AccountCounts = Map<string, { inserted: number; updated: number; unchanged: number }>;
 
 export interface MergeResult {
   counts: AccountCounts;
@@ -36,6 +40,7 @@ export function addCounts(into: AccountCounts, more: AccountCounts): AccountCoun
     if (have) {
       have.inserted += c.inserted;
       have.updated += c.updated;
+      have.unchanged += c.unchanged;
     } else into.set(account, { ...c });
   }
   return into;

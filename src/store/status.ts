@@ -2,8 +2,12 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { subtractIntervals } from '../time/intervals.js';
+import { isoOf } from '../time/windows.js';
+import { backfillCommand } from './backfill-command.js';
 import { bucketCacheDir, bucketDatasetSize, copyBucketState } from './dataset/bucket-reader.js';
 import type { DatasetLocation } from './dataset/location.js';
+import { queryRows } from './duckdb.js';
 import { DataDirError, StoreBusyError } from './errors.js';
 import { holderState, readHolder, type LockHolder } from './lock.js';
 import { layoutOf, type OutputFormat, type ShardId, type StoreLayout } from './layout.js';
@@ -34,6 +38,34 @@ export interface StoreStatus {
   source: 'duckdb' | 'snapshot';
   /** When the snapshot was written (source snapshot), else null. */
   asOf: string | null;
+  /**
+   * How far the run going now has got, as of its last commit (from its state snapshot); null when
+   * none is going. With many accounts, the run of the whole store (every account it runs).
+   */
+  progress: RunProgress | null;
+  /**
+   * Backfills begun and not completed (interrupted, failed, or going now), with the part of their
+   * range not covered yet and the command that resumes each; null while a run holds the DuckDB file.
+   */
+  unfinishedBackfills: UnfinishedBackfill[] | null;
+}
+
+export interface RunProgress {
+  windowsTotal: number;
+  windowsDone: number;
+  sessions: number;
+  at: string;
+}
+
+export interface UnfinishedBackfill {
+  from: string;
+  to: string;
+  runId: string;
+  startedAt: string;
+  /** The parts of [from, to) not covered yet. */
+  missing: Array<{ from: string; to: string }>;
+  /** Resumes it: the same range again (finished windows are not fetched again). */
+  resume: string;
 }
 
 /**
@@ -58,6 +90,9 @@ export interface StoreReading {
   lastRunDied: LockHolder | null;
   source: 'duckdb' | 'snapshot';
   asOf: string | null;
+  progress: RunProgress | null;
+  /** Each account's unfinished backfills ('' in a single-account store); null from a snapshot. */
+  unfinishedByAccount: Map<string, UnfinishedBackfill[]> | null;
 }
 
 /** Reads a store once (the DuckDB file, or while a run holds it the run's snapshot), without writing anything. */
@@ -71,7 +106,10 @@ export async function readStoreReading(dataDir: string, runs = 10, shard?: Shard
   const stateDir = dataset?.kind === 's3' && !existsSync(lockLayout.dbPath) && !existsSync(layoutOf(dataDir, 'parquet', shard).dbPath)
     ? await bucketStateHere(dataDir, dataset, lockLayout)
     : dataDir;
-  const { state, asOf, runsByAccount } = await readState(stateDir, runs, stateDir === dataDir ? shard : undefined);
+  const { state, asOf, runsByAccount, unfinishedByAccount } = await readState(stateDir, runs, stateDir === dataDir ? shard : undefined, dataDir);
+  // The run going now publishes its progress in its snapshot.
+  const running = alive ? (await readStateSnapshot(lockLayout.storeDir).catch(() => null))?.running : null;
+  const progress = running?.progress && (alive!.runId ?? runIdOf(alive!.command)) === running.runId ? running.progress : null;
   const layout = stateDir === dataDir ? layoutOf(dataDir, state.format, shard) : layoutOf(stateDir, state.format);
   const { count: partitions, bytes: parquetBytes } = dataset?.kind === 's3' ? await bucketDatasetSize(dataset) : await datasetSize(layout.parquetDir);
   const duckdbBytes = (await sizeOf(layout.dbPath)) + (await sizeOf(`${layout.dbPath}.wal`));
@@ -87,6 +125,8 @@ export async function readStoreReading(dataDir: string, runs = 10, shard?: Shard
     lastRunDied: died,
     source: asOf ? 'snapshot' : 'duckdb',
     asOf,
+    progress,
+    unfinishedByAccount,
   };
 }
 
@@ -117,6 +157,8 @@ export function accountStatus(r: StoreReading, account: string, nowMs = Date.now
     bytes: r.bytes,
     lastRuns: lastRuns.slice(0, runs).map((x) => markDied(x, r.runningNow, died)),
     runningNow: r.runningNow,
+    progress: r.progress,
+    unfinishedBackfills: r.unfinishedByAccount ? (r.unfinishedByAccount.get(account) ?? []) : null,
     lastRunDied: died ? { runId: died.runId ?? runIdOf(died.command), pid: died.pid, host: died.host, startedAt: died.startedAt } : null,
   };
 }
@@ -129,8 +171,14 @@ export function accountStatus(r: StoreReading, account: string, nowMs = Date.now
 async function readState(
   dataDir: string,
   runs: number,
-  shard?: ShardId,
-): Promise<{ state: StoreState; asOf: string | null; runsByAccount: Map<string, Array<Record<string, unknown>>> }> {
+  shard: ShardId | undefined,
+  commandDataDir: string,
+): Promise<{
+  state: StoreState;
+  asOf: string | null;
+  runsByAccount: Map<string, Array<Record<string, unknown>>>;
+  unfinishedByAccount: Map<string, UnfinishedBackfill[]> | null;
+}> {
   let store: SessionStore;
   try {
     store = await SessionStore.open({ dataDir, readOnly: true, ...(shard ? { shard } : {}) });
@@ -144,7 +192,7 @@ async function readState(
         holder: err.holder,
       });
     }
-    return { state: snapshot, asOf: snapshot.writtenAt, runsByAccount: new Map() };
+    return { state: snapshot, asOf: snapshot.writtenAt, runsByAccount: new Map(), unfinishedByAccount: null };
   }
   try {
     const state = await collectState(store, store.conn, runs);
@@ -155,7 +203,7 @@ async function readState(
         list.push(r);
       }
     }
-    return { state, asOf: null, runsByAccount };
+    return { state, asOf: null, runsByAccount, unfinishedByAccount: await unfinished(store, commandDataDir) };
   } finally {
     await store.close();
   }
@@ -174,6 +222,33 @@ async function bucketStateHere(dataDir: string, l: Extract<DatasetLocation, { ki
   }
   await rm(join(dir, 'state.duckdb.wal'), { force: true });
   return dir;
+}
+
+/**
+ * Backfills begun and never completed whose range is not wholly covered since (a later run may have
+ * loaded it), by account; each with the command that resumes it.
+ */
+async function unfinished(store: SessionStore, dataDir: string): Promise<Map<string, UnfinishedBackfill[]>> {
+  const rows = await queryRows<{ account: string; range_from: bigint | number; range_to: bigint | number; run_id: string; started: Date | string }>(
+    store.conn,
+    'SELECT account, range_from, range_to, run_id, started_at AS started FROM _backfills WHERE completed_at IS NULL ORDER BY started_at',
+  );
+  const out = new Map<string, UnfinishedBackfill[]>();
+  for (const r of rows) {
+    const range = { start: Number(r.range_from), end: Number(r.range_to) };
+    const missing = subtractIntervals(range, await store.coverage(r.account));
+    if (!missing.length) continue;
+    const list = out.get(r.account) ?? out.set(r.account, []).get(r.account)!;
+    list.push({
+      from: isoOf(range.start),
+      to: isoOf(range.end),
+      runId: r.run_id,
+      startedAt: new Date(r.started).toISOString(),
+      missing: missing.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
+      resume: backfillCommand(range, dataDir, r.account || undefined),
+    });
+  }
+  return out;
 }
 
 /** The run id in a holder's command ("backfill (run backfill-…)"), for locks written before holders named it. */

@@ -125,6 +125,17 @@ export function checkPlanSize(ranges: readonly Window[], chunk: number): number 
   return n;
 }
 
+/**
+ * A chunk shorter than the smallest window bisection may make: refused (exit 2). Such windows could
+ * never be split, and a short chunk by mistake (`--chunk 1s`) plans hundreds of thousands of windows.
+ */
+export function chunkBelowMinChunk(chunkSeconds: number, minChunkSeconds: number): string {
+  return (
+    `--chunk ${formatDuration(chunkSeconds)} is shorter than --min-chunk ${formatDuration(minChunkSeconds)} (the smallest window ` +
+    `bisection makes): give a --chunk of at least ${formatDuration(minChunkSeconds)}, or a smaller --min-chunk`
+  );
+}
+
 /** The smallest chunk in whole minutes, hours or days that cuts `span` seconds into few enough windows. */
 function smallestFittingChunk(span: number): number {
   const need = Math.ceil(span / (MAX_PLANNED_WINDOWS - 2));

@@ -1,7 +1,14 @@
-/** What the system error codes of a failed connection mean, in words a person searches for. */
+/**
+ * A failed connection in words a person acts on: "connection refused to 127.0.0.1:8080", "host not
+ * found: reporting.exmaple.com", never fetch's bare "fetch failed". Reads undici's cause: a system
+ * error (code, address, port), an AggregateError of one per address tried (a name with IPv4 and IPv6
+ * addresses), or fetch's own refusal of a port it never connects to.
+ */
+
+/** What the system error codes of a failed connection mean. */
 const MEANING: Record<string, string> = {
-  ECONNREFUSED: 'connection refused, nothing listens at that address and port',
-  ENOTFOUND: 'host not found (check the host name)',
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'host not found',
   EAI_AGAIN: 'host name lookup failed (DNS unavailable?)',
   ECONNRESET: 'connection reset by the server',
   ETIMEDOUT: 'connection timed out',
@@ -9,15 +16,65 @@ const MEANING: Record<string, string> = {
   ENETUNREACH: 'network unreachable',
   CERT_HAS_EXPIRED: 'the server certificate has expired',
   DEPTH_ZERO_SELF_SIGNED_CERT: 'the server certificate is self-signed',
+  SELF_SIGNED_CERT_IN_CHAIN: 'the server certificate chain holds a self-signed certificate',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'the server certificate cannot be verified',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'the server certificate is for another host name',
   UND_ERR_SOCKET: 'the connection closed unexpectedly',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
 };
 
-/** A short description of a failed connection: undici's cause code (in words) and message when there is one. */
-export function describeNetworkError(err: unknown): string {
-  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
-  if (cause?.code) {
-    const meaning = MEANING[cause.code];
-    return `${cause.code}${meaning ? `: ${meaning}` : ''}${cause.message ? ` (${cause.message})` : ''}`;
+interface SystemError {
+  code?: string;
+  message?: string;
+  address?: string;
+  port?: number;
+  hostname?: string;
+  errors?: SystemError[];
+}
+
+/**
+ * A short description of a failed connection. `url`, when given, names the host and port when the
+ * error itself does not (fetch's refusal of a blocked port, a lookup failure).
+ */
+export function describeNetworkError(err: unknown, url?: string): string {
+  const cause = (err as { cause?: unknown })?.cause;
+  if (!cause || typeof cause !== 'object') return err instanceof Error ? err.message : String(err);
+  const c = cause as SystemError;
+  const target = targetOf(url);
+  if (c.message === 'bad port') {
+    return (
+      `port ${target?.port ?? '?'} is one fetch never connects to (blocked as unsafe by the Fetch standard, ` +
+      'like 1, 6000 or 10080): use another port'
+    );
   }
-  return err instanceof Error ? err.message : String(err);
+  const code = c.code ?? c.errors?.find((e) => e.code)?.code;
+  if (!code) return c.message ? `${(err as Error).message ?? 'fetch failed'}: ${c.message}` : String((err as Error).message ?? err);
+  const where = addressesOf(c) || (target ? `${target.host}:${target.port}` : '');
+  // The code first (what people search for), then what it means and where.
+  switch (code) {
+    case 'ECONNREFUSED':
+      return `ECONNREFUSED: connection refused to ${where || 'the server'} (nothing listens there: is it running, and is the port right?)`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `${code}: ${MEANING[code]}: ${c.hostname ?? target?.host ?? '?'}${code === 'ENOTFOUND' ? ' (check the host name)' : ''}`;
+    default:
+      return `${code}: ${MEANING[code] ?? 'connection failed'}${where ? ` (${where})` : ''}${!MEANING[code] && c.message ? ` (${c.message})` : ''}`;
+  }
+}
+
+/** The addresses the connection was tried at: "127.0.0.1:8080", or "127.0.0.1:8080 and [::1]:8080". */
+function addressesOf(c: SystemError): string {
+  const one = (e: SystemError) => (e.address ? `${e.address.includes(':') ? `[${e.address}]` : e.address}${e.port !== undefined ? `:${e.port}` : ''}` : '');
+  const all = [...new Set((c.errors?.length ? c.errors : [c]).map(one).filter(Boolean))];
+  return all.length > 1 ? `${all.slice(0, -1).join(', ')} and ${all.at(-1)}` : (all[0] ?? '');
+}
+
+function targetOf(url: string | undefined): { host: string; port: string } | undefined {
+  if (!url) return undefined;
+  try {
+    const u = new URL(url);
+    return { host: u.hostname, port: u.port || (u.protocol === 'https:' ? '443' : '80') };
+  } catch {
+    return undefined;
+  }
 }

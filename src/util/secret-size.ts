@@ -4,6 +4,7 @@
  * certificate, a log, a binary) or a hostile answer, and is refused where it is read, without any
  * of it being shown.
  */
+import { readProblem } from './read-problem.js';
 import { closeSync, openSync, readSync } from 'node:fs';
 
 export const MAX_SECRET_BYTES = 4096;
@@ -41,7 +42,7 @@ export function readSecretFile(path: string): string {
     fd = openSync(path, 'r');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new SecretFileError(`cannot be read (${code})`, code);
+    throw new SecretFileError(`cannot be read: ${readProblem(err)}`, code);
   }
   try {
     for (;;) {
@@ -52,7 +53,7 @@ export function readSecretFile(path: string): string {
     }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new SecretFileError(`cannot be read (${code})`, code);
+    throw new SecretFileError(`cannot be read: ${readProblem(err)}`, code);
   } finally {
     closeSync(fd);
   }

@@ -113,7 +113,7 @@ describe('a key larger than any key (issue 28)', () => {
 
     expect(r.code, r.stderr.slice(0, 2000)).toBe(1);
     expect(r.stderr).toMatch(/1 of 4 accounts failed: umbrella/);
-    expect(r.stderr).toContain(`account umbrella: its key file ${join(root, 'umbrella.key')} (apiKeyFile) holds more than 4 KiB (4,096 bytes)`);
+    expect(r.stderr).toContain(`  umbrella: its key file ${join(root, 'umbrella.key')} (apiKeyFile) holds more than 4 KiB (4,096 bytes)`);
     const out = JSON.parse(r.stdout) as { accounts: Array<{ account: string; outcome: string; summary?: { sessions: { written: number } } }> };
     expect(out.accounts.map((a) => [a.account, a.outcome])).toEqual([
       ['acme', 'succeeded'], ['globex', 'succeeded'], ['initech', 'succeeded'], ['umbrella', 'failed'],
@@ -140,7 +140,7 @@ describe('a key larger than any key (issue 28)', () => {
     const env = { ACME_KEY: KEYS.acme, GLOBEX_KEY: HUGE.slice(0, 30_000), INITECH_KEY: KEYS.initech };
     const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'debug'], env);
     expect(r.code, r.stderr.slice(0, 2000)).toBe(1);
-    expect(r.stderr).toContain('account globex: its key in environment variable GLOBEX_KEY (apiKeyEnv) is longer than 4 KiB (4,096 bytes)');
+    expect(r.stderr).toContain('  globex: its key in environment variable GLOBEX_KEY (apiKeyEnv) is longer than 4 KiB (4,096 bytes)');
     const out = JSON.parse(r.stdout) as { accounts: Array<{ account: string; outcome: string }> };
     expect(out.accounts.map((a) => [a.account, a.outcome])).toEqual([['acme', 'succeeded'], ['globex', 'failed'], ['initech', 'succeeded']]);
     expect(await leaks(r, data, { acme: KEYS.acme, initech: KEYS.initech, webhookToken: HOOK_TOKEN, oversizedKey: HUGE.slice(0, 30_000) })).toEqual([]);

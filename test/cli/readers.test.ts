@@ -177,7 +177,7 @@ describe('readers beside a run (real processes)', () => {
 
   it('a plan too large to hold, or a request rate that would never send, is refused with exit 2 before anything is written', async () => {
     const dataDir = join(await tempDir(), 'never');
-    const huge = await runCli(['backfill', '--from', '1970-01-01', '--to', iso(FROM), '--chunk', '1s'], env(dataDir));
+    const huge = await runCli(['backfill', '--from', '1970-01-01', '--to', iso(FROM), '--chunk', '1s', '--min-chunk', '1s'], env(dataDir));
     expect(huge.code).toBe(2);
     expect(huge.stderr).toMatch(/makes [\d,]+ windows, more than the 1,000,000 one run can plan: give a bigger --chunk \(at least \d+[mhd]/);
     const firstExport = await runCli(['export', '--since', '1970-01-01', '--chunk', '1m'], env(dataDir));

@@ -36,7 +36,7 @@ describe('configuration', () => {
   it.each([
     [{ concurrency: 0 }, /concurrency.*(>=1|too small)/i],
     [{ concurrency: -3 }, /concurrency/],
-    [{ chunk: '1y' }, /chunk: expected a duration/],
+    [{ chunk: '1y' }, /chunk \(from file .*\): expected a duration/],
     [{ format: 'csv' }, /format/],
     [{ bogus: 1 }, /unknown configuration key\(s\) bogus/],
     [{ reportingUrl: 'ftp://x' }, /reportingUrl/],
@@ -57,7 +57,48 @@ describe('configuration', () => {
 
   it('a file that is not JSON is a clear error', () => {
     expect(() => loadConfig({ configFile: file('{ nope'), env: {} })).toThrow(/is not valid JSON/);
-    expect(() => loadConfig({ configFile: join(dir, 'missing.json'), env: {} })).toThrow(/cannot be read \(ENOENT\)/);
+    expect(() => loadConfig({ configFile: join(dir, 'missing.json'), env: {} })).toThrow(/cannot be read: no such file$/);
+  });
+
+  describe('messages a person acts on (issue 28)', () => {
+    const messageOf = (load: () => unknown): string => {
+      try {
+        load();
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return 'no error';
+    };
+
+    it('a missing file says "no such file", not ENOENT; an unreadable apiKeyFile too', () => {
+      const m = messageOf(() => loadConfig({ configFile: join(dir, 'missing.json'), env: {} }));
+      expect(m).toBe(`configuration file ${join(dir, 'missing.json')} cannot be read: no such file`);
+      expect(messageOf(() => loadConfig({ configFile: file({ apiKeyFile: join(dir, 'no-such-key') }), env: {} }))).toBe(
+        `apiKeyFile ${join(dir, 'no-such-key')} cannot be read: no such file`,
+      );
+    });
+
+    it('bad JSON is placed by line and column', () => {
+      const m = messageOf(() => loadConfig({ configFile: file('{\n  "settle": "10m",\n  "chunk": 1d\n}\n'), env: {} }));
+      expect(m).toMatch(/is not valid JSON \(error at line 3, column 13\)/);
+    });
+
+    it('an unknown key gets a did-you-mean, at the top and in an account\'s entry', () => {
+      expect(messageOf(() => loadConfig({ configFile: file({ startdate: '2026-01-01' }), env: {} }))).toContain(
+        'unknown configuration key(s) startdate (did you mean startDate?)',
+      );
+      expect(messageOf(() => loadConfig({ configFile: file({ accounts: { acme: { apiKeyEnv: 'K', maxRequestPerSecond: 2 } } }), env: {} }))).toContain(
+        'unknown configuration key(s) accounts.acme.maxRequestPerSecond (did you mean accounts.acme.maxRequestsPerSecond?)',
+      );
+    });
+
+    it('a duration given as a number names the format; no key is named twice', () => {
+      const m = messageOf(() => loadConfig({ configFile: file({ settle: 600 }), env: {} }));
+      expect(m).toMatch(/settle \(from file .*\): expected a duration such as "90s", "15m", "6h", "1d" or "7d" \(a number with its unit, as text\), got the number 600$/);
+      const flag = messageOf(() => loadConfig({ env: {}, flags: { chunk: '1x' } }));
+      expect(flag).toContain('chunk (from command line): expected a duration');
+      expect(flag).not.toContain('chunk: chunk');
+    });
   });
 
   it('a key file given as the configuration file: the error shows none of its characters', () => {

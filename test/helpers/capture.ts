@@ -17,6 +17,12 @@ export function captureLogger(): Logger & { lines: string[] } {
   return logger;
 }
 
+/** A stream that keeps what is written to it (a command's stdout or stderr in-process, kept out of the test output). */
+export function captureStream(): { stream: NodeJS.WritableStream; text(): string } {
+  let text = '';
+  return { stream: { write: (s: string | Uint8Array) => ((text += String(s)), true) } as unknown as NodeJS.WritableStream, text: () => text };
+}
+
 /** A sleep that records what it was asked to wait and returns at once, advancing a fake clock. */
 export function fakeTime(startMs = Date.UTC(2026, 2, 1)) {
   let t = startMs;

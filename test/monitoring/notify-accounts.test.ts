@@ -79,8 +79,9 @@ describe('notifications of many accounts', () => {
     child.kill('SIGTERM');
     const r = await child.result;
     // The grace period is 10 s (then what runs is aborted); the earlier code waited ~58 s here.
+    // A clean stop exits 0 (README "Stopping"): systemd and Kubernetes read 143 as a failure.
     expect(Date.now() - t0).toBeLessThan(14_000);
-    expect(r.code, r.stderr).toBe(143);
+    expect(r.code, r.stderr).toBe(0);
     expect([...new Set(silent.posts.slice(before).map((p) => p.json.account))].sort()).toEqual(NAMES);
   }, 120_000);
 

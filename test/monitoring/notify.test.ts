@@ -24,7 +24,7 @@ import {
 import { EMPTY_NOTIFY_STATE, type NotifyState } from '../../src/monitoring/notify-state.js';
 import { runExport, type RunSummary } from '../../src/pipeline/run.js';
 import { registerSecret } from '../../src/util/redact.js';
-import { captureLogger, fakeTime } from '../helpers/capture.js';
+import { captureLogger, captureStream, fakeTime } from '../helpers/capture.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { startWebhookReceiver, type ReceivedPost, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
@@ -335,6 +335,9 @@ describe('notifications end to end (CLI, emulator, real receiver)', () => {
     try {
       const dataDir = await tempDir();
       const logger = captureLogger();
+      // The command's own output, kept (not printed among the test results).
+      const stdout = captureStream();
+      const stderr = captureStream();
       const code = await executeRun(
         { reportingUrl: emu.url, apiKey: WRONG_KEY, dataDir, format: 'duckdb' },
         (o) => runExport({ ...o, since: NOW - 2 * D }),
@@ -343,9 +346,12 @@ describe('notifications end to end (CLI, emulator, real receiver)', () => {
           progress: false,
           logLevel: 'silent',
           notify: { url: slow.url, maxLagSeconds: 26 * H, command: 'export', deps: { logger, attemptTimeoutMs: 300, backoffMs: [50] } },
+          output: { stdout: stdout.stream, stderr: stderr.stream },
         },
       );
       expect(code).toBe(1);
+      expect(JSON.parse(stdout.text())).toMatchObject({ outcome: 'failed' });
+      expect(stderr.text()).toMatch(/^error: export \S+ failed: .*HTTP 401/);
       expect(slow.posts.map((p) => p.json.event)).toEqual(['run_failed', 'run_failed', 'run_failed']);
       const warn = logger.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.level === 'warn');
       expect(warn).toMatchObject({ event: 'run_failed', receiver: receiverOf(slow.url), attempts: 3, error: 'no answer within 300 ms' });

@@ -3,12 +3,14 @@
  * real export against the emulator, checked by Prometheus' own tools and scraped by a real
  * Prometheus server.
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { readStateSnapshot } from '../../src/store/state-snapshot.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { checkExposition, startPrometheus, value } from './helpers.js';
@@ -163,7 +165,7 @@ describe('schedule --http-port (real processes, emulator, Prometheus)', () => {
     expect(value(text, 'session_etl_last_run_timestamp_seconds')).toBeGreaterThan(value(text, 'session_etl_last_success_timestamp_seconds'));
     const h = await healthz(base);
     expect(h.status).toBe(503);
-    expect(h.body.reasons).toEqual([expect.stringMatching(/^last run export-\S+ \(export\) failed: .*HTTP 401/), expect.stringMatching(/behind now, more than the allowed 0\.1 h \(--max-lag\)/)]);
+    expect(h.body.reasons).toEqual([expect.stringMatching(/^last run export-\S+ \(export\) failed: .*HTTP 401/), expect.stringMatching(/behind now, more than the allowed 5m \(--max-lag\)/)]);
     expect(JSON.stringify(h.body) + text).not.toContain('wrong-key-0123456789');
     s.kill('SIGTERM');
     expect((await s.result).code).toBe(0);
@@ -180,14 +182,44 @@ describe('schedule --http-port (real processes, emulator, Prometheus)', () => {
     expect(ok.code).toBe(0);
     const healthy = await runCli(['status', '--check'], env());
     expect(healthy.code).toBe(0);
-    expect(healthy.stdout).toMatch(/^OK: checkpoint \S+ \(0\.\d h behind now\), last run succeeded\n$/);
+    expect(healthy.stdout).toMatch(/^OK: checkpoint \S+ \(1[0-9]m( \d+s)? behind now\), last run succeeded\n$/);
+  });
+
+  it('a clean stop (SIGTERM) while a run is going exits 0, not 143: the run commits its windows and is recorded as interrupted', async () => {
+    const own = join(dir, 'stopped-mid-run');
+    emu.setFaults({ latencyMs: 700 });
+    const { s, base } = await schedule(['--run-now', '--concurrency', '1'], { SESSION_ETL_DATA_DIR: own });
+    try {
+      // Stopped once a window has committed (stopped before the first one, a first run leaves nothing).
+      await waitFor(async () => ((await readStateSnapshot(own).catch(() => null))?.running?.progress?.windowsDone ?? 0) >= 1, 30_000, 'a window to commit');
+      expect(value(await scrape(base), 'session_etl_run_in_progress')).toBe(1);
+      s.kill('SIGTERM');
+      const r = await s.result;
+      expect(r.code, r.stderr).toBe(0);
+    } finally {
+      emu.setFaults({});
+    }
+    const status = await runCli(['status', '--json'], env({ SESSION_ETL_DATA_DIR: own }));
+    expect(status.code, status.stderr).toBe(0);
+    expect((JSON.parse(status.stdout) as { lastRuns: Array<{ outcome: string }> }).lastRuns[0]!.outcome).toBe('interrupted');
+  });
+
+  it('on a data directory with nothing stored and no startDate, schedule refuses to start (exit 2) naming startDate', async () => {
+    const fresh = join(dir, 'fresh');
+    const child = startCli(['schedule', '--cron', '0 0 1 1 *', '--http-port', '0'], env({ SESSION_ETL_DATA_DIR: fresh }));
+    children.push(child); // killed after the tests if it ran on
+    const r = await Promise.race([child.result, new Promise<never>((_, no) => setTimeout(() => no(new Error(`schedule started: ${child.output()}`)), 20_000))]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`nothing has been exported to ${fresh} yet and no startDate is set, so the nightly export would fail every night: set startDate`);
+    expect(r.stdout).not.toContain('Metrics:');
+    expect(existsSync(fresh)).toBe(false);
   });
 
   it('bad monitoring flags exit 2 before anything runs', async () => {
     for (const [args, message] of [
       [['schedule', '--http-port', 'ninety'], /--http-port must be a port number/],
       [['schedule', '--http-port', '70000'], /--http-port must be a port number/],
-      [['schedule', '--http-port', '0', '--max-lag', 'a day'], /maxLag \(from command line\): maxLag: expected a duration/],
+      [['schedule', '--http-port', '0', '--max-lag', 'a day'], /maxLag \(from command line\): expected a duration/],
       [['status', '--check', '--max-lag', '0h'], /--max-lag "0h" must be longer than zero/],
       [['status', '--max-lag', '2h'], /--max-lag goes with --check/],
     ] as const) {

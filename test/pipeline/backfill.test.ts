@@ -115,7 +115,19 @@ describe('backfill behaviours', () => {
     expect(meta.row_groups[0]!.columns[0]!.meta_data!.codec).toBe('ZSTD');
   });
 
-  it('re-running is idempotent: same rows, no duplicates, everything counted as updated', async () => {
+  it('the progress and the summary count the same thing: records fetched (a session on a window boundary twice); written counts sessions once', async () => {
+    const dataDir = await tempDir();
+    let last = -1;
+    const s = await runBackfill({ ...base(emu, dataDir), from: FROM, to: FROM + 3 * D, onProgress: (p) => (last = p.sessions) });
+    const truth = emu.dataset.sessionsStartedIn(FROM, FROM + 3 * D);
+    // The windows end inclusive (closed rule): a session starting at an inner midnight comes twice.
+    const twice = truth.filter((t) => t.started! % D === 0 && t.started! > FROM).length;
+    expect(s.sessions.fetched).toBe(last);
+    expect(s.sessions.fetched).toBe(truth.length + twice + emu.dataset.sessionsStartedIn(FROM + 3 * D, FROM + 3 * D + 1).length);
+    expect(s.sessions.written).toBe(truth.length + emu.dataset.sessionsStartedIn(FROM + 3 * D, FROM + 3 * D + 1).length);
+  });
+
+  it('re-running is idempotent: same rows, no duplicates, everything counted as re-read unchanged (not updated)', async () => {
     const dataDir = await tempDir();
     const first = await runBackfill({ ...base(emu, dataDir), from: FROM, to: FROM + 3 * D });
     const before = await readDuckDbSessions(dataDir);
@@ -124,7 +136,8 @@ describe('backfill behaviours', () => {
     const after = await readDuckDbSessions(dataDir);
     expect(first.sessions.new).toBe(before.length);
     expect(second.sessions.new).toBe(0);
-    expect(second.sessions.updated).toBeGreaterThanOrEqual(after.length);
+    // Read again as stored: only extracted_at moved. Not an update (issue 28).
+    expect(second.sessions).toMatchObject({ updated: 0, unchanged: after.length, written: after.length });
     expect(strip(after)).toEqual(strip(before));
     expect(parquetRowsComparable(await readParquetDataset(dataDir))).toEqual(after);
   });
@@ -135,6 +148,8 @@ describe('backfill behaviours', () => {
     const s2 = await runBackfill({ ...base(emu, dataDir, { format: 'parquet' }), from: FROM, to: FROM + 2 * D });
     expect(s2.sessions.new).toBe(0);
     const rows = parquetRowsComparable(await readParquetDataset(dataDir));
+    // Read again as stored in the Parquet files: unchanged, not updated.
+    expect(s2.sessions).toMatchObject({ updated: 0, unchanged: rows.length });
     const ids = rows.map((r) => r.session_id);
     expect(new Set(ids).size).toBe(ids.length);
     const truth = emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).map(expectedRow);
@@ -177,7 +192,10 @@ describe('backfill behaviours', () => {
     expect(running.length).toBeGreaterThan(0);
     emu.setNow(NOW);
     const s = await runExport({ ...base(emu, dataDir) });
-    expect(s.sessions.updated).toBeGreaterThan(0);
+    // Updated: exactly the sessions whose content changed (the running ones, now ended); the rest of
+    // the lookback was read again as stored and counts as unchanged.
+    expect(s.sessions.updated).toBe(running.length);
+    expect(s.sessions.unchanged).toBeGreaterThan(0);
     const after = new Map((await readDuckDbSessions(dataDir)).map((r) => [r.session_id, r]));
     for (const r of running) {
       const now = after.get(r.session_id)!;
@@ -246,12 +264,13 @@ describe('plans too large to hold', () => {
   it('a backfill planning more than the bound is refused before anything is written; one just under it is not', async () => {
     const dataDir = join(await tempDir(), 'never');
     const emuUrl = 'http://127.0.0.1:9'; // never contacted
-    const opts = { reportingUrl: emuUrl, apiKey: 'k', dataDir, format: 'both' as const, now: () => NOW * 1000, settleSeconds: 0 };
+    const opts = { reportingUrl: emuUrl, apiKey: 'k', dataDir, format: 'both' as const, now: () => NOW * 1000, settleSeconds: 0, minChunkSeconds: 1 };
     await expect(runBackfill({ ...opts, from: 0, to: FROM, chunkSeconds: 1 })).rejects.toThrow(
       /makes 1,767,225,600 windows, more than the 1,000,000 one run can plan: give a bigger --chunk \(at least 30m for this range\)/,
     );
     expect(countWindows(0, FROM, 1800)).toBeLessThanOrEqual(MAX_PLANNED_WINDOWS);
     await expect(runBackfill({ ...opts, from: FROM - MAX_PLANNED_WINDOWS - 1, to: FROM, chunkSeconds: 1 })).rejects.toThrow(RangeError);
+    await expect(runBackfill({ ...opts, minChunkSeconds: 60, from: FROM, to: NOW, chunkSeconds: 30 })).rejects.toThrow(/--chunk 30s is shorter than --min-chunk 1m/);
     await expect(runBackfill({ ...opts, from: FROM, to: NOW, maxRequestsPerSecond: 1e-300 })).rejects.toThrow(/at least 0\.01/);
     await expect(runBackfill({ ...opts, from: FROM, to: NOW, maxRequestsPerSecond: Infinity })).rejects.toThrow(/at least 0\.01/);
     expect(existsSync(dataDir)).toBe(false);

@@ -131,7 +131,7 @@ describe('the dataset in a bucket', () => {
     expect(new Set(rows.map((r) => r.id)).size).toBe(rows.length);
     // status and sessions read it from a machine that has never written it.
     const st = await runCli(['status', '--parquet-url', url, '--json'], env(join(root, 'reader')));
-    expect(st.code).toBe(0);
+    expect(st.code, st.stderr).toBe(0);
     const status = JSON.parse(st.stdout) as { checkpoint: string; partitions: number; format: string };
     expect(status).toMatchObject({ format: 'parquet', partitions: (await objects('lake', 'sessions/continue/date=')).size });
     expect(Date.parse(status.checkpoint) / 1000).toBeGreaterThan(NOW - 3600);

@@ -39,7 +39,7 @@ describe('readSecretFile: a key of at most 4 KiB, whitespace around it dropped',
 
   it('an empty file, a missing file and a directory', () => {
     expect(reason(keyFile(' \n\t\n'))).toBe('is empty');
-    expect(reason(join(dir, 'missing'))).toBe('cannot be read (ENOENT)');
-    expect(reason(dir)).toBe('cannot be read (EISDIR)');
+    expect(reason(join(dir, 'missing'))).toBe('cannot be read: no such file');
+    expect(reason(dir)).toBe('cannot be read: it is a directory, not a file');
   });
 });

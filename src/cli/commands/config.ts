@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { keySourceOf } from '../../accounts/resolve.js';
+import { defaultTokenFile } from '../../auth/file-token-store.js';
 import { describeConfig, loadConfig } from '../../config/load.js';
 import { readStateSnapshot } from '../../store/state-snapshot.js';
 
@@ -20,6 +21,12 @@ export function register(program: Command): void {
         const recorded = await readStateSnapshot(loaded.config.dataDir).catch(() => null);
         if (recorded) Object.assign(format, { value: recorded.format, source: 'data-dir' });
       }
+      // The token store's path when none is set: the default the auth commands use (never "null").
+      const tokenFile = rows.find((r) => r.key === 'tokenFile');
+      if (tokenFile && tokenFile.value === null) {
+        const fromEnv = process.env.SESSION_ETL_TOKEN_FILE;
+        Object.assign(tokenFile, fromEnv ? { value: fromEnv, source: 'env' } : { value: defaultTokenFile(), source: 'default' });
+      }
       // Each account: where its key comes from (a file or an environment variable, never the key) and its overrides.
       const accounts = Object.entries(loaded.config.accounts ?? {})
         .sort(([a], [b]) => (a < b ? -1 : 1))
@@ -34,7 +41,7 @@ export function register(program: Command): void {
       }
       const w = Math.max(...rows.map((r) => r.key.length));
       process.stdout.write(`configuration file: ${loaded.file ?? '(none)'}\n`);
-      const sourceText = (src: string) => (src === 'data-dir' ? 'recorded in the data directory' : src);
+      const sourceText = (src: string) => (src === 'data-dir' ? 'recorded in the data directory' : src === 'env-file' ? '.env file' : src);
       for (const r of rows) if (!(r.key === 'accounts' && accounts.length)) process.stdout.write(`${r.key.padEnd(w)}  ${JSON.stringify(r.value).padEnd(28)}  ${sourceText(r.source)}\n`);
       if (accounts.length) process.stdout.write(`accounts (${accounts.length}; keys are never shown):\n`);
       for (const a of accounts) {

@@ -1,7 +1,8 @@
-import { mkdir, readdir, rmdir, unlink, writeFile } from 'node:fs/promises';
+import { readdir, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { DIR_MODE, FILE_MODE, PARTITION_DIR_NAME, PARTITION_FILE, PENDING_FILE_NAME, TMP_FILE_NAME } from '../../store/layout.js';
+import { makeDirs } from '../../store/make-dirs.js';
 import { STATE_FILE } from '../../store/state-snapshot.js';
 import { ExitCode } from '../exit-codes.js';
 import { executeRun } from '../execute-run.js';
@@ -83,7 +84,11 @@ async function prepareDemoDir(dir: string, keep: boolean): Promise<void> {
     names = [];
   }
   if (names.length === 0) {
-    await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    try {
+      await makeDirs(dir, DIR_MODE);
+    } catch (err) {
+      throw new UsageError(`--data-dir ${dir} cannot be created (${(err as NodeJS.ErrnoException).code ?? err}); choose another --data-dir`, { cause: err });
+    }
     await writeFile(join(dir, DEMO_MARKER), 'Created by `session-etl demo`: the demo deletes its own files here when it starts afresh.\n', { mode: FILE_MODE });
     return;
   }

@@ -22,18 +22,24 @@ export function register(program: Command): void {
       .option('--lookback <duration>', 're-read this much before the checkpoint (default 24h)')
       .option('--metrics-file <path>', "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector); with --shard, {shard} in the path names each shard's file"),
   )).action(async (flags: ExportFlags) => {
+    // A start in the future has nothing to export yet (as backfill refuses a --from in the future).
+    const sinceFlag = flags.since !== undefined ? instant(flags.since, '--since') : undefined;
+    if (sinceFlag !== undefined && sinceFlag > Date.now() / 1000) {
+      throw new UsageError(`--since (${flags.since}) is in the future: there is nothing to export yet`);
+    }
+    const warnIfSinceUnused = sinceFlag !== undefined;
     const loaded = configFromFlags(flags, { lookback: flags.lookback });
     const accounts = chosenAccounts(loaded, flags);
     if (accounts) {
       const concurrency = accountConcurrency(flags);
-      const since = flags.since !== undefined ? instant(flags.since, '--since') : undefined;
+      const since = sinceFlag;
       process.exitCode = await (await import('../accounts-run.js')).executeAccountsRun(
         loaded,
         accounts,
         (a, o) => {
           const c = a.loaded.config;
           const start = since ?? (c.startDate != null ? instant(String(c.startDate), `account ${a.name}: startDate`) : undefined);
-          return { account: a.name, kind: 'export', opts: { ...o, lookbackSeconds: parseDuration(c.lookback, 'lookback'), ...(start !== undefined ? { since: start } : {}) } };
+          return { account: a.name, kind: 'export', opts: { ...o, lookbackSeconds: parseDuration(c.lookback, 'lookback'), warnIfSinceUnused, ...(start !== undefined ? { since: start } : {}) } };
         },
         {
           command: 'export',
@@ -60,7 +66,7 @@ export function register(program: Command): void {
     const { runExport } = await import('../../pipeline/run.js');
     process.exitCode = await executeRun(
       base,
-      await withMetricsFile(flags.metricsFile, 'export', (o) => runExport({ ...o, lookbackSeconds, ...(since !== undefined ? { since } : {}) })),
+      await withMetricsFile(flags.metricsFile, 'export', (o) => runExport({ ...o, lookbackSeconds, warnIfSinceUnused, ...(since !== undefined ? { since } : {}) })),
       { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel, ...withNotify(loaded, 'export') },
     );
   });

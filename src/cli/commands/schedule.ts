@@ -6,11 +6,13 @@ import type { Logger } from '../../util/logger.js';
 import { ExitCode } from '../exit-codes.js';
 import { createCliLogger } from '../logging.js';
 import { exitCodeOf } from '../execute-run.js';
-import { parseHttpPort } from '../monitoring-options.js';
+import { parseHttpPort, warnIfMaxLagBelowSettle } from '../monitoring-options.js';
 import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, type CommonFlags } from '../run-options.js';
 import { formatSummary } from '../summary.js';
 import { UsageError } from '../usage-error.js';
 import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
+import type { LoadedConfig } from '../../config/load.js';
+import { holdsStore } from '../../store/layout.js';
 import type { AccountOutcome } from '../accounts-run.js';
 import type { SchedulerMonitorOptions } from '../../monitoring/scheduler-monitor.js';
 
@@ -60,16 +62,18 @@ export function register(program: Command): void {
         )
       : loadedJobs;
     if (!jobs.length) throw new UsageError(`no job files in ${flags.jobsDir ?? 'jobs/'}`);
+    if (jobs.some((j) => j.needsStartDate)) await refuseWithoutStart(loaded, accounts, since !== undefined);
     const httpPort = flags.httpPort !== undefined ? parseHttpPort(flags.httpPort) : undefined;
     // --max-lag (config maxLag): /healthz's lag limit, and the lag alert of notifications.
     const maxLagSeconds = parseDuration(c.maxLag, 'maxLag');
+    // (With notifications, notifySettings warns; once is enough.)
+    if (!c.notifyUrl) warnIfMaxLagBelowSettle(maxLagSeconds, c.settle);
     const monitor = httpPort === undefined ? undefined : await startMonitor({ host: flags.httpHost, port: httpPort, maxLagSeconds, dataDir: base.dataDir, logger, ...(accounts ? { accounts } : {}) });
     if (monitor) process.stdout.write(`Metrics: ${monitor.url}/metrics  (health: ${monitor.url}/healthz)\n`);
 
     const notify = notifySettings(loaded);
     let stop = new AbortController();
     let abort = new AbortController();
-    let exitCode: number = ExitCode.ok;
     const scheduler = startScheduler({
       jobs,
       settings: { cron: c.scheduleCron, timezone: c.scheduleTimezone },
@@ -128,8 +132,9 @@ export function register(program: Command): void {
           process.exit(code);
         }
         signalled = true;
-        // Idle: a clean exit. Running: stop it (windows in flight commit), then exit with the signal's code.
-        if (scheduler.running) exitCode = code;
+        // A clean stop exits 0, also with a run going: it is stopped (windows in flight commit) and
+        // the next start continues it; 130/143 would read as a failure to systemd. Only a second
+        // signal, which does not wait, exits with the signal's code.
         logger.warn({ signal: sig, running: scheduler.running }, 'scheduler stopping');
         stop.abort(new Error(`stopped by ${sig}`));
         setTimeout(() => abort.abort(new Error(`stopped by ${sig}`)), 10_000).unref();
@@ -139,8 +144,35 @@ export function register(program: Command): void {
       process.on('SIGTERM', onSignal);
       if (flags.runNow) void scheduler.runNow();
     });
-    process.exitCode = exitCode;
+    process.exitCode = ExitCode.ok;
   });
+}
+
+/**
+ * Refuses (exit 2) to start a scheduler whose nightly export would fail every night: a data
+ * directory (an account's, with accounts) with nothing stored and no startDate to begin from.
+ */
+async function refuseWithoutStart(loaded: LoadedConfig, accounts: string[] | null, hasStartDate: boolean): Promise<void> {
+  const advice =
+    'set startDate in the configuration file (where the first export starts, e.g. "startDate": "2026-01-01"), ' +
+    'or load the history first with `session-etl backfill --from … --to …`';
+  // With the state in a bucket, a run brings it from there: what is stored is not known here.
+  if (loaded.config.parquetUrl) return;
+  if (!accounts) {
+    if (hasStartDate || holdsStore(loaded.config.dataDir)) return;
+    throw new UsageError(`nothing has been exported to ${loaded.config.dataDir} yet and no startDate is set, so the nightly export would fail every night: ${advice}`);
+  }
+  const withoutStart = accounts.filter((name) => (loaded.config.accounts?.[name]?.startDate ?? loaded.config.startDate) == null);
+  if (!withoutStart.length) return;
+  const { readAccountsMonitoredStates } = await import('../../monitoring/read-state.js');
+  const states = await readAccountsMonitoredStates(loaded.config.dataDir, withoutStart);
+  const missing = withoutStart.filter((name) => states.get(name)?.checkpoint == null);
+  if (missing.length) {
+    throw new UsageError(
+      `nothing has been exported yet for account${missing.length > 1 ? 's' : ''} ${missing.join(', ')} and no startDate is set for ${missing.length > 1 ? 'them' : 'it'}, ` +
+        `so the nightly export would fail for ${missing.length > 1 ? 'them' : 'it'} every night: ${advice} (or the account's own startDate)`,
+    );
+  }
 }
 
 /** A scheduled run's notifications, with the exit code `export` would have ended with. */

@@ -6,6 +6,10 @@ import { UsageError } from '../usage-error.js';
 import { chosenAccounts } from '../account-options.js';
 import { csvRecord } from '../../util/csv-cell.js';
 import { oneLine } from '../../util/terminal-text.js';
+import { didYouMean } from '../../util/did-you-mean.js';
+import { displayWidth, padToWidth, truncateToWidth } from '../display-width.js';
+import type { ListRequest } from '../../list/index.js';
+import type { DuckDBValue } from '@duckdb/node-api';
 
 interface SessionsFlags {
   account?: string[];
@@ -100,9 +104,14 @@ export function register(program: Command): void {
         if (list.isListSyntaxError(err)) throw new UsageError(err.message);
         throw err;
       }
-      if (req.unknownFields?.length) {
-        process.stderr.write(`warning: no session field is called ${req.unknownFields.join(', ')} (treated as null / empty)\n`);
+      // A name no session field has counts as null (the interface's rule, docs/list-conventions.md):
+      // in a filter it reads as "", in a sort it orders nothing, asked for it is an empty column.
+      for (const name of req.unknownFields ?? []) {
+        process.stderr.write(`warning: no session field is called ${name}${didYouMean(name, list.knownFieldNames())}: it counts as null (an empty column when asked for)\n`);
       }
+      const format = flags.output ?? flags.format ?? (process.stdout.isTTY ? 'table' : 'json');
+      // CSV and NDJSON are for files and pipes: every match unless a page is asked for.
+      const everything = (format === 'csv' || format === 'ndjson') && get === undefined && [params.pageSize, params.page, params.size].every((v) => v === undefined);
 
       const { openDb } = await import('../../store/duckdb.js');
       const one = accounts && flags.account?.length ? flags.account[0]! : undefined;
@@ -148,13 +157,18 @@ export function register(program: Command): void {
         useDuck = false;
         db = await openDb(':memory:');
       }
+      const source = useDuck ? { table: 'sessions', ...filter } : { parquetGlob: join(parquetDir, '**', '*.parquet'), ...filter };
+      if (everything) {
+        try {
+          await writeEveryMatch(db.conn, list, req, source, format, requestedFields(params.attributeNames, list));
+        } finally {
+          db.close();
+        }
+        return;
+      }
       let page;
       try {
-        page = await list.queryDuckDb(
-          db.conn,
-          req,
-          useDuck ? { table: 'sessions', ...filter } : { parquetGlob: join(parquetDir, '**', '*.parquet'), ...filter },
-        );
+        page = await list.queryDuckDb(db.conn, req, source);
       } finally {
         db.close();
       }
@@ -168,24 +182,25 @@ export function register(program: Command): void {
         process.stdout.write(JSON.stringify(one, null, 2) + '\n');
         return;
       }
-      const format = flags.output ?? flags.format ?? (process.stdout.isTTY ? 'table' : 'json');
       const out = process.stdout;
       // The library returns fields in interface order; the user sees them in the order asked for.
-      const asked = req.attributes?.flatMap((f) => (f.kind === 'object' ? f.children : [f])).map((f) => f.path);
+      const asked = requestedFields(params.attributeNames, list);
       if (asked) page = { ...page, items: page.items.map((i) => inOrder(i, asked)) };
       if (format === 'json') {
         const body = page.paging.kind === 'page' ? list.toPageResponse(page, { baseHref: 'session-etl:sessions' }) : page;
         out.write(JSON.stringify(body, null, 2) + '\n');
       } else if (format === 'ndjson') {
         for (const item of page.items) out.write(JSON.stringify(item) + '\n');
+        noteCut(page);
       } else {
         const rows = page.items.map((i) => flattenView(i));
-        const cols = asked ?? [...new Set(rows.flatMap((r) => Object.keys(r)))];
+        const cols = asked ?? leafPaths(list);
         if (format === 'csv') {
-          // Values as the interface defines them (times in epoch seconds), like json and ndjson; no
-          // cell a spreadsheet would run as a formula (util/csv-cell.ts).
-          out.write(csvRecord(cols) + '\n');
-          for (const r of rows) out.write(csvRecord(cols.map((c) => r[c])) + '\n');
+          // Values as the interface defines them (times in epoch seconds), like json and ndjson.
+          writeCsv(out, cols, rows, true);
+          noteCut(page);
+        } else if (page.total === 0) {
+          out.write(`no sessions match${whyNone(req)}\n`);
         } else {
           // For a person: times as ISO 8601 UTC instead of epoch seconds.
           for (const r of rows) for (const c of cols) if (list.resolveField(c)?.kind === 'epoch' && typeof r[c] === 'number') r[c] = isoUtc(r[c]);
@@ -198,6 +213,97 @@ export function register(program: Command): void {
 
 const OUTPUTS = ['table', 'json', 'csv', 'ndjson'];
 
+type ListModule = typeof import('../../list/index.js');
+
+/**
+ * CSV or NDJSON of every match, streamed from DuckDB chunk by chunk, so that memory follows a chunk
+ * and not the result (one query; paging through it with OFFSET sorted the whole result once a
+ * page). A reader that went away (`| head`) ends it; a slow one is waited for.
+ */
+async function writeEveryMatch(
+  conn: Parameters<ListModule['queryDuckDb']>[0],
+  list: ListModule,
+  req: ListRequest,
+  source: Parameters<ListModule['queryDuckDb']>[2],
+  format: string,
+  asked: string[] | undefined,
+): Promise<void> {
+  const { shapeRecord } = await import('../../list/list-request.js');
+  const out = process.stdout;
+  const cols = asked ?? leafPaths(list);
+  if (format === 'csv') writeCsv(out, cols, [], true);
+  const compiled = list.compileToSql(req, source);
+  const offset = req.paging.kind === 'offset' ? req.paging.offset : 0;
+  const result = await conn.stream(compiled.sql, [...(compiled.params as DuckDBValue[]), Number.MAX_SAFE_INTEGER, offset]);
+  for await (const rows of result.yieldRowObjectJs()) {
+    for (const row of rows) {
+      // As queryDuckDb shapes its records: BIGINT as a number, absent as null.
+      const view = shapeRecord(compiled.leaves, (leaf) => (typeof row[leaf.path] === 'bigint' ? Number(row[leaf.path]) : (row[leaf.path] ?? null)));
+      const item = asked ? inOrder(view, asked) : view;
+      if (format === 'csv') writeCsv(out, cols, [flattenView(item)], false);
+      else out.write(JSON.stringify(item) + '\n');
+    }
+    if (out.destroyed) return;
+    if (out.writableNeedDrain) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          out.off('drain', done);
+          out.off('close', done);
+          resolve();
+        };
+        out.on('drain', done);
+        out.on('close', done);
+      });
+    }
+  }
+}
+
+function writeCsv(out: NodeJS.WritableStream, cols: string[], rows: Record<string, unknown>[], header: boolean): void {
+  // No cell a spreadsheet would run as a formula (util/csv-cell.ts).
+  if (header) out.write(csvRecord(cols) + '\n');
+  for (const r of rows) out.write(csvRecord(cols.map((c) => r[c])) + '\n');
+}
+
+/** On stderr, when a page of CSV or NDJSON (--page-size, --page/--size) left matches out: a file's reader would not know. */
+function noteCut(page: { items: unknown[]; total: number; offset: number }): void {
+  if (page.items.length < page.total) {
+    process.stderr.write(
+      `note: wrote ${page.items.length} of ${page.total} matching sessions (offset ${page.offset}): a page, as asked; ` +
+        'without --page-size (and --page, --size) csv and ndjson hold every match\n',
+    );
+  }
+}
+
+/** Why nothing matched, when the range says it: a --from in the future. */
+function whyNone(req: ListRequest): string {
+  const from = req.startedFrom;
+  return from !== null && from > Date.now() / 1000 ? ` (--from ${isoUtc(from)} is in the future)` : '';
+}
+
+/** Every field's path in interface order (the columns of csv and table without --attribute-names). */
+function leafPaths(list: ListModule): string[] {
+  return list.knownFieldNames().flatMap((n) => {
+    const f = list.resolveField(n);
+    return f && f.kind !== 'object' && f.path === n ? [n] : [];
+  });
+}
+
+/**
+ * The fields --attribute-names asks for, in its order, an object field giving its fields; a name
+ * no field has is kept (as a null column: it counts as null). Undefined without --attribute-names.
+ */
+function requestedFields(attributeNames: string | undefined, list: ListModule): string[] | undefined {
+  if (attributeNames === undefined || attributeNames.trim() === '') return undefined;
+  const out: string[] = [];
+  for (const raw of list.percentDecode(attributeNames).value.split(',')) {
+    const name = raw.trim();
+    const f = list.resolveField(name);
+    const paths = f ? (f.kind === 'object' ? f.children.map((c) => c.path) : [f.path]) : [name];
+    for (const p of paths) if (!out.includes(p)) out.push(p);
+  }
+  return out;
+}
+
 function isoUtc(epochSeconds: number): string {
   return new Date(epochSeconds * 1000).toISOString().replace('.000Z', 'Z');
 }
@@ -208,17 +314,18 @@ function inOrder(view: Record<string, unknown>, paths: readonly string[]): Recor
   for (const p of paths) {
     const dot = p.indexOf('.');
     if (dot < 0) {
-      if (p in view) out[p] = view[p];
+      // A name no field has: null (absent from the view).
+      out[p] = p in view ? view[p] : null;
       continue;
     }
     const parent = p.slice(0, dot);
     const src = view[parent] as Record<string, unknown> | undefined;
-    if (!src || typeof src !== 'object') {
-      if (!(parent in out) && parent in view) out[parent] = view[parent];
+    if (parent in view && (!src || typeof src !== 'object')) {
+      if (!(parent in out)) out[parent] = view[parent];
       continue;
     }
     const obj = (out[parent] ??= {}) as Record<string, unknown>;
-    obj[p.slice(dot + 1)] = src[p.slice(dot + 1)];
+    obj[p.slice(dot + 1)] = src?.[p.slice(dot + 1)] ?? null;
   }
   return out;
 }
@@ -235,9 +342,10 @@ function renderTable(cols: string[], rows: Record<string, unknown>[]): string {
   const cell = (v: unknown) => {
     // A record's text is the server's (customer names, notes): no control sequence reaches the terminal.
     const s = v === null || v === undefined ? '' : oneLine(String(v).replace(/\s+/g, ' '));
-    return s.length > 40 ? s.slice(0, 39) + '…' : s;
+    return truncateToWidth(s, 40);
   };
-  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd() + '\n';
+  // Columns by display width: a CJK character or an emoji takes two.
+  const widths = cols.map((c) => Math.max(displayWidth(c), ...rows.map((r) => displayWidth(cell(r[c])))));
+  const line = (vals: string[]) => vals.map((v, i) => padToWidth(v, widths[i]!)).join('  ').trimEnd() + '\n';
   return line(cols) + line(widths.map((w) => '-'.repeat(w))) + rows.map((r) => line(cols.map((c) => cell(r[c])))).join('');
 }

@@ -1,5 +1,10 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command } from 'commander';
+import { holdsStore } from '../../store/layout.js';
+import { DEMO_MARKER } from './demo.js';
 import { loadConfig } from '../../config/load.js';
+import { humanDuration } from '../../time/human-duration.js';
 import { partialDays } from '../partial-days.js';
 import { UsageError } from '../usage-error.js';
 import type { StoreStatus } from '../../store/status.js';
@@ -28,13 +33,15 @@ export function register(program: Command): void {
       const accounts = chosenAccounts(loaded, flags);
       if (accounts) {
         const { accountsStatus } = await import('../accounts-status.js');
-        process.exitCode = await accountsStatus(config.dataDir, accounts, { ...flags, runs: Number(flags.runs), maxLag: flags.maxLag ?? config.maxLag }, formatStatus, dataset);
+        process.exitCode = await accountsStatus(config.dataDir, accounts, { ...flags, runs: Number(flags.runs), maxLag: flags.maxLag ?? config.maxLag, settle: config.settle }, formatStatus, dataset);
         return;
       }
+      // With the dataset and state in a bucket the local directory is only a cache: it may not exist.
+      if (!config.parquetUrl) refuseMissingDataDir(config.dataDir, loaded.sources.dataDir === 'default');
       if (flags.check || flags.maxLag !== undefined) {
         const { statusCheck } = await import('../status-check.js');
         // --max-lag, else the configuration's maxLag (the same limit notifications use).
-        process.exitCode = await statusCheck(config.dataDir, { ...flags, maxLag: flags.maxLag ?? config.maxLag }, dataset);
+        process.exitCode = await statusCheck(config.dataDir, { ...flags, maxLag: flags.maxLag ?? config.maxLag }, config.settle, dataset);
         return;
       }
       const { readStatus } = await import('../../store/status.js');
@@ -43,12 +50,35 @@ export function register(program: Command): void {
     });
 }
 
+/** Where `npm start` (the demo) writes, relative to the working directory. */
+const DEMO_DIR = join('data', 'demo');
+
+/**
+ * A data directory that does not exist is a typo, not an empty export (exit 2, for --check too).
+ * The default ./data with nothing in it, beside the demo's data/demo, points to the demo.
+ */
+function refuseMissingDataDir(dir: string, isDefault: boolean): void {
+  if (!existsSync(dir)) throw new UsageError(`no such directory: ${dir} (the data directory): check --data-dir or SESSION_ETL_DATA_DIR`);
+  if (isDefault && !holdsStore(dir) && existsSync(join(DEMO_DIR, DEMO_MARKER))) {
+    throw new UsageError(`nothing exported in ${dir}; the demo wrote ${DEMO_DIR}: session-etl status --data-dir ${DEMO_DIR}`);
+  }
+}
+
 /** UTC days (partitions) only partly covered, so incomplete in the data; see partial-days.ts. */
 function describePartialDays(coverage: StoreStatus['coverage']): string {
   const days = partialDays(coverage);
   if (!days.length) return 'none';
   const shown = days.slice(0, 8).map((d) => `${d.date} (covered ${d.covered.join(', ')})`);
   return shown.join(', ') + (days.length > shown.length ? `, and ${days.length - shown.length} more` : '');
+}
+
+/** Backfills begun and not finished: what of each is missing and the command that resumes it. */
+function describeBackfills(b: StoreStatus['unfinishedBackfills']): string {
+  if (b === null) return '(not known while a run holds the DuckDB file)';
+  if (!b.length) return 'none unfinished';
+  return b
+    .map((x) => `${x.from} – ${x.to} unfinished (run ${x.runId}): ${x.missing.map((m) => `${m.from} – ${m.to}`).join(', ')} not loaded; resume: ${x.resume}`)
+    .join('\n                ');
 }
 
 function human(bytes: number): string {
@@ -62,26 +92,22 @@ function human(bytes: number): string {
   return `${v.toFixed(i ? 1 : 0)} ${u[i]}`;
 }
 
-function lag(seconds: number): string {
-  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
-  if (seconds < 172_800) return `${(seconds / 3600).toFixed(1)} h`;
-  return `${(seconds / 86_400).toFixed(1)} days`;
-}
-
 export function formatStatus(s: StoreStatus): string {
   const lines = [
     ...(s.source === 'snapshot' ? [`a run is going: figures as of ${s.asOf} (its state snapshot, state.json; the DuckDB file is held by the run)`] : []),
     `data directory  ${s.dataDir} (format ${s.format})`,
-    `checkpoint      ${s.checkpoint ?? '(none yet)'}${s.lagSeconds !== null ? `  — ${lag(s.lagSeconds)} behind now` : ''}`,
+    `checkpoint      ${s.checkpoint ?? '(none yet)'}${s.lagSeconds !== null ? `  — ${humanDuration(s.lagSeconds)} behind now` : ''}`,
     `coverage        ${s.coverage.map((c) => `${c.from} – ${c.to}`).join(', ') || '(none)'}`,
     `coverage holes  ${s.coverageHoles.map((c) => `${c.from} – ${c.to}`).join(', ') || 'none'}`,
     `partial days    ${describePartialDays(s.coverage)}`,
     `rows            ${s.rows ?? '(parquet only: see the dataset)'}${s.pendingRows ? ` (+${s.pendingRows} committed, merged by the next run)` : ''}${s.rejected ? `, ${s.rejected} rejected` : ''}`,
     `partitions      ${s.partitions}${s.pendingPartitions.length ? ` (${s.pendingPartitions.length} waiting for a rewrite)` : ''}`,
     `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})`,
+    `backfills       ${describeBackfills(s.unfinishedBackfills)}`,
     `running now     ${
       s.runningNow
-        ? `pid ${s.runningNow.pid} on ${oneLine(String(s.runningNow.host))}: ${oneLine(String(s.runningNow.command))}, since ${s.runningNow.startedAt}`
+        ? `pid ${s.runningNow.pid} on ${oneLine(String(s.runningNow.host))}: ${oneLine(String(s.runningNow.command))}, since ${s.runningNow.startedAt}` +
+          (s.progress ? `; ${s.progress.windowsDone} of ${s.progress.windowsTotal} windows done, ${s.progress.sessions} records fetched (as of ${s.progress.at})` : '')
         : s.lastRunDied
           ? `no: last run ${s.lastRunDied.runId ?? '(unnamed)'} died (pid ${s.lastRunDied.pid} gone); the next run takes over and resumes its work`
           : 'no'
