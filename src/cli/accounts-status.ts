@@ -3,6 +3,7 @@ import { allStores } from '../accounts/stores.js';
 import { checkHealth } from '../monitoring/health.js';
 import { readAccountsMonitoredStates } from '../monitoring/read-state.js';
 import { accountStatus, readStoreReading, type StoreStatus } from '../store/status.js';
+import type { VolumeRule } from '../store/volume-anomalies.js';
 import { ExitCode } from './exit-codes.js';
 import { parseMaxLag } from './monitoring-options.js';
 import { partialDays } from './partial-days.js';
@@ -12,11 +13,12 @@ export async function accountsStatus(
   accounts: string[],
   flags: { runs: number; json?: boolean; check?: boolean; maxLag?: string },
   format: (s: StoreStatus) => string,
+  volume?: VolumeRule,
 ): Promise<number> {
   const nowMs = Date.now();
   if (flags.check) {
     const maxLagSeconds = parseMaxLag(flags.maxLag);
-    const states = await readAccountsMonitoredStates(root, accounts, nowMs);
+    const states = await readAccountsMonitoredStates(root, accounts, nowMs, volume);
     const results = accounts.map((a) => ({ account: a, ...checkHealth(states.get(a)!, { nowMs, maxLagSeconds }) }));
     const unhealthy = results.filter((r) => !r.healthy);
     if (flags.json) process.stdout.write(JSON.stringify({ dataDir: root, healthy: unhealthy.length === 0, accounts: results }) + '\n');
@@ -29,7 +31,7 @@ export async function accountsStatus(
   let bytes = 0;
   let parquetBytes = 0;
   for (const store of await allStores(root)) {
-    const reading = await readStoreReading(root, flags.runs, store);
+    const reading = await readStoreReading(root, flags.runs, store, volume);
     bytes += reading.bytes.duckdb;
     parquetBytes = reading.bytes.parquet;
     for (const a of reading.state.accounts ?? []) {

@@ -9,8 +9,9 @@ import type { NotifySettings } from '../monitoring/notify.js';
 import type { PipelineOptions } from '../pipeline/run.js';
 import { parseDuration } from '../time/windows.js';
 import { UsageError } from './usage-error.js';
+import { addVolumeOptions, volumeConfigFlags, volumeRuleOf, type VolumeFlags } from './volume-options.js';
 
-export interface CommonFlags {
+export interface CommonFlags extends VolumeFlags {
   config?: string;
   dataDir?: string;
   format?: string;
@@ -33,7 +34,7 @@ export interface CommonFlags {
 }
 
 export function addCommonOptions(cmd: Command): Command {
-  return cmd
+  return addVolumeOptions(cmd)
     .option('--config <file>', 'configuration file (JSON); also SESSION_ETL_CONFIG')
     .option('--data-dir <dir>', 'output directory; also SESSION_ETL_DATA_DIR (default ./data)')
     .addOption(new Option('--format <format>', 'what to write (default: the data directory\'s format; a new one: both)').choices(['duckdb', 'parquet', 'both']))
@@ -87,6 +88,7 @@ export function configFromFlags(flags: CommonFlags, extra: Partial<Record<keyof 
       logLevel: flags.logLevel,
       notifyUrl: flags.notifyUrl,
       maxLag: flags.maxLag,
+      ...volumeConfigFlags(flags),
       ...extra,
     },
   });
@@ -127,6 +129,7 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
     timeoutMs: parseDuration(c.requestTimeout) * 1000,
     maxBodyBytes: c.maxBodyBytes,
     retry: { maxAttempts: c.maxAttempts },
+    volumeRule: volumeRuleOf(c),
     lock: {
       wait: Boolean(flags.wait),
       waitTimeoutMs,

@@ -5,15 +5,16 @@
  */
 import { checkHealth } from '../monitoring/health.js';
 import { readMonitoredState } from '../monitoring/read-state.js';
+import type { VolumeRule } from '../store/volume-anomalies.js';
 import { ExitCode } from './exit-codes.js';
 import { parseMaxLag } from './monitoring-options.js';
 import { UsageError } from './usage-error.js';
 
-export async function statusCheck(dataDir: string, flags: { check?: boolean; maxLag?: string; json?: boolean }): Promise<number> {
+export async function statusCheck(dataDir: string, flags: { check?: boolean; maxLag?: string; json?: boolean }, volume?: VolumeRule): Promise<number> {
   if (!flags.check) throw new UsageError('--max-lag goes with --check');
   const maxLagSeconds = parseMaxLag(flags.maxLag);
   const nowMs = Date.now();
-  const health = checkHealth(await readMonitoredState(dataDir, nowMs), { nowMs, maxLagSeconds });
+  const health = checkHealth(await readMonitoredState(dataDir, nowMs, volume), { nowMs, maxLagSeconds });
   if (flags.json) {
     process.stdout.write(JSON.stringify({ dataDir, ...health }) + '\n');
   } else if (health.healthy) {

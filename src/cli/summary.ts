@@ -1,7 +1,10 @@
 /** Printing a run summary for a person, or as one JSON object. */
-import type { RunSummary } from '../pipeline/run.js';
+import type { RunSummary, VerifySummary } from '../pipeline/run.js';
+import { describeAnomaly } from '../store/volume-anomalies.js';
+import { formatVerifySummary } from './verify-report.js';
 
 export function formatSummary(s: RunSummary): string {
+  if (s.kind === 'verify') return formatVerifySummary(s as VerifySummary);
   const secs = (s.durationMs / 1000).toFixed(1);
   const rate = s.durationMs > 0 ? Math.round(s.sessions.written / (s.durationMs / 1000)) : 0;
   const lines = [
@@ -19,6 +22,9 @@ export function formatSummary(s: RunSummary): string {
   if (s.coverageHoles.length) lines.push(`  coverage holes ${s.coverageHoles.map((h) => `${h.from}–${h.to}`).join(', ')}`);
   if (s.files.duckdb) lines.push(`  duckdb         ${s.files.duckdb}`);
   if (s.files.parquet) lines.push(`  parquet        ${s.files.parquet} (${s.files.partitionsWritten.length} partitions rewritten)`);
+  if (s.volumeAnomalies?.length) {
+    lines.push(`  volume         ${s.volumeAnomalies.length} anomal${s.volumeAnomalies.length === 1 ? 'y' : 'ies'}: ${s.volumeAnomalies.map(describeAnomaly).join('; ')}`);
+  }
   if (s.error) lines.push(`  error          ${s.error}`);
   return lines.join('\n') + '\n';
 }

@@ -15,6 +15,12 @@ export interface CalendarDay {
   sessions: number;
   /** The command that fills what of this day is missing; null for a covered day. */
   command: string | null;
+  /**
+   * A volume anomaly (README "Volume anomalies"): the day holds far fewer sessions than its weekday
+   * usually does: its sessions then, what it should hold, and the command comparing it with the source.
+   * Absent on other days.
+   */
+  anomaly?: { sessions: number; expected: number; command: string };
 }
 
 export interface CoverageGap {
@@ -46,6 +52,7 @@ export function coverageCalendar(
   sessionsPerDay: ReadonlyMap<string, number>,
   nowMs: number,
   dataDirArg = '',
+  anomalies: ReadonlyArray<{ date: string; sessions: number; expected: number }> = [],
 ): CoverageCalendar {
   const spans: Span[] = coverage
     .map((c) => ({ start: Date.parse(c.from) / 1000, end: Date.parse(c.to) / 1000 }))
@@ -76,7 +83,16 @@ export function coverageCalendar(
     const state: DayState = covered >= DAY ? 'covered' : covered > 0 ? 'partial' : 'hole';
     const gap = state === 'covered' ? undefined : gaps.find((g) => g.start < dayEnd && g.end > day);
     const date = dateOf(day);
-    days.push({ date, state, sessions: sessionsPerDay.get(date) ?? 0, command: gap ? commandOf(gap) : null });
+    const anomaly = anomalies.find((a) => a.date === date);
+    days.push({
+      date,
+      state,
+      sessions: sessionsPerDay.get(date) ?? anomaly?.sessions ?? 0,
+      command: gap ? commandOf(gap) : null,
+      ...(anomaly
+        ? { anomaly: { sessions: anomaly.sessions, expected: anomaly.expected, command: `session-etl verify --from ${date} --to ${dateOf(day + DAY)}${dataDirArg}` } }
+        : {}),
+    });
   }
   return {
     days,

@@ -93,17 +93,19 @@ export function buildOverview(i: OverviewInput): Overview {
     storedSessions: snapshot?.rows ?? null,
     lastRun,
     lastSuccessAt: success ? seconds(success.endedAt ?? success.startedAt) : null,
+    volumeAnomalies: snapshot?.volumeAnomalies ?? [],
   };
   const h = checkHealth(state, { nowMs: i.nowMs, maxLagSeconds: i.maxLagSeconds });
   // The calendar shows each hole and its command: say so instead of pointing at `status`.
   const reasons = h.reasons.map((r) =>
     /coverage hole/.test(r) ? `${state.coverageHoles} coverage hole(s): the calendar shows each one and the backfill command that fills it` : r,
   );
+  const anomalies = state.volumeAnomalies?.length ?? 0;
   const failing = !snapshot || lastRun?.outcome === 'failed' || lastRun?.outcome === 'died' || state.checkpoint === null;
   const healthState: HealthState = reasons.length === 0 ? 'healthy' : failing ? 'failing' : 'lagging';
   const totalSessions = snapshot?.rows ?? i.parquetRows;
   return {
-    health: { state: healthState, reasons, summary: summaryOf(healthState, h.lagSeconds, lastRun, state.coverageHoles, live !== null) },
+    health: { state: healthState, reasons, summary: summaryOf(healthState, h.lagSeconds, lastRun, state.coverageHoles, live !== null, anomalies) },
     checkpoint: snapshot?.checkpoint ?? null,
     lagSeconds: h.lagSeconds,
     totalSessions,
@@ -121,11 +123,12 @@ export function buildOverview(i: OverviewInput): Overview {
   };
 }
 
-function summaryOf(state: HealthState, lag: number | null, last: MonitoredRun | null, holes: number, running: boolean): string {
+function summaryOf(state: HealthState, lag: number | null, last: MonitoredRun | null, holes: number, running: boolean, anomalies = 0): string {
   const parts: string[] = [];
   parts.push(lag === null ? 'nothing exported yet' : `checkpoint ${ago(lag)} behind now`);
   if (last) parts.push(`last run ${last.outcome}`);
   parts.push(holes ? `${holes} coverage hole(s)` : 'no holes');
+  if (anomalies) parts.push(`${anomalies} volume anomal${anomalies === 1 ? 'y' : 'ies'}`);
   if (running) parts.push('a run is going');
   return `${state[0]!.toUpperCase()}${state.slice(1)}: ${parts.join(', ')}`;
 }

@@ -94,7 +94,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     '/api/coverage': async (_q, res) => {
       const reading = await readState(o.source);
       const perDay = await sessionsPerDay(reader);
-      const cal = coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), dataDirArg);
+      const cal = coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), dataDirArg, reading.snapshot?.volumeAnomalies ?? []);
       json(res, { coverage: reading.snapshot?.coverage ?? [], ...cal });
     },
     '/api/charts': async (q, res) => json(res, await charts(reader, q.get('from') ?? undefined, q.get('to') ?? undefined)),

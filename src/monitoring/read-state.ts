@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import { DataDirError } from '../store/errors.js';
 import type { LockHolder } from '../store/lock.js';
 import { accountStatus, readStatus, readStoreReading, type StoreStatus } from '../store/status.js';
+import type { VolumeAnomaly, VolumeRule } from '../store/volume-anomalies.js';
 import { allStores } from '../accounts/stores.js';
 
 /** A finished run as monitoring sees it. Times are epoch seconds. */
@@ -31,6 +32,8 @@ export interface MonitoredState {
   lastRun: MonitoredRun | null;
   /** End (or start) of the latest succeeded or nothing-to-do run, epoch seconds. */
   lastSuccessAt: number | null;
+  /** Finished days with far fewer sessions than their weekday usually has (README "Volume anomalies"); absent: none known. */
+  volumeAnomalies?: VolumeAnomaly[];
 }
 
 /** An empty data directory: nothing exported yet. */
@@ -44,11 +47,11 @@ const RUNS_READ = 200;
  * EMPTY_STATE; any other failure (a store another process holds open for writing, a damaged file)
  * is thrown for the caller to report.
  */
-export async function readMonitoredState(dataDir: string, nowMs = Date.now()): Promise<MonitoredState> {
+export async function readMonitoredState(dataDir: string, nowMs = Date.now(), volume?: VolumeRule): Promise<MonitoredState> {
   if (!existsSync(dataDir)) return EMPTY_STATE;
   let s;
   try {
-    s = await readStatus(dataDir, nowMs, RUNS_READ);
+    s = await readStatus(dataDir, nowMs, RUNS_READ, undefined, volume);
   } catch (err) {
     if (err instanceof DataDirError && /no session-etl data/.test(err.message)) return EMPTY_STATE;
     throw err;
@@ -60,11 +63,16 @@ export async function readMonitoredState(dataDir: string, nowMs = Date.now()): P
  * The monitored state of each named account of a many-account data directory, read from its
  * stores (each read once); an account no store holds yet has EMPTY_STATE.
  */
-export async function readAccountsMonitoredStates(root: string, names: readonly string[], nowMs = Date.now()): Promise<Map<string, MonitoredState>> {
+export async function readAccountsMonitoredStates(
+  root: string,
+  names: readonly string[],
+  nowMs = Date.now(),
+  volume?: VolumeRule,
+): Promise<Map<string, MonitoredState>> {
   const states = new Map<string, MonitoredState>(names.map((n) => [n, EMPTY_STATE]));
   if (!existsSync(root)) return states;
   for (const store of await allStores(root)) {
-    const reading = await readStoreReading(root, RUNS_READ, store);
+    const reading = await readStoreReading(root, RUNS_READ, store, volume);
     if (reading.accounts !== 'many') continue;
     for (const a of reading.state.accounts ?? []) {
       if (states.has(a.account)) states.set(a.account, monitoredStateOf(accountStatus(reading, a.account, nowMs, RUNS_READ)));
@@ -98,6 +106,7 @@ function monitoredStateOf(s: StoreStatus): MonitoredState {
     storedSessions: s.rows,
     lastRun: finished[0] ?? null,
     lastSuccessAt: success ? (success.endedAt ?? success.startedAt) : null,
+    volumeAnomalies: s.volumeAnomalies,
   };
 }
 

@@ -6,6 +6,8 @@ import { holderState, readHolder, type LockHolder } from './lock.js';
 import { layoutOf, type OutputFormat, type ShardId } from './layout.js';
 import { SessionStore, SINGLE_ACCOUNT } from './session-store.js';
 import { collectState, plainRow, readStateSnapshot, STATE_FILE, type StoreState } from './state-snapshot.js';
+import type { LastVerification } from './verify-log.js';
+import type { VolumeAnomaly, VolumeRule } from './volume-anomalies.js';
 
 export interface StoreStatus {
   dataDir: string;
@@ -31,14 +33,18 @@ export interface StoreStatus {
   source: 'duckdb' | 'snapshot';
   /** When the snapshot was written (source snapshot), else null. */
   asOf: string | null;
+  /** Finished days with far fewer sessions than their weekday usually has (README "Volume anomalies"). */
+  volumeAnomalies: VolumeAnomaly[];
+  /** The latest `session-etl verify` and what it found; null when never verified. */
+  lastVerification: LastVerification | null;
 }
 
 /**
  * What `status` reports of a data directory's store (`shard`: shard I of N's; layout.ts). A
  * many-account store: use readStoreReading and accountStatus.
  */
-export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10, shard?: ShardId): Promise<StoreStatus> {
-  return accountStatus(await readStoreReading(dataDir, runs, shard), SINGLE_ACCOUNT, nowMs, runs);
+export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10, shard?: ShardId, volume?: VolumeRule): Promise<StoreStatus> {
+  return accountStatus(await readStoreReading(dataDir, runs, shard, volume), SINGLE_ACCOUNT, nowMs, runs);
 }
 
 /** One read of a store: its own figures, its state, and each account's latest runs. */
@@ -58,13 +64,13 @@ export interface StoreReading {
 }
 
 /** Reads a store once (the DuckDB file, or while a run holds it the run's snapshot), without writing anything. */
-export async function readStoreReading(dataDir: string, runs = 10, shard?: ShardId): Promise<StoreReading> {
+export async function readStoreReading(dataDir: string, runs = 10, shard?: ShardId, volume?: VolumeRule): Promise<StoreReading> {
   // The lock lives at the same place whatever the format.
   const lockLayout = layoutOf(dataDir, 'both', shard);
   const holder = (await readHolder(lockLayout.lockPath)) ?? null;
   const alive = holder && holderState(holder) === 'alive' ? holder : null;
   const died = holder && !alive ? holder : null;
-  const { state, asOf, runsByAccount } = await readState(dataDir, runs, shard);
+  const { state, asOf, runsByAccount } = await readState(dataDir, runs, shard, volume);
   const layout = layoutOf(dataDir, state.format, shard);
   const { count: partitions, bytes: parquetBytes } = await datasetSize(layout.parquetDir);
   const duckdbBytes = (await sizeOf(layout.dbPath)) + (await sizeOf(`${layout.dbPath}.wal`));
@@ -111,6 +117,8 @@ export function accountStatus(r: StoreReading, account: string, nowMs = Date.now
     lastRuns: lastRuns.slice(0, runs).map((x) => markDied(x, r.runningNow, died)),
     runningNow: r.runningNow,
     lastRunDied: died ? { runId: died.runId ?? runIdOf(died.command), pid: died.pid, host: died.host, startedAt: died.startedAt } : null,
+    volumeAnomalies: (many ? own?.volumeAnomalies : r.state.volumeAnomalies) ?? [],
+    lastVerification: (many ? own?.lastVerification : r.state.lastVerification) ?? null,
   };
 }
 
@@ -123,6 +131,7 @@ async function readState(
   dataDir: string,
   runs: number,
   shard?: ShardId,
+  volume?: VolumeRule,
 ): Promise<{ state: StoreState; asOf: string | null; runsByAccount: Map<string, Array<Record<string, unknown>>> }> {
   let store: SessionStore;
   try {
@@ -137,10 +146,15 @@ async function readState(
         holder: err.holder,
       });
     }
-    return { state: snapshot, asOf: snapshot.writtenAt, runsByAccount: new Map() };
+    // The snapshot's anomalies were judged under the rule of the run that wrote it; none when the check is off here.
+    const off = volume !== undefined && !(volume.threshold > 0);
+    const state = off
+      ? { ...snapshot, volumeAnomalies: [], ...(snapshot.accounts ? { accounts: snapshot.accounts.map((a) => ({ ...a, volumeAnomalies: [] })) } : {}) }
+      : snapshot;
+    return { state, asOf: snapshot.writtenAt, runsByAccount: new Map() };
   }
   try {
-    const state = await collectState(store, store.conn, runs);
+    const state = await collectState(store, store.conn, runs, volume ? { volume } : {});
     const runsByAccount = new Map<string, Array<Record<string, unknown>>>();
     if (store.shape.many) {
       for (const r of (await store.lastRunsByAccount(runs)).map((x) => plainRow(x, true))) {

@@ -92,8 +92,10 @@ function drawCoverage(c) {
   }
   for (const d of c.days) {
     const level = d.sessions === 0 ? 0 : Math.min(4, 1 + Math.floor((4 * d.sessions) / (max + 1)));
-    const title = `${d.date}: ${d.state}, ${fmt.format(d.sessions)} sessions${d.command ? `\nfill it: ${d.command}` : ''}`;
-    const cell = el('button', { type: 'button', class: `day ${d.state} l${level}`, dataTestid: 'coverage-day', dataDate: d.date, dataState: d.state, title, 'aria-label': title });
+    const anomaly = d.anomaly ? `\nvolume anomaly: ${fmt.format(d.anomaly.sessions)} sessions, expected about ${fmt.format(d.anomaly.expected)}` : '';
+    const title = `${d.date}: ${d.state}, ${fmt.format(d.sessions)} sessions${anomaly}${d.command ? `\nfill it: ${d.command}` : ''}`;
+    const cell = el('button', { type: 'button', class: `day ${d.state} l${level}${d.anomaly ? ' anomaly' : ''}`, dataTestid: 'coverage-day', dataDate: d.date, dataState: d.state, title, 'aria-label': title });
+    if (d.anomaly) cell.dataset.anomaly = `${d.anomaly.sessions}/${d.anomaly.expected}`;
     cell.addEventListener('click', () => showDay(d));
     cells.push(cell);
   }
@@ -110,6 +112,12 @@ function showDay(d) {
   const p = $('day-detail');
   p.replaceChildren(el('strong', { text: d.date }), ` ${d.state}, ${fmt.format(d.sessions)} sessions stored. `);
   if (d.command) p.append('Fill it with ', el('code', { dataTestid: 'day-command', text: d.command }));
+  if (d.anomaly) {
+    p.append(
+      el('span', { dataTestid: 'day-anomaly', text: `Volume anomaly: ${fmt.format(d.anomaly.sessions)} sessions, expected about ${fmt.format(d.anomaly.expected)} (its weekday's median). Compare it with the source: ` }),
+      el('code', { dataTestid: 'anomaly-command', text: d.anomaly.command }),
+    );
+  }
 }
 
 // ---- runs -------------------------------------------------------------------------------------
