@@ -21,6 +21,8 @@ function verifyOptions(ctx: JobContext): VerifyOptions {
     beforeCheckpoint: v.rangeSeconds,
     sample: v.sample,
     ...(v.repair ? { repair: true } : {}),
+    // Behind a nightly export still going, rather than failing on its lock (up to the wait timeout).
+    ...(ctx.pipeline.lock !== false ? { lock: { ...ctx.pipeline.lock, wait: true } } : {}),
   };
 }
 

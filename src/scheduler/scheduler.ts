@@ -87,7 +87,8 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
 
   return {
     async runNow() {
-      await Promise.all(opts.jobs.filter((j) => !j.enabled || j.enabled(opts.settings)).map((j) => fire(j, 'run-now')));
+      // One after the other: the jobs share the data directory's one-writer lock.
+      for (const j of opts.jobs.filter((j) => !j.enabled || j.enabled(opts.settings))) await fire(j, 'run-now');
     },
     async stop() {
       for (const t of tasks) {

@@ -28,8 +28,11 @@ import { partitionDir, type OutputFormat, type StoreLayout } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
 import type { StoreShape } from './shape.js';
 
-/** Rows of fetched windows compared at once (about a DuckDB row group, as a merge takes). */
-const SLICE_ROWS = 131_072;
+/**
+ * Rows of fetched windows compared at once: half what a merge takes (a DuckDB row group), which
+ * kept the peak RSS of a 300 k-session verify below its backfill's (docs/benchmarks.md, "Verify").
+ */
+const SLICE_ROWS = 65_536;
 /** Windows committed in one transaction by a repair (as the commit queue groups them). */
 const REPAIR_GROUP = 64;
 
@@ -69,8 +72,11 @@ export interface ComparedStore {
 }
 
 export class RangeComparison {
+  /** Windows not handed to a slice yet, and their rows. */
   private waiting: FetchedWindow[] = [];
   private waitingRows = 0;
+  /** Rows of the slices handed over and not compared yet. */
+  private queuedRows = 0;
   private comparing: Promise<void> = Promise.resolve();
   private failure: unknown;
   private readonly fetched: Window[] = [];
@@ -108,22 +114,24 @@ export class RangeComparison {
     this.waiting.push(w);
     this.waitingRows += w.count;
     if (this.waitingRows >= SLICE_ROWS) this.compareWaiting();
-    while (this.waitingRows >= 2 * SLICE_ROWS && this.failure === undefined) await this.comparing;
+    while (this.waitingRows + this.queuedRows >= 2 * SLICE_ROWS && this.failure === undefined) await this.comparing;
     if (this.failure !== undefined) throw this.failure;
   }
 
   /** Compares what waits (in the background, after the slice before it). */
   private compareWaiting(): void {
     const slice = this.waiting;
+    const rows = this.waitingRows;
     this.waiting = [];
-    const rows = slice.reduce((n, w) => n + w.count, 0);
+    this.waitingRows = 0;
+    this.queuedRows += rows;
     this.comparing = this.comparing.then(async () => {
       try {
         if (this.failure === undefined) await this.compareSlice(slice);
       } catch (err) {
         this.failure ??= err;
       } finally {
-        this.waitingRows -= rows;
+        this.queuedRows -= rows;
         await Promise.all(slice.map((w) => (w.file ? rm(w.file, { force: true }).catch(() => {}) : undefined)));
       }
     });
@@ -138,15 +146,15 @@ export class RangeComparison {
     await c.run(
       `CREATE OR REPLACE TEMP TABLE _vw AS SELECT * FROM (VALUES ${slice.map((w) => `(${w.window.start}, ${w.window.end})`).join(', ')}) w(ws, we)`,
     );
-    // The fetched sessions that started in their own window, once each.
+    // The fetched sessions that started in their own window: once each (windows do not overlap,
+    // and an answer holds an id once: the body scanner and flatten.ts see to it).
     const fetched = files.length
       ? `SELECT ${ndjsonSelect(shape.many)}, f.ws, f.we
          FROM read_json([${files.map((w) => sqlString(w.file!)).join(', ')}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited',
            maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
          JOIN (VALUES ${files.map((w) => `(${sqlString(w.file!)}, ${w.extractedAt}, ${sqlString(this.account)}, ${w.window.start}, ${w.window.end})`).join(', ')})
            f(filename, extracted, account, ws, we) USING (filename)
-         WHERE r.started >= f.ws AND r.started < f.we
-         QUALIFY row_number() OVER (PARTITION BY ${key.split(', ').map((k) => (k === 'account' ? 'f.account' : 'r.id')).join(', ')}) = 1`
+         WHERE r.started >= f.ws AND r.started < f.we`
       : `SELECT ${shape.columnList}, partition, ws, we FROM _vfix WHERE false`;
     await c.run(`CREATE OR REPLACE TEMP TABLE _vf AS ${fetched}`);
     const lo = Math.min(...slice.map((w) => w.window.start));

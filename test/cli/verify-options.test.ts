@@ -4,12 +4,13 @@
  * and parquet), sessions amended after the fact are changed with their column named, --sample draws
  * N days, many accounts are verified each on its own (--account), and bad flags exit 2.
  */
+import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { AMENDED_NOTE } from '../../src/emulator/late-data.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { expectedRow, parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
 
@@ -127,6 +128,7 @@ describe('--sample and the options refused', () => {
     const r = await runCli(['verify', ...range], fx.env(empty));
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/no session-etl data in .*: verify compares the source with what a backfill or export stored/);
+    expect(existsSync(empty)).toBe(false);
   });
 });
 
@@ -183,5 +185,38 @@ describe('many accounts', () => {
     expect(byAccount.acme.volumeAnomalies).toEqual([]);
     expect(byAccount.globex.lastVerification).toMatchObject({ changed: 2, outcome: 'failed' });
     expect(byAccount.acme.lastVerification).toMatchObject({ changed: 0, missing: 0, outcome: 'succeeded' });
+  });
+});
+
+describe('the weekly job (jobs/weekly-verify.ts)', () => {
+  it('runs under schedule only with verifyCron set: a sampled verify of the days before the checkpoint, after the export', async () => {
+    const root = await fx.tempDir();
+    const env = fx.env(join(root, 'data'));
+    expect((await runCli(['backfill', ...range, '--no-progress'], env)).code).toBe(0);
+    const done = (job: string) => new RegExp(`"job":"${job}"[^\\n]*"msg":"job (finished|failed)"`);
+    const schedule = async (config: Record<string, unknown>, jobs: string[]) => {
+      await writeFile(join(root, 'config.json'), JSON.stringify(config));
+      const s = startCli(['schedule', '--run-now', '--cron', '0 0 1 1 *', '--config', join(root, 'config.json'), '--log-level', 'info'], env);
+      try {
+        await waitFor(() => jobs.every((j) => done(j).test(s.output())), 60_000, `${jobs.join(' and ')} to run`);
+        return s.output();
+      } finally {
+        s.kill('SIGTERM');
+        await s.result;
+      }
+    };
+    // Off by default: only the export runs.
+    const off = await schedule({}, ['nightly-export']);
+    expect(off).toMatch(/scheduler running: nightly-export at/);
+    expect(off).not.toMatch(/weekly-verify/);
+    expect(JSON.parse((await runCli(['status', '--json'], env)).stdout).lastVerification).toBeNull();
+
+    const on = await schedule({ verifyCron: '0 4 * * 0', verifySample: 2, verifyRange: '5d' }, ['nightly-export', 'weekly-verify']);
+    expect(on).toMatch(/scheduler running: nightly-export, weekly-verify at/);
+    expect(on).toMatch(/"job":"weekly-verify"[^\n]*"msg":"job finished"/);
+    const st = JSON.parse((await runCli(['status', '--json'], env)).stdout);
+    const checkpointDay = Math.floor(Date.parse(st.checkpoint) / 1000 / D) * D;
+    expect(st.lastVerification).toMatchObject({ days: 2, outcome: 'succeeded', missing: 0, gone: 0, changed: 0 });
+    expect(st.lastVerification.range).toEqual({ from: new Date((checkpointDay - 5 * D) * 1000).toISOString().replace('.000Z', 'Z'), to: new Date(checkpointDay * 1000).toISOString().replace('.000Z', 'Z') });
   });
 });

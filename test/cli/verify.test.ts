@@ -132,7 +132,7 @@ describe('volume anomalies and verify, as a user meets them', () => {
     expect(repair.code, repair.stderr).toBe(0);
     expect(repair.stdout).toContain(`repaired       ${missing} session(s) committed`);
     const want = truth().map(expectedRow).sort((a, b) => a.session_id.localeCompare(b.session_id));
-    const inRange = (r: { started_at: unknown }) => Number(r.started_at) >= FROM && Number(r.started_at) < END;
+    const inRange = (r: { started_at?: unknown }) => Number(r.started_at) >= FROM && Number(r.started_at) < END;
     const table = (await readDuckDbSessions(dataDir)).filter(inRange).map(({ extracted_at: _, ...r }) => r);
     expect(table).toEqual(want);
     const dataset = parquetRowsComparable(await readParquetDataset(dataDir)).filter(inRange).map(({ extracted_at: _, ...r }) => r);
