@@ -220,3 +220,29 @@ describe('the weekly job (jobs/weekly-verify.ts)', () => {
     expect(st.lastVerification.range).toEqual({ from: new Date((checkpointDay - 5 * D) * 1000).toISOString().replace('.000Z', 'Z'), to: new Date(checkpointDay * 1000).toISOString().replace('.000Z', 'Z') });
   });
 });
+
+describe('format parquet: anomalies counted from the dataset', () => {
+  let emu: Emulator;
+  afterAll(async () => emu?.close());
+
+  it('a short day of a Parquet-only store is flagged from its day files, and a repair clears it', async () => {
+    const from = FROM - 35 * D;
+    const windows = (END - from) / D;
+    let held = END - D;
+    while ([0, 6].includes(new Date(held * 1000).getUTCDay())) held -= D;
+    // The backfill's one-day windows answer without most of the day; the next requests with all of it.
+    emu = await startEmulator({ seed: 37, from, to: TODAY, now: NOW, sessionsPerDay: 60, faults: { holdBack: [{ day: day(held), fraction: 0.85, untilRequests: windows }] } });
+    const dataDir = join(await fx.tempDir(), 'data');
+    const env = { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir };
+    expect((await runCli(['backfill', '--from', day(from), '--to', day(END), '--format', 'parquet', '--no-progress'], env)).code).toBe(0);
+    const stored = (await readParquetDataset(dataDir)).find((p) => p.partition === `date=${day(held)}`)!.rows.length;
+    const st = JSON.parse((await runCli(['status', '--json'], env)).stdout);
+    expect(st.format).toBe('parquet');
+    expect(st.volumeAnomalies).toEqual([{ date: day(held), sessions: stored, expected: expect.any(Number) }]);
+    expect(stored).toBeLessThan(st.volumeAnomalies[0].expected / 2);
+    const repair = await runCli(['verify', '--from', day(held), '--to', day(held + D), '--repair', '--no-progress'], env);
+    expect(repair.code, repair.stderr).toBe(0);
+    expect(JSON.parse((await runCli(['status', '--json'], env)).stdout).volumeAnomalies).toEqual([]);
+    expect((await readParquetDataset(dataDir)).find((p) => p.partition === `date=${day(held)}`)!.rows.length).toBe(emu.dataset.sessionsStartedIn(held, held + D).length);
+  });
+});
