@@ -480,7 +480,6 @@ async function finish(store: SessionStore, parts: Part[], batch: BatchOptions, n
   const last = await store.flush();
   for (const p of parts) p.tally.addLastFlush(last);
   await store.compactCoverage();
-  const anomalies = await volumeAnomaliesAfter(store, batch, parts);
   const results: AccountResult[] = [];
   for (const part of parts) {
     const durationMs = now() - part.tally.startedMs;
@@ -490,8 +489,7 @@ async function finish(store: SessionStore, parts: Part[], batch: BatchOptions, n
       results.push({ account: part.job.account, ok: false, error, durationMs });
       continue;
     }
-    const found = anomalies.get(part.job.account);
-    const summary = { ...(await summarise(store, part, batch, now)), ...(found ? { volumeAnomalies: found } : {}) };
+    const summary = await summarise(store, part, batch, now);
     part.summary = summary;
     if (summary.kind === 'verify' && (summary as VerifySummary).verify && !part.outcome.error && summary.outcome === 'failed') {
       results.push({ account: part.job.account, ok: false, error: new VerifyDifferencesError(summary.error ?? 'the store differs from the source', summary as VerifySummary), summary, durationMs });
@@ -514,6 +512,13 @@ async function finish(store: SessionStore, parts: Part[], batch: BatchOptions, n
       part.logger.info({ sessions: part.tally.totals.written, windows: part.tally.stats.windowsDone, durationMs: summary.durationMs }, `${kind} finished`);
       results.push({ account: part.job.account, ok: true, summary, durationMs });
     }
+  }
+  // Read once every account is recorded (a verify's confirmed days included); the summaries (also
+  // those the errors carry) gain them.
+  const anomalies = await volumeAnomaliesAfter(store, batch, parts);
+  for (const p of parts) {
+    const found = anomalies.get(p.job.account);
+    if (p.summary && found) p.summary.volumeAnomalies = found;
   }
   return results;
 }

@@ -166,7 +166,7 @@ export class AccountVerifier {
   async report(plan: { todo: Window[]; sampled: string[] | null }, nowS: number): Promise<VerifyReport> {
     const compared = new Map((this.days ?? []).map((d) => [d.date, d]));
     const covered = mergeIntervals(plan.todo);
-    const after = (await readDayCounts(this.store.conn, this.store)).get(this.account) ?? new Map<string, number>();
+    const after = (await readDayCounts(this.store.conn, this.store, this.account)).get(this.account) ?? new Map<string, number>();
     const repair = Boolean(this.opts.repair);
     const deleteMissing = repair && Boolean(this.opts.deleteMissing);
     const days: VerifyDay[] = [];

@@ -21,15 +21,16 @@ export interface CountedStore {
   layout: StoreLayout;
 }
 
-/** Stored sessions per account ('' in a single-account store) and UTC day. */
-export async function readDayCounts(conn: DuckDBConnection, store: CountedStore): Promise<Map<string, Map<string, number>>> {
+/** Stored sessions per account ('' in a single-account store) and UTC day; `only`: that account's alone. */
+export async function readDayCounts(conn: DuckDBConnection, store: CountedStore, only?: string): Promise<Map<string, Map<string, number>>> {
   const account = store.shape.many ? 'account' : "''";
+  const own = store.shape.many && only !== undefined ? ` AND account = ${sqlString(only)}` : '';
   const sql =
     store.format === 'parquet'
       ? `SELECT ${account} AS a, CAST("date" AS VARCHAR) AS d, count(*) AS n
          FROM read_parquet(${sqlString(join(store.layout.parquetDir, 'date=*', store.layout.partitionFile))}, hive_partitioning = true)
-         WHERE "date" IS NOT NULL GROUP BY ALL`
-      : `SELECT ${account} AS a, strftime(started_at, '%Y-%m-%d') AS d, count(*) AS n FROM sessions WHERE started_at IS NOT NULL GROUP BY ALL`;
+         WHERE "date" IS NOT NULL${own} GROUP BY ALL`
+      : `SELECT ${account} AS a, strftime(started_at, '%Y-%m-%d') AS d, count(*) AS n FROM sessions WHERE started_at IS NOT NULL${own} GROUP BY ALL`;
   const rows = await queryRows<{ a: string; d: string; n: bigint | number }>(conn, sql).catch((err: unknown) => {
     // A Parquet-only store with no day written yet has no files to read.
     if (store.format === 'parquet' && /No files found/i.test(String((err as Error)?.message))) return [];

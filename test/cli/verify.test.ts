@@ -4,9 +4,11 @@
  * day, in `status`, `status --check`, `/healthz` (and the metrics), the dashboard's API and a
  * `volume_anomaly` notification (once); after the records arrive `verify` names the day and the
  * number missing; `verify --repair` makes the table and the dataset (read back with hyparquet) equal
- * the source; a second `verify` is clean and the anomaly is gone everywhere.
+ * the source; a second `verify` is clean and the anomaly is gone everywhere. The dashboard is checked
+ * through its API and in a real headless Chromium (Debian's, as test/dashboard/browser.test.ts).
  */
 import { join } from 'node:path';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
@@ -114,6 +116,22 @@ describe('volume anomalies and verify, as a user meets them', () => {
         anomaly: { sessions: heldBack, expected, command: `session-etl verify --from ${day(HELD)} --to ${day(HELD + D)} --data-dir ${dataDir}` },
       }),
     ]);
+
+    // The page, in a real Chromium: the day's cell is marked, and its detail gives the numbers and the command.
+    const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+    try {
+      const page = await browser.newPage();
+      await page.goto(dash.url);
+      const marked = page.locator('[data-testid=coverage-day].anomaly');
+      await marked.first().waitFor();
+      expect(await marked.evaluateAll((cells) => cells.map((c) => c.getAttribute('data-date')))).toEqual([day(HELD)]);
+      expect(await marked.getAttribute('title')).toContain(`volume anomaly: ${heldBack} sessions, expected about ${expected}`);
+      await marked.click();
+      expect(await page.locator('[data-testid=day-anomaly]').innerText()).toContain(`Volume anomaly: ${heldBack} sessions, expected about ${expected}`);
+      expect(await page.locator('[data-testid=anomaly-command]').innerText()).toBe(`session-etl verify --from ${day(HELD)} --to ${day(HELD + D)} --data-dir ${dataDir}`);
+    } finally {
+      await browser.close();
+    }
 
     // The records arrive: verify names the day and the number missing, and nothing else.
     fx.emu.setFaults({});
