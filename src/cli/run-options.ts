@@ -34,7 +34,7 @@ export interface CommonFlags extends VolumeFlags {
 }
 
 export function addCommonOptions(cmd: Command): Command {
-  return addVolumeOptions(cmd)
+  cmd
     .option('--config <file>', 'configuration file (JSON); also SESSION_ETL_CONFIG')
     .option('--data-dir <dir>', 'output directory; also SESSION_ETL_DATA_DIR (default ./data)')
     .addOption(new Option('--format <format>', 'what to write (default: the data directory\'s format; a new one: both)').choices(['duckdb', 'parquet', 'both']))
@@ -54,6 +54,7 @@ export function addCommonOptions(cmd: Command): Command {
     .option('--wait-timeout <duration>', 'with --wait: give up (exit 3) after this long (default 6h)')
     .option('--json', 'print the summary as one JSON object on stdout')
     .option('--no-progress', 'no progress bar, even on a terminal');
+  return addVolumeOptions(cmd);
 }
 
 function int(v: string | undefined, flag: string): number | undefined {
