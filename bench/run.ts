@@ -31,6 +31,7 @@ import { runMeasured, type Row } from './measured-process.js';
 import { objectStorageCase } from './object-storage.js';
 import { accountsBench, writeAccountsDoc, type AccountsBenchContext } from './accounts.js';
 import { longTextCase } from './long-text.js';
+import { verifyRows } from './verify.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'dist', 'bench');
@@ -239,9 +240,9 @@ async function bestOf<T>(n: number, fn: () => Promise<T>): Promise<number> {
 const ONLY = (() => {
   const i = process.argv.indexOf('--only');
   const v = i >= 0 ? process.argv[i + 1] : undefined;
-  if (i >= 0 && v !== 'rate' && v !== 'accounts' && v !== 'long-text' && v !== 'dashboard' && v !== 'objects') {
+  if (i >= 0 && v !== 'rate' && v !== 'accounts' && v !== 'long-text' && v !== 'dashboard' && v !== 'objects' && v !== 'verify') {
     process.stderr.write(
-      `--only takes one value: rate (the rate-control cases), accounts (the many-accounts case), long-text, dashboard or objects (the 1 M backfill, then case 8 or 9; printed, not written); got ${JSON.stringify(v ?? '')}\n`,
+      `--only takes one value: rate (the rate-control cases), accounts (the many-accounts case), long-text, dashboard, objects or verify (the 1 M backfill, then case 8, 9 or 10; printed, not written); got ${JSON.stringify(v ?? '')}\n`,
     );
     process.exit(2);
   }
@@ -288,6 +289,21 @@ async function main(): Promise<void> {
       await rm(work, { recursive: true, force: true });
     }
     process.stdout.write(`${render(rows)}\n`);
+    return;
+  }
+  if (ONLY === 'verify') {
+    try {
+      const big = await startEmulatorProcess(emulatorOptions(BIG));
+      await fetchAll(big, 4);
+      const dirA = join(work, 'a');
+      const a = await cli(backfillArgs(dirA), big);
+      await verifyRows({ cli, row, fmt, secs, mb }, big, dirA, iso(FROM), iso(TO), a);
+      await big.close();
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+    process.stdout.write(`${render(rows)}\n`);
+    log(`verify case finished in ${secs(performance.now() - began)}`);
     return;
   }
   if (ONLY === 'long-text') {
@@ -357,6 +373,9 @@ async function main(): Promise<void> {
 
     // Case 8: the dashboard over the store of 1a (issue 17).
     await dashboardRows(dirA, stored);
+
+    // Case 10: verify of the store of 1a against its backfill (issue 34).
+    await verifyRows({ cli, row, fmt, secs, mb }, big, dirA, iso(FROM), iso(TO), a);
 
     // Case 2: memory at 1M (from 1a) and at 100k.
     const small = await startEmulatorProcess(emulatorOptions(SMALL));

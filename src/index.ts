@@ -4,6 +4,10 @@
  */
 export { runBackfill, runExport, newRunId, DEFAULTS, FirstRunNeedsSinceError } from './pipeline/run.js';
 export type { PipelineOptions, BackfillOptions, ExportOptions, RunSummary, Progress } from './pipeline/run.js';
+// Verifying a range against the source, and the volume-anomaly rule (README "When the source is wrong in silence").
+export { runVerify, VerifyDifferencesError } from './pipeline/run.js';
+export type { VerifyOptions, VerifyReport, VerifySummary } from './pipeline/run.js';
+export { findVolumeAnomalies, DEFAULT_VOLUME_RULE, type VolumeAnomaly, type VolumeRule } from './store/volume-anomalies.js';
 // Every error carries its exit code (`exitCode`); exitCodeOf reads it (1 when an error names none).
 export { ExitCode, exitCodeOf } from './errors.js';
 export { RunFailedError, RunInterruptedError, WindowFailedError } from './pipeline/errors.js';

@@ -28,6 +28,7 @@ import { pipelineOptions } from './run-options.js';
 import { installStopSignals } from './stop-signals.js';
 import { formatSummary } from './summary.js';
 import { UsageError } from './usage-error.js';
+import { volumeRuleOf } from './volume-options.js';
 
 /** An account whose key could not be read: it fails; the others run. */
 export class AccountKeyError extends Error {
@@ -39,7 +40,7 @@ export class AccountKeyError extends Error {
 export type AccountJobOf = (account: ResolvedAccount, opts: ReturnType<typeof pipelineOptions>) => AccountJob;
 
 export interface AccountsRunOptions {
-  command: 'backfill' | 'export';
+  command: 'backfill' | 'export' | 'verify';
   json: boolean;
   logLevel: string;
   waitFlags: { wait?: boolean; waitTimeout?: string };
@@ -130,7 +131,7 @@ export async function executeAccountsRun(loaded: LoadedConfig, names: string[], 
         ...(outcomes[i]!.summary ? { summary: outcomes[i]!.summary! } : {}),
         ...(r.ok ? {} : { error: r.error }),
       })),
-      shard ? { shard: `${shard.index}/${shard.count}` } : {},
+      { ...(shard ? { shard: `${shard.index}/${shard.count}` } : {}), volume: volumeRuleOf(loaded.config) },
     );
   }
   let view: string | null = null;
@@ -216,6 +217,7 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
           ...(group.store ? { shard: group.store } : {}),
           ...(formatOf(anyJob, root, group.names) ? { format: formatOf(anyJob, root, group.names)! } : {}),
           ...(lock !== undefined ? { lock } : {}),
+          ...(anyJob?.opts.volumeRule ? { volumeRule: anyJob.opts.volumeRule } : {}),
           ...(o.stopSignal ? { stopSignal: o.stopSignal } : {}),
           ...(o.abortSignal ? { abortSignal: o.abortSignal } : {}),
           get stopExitCode() {
@@ -340,6 +342,7 @@ export function accountsJob(
             pipeline: opts,
             ...(since !== undefined ? { since } : {}),
             lookbackSeconds: parseDuration(c.lookback, 'lookback'),
+            verify: { rangeSeconds: parseDuration(c.verifyRange, 'verifyRange'), sample: c.verifySample, repair: c.verifyRepair },
           };
           return { account: a.name, ...accountJob(context) } as AccountJob;
         },

@@ -4,6 +4,7 @@ import type { DatasetLocation } from '../store/dataset/location.js';
 import { checkHealth } from '../monitoring/health.js';
 import { readAccountsMonitoredStates } from '../monitoring/read-state.js';
 import { accountStatus, readStoreReading, type StoreStatus } from '../store/status.js';
+import type { VolumeRule } from '../store/volume-anomalies.js';
 import { ExitCode } from './exit-codes.js';
 import { parseMaxLag, warnIfMaxLagBelowSettle } from './monitoring-options.js';
 import { partialDays } from './partial-days.js';
@@ -14,12 +15,13 @@ export async function accountsStatus(
   flags: { runs: number; json?: boolean; check?: boolean; maxLag?: string; settle: string },
   format: (s: StoreStatus) => string,
   dataset?: DatasetLocation,
+  volume?: VolumeRule,
 ): Promise<number> {
   const nowMs = Date.now();
   if (flags.check) {
     const maxLagSeconds = parseMaxLag(flags.maxLag);
     warnIfMaxLagBelowSettle(maxLagSeconds, flags.settle);
-    const states = await readAccountsMonitoredStates(root, accounts, nowMs, dataset);
+    const states = await readAccountsMonitoredStates(root, accounts, nowMs, dataset, volume);
     const results = accounts.map((a) => ({ account: a, ...checkHealth(states.get(a)!, { nowMs, maxLagSeconds }) }));
     const unhealthy = results.filter((r) => !r.healthy);
     if (flags.json) process.stdout.write(JSON.stringify({ dataDir: root, healthy: unhealthy.length === 0, accounts: results }) + '\n');
@@ -32,7 +34,7 @@ export async function accountsStatus(
   let bytes = 0;
   let parquetBytes = 0;
   for (const store of await allStores(root, dataset)) {
-    const reading = await readStoreReading(root, flags.runs, store, dataset);
+    const reading = await readStoreReading(root, flags.runs, store, dataset, volume);
     bytes += reading.bytes.duckdb;
     parquetBytes = reading.bytes.parquet;
     for (const a of reading.state.accounts ?? []) {

@@ -19,6 +19,7 @@ const COMMANDS: Array<() => Promise<Registrar>> = [
   () => import('./commands/demo.js'),
   () => import('./commands/backfill.js'),
   () => import('./commands/export.js'),
+  () => import('./commands/verify.js'),
   () => import('./commands/status.js'),
   () => import('./commands/schedule.js'),
   () => import('./commands/config.js'),

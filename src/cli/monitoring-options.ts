@@ -57,7 +57,7 @@ export async function withMetricsFile(
   if (path === undefined) return run;
   checkMetricsFile(path);
   const { writeMetricsAfter } = await import('../monitoring/metrics-file.js');
-  return (o) => writeMetricsAfter(path, command, o.dataDir, () => run(o));
+  return (o) => writeMetricsAfter(path, command, o.dataDir, () => run(o), o.volumeRule);
 }
 
 /** What `{shard}` in a --metrics-file path stands for. */

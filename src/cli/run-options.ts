@@ -10,8 +10,9 @@ import type { PipelineOptions } from '../pipeline/run.js';
 import { chunkBelowMinChunk, parseDuration } from '../time/windows.js';
 import { warnIfMaxLagBelowSettle } from './monitoring-options.js';
 import { UsageError } from './usage-error.js';
+import { addVolumeOptions, volumeConfigFlags, volumeRuleOf, type VolumeFlags } from './volume-options.js';
 
-export interface CommonFlags {
+export interface CommonFlags extends VolumeFlags {
   config?: string;
   dataDir?: string;
   format?: string;
@@ -35,7 +36,7 @@ export interface CommonFlags {
 }
 
 export function addCommonOptions(cmd: Command): Command {
-  return cmd
+  cmd
     .option('--config <file>', 'configuration file (JSON); also SESSION_ETL_CONFIG')
     .option('--data-dir <dir>', 'output directory; also SESSION_ETL_DATA_DIR (default ./data)')
     .addOption(new Option('--format <format>', 'what to write (default: the data directory\'s format; a new one: both)').choices(['duckdb', 'parquet', 'both']))
@@ -56,6 +57,7 @@ export function addCommonOptions(cmd: Command): Command {
     .option('--wait-timeout <duration>', 'with --wait: give up (exit 3) after this long (default 6h)')
     .option('--json', 'print the summary as one JSON object on stdout')
     .option('--no-progress', 'no progress bar, even on a terminal');
+  return addVolumeOptions(cmd);
 }
 
 function int(v: string | undefined, flag: string): number | undefined {
@@ -91,6 +93,7 @@ export function configFromFlags(flags: CommonFlags, extra: Partial<Record<keyof 
       logLevel: flags.logLevel,
       notifyUrl: flags.notifyUrl,
       maxLag: flags.maxLag,
+      ...volumeConfigFlags(flags),
       ...extra,
     },
   });
@@ -135,6 +138,7 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
     timeoutMs: parseDuration(c.requestTimeout) * 1000,
     maxBodyBytes: c.maxBodyBytes,
     retry: { maxAttempts: c.maxAttempts },
+    volumeRule: volumeRuleOf(c),
     lock: {
       wait: Boolean(flags.wait),
       waitTimeoutMs,

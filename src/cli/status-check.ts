@@ -7,16 +7,17 @@ import type { DatasetLocation } from '../store/dataset/location.js';
 import { checkHealth } from '../monitoring/health.js';
 import { readMonitoredState } from '../monitoring/read-state.js';
 import { humanDuration } from '../time/human-duration.js';
+import type { VolumeRule } from '../store/volume-anomalies.js';
 import { ExitCode } from './exit-codes.js';
 import { parseMaxLag, warnIfMaxLagBelowSettle } from './monitoring-options.js';
 import { UsageError } from './usage-error.js';
 
-export async function statusCheck(dataDir: string, flags: { check?: boolean; maxLag?: string; json?: boolean }, settle: string, dataset?: DatasetLocation): Promise<number> {
+export async function statusCheck(dataDir: string, flags: { check?: boolean; maxLag?: string; json?: boolean }, settle: string, dataset?: DatasetLocation, volume?: VolumeRule): Promise<number> {
   if (!flags.check) throw new UsageError('--max-lag goes with --check');
   const maxLagSeconds = parseMaxLag(flags.maxLag);
   warnIfMaxLagBelowSettle(maxLagSeconds, settle);
   const nowMs = Date.now();
-  const health = checkHealth(await readMonitoredState(dataDir, nowMs, dataset), { nowMs, maxLagSeconds });
+  const health = checkHealth(await readMonitoredState(dataDir, nowMs, dataset, volume), { nowMs, maxLagSeconds });
   if (flags.json) {
     process.stdout.write(JSON.stringify({ dataDir, ...health }) + '\n');
   } else if (health.healthy) {

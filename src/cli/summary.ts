@@ -1,7 +1,10 @@
 /** Printing a run summary for a person, or as one JSON object. */
-import type { RunSummary } from '../pipeline/run.js';
+import type { RunSummary, VerifySummary } from '../pipeline/run.js';
+import { describeAnomaly } from '../store/volume-anomalies.js';
+import { formatVerifySummary } from './verify-report.js';
 
 export function formatSummary(s: RunSummary): string {
+  if (s.kind === 'verify') return formatVerifySummary(s as VerifySummary);
   const secs = (s.durationMs / 1000).toFixed(1);
   const rate = s.durationMs > 0 ? Math.round(s.sessions.written / (s.durationMs / 1000)) : 0;
   const lines = [
@@ -23,6 +26,9 @@ export function formatSummary(s: RunSummary): string {
   if (s.files.removed) lines.push('  files          none kept: the run committed nothing, so it removed what it had created');
   if (s.files.duckdb) lines.push(`  duckdb         ${s.files.duckdb}`);
   if (s.files.parquet) lines.push(`  parquet        ${s.files.parquet} (${s.files.partitionsWritten.length} partitions rewritten)`);
+  if (s.volumeAnomalies?.length) {
+    lines.push(`  volume         ${s.volumeAnomalies.length} anomal${s.volumeAnomalies.length === 1 ? 'y' : 'ies'}: ${s.volumeAnomalies.map(describeAnomaly).join('; ')}`);
+  }
   // The error is printed once, on stderr after the summary (as `error: …`), and is in --json's summary.
   return lines.join('\n') + '\n';
 }

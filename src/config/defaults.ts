@@ -29,4 +29,11 @@ export const CONFIG_DEFAULTS = {
   maxLag: '26h',
   scheduleCron: '0 2 * * *',
   scheduleTimezone: 'UTC',
+  volumeAnomalyThreshold: 0.5,
+  volumeAnomalyWeeks: 4,
+  volumeAnomalyMinSessions: 20,
+  verifyCron: null,
+  verifyRange: '30d',
+  verifySample: 7,
+  verifyRepair: false,
 } as const satisfies Partial<Config>;

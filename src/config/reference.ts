@@ -23,6 +23,10 @@ const FLAG_OF: Record<string, string> = {
   oauthClientId: '—',
   tokenFile: '—',
   accounts: '— (`--account`, `--shard` choose among them)',
+  verifyCron: '—',
+  verifyRange: '—',
+  verifySample: '—',
+  verifyRepair: '—',
 };
 
 /** Environment variables read by the interface commands (src/auth/interface-config.ts), not by loadConfig. */

@@ -165,6 +165,30 @@ export const ConfigSchema = z
       .describe('Webhook that receives a JSON POST when a run fails, recovers, or the lag first exceeds maxLag (env SESSION_ETL_NOTIFY_URL; Slack and Teams incoming webhooks work as they are). Secret: its path usually is the token.'),
     maxLag: duration('maxLag').describe('How far the checkpoint may fall behind now before it is an alert (notifications; `status --check`).'),
     logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).describe('Log level.'),
+    volumeAnomalyThreshold: z
+      .number()
+      .min(0)
+      .max(1)
+      .describe('Volume anomalies: a finished day holding fewer sessions than this fraction of its expected count (the median of the same weekday over the previous volumeAnomalyWeeks weeks) is reported by `status`, `status --check`, /healthz, the metrics, a notification and the dashboard. 0 turns the check off.'),
+    volumeAnomalyWeeks: z
+      .number()
+      .int()
+      .min(1)
+      .max(52)
+      .describe('Volume anomalies: how many previous same weekdays make a day\'s expected count (their median); a day is judged only when all of them are covered whole.'),
+    volumeAnomalyMinSessions: z
+      .number()
+      .int()
+      .min(0)
+      .describe('Volume anomalies: a day whose expected count is below this is not judged (too little volume to tell a dip from noise).'),
+    verifyCron: z
+      .string()
+      .refine((s) => cron.validate(s), { message: 'expected a cron expression such as "0 4 * * 0" (minute hour day month weekday, optional seconds first)' })
+      .nullable()
+      .describe('When `session-etl schedule` runs the sampled verify (jobs/weekly-verify.ts), in scheduleTimezone; null (the default): never. "0 4 * * 0" is Sundays at 04:00.'),
+    verifyRange: duration('verifyRange').describe('The scheduled verify checks days of this range before the checkpoint.'),
+    verifySample: z.number().int().min(1).max(366).describe('The scheduled verify checks this many random days of its range (`verify --sample`).'),
+    verifyRepair: z.boolean().describe('The scheduled verify repairs what it finds missing or changed (`verify --repair`); sessions gone from the source are only reported.'),
     accounts: z
       .record(z.string().regex(ACCOUNT_NAME, { message: ACCOUNT_NAME_MESSAGE }), AccountSchema)
       .nullable()

@@ -22,6 +22,12 @@ export interface CalendarDay {
   sessions: number;
   /** The command that fills what of this day is missing; null when nothing is, or no command can. */
   command: string | null;
+  /**
+   * A volume anomaly (README "Volume anomalies"): the day holds far fewer sessions than its weekday
+   * usually does: its sessions then, what it should hold, and the command comparing it with the source.
+   * Absent on other days.
+   */
+  anomaly?: { sessions: number; expected: number; command: string | null };
 }
 
 export interface CoverageGap {
@@ -48,6 +54,8 @@ export interface CalendarOptions {
   noCommands?: boolean;
   /** The range of the run going now (ISO instants): what it has not covered yet is `not-yet`. */
   running?: { from: string; to: string } | null;
+  /** The store's volume anomalies (README "Volume anomalies"): those days are marked. */
+  anomalies?: ReadonlyArray<{ date: string; sessions: number; expected: number }>;
 }
 
 interface Span {
@@ -108,7 +116,16 @@ export function coverageCalendar(
           ? 'hole'
           : 'not-yet';
     const gap = state === 'covered' ? undefined : gaps.find((g) => g.start < dayEnd && g.end > day);
-    days.push({ date, state, sessions: sessionsPerDay.get(date) ?? 0, command: gap ? commandOf(gap) : null });
+    const anomaly = opts.anomalies?.find((a) => a.date === date);
+    days.push({
+      date,
+      state,
+      sessions: sessionsPerDay.get(date) ?? anomaly?.sessions ?? 0,
+      command: gap ? commandOf(gap) : null,
+      ...(anomaly
+        ? { anomaly: { sessions: anomaly.sessions, expected: anomaly.expected, command: opts.noCommands ? null : `session-etl verify --from ${date} --to ${dateOf(day + DAY)}${dataDirArg}` } }
+        : {}),
+    });
   }
   return {
     days,

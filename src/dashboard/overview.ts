@@ -105,6 +105,7 @@ export function buildOverview(i: OverviewInput): Overview {
     storedSessions: snapshot?.rows ?? null,
     lastRun,
     lastSuccessAt: success ? seconds(success.endedAt ?? success.startedAt) : null,
+    volumeAnomalies: snapshot?.volumeAnomalies ?? [],
   };
   const h = checkHealth(state, { nowMs: i.nowMs, maxLagSeconds: i.maxLagSeconds });
   // The calendar shows each hole and its command: say so instead of pointing at `status`; the lag
@@ -116,11 +117,12 @@ export function buildOverview(i: OverviewInput): Overview {
         ? `checkpoint ${snapshot!.checkpoint} is ${ago(h.lagSeconds)} behind now, more than the allowed ${ago(i.maxLagSeconds)} (--max-lag)`
         : r,
   );
+  const anomalies = state.volumeAnomalies?.length ?? 0;
   const failing = !snapshot || lastRun?.outcome === 'failed' || lastRun?.outcome === 'died' || state.checkpoint === null;
   const healthState: HealthState = reasons.length === 0 ? 'healthy' : failing ? 'failing' : 'lagging';
   const totalSessions = snapshot?.rows ?? i.parquetRows;
   return {
-    health: { state: healthState, reasons, summary: summaryOf(healthState, h.lagSeconds, lastRun, state.coverageHoles, live !== null) },
+    health: { state: healthState, reasons, summary: summaryOf(healthState, h.lagSeconds, lastRun, state.coverageHoles, live !== null, anomalies) },
     checkpoint: snapshot?.checkpoint ?? null,
     lagSeconds: h.lagSeconds,
     totalSessions,
@@ -154,11 +156,12 @@ function noticeOf(r: StateReading): string | null {
   return null;
 }
 
-function summaryOf(state: HealthState, lag: number | null, last: MonitoredRun | null, holes: number, running: boolean): string {
+function summaryOf(state: HealthState, lag: number | null, last: MonitoredRun | null, holes: number, running: boolean, anomalies = 0): string {
   const parts: string[] = [];
   parts.push(lag === null ? 'nothing exported yet' : `checkpoint ${ago(lag)} behind now`);
   if (last) parts.push(`last run ${last.outcome}`);
   parts.push(holes ? `${holes} coverage hole(s)` : 'no holes');
+  if (anomalies) parts.push(`${anomalies} volume anomal${anomalies === 1 ? 'y' : 'ies'}`);
   if (running) parts.push('a run is going');
   return `${state[0]!.toUpperCase()}${state.slice(1)}: ${parts.join(', ')}`;
 }

@@ -149,7 +149,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     const live = reading.liveHolder && reading.snapshot?.running ? reading.snapshot.running.runId : null;
     const row = live ? reading.snapshot?.lastRuns.find((r) => r.run_id === live) : undefined;
     const running = row?.range_from && row.range_to ? { from: String(row.range_from), to: String(row.range_to) } : null;
-    return coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), { dataDirArg, noCommands: o.demo ?? false, running });
+    return coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), { dataDirArg, noCommands: o.demo ?? false, running, anomalies: reading.snapshot?.volumeAnomalies ?? [] });
   }
 
   async function overview(): Promise<Overview> {

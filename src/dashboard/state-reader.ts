@@ -113,5 +113,7 @@ export function accountSnapshot(s: StateSnapshot, account: string): StateSnapsho
     rows: own ? own.rows : s.format === 'parquet' ? null : 0,
     rejected: own?.rejected ?? 0,
     lastRuns: s.lastRuns.filter((r) => r.account === account),
+    volumeAnomalies: own?.volumeAnomalies ?? [],
+    lastVerification: own?.lastVerification ?? null,
   };
 }

@@ -2,6 +2,7 @@
 export type { DrawnFaultKind };
 import { DRAWN_FAULT_KINDS, type DrawnFaultKind, type EmulatorFaults, type Schedule } from './options.js';
 import { Random } from './prng.js';
+import { validateLateData } from './late-data.js';
 
 export const FAULT_KINDS = [
   'serverError', 'reset', 'truncate', 'partial', 'rateLimited', 'maxResults', 'maxSpan', 'truncatedResults',
@@ -51,6 +52,7 @@ export function validateFaults(f: EmulatorFaults): void {
   if (f.retryAfterFormat !== undefined && f.retryAfterFormat !== 'seconds' && f.retryAfterFormat !== 'http-date') {
     throw new RangeError(`faults.retryAfterFormat must be 'seconds' or 'http-date'; got ${JSON.stringify(f.retryAfterFormat)}`);
   }
+  validateLateData(f.holdBack, f.amend);
 }
 
 function checkSchedule(name: string, s: Schedule | undefined, zeroAllowed: boolean): void {

@@ -10,6 +10,6 @@ export { startEmulator } from './start-emulator.js';
 export { DEFAULT_EMULATOR_API_KEY } from './options.js';
 export { accountSeed, emulatorAccounts } from './accounts.js';
 export type {
-  ArgTypes, Emulator, EmulatorAccount, EmulatorAccountStats, EmulatorAccountView, EmulatorDataset, EmulatorFaults,
-  EmulatorOptions, EmulatorStats, WindowRule,
+  Amendment, ArgTypes, Emulator, EmulatorAccount, EmulatorAccountStats, EmulatorAccountView, EmulatorDataset, EmulatorFaults,
+  EmulatorOptions, EmulatorStats, HoldBack, WindowRule,
 } from './options.js';

@@ -2,6 +2,9 @@
 import type { SessionRecord } from '../schema/session-fields.js';
 import type { ArgTypes } from './schema.js';
 import type { WindowRule } from './session-dataset.js';
+import type { Amendment, HoldBack } from './late-data.js';
+
+export type { Amendment, HoldBack };
 
 export type { ArgTypes, WindowRule };
 
@@ -49,6 +52,13 @@ export interface EmulatorFaults {
   rateLimitHeaders?: 'ietf' | 'x';
   /** How 429 answers state Retry-After: 'seconds' (default) or 'http-date'. */
   retryAfterFormat?: 'seconds' | 'http-date';
+  /**
+   * Part of a day's sessions missing from every answer (`session`, `sessions`, `dataset`) until
+   * released by the clock or a number of requests (docs/emulator.md, "Late and amended data").
+   */
+  holdBack?: HoldBack[];
+  /** Sessions changed after the fact (their notes amended), from a time or a number of requests on. */
+  amend?: Amendment[];
 }
 
 /** The faults `faultRate` can draw. */

@@ -191,7 +191,9 @@ export class ReportingEndpoint {
       return fieldError(err);
     }
 
-    const cache = this.o.bodyCache;
+    // Late or amended data changes an answer without the clock moving: no cached bodies while it is set.
+    const late = this.o.faults();
+    const cache = late.holdBack?.length || late.amend?.length ? undefined : this.o.bodyCache;
     const key = cache ? `${this.o.cachePrefix ?? ''}${request.query}\u0000${JSON.stringify(request.variables ?? null)}\u0000${request.operationName ?? ''}` : '';
     const hit = cache?.get(key, this.o.store.now());
     let selection: Selection | undefined;

@@ -10,6 +10,7 @@
 import type { SessionRecord } from '../schema/session-fields.js';
 import { DAY_SECONDS, MAX_DURATION_SECONDS, generateDay, type GeneratedDay, type LongNotes } from './generate-day.js';
 import { SessionIdCodec } from './session-ids.js';
+import { amendedView, heldMask, type LateDataView } from './late-data.js';
 
 export type WindowRule = 'closed' | 'half-open' | 'overlap';
 
@@ -32,6 +33,8 @@ export interface SessionDatasetOptions {
   scope?: string;
   /** A cache shared by several datasets (one per account), bounded in bytes over all of them. */
   dayCache?: SharedDayCache;
+  /** Sessions held back or amended now (late-data.ts); read once per selection. */
+  lateData?: () => LateDataView | undefined;
 }
 
 /**
@@ -79,12 +82,14 @@ export interface DayEntry {
   records?: SessionRecord[];
 }
 
-/** Consecutive positions [from, to) of one day; a running record is always a part of its own. */
+/** Consecutive positions [from, to) of one day; a running or amended record is always a part of its own. */
 interface Part {
   day: DayEntry;
   from: number;
   to: number;
   running: boolean;
+  /** Its notes changed after the fact (late-data.ts). */
+  amended?: boolean;
 }
 
 /** The records a window returns, in order, as positions in the cached days. */
@@ -115,6 +120,8 @@ export class SessionDataset {
   private readonly days = new Map<number, DayEntry>();
   private readonly ids: SessionIdCodec;
   private readonly cacheDays: number;
+  /** Held-back masks by day and share (late-data.ts). */
+  private readonly masks = new Map<string, Uint8Array>();
 
   constructor(private readonly options: SessionDatasetOptions) {
     this.ids = new SessionIdCodec(options.idSeed ?? options.seed, options.scope);
@@ -146,7 +153,8 @@ export class SessionDataset {
       const all = this.objects(p.day);
       for (let i = p.from; i < p.to; i++) {
         const r = all[i] as SessionRecord;
-        out.push(p.running ? runningView(r) : r);
+        const shown = p.amended ? amendedView(r) : r;
+        out.push(p.running ? runningView(shown) : shown);
       }
     }
     return out;
@@ -160,8 +168,10 @@ export class SessionDataset {
     const out: Buffer[] = [];
     for (const p of selection.parts) {
       if (out.length > 0) out.push(COMMA);
-      if (p.running) {
-        out.push(Buffer.from(JSON.stringify(runningView(this.objects(p.day)[p.from] as SessionRecord)), 'utf8'));
+      if (p.running || p.amended) {
+        const r = this.objects(p.day)[p.from] as SessionRecord;
+        const shown = p.amended ? amendedView(r) : r;
+        out.push(Buffer.from(JSON.stringify(p.running ? runningView(shown) : shown), 'utf8'));
       } else {
         const { text, offsets } = p.day.gen;
         out.push(text.subarray(offsets[p.from] as number, (offsets[p.to] as number) - 1));
@@ -185,9 +195,15 @@ export class SessionDataset {
     const [lo, hi] = this.startedBounds(-Infinity, Infinity, now);
     const dayStart = key.day * DAY_SECONDS;
     if (dayStart + DAY_SECONDS <= lo || dayStart > hi) return undefined;
-    const found = this.objects(this.day(key.day)).find((r) => r.id === id);
+    const all = this.objects(this.day(key.day));
+    const at = all.findIndex((r) => r.id === id);
+    const found = all[at];
     if (!found || (found.started as number) < lo || (found.started as number) > hi) return undefined;
-    return (found.ended as number) > now ? runningView(found) : found;
+    const late = this.options.lateData?.();
+    const held = late?.held.get(key.day);
+    if (held !== undefined && this.mask(this.day(key.day), key.day, held)[at]) return undefined;
+    const shown = at < (late?.amended.get(key.day) ?? 0) ? amendedView(found) : found;
+    return (shown.ended as number) > now ? runningView(shown) : shown;
   }
 
   byId(id: string): SessionRecord | undefined {
@@ -206,19 +222,37 @@ export class SessionDataset {
     const parts: Part[] = [];
     let count = 0;
     if (hi < lo) return new Selection(parts, 0, now);
+    const late = this.options.lateData?.();
     for (let d = Math.floor(lo / DAY_SECONDS); d <= Math.floor(hi / DAY_SECONDS); d++) {
       const entry = this.day(d);
       const { started, ended } = entry.gen;
+      const heldShare = late?.held.get(d);
+      const held = heldShare === undefined ? undefined : this.mask(entry, d, heldShare);
+      const amendedUpTo = late?.amended.get(d) ?? 0;
       let last: Part | undefined;
       for (let i = lowerBound(started, lo); i < started.length && (started[i] as number) <= hi; i++) {
+        if (held?.[i]) continue;
         const running = (ended[i] as number) > now;
         if (overlapStart !== undefined && (running ? now : (ended[i] as number)) < overlapStart) continue;
         count++;
-        if (!running && last && !last.running && last.to === i) last.to++;
-        else parts.push((last = { day: entry, from: i, to: i + 1, running }));
+        const amended = i < amendedUpTo;
+        if (!running && !amended && last && !last.running && !last.amended && last.to === i) last.to++;
+        else parts.push((last = { day: entry, from: i, to: i + 1, running, ...(amended ? { amended } : {}) }));
       }
     }
     return new Selection(parts, count, now);
+  }
+
+  /** Which of a day's sessions are held back at this share (late-data.ts), made once. */
+  private mask(entry: DayEntry, d: number, share: number): Uint8Array {
+    const key = `${d}:${share}`;
+    let m = this.masks.get(key);
+    if (!m) {
+      m = heldMask(this.options.seed, d, entry.gen.count, share);
+      if (this.masks.size >= 64) this.masks.delete(this.masks.keys().next().value as string);
+      this.masks.set(key, m);
+    }
+    return m;
   }
 
   private objects(entry: DayEntry): SessionRecord[] {

@@ -19,6 +19,7 @@ import { accountOverrides, accountSeed, checkAccounts } from './accounts.js';
 import { ReportingEndpoint, type Answer, type ReportingRequest } from './reporting-endpoint.js';
 import { reportingSchema, type ArgTypes } from './schema.js';
 import { SessionDataset, SharedDayCache, type WindowRule } from './session-dataset.js';
+import { lateDataView } from './late-data.js';
 
 const REPORTING_PATHS = new Set(['/', '/graphql', '/graphql/']);
 const INTERFACE_PREFIXES = ['/oauth', '/identity', '/api/'];
@@ -49,6 +50,8 @@ interface Tenant {
   stats: EmulatorAccountStats;
   /** Seeded by the account's seed: its fault sequence does not depend on the other accounts' requests. */
   dice: FaultDice;
+  /** Reporting requests of this account since its faults were set (late data is released by them). */
+  lateRequests: number;
   countFault: (kind: FaultKind) => void;
 }
 
@@ -89,6 +92,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const faults = mergedFaults(baseFaults, overrides, a?.name);
     const store = new SessionDataset({
       seed: tenantSeed, sessionsPerDay: a?.sessionsPerDay ?? sessionsPerDay, from: tenantFrom, to: tenantTo, now: clock,
+      lateData: () => lateDataView(tenant.faults.holdBack, tenant.faults.amend, clock(), tenant.lateRequests),
       ...(a ? { idSeed: seed, scope: a.name, dayCache: sharedDays } : {}),
       ...(longNotes ? { longNotes } : {}),
     });
@@ -110,6 +114,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       store,
       stats: tenantStats,
       dice,
+      lateRequests: 0,
       countFault: tenantCountFault,
       endpoint: undefined as unknown as ReportingEndpoint,
     };
@@ -184,6 +189,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       return sendJson(res, 401, { errors: [{ message }] });
     }
     const { limiter, endpoint, dice } = tenant;
+    tenant.lateRequests++;
 
     const nowMs = Date.now();
     if (faults.concurrencyLimit !== undefined && tenant.inFlight > faults.concurrencyLimit) {
@@ -301,6 +307,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       tenants.forEach((t, i) => {
         t.faults = merged[i] as EmulatorFaults;
         t.limiter = limiterOf(t.faults);
+        t.lateRequests = 0;
       });
       bodyCache?.clear();
     },

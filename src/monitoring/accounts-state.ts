@@ -25,6 +25,8 @@ export function combineAccountStates(states: readonly MonitoredState[], failed: 
       [...lastRuns].sort((a, b) => (b.endedAt ?? b.startedAt) - (a.endedAt ?? a.startedAt))[0] ??
       null,
     lastSuccessAt: min(states.map((s) => s.lastSuccessAt)),
+    // Summed, as the holes are: the gauge counts every account's anomalous days.
+    volumeAnomalies: states.flatMap((s) => s.volumeAnomalies ?? []),
   };
 }
 

@@ -4,6 +4,7 @@
  */
 import { humanDuration } from '../time/human-duration.js';
 import { isoOf as iso } from '../time/windows.js';
+import type { VolumeAnomaly } from '../store/volume-anomalies.js';
 import type { MonitoredState } from './read-state.js';
 
 /** The default --max-lag: a nightly export that missed one night is late by more than a day. */
@@ -22,6 +23,18 @@ export interface Health {
   checkpoint: string | null;
   lagSeconds: number | null;
   lastRun: { runId: string; kind: string; outcome: string; endedAt: string | null } | null;
+}
+
+/**
+ * A volume anomaly as a reason: the day, its count and what it usually holds, and the command that
+ * compares it with the source (README "Volume anomalies").
+ */
+export function volumeAnomalyReason(a: VolumeAnomaly): string {
+  const next = new Date(Date.parse(`${a.date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+  return (
+    `volume anomaly: ${a.date} holds ${a.sessions} sessions, expected about ${a.expected} (the median of its weekday over the previous weeks): ` +
+    `the endpoint may have answered without part of that day; compare it with the source: \`session-etl verify --from ${a.date} --to ${next}\``
+  );
 }
 
 export function checkHealth(state: MonitoredState, o: HealthOptions): Health {
@@ -43,6 +56,7 @@ export function checkHealth(state: MonitoredState, o: HealthOptions): Health {
   if (state.coverageHoles > 0) {
     reasons.push(`${state.coverageHoles} coverage hole(s): run \`session-etl status\` to see them and backfill each one`);
   }
+  for (const a of state.volumeAnomalies ?? []) reasons.push(volumeAnomalyReason(a));
   return {
     healthy: reasons.length === 0,
     reasons,

@@ -8,6 +8,7 @@
  */
 import type { RunSummary } from '../pipeline/run.js';
 import { writeFileAtomic } from '../store/durable-fs.js';
+import type { VolumeRule } from '../store/volume-anomalies.js';
 import { combineAccountStates } from './accounts-state.js';
 import { createMetrics, summaryOf } from './metrics.js';
 import { readAccountsMonitoredStates, readMonitoredState, type MonitoredState } from './read-state.js';
@@ -22,13 +23,14 @@ export async function writeMetricsAfter(
   command: string,
   dataDir: string,
   run: () => Promise<RunSummary>,
+  volume?: VolumeRule,
 ): Promise<RunSummary> {
   const t0 = Date.now();
   const metrics = createMetrics({ commands: [command] });
   const write = async (r: { summary?: RunSummary; error?: unknown }) => {
     metrics.recordRun({ command, ...r, durationMs: Date.now() - t0 });
     try {
-      metrics.refreshState(await readMonitoredState(dataDir));
+      metrics.refreshState(await readMonitoredState(dataDir, Date.now(), undefined, volume));
     } catch (err) {
       process.stderr.write(`warning: the metrics file's gauges could not read ${dataDir}: ${(err as Error).message}\n`);
     }
@@ -66,7 +68,13 @@ export interface AccountRun {
  * "I/N") has a `shard` label on every series, so that the files of several shards can sit in one
  * textfile directory (node_exporter refuses the same series twice).
  */
-export async function writeAccountsMetrics(path: string, command: string, root: string, runs: readonly AccountRun[], o: { shard?: string } = {}): Promise<void> {
+export async function writeAccountsMetrics(
+  path: string,
+  command: string,
+  root: string,
+  runs: readonly AccountRun[],
+  o: { shard?: string; volume?: VolumeRule } = {},
+): Promise<void> {
   const metrics = createMetrics({ commands: [command], accounts: runs.map((r) => r.account) });
   if (o.shard !== undefined) metrics.registry.setDefaultLabels({ shard: o.shard });
   // A run of this command that failed is the last run the gauges show (an account whose first run failed may have nothing stored to read it from).
@@ -79,7 +87,7 @@ export async function writeAccountsMetrics(path: string, command: string, root: 
   }
   let states: MonitoredState[];
   try {
-    const read = await readAccountsMonitoredStates(root, runs.map((r) => r.account));
+    const read = await readAccountsMonitoredStates(root, runs.map((r) => r.account), Date.now(), undefined, o.volume);
     states = runs.map((r) => read.get(r.account)!);
   } catch (err) {
     process.stderr.write(`warning: the metrics file's gauges could not read ${root}: ${(err as Error).message}\n`);

@@ -126,6 +126,15 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
     },
   });
   new Gauge({
+    // A count of days; not `…_days`, which Prometheus' naming rules (promtool check metrics) read as a unit of time.
+    name: 'session_etl_volume_anomalies',
+    help: 'Volume anomalies: finished days holding far fewer sessions than their weekday usually does (README "Volume anomalies"); with accounts, summed over them',
+    registers,
+    collect() {
+      this.set(state.volumeAnomalies?.length ?? 0);
+    },
+  });
+  new Gauge({
     name: 'session_etl_stored_sessions',
     help: 'Rows of the sessions table (NaN for a Parquet-only store)',
     registers,
@@ -211,6 +220,7 @@ export function stateAfterRun(state: MonitoredState, r: RunRecord, endedAtMs: nu
     ...state,
     ...(s?.checkpoint ? { checkpoint: Date.parse(s.checkpoint) / 1000 } : {}),
     ...(s ? { coverageHoles: s.coverageHoles.length } : {}),
+    ...(s?.volumeAnomalies ? { volumeAnomalies: s.volumeAnomalies } : {}),
     lastRun: { runId, kind: s?.kind ?? r.command, outcome, startedAt: endedAt - r.durationMs / 1000, endedAt, error },
     ...(outcome === 'succeeded' || outcome === 'nothing-to-do' ? { lastSuccessAt: endedAt } : {}),
   };

@@ -18,6 +18,8 @@ export interface NotifyState {
   failing: { runId: string | null; command: string; since: string } | null;
   /** Set when lag_exceeded was delivered; cleared when an export finds the lag back under the limit. */
   lagExceeded: { notifiedAt: string; lagSeconds: number } | null;
+  /** The days a volume_anomaly was delivered for (each is notified once); absent in files of older versions. */
+  volumeAnomalies?: string[];
 }
 
 export const EMPTY_NOTIFY_STATE: NotifyState = { failing: null, lagExceeded: null };
@@ -44,7 +46,7 @@ export async function readNotifyState(dataDir: string, account?: string): Promis
   }
   try {
     const v = JSON.parse(text) as Partial<NotifyState>;
-    return { failing: v.failing ?? null, lagExceeded: v.lagExceeded ?? null };
+    return { failing: v.failing ?? null, lagExceeded: v.lagExceeded ?? null, ...(Array.isArray(v.volumeAnomalies) ? { volumeAnomalies: v.volumeAnomalies.map(String) } : {}) };
   } catch {
     return EMPTY_NOTIFY_STATE;
   }

@@ -1,7 +1,8 @@
 /**
  * Run notifications (`notifyUrl`): a JSON POST when a run fails (`run_failed`), when a run succeeds
  * after a failure (`run_recovered`), and when an export finds the lag beyond `maxLag` for the first
- * time since it was last under it (`lag_exceeded`). The payload's `text` is a readable one-liner,
+ * time since it was last under it (`lag_exceeded`), and once for each day found holding far fewer
+ * sessions than its weekday usually does (`volume_anomaly`). The payload's `text` is a readable one-liner,
  * so a Slack or Teams incoming webhook shows it as it is.
  *
  * Delivery never changes a run's outcome: 3 attempts (1 s, then 2 s apart), each given at most
@@ -19,10 +20,11 @@ import { redact, redactDeep } from '../util/redact.js';
 import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { deliverAll, NOTIFY_DEFAULTS, type Delivery, type SendOptions } from './notify-delivery.js';
 import { readNotifyState, writeNotifyState, type NotifyState } from './notify-state.js';
+import { describeAnomaly, type VolumeAnomaly } from '../store/volume-anomalies.js';
 
 export { NOTIFY_DEFAULTS, type Delivery, type SendOptions };
 
-export type NotifyEvent = 'run_failed' | 'run_recovered' | 'lag_exceeded';
+export type NotifyEvent = 'run_failed' | 'run_recovered' | 'lag_exceeded' | 'volume_anomaly';
 
 /** How a run ended, as the CLI or the scheduler saw it. */
 export interface RunEnd {
@@ -73,6 +75,8 @@ export interface NotifyPayload {
   lagSeconds: number | null;
   maxLagSeconds: number;
   sessionsWritten: number | null;
+  /** volume_anomaly: the day, its sessions and what its weekday usually holds; null for the other events. */
+  volumeAnomaly: VolumeAnomaly | null;
 }
 
 export interface NotifySettings {
@@ -111,7 +115,11 @@ export function lagOf(end: RunEnd): number | null {
  * a success notifies once after a failure; the lag is judged after exports only (a backfill of old
  * history is far behind by nature) and notifies once per crossing.
  */
-export function decideNotifications(end: RunEnd, prev: NotifyState, maxLagSeconds: number): { events: NotifyEvent[]; state: NotifyState } {
+export function decideNotifications(
+  end: RunEnd,
+  prev: NotifyState,
+  maxLagSeconds: number,
+): { events: NotifyEvent[]; state: NotifyState; anomalies: VolumeAnomaly[] } {
   const outcome = outcomeOf(end);
   const events: NotifyEvent[] = [];
   const state: NotifyState = { ...prev };
@@ -127,13 +135,23 @@ export function decideNotifications(end: RunEnd, prev: NotifyState, maxLagSecond
       if (!prev.lagExceeded) events.push('lag_exceeded');
     } else state.lagExceeded = null;
   }
-  return { events, state };
+  // Each anomalous day once (a delivery records it: afterDelivery).
+  const notified = new Set(prev.volumeAnomalies ?? []);
+  const anomalies = (end.summary?.volumeAnomalies ?? []).filter((a) => !notified.has(a.date));
+  return { events, state, anomalies };
 }
+
+/** Days remembered as notified for volume anomalies, at most (the oldest forgotten first). */
+const NOTIFIED_DAYS_KEPT = 1_000;
 
 /** The state once `event` has been delivered: a recovery closes the failure, a lag alert is marked as sent. */
 export function afterDelivery(state: NotifyState, payload: NotifyPayload): NotifyState {
   if (payload.event === 'run_recovered') return { ...state, failing: null };
   if (payload.event === 'lag_exceeded') return { ...state, lagExceeded: { notifiedAt: payload.endedAt, lagSeconds: payload.lagSeconds ?? 0 } };
+  if (payload.event === 'volume_anomaly' && payload.volumeAnomaly) {
+    const days = [...new Set([...(state.volumeAnomalies ?? []), payload.volumeAnomaly.date])].sort().slice(-NOTIFIED_DAYS_KEPT);
+    return { ...state, volumeAnomalies: days };
+  }
   return state;
 }
 
@@ -141,7 +159,7 @@ export function afterDelivery(state: NotifyState, payload: NotifyPayload): Notif
 export function buildPayload(
   event: NotifyEvent,
   end: RunEnd,
-  o: { maxLagSeconds: number; host: string; failingSince?: string },
+  o: { maxLagSeconds: number; host: string; failingSince?: string; anomaly?: VolumeAnomaly },
 ): NotifyPayload {
   const outcome = outcomeOf(end);
   const lagSeconds = lagOf(end);
@@ -152,8 +170,12 @@ export function buildPayload(
   const where = `on ${o.host} (data ${end.dataDir})`;
   const behind = checkpoint ? `checkpoint ${checkpoint}${lagSeconds !== null ? `, ${formatLag(lagSeconds)} behind` : ''}` : 'nothing stored yet';
   const sessions = end.summary ? `${end.summary.sessions.written} sessions written` : undefined;
+  const anomaly = event === 'volume_anomaly' ? (o.anomaly ?? null) : null;
   const text =
-    event === 'run_failed'
+    event === 'volume_anomaly' && anomaly
+      ? `${what} VOLUME ANOMALY ${where}: ${describeAnomaly(anomaly)} (its weekday's median over the previous weeks); ` +
+        `the endpoint may have answered without part of that day; compare it with the source: ${verifyDayCommand(anomaly.date, end.account)}`
+      : event === 'run_failed'
       ? `${what} FAILED ${where}: ${clipText(error ?? 'unknown error', 400)} [${behind}; exit ${end.exitCode}]`
       : event === 'run_recovered'
         ? `${what} RECOVERED ${where}: ${outcome}${o.failingSince ? ` after failing since ${o.failingSince}` : ''}; ${[sessions, behind].filter(Boolean).join(', ')}`
@@ -176,7 +198,14 @@ export function buildPayload(
     lagSeconds,
     maxLagSeconds: o.maxLagSeconds,
     sessionsWritten: end.summary?.sessions.written ?? null,
+    volumeAnomaly: anomaly,
   });
+}
+
+/** `session-etl verify` of one day (an account's with many accounts). */
+function verifyDayCommand(date: string, account: string | undefined): string {
+  const next = new Date(Date.parse(`${date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+  return `session-etl verify --from ${date} --to ${next}${account !== undefined ? ` --account ${account}` : ''}`;
 }
 
 /**
@@ -235,9 +264,12 @@ export async function notifyRunEnds(settings: NotifySettings, notices: readonly 
       notices.map(async (n) => {
         const prev = await readNotifyState(n.end.dataDir, n.end.account);
         const d = decideNotifications(n.end, prev, settings.maxLagSeconds);
-        const payloads = d.events.map((event) =>
-          buildPayload(event, n.end, { maxLagSeconds: settings.maxLagSeconds, host, ...(prev.failing ? { failingSince: prev.failing.since } : {}) }),
-        );
+        const payloads = [
+          ...d.events.map((event) =>
+            buildPayload(event, n.end, { maxLagSeconds: settings.maxLagSeconds, host, ...(prev.failing ? { failingSince: prev.failing.since } : {}) }),
+          ),
+          ...d.anomalies.map((anomaly) => buildPayload('volume_anomaly', n.end, { maxLagSeconds: settings.maxLagSeconds, host, anomaly })),
+        ];
         return { n, prev, state: d.state, payloads };
       }),
     );

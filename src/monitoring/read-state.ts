@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import { DataDirError } from '../store/errors.js';
 import type { LockHolder } from '../store/lock.js';
 import { accountStatus, readStatus, readStoreReading, type StoreStatus } from '../store/status.js';
+import type { VolumeAnomaly, VolumeRule } from '../store/volume-anomalies.js';
 import { allStores } from '../accounts/stores.js';
 import type { DatasetLocation } from '../store/dataset/location.js';
 
@@ -32,6 +33,8 @@ export interface MonitoredState {
   lastRun: MonitoredRun | null;
   /** End (or start) of the latest succeeded or nothing-to-do run, epoch seconds. */
   lastSuccessAt: number | null;
+  /** Finished days with far fewer sessions than their weekday usually has (README "Volume anomalies"); absent: none known. */
+  volumeAnomalies?: VolumeAnomaly[];
 }
 
 /** An empty data directory: nothing exported yet. */
@@ -45,11 +48,11 @@ const RUNS_READ = 200;
  * EMPTY_STATE; any other failure (a store another process holds open for writing, a damaged file)
  * is thrown for the caller to report.
  */
-export async function readMonitoredState(dataDir: string, nowMs = Date.now(), dataset?: DatasetLocation): Promise<MonitoredState> {
+export async function readMonitoredState(dataDir: string, nowMs = Date.now(), dataset?: DatasetLocation, volume?: VolumeRule): Promise<MonitoredState> {
   if (!existsSync(dataDir) && dataset?.kind !== 's3') return EMPTY_STATE;
   let s;
   try {
-    s = await readStatus(dataDir, nowMs, RUNS_READ, undefined, dataset);
+    s = await readStatus(dataDir, nowMs, RUNS_READ, undefined, dataset, volume);
   } catch (err) {
     if (err instanceof DataDirError && /no session-etl data/.test(err.message)) return EMPTY_STATE;
     throw err;
@@ -66,11 +69,12 @@ export async function readAccountsMonitoredStates(
   names: readonly string[],
   nowMs = Date.now(),
   dataset?: DatasetLocation,
+  volume?: VolumeRule,
 ): Promise<Map<string, MonitoredState>> {
   const states = new Map<string, MonitoredState>(names.map((n) => [n, EMPTY_STATE]));
   if (!existsSync(root)) return states;
   for (const store of await allStores(root, dataset)) {
-    const reading = await readStoreReading(root, RUNS_READ, store, dataset);
+    const reading = await readStoreReading(root, RUNS_READ, store, dataset, volume);
     if (reading.accounts !== 'many') continue;
     for (const a of reading.state.accounts ?? []) {
       if (states.has(a.account)) states.set(a.account, monitoredStateOf(accountStatus(reading, a.account, nowMs, RUNS_READ)));
@@ -104,6 +108,7 @@ function monitoredStateOf(s: StoreStatus): MonitoredState {
     storedSessions: s.rows,
     lastRun: finished[0] ?? null,
     lastSuccessAt: success ? (success.endedAt ?? success.startedAt) : null,
+    volumeAnomalies: s.volumeAnomalies,
   };
 }
 

@@ -8,6 +8,7 @@
  * is healthy only when every account is, naming the account in each reason.
  */
 import type { RunSummary } from '../pipeline/run.js';
+import type { VolumeRule } from '../store/volume-anomalies.js';
 import type { Logger } from '../util/logger.js';
 import { checkAccountsHealth, combineAccountStates } from './accounts-state.js';
 import { checkHealth } from './health.js';
@@ -25,6 +26,8 @@ export interface SchedulerMonitorOptions {
   commands?: readonly string[];
   /** Many accounts: the chosen accounts (their state is read from the data directory's stores). */
   accounts?: readonly string[];
+  /** The volume-anomaly rule (README "Volume anomalies"); default: the configuration's defaults. */
+  volume?: VolumeRule;
 }
 
 /** One account's part of a scheduled run over many accounts. */
@@ -58,7 +61,7 @@ export async function startSchedulerMonitor(o: SchedulerMonitorOptions): Promise
   };
   const read = async (): Promise<MonitoredState | null> => {
     try {
-      const state = await readMonitoredState(o.dataDir);
+      const state = await readMonitoredState(o.dataDir, Date.now(), undefined, o.volume);
       readError = undefined;
       return state;
     } catch (err) {
@@ -67,7 +70,7 @@ export async function startSchedulerMonitor(o: SchedulerMonitorOptions): Promise
   };
   const readAccounts = async (names: readonly string[]): Promise<Map<string, MonitoredState> | null> => {
     try {
-      const states = await readAccountsMonitoredStates(o.dataDir, names);
+      const states = await readAccountsMonitoredStates(o.dataDir, names, Date.now(), undefined, o.volume);
       readError = undefined;
       return states;
     } catch (err) {

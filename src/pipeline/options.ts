@@ -5,6 +5,7 @@ import type { RetryOptions } from '../reporting/client.js';
 import type { FetchLike } from '../reporting/transport.js';
 import type { StoreBusyError } from '../store/errors.js';
 import type { SessionStore } from '../store/session-store.js';
+import type { VolumeAnomaly, VolumeRule } from '../store/volume-anomalies.js';
 import type { OutputFormat, ShardId } from '../store/layout.js';
 import type { DatasetLocation } from '../store/dataset/location.js';
 import type { LockHolder } from '../store/lock.js';
@@ -12,6 +13,7 @@ import { parseDuration } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
 import type { Sleep } from '../util/sleep.js';
 import type { InvalidPolicy } from './flatten.js';
+import type { VerifyOptions } from './verify.js';
 
 export interface PipelineOptions {
   /** Reporting endpoint (REPORTING_URL). */
@@ -70,6 +72,8 @@ export interface PipelineOptions {
   onProgress?: (p: Progress) => void;
   /** Run id (generated when absent). */
   runId?: string;
+  /** The volume-anomaly rule judged after the run (default: the configuration's defaults; README "Volume anomalies"). */
+  volumeRule?: VolumeRule;
   /**
    * The data directory's one-writer lock. Default: taken, failing at once (LockHeldError, exit 3)
    * when another run holds it; `{ wait: true }` queues behind it; `false` when the caller holds it.
@@ -93,7 +97,8 @@ export interface PipelineOptions {
 export interface BatchOptions
   extends Pick<
     PipelineOptions,
-    'dataDir' | 'format' | 'lock' | 'stopSignal' | 'abortSignal' | 'stopExitCode' | 'logger' | 'now' | 'sleep' | 'parquetFlushSeconds' | 'onProgress'
+    | 'dataDir' | 'format' | 'lock' | 'stopSignal' | 'abortSignal' | 'stopExitCode' | 'logger' | 'now' | 'sleep' | 'parquetFlushSeconds' | 'onProgress'
+    | 'volumeRule'
   > {
   /** One account's store, or many accounts' (docs/accounts.md). */
   accounts: 'single' | 'many';
@@ -115,6 +120,7 @@ export interface BatchOptions
 export type AccountJob = (
   | { account: string; kind: 'backfill'; opts: BackfillOptions }
   | { account: string; kind: 'export'; opts: ExportOptions }
+  | { account: string; kind: 'verify'; opts: VerifyOptions }
 ) & { refused?: Error };
 
 /** How one account's part of a run ended: its summary, or (not ok) its error (which may carry a summary). */
@@ -154,7 +160,8 @@ export interface Progress {
 
 export interface RunSummary {
   runId: string;
-  kind: 'backfill' | 'export';
+  /** `verify`: a VerifySummary (verify.ts), the run's figures with what it found. */
+  kind: 'backfill' | 'export' | 'verify';
   outcome: 'succeeded' | 'failed' | 'interrupted' | 'nothing-to-do';
   range: { from: string; to: string } | null;
   resumed: boolean;
@@ -188,6 +195,8 @@ export interface RunSummary {
   /** `removed`: a first run that committed nothing removed what it had created (no file is left to name). */
   files: { dataDir: string; duckdb: string | null; parquet: string | null; partitionsWritten: string[]; removed?: boolean };
   error?: string;
+  /** The account's volume anomalies after the run (README "Volume anomalies"); absent when not read (the check off). */
+  volumeAnomalies?: VolumeAnomaly[];
 }
 
 /** What a library run uses when an option is not given: the configuration's defaults (config/defaults.ts). */

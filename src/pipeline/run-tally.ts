@@ -24,7 +24,7 @@ export class RunTally {
 
   constructor(
     readonly runId: string,
-    readonly kind: 'backfill' | 'export',
+    readonly kind: 'backfill' | 'export' | 'verify',
     readonly startedMs: number,
     /** The account the run is for ('' in a single-account store). */
     readonly account: string,

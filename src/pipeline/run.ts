@@ -12,9 +12,11 @@ import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
 import { backfillCommand } from '../store/backfill-command.js';
 import { holdsStore } from '../store/layout.js';
 import { parseParquetUrl, type DatasetLocation } from '../store/dataset/location.js';
+import { DataDirError } from '../store/errors.js';
 import type { Lock } from '../store/lock.js';
 import { SINGLE_ACCOUNT, type FlushResult, type SessionStore } from '../store/session-store.js';
 import { StatePublisher } from '../store/state-snapshot.js';
+import { DEFAULT_VOLUME_RULE, type VolumeAnomaly } from '../store/volume-anomalies.js';
 import { checkpointOf, subtractIntervals } from '../time/intervals.js';
 import { checkPlanSize, chunkBelowMinChunk, cutWindows, describeWindow, isoOf, type Window } from '../time/windows.js';
 import { silentLogger, type Logger } from '../util/logger.js';
@@ -41,7 +43,10 @@ import { RateController } from './rate-controller.js';
 import { readRateLimitHeaders } from './rate-limit-headers.js';
 import { RunTally } from './run-tally.js';
 import { WindowLoader } from './window-loader.js';
+import type { SessionsBody } from '../reporting/sessions-body.js';
+import { AccountVerifier, differencesText, verifyCommand, verifyPlan, VerifyDifferencesError, type VerifyOptions, type VerifySummary } from './verify.js';
 
+export { VerifyDifferencesError, type VerifyOptions, type VerifyReport, type VerifySummary } from './verify.js';
 export {
   DEFAULTS,
   newRunId,
@@ -59,6 +64,19 @@ export {
 export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
   checkJob({ account: SINGLE_ACCOUNT, kind: 'backfill', opts });
   return only(await runBatch(batchOf(opts), [{ account: SINGLE_ACCOUNT, kind: 'backfill', opts }]));
+}
+
+/**
+ * Fetches `[from, to)` (or `sample` random days of it) as a backfill would and compares it with the
+ * store (verify.ts); with `repair`, makes the store equal the source. Throws VerifyDifferencesError
+ * (a RunFailedError carrying the summary) when the store differs from the source at the end.
+ */
+export async function runVerify(opts: VerifyOptions): Promise<VerifySummary> {
+  checkJob({ account: SINGLE_ACCOUNT, kind: 'verify', opts });
+  if (!holdsStore(opts.dataDir)) {
+    throw new DataDirError(`no session-etl data in ${opts.dataDir}: verify compares the source with what a backfill or export stored; run one first`);
+  }
+  return only(await runBatch(batchOf(opts), [{ account: SINGLE_ACCOUNT, kind: 'verify', opts }])) as VerifySummary;
 }
 
 /** Incremental: from checkpoint - lookback (or `since` on the first run) to now - settle. */
@@ -93,7 +111,11 @@ export async function runBatch(batch: BatchOptions, jobs: readonly AccountJob[])
   const publisher = new StatePublisher(
     store,
     { runId: batchRunId, pid: process.pid, host: hostname(), startedAt: new Date(startedMs).toISOString(), command: `${kind} (run ${batchRunId})` },
-    { now, onError: (err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json); the run goes on') },
+    {
+      now,
+      onError: (err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json); the run goes on'),
+      ...(batch.volumeRule ? { volume: batch.volumeRule } : {}),
+    },
   );
   const single = jobs.length === 1 ? batchRunId : undefined;
   const parts: Part[] = jobs.map((job) => newPart(job, single, now, logger));
@@ -141,6 +163,7 @@ export async function runBatch(batch: BatchOptions, jobs: readonly AccountJob[])
     throw err;
   } finally {
     stopFlushing();
+    for (const p of parts) await p.verifier?.close().catch(() => {});
     // The snapshot readers see once the run has ended (status reads the DuckDB file itself then).
     await publisher.final().catch((err) => logger.warn({ err: String(err) }, 'could not write the state snapshot (state.json)'));
     const kept = results?.some((r) => r.ok && (r.summary!.outcome === 'succeeded' || r.summary!.outcome === 'nothing-to-do')) ?? false;
@@ -202,13 +225,21 @@ function checkJob(job: AccountJob): void {
   if (opts.settleSeconds !== undefined && (!Number.isInteger(opts.settleSeconds) || opts.settleSeconds < 0)) {
     throw new RangeError(`settle must be zero or more seconds, got ${opts.settleSeconds}`);
   }
-  if (job.kind === 'backfill') {
+  if (job.kind === 'verify') checkVerifyJob(job.opts);
+  if (job.kind === 'backfill' || job.kind === 'verify') {
     const { from, to } = job.opts;
     if (!Number.isInteger(from) || !Number.isInteger(to)) throw new RangeError('from and to must be whole epoch seconds');
     if (from >= to) throw new RangeError(`--from (${isoOf(from)}) must be before --to (${isoOf(to)})`);
     // Refused before anything is written (the plan inside the run is never larger than this range).
-    checkPlanSize([{ start: from, end: to }], opts.chunkSeconds ?? DEFAULTS.chunkSeconds);
+    const before = job.kind === 'verify' ? job.opts.beforeCheckpoint : undefined;
+    checkPlanSize([{ start: before !== undefined ? Math.max(from, to - before) : from, end: to }], opts.chunkSeconds ?? DEFAULTS.chunkSeconds);
   }
+}
+
+/** A verify's own options: --sample a positive whole number; --delete-missing only with --repair. */
+function checkVerifyJob(opts: VerifyOptions): void {
+  if (opts.sample !== undefined && (!Number.isInteger(opts.sample) || opts.sample <= 0)) throw new RangeError(`sample must be a positive whole number of days, got ${opts.sample}`);
+  if (opts.deleteMissing && !opts.repair) throw new RangeError('delete-missing goes with repair: it removes sessions the source no longer returns while repairing the rest');
 }
 
 interface Plan {
@@ -216,6 +247,8 @@ interface Plan {
   todo: Window[];
   resumed: boolean;
   backfill?: Window;
+  /** A verify's days drawn by --sample. */
+  sampled?: string[] | null;
 }
 
 /** One account's part of a run: what it counts, and where it got to. */
@@ -232,6 +265,8 @@ interface Part {
   summary?: RunSummary;
   /** Why it failed before its windows were fetched (a plan refused, say), or afterwards. */
   error?: unknown;
+  /** A verify's comparison (verify.ts). */
+  verifier?: AccountVerifier;
 }
 
 function newPart(job: AccountJob, runId: string | undefined, now: () => number, batchLogger: Logger): Part {
@@ -319,6 +354,11 @@ async function fetchAccount(store: SessionStore, part: Part, batch: BatchOptions
     committed();
     opts.onProgress?.({ windowsTotal: windows.length, windowsDone: tally.stats.windowsDone, sessions: tally.totals.fetched });
   });
+  // A verify compares each window with the store instead of committing it.
+  const verifier = job.kind === 'verify' ? (part.verifier = await AccountVerifier.open(store, job.account, job.opts, tally)) : undefined;
+  const onWindow = verifier
+    ? (w: Window, body: SessionsBody, at: number) => verifier.add(w, body, at).then(() => committed())
+    : (w: Window, body: SessionsBody, at: number) => loader.load(w, body, at);
   const stopSignal = opts.stopSignal ?? batch.stopSignal;
   const abortSignal = opts.abortSignal ?? batch.abortSignal;
   part.outcome = await extractWindows({
@@ -334,9 +374,17 @@ async function fetchAccount(store: SessionStore, part: Part, batch: BatchOptions
     stats: tally.stats,
     // A bisection's reason quotes the server: one printable line, clipped, like the run's error.
     onLog: (event, fields) => logger.info(clipStrings(fields), event),
-    onWindow: (w, body, fetchedAtMs) => loader.load(w, body, fetchedAtMs),
+    onWindow,
   });
   tally.stats.rateLimited = controller.rateLimitedCount;
+  // Compared whole (and repaired) before the run's last flush; a stopped or failed verify compares nothing.
+  if (verifier && !part.outcome.error && !part.outcome.skipped.length) {
+    try {
+      await verifier.settle(tally.runId, logger);
+    } catch (err) {
+      part.outcome = { ...part.outcome, error: err instanceof Error ? err : new Error(String(err)) };
+    }
+  }
 }
 
 /** An account's windows to fetch: a backfill's range (less what an interrupted run of it committed), or an export's. */
@@ -344,6 +392,10 @@ async function planOf(store: SessionStore, job: AccountJob, nowS: number): Promi
   const opts = job.opts;
   const settle = opts.settleSeconds ?? DEFAULTS.settleSeconds;
   const log = opts.logger ?? silentLogger;
+  if (job.kind === 'verify') {
+    const cp = job.opts.beforeCheckpoint !== undefined ? checkpointOf(await store.coverage(job.account)) : undefined;
+    return { ...verifyPlan(job.opts, nowS, settle, cp), resumed: false };
+  }
   if (job.kind === 'backfill') {
     const to = Math.min(job.opts.to, Math.floor(nowS - settle));
     const from = job.opts.from;
@@ -471,6 +523,10 @@ async function finish(store: SessionStore, parts: Part[], batch: BatchOptions, n
     }
     const summary = await summarise(store, part, batch, now);
     part.summary = summary;
+    if (summary.kind === 'verify' && (summary as VerifySummary).verify && !part.outcome.error && summary.outcome === 'failed') {
+      results.push({ account: part.job.account, ok: false, error: new VerifyDifferencesError(summary.error ?? 'the store differs from the source', summary as VerifySummary), summary, durationMs });
+      continue;
+    }
     const { kind } = part.job;
     const { runId } = part.tally;
     if (part.outcome.error) {
@@ -492,7 +548,32 @@ async function finish(store: SessionStore, parts: Part[], batch: BatchOptions, n
       results.push({ account: part.job.account, ok: true, summary, durationMs });
     }
   }
+  // Read once every account is recorded (a verify's confirmed days included); the summaries (also
+  // those the errors carry) gain them.
+  const anomalies = await volumeAnomaliesAfter(store, batch, parts);
+  for (const p of parts) {
+    const found = anomalies.get(p.job.account);
+    if (p.summary && found) p.summary.volumeAnomalies = found;
+  }
   return results;
+}
+
+/**
+ * Each account's volume anomalies after the run's last flush (for its summary and notifications);
+ * none read when the check is off. A failure to read them is logged, never the run's failure.
+ */
+async function volumeAnomaliesAfter(store: SessionStore, batch: BatchOptions, parts: readonly Part[]): Promise<Map<string, VolumeAnomaly[]>> {
+  const rule = batch.volumeRule ?? DEFAULT_VOLUME_RULE;
+  if (!(rule.threshold > 0)) return new Map();
+  try {
+    const found = await store.volumeAnomalies(rule);
+    // An account with no coverage yet has none.
+    for (const p of parts) if (!found.has(p.job.account)) found.set(p.job.account, []);
+    return found;
+  } catch (err) {
+    (batch.logger ?? silentLogger).warn({ err: String(err) }, 'could not count the sessions per day for the volume-anomaly check');
+    return new Map();
+  }
 }
 
 /** An account's summary after the last flush, recorded as its `_runs` row. */
@@ -501,7 +582,9 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
   const opts = job.opts;
   const stopped = Boolean(opts.stopSignal?.aborted || opts.abortSignal?.aborted || batch.stopSignal?.aborted || batch.abortSignal?.aborted);
   const interrupted = !outcome.error && outcome.skipped.length > 0 && stopped;
-  const failed = Boolean(outcome.error);
+  const report = part.verifier && !outcome.error && !interrupted ? await part.verifier.report({ todo: p.todo, sampled: p.sampled ?? null }, now() / 1000) : null;
+  const differs = report !== null && !report.equal;
+  const failed = Boolean(outcome.error) || differs;
   if (p.backfill && !failed && !interrupted) await store.completeBackfill(job.account, p.backfill);
   const coverage = await store.coverage(job.account);
   const cp = checkpointOf(coverage);
@@ -510,7 +593,9 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
   const error = outcome.error
     ? `${clipText(oneLine(redact(outcome.error.message)))}; ${committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
       (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : 'run the same command again to continue')
-    : undefined;
+    : differs && p.range
+      ? clipText(oneLine(redact(differencesText(report, verifyCommand(p.range, job.account)))))
+      : undefined;
   const summary = tally.summary({
     outcome: failed ? 'failed' : interrupted ? 'interrupted' : part.windowsTotal ? 'succeeded' : 'nothing-to-do',
     resumed: p.resumed,
@@ -535,7 +620,8 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
     paused_ms: summary.pausedMs,
     pace: summary.pace,
   });
-  return summary;
+  const verified: VerifySummary | undefined = job.kind === 'verify' ? { ...summary, kind: 'verify', verify: report } : undefined;
+  return verified ?? summary;
 }
 
 /** The backfill command that loads `range` into this store (an account's part of it with many accounts). */

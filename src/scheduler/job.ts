@@ -1,5 +1,5 @@
 /** A scheduled job: one file per job under jobs/, default-exporting a JobDefinition. */
-import type { BackfillOptions, ExportOptions, PipelineOptions, RunSummary } from '../pipeline/run.js';
+import type { BackfillOptions, ExportOptions, PipelineOptions, RunSummary, VerifyOptions } from '../pipeline/run.js';
 
 export interface JobContext {
   /** Pipeline options from the effective configuration (endpoint, key, data directory, limits, logger, signals). */
@@ -8,6 +8,8 @@ export interface JobContext {
   since?: number;
   /** Export lookback, seconds. */
   lookbackSeconds: number;
+  /** The scheduled verify's settings (config verifyRange, verifySample, verifyRepair; jobs/weekly-verify.ts). */
+  verify?: { rangeSeconds: number; sample: number; repair: boolean };
 }
 
 export interface JobSettings {
@@ -15,6 +17,8 @@ export interface JobSettings {
   cron: string;
   /** IANA time zone from the configuration (scheduleTimezone). */
   timezone: string;
+  /** When the scheduled verify runs (config verifyCron); null or absent: it does not. */
+  verifyCron?: string | null;
 }
 
 export interface JobDefinition {
@@ -23,12 +27,14 @@ export interface JobDefinition {
   /** The cron expression (node-cron syntax, optional seconds field) and time zone, given the configured ones. */
   schedule(settings: JobSettings): { cron: string; timezone: string };
   run(ctx: JobContext): Promise<RunSummary>;
+  /** Whether the job runs under these settings (default: it does); a job that does not is neither scheduled nor run by --run-now. */
+  enabled?(settings: JobSettings): boolean;
   /**
    * With many accounts (docs/accounts.md): what one account's part of the job is, given the
    * account's own context. The accounts' parts run side by side on their store. A job without it
    * cannot run with accounts.
    */
-  accountJob?(ctx: JobContext): { kind: 'export'; opts: ExportOptions } | { kind: 'backfill'; opts: BackfillOptions };
+  accountJob?(ctx: JobContext): { kind: 'export'; opts: ExportOptions } | { kind: 'backfill'; opts: BackfillOptions } | { kind: 'verify'; opts: VerifyOptions };
   /**
    * An incremental export: its first run in a data directory needs a start (`since`, from the
    * configuration's startDate). `schedule` refuses to start (exit 2) when a data directory it would

@@ -74,6 +74,10 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
   };
 
   for (const job of opts.jobs) {
+    if (job.enabled && !job.enabled(opts.settings)) {
+      opts.logger.info({ job: job.name }, 'job not enabled by the configuration: not scheduled');
+      continue;
+    }
     const { cron: expr, timezone } = job.schedule(opts.settings);
     if (!cron.validate(expr)) throw new Error(`job ${job.name}: ${JSON.stringify(expr)} is not a valid cron expression`);
     const task = cron.schedule(expr, () => void fire(job, 'schedule'), { timezone, name: job.name });
@@ -83,7 +87,8 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
 
   return {
     async runNow() {
-      await Promise.all(opts.jobs.map((j) => fire(j, 'run-now')));
+      // One after the other: the jobs share the data directory's one-writer lock.
+      for (const j of opts.jobs.filter((j) => !j.enabled || j.enabled(opts.settings))) await fire(j, 'run-now');
     },
     async stop() {
       for (const t of tasks) {

@@ -8,6 +8,7 @@ import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
 import { queryRows } from './duckdb.js';
 import { DataDirError } from './errors.js';
 import { NULL_PARTITION, type OutputFormat, type StoreLayout } from './layout.js';
+import { VERIFIED_DAYS_DDL } from './verify-log.js';
 
 /**
  * 2: the sessions table has no PRIMARY KEY index (one row per session is kept by the merge).
@@ -55,6 +56,8 @@ const STATE_DDL = [
   ...['_coverage', '_pending_files', 'rejected_sessions', '_runs', '_backfills'].map(
     (t) => `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS account VARCHAR DEFAULT ''`,
   ),
+  // What `session-etl verify` found, day by day (verify-log.ts).
+  VERIFIED_DAYS_DDL,
 ];
 
 /** Refuses a DuckDB file that another program wrote, or a newer session-etl. */

@@ -36,6 +36,10 @@ import { openDataset } from './dataset/open-dataset.js';
 import { storeShape, type StoreShape } from './shape.js';
 import type { FlushResult, Sink } from './sink.js';
 import { TableSink } from './table-sink.js';
+import { readVolumeAnomalies } from './read-volume-anomalies.js';
+import { removeSessions } from './remove-sessions.js';
+import { recordVerifiedDays, type VerifiedDay } from './verify-log.js';
+import type { VolumeAnomaly, VolumeRule } from './volume-anomalies.js';
 
 export { checkWriterSettings, discardNew } from './open-data-dir.js';
 export { SCHEMA_VERSION } from './schema.js';
@@ -237,6 +241,11 @@ export class SessionStore {
     return r[0]?.value;
   }
 
+  /** Each account's volume anomalies as the store stands (read-volume-anomalies.ts). */
+  volumeAnomalies(rule: VolumeRule, conn: DuckDBConnection = this.conn): Promise<Map<string, VolumeAnomaly[]>> {
+    return readVolumeAnomalies(conn, this, rule);
+  }
+
   /** Marks the start of a run for the new/updated counts (see TableSink.beginRunCounts). */
   beginRunCounts(): Promise<void> {
     return this.sink.beginRunCounts();
@@ -260,6 +269,27 @@ export class SessionStore {
   /** Replaces the coverage rows by their merged intervals (keeps the table small). */
   compactCoverage(): Promise<void> {
     return this.exclusive(() => compactCoverage(this.conn));
+  }
+
+  /**
+   * A new connection of its own (UTC), for work with temporary tables of its own beside the run's
+   * writes (`verify`'s comparison: range-comparison.ts); closed by the caller before the store closes.
+   */
+  async openConnection(): Promise<DuckDBConnection> {
+    if (this.closed) throw new Error('the store is closed');
+    const conn = await this.db.instance.connect();
+    await conn.run("SET TimeZone = 'UTC'");
+    return conn;
+  }
+
+  /** Removes an account's sessions (those stored on `days`) and rewrites those days (remove-sessions.ts). Returns how many went. */
+  removeSessions(account: string, ids: readonly string[], days: readonly string[]): Promise<number> {
+    return this.exclusive(() => removeSessions(this.conn, this, account, ids, days, (c) => this.sink.nextGen(c)));
+  }
+
+  /** Records what a verify found, day by day (verify-log.ts). */
+  recordVerifiedDays(account: string, runId: string, atS: number, days: readonly VerifiedDay[]): Promise<void> {
+    return this.exclusive(() => recordVerifiedDays(this.conn, account, runId, atS, days));
   }
 
   /** A connection of its own for reading the state while the run writes (the state snapshot). */

@@ -17,11 +17,34 @@ import { writeFileAtomic } from './durable-fs.js';
 import { DataDirError } from './errors.js';
 import { boundRunError } from './run-log.js';
 import { SINGLE_ACCOUNT, type SessionStore } from './session-store.js';
+import { readVolumeAnomalies } from './read-volume-anomalies.js';
+import { readLastVerifications } from './verify-log.js';
+import { DEFAULT_VOLUME_RULE, type VolumeAnomaly, type VolumeRule } from './volume-anomalies.js';
 
 export const STATE_FILE = 'state.json';
 export const STATE_SNAPSHOT_VERSION = 1;
 
 const Interval = z.object({ from: z.string(), to: z.string() });
+
+/** A finished day with far fewer sessions than its weekday usually has (volume-anomalies.ts). */
+const VolumeAnomalySchema = z.object({ date: z.string(), sessions: z.number(), expected: z.number() });
+
+/** The latest `session-etl verify` and what it found (verify-log.ts). */
+const LastVerificationSchema = z.object({
+  runId: z.string(),
+  at: z.string(),
+  outcome: z.string(),
+  range: Interval.nullable(),
+  days: z.number(),
+  source: z.number(),
+  missing: z.number(),
+  gone: z.number(),
+  changed: z.number(),
+  repaired: z.number(),
+  deleted: z.number(),
+  differingDays: z.array(z.object({ date: z.string(), missing: z.number(), gone: z.number(), changed: z.number(), equalNow: z.boolean() })),
+  error: z.string().nullable(),
+});
 
 /** One account of a many-account store, as the snapshot and `status` show it. */
 const AccountStateSchema = z.object({
@@ -34,6 +57,10 @@ const AccountStateSchema = z.object({
   rejected: z.number(),
   /** Its latest row of `_runs`. */
   lastRun: z.record(z.string(), z.unknown()).nullable(),
+  /** Its volume anomalies (absent in snapshots of older versions). */
+  volumeAnomalies: z.array(VolumeAnomalySchema).optional(),
+  /** Its latest verification; null when never verified (absent in snapshots of older versions). */
+  lastVerification: LastVerificationSchema.nullable().optional(),
 });
 export type AccountState = z.infer<typeof AccountStateSchema>;
 
@@ -57,6 +84,14 @@ export const StateSnapshotSchema = z.object({
    * `coverageHoles` are then empty, `checkpoint` is the oldest account's, and `lastRuns` every account's.
    */
   accounts: z.array(AccountStateSchema).optional(),
+  /**
+   * Finished days with far fewer sessions than their weekday usually has, under the rule of the
+   * run that wrote the snapshot (README "Volume anomalies"); a many-account store's are each
+   * account's. Absent in snapshots of older versions.
+   */
+  volumeAnomalies: z.array(VolumeAnomalySchema).optional(),
+  /** The latest `session-etl verify` and what it found; null when never verified. */
+  lastVerification: LastVerificationSchema.nullable().optional(),
   /** The run that wrote this snapshot while it was going; null in the snapshot written at its end. */
   running: z
     .object({
@@ -92,7 +127,7 @@ export function stateSnapshotPath(storeDir: string): string {
  * commits on other connections). A many-account store's adds each account's own (`accounts`); its
  * top-level coverage is empty and its checkpoint the oldest account's.
  */
-export async function collectState(store: SessionStore, conn: DuckDBConnection, runs = 10): Promise<StoreState> {
+export async function collectState(store: SessionStore, conn: DuckDBConnection, runs = 10, o: CollectOptions = {}): Promise<StoreState> {
   await conn.run('BEGIN TRANSACTION');
   try {
     const many = store.shape.many;
@@ -115,6 +150,8 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
     ).map((r) => plainRow(r, many));
     const pendingPartitions = await store.pendingPartitions(conn);
     const common = { format: store.format, rows, pendingPartitions, pendingRows, rejected, lastRuns };
+    const anomalies = o.anomalies ?? (await readVolumeAnomalies(conn, store, o.volume ?? DEFAULT_VOLUME_RULE));
+    const verifications = await readLastVerifications(conn);
     if (!many) {
       const coverage = await store.coverage(SINGLE_ACCOUNT, conn);
       const cp = checkpointOf(coverage);
@@ -123,9 +160,15 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
         checkpoint: cp !== undefined ? isoOf(cp) : null,
         coverage: coverage.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
         coverageHoles: holes(coverage).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
+        volumeAnomalies: anomalies.get(SINGLE_ACCOUNT) ?? [],
+        lastVerification: verifications.get(SINGLE_ACCOUNT) ?? null,
       };
     }
-    const accounts = await accountStates(store, conn);
+    const accounts = (await accountStates(store, conn)).map((a) => ({
+      ...a,
+      volumeAnomalies: anomalies.get(a.account) ?? [],
+      lastVerification: verifications.get(a.account) ?? null,
+    }));
     const checkpoints = accounts.map((a) => a.checkpoint);
     return {
       ...common,
@@ -137,6 +180,13 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
   } finally {
     await conn.run('COMMIT').catch(() => {});
   }
+}
+
+export interface CollectOptions {
+  /** The volume-anomaly rule (default: the configuration's defaults). */
+  volume?: VolumeRule;
+  /** Anomalies computed already (the state publisher reuses them between the start and the end of a run). */
+  anomalies?: Map<string, VolumeAnomaly[]>;
 }
 
 /** Each account of a many-account store: its coverage and checkpoint, rows, rejected records and latest run. */
@@ -241,8 +291,15 @@ export class StatePublisher {
   constructor(
     private readonly store: SessionStore,
     private readonly running: RunningRun,
-    private readonly opts: { minIntervalMs?: number; onError?: (err: unknown) => void; now?: () => number } = {},
+    private readonly opts: { minIntervalMs?: number; onError?: (err: unknown) => void; now?: () => number; volume?: VolumeRule } = {},
   ) {}
+
+  /**
+   * The volume anomalies of the snapshots written while the run goes: read once, at the first (the
+   * store as the run found it), so that a snapshot a second costs no count of the whole table; the
+   * final snapshot reads them again.
+   */
+  private anomalies: Map<string, VolumeAnomaly[]> | undefined;
 
   /**
    * Asks for a snapshot soon (throttled), with the run's progress when given. Never throws; a
@@ -293,7 +350,10 @@ export class StatePublisher {
 
   private async publish(running: RunningRun | null): Promise<void> {
     const conn = await this.store.readConnection();
-    const state = await collectState(this.store, conn, SNAPSHOT_RUNS);
+    if (running === null || !this.anomalies) {
+      this.anomalies = await readVolumeAnomalies(conn, this.store, this.opts.volume ?? DEFAULT_VOLUME_RULE);
+    }
+    const state = await collectState(this.store, conn, SNAPSHOT_RUNS, { anomalies: this.anomalies });
     const now = this.opts.now ?? Date.now;
     await writeStateSnapshot(this.store.layout.storeDir, this.store.layout.tmpDir, {
       version: STATE_SNAPSHOT_VERSION,

@@ -13,6 +13,8 @@ import { holderState, readHolder, type LockHolder } from './lock.js';
 import { layoutOf, type OutputFormat, type ShardId, type StoreLayout } from './layout.js';
 import { SessionStore, SINGLE_ACCOUNT } from './session-store.js';
 import { collectState, plainRow, readStateSnapshot, STATE_FILE, type StoreState } from './state-snapshot.js';
+import type { LastVerification } from './verify-log.js';
+import type { VolumeAnomaly, VolumeRule } from './volume-anomalies.js';
 
 export interface StoreStatus {
   dataDir: string;
@@ -42,6 +44,10 @@ export interface StoreStatus {
    * How far the run going now has got, as of its last commit (from its state snapshot); null when
    * none is going. With many accounts, the run of the whole store (every account it runs).
    */
+  /** Finished days with far fewer sessions than their weekday usually has (README "Volume anomalies"). */
+  volumeAnomalies: VolumeAnomaly[];
+  /** The latest `session-etl verify` and what it found; null when never verified. */
+  lastVerification: LastVerification | null;
   progress: RunProgress | null;
   /**
    * Backfills begun and not completed (interrupted, failed, or going now), with the part of their
@@ -72,8 +78,8 @@ export interface UnfinishedBackfill {
  * What `status` reports of a data directory's store (`shard`: shard I of N's; layout.ts). A
  * many-account store: use readStoreReading and accountStatus.
  */
-export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10, shard?: ShardId, dataset?: DatasetLocation): Promise<StoreStatus> {
-  return accountStatus(await readStoreReading(dataDir, runs, shard, dataset), SINGLE_ACCOUNT, nowMs, runs);
+export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10, shard?: ShardId, dataset?: DatasetLocation, volume?: VolumeRule): Promise<StoreStatus> {
+  return accountStatus(await readStoreReading(dataDir, runs, shard, dataset, volume), SINGLE_ACCOUNT, nowMs, runs);
 }
 
 /** One read of a store: its own figures, its state, and each account's latest runs. */
@@ -96,7 +102,7 @@ export interface StoreReading {
 }
 
 /** Reads a store once (the DuckDB file, or while a run holds it the run's snapshot), without writing anything. */
-export async function readStoreReading(dataDir: string, runs = 10, shard?: ShardId, dataset?: DatasetLocation): Promise<StoreReading> {
+export async function readStoreReading(dataDir: string, runs = 10, shard?: ShardId, dataset?: DatasetLocation, volume?: VolumeRule): Promise<StoreReading> {
   // The lock lives at the same place whatever the format.
   const lockLayout = layoutOf(dataDir, 'both', shard);
   const holder = (await readHolder(lockLayout.lockPath)) ?? null;
@@ -106,7 +112,7 @@ export async function readStoreReading(dataDir: string, runs = 10, shard?: Shard
   const stateDir = dataset?.kind === 's3' && !existsSync(lockLayout.dbPath) && !existsSync(layoutOf(dataDir, 'parquet', shard).dbPath)
     ? await bucketStateHere(dataDir, dataset, lockLayout)
     : dataDir;
-  const { state, asOf, runsByAccount, unfinishedByAccount } = await readState(stateDir, runs, stateDir === dataDir ? shard : undefined, dataDir);
+  const { state, asOf, runsByAccount, unfinishedByAccount } = await readState(stateDir, runs, stateDir === dataDir ? shard : undefined, dataDir, volume);
   // The run going now publishes its progress in its snapshot.
   const running = alive ? (await readStateSnapshot(lockLayout.storeDir).catch(() => null))?.running : null;
   const progress = running?.progress && (alive!.runId ?? runIdOf(alive!.command)) === running.runId ? running.progress : null;
@@ -160,6 +166,8 @@ export function accountStatus(r: StoreReading, account: string, nowMs = Date.now
     progress: r.progress,
     unfinishedBackfills: r.unfinishedByAccount ? (r.unfinishedByAccount.get(account) ?? []) : null,
     lastRunDied: died ? { runId: died.runId ?? runIdOf(died.command), pid: died.pid, host: died.host, startedAt: died.startedAt } : null,
+    volumeAnomalies: (many ? own?.volumeAnomalies : r.state.volumeAnomalies) ?? [],
+    lastVerification: (many ? own?.lastVerification : r.state.lastVerification) ?? null,
   };
 }
 
@@ -173,6 +181,7 @@ async function readState(
   runs: number,
   shard: ShardId | undefined,
   commandDataDir: string,
+  volume?: VolumeRule,
 ): Promise<{
   state: StoreState;
   asOf: string | null;
@@ -192,10 +201,15 @@ async function readState(
         holder: err.holder,
       });
     }
-    return { state: snapshot, asOf: snapshot.writtenAt, runsByAccount: new Map(), unfinishedByAccount: null };
+    // The snapshot's anomalies were judged under the rule of the run that wrote it; none when the check is off here.
+    const off = volume !== undefined && !(volume.threshold > 0);
+    const state = off
+      ? { ...snapshot, volumeAnomalies: [], ...(snapshot.accounts ? { accounts: snapshot.accounts.map((a) => ({ ...a, volumeAnomalies: [] })) } : {}) }
+      : snapshot;
+    return { state, asOf: snapshot.writtenAt, runsByAccount: new Map(), unfinishedByAccount: null };
   }
   try {
-    const state = await collectState(store, store.conn, runs);
+    const state = await collectState(store, store.conn, runs, volume ? { volume } : {});
     const runsByAccount = new Map<string, Array<Record<string, unknown>>>();
     if (store.shape.many) {
       for (const r of (await store.lastRunsByAccount(runs)).map((x) => plainRow(x, true))) {

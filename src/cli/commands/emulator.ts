@@ -41,6 +41,12 @@ export interface EmulatorFlags {
   rateLimitHeaders?: string;
   retryAfterFormat?: string;
   logRequests?: boolean;
+  holdBack?: string[];
+  releaseAt?: string;
+  releaseAfterRequests?: string;
+  amend?: string[];
+  amendAt?: string;
+  amendAfterRequests?: string;
   accounts?: string;
   accountsFile?: string;
 }
@@ -82,6 +88,12 @@ export function register(program: Command): void {
     .option('--retry-after-format <format>', 'how 429 answers state Retry-After: seconds or http-date', 'seconds')
     .option('--accounts <n>', 'serve N accounts (acct-000, acct-001, …), each with its own key, data and quota; the keys are printed at start')
     .option('--accounts-file <file>', 'serve the accounts listed in this JSON file: [{ name, apiKey, seed?, sessionsPerDay?, from?, to?, rateLimitRps?, latencyMs?, faults?, revoked? }]')
+    .option('--hold-back <day:share>', 'late data: hold back this share of the day\'s sessions (e.g. 2026-03-04:0.8) until released (repeatable)', collect)
+    .option('--release-at <time>', "with --hold-back: release them once the emulator's clock reaches this instant")
+    .option('--release-after-requests <n>', 'with --hold-back: release them after this many reporting requests')
+    .option('--amend <day:count>', "amended data: change the notes of the day's first N sessions (e.g. 2026-03-04:5) (repeatable)", collect)
+    .option('--amend-at <time>', "with --amend: from when on the emulator's clock (default: at once)")
+    .option('--amend-after-requests <n>', 'with --amend: only after this many reporting requests')
     .option('--log-requests', 'print one line per request to stderr')
     .action(async (flags: EmulatorFlags) => {
       await runEmulator(flags, { stdout: process.stdout, stderr: process.stderr, until: untilSignal });
@@ -168,11 +180,51 @@ export function emulatorOptionsFromFlags(flags: EmulatorFlags): EmulatorOptions 
   if (flags.retryAfterFormat !== undefined && flags.retryAfterFormat !== 'seconds') {
     set('retryAfterFormat', oneOf('--retry-after-format', flags.retryAfterFormat, ['seconds', 'http-date'] as const));
   }
+  Object.assign(faults, lateDataOf(flags));
   if (faults.sharedQuotaSchedule && faults.rateLimitRps === undefined && !faults.rateLimitSchedule) {
     throw new UsageError('--shared-quota-schedule needs a quota to share: add --rate-limit-rps or --rate-limit-schedule');
   }
   if (Object.keys(faults).length > 0) options.faults = faults;
   return options;
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+/** --hold-back and --amend with their release and start (docs/emulator.md, "Late and amended data"). */
+function lateDataOf(flags: EmulatorFlags): Pick<EmulatorFaults, 'holdBack' | 'amend'> {
+  const out: Pick<EmulatorFaults, 'holdBack' | 'amend'> = {};
+  const pair = (flag: string, text: string): [string, string] => {
+    const m = /^(\d{4}-\d{2}-\d{2}):(.+)$/.exec(text.trim());
+    if (!m || Number.isNaN(Date.parse(`${m[1]}T00:00:00Z`))) throw new UsageError(`${flag} takes DAY:VALUE with DAY as YYYY-MM-DD (e.g. 2026-03-04:0.8); got ${JSON.stringify(text)}`);
+    return [m[1]!, m[2]!];
+  };
+  if (!flags.holdBack?.length && (flags.releaseAt !== undefined || flags.releaseAfterRequests !== undefined)) {
+    throw new UsageError(`${flags.releaseAt !== undefined ? '--release-at' : '--release-after-requests'} goes with --hold-back`);
+  }
+  if (!flags.amend?.length && (flags.amendAt !== undefined || flags.amendAfterRequests !== undefined)) {
+    throw new UsageError(`${flags.amendAt !== undefined ? '--amend-at' : '--amend-after-requests'} goes with --amend`);
+  }
+  if (flags.holdBack?.length) {
+    const untilNow = flags.releaseAt !== undefined ? instant('--release-at', flags.releaseAt) : undefined;
+    const untilRequests = flags.releaseAfterRequests !== undefined ? integer('--release-after-requests', flags.releaseAfterRequests, 0, Number.MAX_SAFE_INTEGER) : undefined;
+    out.holdBack = flags.holdBack.map((h) => {
+      const [day, share] = pair('--hold-back', h);
+      const fraction = share.trim() === '' ? NaN : Number(share);
+      if (!(fraction > 0 && fraction <= 1)) throw new UsageError(`--hold-back: the share of the day held back must be a number above 0 and up to 1; got ${JSON.stringify(share)}`);
+      return { day, fraction, ...(untilNow !== undefined ? { untilNow } : {}), ...(untilRequests !== undefined ? { untilRequests } : {}) };
+    });
+  }
+  if (flags.amend?.length) {
+    const fromNow = flags.amendAt !== undefined ? instant('--amend-at', flags.amendAt) : undefined;
+    const fromRequests = flags.amendAfterRequests !== undefined ? integer('--amend-after-requests', flags.amendAfterRequests, 0, Number.MAX_SAFE_INTEGER) : undefined;
+    out.amend = flags.amend.map((a) => {
+      const [day, n] = pair('--amend', a);
+      return { day, count: integer('--amend (count)', n, 1, 1_000_000), ...(fromNow !== undefined ? { fromNow } : {}), ...(fromRequests !== undefined ? { fromRequests } : {}) };
+    });
+  }
+  return out;
 }
 
 /** The accounts of --accounts N or --accounts-file F (not both, and not with --api-key), or undefined. */

@@ -9,6 +9,7 @@ import { exitCodeOf } from '../execute-run.js';
 import { parseHttpPort, warnIfMaxLagBelowSettle } from '../monitoring-options.js';
 import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, type CommonFlags } from '../run-options.js';
 import { formatSummary } from '../summary.js';
+import { volumeRuleOf } from '../volume-options.js';
 import { UsageError } from '../usage-error.js';
 import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 import type { LoadedConfig } from '../../config/load.js';
@@ -48,7 +49,10 @@ export function register(program: Command): void {
     const logger = createCliLogger(c.logLevel);
     const { loadJobs } = await import('../../scheduler/load-jobs.js');
     const { startScheduler } = await import('../../scheduler/scheduler.js');
-    const loadedJobs = await loadJobs(flags.jobsDir);
+    const settings = { cron: c.scheduleCron, timezone: c.scheduleTimezone, verifyCron: c.verifyCron };
+    const verify = { rangeSeconds: parseDuration(c.verifyRange, 'verifyRange'), sample: c.verifySample, repair: c.verifyRepair };
+    // A job the configuration does not enable (the weekly verify without verifyCron) is left out.
+    const loadedJobs = (await loadJobs(flags.jobsDir)).filter((j) => !j.enabled || j.enabled(settings));
     const accountsJob = accounts ? (await import('../accounts-run.js')).accountsJob : undefined;
     // Each account's part of the run that just ended (with accounts): the monitor and notifications take them one by one.
     let accountParts: AccountOutcome[] | undefined;
@@ -68,7 +72,19 @@ export function register(program: Command): void {
     const maxLagSeconds = parseDuration(c.maxLag, 'maxLag');
     // (With notifications, notifySettings warns; once is enough.)
     if (!c.notifyUrl) warnIfMaxLagBelowSettle(maxLagSeconds, c.settle);
-    const monitor = httpPort === undefined ? undefined : await startMonitor({ host: flags.httpHost, port: httpPort, maxLagSeconds, dataDir: base.dataDir, logger, ...(accounts ? { accounts } : {}) });
+    const monitor =
+      httpPort === undefined
+        ? undefined
+        : await startMonitor({
+            host: flags.httpHost,
+            port: httpPort,
+            maxLagSeconds,
+            dataDir: base.dataDir,
+            logger,
+            volume: volumeRuleOf(c),
+            commands: jobs.some((j) => j.name === 'weekly-verify') ? ['export', 'verify'] : ['export'],
+            ...(accounts ? { accounts } : {}),
+          });
     if (monitor) process.stdout.write(`Metrics: ${monitor.url}/metrics  (health: ${monitor.url}/healthz)\n`);
 
     const notify = notifySettings(loaded);
@@ -76,7 +92,7 @@ export function register(program: Command): void {
     let abort = new AbortController();
     const scheduler = startScheduler({
       jobs,
-      settings: { cron: c.scheduleCron, timezone: c.scheduleTimezone },
+      settings,
       logger,
       context: () => {
         stop = new AbortController();
@@ -85,6 +101,7 @@ export function register(program: Command): void {
           pipeline: { ...base, logger, stopSignal: stop.signal, abortSignal: abort.signal },
           ...(since !== undefined ? { since } : {}),
           lookbackSeconds,
+          verify,
         };
       },
       onRunStart: (job: string) => {

@@ -10,9 +10,11 @@ import { UsageError } from '../usage-error.js';
 import type { StoreStatus } from '../../store/status.js';
 import { addAccountSelection, chosenAccounts, type AccountFlags } from '../account-options.js';
 import { oneLine } from '../../util/terminal-text.js';
+import { addVolumeOptions, volumeConfigFlags, volumeRuleOf, type VolumeFlags } from '../volume-options.js';
+import { describeVerification } from '../verify-report.js';
 
 export function register(program: Command): void {
-  addAccountSelection(program
+  addVolumeOptions(addAccountSelection(program
     .command('status')
     .description('Checkpoint and lag, coverage holes, last runs, rows, partitions and size (read-only)')
     .option('--data-dir <dir>', 'data directory; also SESSION_ETL_DATA_DIR (default ./data)')
@@ -21,19 +23,20 @@ export function register(program: Command): void {
     .option('--runs <n>', 'how many recent runs to show', '10')
     .option('--json', 'print as JSON')
     .option('--check', 'health check: exit 0 when healthy, 1 with one line per problem (failed last run, lag beyond --max-lag, holes)')
-    .option('--max-lag <duration>', 'with --check: the checkpoint may be this far behind now (default 26h)'))
-    .action(async (flags: AccountFlags & { dataDir?: string; config?: string; parquetUrl?: string; runs: string; json?: boolean; check?: boolean; maxLag?: string }) => {
+    .option('--max-lag <duration>', 'with --check: the checkpoint may be this far behind now (default 26h)')))
+    .action(async (flags: AccountFlags & VolumeFlags & { dataDir?: string; config?: string; parquetUrl?: string; runs: string; json?: boolean; check?: boolean; maxLag?: string }) => {
       if (!/^\d+$/.test(flags.runs.trim()) || Number(flags.runs) < 1) {
         throw new UsageError(`--runs must be a positive whole number, got ${JSON.stringify(flags.runs)}`);
       }
-      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir, parquetUrl: flags.parquetUrl } });
+      const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir, parquetUrl: flags.parquetUrl, ...volumeConfigFlags(flags) } });
       const { config } = loaded;
       const { datasetOf } = await import('../../pipeline/run.js');
       const { dataset } = datasetOf({ ...(config.parquetUrl ? { parquetUrl: config.parquetUrl } : {}), s3PathStyle: config.s3PathStyle });
+      const volume = volumeRuleOf(config);
       const accounts = chosenAccounts(loaded, flags);
       if (accounts) {
         const { accountsStatus } = await import('../accounts-status.js');
-        process.exitCode = await accountsStatus(config.dataDir, accounts, { ...flags, runs: Number(flags.runs), maxLag: flags.maxLag ?? config.maxLag, settle: config.settle }, formatStatus, dataset);
+        process.exitCode = await accountsStatus(config.dataDir, accounts, { ...flags, runs: Number(flags.runs), maxLag: flags.maxLag ?? config.maxLag, settle: config.settle }, formatStatus, dataset, volume);
         return;
       }
       // With the dataset and state in a bucket the local directory is only a cache: it may not exist.
@@ -41,11 +44,11 @@ export function register(program: Command): void {
       if (flags.check || flags.maxLag !== undefined) {
         const { statusCheck } = await import('../status-check.js');
         // --max-lag, else the configuration's maxLag (the same limit notifications use).
-        process.exitCode = await statusCheck(config.dataDir, { ...flags, maxLag: flags.maxLag ?? config.maxLag }, config.settle, dataset);
+        process.exitCode = await statusCheck(config.dataDir, { ...flags, maxLag: flags.maxLag ?? config.maxLag }, config.settle, dataset, volume);
         return;
       }
       const { readStatus } = await import('../../store/status.js');
-      const s = await readStatus(config.dataDir, Date.now(), Number(flags.runs), undefined, dataset);
+      const s = await readStatus(config.dataDir, Date.now(), Number(flags.runs), undefined, dataset, volume);
       process.stdout.write(flags.json ? JSON.stringify({ ...s, partialDays: partialDays(s.coverage) }) + '\n' : formatStatus(s));
     });
 }
@@ -81,6 +84,13 @@ function describeBackfills(b: StoreStatus['unfinishedBackfills']): string {
     .join('\n                ');
 }
 
+/** Volume anomalies (README "Volume anomalies"), each day with its count and what its weekday usually holds. */
+function describeAnomalies(s: StoreStatus): string {
+  if (!s.volumeAnomalies.length) return 'no anomalies';
+  const days = s.volumeAnomalies.map((a) => `${a.date} (${a.sessions} sessions, expected about ${a.expected})`);
+  return `${days.length} anomal${days.length === 1 ? 'y' : 'ies'}: ${days.join(', ')}; compare each with the source: session-etl verify --from DAY --to NEXT-DAY`;
+}
+
 function human(bytes: number): string {
   const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let i = 0;
@@ -100,6 +110,8 @@ export function formatStatus(s: StoreStatus): string {
     `coverage        ${s.coverage.map((c) => `${c.from} – ${c.to}`).join(', ') || '(none)'}`,
     `coverage holes  ${s.coverageHoles.map((c) => `${c.from} – ${c.to}`).join(', ') || 'none'}`,
     `partial days    ${describePartialDays(s.coverage)}`,
+    `volume          ${describeAnomalies(s)}`,
+    `last verified   ${describeVerification(s.lastVerification)}`,
     `rows            ${s.rows ?? '(parquet only: see the dataset)'}${s.pendingRows ? ` (+${s.pendingRows} committed, merged by the next run)` : ''}${s.rejected ? `, ${s.rejected} rejected` : ''}`,
     `partitions      ${s.partitions}${s.pendingPartitions.length ? ` (${s.pendingPartitions.length} waiting for a rewrite)` : ''}`,
     `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})`,

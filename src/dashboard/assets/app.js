@@ -134,8 +134,10 @@ function drawCoverage(c) {
   }
   for (const d of c.days) {
     const level = d.sessions === 0 ? 0 : Math.min(4, 1 + Math.floor((4 * d.sessions) / (max + 1)));
-    const title = `${d.date}: ${DAY_WORDS[d.state] || d.state}${stored(d.sessions)}${d.command ? `\nfill it: ${d.command}` : ''}`;
-    const cell = el('button', { type: 'button', class: `day ${d.state} l${level}`, dataTestid: 'coverage-day', dataDate: d.date, dataState: d.state, title, 'aria-label': title });
+    const anomaly = d.anomaly ? `\nvolume anomaly: ${fmt.format(d.anomaly.sessions)} sessions, expected about ${fmt.format(d.anomaly.expected)}` : '';
+    const title = `${d.date}: ${DAY_WORDS[d.state] || d.state}${stored(d.sessions)}${anomaly}${d.command ? `\nfill it: ${d.command}` : ''}`;
+    const cell = el('button', { type: 'button', class: `day ${d.state} l${level}${d.anomaly ? ' anomaly' : ''}`, dataTestid: 'coverage-day', dataDate: d.date, dataState: d.state, title, 'aria-label': title });
+    if (d.anomaly) cell.dataset.anomaly = `${d.anomaly.sessions}/${d.anomaly.expected}`;
     cell.addEventListener('click', () => showDay(d));
     cells.push(cell);
   }
@@ -167,6 +169,12 @@ function showDay(d) {
   const p = $('day-detail');
   p.replaceChildren(el('strong', { text: d.date }), ` ${DAY_WORDS[d.state] || d.state}${stored(d.sessions)}. `);
   if (d.command) p.append('Fill it with ', el('code', { dataTestid: 'day-command', text: d.command }));
+  if (d.anomaly) {
+    p.append(
+      el('span', { dataTestid: 'day-anomaly', text: `Volume anomaly: ${fmt.format(d.anomaly.sessions)} sessions, expected about ${fmt.format(d.anomaly.expected)} (its weekday's median).${d.anomaly.command ? ' Compare it with the source: ' : ''}` }),
+      d.anomaly.command ? el('code', { dataTestid: 'anomaly-command', text: d.anomaly.command }) : '',
+    );
+  }
 }
 
 // ---- runs -------------------------------------------------------------------------------------

@@ -1,0 +1,264 @@
+/**
+ * `session-etl verify`: a range fetched again exactly as a backfill fetches it (the same windows,
+ * bisection, validation and rate control: run.ts drives it like any account's part of a run), but
+ * compared with the store instead of stored (store/range-comparison.ts). This module is what differs
+ * from a backfill: the plan (the range, or N random days of it), each window handed to the
+ * comparison, the repair, and the report, recorded day by day in `_verified_days` and as the run's
+ * `_runs` row (kind `verify`). A verify after which the store still differs from the source ends
+ * as a failed run (exit 1) naming the days; with `repair`, what was missing or changed is committed
+ * as a backfill commits it, and with `deleteMissing` what the source no longer returns is removed.
+ */
+import { join } from 'node:path';
+import type { SessionsBody } from '../reporting/sessions-body.js';
+import { SESSION_COLUMNS } from '../store/contract.js';
+import { FILE_MODE } from '../store/layout.js';
+import { RangeComparison, type DayComparison } from '../store/range-comparison.js';
+import { readDayCounts } from '../store/read-volume-anomalies.js';
+import type { RowBatch } from '../store/rows.js';
+import type { SessionStore } from '../store/session-store.js';
+import type { VerifiedDay } from '../store/verify-log.js';
+import { mergeIntervals } from '../time/intervals.js';
+import { isoOf, type Window } from '../time/windows.js';
+import type { Logger } from '../util/logger.js';
+import { writeNewFile } from '../util/temp-file.js';
+import { flattenResponse, type InvalidPolicy } from './flatten.js';
+import { RunFailedError } from './errors.js';
+import type { PipelineOptions, RunSummary } from './options.js';
+import type { RunTally } from './run-tally.js';
+
+export interface VerifyOptions extends PipelineOptions {
+  /** Range start, epoch seconds (inclusive). */
+  from: number;
+  /** Range end, epoch seconds (exclusive); clamped to now - settle. */
+  to: number;
+  /** Verify this many random days of the range (each day as far as it lies in the range). */
+  sample?: number;
+  /** The draw of `sample` (tests); default Math.random. */
+  random?: () => number;
+  /** Make the store equal the source: commit what is missing or changed. */
+  repair?: boolean;
+  /** With repair: also remove the sessions the source no longer returns. */
+  deleteMissing?: boolean;
+  /**
+   * Only the whole days of this many seconds before the day of the account's checkpoint (within
+   * [from, to)): what the scheduled verify checks, so that days not exported yet are not taken for
+   * missing ones. Nothing stored yet: nothing to verify.
+   */
+  beforeCheckpoint?: number;
+}
+
+/** A day as verify reports it: what it compared, what it did, and whether the store now holds the source's sessions of it. */
+export type VerifyDay = DayComparison & Pick<VerifiedDay, 'whole' | 'repaired' | 'deleted' | 'equal' | 'storedAfter'>;
+
+export interface VerifyReport {
+  /** The days drawn by --sample (each a window of the plan), or null for the whole range. */
+  sampled: string[] | null;
+  repair: boolean;
+  deleteMissing: boolean;
+  /** Every day compared, oldest first. */
+  days: VerifyDay[];
+  totals: { days: number; source: number; stored: number; missing: number; gone: number; changed: number; repaired: number; deleted: number; differingDays: number };
+  /** The store held the source's sessions of every compared day when the verify ended. */
+  equal: boolean;
+}
+
+/** A verify's summary: a run's, with what it found. */
+export type VerifySummary = RunSummary & { kind: 'verify'; verify: VerifyReport | null };
+
+/** A verify after which the store still differs from the source: a failed run (exit 1) carrying its summary. */
+export class VerifyDifferencesError extends RunFailedError {
+  override readonly name = 'RunFailedError' as const;
+  /** Tells it apart from the other failures of a run. */
+  readonly differences = true;
+  constructor(
+    message: string,
+    readonly summary: VerifySummary,
+  ) {
+    super(message, summary.runId);
+  }
+}
+
+const DAY = 86_400;
+
+/** The windows a verify fetches: the range (clamped to now - settle), or `sample` random days of it. */
+export function verifyPlan(
+  opts: VerifyOptions,
+  nowS: number,
+  settle: number,
+  checkpoint?: number,
+): { range: Window | null; todo: Window[]; sampled: string[] | null } {
+  let to = Math.min(opts.to, Math.floor(nowS - settle));
+  let from = opts.from;
+  if (opts.beforeCheckpoint !== undefined) {
+    if (checkpoint === undefined) return { range: null, todo: [], sampled: null };
+    to = Math.min(to, Math.floor(checkpoint / DAY) * DAY);
+    from = Math.max(from, to - opts.beforeCheckpoint);
+  }
+  if (from >= to) return { range: null, todo: [], sampled: null };
+  const range = { start: from, end: to };
+  if (opts.sample === undefined) return { range, todo: [range], sampled: null };
+  const days: Window[] = [];
+  for (let d = Math.floor(range.start / DAY) * DAY; d < range.end; d += DAY) days.push({ start: Math.max(d, range.start), end: Math.min(d + DAY, range.end) });
+  const random = opts.random ?? Math.random;
+  // A partial Fisher-Yates shuffle: the first `sample` days are a uniform draw.
+  for (let i = 0; i < Math.min(opts.sample, days.length); i++) {
+    const j = i + Math.floor(random() * (days.length - i));
+    [days[i], days[j]] = [days[j]!, days[i]!];
+  }
+  const todo = days.slice(0, opts.sample).sort((a, b) => a.start - b.start);
+  return { range, todo, sampled: todo.map((w) => isoOf(w.start).slice(0, 10)) };
+}
+
+/** One account's verify while it runs: each fetched window to the comparison, then the repair and the report. */
+export class AccountVerifier {
+  private seq = 0;
+  private days: DayComparison[] | undefined;
+  private done: { repaired: number; deleted: number } | undefined;
+
+  private constructor(
+    private readonly store: SessionStore,
+    private readonly comparison: RangeComparison,
+    private readonly opts: VerifyOptions,
+    private readonly account: string,
+    private readonly tally: RunTally,
+  ) {}
+
+  static async open(store: SessionStore, account: string, opts: VerifyOptions, tally: RunTally): Promise<AccountVerifier> {
+    return new AccountVerifier(store, await RangeComparison.open(store, account), opts, account, tally);
+  }
+
+  /**
+   * Hands one fetched window to the comparison: its records as a file (a body the scanner read
+   * whole as it is; any other validated record by record first, as a backfill's are).
+   */
+  async add(w: Window, body: SessionsBody, fetchedAtMs: number): Promise<void> {
+    let bytes: Buffer;
+    let count: number;
+    if (body.kind === 'ndjson') {
+      bytes = body.ndjson;
+      count = body.count;
+    } else {
+      const flat = flattenResponse(body.records, fetchedAtMs / 1000, (this.opts.onInvalid ?? 'fail') as InvalidPolicy);
+      this.tally.totals.rejected += flat.rejected.length;
+      this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
+      bytes = batchToNdjson(flat.batch);
+      count = flat.batch.length;
+    }
+    const dir = this.store.layout.tmpDir;
+    // Named as a commit's record files are: a leftover (a crash) is recognised and removed as one.
+    const name = `rows-${String(w.start).padStart(12, '0')}-${process.pid}-${++this.seq}`;
+    const file = count > 0 ? await writeNewFile((suffix) => join(dir, `${name}-${suffix}.ndjson`), bytes, { mode: FILE_MODE }) : null;
+    await this.comparison.add({ window: w, file, count, extractedAt: fetchedAtMs / 1000 });
+  }
+
+  /** After the last window: the comparison finished, and with `repair` its commits (before the run's last flush). */
+  async settle(runId: string, logger: Logger): Promise<void> {
+    this.days = await this.comparison.finish();
+    const differing = this.days.filter((d) => d.missing + d.gone + d.changed > 0);
+    if (differing.length) logger.warn({ days: differing.map((d) => d.date) }, `verify: the store differs from the source on ${differing.length} day(s)`);
+    if (this.opts.repair) this.done = await this.comparison.repair({ runId, deleteMissing: Boolean(this.opts.deleteMissing) });
+  }
+
+  /**
+   * The report once the run's last flush made the repair visible: each compared day with what was
+   * done and what the store holds now, recorded in `_verified_days`.
+   */
+  async report(plan: { todo: Window[]; sampled: string[] | null }, nowS: number): Promise<VerifyReport> {
+    const compared = new Map((this.days ?? []).map((d) => [d.date, d]));
+    const covered = mergeIntervals(plan.todo);
+    const after = (await readDayCounts(this.store.conn, this.store, this.account)).get(this.account) ?? new Map<string, number>();
+    const repair = Boolean(this.opts.repair);
+    const deleteMissing = repair && Boolean(this.opts.deleteMissing);
+    const days: VerifyDay[] = [];
+    for (const date of planDays(plan.todo)) {
+      const d = compared.get(date) ?? { date, source: 0, stored: 0, missing: 0, gone: 0, changed: 0, changedFields: {} };
+      const start = Date.parse(`${date}T00:00:00Z`) / 1000;
+      const fixed = repair ? d.missing + d.changed : 0;
+      const removed = deleteMissing ? d.gone : 0;
+      days.push({
+        ...d,
+        whole: covered.some((w) => w.start <= start && w.end >= start + DAY),
+        repaired: fixed,
+        deleted: removed,
+        equal: d.missing + d.changed - fixed === 0 && d.gone - removed === 0,
+        storedAfter: after.get(date) ?? 0,
+      });
+    }
+    // Days of sessions whose start moved out of the plan's days are not verified days; the plan's are.
+    await this.store.recordVerifiedDays(this.account, this.tally.runId, nowS, days);
+    const sum = (k: 'source' | 'stored' | 'missing' | 'gone' | 'changed' | 'repaired' | 'deleted') => days.reduce((n, d) => n + d[k], 0);
+    return {
+      sampled: plan.sampled,
+      repair,
+      deleteMissing,
+      days,
+      totals: {
+        days: days.length,
+        source: sum('source'),
+        stored: sum('stored'),
+        missing: sum('missing'),
+        gone: sum('gone'),
+        changed: sum('changed'),
+        repaired: this.done?.repaired ?? 0,
+        deleted: this.done?.deleted ?? 0,
+        differingDays: days.filter((d) => d.missing + d.gone + d.changed > 0).length,
+      },
+      equal: days.every((d) => d.equal),
+    };
+  }
+
+  close(): Promise<void> {
+    return this.comparison.close();
+  }
+}
+
+/** The UTC days of the plan's windows, oldest first. */
+function planDays(todo: readonly Window[]): string[] {
+  const out = new Set<string>();
+  for (const w of todo) for (let d = Math.floor(w.start / DAY) * DAY; d < w.end; d += DAY) out.add(isoOf(d).slice(0, 10));
+  return [...out].sort();
+}
+
+/**
+ * What is left differing, in words: the days and their counts, and what to run (the error of a
+ * verify that ends with the store still differing from the source).
+ */
+export function differencesText(report: VerifyReport, command: string): string {
+  const left = report.days.filter((d) => !d.equal);
+  const shown = left.slice(0, 10).map((d) => {
+    const parts = [
+      !report.repair && d.missing ? `${d.missing} missing` : '',
+      !report.repair && d.changed ? `${d.changed} changed` : '',
+      d.gone - d.deleted ? `${d.gone - d.deleted} no longer returned by the source` : '',
+    ].filter(Boolean);
+    return `${d.date}: ${parts.join(', ')}`;
+  });
+  const more = left.length > shown.length ? `, and ${left.length - shown.length} more day(s)` : '';
+  const toFix = left.some((d) => !report.repair && d.missing + d.changed > 0);
+  const advice = toFix
+    ? `make the store equal the source with \`${command} --repair\` (sessions the source no longer returns are removed only with --delete-missing)`
+    : `sessions the source no longer returns are kept: remove them with \`${command} --repair --delete-missing\` only if the source is right to have dropped them`;
+  return `the store differs from the source on ${left.length} day(s): ${shown.join('; ')}${more}; ${advice}`;
+}
+
+/** The command that verifies `range` again (an account's with many accounts). */
+export function verifyCommand(range: Window, account: string): string {
+  const arg = (t: number) => (t % DAY === 0 ? isoOf(t).slice(0, 10) : isoOf(t));
+  return `session-etl verify --from ${arg(range.start)} --to ${arg(range.end)}${account ? ` --account ${account}` : ''}`;
+}
+
+/** A validated batch as the newline-delimited JSON a commit's record file holds (the reporting record's shape). */
+function batchToNdjson(batch: RowBatch): Buffer {
+  const sourced = SESSION_COLUMNS.map((c, i) => ({ path: c.source.split('.'), i, ts: c.type === 'TIMESTAMPTZ' })).filter((c) => c.path[0] !== 'lineage');
+  const lines: string[] = [];
+  for (let r = 0; r < batch.length; r++) {
+    const o: Record<string, unknown> = {};
+    for (const c of sourced) {
+      const v = batch.columns[c.i]![r] ?? null;
+      if (c.path.length === 1) o[c.path[0]!] = v;
+      else ((o[c.path[0]!] ??= {}) as Record<string, unknown>)[c.path[1]!] = v;
+    }
+    lines.push(JSON.stringify(o));
+  }
+  return Buffer.from(lines.join('\n'), 'utf8');
+}

@@ -1,0 +1,59 @@
+/**
+ * The volume anomalies of a store, by account: its sessions counted per UTC day (the `sessions`
+ * table, or this store's files of the Parquet dataset for format parquet), judged against each
+ * account's coverage and the days `verify` confirmed (volume-anomalies.ts). One GROUP BY over the
+ * table (tens of milliseconds for a million sessions); the dataset's counts come from the files'
+ * footers and their `date=` directories.
+ */
+import { join } from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { readAllCoverage } from './coverage.js';
+import { queryRows, sqlString } from './duckdb.js';
+import type { OutputFormat, StoreLayout } from './layout.js';
+import type { StoreShape } from './shape.js';
+import { readConfirmedDays } from './verify-log.js';
+import { findVolumeAnomalies, type VolumeAnomaly, type VolumeRule } from './volume-anomalies.js';
+
+/** What of a store the counts need (a SessionStore is one). */
+export interface CountedStore {
+  format: OutputFormat;
+  shape: StoreShape;
+  layout: StoreLayout;
+}
+
+/** Stored sessions per account ('' in a single-account store) and UTC day; `only`: that account's alone. */
+export async function readDayCounts(conn: DuckDBConnection, store: CountedStore, only?: string): Promise<Map<string, Map<string, number>>> {
+  const account = store.shape.many ? 'account' : "''";
+  const own = store.shape.many && only !== undefined ? ` AND account = ${sqlString(only)}` : '';
+  const sql =
+    store.format === 'parquet'
+      ? `SELECT ${account} AS a, CAST("date" AS VARCHAR) AS d, count(*) AS n
+         FROM read_parquet(${sqlString(join(store.layout.parquetDir, 'date=*', store.layout.partitionFile))}, hive_partitioning = true)
+         WHERE "date" IS NOT NULL${own} GROUP BY ALL`
+      : `SELECT ${account} AS a, strftime(started_at, '%Y-%m-%d') AS d, count(*) AS n FROM sessions WHERE started_at IS NOT NULL${own} GROUP BY ALL`;
+  const rows = await queryRows<{ a: string; d: string; n: bigint | number }>(conn, sql).catch((err: unknown) => {
+    // A Parquet-only store with no day written yet has no files to read.
+    if (store.format === 'parquet' && /No files found/i.test(String((err as Error)?.message))) return [];
+    throw err;
+  });
+  const out = new Map<string, Map<string, number>>();
+  for (const r of rows) {
+    const m = out.get(r.a) ?? out.set(r.a, new Map()).get(r.a)!;
+    m.set(r.d, Number(r.n));
+  }
+  return out;
+}
+
+/** Each account's volume anomalies (every account that has coverage; none when the rule is off). */
+export async function readVolumeAnomalies(conn: DuckDBConnection, store: CountedStore, rule: VolumeRule): Promise<Map<string, VolumeAnomaly[]>> {
+  const out = new Map<string, VolumeAnomaly[]>();
+  if (!(rule.threshold > 0)) return out;
+  const coverage = await readAllCoverage(conn);
+  if (coverage.size === 0) return out;
+  const counts = await readDayCounts(conn, store);
+  const confirmed = await readConfirmedDays(conn);
+  for (const [account, windows] of coverage) {
+    out.set(account, findVolumeAnomalies(counts.get(account) ?? new Map(), windows, rule, confirmed.get(account)));
+  }
+  return out;
+}
