@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../helpers/cli.js';
 import { promtool } from './helpers.js';
 
-const RULES = join(REPO_ROOT, 'docs', 'alerts.yml');
+const RULES = join(REPO_ROOT, 'config', 'alerts.yml');
 
 async function readmeBlocks(): Promise<string[]> {
   const readme = await readFile(join(REPO_ROOT, 'README.md'), 'utf8');
@@ -15,7 +15,7 @@ async function readmeBlocks(): Promise<string[]> {
 }
 
 describe('alert rules and scrape configuration', () => {
-  it('docs/alerts.yml passes promtool check rules, and its unit tests (promtool test rules) pass', () => {
+  it('config/alerts.yml passes promtool check rules, and its unit tests (promtool test rules) pass', () => {
     const check = promtool(['check', 'rules', RULES]);
     expect(check.output).toMatch(/SUCCESS: 3 rules found/);
     expect(check.code).toBe(0);
@@ -24,7 +24,7 @@ describe('alert rules and scrape configuration', () => {
     expect(test.code).toBe(0);
   });
 
-  it("the README's rules are docs/alerts.yml, and its scrape configuration passes promtool check config", async () => {
+  it("the README's rules are config/alerts.yml, and its scrape configuration passes promtool check config", async () => {
     const blocks = await readmeBlocks();
     expect(blocks.find((b) => b.includes('groups:'))).toBe(await readFile(RULES, 'utf8'));
     const scrape = blocks.find((b) => b.includes('scrape_configs:'));

@@ -1,5 +1,5 @@
 /**
- * docs/kubernetes/cronjob.yaml (issue 18, item 4): every YAML document parsed and its structure
+ * config/kubernetes/cronjob.yaml (issue 18, item 4): every YAML document parsed and its structure
  * checked, the way a user applying it would find out otherwise (a Job that is not Indexed, a shard
  * count that disagrees with the pod count, a mount without a volume, a key in the ConfigMap).
  */
@@ -11,7 +11,7 @@ import { parseAllDocuments } from 'yaml';
 import { CONFIG_DEFAULTS } from '../../src/config/defaults.js';
 import { ConfigSchema } from '../../src/config/schema.js';
 
-const DIR = fileURLToPath(new URL('../../docs/kubernetes/', import.meta.url));
+const DIR = fileURLToPath(new URL('../../config/kubernetes/', import.meta.url));
 const MANIFEST = `${DIR}cronjob.yaml`;
 const README = readFileSync(`${DIR}README.md`, 'utf8');
 /** The configuration file's rule for account names (docs/accounts.md). */
@@ -50,7 +50,7 @@ const definedSecrets = new Map<string, string[]>(
 );
 const secretKeys = (name: string): string[] | undefined => definedSecrets.get(name) ?? documentedSecrets.get(name);
 
-describe('docs/kubernetes/cronjob.yaml', () => {
+describe('config/kubernetes/cronjob.yaml', () => {
   it('parses as YAML documents without errors or warnings, each a Kubernetes object', () => {
     for (const d of documents) {
       expect(d.errors.map((e) => e.message)).toEqual([]);
@@ -239,7 +239,7 @@ const kubectl = spawnSync('kubectl', ['get', '--raw', '/version', '--request-tim
 const kubectlReady = kubectl.status === 0;
 if (!kubectlReady) {
   const why = kubectl.error && (kubectl.error as NodeJS.ErrnoException).code === 'ENOENT' ? 'kubectl is not on the PATH' : 'kubectl found no cluster to ask';
-  console.warn(`test/docs/kubernetes.test.ts: skipping "kubectl apply --dry-run=client" (${why}); the YAML checks above ran.`);
+  console.warn(`test/config/kubernetes.test.ts: skipping "kubectl apply --dry-run=client" (${why}); the YAML checks above ran.`);
 }
 
 describe('kubectl', () => {
