@@ -29,7 +29,7 @@ export async function measureDashboard(dataDir: string, chromiumPath = process.e
   const exited = new Promise<void>((r) => child.on('close', () => r()));
   const browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
   try {
-    // The address as printed, with the token made for this start (README "Dashboard", Access).
+    // The address as printed, with the token made for this start (docs/dashboard.md "Access").
     const url = await new Promise<string>((resolveUrl, reject) => {
       const t = setInterval(() => {
         const m = /^Dashboard: (\S+)\n/.exec(out);

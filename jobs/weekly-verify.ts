@@ -1,5 +1,5 @@
 /**
- * The scheduled sampled verify (README "Verifying against the source"): off unless `verifyCron` is
+ * The scheduled sampled verify (docs/data-quality.md "Verifying against the source"): off unless `verifyCron` is
  * set (e.g. "0 4 * * 0", Sundays at 04:00 in scheduleTimezone). Each run fetches `verifySample`
  * random days of the `verifyRange` before the checkpoint's day again and compares them with the
  * store; with `verifyRepair` it commits what is missing or changed. A run that leaves the store

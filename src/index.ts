@@ -4,7 +4,7 @@
  */
 export { runBackfill, runExport, newRunId, DEFAULTS, FirstRunNeedsSinceError } from './pipeline/run.js';
 export type { PipelineOptions, BackfillOptions, ExportOptions, RunSummary, Progress } from './pipeline/run.js';
-// Verifying a range against the source, and the volume-anomaly rule (README "When the source is wrong in silence").
+// Verifying a range against the source, and the volume-anomaly rule (docs/data-quality.md).
 export { runVerify, VerifyDifferencesError } from './pipeline/run.js';
 export type { VerifyOptions, VerifyReport, VerifySummary } from './pipeline/run.js';
 export { findVolumeAnomalies, DEFAULT_VOLUME_RULE, type VolumeAnomaly, type VolumeRule } from './store/volume-anomalies.js';
@@ -32,7 +32,7 @@ export * from './control/index.js';
 export * from './identity/index.js';
 // The vendor's list conventions (paging, sorting, filtering) over sessions: docs/list-conventions.md.
 export * from './list/index.js';
-// Monitoring: Prometheus metrics (a registry per call) and the health verdict (README "Monitoring").
+// Monitoring: Prometheus metrics (a registry per call) and the health verdict (docs/monitoring.md).
 export { createMetrics, type SessionEtlMetrics, type MetricsOptions, type RunRecord } from './monitoring/metrics.js';
 export { checkHealth, DEFAULT_MAX_LAG_SECONDS, type Health, type HealthOptions } from './monitoring/health.js';
 export { readMonitoredState, type MonitoredState, type MonitoredRun } from './monitoring/read-state.js';

@@ -20,7 +20,7 @@ export interface ExecuteRunOptions {
   logLevel: string;
   /** Grace period after the first signal before running requests are aborted, ms. */
   graceMs?: number;
-  /** Post run notifications (README "Notifications") as this command. */
+  /** Post run notifications (docs/monitoring.md "Notifications") as this command. */
   notify?: NotifySettings & { command: string; deps?: NotifyDeps };
   /** Where the summary and the error go (default: the process's stdout and stderr; a test passes its own). */
   output?: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream };

@@ -34,7 +34,7 @@ const COMMANDS: Array<() => Promise<Registrar>> = [
 
 export async function main(argv: string[] = process.argv): Promise<number> {
   // Nothing we write (DuckDB's own files included) is readable by others or writable by the group,
-  // whatever the umask (README "File modes"); a stricter umask stays as it is.
+  // whatever the umask (docs/design.md "What is stored in depth"); a stricter umask stays as it is.
   process.umask(process.umask(0o027) | 0o027);
   // A .env file in the working directory is read if present (the environment still wins).
   if (existsSync('.env')) {

@@ -152,7 +152,7 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
   };
 }
 
-/** Where and when run notifications go (README "Notifications"); undefined when notifyUrl is not set. */
+/** Where and when run notifications go (docs/monitoring.md "Notifications"); undefined when notifyUrl is not set. */
 export function notifySettings(loaded: LoadedConfig): NotifySettings | undefined {
   const c = loaded.config;
   if (!c.notifyUrl) return undefined;

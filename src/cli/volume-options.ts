@@ -1,5 +1,5 @@
 /**
- * The volume-anomaly flags (README "Volume anomalies") of `status` and the run commands, and the
+ * The volume-anomaly flags (docs/data-quality.md "Volume anomalies") of `status` and the run commands, and the
  * rule they and the configuration make.
  */
 import type { Command } from 'commander';

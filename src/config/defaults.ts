@@ -1,6 +1,6 @@
 /**
  * The default of every configuration key: the one place they are stated. loadConfig starts from
- * them, the README's configuration table and `session-etl config` show them, and the library's
+ * them, the configuration table of docs/configuration.md and `session-etl config` show them, and the library's
  * DEFAULTS (pipeline/run.ts) are derived from them, so a run from the command line and one from
  * the library behave the same when nothing is set.
  */

@@ -1,4 +1,4 @@
-/** Renders the configuration reference (README) from the zod schema's descriptions. */
+/** Renders the configuration reference (docs/configuration.md) from the zod schema's descriptions. */
 import { ConfigSchema } from './schema.js';
 import { ENV_KEYS } from './load.js';
 import { CONFIG_DEFAULTS } from './defaults.js';

@@ -1,5 +1,5 @@
 /**
- * The one configuration schema. Every field is described; the README's configuration reference
+ * The one configuration schema. Every field is described; the configuration reference of docs/configuration.md
  * and `session-etl config` are generated from these descriptions.
  */
 import cron from 'node-cron';

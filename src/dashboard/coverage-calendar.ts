@@ -23,7 +23,7 @@ export interface CalendarDay {
   /** The command that fills what of this day is missing; null when nothing is, or no command can. */
   command: string | null;
   /**
-   * A volume anomaly (README "Volume anomalies"): the day holds far fewer sessions than its weekday
+   * A volume anomaly (docs/data-quality.md "Volume anomalies"): the day holds far fewer sessions than its weekday
    * usually does: its sessions then, what it should hold, and the command comparing it with the source.
    * Absent on other days.
    */
@@ -54,7 +54,7 @@ export interface CalendarOptions {
   noCommands?: boolean;
   /** The range of the run going now (ISO instants): what it has not covered yet is `not-yet`. */
   running?: { from: string; to: string } | null;
-  /** The store's volume anomalies (README "Volume anomalies"): those days are marked. */
+  /** The store's volume anomalies (docs/data-quality.md "Volume anomalies"): those days are marked. */
   anomalies?: ReadonlyArray<{ date: string; sessions: number; expected: number }>;
 }
 

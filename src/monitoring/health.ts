@@ -27,7 +27,7 @@ export interface Health {
 
 /**
  * A volume anomaly as a reason: the day, its count and what it usually holds, and the command that
- * compares it with the source (README "Volume anomalies").
+ * compares it with the source (docs/data-quality.md "Volume anomalies").
  */
 export function volumeAnomalyReason(a: VolumeAnomaly): string {
   const next = new Date(Date.parse(`${a.date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);

@@ -128,7 +128,7 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
   new Gauge({
     // A count of days; not `…_days`, which Prometheus' naming rules (promtool check metrics) read as a unit of time.
     name: 'session_etl_volume_anomalies',
-    help: 'Volume anomalies: finished days holding far fewer sessions than their weekday usually does (README "Volume anomalies"); with accounts, summed over them',
+    help: 'Volume anomalies: finished days holding far fewer sessions than their weekday usually does (docs/data-quality.md "Volume anomalies"); with accounts, summed over them',
     registers,
     collect() {
       this.set(state.volumeAnomalies?.length ?? 0);

@@ -52,7 +52,7 @@ export function runEndOf(e: Omit<RunEnd, 'summary' | 'error'> & { summary?: RunS
   return { ...rest, ...(s ? { summary: s } : {}), ...(error !== undefined ? { error } : {}) };
 }
 
-/** The JSON body POSTed to notifyUrl (README "Notifications"). */
+/** The JSON body POSTed to notifyUrl (docs/monitoring.md "Notifications"). */
 export interface NotifyPayload {
   event: NotifyEvent;
   /** One readable line (Slack and Teams incoming webhooks show it). */

@@ -33,7 +33,7 @@ export interface MonitoredState {
   lastRun: MonitoredRun | null;
   /** End (or start) of the latest succeeded or nothing-to-do run, epoch seconds. */
   lastSuccessAt: number | null;
-  /** Finished days with far fewer sessions than their weekday usually has (README "Volume anomalies"); absent: none known. */
+  /** Finished days with far fewer sessions than their weekday usually has (docs/data-quality.md "Volume anomalies"); absent: none known. */
   volumeAnomalies?: VolumeAnomaly[];
 }
 

@@ -26,7 +26,7 @@ export interface SchedulerMonitorOptions {
   commands?: readonly string[];
   /** Many accounts: the chosen accounts (their state is read from the data directory's stores). */
   accounts?: readonly string[];
-  /** The volume-anomaly rule (README "Volume anomalies"); default: the configuration's defaults. */
+  /** The volume-anomaly rule (docs/data-quality.md "Volume anomalies"); default: the configuration's defaults. */
   volume?: VolumeRule;
 }
 

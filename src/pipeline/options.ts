@@ -72,7 +72,7 @@ export interface PipelineOptions {
   onProgress?: (p: Progress) => void;
   /** Run id (generated when absent). */
   runId?: string;
-  /** The volume-anomaly rule judged after the run (default: the configuration's defaults; README "Volume anomalies"). */
+  /** The volume-anomaly rule judged after the run (default: the configuration's defaults; docs/data-quality.md "Volume anomalies"). */
   volumeRule?: VolumeRule;
   /**
    * The data directory's one-writer lock. Default: taken, failing at once (LockHeldError, exit 3)
@@ -195,7 +195,7 @@ export interface RunSummary {
   /** `removed`: a first run that committed nothing removed what it had created (no file is left to name). */
   files: { dataDir: string; duckdb: string | null; parquet: string | null; partitionsWritten: string[]; removed?: boolean };
   error?: string;
-  /** The account's volume anomalies after the run (README "Volume anomalies"); absent when not read (the check off). */
+  /** The account's volume anomalies after the run (docs/data-quality.md "Volume anomalies"); absent when not read (the check off). */
   volumeAnomalies?: VolumeAnomaly[];
 }
 

@@ -182,7 +182,7 @@ export class FirstRunNeedsSinceError extends Error {
   readonly exitCode = ExitCode.usage;
 }
 
-/** Lowest --max-requests-per-second accepted: below it a run would seem to hang (README "Limits"). */
+/** Lowest --max-requests-per-second accepted: below it a run would seem to hang (docs/configuration.md). */
 export const MIN_REQUESTS_PER_SECOND = 0.01;
 
 /** A single-account run's batch: the store options are the run's own. */

@@ -6,7 +6,7 @@
  * the slow path's flattening (schema/rows.ts) and the list conventions' field names
  * (list/session-fields.ts).
  *
- * Adding a field is one row here (plus its tests, the emulator's data and a README note: the
+ * Adding a field is one row here (plus its tests, the emulator's data and a docs/data.md note: the
  * column contract is public). Order matters twice: it is the column order of the table and the
  * Parquet files (append new columns at the end of their group, never reorder), and the selection
  * order of the query, which the body scanner expects the server to follow. The fields of one

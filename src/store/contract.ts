@@ -1,6 +1,6 @@
 /**
  * The public column contract of the `sessions` table and of the Parquet dataset.
- * BI dashboards are built on these names: change them only with a migration and a note in the README.
+ * BI dashboards are built on these names: change them only with a migration and a note in docs/data.md.
  */
 import { SESSION_FIELDS, type ColumnType } from '../schema/session-fields.js';
 

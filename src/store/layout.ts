@@ -78,7 +78,7 @@ export function partitionDir(parquetDir: string, partition: string): string {
 
 /**
  * Modes of what session-etl creates, whatever the umask: no access for others (the data holds
- * customer names, emails and IPs); the group may read (BI service accounts). See README "File modes".
+ * customer names, emails and IPs); the group may read (BI service accounts). See docs/design.md "What is stored in depth".
  */
 export const DIR_MODE = 0o750;
 export const FILE_MODE = 0o640;

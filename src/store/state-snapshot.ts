@@ -3,7 +3,7 @@
  * readers can see it while a run holds the DuckDB file (DuckDB lets no other process open a file a
  * writer has open). Written atomically (a temporary file, fsync, rename) after commits — at most
  * about once a second — and at the end of every run; mode 0640. It is a public read interface
- * (README "State snapshot"): `readStateSnapshot(dataDir)` validates it and returns a typed object.
+ * (docs/running.md "State snapshot"): `readStateSnapshot(dataDir)` validates it and returns a typed object.
  * It holds no secret: the run history's errors are redacted before they are recorded.
  */
 import { readFile } from 'node:fs/promises';
@@ -86,7 +86,7 @@ export const StateSnapshotSchema = z.object({
   accounts: z.array(AccountStateSchema).optional(),
   /**
    * Finished days with far fewer sessions than their weekday usually has, under the rule of the
-   * run that wrote the snapshot (README "Volume anomalies"); a many-account store's are each
+   * run that wrote the snapshot (docs/data-quality.md "Volume anomalies"); a many-account store's are each
    * account's. Absent in snapshots of older versions.
    */
   volumeAnomalies: z.array(VolumeAnomalySchema).optional(),

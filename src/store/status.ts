@@ -44,7 +44,7 @@ export interface StoreStatus {
    * How far the run going now has got, as of its last commit (from its state snapshot); null when
    * none is going. With many accounts, the run of the whole store (every account it runs).
    */
-  /** Finished days with far fewer sessions than their weekday usually has (README "Volume anomalies"). */
+  /** Finished days with far fewer sessions than their weekday usually has (docs/data-quality.md "Volume anomalies"). */
   volumeAnomalies: VolumeAnomaly[];
   /** The latest `session-etl verify` and what it found; null when never verified. */
   lastVerification: LastVerification | null;

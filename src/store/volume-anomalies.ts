@@ -3,7 +3,7 @@
  * An endpoint that answers 200 without part of a day (after an outage, loading the rest hours or
  * days later) leaves a day that looks complete in the coverage; only its volume gives it away.
  *
- * The rule (README "Volume anomalies"): a day covered whole is compared with the median of the
+ * The rule (docs/data-quality.md "Volume anomalies"): a day covered whole is compared with the median of the
  * same weekday in each of the previous `weeks` weeks (weekends against weekends, so a quiet Sunday
  * is no alarm, and the median lets one odd week, a holiday, not move the expectation). It is judged
  * only when every one of those days is covered whole too and their median is at least

@@ -104,7 +104,7 @@ export function countWindows(from: number, to: number, chunk: number): number {
 }
 
 /**
- * Most windows one run plans (README "Limits"). Every window of a plan is held in memory while the
+ * Most windows one run plans (docs/configuration.md). Every window of a plan is held in memory while the
  * run goes; a range of decades cut into seconds would exhaust it (a V8 out-of-memory abort): such a
  * plan is refused (exit 2) naming its size and the --chunk that would fit.
  */

@@ -1,4 +1,4 @@
-/** The alert rules and the scrape configuration of the README, checked by Prometheus' own promtool. */
+/** The alert rules and the scrape configuration of docs/monitoring.md, checked by Prometheus' own promtool. */
 import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,9 +8,8 @@ import { promtool } from './helpers.js';
 
 const RULES = join(REPO_ROOT, 'config', 'alerts.yml');
 
-async function readmeBlocks(): Promise<string[]> {
-  const readme = await readFile(join(REPO_ROOT, 'README.md'), 'utf8');
-  const monitoring = readme.slice(readme.indexOf('## Monitoring'));
+async function monitoringDocBlocks(): Promise<string[]> {
+  const monitoring = await readFile(join(REPO_ROOT, 'docs', 'monitoring.md'), 'utf8');
   return [...monitoring.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
@@ -24,8 +23,8 @@ describe('alert rules and scrape configuration', () => {
     expect(test.code).toBe(0);
   });
 
-  it("the README's rules are config/alerts.yml, and its scrape configuration passes promtool check config", async () => {
-    const blocks = await readmeBlocks();
+  it("docs/monitoring.md's rules are config/alerts.yml, and its scrape configuration passes promtool check config", async () => {
+    const blocks = await monitoringDocBlocks();
     expect(blocks.find((b) => b.includes('groups:'))).toBe(await readFile(RULES, 'utf8'));
     const scrape = blocks.find((b) => b.includes('scrape_configs:'));
     expect(scrape).toBeDefined();

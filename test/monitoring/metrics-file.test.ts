@@ -38,7 +38,7 @@ describe('--metrics-file (textfile collector)', () => {
     expect(b.code, b.stderr).toBe(0);
     let text = await readFile(file, 'utf8');
     const stored = (await readDuckDbSessions(dataDir)).length;
-    // The vendor's windows are closed (README, "Partial days"): a session that started exactly at
+    // The vendor's windows are closed (docs/data.md, "Partial days"): a session that started exactly at
     // --to's midnight is stored too. The dataset moves with the date, so some days have one.
     expect(stored).toBe(emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D + 1).length);
     expect(value(text, 'session_etl_runs_total', { command: 'backfill', outcome: 'succeeded' })).toBe(1);

@@ -1,6 +1,6 @@
 /**
  * Notifications of a run over many accounts (issue 28), through the real CLI, with a real webhook
- * receiver on port 0 and the emulator: the whole step keeps to the README's 15 s however many
+ * receiver on port 0 and the emulator: the whole step keeps to docs/monitoring.md's 15 s however many
  * accounts fail, a stopping scheduler does not wait for it, every post names its account, and a
  * failure recorded for an account that has no directory yet is followed by its recovery.
  */
@@ -16,7 +16,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
 const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
-/** The README's promise: a receiver that never answers delays a run by 15 s at most. */
+/** docs/monitoring.md's promise: a receiver that never answers delays a run by 15 s at most. */
 const BUDGET_MS = 15_000;
 const NAMES = ['acme', 'globex', 'hooli', 'initech', 'umbrella'];
 
@@ -59,7 +59,7 @@ describe('notifications of many accounts', () => {
     const t0 = Date.now();
     const r = await child.result;
     expect(r.code, r.stderr).toBe(1);
-    // Sequentially (the earlier code) five accounts took 5 × 15 s. The bound is the README's
+    // Sequentially (the earlier code) five accounts took 5 × 15 s. The bound is docs/monitoring.md's
     // promise, with a margin for a loaded machine.
     expect(Date.now() - t0).toBeLessThan(BUDGET_MS + 4_000);
     const posts = silent.posts.slice(before).map((p) => p.json);
@@ -79,7 +79,7 @@ describe('notifications of many accounts', () => {
     child.kill('SIGTERM');
     const r = await child.result;
     // The grace period is 10 s (then what runs is aborted); the earlier code waited ~58 s here.
-    // A clean stop exits 0 (README "Stopping"): systemd and Kubernetes read 143 as a failure.
+    // A clean stop exits 0 (docs/running.md "Stopping"): systemd and Kubernetes read 143 as a failure.
     expect(Date.now() - t0).toBeLessThan(14_000);
     expect(r.code, r.stderr).toBe(0);
     expect([...new Set(silent.posts.slice(before).map((p) => p.json.account))].sort()).toEqual(NAMES);

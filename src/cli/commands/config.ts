@@ -14,7 +14,7 @@ export function register(program: Command): void {
     .action(async (flags: { config?: string; dataDir?: string; json?: boolean }) => {
       const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir } });
       const rows: Array<{ key: string; value: unknown; source: string }> = describeConfig(loaded);
-      // A format not given anywhere is the one the data directory recorded at its first run (README "Output"):
+      // A format not given anywhere is the one the data directory recorded at its first run (docs/design.md "What is stored in depth"):
       // show that one, read from its state snapshot (a plain file: no lock, no DuckDB), not the default for a new directory.
       const format = rows.find((r) => r.key === 'format');
       if (format?.source === 'default' && !loaded.config.accounts) {

@@ -84,7 +84,7 @@ function describeBackfills(b: StoreStatus['unfinishedBackfills']): string {
     .join('\n                ');
 }
 
-/** Volume anomalies (README "Volume anomalies"), each day with its count and what its weekday usually holds. */
+/** Volume anomalies (docs/data-quality.md "Volume anomalies"), each day with its count and what its weekday usually holds. */
 function describeAnomalies(s: StoreStatus): string {
   if (!s.volumeAnomalies.length) return 'no anomalies';
   const days = s.volumeAnomalies.map((a) => `${a.date} (${a.sessions} sessions, expected about ${a.expected})`);

@@ -1,6 +1,6 @@
 /**
  * `session-etl verify --from D1 --to D2`: fetches the range again exactly as a backfill would and
- * compares it with the store, day by day (README "Verifying against the source"). Exit 0 when the
+ * compares it with the store, day by day (docs/data-quality.md "Verifying against the source"). Exit 0 when the
  * store holds the source's sessions of every day compared (or --repair made it so), 1 when it does not.
  */
 import { Command } from 'commander';
