@@ -50,7 +50,7 @@ describe('the packed package', () => {
       'src/dashboard/assets/index.html', 'src/dashboard/assets/app.js',
       'config/alerts.yml', 'config/kubernetes/cronjob.yaml', 'config/systemd/session-etl.service',
       'config/examples/one-account.json', 'config/examples/many-accounts.json', 'config/examples/object-storage.json',
-      'docs/accounts.md', 'docs/object-storage.md',
+      'docs/design.md', 'docs/configuration.md', 'docs/accounts.md', 'docs/object-storage.md',
     ]) expect(files, f).toContain(f);
     const unwanted = files.filter((f) => /^(test|bench|\.ci|dist\/test|dist\/bench|data)\//.test(f) || /^src\/(?!dashboard\/assets\/)/.test(f) || /\.test\.[jt]s$/.test(f));
     expect(unwanted).toEqual([]);
