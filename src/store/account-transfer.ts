@@ -34,7 +34,7 @@ export interface TransferSource {
 }
 
 /** The state tables moved with an account. */
-const STATE_TABLES = ['_coverage', '_runs', '_backfills', 'rejected_sessions'] as const;
+const STATE_TABLES = ['_coverage', '_runs', '_backfills', 'rejected_sessions', '_verified_days'] as const;
 
 /** The meta key recording that an account was moved into this store (so that a move cut short is finished, not done twice). */
 export function movedKey(account: string): string {

@@ -49,6 +49,20 @@ function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string
   };
 }
 
+/**
+ * Whether the connection's current database has this table. A statement that fails inside a
+ * transaction aborts it (every later one fails), so a table that may not exist (a store of an older
+ * version, read without migrating it) is looked up first instead of read and caught.
+ */
+export async function tableExists(conn: DuckDBConnection, name: string): Promise<boolean> {
+  const rows = await queryRows<{ n: bigint | number }>(
+    conn,
+    'SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = $1 AND database_name = current_database() AND schema_name = current_schema()',
+    [name],
+  );
+  return Number(rows[0]?.n ?? 0) > 0;
+}
+
 export async function queryRows<T = Record<string, unknown>>(
   conn: DuckDBConnection,
   sql: string,

@@ -5,6 +5,8 @@
  * table (tens of milliseconds for a million sessions); the dataset's counts come from the files'
  * footers and their `date=` directories.
  */
+import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { readAllCoverage } from './coverage.js';
@@ -31,17 +33,24 @@ export async function readDayCounts(conn: DuckDBConnection, store: CountedStore,
          FROM read_parquet(${sqlString(join(store.layout.parquetDir, 'date=*', store.layout.partitionFile))}, hive_partitioning = true)
          WHERE "date" IS NOT NULL${own} GROUP BY ALL`
       : `SELECT ${account} AS a, strftime(started_at, '%Y-%m-%d') AS d, count(*) AS n FROM sessions WHERE started_at IS NOT NULL${own} GROUP BY ALL`;
-  const rows = await queryRows<{ a: string; d: string; n: bigint | number }>(conn, sql).catch((err: unknown) => {
-    // A Parquet-only store with no day written yet has no files to read.
-    if (store.format === 'parquet' && /No files found/i.test(String((err as Error)?.message))) return [];
-    throw err;
-  });
+  // A Parquet-only store with no day file here (none written yet, or the dataset in a bucket) has
+  // nothing to count: looked up first, as a failed read would abort the caller's transaction.
+  if (store.format === 'parquet' && !(await hasDayFile(store.layout))) return new Map();
+  const rows = await queryRows<{ a: string; d: string; n: bigint | number }>(conn, sql);
   const out = new Map<string, Map<string, number>>();
   for (const r of rows) {
     const m = out.get(r.a) ?? out.set(r.a, new Map()).get(r.a)!;
     m.set(r.d, Number(r.n));
   }
   return out;
+}
+
+async function hasDayFile(layout: StoreLayout): Promise<boolean> {
+  const days = await readdir(layout.parquetDir).catch(() => [] as string[]);
+  for (const d of days) {
+    if (d.startsWith('date=') && existsSync(join(layout.parquetDir, d, layout.partitionFile))) return true;
+  }
+  return false;
 }
 
 /** Each account's volume anomalies (every account that has coverage; none when the rule is off). */

@@ -12,7 +12,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { z } from 'zod';
 import { checkpointOf, holes } from '../time/intervals.js';
 import { isoOf } from '../time/windows.js';
-import { queryRows } from './duckdb.js';
+import { queryRows, tableExists } from './duckdb.js';
 import { writeFileAtomic } from './durable-fs.js';
 import { DataDirError } from './errors.js';
 import { boundRunError } from './run-log.js';
@@ -136,12 +136,9 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
       `SELECT ${store.format === 'parquet' ? 'NULL' : '(SELECT count(*) FROM sessions)'} AS rows,
          (SELECT count(*) FROM rejected_sessions) AS rejected, ${pending} AS pending`;
     type Counts = { rows: bigint | null; rejected: bigint; pending: bigint | number | null };
-    const counts = (
-      await queryRows<Counts>(conn, countsSql('(SELECT coalesce(sum(rows), 0) FROM _pending_files)')).catch(() =>
-        // A store of a version without _pending_files (read by `status` before any run migrated it).
-        queryRows<Counts>(conn, countsSql('0')),
-      )
-    )[0];
+    // A store of a version without _pending_files (read by `status` before any run migrated it).
+    const pendingSql = (await tableExists(conn, '_pending_files')) ? '(SELECT coalesce(sum(rows), 0) FROM _pending_files)' : '0';
+    const counts = (await queryRows<Counts>(conn, countsSql(pendingSql)))[0];
     const rows = store.format === 'parquet' ? null : Number(counts?.rows ?? 0);
     const rejected = Number(counts?.rejected ?? 0);
     const pendingRows = Number(counts?.pending ?? 0);

@@ -6,7 +6,7 @@
  * volume-anomaly check (a day verify found equal to the source is a quiet day, not an anomaly).
  */
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
-import { queryRows } from './duckdb.js';
+import { queryRows, tableExists } from './duckdb.js';
 
 export const VERIFIED_DAYS_DDL = `CREATE TABLE IF NOT EXISTS _verified_days (
   account VARCHAR NOT NULL DEFAULT '', day VARCHAR NOT NULL, run_id VARCHAR NOT NULL, verified_at TIMESTAMPTZ NOT NULL,
@@ -60,11 +60,13 @@ export async function recordVerifiedDays(
  * then, by account: the latest verification of each day counts. Empty for a store from before verify.
  */
 export async function readConfirmedDays(conn: DuckDBConnection): Promise<Map<string, Map<string, number>>> {
-  const rows = await queryRows<{ account: string; day: string; n: bigint | number }>(
-    conn,
-    `SELECT account, day, stored_after AS n FROM _verified_days WHERE whole
-     QUALIFY row_number() OVER (PARTITION BY account, day ORDER BY verified_at DESC) = 1 AND equal`,
-  ).catch(() => []);
+  const rows = !(await tableExists(conn, '_verified_days'))
+    ? []
+    : await queryRows<{ account: string; day: string; n: bigint | number }>(
+        conn,
+        `SELECT account, day, stored_after AS n FROM _verified_days WHERE whole
+         QUALIFY row_number() OVER (PARTITION BY account, day ORDER BY verified_at DESC) = 1 AND equal`,
+      );
   const out = new Map<string, Map<string, number>>();
   for (const r of rows) {
     const m = out.get(r.account) ?? out.set(r.account, new Map()).get(r.account)!;
@@ -95,11 +97,12 @@ export interface LastVerification {
 
 /** The latest verify run of each account, with what it found (accounts without one are absent). */
 export async function readLastVerifications(conn: DuckDBConnection): Promise<Map<string, LastVerification>> {
+  if (!(await tableExists(conn, '_verified_days'))) return new Map();
   const runs = await queryRows<{ account: string; run_id: string; at: Date | string; outcome: string; f: Date | string | null; t: Date | string | null; error: string | null }>(
     conn,
     `SELECT account, run_id, coalesce(ended_at, started_at) AS at, outcome, range_from AS f, range_to AS t, error FROM _runs WHERE kind = 'verify'
      QUALIFY row_number() OVER (PARTITION BY account ORDER BY started_at DESC) = 1`,
-  ).catch(() => []);
+  );
   const out = new Map<string, LastVerification>();
   if (!runs.length) return out;
   const days = await queryRows<{
@@ -109,7 +112,7 @@ export async function readLastVerifications(conn: DuckDBConnection): Promise<Map
     `SELECT run_id, day, source, missing, gone, changed, repaired, deleted, equal FROM _verified_days
      WHERE run_id IN (SELECT unnest($1::VARCHAR[])) ORDER BY day`,
     [listValue(runs.map((r) => r.run_id))],
-  ).catch(() => []);
+  );
   const iso = (v: Date | string | null) => (v == null ? null : v instanceof Date ? v.toISOString().replace('.000Z', 'Z') : String(v));
   for (const r of runs) {
     const own = days.filter((d) => d.run_id === r.run_id);

@@ -180,7 +180,7 @@ describe('config says where each value comes from', () => {
     const r = await runCli(['config'], { XDG_CONFIG_HOME: xdg }, cwd);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^dataDir +"\/srv\/from-dotenv" +\.env file$/m);
-    expect(r.stdout).toContain(`tokenFile             ${JSON.stringify(join(xdg, 'session-etl', 'tokens.json'))}`);
+    expect(r.stdout).toMatch(new RegExp(`^tokenFile +${JSON.stringify(join(xdg, 'session-etl', 'tokens.json')).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`, 'm'));
     expect(r.stdout).not.toMatch(/^tokenFile +null/m);
     const json = JSON.parse((await runCli(['config', '--json'], { XDG_CONFIG_HOME: xdg, SESSION_ETL_LOG_LEVEL: 'warn' }, cwd)).stdout) as {
       values: Array<{ key: string; value: unknown; source: string }>;
