@@ -138,6 +138,11 @@ export class RateLimiter {
   private stamps: number[] = [];
   private head = 0;
   private start: number | undefined;
+  /**
+   * When the other client's next request comes, ms after the start. Kept relative to the start so
+   * that the schedule is read at the very number nextChange gave: a change at 2.007 s is at
+   * 2007.0000000000002 ms, and start + that − start reads 2007, before it (once a loop for ever).
+   */
   private nextOther = 0;
   /** The other client's requests waiting for room. */
   private waiting = 0;
@@ -175,11 +180,11 @@ export class RateLimiter {
         this.waiting--;
       }
     };
-    while (this.nextOther <= nowMs) {
-      const t = this.nextOther;
-      const rps = scheduledAt(others, t - start);
+    while (start + this.nextOther <= nowMs) {
+      const t = start + this.nextOther;
+      const rps = scheduledAt(others, this.nextOther);
       if (rps <= 0) {
-        this.nextOther = start + nextChange(others, t - start);
+        this.nextOther = nextChange(others, this.nextOther);
         continue;
       }
       // Earlier waiting requests get in when the oldest counted one leaves the window.
@@ -187,14 +192,14 @@ export class RateLimiter {
       if (this.waiting > 0 && freed !== undefined && freed + this.quota(t).windowMs <= t) admit(freed + this.quota(t).windowMs);
       this.waiting = Math.min(this.waiting + 1, Math.max(1, Math.ceil(rps)));
       admit(t);
-      this.nextOther = t + 1_000 / rps;
+      this.nextOther += 1_000 / rps;
     }
     admit(nowMs);
   }
 
   /** Counts the request and returns undefined, or returns the Retry-After in whole seconds (>= 1). */
   take(nowMs: number): number | undefined {
-    if (this.start === undefined) this.nextOther = this.start = nowMs;
+    if (this.start === undefined) this.start = nowMs;
     this.others(nowMs);
     const { windowMs, limit } = this.quota(nowMs);
     this.drop(nowMs, windowMs);
@@ -212,7 +217,7 @@ export class RateLimiter {
    * and the seconds to that, rounded up.
    */
   state(nowMs: number): { limit: number; remaining: number; resetSeconds: number; resetAtMs: number } {
-    if (this.start === undefined) this.nextOther = this.start = nowMs;
+    if (this.start === undefined) this.start = nowMs;
     this.others(nowMs);
     const { windowMs, limit } = this.quota(nowMs);
     this.drop(nowMs, windowMs);

@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator, type EmulatorFaults } from '../../src/emulator/index.js';
 import { RateLimiter } from '../../src/emulator/faults.js';
+import vm from 'node:vm';
 import { D, FROM, NOW, TODAY, post, sessionsQuery } from './helpers.js';
 
 let emu: Emulator;
@@ -244,6 +245,16 @@ describe('RateLimiter', () => {
     // rounding the current second (1.9 s) up and the 0.35 s to go up again.
     expect(l.state(1_900)).toEqual({ limit: 3, remaining: 1, resetSeconds: 1, resetAtMs: 2_250 });
     expect(l.state(2_300)).toMatchObject({ remaining: 2, resetAtMs: 2_700 });
+  });
+
+  it.each([2.007, 7.0731234])('follows a schedule whose times are not whole milliseconds (another client from %s s on) at Date.now()\'s magnitude', (at) => {
+    // 2.007 s is 2007.0000000000002 ms: added to Date.now() and taken off again it reads 2007, just
+    // before the change. The limiter once waited for that change for ever; vm's timeout stops such a loop.
+    const start = 1_700_000_000_000;
+    const l = new RateLimiter({ rps: 5, others: [{ atSeconds: 0, rps: 0 }, { atSeconds: at, rps: 3 }] });
+    const taken = (from: number) => [0, 100, 200, 300, 400, 500].filter((dt) => l.take(from + dt) === undefined).length;
+    const run = () => [taken(start), taken(start + 1_000), taken(start + 20_000)];
+    expect(vm.runInNewContext('run()', { run }, { timeout: 2_000 })).toEqual([5, 5, 2]);
   });
 
   it('below one request per second, waits whole seconds', () => {
