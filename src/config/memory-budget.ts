@@ -256,8 +256,10 @@ export function splitBudget(
   }
   const spare = budget.bytes - FIXED_BYTES;
   const concurrency = Math.max(1, opts.concurrency);
-  const bodyEach = Math.max(MIN_BODY_BYTES, Math.min(opts.maxBodyBytes, Math.floor((spare * BODIES_SHARE) / concurrency)));
   const duckdbBytes = Math.max(MIN_DUCKDB_BYTES, Math.min(MAX_DUCKDB_BYTES, Math.floor(spare * DUCKDB_SHARE)));
+  // The bodies' share, less what DuckDB's minimum took beyond its own share near the minimum budget.
+  const bodies = Math.min(spare * BODIES_SHARE, spare - duckdbBytes);
+  const bodyEach = Math.max(MIN_BODY_BYTES, Math.min(opts.maxBodyBytes, Math.floor(bodies / concurrency)));
   const override = opts.duckdbOverride?.trim();
   return {
     budget: budget.bytes,
@@ -268,7 +270,7 @@ export function splitBudget(
     bodiesBytes: bodyEach * concurrency,
     maxBodyBytes: bodyEach,
     // A waiting window's body is written to a file as soon as its commit takes it: twice the bodies' share.
-    commitSlots: Math.max(2, Math.min(2 * concurrency, Math.floor((2 * spare * BODIES_SHARE) / bodyEach))),
+    commitSlots: Math.max(2, Math.min(2 * concurrency, Math.floor((2 * bodies) / bodyEach))),
   };
 }
 
