@@ -30,8 +30,7 @@ export const FIXED_BYTES = 128 * MiB;
 
 /**
  * The smallest pool DuckDB's merges work in. Measured on the long-text backfill (notes of 1–2 KB, a
- * merge takes one 122,880-row group, ~180 MB of text; with preserve_insertion_order=false and a
- * temp directory to spill to): 64MB failed with DuckDB's "Out of Memory" in a merge at 100 k
+ * merge takes one 122,880-row group, ~180 MB of text; with a temp directory to spill to): 64MB failed with DuckDB's "Out of Memory" in a merge at 100 k
  * sessions; 96MiB at 1 M ("failed to allocate 4.0 MiB (93.9 MiB/96.0 MiB used)"); 128MB completed at 1 M.
  */
 export const MIN_DUCKDB_BYTES = 128 * MiB;

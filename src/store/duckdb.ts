@@ -27,10 +27,9 @@ function instanceConfig(opts: DbSettings): Record<string, string> {
   if (opts.readOnly) config.access_mode = 'READ_ONLY';
   if (opts.threads) config.threads = String(opts.threads);
   if (opts.memoryLimit) config.memory_limit = opts.memoryLimit;
+  // preserve_insertion_order stays on: a merge relies on the order rows are appended in (merge.ts:
+  // rows of its own append are told apart by row id), and off it changed which rows a merge took.
   if (opts.tempDirectory) config.temp_directory = opts.tempDirectory;
-  // A writer's statements need not keep the order rows arrived in (every merge and COPY says its
-  // ORDER BY); without it DuckDB holds less at once, and merges spill rather than fail at a small memory_limit.
-  if (!opts.readOnly) config.preserve_insertion_order = 'false';
   // A writer checkpoints when it closes the store (SessionStore.close): DuckDB's default (a checkpoint once
   // the WAL passes 16 MiB) rewrote the table's partly filled row groups after every merge, ~1 s each
   // on a 1 M-row table (docs/benchmarks.md). A crash before the checkpoint only replays the WAL.
