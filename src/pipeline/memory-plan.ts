@@ -4,6 +4,7 @@
  * job's largest body is capped by the budget's share, and the split is logged (debug).
  */
 import { describeSplit, resolveMemory, type MemoryBudget, type MemorySplit } from '../config/memory-budget.js';
+import { checkWriterSettings } from '../store/session-store.js';
 import type { Logger } from '../util/logger.js';
 import type { AccountJob, BatchOptions } from './options.js';
 import { DEFAULTS } from './options.js';
@@ -17,6 +18,8 @@ export interface MemoryPlan {
 
 /** Works out the batch's budget and split (throws MemoryBudgetError, exit 2, below the minimum). */
 export function planMemory(batch: BatchOptions, jobs: readonly AccountJob[], logger: Logger, root?: string): MemoryPlan {
+  // SESSION_ETL_DUCKDB_MEMORY_LIMIT as DuckDB takes it, refused with the store's own message first.
+  checkWriterSettings();
   const running = jobs.filter((j) => !j.refused);
   const side = Math.max(1, Math.min(batch.concurrency ?? 1, running.length));
   // Requests in flight: the accounts that run side by side, each with its own concurrency (the largest, to be safe).
