@@ -33,7 +33,7 @@ const WRITER_THREADS = 1;
 export function checkWriterSettings(): void {
   if (!/^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i.test(WRITER_MEMORY_LIMIT.trim())) {
     throw new StoreSettingError(
-      `SESSION_ETL_DUCKDB_MEMORY_LIMIT is ${JSON.stringify(WRITER_MEMORY_LIMIT)}: give an amount such as 256MB or 1GB, or unset it (default 256MB)`,
+      `SESSION_ETL_DUCKDB_MEMORY_LIMIT is ${JSON.stringify(WRITER_MEMORY_LIMIT)}: give an amount such as 256MB or 1GB, or unset it (default: DuckDB's share of the memory budget, session-etl config shows it)`,
     );
   }
 }
