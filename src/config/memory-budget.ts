@@ -258,7 +258,8 @@ export function splitBudget(
   const duckdbBytes = Math.max(MIN_DUCKDB_BYTES, Math.min(MAX_DUCKDB_BYTES, Math.floor(spare * DUCKDB_SHARE)));
   // The bodies' share, less what DuckDB's minimum took beyond its own share near the minimum budget.
   const bodies = Math.min(spare * BODIES_SHARE, spare - duckdbBytes);
-  const bodyEach = Math.max(MIN_BODY_BYTES, Math.min(opts.maxBodyBytes, Math.floor(bodies / concurrency)));
+  // The configuration's maxBodyBytes stays the cap, even below the budget's floor of MIN_BODY_BYTES per body.
+  const bodyEach = Math.min(opts.maxBodyBytes, Math.max(MIN_BODY_BYTES, Math.floor(bodies / concurrency)));
   const override = opts.duckdbOverride?.trim();
   return {
     budget: budget.bytes,

@@ -145,7 +145,7 @@ export const ConfigSchema = z
       .int()
       .min(1024)
       .max(2 ** 31)
-      .describe('Largest answer body read, in bytes (default 268435456, 256 MiB); a window whose answer is larger is split in two, and fails below minChunk.'),
+      .describe('Largest answer body read, in bytes (default 268435456, 256 MiB, and at most the memory budget\'s share per answer: 8 MiB at the default budget); a window whose answer is larger is split in two, and fails below minChunk.'),
     memoryLimit: z
       .union([z.string(), z.number()], { error: 'expected a size such as "384MiB", "512MB" or "1GiB" (or a number of bytes)' })
       .refine(

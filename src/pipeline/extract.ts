@@ -110,7 +110,7 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
               cur,
               `it cannot be split below the minimum chunk (${opts.minChunkSeconds} s); last server message: ${lastMessage}. ` +
                 (err instanceof BodyTooLargeError
-                  ? 'Lower --min-chunk, or raise maxBodyBytes in the configuration'
+                  ? 'Lower --min-chunk, or raise maxBodyBytes in the configuration and the memory budget (--memory-limit, or the container\'s memory), whose share caps it (session-etl config shows the cap)'
                   : 'Lower --min-chunk, or raise --max-results-per-query if the server allows more'),
               { cause: err },
             );

@@ -142,6 +142,8 @@ describe('the budget', () => {
     expect(big.maxBodyBytes).toBeGreaterThan(small.maxBodyBytes);
     // The configuration's maxBodyBytes stays the cap when the budget allows more.
     expect(splitBudget({ bytes: 2048 * MiB, source: 'cgroup', from: 'x' }, { concurrency: 4, maxBodyBytes: 8 * MiB }).maxBodyBytes).toBe(8 * MiB);
+    // Even below the budget's floor per body (4 MiB): a configuration asking for smaller bodies gets them.
+    expect(splitBudget({ bytes: 300 * MiB, source: 'default', from: 'x' }, { concurrency: 4, maxBodyBytes: 8192 }).maxBodyBytes).toBe(8192);
   });
 
   it('SESSION_ETL_DUCKDB_MEMORY_LIMIT replaces DuckDB\'s share as given', () => {
