@@ -8,6 +8,9 @@
  * read at its exit (bench/rss-probe.ts). BENCH_SCALE=0.1 runs everything on a tenth of the data
  * (a quick check; the doc is only written from a full run).
  *
+ * `npm run bench -- --only memory` runs case 10 (issue 31: the memory budget, in memory cgroups when
+ * run as root; about 15 minutes) and prints its table.
+ *
  * `npm run bench -- --only rate` runs only the rate-control cases (issue 14; about 6 minutes) and
  * rewrites only their table (between the bench-rate markers of docs/benchmarks.md).
  */
@@ -32,6 +35,7 @@ import { objectStorageCase } from './object-storage.js';
 import { accountsBench, writeAccountsDoc, type AccountsBenchContext } from './accounts.js';
 import { longTextCase } from './long-text.js';
 import { verifyRows } from './verify.js';
+import { memoryCase } from './memory.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'dist', 'bench');
@@ -240,9 +244,9 @@ async function bestOf<T>(n: number, fn: () => Promise<T>): Promise<number> {
 const ONLY = (() => {
   const i = process.argv.indexOf('--only');
   const v = i >= 0 ? process.argv[i + 1] : undefined;
-  if (i >= 0 && v !== 'rate' && v !== 'accounts' && v !== 'long-text' && v !== 'dashboard' && v !== 'objects' && v !== 'verify') {
+  if (i >= 0 && v !== 'rate' && v !== 'accounts' && v !== 'long-text' && v !== 'dashboard' && v !== 'objects' && v !== 'verify' && v !== 'memory') {
     process.stderr.write(
-      `--only takes one value: rate (the rate-control cases), accounts (the many-accounts case), long-text, dashboard, objects or verify (the 1 M backfill, then case 8, 9 or 10; printed, not written); got ${JSON.stringify(v ?? '')}\n`,
+      `--only takes one value: rate (the rate-control cases), accounts (the many-accounts case), long-text, dashboard, objects or verify (the 1 M backfill, then case 8, 9 or 10; printed, not written), or memory (case 11: the memory budget, in memory cgroups as root; printed, not written); got ${JSON.stringify(v ?? '')}\n`,
     );
     process.exit(2);
   }
@@ -304,6 +308,16 @@ async function main(): Promise<void> {
     }
     process.stdout.write(`${render(rows)}\n`);
     log(`verify case finished in ${secs(performance.now() - began)}`);
+    return;
+  }
+  if (ONLY === 'memory') {
+    try {
+      await memoryCase({ work, dist: DIST, bin: BIN, big: BIG, small: SMALL, emulatorOptions, startEmulatorProcess, fetchAll, backfillArgs, row, log, fmt, secs, mb });
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+    process.stdout.write(`${render(rows)}\n`);
+    log(`memory case finished in ${secs(performance.now() - began)}`);
     return;
   }
   if (ONLY === 'long-text') {

@@ -214,6 +214,7 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
           ...(anyJob ? datasetOf(anyJob.opts) : {}),
           concurrency: o.concurrency,
           logger: o.logger,
+          ...(anyJob?.opts.memoryLimit ? { memoryLimit: anyJob.opts.memoryLimit } : {}),
           ...(group.store ? { shard: group.store } : {}),
           ...(formatOf(anyJob, root, group.names) ? { format: formatOf(anyJob, root, group.names)! } : {}),
           ...(lock !== undefined ? { lock } : {}),

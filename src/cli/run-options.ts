@@ -33,6 +33,7 @@ export interface CommonFlags extends VolumeFlags {
   notifyUrl?: string;
   maxLag?: string;
   waitTimeout?: string;
+  memoryLimit?: string;
 }
 
 export function addCommonOptions(cmd: Command): Command {
@@ -50,6 +51,7 @@ export function addCommonOptions(cmd: Command): Command {
     .option('--max-requests-per-second <n>', 'upper bound on the request rate')
     .option('--request-timeout <duration>', 'per-request timeout (default 60s)')
     .option('--max-attempts <n>', 'attempts per request for transient errors (default 5)')
+    .option('--memory-limit <size>', "memory budget, such as 384MiB: the smaller of it and the container's limit (default 300MB; below 272MiB the run refuses, exit 2); also SESSION_ETL_MEMORY_LIMIT")
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']))
     .option('--notify-url <url>', 'POST a JSON notification here when a run fails, recovers or falls behind; also SESSION_ETL_NOTIFY_URL')
     .option('--max-lag <duration>', 'notify when the checkpoint falls further behind now than this (default 26h)')
@@ -94,6 +96,7 @@ export function configFromFlags(flags: CommonFlags, extra: Partial<Record<keyof 
       notifyUrl: flags.notifyUrl,
       maxLag: flags.maxLag,
       ...volumeConfigFlags(flags),
+      memoryLimit: flags.memoryLimit,
       ...extra,
     },
   });
@@ -137,6 +140,7 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
     ...(c.maxRequestsPerSecond ? { maxRequestsPerSecond: c.maxRequestsPerSecond } : {}),
     timeoutMs: parseDuration(c.requestTimeout) * 1000,
     maxBodyBytes: c.maxBodyBytes,
+    ...(c.memoryLimit !== null && c.memoryLimit !== undefined ? { memoryLimit: { value: c.memoryLimit, name: memorySettingName(loaded) } } : {}),
     retry: { maxAttempts: c.maxAttempts },
     volumeRule: volumeRuleOf(c),
     lock: {
@@ -150,6 +154,12 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
         ),
     },
   };
+}
+
+/** Which setting gave memoryLimit, as the budget's messages name it. */
+export function memorySettingName(loaded: LoadedConfig): string {
+  const src = loaded.sources.memoryLimit;
+  return src === 'flag' ? '--memory-limit' : src === 'env' || src === 'env-file' ? 'SESSION_ETL_MEMORY_LIMIT' : `memoryLimit in ${loaded.file ?? 'the configuration file'}`;
 }
 
 /** Where and when run notifications go (docs/monitoring.md "Notifications"); undefined when notifyUrl is not set. */

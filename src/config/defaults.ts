@@ -23,6 +23,7 @@ export const CONFIG_DEFAULTS = {
   requestTimeout: '60s',
   maxAttempts: 5,
   maxBodyBytes: 268435456,
+  memoryLimit: null,
   startDate: null,
   logLevel: 'info',
   notifyUrl: null,

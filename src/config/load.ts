@@ -42,6 +42,7 @@ export const ENV_KEYS: Record<string, keyof Config> = {
   SESSION_ETL_S3_PATH_STYLE: 's3PathStyle',
   SESSION_ETL_LOG_LEVEL: 'logLevel',
   SESSION_ETL_NOTIFY_URL: 'notifyUrl',
+  SESSION_ETL_MEMORY_LIMIT: 'memoryLimit',
 };
 
 export interface LoadOptions {

@@ -27,6 +27,8 @@ export interface ExtractOptions {
   windows: readonly Window[];
   controller: RateController;
   maxConcurrency: number;
+  /** Windows fetched and waiting for their commit, at most (default 2 × maxConcurrency; the memory budget sets it). */
+  commitSlots?: number;
   maxResultsPerQuery?: number;
   minChunkSeconds: number;
   /** Stop starting windows when aborted (soft stop: running ones finish). */
@@ -70,6 +72,7 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
   const abort = opts.abortSignal;
 
   const commits = new Set<Promise<void>>();
+  const slots = Math.max(1, opts.commitSlots ?? 2 * opts.maxConcurrency);
   const fail = (err: unknown) => {
     if (!firstError) {
       firstError = err instanceof Error ? err : new Error(String(err));
@@ -107,7 +110,7 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
               cur,
               `it cannot be split below the minimum chunk (${opts.minChunkSeconds} s); last server message: ${lastMessage}. ` +
                 (err instanceof BodyTooLargeError
-                  ? 'Lower --min-chunk, or raise maxBodyBytes in the configuration'
+                  ? 'Lower --min-chunk, or raise maxBodyBytes in the configuration and the memory budget (--memory-limit, or the container\'s memory), whose share caps it (session-etl config shows the cap)'
                   : 'Lower --min-chunk, or raise --max-results-per-query if the server allows more'),
               { cause: err },
             );
@@ -132,7 +135,7 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
 
   const tasks = opts.windows.map((w) =>
     limit(async () => {
-      while (commits.size >= 2 * opts.maxConcurrency) await Promise.race(commits);
+      while (commits.size >= slots) await Promise.race(commits);
       if (stopped()) {
         skipped.push(w);
         return;

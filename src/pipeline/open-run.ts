@@ -126,6 +126,7 @@ async function openWhenFree(opts: BatchOptions, logger: Logger): Promise<Session
         accounts: opts.accounts,
         ...(opts.shard ? { shard: opts.shard } : {}),
         ...(opts.dataset ? { dataset: opts.dataset } : {}),
+        ...(opts.memory ? { memoryLimit: opts.memory.duckdbMemoryLimit } : {}),
       });
     } catch (err) {
       if (err instanceof StoreBusyError && opts.stopSignal?.aborted) {

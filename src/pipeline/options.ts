@@ -1,6 +1,7 @@
 /** What a run is given (PipelineOptions and the backfill's and export's own), and what it returns (RunSummary). */
 import { randomBytes } from 'node:crypto';
 import { CONFIG_DEFAULTS } from '../config/defaults.js';
+import type { MemorySplit } from '../config/memory-budget.js';
 import type { RetryOptions } from '../reporting/client.js';
 import type { FetchLike } from '../reporting/transport.js';
 import type { StoreBusyError } from '../store/errors.js';
@@ -53,8 +54,13 @@ export interface PipelineOptions {
   maxRequestsPerSecond?: number;
   /** Per-request timeout, ms. Default 60 000. */
   timeoutMs?: number;
-  /** Largest answer body, bytes; a larger one splits its window. Default 256 MiB. */
+  /** Largest answer body, bytes; a larger one splits its window. Default 256 MiB, and at most the memory budget's share. */
   maxBodyBytes?: number;
+  /**
+   * The memory budget set (`--memory-limit`, SESSION_ETL_MEMORY_LIMIT, config memoryLimit; `name`
+   * says which): the run's budget is the smaller of it and the container's limit (config/memory-budget.ts).
+   */
+  memoryLimit?: { value: string | number; name: string };
   retry?: Partial<RetryOptions>;
   /** Rewrite pending Parquet partitions at least this often during a run, seconds. Default 60. */
   parquetFlushSeconds?: number;
@@ -98,7 +104,7 @@ export interface BatchOptions
   extends Pick<
     PipelineOptions,
     | 'dataDir' | 'format' | 'lock' | 'stopSignal' | 'abortSignal' | 'stopExitCode' | 'logger' | 'now' | 'sleep' | 'parquetFlushSeconds' | 'onProgress'
-    | 'volumeRule'
+    | 'volumeRule' | 'memoryLimit'
   > {
   /** One account's store, or many accounts' (docs/accounts.md). */
   accounts: 'single' | 'many';
@@ -108,6 +114,8 @@ export interface BatchOptions
   dataset?: DatasetLocation;
   /** Accounts run side by side. Default 1. */
   concurrency?: number;
+  /** The run's memory split (set by runBatch from memoryLimit and the container: pipeline/memory-plan.ts). */
+  memory?: MemorySplit;
   /** Work on the store once it is taken and recovered, before any account fetches (moving accounts in: accounts/bring-in.ts). */
   prepare?: (store: SessionStore) => Promise<void>;
 }
@@ -207,6 +215,7 @@ export const DEFAULTS = {
   settleSeconds: parseDuration(CONFIG_DEFAULTS.settle),
   lookbackSeconds: parseDuration(CONFIG_DEFAULTS.lookback),
   parquetFlushSeconds: 60,
+  maxBodyBytes: CONFIG_DEFAULTS.maxBodyBytes,
 } as const;
 
 export function newRunId(kind: string, nowMs: number): string {

@@ -26,6 +26,7 @@ import { oneLine } from '../util/terminal-text.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
 import { RunFailedError, RunInterruptedError } from './errors.js';
 import { extractWindows, type ExtractOutcome } from './extract.js';
+import { planMemory } from './memory-plan.js';
 import { closeRun, openRun } from './open-run.js';
 import {
   DEFAULTS,
@@ -99,8 +100,12 @@ export async function runExport(opts: ExportOptions): Promise<RunSummary> {
  * options; their commits, merges, Parquet rewrites and checkpoint are shared. One account's failure
  * is its own result; a failure of the store itself (its lock, a full disk) is thrown.
  */
-export async function runBatch(batch: BatchOptions, jobs: readonly AccountJob[]): Promise<AccountResult[]> {
-  for (const job of jobs) checkJob(job);
+export async function runBatch(given: BatchOptions, jobsGiven: readonly AccountJob[]): Promise<AccountResult[]> {
+  for (const job of jobsGiven) checkJob(job);
+  // The memory budget, before anything is opened: below the minimum the run is refused (exit 2).
+  const memory = planMemory(given, jobsGiven, given.logger ?? silentLogger);
+  const batch: BatchOptions = { ...given, memory: memory.split };
+  const jobs = memory.jobs;
   const now = batch.now ?? Date.now;
   const startedMs = now();
   const kind = jobs[0]?.kind ?? 'export';
@@ -366,6 +371,7 @@ async function fetchAccount(store: SessionStore, part: Part, batch: BatchOptions
     windows,
     controller,
     maxConcurrency: opts.concurrency ?? DEFAULTS.concurrency,
+    ...(batch.memory ? { commitSlots: batch.memory.commitSlots } : {}),
     ...(opts.maxResultsPerQuery ? { maxResultsPerQuery: opts.maxResultsPerQuery } : {}),
     minChunkSeconds: opts.minChunkSeconds ?? DEFAULTS.minChunkSeconds,
     ...(stopSignal ? { stopSignal } : {}),

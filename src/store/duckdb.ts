@@ -11,13 +11,25 @@ export interface Db {
 }
 
 /** An instance's settings: a reader's, or a writer's. */
-function instanceConfig(opts: { readOnly?: boolean; threads?: number; memoryLimit?: string }): Record<string, string> {
+/** What a writer is opened with; a reader takes none of it. */
+export interface DbSettings {
+  readOnly?: boolean;
+  threads?: number;
+  memoryLimit?: string;
+  /** Where DuckDB spills what does not fit in memoryLimit (a writer's; see open-data-dir.ts). */
+  tempDirectory?: string;
+}
+
+function instanceConfig(opts: DbSettings): Record<string, string> {
   // Never fetch or load an extension: a data directory holding, say, an SQLite file under our name
   // would otherwise make DuckDB download the sqlite extension from the internet to open it.
   const config: Record<string, string> = { autoinstall_known_extensions: 'false', autoload_known_extensions: 'false' };
   if (opts.readOnly) config.access_mode = 'READ_ONLY';
   if (opts.threads) config.threads = String(opts.threads);
   if (opts.memoryLimit) config.memory_limit = opts.memoryLimit;
+  // preserve_insertion_order stays on: a merge relies on the order rows are appended in (merge.ts:
+  // rows of its own append are told apart by row id), and off it changed which rows a merge took.
+  if (opts.tempDirectory) config.temp_directory = opts.tempDirectory;
   // A writer checkpoints when it closes the store (SessionStore.close): DuckDB's default (a checkpoint once
   // the WAL passes 16 MiB) rewrote the table's partly filled row groups after every merge, ~1 s each
   // on a 1 M-row table (docs/benchmarks.md). A crash before the checkpoint only replays the WAL.
@@ -26,7 +38,7 @@ function instanceConfig(opts: { readOnly?: boolean; threads?: number; memoryLimi
 }
 
 /** Opens (or creates) a DuckDB file. Sessions use UTC so that dates of TIMESTAMPTZ values are UTC dates. */
-export async function openDb(path: string, opts: { readOnly?: boolean; threads?: number; memoryLimit?: string } = {}): Promise<Db> {
+export async function openDb(path: string, opts: DbSettings = {}): Promise<Db> {
   const instance = await DuckDBInstance.create(path, instanceConfig(opts));
   const conn = await instance.connect();
   await conn.run("SET TimeZone = 'UTC'");

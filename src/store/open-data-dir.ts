@@ -14,11 +14,10 @@ import { makeDirs } from './make-dirs.js';
 import { formatMismatch } from './schema.js';
 
 /**
- * DuckDB's memory limit for a writer (SESSION_ETL_DUCKDB_MEMORY_LIMIT, default 256MB). Without one,
- * DuckDB keeps every block it reads or writes cached up to 80 % of the machine, so a run's memory
- * grew with the history. Measured (docs/benchmarks.md): 256MB costs a 1 M-session backfill no time;
- * 128MB peaks 60–90 MiB lower and took up to a fifth longer (it ran out of memory in a merge before
- * merges appended whole row groups; fifth pass). Readers keep DuckDB's default.
+ * DuckDB's memory limit for a writer that is not given one (the run's memory budget gives one:
+ * config/memory-budget.ts): SESSION_ETL_DUCKDB_MEMORY_LIMIT, default 256MB. Without one, DuckDB
+ * keeps every block it reads or writes cached up to 80 % of the machine, so a run's memory grew with
+ * the history. Readers keep DuckDB's default.
  */
 const WRITER_MEMORY_LIMIT = process.env.SESSION_ETL_DUCKDB_MEMORY_LIMIT || '256MB';
 
@@ -34,7 +33,7 @@ const WRITER_THREADS = 1;
 export function checkWriterSettings(): void {
   if (!/^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i.test(WRITER_MEMORY_LIMIT.trim())) {
     throw new StoreSettingError(
-      `SESSION_ETL_DUCKDB_MEMORY_LIMIT is ${JSON.stringify(WRITER_MEMORY_LIMIT)}: give an amount such as 256MB or 1GB, or unset it (default 256MB)`,
+      `SESSION_ETL_DUCKDB_MEMORY_LIMIT is ${JSON.stringify(WRITER_MEMORY_LIMIT)}: give an amount such as 256MB or 1GB, or unset it (default: DuckDB's share of the memory budget, session-etl config shows it)`,
     );
   }
 }
@@ -56,7 +55,14 @@ export interface OpenedDataDir {
  * known to be ours: a file of another program where ours go, a link out of it, or a DuckDB file
  * that is not ours, is refused first.
  */
-export async function openDataDir(dataDir: string, asked: OutputFormat | undefined, readOnly: boolean, shard?: ShardId): Promise<OpenedDataDir> {
+export async function openDataDir(
+  dataDir: string,
+  asked: OutputFormat | undefined,
+  readOnly: boolean,
+  shard?: ShardId,
+  /** A writer's DuckDB memory_limit (the run's budget's share); default WRITER_MEMORY_LIMIT. */
+  memoryLimit?: string,
+): Promise<OpenedDataDir> {
   if (!readOnly) checkWriterSettings();
   const fileFormat = await formatOfFiles(dataDir, asked, readOnly, shard);
   const layout = layoutOf(dataDir, fileFormat, shard);
@@ -82,7 +88,11 @@ export async function openDataDir(dataDir: string, asked: OutputFormat | undefin
   const created = !readOnly && !existed ? await prepareDirs(layout) : [];
   let db: Db;
   try {
-    db = await openDb(layout.dbPath, { readOnly, ...(readOnly ? {} : { memoryLimit: WRITER_MEMORY_LIMIT, threads: WRITER_THREADS }) });
+    db = await openDb(layout.dbPath, {
+      readOnly,
+      // A writer spills to .tmp/duckdb/ when a merge needs more than its memory_limit (DuckDB removes its files).
+      ...(readOnly ? {} : { memoryLimit: memoryLimit ?? WRITER_MEMORY_LIMIT, threads: WRITER_THREADS, tempDirectory: join(layout.tmpDir, 'duckdb') }),
+    });
   } catch (err) {
     throw translateOpenError(err, layout.dbPath, readOnly);
   }

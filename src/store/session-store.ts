@@ -67,6 +67,8 @@ export interface OpenStoreOptions {
   dataset?: DatasetLocation;
   /** Where a failure of background work (a merge or a Parquet rewrite overlapping the fetching) is reported when it happens. */
   logger?: Logger;
+  /** A writer's DuckDB memory_limit (the run's memory budget's share: config/memory-budget.ts). */
+  memoryLimit?: string;
 }
 
 /** A WAL at least this large is checkpointed with every core when the store closes (see close). */
@@ -126,7 +128,7 @@ export class SessionStore {
    */
   static async open(opts: OpenStoreOptions): Promise<SessionStore> {
     const readOnly = opts.readOnly ?? false;
-    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly, opts.shard);
+    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly, opts.shard, opts.memoryLimit);
     try {
       if (existed) await checkOwnership(db.conn, layout.dbPath);
       const format = existed ? await recordedFormat(db.conn, layout, fileFormat, opts.format) : fileFormat;

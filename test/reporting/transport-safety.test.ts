@@ -180,10 +180,12 @@ describe('size limits: nothing is committed that DuckDB cannot read back, and no
 
   it('a record over the limit fails its window before commit, naming the session and its size', async () => {
     const endpoint = await endpointWithHugeRecord();
+    // A 17 MiB answer: more than the default memory budget's share per answer (8 MiB), so a budget that holds it.
     const r = await runCli(['backfill', '--from', FROM, '--to', TO, '--chunk', '1d', '--json'], {
       REPORTING_URL: endpoint.url,
       REPORTING_API_KEY: KEY,
       SESSION_ETL_DATA_DIR: await tempDir(),
+      SESSION_ETL_MEMORY_LIMIT: '1GiB',
     });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(new RegExp(`invalid session record id "${bigId}": .*is \\d+ bytes of JSON, over the limit of ${MAX_RECORD_BYTES} bytes per record`));
@@ -191,10 +193,18 @@ describe('size limits: nothing is committed that DuckDB cannot read back, and no
     expect(summary.checkpoint).toBeNull();
   });
 
+  it('with the default memory budget the 17 MiB answer is over its share per answer: the window fails naming the budget that caps maxBodyBytes', async () => {
+    const endpoint = await endpointWithHugeRecord();
+    const r = await runCli(['backfill', '--from', FROM, '--to', TO, '--chunk', '1d'], { REPORTING_URL: endpoint.url, REPORTING_API_KEY: KEY, SESSION_ETL_DATA_DIR: await tempDir() });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/larger than the limit of \d+ bytes \(maxBodyBytes\)/);
+    expect(r.stderr).toContain('raise maxBodyBytes in the configuration and the memory budget (--memory-limit');
+  });
+
   it('under --on-invalid quarantine it goes to rejected_sessions truncated, and later runs still merge', async () => {
     const endpoint = await endpointWithHugeRecord();
     const dataDir = await tempDir();
-    const env = { REPORTING_URL: endpoint.url, REPORTING_API_KEY: KEY, SESSION_ETL_DATA_DIR: dataDir };
+    const env = { REPORTING_URL: endpoint.url, REPORTING_API_KEY: KEY, SESSION_ETL_DATA_DIR: dataDir, SESSION_ETL_MEMORY_LIMIT: '1GiB' };
     const args = ['backfill', '--from', FROM, '--to', TO, '--chunk', '1d', '--on-invalid', 'quarantine'];
     expect((await runCli(args, env)).code).toBe(0);
     expect((await runCli(args, env)).code).toBe(0);

@@ -3,6 +3,7 @@ import { keySourceOf } from '../../accounts/resolve.js';
 import { defaultTokenFile } from '../../auth/file-token-store.js';
 import { describeConfig, loadConfig } from '../../config/load.js';
 import { readStateSnapshot } from '../../store/state-snapshot.js';
+import { memoryReport } from '../memory-report.js';
 
 export function register(program: Command): void {
   program
@@ -35,14 +36,16 @@ export function register(program: Command): void {
           const key = keySourceOf(a);
           return { name, key: key.kind === 'file' ? { from: 'file', path: key.path } : { from: 'env', variable: key.name }, overrides };
         });
+      const memory = memoryReport(loaded);
       if (flags.json) {
-        process.stdout.write(JSON.stringify({ file: loaded.file, values: rows, ...(accounts.length ? { accounts } : {}) }) + '\n');
+        process.stdout.write(JSON.stringify({ file: loaded.file, values: rows, ...(accounts.length ? { accounts } : {}), memory: memory.json }) + '\n');
         return;
       }
       const w = Math.max(...rows.map((r) => r.key.length));
       process.stdout.write(`configuration file: ${loaded.file ?? '(none)'}\n`);
       const sourceText = (src: string) => (src === 'data-dir' ? 'recorded in the data directory' : src === 'env-file' ? '.env file' : src);
       for (const r of rows) if (!(r.key === 'accounts' && accounts.length)) process.stdout.write(`${r.key.padEnd(w)}  ${JSON.stringify(r.value).padEnd(28)}  ${sourceText(r.source)}\n`);
+      process.stdout.write(`memory budget: ${memory.text}\n`);
       if (accounts.length) process.stdout.write(`accounts (${accounts.length}; keys are never shown):\n`);
       for (const a of accounts) {
         const key = a.key.from === 'file' ? `key from file ${a.key.path}` : `key from environment variable ${a.key.variable}`;

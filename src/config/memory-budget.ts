@@ -1,0 +1,303 @@
+/**
+ * The run's one memory budget: where it comes from and how it is split.
+ *
+ * The budget is the smaller of the container's limit (the memory cgroup the process runs in: v2
+ * `memory.max`, v1 `memory.limit_in_bytes`, the lowest on the way from the process's own cgroup up
+ * to the mount's root) and the setting (`--memory-limit`, SESSION_ETL_MEMORY_LIMIT, config
+ * `memoryLimit`, in that order). Neither: DEFAULT_BUDGET. Everything that grows with the data is
+ * sized from it (splitBudget); below MIN_BUDGET a run refuses to start (exit 2) rather than be
+ * killed by the kernel in the middle.
+ *
+ * Pure but for readCgroupLimit, which reads files under an injectable root (tests use a temp dir).
+ */
+import { readFileSync } from 'node:fs';
+import { join, posix } from 'node:path';
+import { ExitCode } from '../errors.js';
+
+export const MiB = 2 ** 20;
+
+/**
+ * The budget when nothing limits the process: the issue's goal of ≤ 300 MB peak RSS, as a budget
+ * (what it reaches is measured in docs/benchmarks.md "Memory budget").
+ */
+export const DEFAULT_BUDGET = 300 * 1000 * 1000;
+
+/**
+ * What the process costs before it holds any data: Node, DuckDB's library and an open empty data
+ * directory (107 MiB measured, issue 19), and the allocator's slack. Never given to a share.
+ */
+export const FIXED_BYTES = 128 * MiB;
+
+/**
+ * The smallest pool DuckDB's merges work in. Measured on the long-text backfill (notes of 1–2 KB, a
+ * merge takes one 122,880-row group, ~180 MB of text; with a temp directory to spill to): 64MB failed with DuckDB's "Out of Memory" in a merge at 100 k
+ * sessions; 96MiB at 1 M ("failed to allocate 4.0 MiB (93.9 MiB/96.0 MiB used)"); 128MB completed at 1 M.
+ */
+export const MIN_DUCKDB_BYTES = 128 * MiB;
+
+/** The smallest share for the bodies in flight: at least 4 MiB per body (a window with a larger body is split in two). */
+export const MIN_BODY_BYTES = 4 * MiB;
+
+/** The smallest budget a run can work in. */
+export const MIN_BUDGET = FIXED_BYTES + MIN_DUCKDB_BYTES + 4 * MIN_BODY_BYTES;
+
+/** A budget, a setting or a size that cannot be used: exit 2, before anything is written. */
+export class MemoryBudgetError extends Error {
+  override readonly name = 'MemoryBudgetError';
+  readonly exitCode = ExitCode.usage;
+}
+
+const UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1e3,
+  kb: 1e3,
+  m: 1e6,
+  mb: 1e6,
+  g: 1e9,
+  gb: 1e9,
+  t: 1e12,
+  tb: 1e12,
+  ki: 2 ** 10,
+  kib: 2 ** 10,
+  mi: 2 ** 20,
+  mib: 2 ** 20,
+  gi: 2 ** 30,
+  gib: 2 ** 30,
+  ti: 2 ** 40,
+  tib: 2 ** 40,
+};
+
+/**
+ * A size as people write it: bytes (a bare number), or a number and a unit, decimal (KB, MB, GB,
+ * and Kubernetes' K, M, G) or binary (KiB, MiB, GiB, and Kubernetes' Ki, Mi, Gi). `what` names the
+ * setting in the error.
+ */
+export function parseSize(text: string | number, what: string): number {
+  if (typeof text === 'number') {
+    if (Number.isFinite(text) && text > 0) return Math.floor(text);
+    throw new MemoryBudgetError(`${what} is ${text}: give a positive size such as 384MiB or 1GiB`);
+  }
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
+  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
+  const bytes = m && unit !== undefined ? Math.floor(Number(m[1]) * unit) : NaN;
+  if (!(bytes > 0)) {
+    throw new MemoryBudgetError(
+      `${what} is ${JSON.stringify(text)}: give a size such as 384MiB, 512MB or 1GiB (units B, KB, MB, GB, KiB, MiB, GiB; Kubernetes' M and Mi work too)`,
+    );
+  }
+  return bytes;
+}
+
+/** Bytes as MiB (or GiB from 10 GiB), for messages. */
+export function formatSize(bytes: number): string {
+  if (bytes >= 10 * 2 ** 30) return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+  return `${Math.round(bytes / MiB)} MiB`;
+}
+
+/** A memory cgroup's limit. */
+export interface CgroupLimit {
+  bytes: number;
+  version: 1 | 2;
+  /** The file the limit was read from (as seen from the fs root given). */
+  file: string;
+}
+
+/**
+ * cgroup v1 writes "no limit" as the largest multiple of the page size below 2^63
+ * (9223372036854771712 with 4 KiB pages); anything that large is no limit.
+ */
+const NO_LIMIT_ABOVE = 2 ** 60;
+
+/**
+ * The memory limit of the cgroup the process runs in, or undefined when there is none (no memory
+ * cgroup, or "max" all the way up). Finds the memory cgroup mounts in /proc/self/mountinfo and the
+ * process's cgroup in /proc/self/cgroup, then reads the limit of that cgroup and of each parent up
+ * to the mount's root: the lowest wins (a parent's limit binds its children). `root` is where the
+ * filesystem starts ('/' but in tests).
+ */
+export function readCgroupLimit(root = '/'): CgroupLimit | undefined {
+  const read = (p: string) => {
+    try {
+      return readFileSync(join(root, p), 'utf8');
+    } catch {
+      return undefined;
+    }
+  };
+  const cgroups = read('/proc/self/cgroup');
+  const mountinfo = read('/proc/self/mountinfo');
+  if (!cgroups || !mountinfo) return undefined;
+  let best: CgroupLimit | undefined;
+  for (const mount of memoryMounts(mountinfo)) {
+    const own = ownCgroup(cgroups, mount.version);
+    if (own === undefined) continue;
+    // The process's cgroup relative to what the mount shows (a container sees its own cgroup as the root).
+    const rel = mount.root === '/' ? own : own === mount.root || own.startsWith(`${mount.root}/`) ? own.slice(mount.root.length) || '/' : undefined;
+    if (rel === undefined) continue;
+    const file = mount.version === 2 ? 'memory.max' : 'memory.limit_in_bytes';
+    for (let dir = posix.normalize(rel); ; dir = posix.dirname(dir)) {
+      const path = posix.join(mount.point, dir, file);
+      const bytes = parseLimit(read(path));
+      if (bytes !== undefined && (!best || bytes < best.bytes)) best = { bytes, version: mount.version, file: path };
+      if (dir === '/' || dir === '.') break;
+    }
+  }
+  return best;
+}
+
+/** A limit file's content: bytes, or undefined for "max", no limit, or a file that is not there. */
+export function parseLimit(text: string | undefined): number | undefined {
+  const t = text?.trim();
+  if (!t || t === 'max' || !/^\d+$/.test(t)) return undefined;
+  const n = Number(t);
+  return n > 0 && n < NO_LIMIT_ABOVE ? n : undefined;
+}
+
+/** The memory cgroup mounts of /proc/self/mountinfo: v2 (cgroup2) and v1 with the memory controller. */
+function memoryMounts(mountinfo: string): Array<{ point: string; root: string; version: 1 | 2 }> {
+  const out: Array<{ point: string; root: string; version: 1 | 2 }> = [];
+  for (const line of mountinfo.split('\n')) {
+    const [left, right] = line.split(' - ');
+    if (!left || !right) continue;
+    const f = left.split(' ');
+    const [fstype, , superOpts] = right.split(' ');
+    const unescape = (s: string) => s.replace(/\\(\d{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+    const point = unescape(f[4] ?? '');
+    const root = unescape(f[3] ?? '/');
+    if (fstype === 'cgroup2') out.push({ point, root, version: 2 });
+    else if (fstype === 'cgroup' && (superOpts ?? '').split(',').includes('memory')) out.push({ point, root, version: 1 });
+  }
+  // v1's memory controller first: where both are mounted (hybrid), v1 holds the memory limits.
+  return out.sort((a, b) => a.version - b.version);
+}
+
+/** The process's cgroup path in /proc/self/cgroup for the v1 memory controller, or v2's unified one ("0::"). */
+function ownCgroup(cgroups: string, version: 1 | 2): string | undefined {
+  for (const line of cgroups.split('\n')) {
+    const m = /^(\d+):([^:]*):(.*)$/.exec(line.trim());
+    if (!m) continue;
+    if (version === 2 && m[1] === '0' && m[2] === '') return m[3];
+    if (version === 1 && m[2]!.split(',').includes('memory')) return m[3];
+  }
+  return undefined;
+}
+
+/** Where the budget came from, for `config` and the run's log. */
+export type BudgetSource = 'cgroup' | 'setting' | 'default';
+
+export interface MemoryBudget {
+  bytes: number;
+  source: BudgetSource;
+  /** In words: "cgroup v1 limit (/sys/fs/cgroup/memory/…/memory.limit_in_bytes)", "--memory-limit", … */
+  from: string;
+  /** The other limit, when both were there and this one was smaller. */
+  alsoSeen?: string;
+}
+
+/**
+ * The budget: the smaller of the container's limit and the setting (`settingName` says which
+ * setting gave it: "--memory-limit", "SESSION_ETL_MEMORY_LIMIT", "memoryLimit in FILE"); neither
+ * gives DEFAULT_BUDGET.
+ */
+export function chooseBudget(cgroup: CgroupLimit | undefined, setting: { bytes: number; name: string } | undefined): MemoryBudget {
+  const cg = cgroup ? { bytes: cgroup.bytes, source: 'cgroup' as const, from: `cgroup v${cgroup.version} limit (${cgroup.file})` } : undefined;
+  const set = setting ? { bytes: setting.bytes, source: 'setting' as const, from: setting.name } : undefined;
+  if (cg && set) {
+    const [win, other] = set.bytes <= cg.bytes ? [set, cg] : [cg, set];
+    return { ...win, alsoSeen: `${other.from}: ${formatSize(other.bytes)}` };
+  }
+  return cg ?? set ?? { bytes: DEFAULT_BUDGET, source: 'default', from: 'default (no container limit or setting)' };
+}
+
+/** How a budget is spent. */
+export interface MemorySplit {
+  budget: number;
+  /** Not given to anything: Node, DuckDB's code, V8's heap. */
+  fixed: number;
+  /** DuckDB's memory_limit, bytes (SESSION_ETL_DUCKDB_MEMORY_LIMIT replaces it when set). */
+  duckdbBytes: number;
+  /** DuckDB's memory_limit as DuckDB takes it ("123MiB", or the override as given). */
+  duckdbMemoryLimit: string;
+  /** Where duckdbMemoryLimit came from. */
+  duckdbFrom: 'budget' | 'SESSION_ETL_DUCKDB_MEMORY_LIMIT';
+  /** Bodies in flight: concurrency × maxBodyBytes at most. */
+  bodiesBytes: number;
+  /** The largest body accepted (a larger one splits its window). */
+  maxBodyBytes: number;
+  /** Windows fetched and waiting for their commit, at most. */
+  commitSlots: number;
+}
+
+/** Shares of what the budget leaves beyond FIXED_BYTES. The rest (a fifth) is DuckDB's memory outside its pool. */
+const DUCKDB_SHARE = 0.6;
+const BODIES_SHARE = 0.2;
+/** DuckDB's pool beyond this buys nothing a run needs (the previous default; docs/benchmarks.md). */
+const MAX_DUCKDB_BYTES = 1024 * MiB;
+
+/**
+ * Splits a budget. Refuses (MemoryBudgetError, exit 2) a budget below MIN_BUDGET, naming the
+ * minimum and how to give more; `duckdbOverride` (SESSION_ETL_DUCKDB_MEMORY_LIMIT, as given)
+ * replaces DuckDB's share; `maxBodyBytes` (the configuration's) caps the body share's per-body size.
+ */
+export function splitBudget(
+  budget: MemoryBudget,
+  opts: { concurrency: number; maxBodyBytes: number; duckdbOverride?: string | undefined },
+): MemorySplit {
+  if (budget.bytes < MIN_BUDGET) {
+    throw new MemoryBudgetError(
+      `the memory budget is ${formatSize(budget.bytes)} (${budget.from}), below the ${formatSize(MIN_BUDGET)} a run needs at least ` +
+        `(${formatSize(FIXED_BYTES)} for Node and DuckDB, ${formatSize(MIN_DUCKDB_BYTES)} for DuckDB's merges, ${formatSize(4 * MIN_BODY_BYTES)} for answers in flight): ` +
+        (budget.source === 'cgroup'
+          ? `give the container at least ${formatSize(MIN_BUDGET)} of memory (a Kubernetes limit of ${Math.ceil(MIN_BUDGET / MiB)}Mi or more)`
+          : `set --memory-limit (or SESSION_ETL_MEMORY_LIMIT, or memoryLimit in the configuration) to at least ${Math.ceil(MIN_BUDGET / MiB)}MiB`) +
+        '; nothing was written',
+    );
+  }
+  const spare = budget.bytes - FIXED_BYTES;
+  const concurrency = Math.max(1, opts.concurrency);
+  const duckdbBytes = Math.max(MIN_DUCKDB_BYTES, Math.min(MAX_DUCKDB_BYTES, Math.floor(spare * DUCKDB_SHARE)));
+  // The bodies' share, less what DuckDB's minimum took beyond its own share near the minimum budget.
+  const bodies = Math.min(spare * BODIES_SHARE, spare - duckdbBytes);
+  // The configuration's maxBodyBytes stays the cap, even below the budget's floor of MIN_BODY_BYTES per body.
+  const bodyEach = Math.min(opts.maxBodyBytes, Math.max(MIN_BODY_BYTES, Math.floor(bodies / concurrency)));
+  const override = opts.duckdbOverride?.trim();
+  return {
+    budget: budget.bytes,
+    fixed: FIXED_BYTES,
+    duckdbBytes: override ? parseSize(override, 'SESSION_ETL_DUCKDB_MEMORY_LIMIT') : duckdbBytes,
+    duckdbMemoryLimit: override || `${Math.floor(duckdbBytes / MiB)}MiB`,
+    duckdbFrom: override ? 'SESSION_ETL_DUCKDB_MEMORY_LIMIT' : 'budget',
+    bodiesBytes: bodyEach * concurrency,
+    maxBodyBytes: bodyEach,
+    // A waiting window's body is written to a file as soon as its commit takes it: twice the bodies' share.
+    commitSlots: Math.max(2, Math.min(2 * concurrency, Math.floor((2 * bodies) / bodyEach))),
+  };
+}
+
+/**
+ * The budget and its split for a run: the container's limit (read under `root`) against the setting
+ * (`setting.name` says where it came from), split for `concurrency` requests in flight. Throws
+ * MemoryBudgetError (exit 2) for a setting that is not a size and for a budget below MIN_BUDGET.
+ */
+export function resolveMemory(opts: {
+  setting?: { value: string | number; name: string } | undefined;
+  concurrency: number;
+  maxBodyBytes: number;
+  /** SESSION_ETL_DUCKDB_MEMORY_LIMIT, as given. */
+  duckdbOverride?: string | undefined;
+  root?: string;
+}): { budget: MemoryBudget; split: MemorySplit } {
+  const setting = opts.setting ? { bytes: parseSize(opts.setting.value, opts.setting.name), name: opts.setting.name } : undefined;
+  const budget = chooseBudget(readCgroupLimit(opts.root), setting);
+  return { budget, split: splitBudget(budget, { concurrency: opts.concurrency, maxBodyBytes: opts.maxBodyBytes, duckdbOverride: opts.duckdbOverride }) };
+}
+
+/** One line for `config` and the run's log. */
+export function describeSplit(budget: MemoryBudget, split: MemorySplit): string {
+  return (
+    `${formatSize(budget.bytes)} from ${budget.from}${budget.alsoSeen ? ` (also: ${budget.alsoSeen})` : ''}; ` +
+    `DuckDB ${split.duckdbFrom === 'budget' ? formatSize(split.duckdbBytes) : `${split.duckdbMemoryLimit} (SESSION_ETL_DUCKDB_MEMORY_LIMIT)`}, ` +
+    `answers in flight ${formatSize(split.bodiesBytes)} (${formatSize(split.maxBodyBytes)} each at most), ` +
+    `${split.commitSlots} windows waiting for their commit, ${formatSize(split.fixed)} for Node and DuckDB's code`
+  );
+}

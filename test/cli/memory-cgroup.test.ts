@@ -1,0 +1,131 @@
+/**
+ * The memory budget inside a real memory cgroup (issue 31): the built CLI runs in a cgroup this test
+ * creates (v1's memory controller, or v2's where the memory controller is enabled), with no memory
+ * setting at all. In 384 MiB a long-text backfill completes and every session is stored; in 96 MiB
+ * the run refuses at start (exit 2, naming the minimum) and writes nothing; `config` shows the
+ * budget read from the cgroup.
+ *
+ * Needs root and a writable memory cgroup hierarchy. Without them the tests are skipped with the
+ * reason, except under CI=true, where not being able to create the cgroup fails them.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MIN_BUDGET, MiB } from '../../src/config/memory-budget.js';
+import { baseEnv, BIN, type CliResult } from '../helpers/cli.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
+import { readDuckDbSessions } from '../helpers/read-store.js';
+
+const D = 86_400;
+const NOW = Math.floor(Date.now() / 1000);
+const FROM = Math.floor(NOW / D) * D - 10 * D;
+const TO = FROM + 6 * D;
+const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
+
+/** A memory cgroup this test may create children in: v1's memory controller, or a cgroup2 mount with memory enabled. */
+function cgroupParent(): { dir: string; version: 1 | 2 } | string {
+  if (process.platform !== 'linux') return 'not Linux';
+  if (process.getuid?.() !== 0) return 'not root (creating a cgroup needs root)';
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
+  for (const line of mounts) {
+    const [left, right] = line.split(' - ');
+    const point = left?.split(' ')[4];
+    const [fstype, , opts] = (right ?? '').split(' ');
+    if (!point) continue;
+    if (fstype === 'cgroup' && (opts ?? '').split(',').includes('memory')) return { dir: point, version: 1 };
+    if (fstype === 'cgroup2') {
+      const controllers = readFileSync(join(point, 'cgroup.subtree_control'), 'utf8').split(/\s+/);
+      if (controllers.includes('memory')) return { dir: point, version: 2 };
+    }
+  }
+  return 'no memory cgroup mounted (v1 memory controller, or cgroup2 with memory in cgroup.subtree_control)';
+}
+
+const parent = cgroupParent();
+const made: string[] = [];
+
+/** Creates a memory cgroup limited to `bytes` (swap too, where v1 accounts it); returns its directory. */
+function makeCgroup(bytes: number): string {
+  if (typeof parent === 'string') throw new Error(parent);
+  const dir = join(parent.dir, `session-etl-test-${randomBytes(4).toString('hex')}`);
+  mkdirSync(dir);
+  made.push(dir);
+  if (parent.version === 1) {
+    writeFileSync(join(dir, 'memory.limit_in_bytes'), String(bytes));
+    if (existsSync(join(dir, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), String(bytes));
+  } else {
+    writeFileSync(join(dir, 'memory.max'), String(bytes));
+    if (existsSync(join(dir, 'memory.swap.max'))) writeFileSync(join(dir, 'memory.swap.max'), '0');
+  }
+  return dir;
+}
+
+/** Runs the built CLI inside `cgroup` (the shell moves itself in, then becomes node). */
+function runInCgroup(cgroup: string, args: string[], env: Record<string, string>): Promise<CliResult> {
+  const t0 = Date.now();
+  const child = spawn('sh', ['-c', `echo $$ > '${join(cgroup, 'cgroup.procs')}' && exec "$0" "$@"`, process.execPath, BIN, ...args], {
+    env: { ...baseEnv(), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, durationMs: Date.now() - t0 })));
+}
+
+afterAll(() => {
+  for (const dir of made.reverse()) {
+    // The processes have exited; a cgroup without tasks can be removed.
+    try {
+      rmdirSync(dir);
+    } catch (err) {
+      process.stderr.write(`could not remove the test cgroup ${dir}: ${(err as Error).message}\n`);
+    }
+  }
+});
+
+const fx = useEmulator({ seed: 31, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 2_500, longNotes: true }, { prefix: 'session-etl-memory-' });
+const skip = typeof parent === 'string' && process.env.CI !== 'true';
+
+describe.skipIf(skip)(`memory budget in a real memory cgroup${typeof parent === 'string' ? ` (skipped: ${parent})` : ''}`, () => {
+  it('can create a memory cgroup (under CI=true a machine that cannot fails here)', () => {
+    expect(typeof parent === 'string' ? parent : 'ok').toBe('ok');
+  });
+
+  it('384 MiB, no memory setting: config shows the budget from the cgroup, and the long-text backfill completes with every session', async () => {
+    const cg = makeCgroup(384 * MiB);
+    const dataDir = join(await fx.tempDir(), 'data');
+    const env = fx.env(dataDir);
+    const config = await runInCgroup(cg, ['config', '--json'], env);
+    expect(config.code, config.stderr).toBe(0);
+    const memory = (JSON.parse(config.stdout) as { memory: { bytes: number; source: string; from: string } }).memory;
+    expect(memory).toMatchObject({ bytes: 384 * MiB, source: 'cgroup' });
+    expect(memory.from).toContain(cg.split('/').pop());
+
+    const r = await runInCgroup(cg, ['backfill', '--from', day(FROM), '--to', day(TO), '--json', '--log-level', 'debug'], env);
+    expect(r.signal, 'killed (the kernel OOM-kills with SIGKILL)').toBeNull();
+    expect(r.code, r.stderr.slice(-2000)).toBe(0);
+    // The debug log says the budget and its split.
+    expect(r.stderr).toMatch(/memory budget: 384 MiB from cgroup v\d limit .*DuckDB \d+ MiB/);
+    const stored = await readDuckDbSessions(dataDir);
+    const truth = fx.emu.dataset.sessionsStartedIn(FROM, TO + 1);
+    expect(truth.length).toBeGreaterThan(10_000);
+    expect(stored.map((s) => s.session_id)).toEqual(truth.map((s) => s.id).sort());
+    // DuckDB's spill directory is gone when the run ends.
+    expect(existsSync(join(dataDir, '.tmp', 'duckdb'))).toBe(false);
+  }, 120_000);
+
+  it('96 MiB: refused at start (exit 2) naming the minimum and how to give more; nothing written', async () => {
+    const cg = makeCgroup(96 * MiB);
+    const dataDir = join(await fx.tempDir(), 'data');
+    const r = await runInCgroup(cg, ['backfill', '--from', day(FROM), '--to', day(TO)], fx.env(dataDir));
+    expect(r.signal).toBeNull();
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain('the memory budget is 96 MiB (cgroup v');
+    expect(r.stderr).toContain(`give the container at least ${MIN_BUDGET / MiB} MiB`);
+    expect(existsSync(dataDir)).toBe(false);
+  }, 60_000);
+});
