@@ -55,7 +55,7 @@ const MiB = 2 ** 20;
 const PREVIOUS = { SESSION_ETL_MEMORY_LIMIT: '64GiB', SESSION_ETL_DUCKDB_MEMORY_LIMIT: '256MB' };
 
 export async function memoryCase<E extends Emu>(b: MemoryBench<E>): Promise<void> {
-  const section = '10 memory';
+  const section = '11 memory';
   const cgroupParent = memoryCgroupParent();
 
   const run = async (emu: E, name: string, env: Record<string, string>, cgroupBytes?: number): Promise<Outcome & { rows?: Counts }> => {
