@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { baseEnv, BIN, REPO_ROOT, waitFor } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
@@ -28,6 +28,10 @@ interface Launched {
   closed: Promise<void>;
 }
 
+const launched: Launched[] = [];
+// A test cut short by its timeout does not reach its `finally`: nothing it started outlives the file.
+afterAll(() => launched.forEach(cleanUp));
+
 /** Starts `argv` as a supervisor would: no shell, its own process group, output captured. */
 function launch(argv: string[], env: Record<string, string | undefined>, cwd = REPO_ROOT): Launched {
   const child = spawn(argv[0]!, argv.slice(1), { cwd, env: { ...baseEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -36,7 +40,9 @@ function launch(argv: string[], env: Record<string, string | undefined>, cwd = R
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
-  return { child, output: () => out, exited, closed };
+  const l = { child, output: () => out, exited, closed };
+  launched.push(l);
+  return l;
 }
 
 /** The processes alive now (zombies count as gone), each with its parent, process group and command line. */
