@@ -69,6 +69,8 @@ export interface OpenStoreOptions {
   logger?: Logger;
   /** A writer's DuckDB memory_limit (the run's memory budget's share: config/memory-budget.ts). */
   memoryLimit?: string;
+  /** How long committed rows wait for a whole row group before a background merge takes them anyway (default 4 s; tests set it). */
+  alignedWaitMs?: number;
 }
 
 /** A WAL at least this large is checkpointed with every core when the store closes (see close). */
@@ -93,6 +95,7 @@ export class SessionStore {
     logger: Logger,
     /** Where the day files go. */
     readonly dataset: Dataset,
+    alignedWaitMs?: number,
   ) {
     this.shape = storeShape(accounts === 'many');
     this.sink =
@@ -103,6 +106,7 @@ export class SessionStore {
               { err: err instanceof Error ? err.message : String(err) },
               'background merge or Parquet rewrite failed; the flush at the end of the run tries again',
             ),
+            alignedWaitMs,
           );
     this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink, this.shape.many);
   }
@@ -135,7 +139,7 @@ export class SessionStore {
       const accounts = existed ? await recordedAccounts(db.conn) : (opts.accounts ?? 'single');
       if (opts.accounts && opts.accounts !== accounts) throw accountsMismatch(layout, accounts);
       const dataset = await openDataset(opts.dataset ?? { kind: 'local', root: layout.parquetDir }, layout);
-      const store = new SessionStore(layout, format, accounts, db, readOnly, opts.logger ?? silentLogger, dataset);
+      const store = new SessionStore(layout, format, accounts, db, readOnly, opts.logger ?? silentLogger, dataset, opts.alignedWaitMs);
       store.created.push(...created);
       if (!readOnly) {
         if (existed) await prepareDirs(layout);

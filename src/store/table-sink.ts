@@ -38,6 +38,7 @@ export class TableSink implements Sink {
     /** Of the days waiting for a rewrite, those whose data is complete (every account of the run covers them whole). */
     readyDays: (conn: DuckDBConnection, partitions: string[]) => Promise<string[]>,
     onBackgroundError: (err: unknown) => void,
+    alignedWaitMs = ALIGNED_WAIT_MS,
   ) {
     this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset) : undefined;
     this.merge = { pendingDir: layout.pendingDir, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
@@ -53,10 +54,10 @@ export class TableSink implements Sink {
           const m = await mergeSlice(await this.mergeConnection(), this.merge, {
             waitForRowGroup: (pending, target) => {
               const elapsed = Date.now() - this.lastMerge;
-              return elapsed < ALIGNED_WAIT_MS && (elapsed * target) / pending <= ALIGNED_WAIT_MS;
+              return elapsed < alignedWaitMs && (elapsed * target) / pending <= alignedWaitMs;
             },
           });
-          if (m.waiting) this.kickLater();
+          if (m.waiting) this.kickLater(alignedWaitMs);
           else this.lastMerge = began;
           return m;
         },
@@ -127,12 +128,12 @@ export class TableSink implements Sink {
   }
 
   /** Rows wait for a row group: merge them anyway once ALIGNED_WAIT_MS has passed, even if no commit comes. */
-  private kickLater(): void {
+  private kickLater(alignedWaitMs: number): void {
     if (this.kickTimer) return;
     this.kickTimer = setTimeout(() => {
       this.kickTimer = undefined;
       this.work.kick();
-    }, Math.max(0, this.lastMerge + ALIGNED_WAIT_MS - Date.now()) + 10);
+    }, Math.max(0, this.lastMerge + alignedWaitMs - Date.now()) + 10);
     this.kickTimer.unref();
   }
 

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { loadConfig } from '../../config/load.js';
 import { UsageError } from '../usage-error.js';
+import { outputStillRead } from '../epipe.js';
 import { chosenAccounts } from '../account-options.js';
 import { csvRecord } from '../../util/csv-cell.js';
 import { oneLine } from '../../util/terminal-text.js';
@@ -191,14 +192,14 @@ export function register(program: Command): void {
         out.write(JSON.stringify(body, null, 2) + '\n');
       } else if (format === 'ndjson') {
         for (const item of page.items) out.write(JSON.stringify(item) + '\n');
-        noteCut(page);
+        if (await outputStillRead(out)) noteCut(page);
       } else {
         const rows = page.items.map((i) => flattenView(i));
         const cols = asked ?? leafPaths(list);
         if (format === 'csv') {
           // Values as the interface defines them (times in epoch seconds), like json and ndjson.
           writeCsv(out, cols, rows, true);
-          noteCut(page);
+          if (await outputStillRead(out)) noteCut(page);
         } else if (page.total === 0) {
           out.write(`no sessions match${whyNone(req)}\n`);
         } else {
