@@ -78,5 +78,8 @@ export function readSecretFile(path: string): string {
 export function othersCanRead(mode: number, path: string, what = 'a key file'): string | null {
   if (process.platform === 'win32' || (mode & 0o006) === 0) return null;
   const octal = (mode & 0o777).toString(8).padStart(4, '0');
-  return `is ${mode & 0o004 ? 'readable' : 'writable'} by every user of this machine (mode ${octal}): ${what} must be readable by its owner only (or its group); run chmod 600 ${path}`;
+  return (
+    `is ${mode & 0o004 ? 'readable' : 'writable'} by every user of this machine (mode ${octal}): ${what} must be readable by its owner only (or its group); ` +
+    `run chmod 600 ${path}${what === 'a key file' ? " (a Kubernetes Secret volume: give it defaultMode: 0400)" : ''}`
+  );
 }

@@ -41,7 +41,7 @@ describe('an API key file others can read is refused', () => {
     const r = refusal(() => loadConfig({ env: { REPORTING_API_KEY_FILE: p } }));
     expect(r.exit).toBe(2);
     expect(r.message).toBe(
-      `REPORTING_API_KEY_FILE ${p} is ${what} by every user of this machine (mode 0${mode.toString(8)}): a key file must be readable by its owner only (or its group); run chmod 600 ${p}`,
+      `REPORTING_API_KEY_FILE ${p} is ${what} by every user of this machine (mode 0${mode.toString(8)}): a key file must be readable by its owner only (or its group); run chmod 600 ${p} (a Kubernetes Secret volume: give it defaultMode: 0400)`,
     );
     expect(r.message).not.toContain(KEY);
   });
@@ -56,7 +56,7 @@ describe('an API key file others can read is refused', () => {
     const cfg = join(dir, 'accounts.json');
     writeFileSync(cfg, JSON.stringify({ reportingUrl: 'http://127.0.0.1:9/', accounts: { acme: { apiKeyFile: p } } }));
     const [acme] = resolveAccounts(loadConfig({ configFile: cfg, env: {} }), ['acme'], {});
-    expect(acme!.keyError).toBe(`its key file ${p} (apiKeyFile) is readable by every user of this machine (mode 0644): a key file must be readable by its owner only (or its group); run chmod 600 ${p}`);
+    expect(acme!.keyError).toBe(`its key file ${p} (apiKeyFile) is readable by every user of this machine (mode 0644): a key file must be readable by its owner only (or its group); run chmod 600 ${p} (a Kubernetes Secret volume: give it defaultMode: 0400)`);
     expect(acme!.loaded.config.apiKey).toBeNull();
   });
 
