@@ -68,7 +68,7 @@ export interface NotifyPayload {
   endedAt: string;
   outcome: RunSummary['outcome'];
   exitCode: number;
-  /** The run's error, secrets redacted; null unless it failed. */
+  /** The run's error, secrets redacted, escaped as `text` is (chatText); null unless it failed. */
   error: string | null;
   checkpoint: string | null;
   /** endedAt - checkpoint, seconds; null when nothing is stored yet or the run ended before reading it. */
@@ -186,14 +186,15 @@ export function buildPayload(
     command: end.command,
     job: end.job ?? null,
     account: end.account ?? null,
-    host: o.host,
-    dataDir: end.dataDir,
+    host: oneLine(o.host),
+    dataDir: oneLine(end.dataDir),
     runId: runIdOf(end),
     startedAt: new Date(end.startedMs).toISOString(),
     endedAt: new Date(end.endedMs).toISOString(),
     outcome,
     exitCode: end.exitCode,
-    error,
+    // A receiver may show any field (a workflow posting `error` to a channel): escaped as `text` is.
+    error: error === null ? null : chatText(error),
     checkpoint,
     lagSeconds,
     maxLagSeconds: o.maxLagSeconds,
@@ -215,8 +216,8 @@ function verifyDayCommand(date: string, account: string | undefined): string {
  * `&gt;`, which Slack and Teams both show as the characters. Teams renders markdown: a link
  * `[label](url)` (a label hiding where it leads) is broken as `[label] (url)`. `@here`, `@channel`
  * and `@everyone` get a zero-width space after the `@`, so no receiver takes them for a mention.
- * Line breaks and tabs become spaces, other control characters U+FFFD (util/terminal-text.ts). The
- * other fields carry the text as it is.
+ * Line breaks and tabs become spaces, other control characters and bidirectional-text controls
+ * U+FFFD (util/terminal-text.ts). `text` and `error` are written so.
  */
 export function chatText(s: string): string {
   return oneLine(s)

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runBackfill } from '../../src/pipeline/run.js';
 import { baseEnv, BIN, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
+import { parseCsvWithPython } from '../helpers/python-csv.js';
 
 const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
@@ -128,12 +129,12 @@ describe('sessions for a person', () => {
     expect(lines[2]!.startsWith(`${iso}  ${first.id}`)).toBe(true);
   });
 
-  it('csv and json keep the asked order too, with times as the interface gives them (epoch seconds)', async () => {
+  it('csv and json keep the asked order too (csv with times in ISO 8601 UTC, as the dashboard\'s download)', async () => {
     const csv = await runCli([...base(), '--output', 'csv', '--attribute-names', 'pin,started,agent.email,id', '--page-size', '2']);
     expect(csv.code).toBe(0);
-    const [header, row] = csv.stdout.split('\n');
-    expect(header).toBe('pin,started,agent.email,id');
-    expect(row!.split(',')[1]).toMatch(/^\d{10}$/);
+    const [header, row] = parseCsvWithPython(csv.stdout);
+    expect(header).toEqual(['pin', 'started', 'agent.email', 'id']);
+    expect(row![1]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
     const json = await runCli([...base(), '--output', 'json', '--attribute-names', 'pin,agent.name,started,agent.email', '--page-size', '1']);
     const item = JSON.parse(json.stdout).items[0];
     expect(Object.keys(item)).toEqual(['pin', 'agent', 'started']);

@@ -5,7 +5,7 @@ import { loadConfig } from '../../config/load.js';
 import { UsageError } from '../usage-error.js';
 import { outputStillRead } from '../epipe.js';
 import { chosenAccounts } from '../account-options.js';
-import { csvRecord } from '../../util/csv-cell.js';
+import { sessionsCsv } from '../../util/csv-cell.js';
 import { oneLine } from '../../util/terminal-text.js';
 import { didYouMean } from '../../util/did-you-mean.js';
 import { displayWidth, padToWidth, truncateToWidth } from '../display-width.js';
@@ -197,8 +197,10 @@ export function register(program: Command): void {
         const rows = page.items.map((i) => flattenView(i));
         const cols = asked ?? leafPaths(list);
         if (format === 'csv') {
-          // Values as the interface defines them (times in epoch seconds), like json and ndjson.
-          writeCsv(out, cols, rows, true);
+          // The dialect the dashboard's download has too (util/csv-cell.ts).
+          const csv = csvOf(list, cols);
+          out.write(csv.header);
+          for (const r of rows) out.write(csv.row(cols.map((c) => r[c])));
           if (await outputStillRead(out)) noteCut(page);
         } else if (page.total === 0) {
           out.write(`no sessions match${whyNone(req)}\n`);
@@ -232,7 +234,8 @@ async function writeEveryMatch(
   const { shapeRecord } = await import('../../list/list-request.js');
   const out = process.stdout;
   const cols = asked ?? leafPaths(list);
-  if (format === 'csv') writeCsv(out, cols, [], true);
+  const csv = csvOf(list, cols);
+  if (format === 'csv') out.write(csv.header);
   const compiled = list.compileToSql(req, source);
   const offset = req.paging.kind === 'offset' ? req.paging.offset : 0;
   const result = await conn.stream(compiled.sql, [...(compiled.params as DuckDBValue[]), Number.MAX_SAFE_INTEGER, offset]);
@@ -241,8 +244,10 @@ async function writeEveryMatch(
       // As queryDuckDb shapes its records: BIGINT as a number, absent as null.
       const view = shapeRecord(compiled.leaves, (leaf) => (typeof row[leaf.path] === 'bigint' ? Number(row[leaf.path]) : (row[leaf.path] ?? null)));
       const item = asked ? inOrder(view, asked) : view;
-      if (format === 'csv') writeCsv(out, cols, [flattenView(item)], false);
-      else out.write(JSON.stringify(item) + '\n');
+      if (format === 'csv') {
+        const r = flattenView(item);
+        out.write(csv.row(cols.map((c) => r[c])));
+      } else out.write(JSON.stringify(item) + '\n');
     }
     if (out.destroyed) return;
     if (out.writableNeedDrain) {
@@ -259,10 +264,9 @@ async function writeEveryMatch(
   }
 }
 
-function writeCsv(out: NodeJS.WritableStream, cols: string[], rows: Record<string, unknown>[], header: boolean): void {
-  // No cell a spreadsheet would run as a formula (util/csv-cell.ts).
-  if (header) out.write(csvRecord(cols) + '\n');
-  for (const r of rows) out.write(csvRecord(cols.map((c) => r[c])) + '\n');
+/** The CSV writer of `cols`: one dialect with the dashboard's download (CRLF, text quoted, times in ISO 8601 UTC, no formula a spreadsheet would run). */
+function csvOf(list: ListModule, cols: string[]): ReturnType<typeof sessionsCsv> {
+  return sessionsCsv(cols, cols.map((c) => list.resolveField(c)?.kind === 'epoch'));
 }
 
 /** On stderr, when a page of CSV or NDJSON (--page-size, --page/--size) left matches out: a file's reader would not know. */
