@@ -102,7 +102,7 @@ async function executeRunCore(
     }
     if (err instanceof RunFailedError) {
       out.stderr.write(`error: ${redact(err.message)}\n`);
-      return ExitCode.runFailed;
+      return err.exitCode;
     }
     if (err instanceof RangeError) throw new UsageError(err.message, { cause: err });
     throw err;

@@ -241,10 +241,12 @@ function checkJob(job: AccountJob): void {
   }
 }
 
-/** A verify's own options: --sample a positive whole number; --delete-missing only with --repair. */
+/** A verify's own options: --sample a positive whole number; --delete-missing only with --repair; --max-delete only with it. */
 function checkVerifyJob(opts: VerifyOptions): void {
   if (opts.sample !== undefined && (!Number.isInteger(opts.sample) || opts.sample <= 0)) throw new RangeError(`sample must be a positive whole number of days, got ${opts.sample}`);
   if (opts.deleteMissing && !opts.repair) throw new RangeError('delete-missing goes with repair: it removes sessions the source no longer returns while repairing the rest');
+  if (opts.maxDelete !== undefined && (!Number.isInteger(opts.maxDelete) || opts.maxDelete < 0)) throw new RangeError(`maxDelete must be a whole number of sessions, 0 or more; got ${opts.maxDelete}`);
+  if (opts.maxDelete !== undefined && !opts.deleteMissing) throw new RangeError('maxDelete goes with deleteMissing: it allows that many removals');
 }
 
 interface Plan {
