@@ -10,7 +10,7 @@ export function formatVerifySummary(s: VerifySummary): string {
   const lines = [
     `verify ${s.runId}: ${s.outcome === 'succeeded' ? (r?.totals.differingDays ? 'repaired' : 'the store equals the source') : r?.refused.length ? 'failed: removals refused' : s.outcome}`,
     `  range          ${s.range ? `${s.range.from} – ${s.range.to}` : '(nothing to fetch)'}${r?.sampled ? `; ${r.sampled.length} day(s) drawn: ${r.sampled.join(', ')}` : ''}`,
-    `  windows        ${s.windows.done} of ${s.windows.total} fetched${s.windows.skipped ? `, ${s.windows.skipped} not started` : ''}`,
+    `  windows        ${s.windows.done} of ${s.windows.total} fetched${s.windows.skipped ? `, ${s.windows.skipped} not started` : ''}${s.sessions.fetched !== undefined ? `; ${s.sessions.fetched} records fetched` : ''}`,
     `  requests       ${s.requests} (${s.retries} retries, ${s.rateLimited} rate-limited, ${s.bisections} bisections)`,
     `  duration       ${(s.durationMs / 1000).toFixed(1)} s`,
   ];

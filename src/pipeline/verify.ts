@@ -227,6 +227,8 @@ export class AccountVerifier {
       count = flat.batch.length;
     }
     this.answers.push({ start: w.start, end: w.end, count });
+    // The records fetched (the progress bar's and the summary's count), as a backfill counts them.
+    this.tally.totals.fetched += count;
     const dir = this.store.layout.tmpDir;
     // Named as a commit's record files are: a leftover (a crash) is recognised and removed as one.
     const name = `rows-${String(w.start).padStart(12, '0')}-${process.pid}-${++this.seq}`;
