@@ -4,6 +4,7 @@
  * function of what the data directory says (data-source.ts), the clock and the schedule.
  */
 import { checkHealth } from '../monitoring/health.js';
+import type { CommandTarget } from '../util/suggested-command.js';
 import type { MonitoredRun, MonitoredState } from '../monitoring/read-state.js';
 import type { LockHolder } from '../store/lock.js';
 import type { StateReading } from './state-reader.js';
@@ -86,6 +87,8 @@ export interface OverviewInput {
   nextRun: Overview['nextRun'];
   account?: string | null;
   demo?: boolean;
+  /** What the commands the health reasons suggest run against. */
+  target?: CommandTarget;
 }
 
 export function buildOverview(i: OverviewInput): Overview {
@@ -107,7 +110,7 @@ export function buildOverview(i: OverviewInput): Overview {
     lastSuccessAt: success ? seconds(success.endedAt ?? success.startedAt) : null,
     volumeAnomalies: snapshot?.volumeAnomalies ?? [],
   };
-  const h = checkHealth(state, { nowMs: i.nowMs, maxLagSeconds: i.maxLagSeconds });
+  const h = checkHealth(state, { nowMs: i.nowMs, maxLagSeconds: i.maxLagSeconds, ...(i.target ? { target: i.target } : {}) });
   // The calendar shows each hole and its command: say so instead of pointing at `status`; the lag
   // in the page's one style of durations.
   const reasons = h.reasons.map((r) =>

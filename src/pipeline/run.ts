@@ -9,7 +9,6 @@ import { hostname } from 'node:os';
 import { ExitCode } from '../errors.js';
 import { ReportingClient } from '../reporting/client.js';
 import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
-import { backfillCommand } from '../store/backfill-command.js';
 import { holdsStore } from '../store/layout.js';
 import { parseParquetUrl, type DatasetLocation } from '../store/dataset/location.js';
 import { DataDirError } from '../store/errors.js';
@@ -45,7 +44,8 @@ import { readRateLimitHeaders } from './rate-limit-headers.js';
 import { RunTally } from './run-tally.js';
 import { WindowLoader } from './window-loader.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
-import { AccountVerifier, differencesText, verifyCommand, verifyPlan, VerifyDifferencesError, type VerifyOptions, type VerifySummary } from './verify.js';
+import { AccountVerifier, differencesText, verifyPlan, VerifyDifferencesError, type VerifyOptions, type VerifySummary } from './verify.js';
+import { rangeArgs, suggestedCommand, type CommandTarget } from '../util/suggested-command.js';
 
 export { VerifyDifferencesError, type VerifyOptions, type VerifyReport, type VerifySummary } from './verify.js';
 export {
@@ -602,7 +602,7 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
     ? `${clipText(oneLine(redact(outcome.error.message)))}; ${committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
       (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : 'run the same command again to continue')
     : differs && p.range
-      ? clipText(oneLine(redact(differencesText(report, verifyCommand(p.range, job.account)))))
+      ? clipText(oneLine(redact(differencesText(report, suggestedCommand('verify', rangeArgs(p.range), targetOf(store, job.account))))))
       : undefined;
   const summary = tally.summary({
     outcome: failed ? 'failed' : interrupted ? 'interrupted' : part.windowsTotal ? 'succeeded' : 'nothing-to-do',
@@ -634,7 +634,12 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
 
 /** The backfill command that loads `range` into this store (an account's part of it with many accounts). */
 function resumeCommand(range: Window, store: SessionStore, account: string): string {
-  return backfillCommand(range, store.layout.dataDir, account || undefined);
+  return suggestedCommand('backfill', rangeArgs(range), targetOf(store, account));
+}
+
+/** What a command suggested for an account of this store runs against. */
+function targetOf(store: SessionStore, account: string): CommandTarget {
+  return { dataDir: store.layout.dataDir, account: account || undefined };
 }
 
 function committedNote(checkpoint: string | null): string {

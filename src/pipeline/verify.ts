@@ -341,12 +341,6 @@ export function differencesText(report: VerifyReport, command: string): string {
   return `the store differs from the source on ${left.length} day(s): ${shown.join('; ')}${more}; ${advice}`;
 }
 
-/** The command that verifies `range` again (an account's with many accounts). */
-export function verifyCommand(range: Window, account: string): string {
-  const arg = (t: number) => (t % DAY === 0 ? isoOf(t).slice(0, 10) : isoOf(t));
-  return `session-etl verify --from ${arg(range.start)} --to ${arg(range.end)}${account ? ` --account ${account}` : ''}`;
-}
-
 /** A validated batch as the newline-delimited JSON a commit's record file holds (the reporting record's shape). */
 function batchToNdjson(batch: RowBatch): Buffer {
   const sourced = SESSION_COLUMNS.map((c, i) => ({ path: c.source.split('.'), i, ts: c.type === 'TIMESTAMPTZ' })).filter((c) => c.path[0] !== 'lineage');
