@@ -598,9 +598,10 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
   const cp = checkpointOf(coverage);
   // The server's part made one printable line (no terminal control sequences) and clipped (a hostile
   // or broken server may answer megabytes), the note on what is committed and the advice kept whole.
+  // A verify commits no windows (only its repair does, at its end): no checkpoint to continue from.
   const error = outcome.error
-    ? `${clipText(oneLine(redact(outcome.error.message)))}; ${committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
-      (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : 'run the same command again to continue')
+    ? `${clipText(oneLine(redact(outcome.error.message)))}; ${job.kind === 'verify' ? 'the verify did not finish comparing' : committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
+      (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : job.kind === 'verify' ? 'run the same command again' : 'run the same command again to continue')
     : differs && p.range
       ? clipText(oneLine(redact(differencesText(report, suggestedCommand('verify', rangeArgs(p.range), targetOf(store, job.account))))))
       : undefined;
