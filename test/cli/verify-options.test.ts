@@ -176,7 +176,7 @@ describe('many accounts', () => {
     expect(both.code).toBe(1);
     expect(both.stderr).toMatch(/2 of 2 accounts failed: acme, globex/);
     expect(both.stderr).toMatch(new RegExp(`acme: .*${day(amended)}: 2 changed; ${day(held)}: \\d+ missing`));
-    expect(both.stderr).toMatch(new RegExp(`globex: .*${day(amended)}: 2 changed; make the store equal the source with \`session-etl verify --from ${day(FROM)} --to ${day(END)} --account globex --repair\``));
+    expect(both.stderr).toMatch(new RegExp(`globex: .*${day(amended)}: 2 changed; make the store equal the source with \`session-etl verify --from ${day(FROM)} --to ${day(END)} --data-dir ${join(root, 'data')} --config ${join(root, 'config.json')} --account globex --repair\``));
 
     const acme = await runCli(['verify', '--from', day(FROM), '--to', day(END), '--account', 'acme', '--repair', '--no-progress', ...cfg()], env);
     expect(acme.code, acme.stderr).toBe(0);
