@@ -12,6 +12,7 @@ import type { z } from 'zod';
 import { didYouMean } from '../util/did-you-mean.js';
 import { readProblem } from '../util/read-problem.js';
 import { ACCOUNT_NAME, AccountSchema, ConfigSchema, type Config } from './schema.js';
+import { rememberConfigFile } from '../util/suggested-command.js';
 
 /** Where a value came from: `env-file` is the environment as set by the working directory's .env file. */
 export type Source = 'default' | 'file' | 'env' | 'env-file' | 'flag';
@@ -67,6 +68,8 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   put({ ...CONFIG_DEFAULTS }, 'default');
 
   const file = opts.configFile ?? env.SESSION_ETL_CONFIG ?? null;
+  // Every command suggested from now on names the same configuration.
+  rememberConfigFile(file);
   if (file) {
     const fromFile = readJson(file, 'configuration file');
     if (Object.hasOwn(fromFile, 'apiKey') && fromFile.apiKey) {

@@ -21,6 +21,7 @@ import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { deliverAll, NOTIFY_DEFAULTS, type Delivery, type SendOptions } from './notify-delivery.js';
 import { readNotifyState, writeNotifyState, type NotifyState } from './notify-state.js';
 import { describeAnomaly, type VolumeAnomaly } from '../store/volume-anomalies.js';
+import { dayArgs, suggestedCommand } from '../util/suggested-command.js';
 
 export { NOTIFY_DEFAULTS, type Delivery, type SendOptions };
 
@@ -174,7 +175,7 @@ export function buildPayload(
   const text =
     event === 'volume_anomaly' && anomaly
       ? `${what} VOLUME ANOMALY ${where}: ${describeAnomaly(anomaly)} (its weekday's median over the previous weeks); ` +
-        `the endpoint may have answered without part of that day; compare it with the source: ${verifyDayCommand(anomaly.date, end.account)}`
+        `the endpoint may have answered without part of that day; compare it with the source: ${suggestedCommand('verify', dayArgs(anomaly.date), { dataDir: end.dataDir, account: end.account })}`
       : event === 'run_failed'
       ? `${what} FAILED ${where}: ${clipText(error ?? 'unknown error', 400)} [${behind}; exit ${end.exitCode}]`
       : event === 'run_recovered'
@@ -201,12 +202,6 @@ export function buildPayload(
     sessionsWritten: end.summary?.sessions.written ?? null,
     volumeAnomaly: anomaly,
   });
-}
-
-/** `session-etl verify` of one day (an account's with many accounts). */
-function verifyDayCommand(date: string, account: string | undefined): string {
-  const next = new Date(Date.parse(`${date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
-  return `session-etl verify --from ${date} --to ${next}${account !== undefined ? ` --account ${account}` : ''}`;
 }
 
 /**

@@ -19,7 +19,7 @@ export class WindowFailedError extends Error {
  */
 export class RunFailedError extends Error {
   override readonly name = 'RunFailedError';
-  readonly exitCode = ExitCode.runFailed;
+  readonly exitCode: number = ExitCode.runFailed;
   constructor(
     message: string,
     readonly runId: string,

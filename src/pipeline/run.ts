@@ -9,7 +9,6 @@ import { hostname } from 'node:os';
 import { ExitCode } from '../errors.js';
 import { ReportingClient } from '../reporting/client.js';
 import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
-import { backfillCommand } from '../store/backfill-command.js';
 import { holdsStore } from '../store/layout.js';
 import { parseParquetUrl, type DatasetLocation } from '../store/dataset/location.js';
 import { DataDirError } from '../store/errors.js';
@@ -45,7 +44,8 @@ import { readRateLimitHeaders } from './rate-limit-headers.js';
 import { RunTally } from './run-tally.js';
 import { WindowLoader } from './window-loader.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
-import { AccountVerifier, differencesText, verifyCommand, verifyPlan, VerifyDifferencesError, type VerifyOptions, type VerifySummary } from './verify.js';
+import { AccountVerifier, differencesText, verifyPlan, VerifyDifferencesError, type VerifyOptions, type VerifySummary } from './verify.js';
+import { rangeArgs, suggestedCommand, type CommandTarget } from '../util/suggested-command.js';
 
 export { VerifyDifferencesError, type VerifyOptions, type VerifyReport, type VerifySummary } from './verify.js';
 export {
@@ -241,10 +241,12 @@ function checkJob(job: AccountJob): void {
   }
 }
 
-/** A verify's own options: --sample a positive whole number; --delete-missing only with --repair. */
+/** A verify's own options: --sample a positive whole number; --delete-missing only with --repair; --max-delete only with it. */
 function checkVerifyJob(opts: VerifyOptions): void {
   if (opts.sample !== undefined && (!Number.isInteger(opts.sample) || opts.sample <= 0)) throw new RangeError(`sample must be a positive whole number of days, got ${opts.sample}`);
   if (opts.deleteMissing && !opts.repair) throw new RangeError('delete-missing goes with repair: it removes sessions the source no longer returns while repairing the rest');
+  if (opts.maxDelete !== undefined && (!Number.isInteger(opts.maxDelete) || opts.maxDelete < 0)) throw new RangeError(`maxDelete must be a whole number of sessions, 0 or more; got ${opts.maxDelete}`);
+  if (opts.maxDelete !== undefined && !opts.deleteMissing) throw new RangeError('maxDelete goes with deleteMissing: it allows that many removals');
 }
 
 interface Plan {
@@ -596,11 +598,12 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
   const cp = checkpointOf(coverage);
   // The server's part made one printable line (no terminal control sequences) and clipped (a hostile
   // or broken server may answer megabytes), the note on what is committed and the advice kept whole.
+  // A verify commits no windows (only its repair does, at its end): no checkpoint to continue from.
   const error = outcome.error
-    ? `${clipText(oneLine(redact(outcome.error.message)))}; ${committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
-      (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : 'run the same command again to continue')
+    ? `${clipText(oneLine(redact(outcome.error.message)))}; ${job.kind === 'verify' ? 'the verify did not finish comparing' : committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
+      (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : job.kind === 'verify' ? 'run the same command again' : 'run the same command again to continue')
     : differs && p.range
-      ? clipText(oneLine(redact(differencesText(report, verifyCommand(p.range, job.account)))))
+      ? clipText(oneLine(redact(differencesText(report, suggestedCommand('verify', rangeArgs(p.range), targetOf(store, job.account))))))
       : undefined;
   const summary = tally.summary({
     outcome: failed ? 'failed' : interrupted ? 'interrupted' : part.windowsTotal ? 'succeeded' : 'nothing-to-do',
@@ -632,7 +635,12 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
 
 /** The backfill command that loads `range` into this store (an account's part of it with many accounts). */
 function resumeCommand(range: Window, store: SessionStore, account: string): string {
-  return backfillCommand(range, store.layout.dataDir, account || undefined);
+  return suggestedCommand('backfill', rangeArgs(range), targetOf(store, account));
+}
+
+/** What a command suggested for an account of this store runs against. */
+function targetOf(store: SessionStore, account: string): CommandTarget {
+  return { dataDir: store.layout.dataDir, account: account || undefined };
 }
 
 function committedNote(checkpoint: string | null): string {
