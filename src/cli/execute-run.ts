@@ -102,7 +102,8 @@ async function executeRunCore(
     }
     if (err instanceof RunFailedError) {
       out.stderr.write(`error: ${redact(err.message)}\n`);
-      return ExitCode.runFailed;
+      // 1, or 2 when a setting must be fixed first (a refused first connection).
+      return err.exitCode;
     }
     if (err instanceof RangeError) throw new UsageError(err.message, { cause: err });
     throw err;

@@ -23,6 +23,8 @@ export interface PipelineOptions {
   apiKey: string;
   /** Where the key came from (an account's apiKeyEnv or apiKeyFile), named when the endpoint refuses it. */
   apiKeySource?: string;
+  /** Where the reporting URL is set (REPORTING_URL, the configuration file, an account's entry), named when its first connection is refused. */
+  reportingUrlSource?: string;
   dataDir: string;
   /**
    * Where the Parquet dataset goes: `s3://BUCKET/PREFIX` (an S3-compatible bucket; docs/object-storage.md),
