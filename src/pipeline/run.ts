@@ -134,7 +134,7 @@ export async function runBatch(given: BatchOptions, jobsGiven: readonly AccountJ
   let stopFlushing = (): void => {};
   try {
     const recovered = await recover(store, batchRunId, run.lock, logger);
-    for (const p of parts) recovered.forEach((x) => p.tally.partitionsWritten.add(x));
+    for (const p of parts) p.tally.addRecovered(recovered);
     await batch.prepare?.(store);
     // Sessions stored before this point (moved in by prepare too) count as updated when replaced.
     await store.beginRunCounts();
