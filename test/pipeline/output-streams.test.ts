@@ -27,7 +27,7 @@ function expectOnlyLogs(stderr: string): void {
 
 describe('the summary goes to stdout, the logs to stderr only', () => {
   it.each([
-    ['a run under server errors, logging at debug', { serverErrorRate: 0.5 }, ['--max-attempts', '10'], 0],
+    ['a run under server errors, logging at debug', { serverErrorRate: 0.5 }, ['--max-attempts', '5'], undefined],
     ['a run that fails', { serverErrorRate: 1 }, ['--max-attempts', '2'], 1],
   ] as const)('%s: --json stdout is one JSON object; text stdout holds no log line', async (_what, faults, extra, code) => {
     fx.emu.setFaults(faults);
@@ -38,7 +38,9 @@ describe('the summary goes to stdout, the logs to stderr only', () => {
           ['backfill', '--from', iso(FROM), '--to', iso(FROM + 3 * D), '--concurrency', '1', '--log-level', 'debug', '--no-progress', ...extra, ...(json ? ['--json'] : [])],
           fx.env(dataDir),
         );
-        expect(r.code, r.stderr).toBe(code);
+        // The first case may succeed or have a window give up: the streams are the same either way.
+        if (code === undefined) expect([0, 1]).toContain(r.code);
+        else expect(r.code, r.stderr).toBe(code);
         // Debug lines, and the run's own (started, failed or finished), are all on stderr.
         expect(r.stderr).toContain('"level":20');
         expect(r.stderr).toMatch(/"msg":"backfill (started|failed|finished)"/);
