@@ -388,6 +388,7 @@ function combinedSummary(outcomes: AccountOutcome[], t: AccountsTotal, root: str
       updated: sum((x) => x.sessions.updated ?? 0),
       unchanged: sum((x) => x.sessions.unchanged ?? 0),
       fetched: sum((x) => x.sessions.fetched ?? 0),
+      repeated: sum((x) => x.sessions.repeated ?? 0),
       rejected: sum((x) => x.sessions.rejected),
       duplicatesDropped: sum((x) => x.sessions.duplicatesDropped),
     },

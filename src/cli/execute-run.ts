@@ -102,6 +102,7 @@ async function executeRunCore(
     }
     if (err instanceof RunFailedError) {
       out.stderr.write(`error: ${redact(err.message)}\n`);
+      // 1, or 2 when a setting must be fixed first (a refused first connection).
       return err.exitCode;
     }
     if (err instanceof RangeError) throw new UsageError(err.message, { cause: err });

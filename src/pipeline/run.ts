@@ -8,6 +8,7 @@
 import { hostname } from 'node:os';
 import { ExitCode } from '../errors.js';
 import { ReportingClient } from '../reporting/client.js';
+import { EndpointUnreachableError } from '../reporting/errors/endpoint-unreachable-error.js';
 import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
 import { holdsStore } from '../store/layout.js';
 import { parseParquetUrl, type DatasetLocation } from '../store/dataset/location.js';
@@ -133,7 +134,7 @@ export async function runBatch(given: BatchOptions, jobsGiven: readonly AccountJ
   let stopFlushing = (): void => {};
   try {
     const recovered = await recover(store, batchRunId, run.lock, logger);
-    for (const p of parts) recovered.forEach((x) => p.tally.partitionsWritten.add(x));
+    for (const p of parts) p.tally.addRecovered(recovered);
     await batch.prepare?.(store);
     // Sessions stored before this point (moved in by prepare too) count as updated when replaced.
     await store.beginRunCounts();
@@ -384,7 +385,6 @@ async function fetchAccount(store: SessionStore, part: Part, batch: BatchOptions
     onLog: (event, fields) => logger.info(clipStrings(fields), event),
     onWindow,
   });
-  tally.stats.rateLimited = controller.rateLimitedCount;
   // Compared whole (and repaired) before the run's last flush; a stopped or failed verify compares nothing.
   if (verifier && !part.outcome.error && !part.outcome.skipped.length) {
     try {
@@ -474,6 +474,7 @@ function reportingClientFor(
     url: opts.reportingUrl,
     apiKey: opts.apiKey,
     ...(opts.apiKeySource ? { keySource: opts.apiKeySource } : {}),
+    ...(opts.reportingUrlSource ? { urlSource: opts.reportingUrlSource } : {}),
     ...(opts.fetch ? { fetch: opts.fetch } : {}),
     ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
     ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
@@ -481,10 +482,11 @@ function reportingClientFor(
     now,
     sleep,
     logger,
+    // The client counts requests, retries and 429s (and logs each retry): the tally's are its counts.
+    counts: tally.stats,
     hooks: {
       beforeAttempt: (signal) => controller.beforeAttempt(signal),
       onRateLimited: (ms, isDate) => {
-        tally.stats.rateLimited++;
         controller.onRateLimited(ms, isDate);
         logger.warn({ retryAfterMs: ms, concurrency: controller.concurrency, pace: controller.pace }, 'rate limited (429): pausing all workers');
       },
@@ -492,9 +494,6 @@ function reportingClientFor(
       onResponseHeaders: (headers) => {
         const hint = readRateLimitHeaders(headers, now());
         if (hint) controller.onRateLimitHint(hint);
-      },
-      onRetry: ({ error, delayMs }) => {
-        logger.warn({ kind: error.kind, delayMs, message: clipText(oneLine(redact(error.message))) }, 'retrying a request');
       },
     },
   });
@@ -540,7 +539,10 @@ async function finish(store: SessionStore, parts: Part[], batch: BatchOptions, n
     if (part.outcome.error) {
       // The error itself is told once, with the summary (the CLI prints it after it; the caller catches it).
       part.logger.error({ checkpoint: summary.checkpoint }, `${kind} failed`);
-      const error = Object.assign(new RunFailedError(`${kind} ${runId} failed: ${summary.error}`, runId, { cause: part.outcome.error }), { summary });
+      const error = Object.assign(
+        new RunFailedError(`${kind} ${runId} failed: ${summary.error}`, runId, { cause: part.outcome.error }, settingExitCode(part.outcome.error)),
+        { summary },
+      );
       results.push({ account: part.job.account, ok: false, error, summary, durationMs });
     } else if (summary.outcome === 'interrupted') {
       const stopExitCode = part.job.opts.stopExitCode ?? batch.stopExitCode ?? 130;
@@ -641,6 +643,14 @@ function resumeCommand(range: Window, store: SessionStore, account: string): str
 /** What a command suggested for an account of this store runs against. */
 function targetOf(store: SessionStore, account: string): CommandTarget {
   return { dataDir: store.layout.dataDir, account: account || undefined };
+}
+
+/** 2 when the run failed on a wrong address (a refused first connection), else 1. */
+function settingExitCode(err: unknown): number {
+  for (let cur = err, depth = 0; cur instanceof Error && depth < 8; cur = cur.cause, depth++) {
+    if (cur instanceof EndpointUnreachableError) return cur.exitCode;
+  }
+  return ExitCode.runFailed;
 }
 
 function committedNote(checkpoint: string | null): string {
