@@ -168,10 +168,8 @@ export class TableSink implements Sink {
   }
 
   private async mergeConnection(): Promise<DuckDBConnection> {
-    if (!this.mergeConn) {
-      this.mergeConn = await this.db.instance.connect();
-      await this.mergeConn.run("SET TimeZone = 'UTC'");
-    }
+    // UTC, as every connection of the instance (duckdb.ts).
+    this.mergeConn ??= await this.db.instance.connect();
     return this.mergeConn;
   }
 }

@@ -91,7 +91,7 @@ describe('session-etl sessions', () => {
     // Customer names are typed by end customers: three of them as an attacker would type them.
     const hostile = ['-1+HYPERLINK("http://evil.example/")', "-2+3+cmd|' /C calc'!A0", '=1+1'];
     const ids = emu.dataset.sessionsStartedIn(TO - D, TO).slice(0, hostile.length).map((s) => s.id);
-    const db = await openDb(join(dataDir, 'sessions.duckdb'));
+    const db = await openDb(join(dataDir, 'sessions.duckdb'), { allowedDirectories: [dataDir] });
     const before = new Map<string, unknown>();
     try {
       for (const [i, id] of ids.entries()) {
@@ -114,7 +114,7 @@ describe('session-etl sessions', () => {
         expect(byId.get(id)?.startsWith(`${id},${cell},`), byId.get(id)).toBe(true);
       }
     } finally {
-      const restore = await openDb(join(dataDir, 'sessions.duckdb'));
+      const restore = await openDb(join(dataDir, 'sessions.duckdb'), { allowedDirectories: [dataDir] });
       try {
         for (const [id, name] of before) await restore.conn.run('UPDATE sessions SET external_customer_name = ? WHERE session_id = ?', [name as string | null, id]);
       } finally {
