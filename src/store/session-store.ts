@@ -64,6 +64,8 @@ export interface OpenStoreOptions {
   shard?: ShardId;
   /** Where the day files go: the data directory's parquet/sessions/ (default), or a bucket (dataset/). */
   dataset?: DatasetLocation;
+  /** A bucket's check before each upload: that the run still holds the bucket's lock (dataset/bucket-run.ts). */
+  beforeUpload?: () => Promise<void>;
   /** Where a failure of background work (a merge or a Parquet rewrite overlapping the fetching) is reported when it happens. */
   logger?: Logger;
   /** A writer's DuckDB memory_limit (the run's memory budget's share: config/memory-budget.ts). */
@@ -130,7 +132,7 @@ export class SessionStore {
       const format = existed ? await recordedFormat(db.conn, layout, fileFormat, opts.format) : fileFormat;
       const accounts = existed ? await recordedAccounts(db.conn) : (opts.accounts ?? 'single');
       if (opts.accounts && opts.accounts !== accounts) throw accountsMismatch(layout, accounts);
-      const dataset = await openDataset(opts.dataset ?? { kind: 'local', root: layout.parquetDir }, layout);
+      const dataset = await openDataset(opts.dataset ?? { kind: 'local', root: layout.parquetDir }, layout, opts.beforeUpload);
       const store = new SessionStore(layout, format, accounts, db, readOnly, opts.logger ?? silentLogger, dataset);
       store.created.push(...created);
       if (!readOnly) {

@@ -31,6 +31,17 @@ export class BucketWriteError extends Error {
   readonly exitCode = ExitCode.runFailed;
 }
 
+/**
+ * This run no longer holds the bucket's lock — a refresh was refused (another writer took it over)
+ * or could not be made, or the state changed under it — so it stopped before its next upload: exit
+ * 3. What it uploaded before stays; the next run fetches again what it committed after its last
+ * state upload.
+ */
+export class BucketLockLostError extends Error {
+  override readonly name = 'BucketLockLostError';
+  readonly exitCode = ExitCode.locked;
+}
+
 export async function s3ClientFor(l: S3Location): Promise<S3Client> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   // The SDK reads them itself; registered so that no message of ours can ever show them.
