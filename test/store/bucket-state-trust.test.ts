@@ -185,4 +185,23 @@ describe('the state a bucket keeps is data', () => {
     expect(existsSync(join(root, 'elsewhere'))).toBe(false);
     expect((await filesUnder(root)).filter((p) => p.includes('evil'))).toEqual([]);
   });
+
+  it('a macro planted in a local store cannot read outside the data directory (external access off): the key reaches no file and no output', async () => {
+    const root = await fx.tempDir();
+    const dataDir = join(root, 'data');
+    const keyFile = join(root, 'secrets', 'api-key');
+    await mkdir(join(root, 'secrets'), { recursive: true });
+    await writeFile(keyFile, fx.emu.apiKey);
+    await chmod(keyFile, 0o600);
+    const env = { REPORTING_URL: fx.emu.url, REPORTING_API_KEY_FILE: keyFile, SESSION_ETL_DATA_DIR: dataDir };
+    expect((await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--log-level', 'error'], env)).code).toBe(0);
+    await sql(join(dataDir, 'state.duckdb'), [
+      `CREATE MACRO strftime(t, f) AS (SELECT 'LEAK-' || content FROM read_text('${keyFile}'))`,
+      `CREATE MACRO hash(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u) AS (SELECT length(content) FROM read_text('${keyFile}'))`,
+    ]);
+    const r = await runCli(['backfill', '--from', iso(FROM - D), '--to', iso(TO), '--log-level', 'error'], env);
+    expect(r.stdout + r.stderr).not.toContain(fx.emu.apiKey);
+    expect((await filesUnder(root)).filter((p) => p.includes('LEAK'))).toEqual([]);
+    for (const f of await filesUnder(dataDir)) expect((await readFile(join(dataDir, f))).includes(Buffer.from(fx.emu.apiKey)), f).toBe(false);
+  });
 });
