@@ -49,6 +49,7 @@ export async function s3ClientFor(l: S3Location): Promise<S3Client> {
   registerSecret(process.env.AWS_SESSION_TOKEN);
   const { S3Client } = await import('@aws-sdk/client-s3');
   const client = new S3Client({
+    credentials: redactedCredentials(new S3Client({}).config.credentials),
     forcePathStyle: l.pathStyle,
     maxAttempts: S3_MAX_ATTEMPTS,
     retryMode: 'standard',
@@ -70,6 +71,24 @@ export async function s3ClientFor(l: S3Location): Promise<S3Client> {
     );
   }
   return client;
+}
+
+type CredentialProvider = InstanceType<typeof import('@aws-sdk/client-s3').S3Client>['config']['credentials'];
+
+/**
+ * The SDK's default credential chain (environment, shared profile, web identity as in EKS IRSA,
+ * container and instance roles), each set of credentials it resolves registered for redaction as
+ * it comes — after every refresh too: a store's error may echo the session token, and only those
+ * of the environment were known before.
+ */
+function redactedCredentials(chain: CredentialProvider): CredentialProvider {
+  return async (o) => {
+    const c = await chain(o);
+    registerSecret(c.accessKeyId);
+    registerSecret(c.secretAccessKey);
+    registerSecret(c.sessionToken);
+    return c;
+  };
 }
 
 /** The endpoint a client talks to, for messages (no credentials in it). */
