@@ -204,4 +204,25 @@ describe('the state a bucket keeps is data', () => {
     expect((await filesUnder(root)).filter((p) => p.includes('LEAK'))).toEqual([]);
     for (const f of await filesUnder(dataDir)) expect((await readFile(join(dataDir, f))).includes(Buffer.from(fx.emu.apiKey)), f).toBe(false);
   });
+
+  it('upgrading: the machine that wrote an earlier release\'s state.duckdb continues from its own copy, and the state moves beside the prefix as data', async () => {
+    const root = await fx.tempDir();
+    const dataDir = join(root, 'data');
+    const env = { ...fx.env(dataDir), ...s3.env };
+    expect((await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--log-level', 'error'], env)).code).toBe(0);
+    // As an earlier release left it: its state in the bucket under the prefix, and the generation it uploaded here.
+    await put('trust/upgrade/_session_etl/state.duckdb', await readFile(join(dataDir, 'state.duckdb')), { generation: '3' });
+    await put('trust/upgrade/_session_etl/state.json', '{}');
+    await writeFile(join(dataDir, '.bucket-generation'), '3\n');
+    const r = await runCli(['export', '--parquet-url', 's3://lake/trust/upgrade', '--json', '--log-level', 'error'], env);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const keys = [...(await allObjects()).keys()].filter((k) => k.includes('upgrade'));
+    expect(keys.filter((k) => k.startsWith('trust/upgrade/') && !/\/date=[^/]+\/part-0\.parquet$/.test(k))).toEqual([]);
+    expect(keys).toContain('trust/_session_etl/upgrade/state/manifest.json');
+    // Another machine continues from it.
+    const st = await runCli(['status', '--parquet-url', 's3://lake/trust/upgrade', '--json'], { ...fx.env(join(root, 'reader')), ...s3.env });
+    expect(st.code, st.stderr).toBe(0);
+    expect((JSON.parse(st.stdout) as { checkpoint: string | null }).checkpoint).not.toBeNull();
+  });
 });
