@@ -135,7 +135,8 @@ export class BucketRun {
       run.layout = layoutFor('parquet');
       await run.check();
       await run.lock();
-      run.remote = await findRemoteState(client, location, run.store);
+      // Format both keeps its state in the data directory: the bucket's is not looked at.
+      if (run.format !== 'both') run.remote = await findRemoteState(client, location, run.store);
       if (run.remote?.kind === 'manifest' && run.remote.folder === stateFolder(location, run.store)) run.manifestEtag = run.remote.etag;
       if (run.format === undefined) {
         if (existsSync(layoutFor('parquet').dbPath)) run.format = 'parquet';
