@@ -90,11 +90,20 @@ export async function copyBucketState(l: S3Location, store: string, name: 'state
       for (const folder of new Set([stateFolder(l, store), legacyStateFolder(l, store)])) if (await downloadTo(client, l, `${folder}state.json`, path)) return true;
       return false;
     }
-    const remote = await findRemoteState(client, l, store);
-    if (remote === null) return false;
-    if (remote.kind === 'legacy') throw new LegacyBucketStateError(l, remote.key);
-    await loadRemoteState(client, l, remote, path, dirname(path));
-    return true;
+    // A writer may replace the state while it is read (its older objects go once the new manifest is
+    // up): read again once when the manifest moved on.
+    for (let attempt = 0; ; attempt++) {
+      const remote = await findRemoteState(client, l, store);
+      if (remote === null) return false;
+      if (remote.kind === 'legacy') throw new LegacyBucketStateError(l, remote.key);
+      try {
+        await loadRemoteState(client, l, remote, path, dirname(path));
+        return true;
+      } catch (err) {
+        const now = attempt === 0 ? await findRemoteState(client, l, store).catch(() => null) : null;
+        if (now?.kind !== 'manifest' || now.manifest.generation === remote.manifest.generation) throw err;
+      }
+    }
   } finally {
     client.destroy();
   }
