@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BucketLockHeldError, BucketLockLostError, BucketRun } from '../../src/store/dataset/bucket-run.js';
+import { copyBucketState } from '../../src/store/dataset/bucket-reader.js';
 import { parseParquetUrl } from '../../src/store/dataset/location.js';
 import { S3Dataset } from '../../src/store/dataset/s3-dataset.js';
 import { layoutOf, type OutputFormat } from '../../src/store/layout.js';
@@ -126,6 +127,8 @@ describe('the bucket lock', () => {
       await expect(save).rejects.toThrow(/the state in the bucket \(s3:\/\/lake\/_session_etl\/conditional\/state\/manifest\.json\) was written by another writer since this run began/);
       expect(await etagOf(manifest)).toBe(before);
       expect(s3.requests.some((r) => r.path.includes('conditional/state/manifest.json') && r.status === 412)).toBe(true);
+      // B's state is whole: none of its objects was overwritten by A's (of the same generation number).
+      expect(await copyBucketState(b.location, '', 'state.duckdb', join(root, 'conditional-check.duckdb'))).toBe(true);
     } finally {
       await storeA.close();
       await a.end();

@@ -129,6 +129,7 @@ describe('the state a bucket keeps is data', () => {
     const folder = 'trust/_session_etl/pending/';
     const manifest = JSON.parse((await allObjects()).get(`${folder}state/manifest.json`)!.toString()) as {
       generation: number;
+      id: string;
       tables: Array<{ name: string; rows: number; sha256: string }>;
     };
     const plant = async (table: string, select: string) => {
@@ -138,7 +139,7 @@ describe('the state a bucket keeps is data', () => {
       const t = manifest.tables.find((x) => x.name === table)!;
       t.sha256 = createHash('sha256').update(bytes).digest('hex');
       t.rows = 1;
-      await put(`${folder}state/${manifest.generation}/${table}.parquet`, bytes);
+      await put(`${folder}state/${manifest.generation}-${manifest.id}/${table}.parquet`, bytes);
       await put(`${folder}state/manifest.json`, JSON.stringify(manifest));
     };
     await plant('_parquet_pending', `SELECT 'x/../../../../elsewhere/evil' AS partition, 1::BIGINT AS gen`);
@@ -146,7 +147,7 @@ describe('the state a bucket keeps is data', () => {
     const pending = await exportFrom(join(root, 'b'), 's3://lake/trust/pending');
     expect(pending.code, pending.stderr).toBe(2);
     expect(pending.stderr).toContain(
-      `s3://lake/${folder}state/${manifest.generation}/_parquet_pending.parquet holds the partition "x/../../../../elsewhere/evil", which is not a day (YYYY-MM-DD)`,
+      `s3://lake/${folder}state/${manifest.generation}-${manifest.id}/_parquet_pending.parquet holds the partition "x/../../../../elsewhere/evil", which is not a day (YYYY-MM-DD)`,
     );
     expect(pending.stderr).toMatch(/nothing was restored/);
     // Nothing restored into the data directory, nothing uploaded.

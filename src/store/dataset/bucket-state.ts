@@ -16,7 +16,7 @@
  *       lock.json                       the writer's lock (bucket-run.ts)
  *       state.json                      the state snapshot, for readers elsewhere (validated as it is read)
  *       state/manifest.json             the generation, and each table's object with its rows and SHA-256
- *       state/GEN/TABLE.parquet         a table's rows as of that generation
+ *       state/GEN-ID/TABLE.parquet      a table's rows as of that generation (ID: the uploading writer's, random)
  *
  * A dataset at the bucket's root keeps them in `_session_etl/` at the root. Releases before this one
  * kept `state.duckdb` (a DuckDB file) and the rest under `PREFIX/_session_etl/`: a run finds them
@@ -70,12 +70,18 @@ const ManifestSchema = z
     /** The store's schema version (schema.ts) when it was written. */
     schemaVersion: z.number().int().positive(),
     generation: z.number().int().positive(),
+    /** The uploading writer's random part of the generation's folder: two writers never write the same object. */
+    id: z.string().regex(/^[0-9a-f]{16}$/),
     accounts: z.enum(['single', 'many']),
     writtenAt: z.string(),
     tables: z.array(z.object({ name: z.string(), rows: z.number().int().nonnegative(), sha256: z.string().regex(/^[0-9a-f]{64}$/) }).strict()),
   })
   .strict();
 export type StateManifest = z.infer<typeof ManifestSchema>;
+
+/** The folder of a generation's table objects, and a table's object in it. */
+const generationDir = (folder: string, m: Pick<StateManifest, 'generation' | 'id'>) => `${folder}state/${m.generation}-${m.id}/`;
+const tableKey = (folder: string, m: Pick<StateManifest, 'generation' | 'id'>, table: string) => `${generationDir(folder, m)}${table}.parquet`;
 
 /** The state the bucket keeps for a store: the manifest (and its ETag), or an earlier release's DuckDB file. */
 export type RemoteState =
@@ -234,7 +240,7 @@ export async function loadRemoteState(
   try {
     const files = new Map<string, string>();
     for (const t of manifest.tables) {
-      const key = `${folder}state/${manifest.generation}/${t.name}.parquet`;
+      const key = tableKey(folder, manifest, t.name);
       const path = join(dir, `${files.size}.parquet`);
       if (!(await downloadTo(client, l, key, path))) throw badState(l, folder, manifestKey, `names ${key}, which is not there`);
       const sha = createHash('sha256').update(await readFile(path)).digest('hex');
@@ -250,7 +256,7 @@ export async function loadRemoteState(
       await c.run('DELETE FROM _session_etl_meta');
       for (const shape of expected) {
         const t = manifest.tables.find((x) => x.name === shape.name)!;
-        const key = `${folder}state/${manifest.generation}/${t.name}.parquet`;
+        const key = tableKey(folder, manifest, t.name);
         const file = sqlString(files.get(t.name)!);
         let got: Array<{ name: string; type: string }>;
         try {
@@ -286,7 +292,7 @@ export async function loadRemoteState(
 
 /** The values that must hold in a loaded state: its own record of itself, partitions, no local file named. */
 async function checkLoaded(c: DuckDBConnection, l: S3Location, folder: string, m: StateManifest): Promise<void> {
-  const key = (t: string) => `${folder}state/${m.generation}/${t}.parquet`;
+  const key = (t: string) => tableKey(folder, m, t);
   const meta = new Map((await queryRows<{ key: string; value: string }>(c, 'SELECT key, value FROM _session_etl_meta')).map((r) => [r.key, r.value]));
   if (meta.get('format') !== 'parquet' || meta.get('accounts') !== m.accounts || meta.get('schema_version') !== String(m.schemaVersion)) {
     throw badState(l, folder, key('_session_etl_meta'), `does not describe a format-parquet store of ${m.accounts === 'many' ? 'many accounts' : 'one account'} of schema ${m.schemaVersion}`);
@@ -322,6 +328,7 @@ export async function uploadState(
   const accounts: StoreAccounts = meta.get('accounts') === 'many' ? 'many' : 'single';
   const tables = await stateTables(accounts);
   const dir = join(o.tmpDir, `state-to-bucket-${process.pid}-${unguessable()}`);
+  const gen = { generation: o.generation, id: unguessable() };
   await mkdir(dir, { recursive: true, mode: 0o750 });
   try {
     const written: StateManifest['tables'] = [];
@@ -339,7 +346,7 @@ export async function uploadState(
     for (const [i, t] of written.entries()) {
       const bytes = await readFile(join(dir, `${i}.parquet`));
       t.sha256 = createHash('sha256').update(bytes).digest('hex');
-      const Key = `${folder}state/${o.generation}/${t.name}.parquet`;
+      const Key = tableKey(folder, gen, t.name);
       try {
         await client.send(new PutObjectCommand({ Bucket: l.bucket, Key, Body: bytes, ContentLength: bytes.length, ContentType: 'application/vnd.apache.parquet' }));
       } catch (err) {
@@ -351,6 +358,7 @@ export async function uploadState(
       version: 1,
       schemaVersion: Number(meta.get('schema_version') ?? SCHEMA_VERSION),
       generation: o.generation,
+      id: gen.id,
       accounts,
       writtenAt: new Date().toISOString(),
       tables: written,
@@ -374,7 +382,7 @@ export async function uploadState(
       throw bucketError(err, l, `writing the state ${Key}`, false);
     }
     // The objects of other generations (this writer's older ones, or a run cut short) go.
-    const keep = `${folder}state/${o.generation}/`;
+    const keep = generationDir(folder, gen);
     let token: string | undefined;
     do {
       const page = await client.send(new ListObjectsV2Command({ Bucket: l.bucket, Prefix: `${folder}state/`, ...(token ? { ContinuationToken: token } : {}) })).catch(() => undefined);
