@@ -90,6 +90,8 @@ export async function openDataDir(
   try {
     db = await openDb(layout.dbPath, {
       readOnly,
+      // Its files: the dataset, .tmp/, pending/, and the stores an account is moved from (all under the data directory).
+      allowedDirectories: [dataDir],
       // A writer spills to .tmp/duckdb/ when a merge needs more than its memory_limit (DuckDB removes its files).
       ...(readOnly ? {} : { memoryLimit: memoryLimit ?? WRITER_MEMORY_LIMIT, threads: WRITER_THREADS, tempDirectory: join(layout.tmpDir, 'duckdb') }),
     });

@@ -7,7 +7,7 @@ import { basename } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { BackgroundWork } from './background-work.js';
 import { queryRows, type Db } from './duckdb.js';
-import type { StoreLayout } from './layout.js';
+import { checkPartition, type StoreLayout } from './layout.js';
 import { mergeSlice, type MergeContext } from './merge.js';
 import { ParquetRewriter } from './parquet-rewriter.js';
 import type { StoreShape } from './shape.js';
@@ -29,7 +29,7 @@ export class TableSink implements Sink {
 
   constructor(
     private readonly db: Db,
-    layout: StoreLayout,
+    private readonly layout: StoreLayout,
     shape: StoreShape,
     /** Where the day files go (format both). */
     dataset: Dataset,
@@ -89,7 +89,9 @@ export class TableSink implements Sink {
 
   async pendingPartitions(conn: DuckDBConnection): Promise<string[]> {
     if (!this.rewriter) return [];
-    return (await queryRows<{ p: string }>(conn, 'SELECT DISTINCT partition AS p FROM _parquet_pending ORDER BY 1')).map((r) => r.p);
+    return (await queryRows<{ p: string }>(conn, 'SELECT DISTINCT partition AS p FROM _parquet_pending ORDER BY 1')).map((r) =>
+      checkPartition(r.p, `${this.layout.dbPath} (_parquet_pending)`),
+    );
   }
 
   /**
@@ -169,10 +171,8 @@ export class TableSink implements Sink {
   }
 
   private async mergeConnection(): Promise<DuckDBConnection> {
-    if (!this.mergeConn) {
-      this.mergeConn = await this.db.instance.connect();
-      await this.mergeConn.run("SET TimeZone = 'UTC'");
-    }
+    // UTC, as every connection of the instance (duckdb.ts).
+    this.mergeConn ??= await this.db.instance.connect();
     return this.mergeConn;
   }
 }

@@ -94,7 +94,7 @@ describe('session-etl sessions', () => {
     // last two for a spreadsheet that splits on `;`, as in most European locales, or on tabs).
     const hostile = ['-1+HYPERLINK("http://evil.example/")', "-2+3+cmd|' /C calc'!A0", '=1+1', "x;=cmd|' /C calc'!A0", 'a\t=1+1'];
     const ids = emu.dataset.sessionsStartedIn(TO - D, TO).slice(0, hostile.length).map((s) => s.id);
-    const db = await openDb(join(dataDir, 'sessions.duckdb'));
+    const db = await openDb(join(dataDir, 'sessions.duckdb'), { allowedDirectories: [dataDir] });
     const before = new Map<string, unknown>();
     try {
       for (const [i, id] of ids.entries()) {
@@ -130,7 +130,7 @@ describe('session-etl sessions', () => {
         expect(formulas, delimiter).toEqual([]);
       }
     } finally {
-      const restore = await openDb(join(dataDir, 'sessions.duckdb'));
+      const restore = await openDb(join(dataDir, 'sessions.duckdb'), { allowedDirectories: [dataDir] });
       try {
         for (const [id, name] of before) await restore.conn.run('UPDATE sessions SET external_customer_name = ? WHERE session_id = ?', [name as string | null, id]);
       } finally {

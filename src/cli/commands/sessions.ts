@@ -141,7 +141,7 @@ export function register(program: Command): void {
       if (!useDuck && !existsSync(parquetDir)) throw new UsageError(`no sessions in ${config.dataDir}: run a backfill or export first`);
       let db;
       try {
-        db = useDuck ? await openDb(dbFile, { readOnly: true }) : await openDb(':memory:');
+        db = useDuck ? await openDb(dbFile, { readOnly: true, allowedDirectories: [config.dataDir, parquetDir] }) : await openDb(':memory:', { allowedDirectories: [parquetDir] });
       } catch (err) {
         // A run holds the DuckDB file (DuckDB lets no other process open it meanwhile).
         if (!/Could not set lock|Conflicting lock/i.test(String((err as Error)?.message))) throw err;
@@ -156,7 +156,7 @@ export function register(program: Command): void {
         }
         process.stderr.write(`note: ${held}; reading the Parquet dataset instead (as of its last rewrite during the run)\n`);
         useDuck = false;
-        db = await openDb(':memory:');
+        db = await openDb(':memory:', { allowedDirectories: [parquetDir] });
       }
       const source = useDuck ? { table: 'sessions', ...filter } : { parquetGlob: join(parquetDir, '**', '*.parquet'), ...filter };
       if (everything) {
