@@ -100,6 +100,7 @@ export function register(program: Command): void {
           onError: (err) => process.stderr.write(`dashboard: a request failed: ${redact(String((err as Error)?.stack ?? err))}\n`),
         });
       } catch (err) {
+        if ((err as Error).name === 'SharedDirectoryError') throw new UsageError((err as Error).message);
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
           throw new UsageError(`cannot listen on ${flags.host}:${port} (${code}): choose another --port (0 picks a free one) or --host`);
@@ -162,6 +163,7 @@ async function bucketSource<S extends { stateDir: string; parquetRoot: string }>
   if (!config.parquetUrl) return source;
   const { parseParquetUrl } = await import('../../store/dataset/location.js');
   const { bucketCacheDir, copyBucketState, mirrorDataset } = await import('../../store/dataset/bucket-reader.js');
+  const { refuseSharedDirectory, unguessable } = await import('../../util/temp-file.js');
   const { existsSync } = await import('node:fs');
   const { mkdir, rename } = await import('node:fs/promises');
   const { join, relative } = await import('node:path');
@@ -174,9 +176,11 @@ async function bucketSource<S extends { stateDir: string; parquetRoot: string }>
   const refresh = async () => {
     await mirrorDataset(location, join(cache, 'dataset'));
     if (here) return;
+    await refuseSharedDirectory(stateDir, 'directory of the bucket state\'s local copy');
     await mkdir(stateDir, { recursive: true, mode: 0o750 });
     for (const name of ['state.duckdb', 'state.json']) {
-      const tmp = join(stateDir, `.${name}.part`);
+      // A new file under an unguessable name, never through a link planted at it (util/temp-file.ts).
+      const tmp = join(stateDir, `.${name}.${unguessable()}.part`);
       if (await copyBucketState(location, store, name, tmp)) await rename(tmp, join(stateDir, name));
     }
   };

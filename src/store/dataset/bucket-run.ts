@@ -19,13 +19,13 @@
  *   missing or older local copy (the generation in `.bucket-generation`) is replaced by the bucket's.
  */
 import { existsSync } from 'node:fs';
-import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { ExitCode } from '../../errors.js';
 import type { Logger } from '../../util/logger.js';
-import { unguessable } from '../../util/temp-file.js';
+import { unguessable, writeFileAtomic } from '../../util/temp-file.js';
 import { queryRows, sqlString } from '../duckdb.js';
 import { DataDirError } from '../errors.js';
 import type { StoreLayout } from '../layout.js';
@@ -280,7 +280,7 @@ export class BucketRun {
   }
 
   private writeGeneration(n: number): Promise<void> {
-    return writeFile(join(this.layout.storeDir, GENERATION_FILE), `${n}\n`, { mode: 0o640 });
+    return writeFileAtomic(join(this.layout.storeDir, GENERATION_FILE), `${n}\n`, { mode: 0o640 });
   }
 
   /**
