@@ -56,6 +56,11 @@ export interface CalendarOptions {
   running?: { from: string; to: string } | null;
   /** The store's volume anomalies (docs/data-quality.md "Volume anomalies"): those days are marked. */
   anomalies?: ReadonlyArray<{ date: string; sessions: number; expected: number }>;
+  /**
+   * Ranges of backfills that did not finish (ISO instants, newest first): a gap inside one is filled
+   * by running that backfill again, which resumes it (what `session-etl status` says), not by `export`.
+   */
+  unfinished?: ReadonlyArray<{ from: string; to: string }>;
 }
 
 interface Span {
@@ -91,12 +96,19 @@ export function coverageCalendar(
   }
   if (now > reach) gaps.push({ start: reach, end: now, kind: 'after-checkpoint' });
   const dataDirArg = opts.dataDirArg ?? '';
-  const commandOf = (g: Span & { kind: CoverageGap['kind'] }): string | null =>
-    opts.noCommands || g.kind === 'exporting'
-      ? null
-      : g.kind === 'hole'
-        ? `session-etl backfill --from ${instantArg(g.start)} --to ${instantArg(g.end)}${dataDirArg}`
-        : `session-etl export${dataDirArg}`;
+  // Backfills begun and not finished whose range is not wholly covered: their gaps are resumed, as `status` says.
+  const unfinished = (opts.unfinished ?? [])
+    .map((u) => ({ start: Date.parse(u.from) / 1000, end: Date.parse(u.to) / 1000 }))
+    .filter((u) => Number.isFinite(u.start) && Number.isFinite(u.end) && u.end > u.start && !wholly(spans, u));
+  const resumed = (g: Span) => unfinished.find((u) => overlaps(u, g.start, g.end) && !wholly(spans, { start: Math.max(u.start, g.start), end: Math.min(u.end, g.end) }));
+  const resumeOf = (u: Span) => `session-etl backfill --from ${instantArg(u.start)} --to ${instantArg(u.end)}${dataDirArg}`;
+  /** The command for `g`, or for the part `part` of it (a day): an unfinished backfill there is resumed first. */
+  const commandOf = (g: Span & { kind: CoverageGap['kind'] }, part: Span = g): string | null => {
+    if (opts.noCommands || g.kind === 'exporting') return null;
+    const u = resumed(part);
+    if (u) return resumeOf(u);
+    return g.kind === 'hole' ? `session-etl backfill --from ${instantArg(g.start)} --to ${instantArg(g.end)}${dataDirArg}` : `session-etl export${dataDirArg}`;
+  };
 
   const partial = new Set(partialDays(coverage).map((d) => d.date));
   const days: CalendarDay[] = [];
@@ -121,7 +133,8 @@ export function coverageCalendar(
       date,
       state,
       sessions: sessionsPerDay.get(date) ?? anomaly?.sessions ?? 0,
-      command: gap ? commandOf(gap) : null,
+      // A day inside an unfinished backfill: resumed by it; any other day of a gap: the gap's command.
+      command: gap ? commandOf(gap, { start: day, end: dayEnd }) : null,
       ...(anomaly
         ? { anomaly: { sessions: anomaly.sessions, expected: anomaly.expected, command: opts.noCommands ? null : `session-etl verify --from ${date} --to ${dateOf(day + DAY)}${dataDirArg}` } }
         : {}),
@@ -136,6 +149,17 @@ export function coverageCalendar(
 /** `--data-dir DIR` (with a leading space), shell-quoted, or '' for none. */
 export function dataDirArgument(dataDir: string | undefined): string {
   return dataDir ? ` --data-dir ${quoteArg(dataDir)}` : '';
+}
+
+/** Whether the spans (sorted, merged or not) cover all of `range`. */
+function wholly(spans: Span[], range: Span): boolean {
+  let reach = range.start;
+  for (const s of spans) {
+    if (s.start > reach) break;
+    reach = Math.max(reach, s.end);
+    if (reach >= range.end) return true;
+  }
+  return reach >= range.end;
 }
 
 function overlaps(range: Span | null, start: number, end: number): boolean {

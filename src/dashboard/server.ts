@@ -182,16 +182,26 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     const live = reading.liveHolder && reading.snapshot?.running ? reading.snapshot.running.runId : null;
     const row = live ? reading.snapshot?.lastRuns.find((r) => r.run_id === live) : undefined;
     const running = row?.range_from && row.range_to ? { from: String(row.range_from), to: String(row.range_to) } : null;
-    return coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), { dataDirArg, noCommands: o.demo ?? false, running, anomalies: reading.snapshot?.volumeAnomalies ?? [] });
+    return coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), {
+      dataDirArg,
+      noCommands: o.demo ?? false,
+      running,
+      anomalies: reading.snapshot?.volumeAnomalies ?? [],
+      unfinished: unfinishedBackfills(reading.snapshot?.lastRuns ?? [], live),
+    });
   }
 
   async function overview(): Promise<Overview> {
     const reading = await state.read();
     const t = now();
     const parquetRows = reading.snapshot?.rows != null ? null : await parquetRowCount(reader);
+    // Partitions waiting for their rewrite: the dataset (charts, the sessions list) counts otherwise than the table; say by how much.
+    const waiting = reading.snapshot?.rows != null && reading.snapshot.format !== 'duckdb' && reading.snapshot.pendingPartitions.length > 0;
+    const datasetRows = waiting ? await parquetRowCount(reader) : null;
     return buildOverview({
       reading,
       parquetRows,
+      datasetRows,
       nowMs: t,
       maxLagSeconds: o.maxLagSeconds,
       nextRun: o.demo ? null : o.nextRun(t),
@@ -288,6 +298,23 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       reader.close();
     },
   };
+}
+
+/**
+ * The ranges of backfills that ended without succeeding (failed, interrupted, died), newest first,
+ * but not the run going now nor one a later backfill of the same range completed.
+ */
+function unfinishedBackfills(runs: ReadonlyArray<Record<string, unknown>>, live: string | null): Array<{ from: string; to: string }> {
+  const out: Array<{ from: string; to: string }> = [];
+  const done = new Set<string>();
+  for (const r of runs) {
+    if (r.kind !== 'backfill' || !r.range_from || !r.range_to || r.run_id === live) continue;
+    const key = `${String(r.range_from)}|${String(r.range_to)}`;
+    // A row still marked running that is not the live run died: unfinished too.
+    if (r.outcome === 'succeeded' || r.outcome === 'nothing-to-do') done.add(key);
+    else if (!done.has(key)) out.push({ from: String(r.range_from), to: String(r.range_to) });
+  }
+  return out;
 }
 
 /** Seconds a download turned away is told to wait (Retry-After). */

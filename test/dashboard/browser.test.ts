@@ -97,6 +97,8 @@ describe('the dashboard in a browser', () => {
 
   it('dates ISO, one style of durations and of numbers, "1 request"; the next run only as what `schedule` would do', async () => {
     expect(await text('[data-testid=checkpoint]')).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z \(\d+ d \d{2} h behind now\)$/);
+    // When the page read its figures (relative, so that a fresh load never reads as stale), and when the state was written.
+    expect(await text('#as-of')).toMatch(/^read (just now|\d+(\.\d)? s ago) · state written \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z by the last run \(.+ before\)$/);
     expect(await text('[data-testid=health]')).toMatch(/behind now, more than the allowed 26 h 00 min \(--max-lag\)/);
     const failed = await page.locator('[data-testid=run]').first().locator('[data-testid=run-figures]').innerText();
     expect(failed).toMatch(/^0 sessions \(0 new, 0 updated\) · 1 request · 0 retries · 0 429s · paused 0\.0 s$/);

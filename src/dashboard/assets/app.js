@@ -141,6 +141,15 @@ function drawOverview(o) {
   $('checkpoint').textContent = o.checkpoint ? `${iso(o.checkpoint)} (${span(o.lagSeconds)} behind now)` : 'none yet';
   $('total-sessions').textContent = o.totalSessions === null ? '–' : fmt.format(o.totalSessions);
   if (o.pendingRows) $('total-sessions').append(el('small', { text: ` +${fmt.format(o.pendingRows)} committed, merged by the next run` }));
+  if (o.pendingPartitions && o.pendingPartitions.length && o.datasetSessions !== null && o.datasetSessions !== undefined) {
+    const n = o.pendingPartitions.length;
+    $('total-sessions').append(
+      el('small', {
+        dataTestid: 'pending-partitions',
+        text: ` (the dataset, which the charts and the sessions list read, holds ${fmt.format(o.datasetSessions)} while ${count(n, 'day')} (${o.pendingPartitions.slice(0, 3).join(', ')}${n > 3 ? ', …' : ''}) ${n === 1 ? 'waits' : 'wait'} for ${n === 1 ? 'its' : 'their'} rewrite by the next run)`,
+      }),
+    );
+  }
   // The page cannot know whether a scheduler runs: it says when one would.
   $('next-run').textContent = o.nextRun
     ? `would run at ${iso(o.nextRun.at)} if \`session-etl schedule\` runs (cron "${o.nextRun.cron}", ${o.nextRun.timezone})`
@@ -149,7 +158,10 @@ function drawOverview(o) {
       : '–';
   const last = o.runs.find((r) => r.outcome !== 'running');
   $('last-run').textContent = last ? `${last.kind} ${last.outcome}, ${iso(last.endedAt || last.startedAt)}` : 'none yet';
-  $('as-of').textContent = o.asOf ? `as of ${iso(o.asOf)}` : '';
+  // When the page read the figures (relative, kept current), and when the state they come from was written.
+  state.readAt = Date.parse(o.readAt) || Date.now();
+  state.asOf = o.asOf;
+  drawReadAt();
   const notice = $('notice');
   notice.hidden = !o.notice;
   notice.textContent = o.notice || '';
@@ -173,6 +185,16 @@ function drawOverview(o) {
   $('refresh-note').textContent = state.running ? 'refreshing every 3 s while the run goes' : '';
   drawRuns(o.runs, o.running);
 }
+
+/** `read 5 s ago · state written 2026-… (3 h 04 min before)`: read now, from a state a run wrote earlier. */
+function drawReadAt() {
+  if (!state.readAt) return;
+  const ago = Math.max(0, (Date.now() - state.readAt) / 1000);
+  const read = ago < 2 ? 'read just now' : `read ${span(Math.floor(ago))} ago`;
+  const written = state.asOf ? ` · state written ${iso(state.asOf)} by the last run (${span((state.readAt - Date.parse(state.asOf)) / 1000)} before)` : '';
+  $('as-of').textContent = read + written;
+}
+setInterval(drawReadAt, 1000);
 
 // ---- coverage calendar ------------------------------------------------------------------------
 
