@@ -1,6 +1,7 @@
 /** What `session-etl status` reports, read from the data directory without writing anything. */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { unguessable } from '../util/temp-file.js';
 import { join } from 'node:path';
 import { subtractIntervals } from '../time/intervals.js';
 import { isoOf } from '../time/windows.js';
@@ -231,9 +232,12 @@ async function bucketStateHere(dataDir: string, l: Extract<DatasetLocation, { ki
   const store = layout.storeDir === dataDir ? '' : layout.storeDir.slice(dataDir.length + 1);
   const dir = join(bucketCacheDir(dataDir), 'state', store);
   await mkdir(dir, { recursive: true, mode: 0o750 });
-  if (!(await copyBucketState(l, store, 'state.duckdb', join(dir, 'state.duckdb')))) {
+  // A new file under an unguessable name (never through a link planted at a name), then renamed into place.
+  const tmp = join(dir, `.state.duckdb.${unguessable()}.part`);
+  if (!(await copyBucketState(l, store, 'state.duckdb', tmp))) {
     throw new DataDirError(`no session-etl data in ${dataDir} nor in ${l.url} (no state kept there): run a backfill or an export first`);
   }
+  await rename(tmp, join(dir, 'state.duckdb'));
   await rm(join(dir, 'state.duckdb.wal'), { force: true });
   return dir;
 }
