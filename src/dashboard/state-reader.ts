@@ -10,6 +10,7 @@
  * run that starts meanwhile waits a few seconds for the file (pipeline/open-run.ts); if it got the
  * file first, the snapshot is shown, saying it is from a run that died.
  */
+import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StoreBusyError } from '../store/errors.js';
@@ -54,10 +55,12 @@ export class StateReader {
     const deadHolder = holder && !liveHolder ? holder : null;
     const snapshot = await readStateSnapshot(this.source.stateDir);
     const reading: StateReading = { snapshot, liveHolder, deadHolder, source: 'snapshot', deadRunSnapshot: null };
-    // A snapshot written by a run that no live process holds the lock for: that run died.
-    if (!snapshot?.running || liveHolder) return reading;
+    // A snapshot written by a run that no live process holds the lock for: that run died. No
+    // snapshot at all (a store of a release that wrote none, or copied without it): the store says.
+    const withoutSnapshot = !snapshot && ['sessions.duckdb', 'state.duckdb'].some((f) => existsSync(join(this.source.stateDir, f)));
+    if (liveHolder || !(snapshot?.running || withoutSnapshot)) return reading;
     const state = await this.storeState();
-    if (!state) return { ...reading, deadRunSnapshot: { runId: snapshot.running.runId, writtenAt: snapshot.writtenAt } };
+    if (!state) return snapshot?.running ? { ...reading, deadRunSnapshot: { runId: snapshot.running.runId, writtenAt: snapshot.writtenAt } } : reading;
     return {
       ...reading,
       source: 'store',

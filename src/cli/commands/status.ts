@@ -102,10 +102,17 @@ function human(bytes: number): string {
   return `${v.toFixed(i ? 1 : 0)} ${u[i]}`;
 }
 
+/** A run's sessions read again as stored: those written that were neither new nor updated ('?' when not counted). */
+function unchangedOf(r: Record<string, unknown>): string {
+  if (r.sessions_new == null || r.sessions_updated == null || r.sessions_written == null) return '?';
+  return String(Number(r.sessions_written) - Number(r.sessions_new) - Number(r.sessions_updated));
+}
+
 export function formatStatus(s: StoreStatus): string {
   const lines = [
     ...(s.source === 'snapshot' ? [`a run is going: figures as of ${s.asOf} (its state snapshot, state.json; the DuckDB file is held by the run)`] : []),
     `data directory  ${s.dataDir} (format ${s.format})`,
+    ...(s.olderSchema !== null ? [`schema          written by an earlier release (schema ${s.olderSchema}): read as it is; the next export or backfill upgrades it`] : []),
     `checkpoint      ${s.checkpoint ?? '(none yet)'}${s.lagSeconds !== null ? `  — ${humanDuration(s.lagSeconds)} behind now` : ''}`,
     `coverage        ${s.coverage.map((c) => `${c.from} – ${c.to}`).join(', ') || '(none)'}`,
     `coverage holes  ${s.coverageHoles.map((c) => `${c.from} – ${c.to}`).join(', ') || 'none'}`,
@@ -130,7 +137,7 @@ export function formatStatus(s: StoreStatus): string {
   for (const r of s.lastRuns) {
     lines.push(
       `  ${r.started_at}  ${String(r.kind).padEnd(8)} ${String(r.outcome).padEnd(13)} ${r.sessions_written} sessions ` +
-        `(${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated), ${r.retries} retries, ${r.rate_limited} 429s${r.paused_ms ? ` (paused ${(Number(r.paused_ms) / 1000).toFixed(1)} s${r.pace != null ? `, pace ${Number(r.pace).toFixed(2)}/s` : ''})` : ''}, ${r.bisections} bisections` +
+        `(${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated, ${unchangedOf(r)} unchanged), ${r.retries} retries, ${r.rate_limited} 429s${r.paused_ms ? ` (paused ${(Number(r.paused_ms) / 1000).toFixed(1)} s${r.pace != null ? `, pace ${Number(r.pace).toFixed(2)}/s` : ''})` : ''}, ${r.bisections} bisections` +
         // The error quotes the server: one printable line, whatever it sent (escape sequences, line breaks).
         (r.error ? `\n      error: ${oneLine(String(r.error))}` : ''),
     );
