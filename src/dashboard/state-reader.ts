@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { StoreBusyError } from '../store/errors.js';
 import { holderState, readHolder, type LockHolder } from '../store/lock.js';
 import { layoutOf } from '../store/layout.js';
+import { committedRowsOf, withDiedRunFigures } from '../store/run-log.js';
 import { SessionStore } from '../store/session-store.js';
 import { collectState, readStateSnapshot, SNAPSHOT_RUNS, STATE_FILE, STATE_SNAPSHOT_VERSION, type StateSnapshot, type StoreState } from '../store/state-snapshot.js';
 import type { DashboardSource } from './data-source.js';
@@ -95,7 +96,9 @@ async function readStore(source: DashboardSource): Promise<StoreState | null> {
     throw err;
   }
   try {
-    return await collectState(store, store.conn, SNAPSHOT_RUNS);
+    // Read while no run holds the store: a run still marked running died; the store says what it committed.
+    const state = await collectState(store, store.conn, SNAPSHOT_RUNS);
+    return { ...state, lastRuns: await withDiedRunFigures(store.conn, committedRowsOf(store), state.lastRuns) };
   } finally {
     await store.close();
   }

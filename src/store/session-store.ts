@@ -316,7 +316,7 @@ export class SessionStore {
 
   /** Records every run still marked `running` as `died` (see run-log.ts); returns their run ids. */
   recordDiedRuns(foundBy: string, holder?: { runId?: string; pid: number; host: string }): Promise<string[]> {
-    return this.exclusive(() => runLog.recordDiedRuns(this.conn, foundBy, holder));
+    return this.exclusive(() => runLog.recordDiedRuns(this.conn, foundBy, holder, runLog.committedRowsOf(this)));
   }
 
   /** The latest runs of an account (every account's with `account` undefined), newest first. */

@@ -9,6 +9,7 @@ import { bucketCacheDir, bucketDatasetSize, copyBucketState, mirrorDataset } fro
 import type { DatasetLocation } from './dataset/location.js';
 import { queryRows, sqlString } from './duckdb.js';
 import { readVolumeAnomalies } from './read-volume-anomalies.js';
+import { committedRowsOf, withDiedRunFigures } from './run-log.js';
 import { DEFAULT_VOLUME_RULE } from './volume-anomalies.js';
 import { DataDirError, StoreBusyError } from './errors.js';
 import { holderState, readHolder, type LockHolder } from './lock.js';
@@ -121,7 +122,7 @@ export async function readStoreReading(dataDir: string, runs = 10, shard?: Shard
   const stateDir = dataset?.kind === 's3' && !existsSync(lockLayout.dbPath) && !existsSync(layoutOf(dataDir, 'parquet', shard).dbPath)
     ? await bucketStateHere(dataDir, dataset, lockLayout)
     : dataDir;
-  const { state, asOf, runsByAccount, unfinishedByAccount, olderSchema } = await readState(stateDir, runs, stateDir === dataDir ? shard : undefined, dataDir, volume, dataset);
+  const { state, asOf, runsByAccount, unfinishedByAccount, olderSchema } = await readState(stateDir, runs, stateDir === dataDir ? shard : undefined, dataDir, volume, dataset, alive !== null);
   // The run going now publishes its progress in its snapshot.
   const running = alive ? (await readStateSnapshot(lockLayout.storeDir).catch(() => null))?.running : null;
   const progress = running?.progress && (alive!.runId ?? runIdOf(alive!.command)) === running.runId ? running.progress : null;
@@ -194,6 +195,7 @@ async function readState(
   commandDataDir: string,
   volume?: VolumeRule,
   dataset?: DatasetLocation,
+  held = false,
 ): Promise<{
   state: StoreState;
   asOf: string | null;
@@ -224,9 +226,13 @@ async function readState(
   try {
     let state = await collectState(store, store.conn, runs, volume ? { volume } : {});
     if (store.format === 'parquet') state = await withDatasetCounts(store, state, commandDataDir, volume, dataset);
+    // No run holds the store: a run still marked running died, and the store says what it committed.
+    const rowsOf = committedRowsOf(store);
+    const died = (list: Array<Record<string, unknown>>) => (held ? Promise.resolve(list) : withDiedRunFigures(store.conn, rowsOf, list));
+    state = { ...state, lastRuns: await died(state.lastRuns) };
     const runsByAccount = new Map<string, Array<Record<string, unknown>>>();
     if (store.shape.many) {
-      for (const r of (await store.lastRunsByAccount(runs)).map((x) => plainRow(x, true))) {
+      for (const r of await died((await store.lastRunsByAccount(runs)).map((x) => plainRow(x, true)))) {
         const list = runsByAccount.get(String(r.account)) ?? runsByAccount.set(String(r.account), []).get(String(r.account))!;
         list.push(r);
       }

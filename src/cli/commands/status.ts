@@ -108,6 +108,18 @@ function unchangedOf(r: Record<string, unknown>): string {
   return String(Number(r.sessions_written) - Number(r.sessions_new) - Number(r.sessions_updated));
 }
 
+/**
+ * A run's sessions: new, updated and unchanged; for a run that died (it recorded no figures), what the
+ * store holds of it, or "unknown" when it cannot be counted here.
+ */
+function sessionsOf(r: Record<string, unknown>): string {
+  const n = r.sessions_written == null ? 'unknown' : String(r.sessions_written);
+  if (r.outcome === 'died' && r.sessions_new == null) {
+    return `committed before it stopped: ${r.windows ?? 'unknown'} windows, ${n} sessions, ${r.partitions_written ?? 'unknown'} days (new and updated not known)`;
+  }
+  return `${n} sessions (${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated, ${unchangedOf(r)} unchanged)`;
+}
+
 export function formatStatus(s: StoreStatus): string {
   const lines = [
     ...(s.source === 'snapshot' ? [`a run is going: figures as of ${s.asOf} (its state snapshot, state.json; the DuckDB file is held by the run)`] : []),
@@ -136,8 +148,7 @@ export function formatStatus(s: StoreStatus): string {
   ];
   for (const r of s.lastRuns) {
     lines.push(
-      `  ${r.started_at}  ${String(r.kind).padEnd(8)} ${String(r.outcome).padEnd(13)} ${r.sessions_written} sessions ` +
-        `(${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated, ${unchangedOf(r)} unchanged), ${r.retries} retries, ${r.rate_limited} 429s${r.paused_ms ? ` (paused ${(Number(r.paused_ms) / 1000).toFixed(1)} s${r.pace != null ? `, pace ${Number(r.pace).toFixed(2)}/s` : ''})` : ''}, ${r.bisections} bisections` +
+      `  ${r.started_at}  ${String(r.kind).padEnd(8)} ${String(r.outcome).padEnd(13)} ${sessionsOf(r)}, ${r.retries} retries, ${r.rate_limited} 429s${r.paused_ms ? ` (paused ${(Number(r.paused_ms) / 1000).toFixed(1)} s${r.pace != null ? `, pace ${Number(r.pace).toFixed(2)}/s` : ''})` : ''}, ${r.bisections} bisections` +
         // The error quotes the server: one printable line, whatever it sent (escape sequences, line breaks).
         (r.error ? `\n      error: ${oneLine(String(r.error))}` : ''),
     );
