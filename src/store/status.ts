@@ -62,6 +62,11 @@ export interface StoreStatus {
    * backfill upgrades it: schema.ts readAsCurrentSchema); null when it is this release's, or unknown (a snapshot).
    */
   olderSchema: number | null;
+  /**
+   * A many-account store's accounts: its partitions, size, pending work and running run are the
+   * whole store's, shared by them (each account's own figures are its checkpoint, coverage, rows and runs); null with one account.
+   */
+  storeAccounts: number | null;
 }
 
 export interface RunProgress {
@@ -180,6 +185,7 @@ export function accountStatus(r: StoreReading, account: string, nowMs = Date.now
     volumeAnomalies: (many ? own?.volumeAnomalies : r.state.volumeAnomalies) ?? [],
     lastVerification: (many ? own?.lastVerification : r.state.lastVerification) ?? null,
     olderSchema: r.olderSchema,
+    storeAccounts: many ? (r.state.accounts?.length ?? 0) : null,
   };
 }
 

@@ -33,7 +33,14 @@ export function register(program: Command): void {
       const { datasetOf } = await import('../../pipeline/run.js');
       const { dataset } = datasetOf({ ...(config.parquetUrl ? { parquetUrl: config.parquetUrl } : {}), s3PathStyle: config.s3PathStyle });
       const volume = volumeRuleOf(config);
-      const accounts = chosenAccounts(loaded, flags);
+      const configured = chosenAccounts(loaded, flags);
+      // No accounts map: a data directory of many accounts is read as the accounts its store holds.
+      const { heldAccounts } = await import('../../accounts/stores.js');
+      const held = configured ? null : await heldAccounts(config.dataDir, dataset);
+      if (held && !flags.json && !flags.check) {
+        process.stdout.write(`${config.dataDir} holds many accounts; without an accounts map (--config), the ${held.length} its store holds:\n`);
+      }
+      const accounts = configured ?? held;
       if (accounts) {
         const { accountsStatus } = await import('../accounts-status.js');
         process.exitCode = await accountsStatus(config.dataDir, accounts, { ...flags, runs: Number(flags.runs), maxLag: flags.maxLag ?? config.maxLag, settle: config.settle }, formatStatus, dataset, volume);
@@ -120,6 +127,11 @@ function sessionsOf(r: Record<string, unknown>): string {
   return `${n} sessions (${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated, ${unchangedOf(r)} unchanged)`;
 }
 
+/** A many-account store's figures are the whole store's, not the account's. */
+function shared(s: StoreStatus): string {
+  return s.storeAccounts !== null ? `  — the whole store's, shared by its ${s.storeAccounts} account${s.storeAccounts === 1 ? '' : 's'}` : '';
+}
+
 export function formatStatus(s: StoreStatus): string {
   const lines = [
     ...(s.source === 'snapshot' ? [`a run is going: figures as of ${s.asOf} (its state snapshot, state.json; the DuckDB file is held by the run)`] : []),
@@ -132,8 +144,8 @@ export function formatStatus(s: StoreStatus): string {
     `volume          ${describeAnomalies(s)}`,
     `last verified   ${describeVerification(s.lastVerification)}`,
     `rows            ${s.rows ?? '(parquet only: see the dataset)'}${s.pendingRows ? ` (+${s.pendingRows} committed, merged by the next run)` : ''}${s.rejected ? `, ${s.rejected} rejected` : ''}`,
-    `partitions      ${s.partitions}${s.pendingPartitions.length ? ` (${s.pendingPartitions.length} waiting for a rewrite)` : ''}`,
-    `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})`,
+    `partitions      ${s.partitions}${s.pendingPartitions.length ? ` (${s.pendingPartitions.length} waiting for a rewrite)` : ''}${shared(s)}`,
+    `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})${shared(s)}`,
     `backfills       ${describeBackfills(s.unfinishedBackfills)}`,
     `running now     ${
       s.runningNow
