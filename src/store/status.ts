@@ -132,7 +132,7 @@ export async function readStoreReading(dataDir: string, runs = 10, shard?: Shard
   const running = alive ? (await readStateSnapshot(lockLayout.storeDir).catch(() => null))?.running : null;
   const progress = running?.progress && (alive!.runId ?? runIdOf(alive!.command)) === running.runId ? running.progress : null;
   const layout = stateDir === dataDir ? layoutOf(dataDir, state.format, shard) : layoutOf(stateDir, state.format);
-  const { count: partitions, bytes: parquetBytes } = dataset?.kind === 's3' ? await bucketDatasetSize(dataset) : await datasetSize(layout.parquetDir);
+  const { count: partitions, bytes: parquetBytes } = dataset?.kind === 's3' ? await bucketDatasetSize(dataset) : await datasetSize(dataset?.root ?? layout.parquetDir);
   const duckdbBytes = (await sizeOf(layout.dbPath)) + (await sizeOf(`${layout.dbPath}.wal`));
   return {
     dataDir,
@@ -257,7 +257,7 @@ async function readState(
  * changed since the last copy are downloaded), which the state's own counts cannot see.
  */
 async function withDatasetCounts(store: SessionStore, state: StoreState, dataDir: string, volume?: VolumeRule, dataset?: DatasetLocation): Promise<StoreState> {
-  let parquetDir = store.layout.parquetDir;
+  let parquetDir = dataset?.kind === 'local' ? dataset.root : store.layout.parquetDir;
   if (dataset?.kind === 's3') {
     parquetDir = join(bucketCacheDir(dataDir), 'dataset');
     await mirrorDataset(dataset, parquetDir);

@@ -7,7 +7,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -150,5 +150,31 @@ describe('verify on a store of an earlier release', () => {
     } finally {
       await emu.close();
     }
+  }, 120_000);
+});
+
+describe('a many-account data directory of the layout before schema 3 (test/fixtures/legacy-accounts)', () => {
+  it.each(['both', 'parquet'])('format %s: status and status --check read each account in its own old store, and leave every byte', async (format) => {
+    const root = await mkdtemp(join(tmpdir(), 'session-etl-old-store-'));
+    dirs.push(root);
+    execFileSync('tar', ['-xzf', join(REPO_ROOT, 'test', 'fixtures', 'legacy-accounts', 'legacy-accounts.tar.gz'), '-C', root, format]);
+    const data = join(root, format);
+    const config = join(root, 'config.json');
+    await writeFile(config, JSON.stringify({ dataDir: data, accounts: { acme: { apiKeyEnv: 'K' }, globex: { apiKeyEnv: 'K' }, initech: { apiKeyEnv: 'K' } } }));
+    const before = await fingerprint(data);
+
+    const status = await runCli(['status', '--config', config, '--json'], { ...env, K: 'unused-key-0000' });
+    expect(status.code, status.stderr).toBe(0);
+    const s = JSON.parse(status.stdout) as { accounts: Array<{ account: string; note: string | null; status: { checkpoint: string; rows: number | null; lastRuns: unknown[]; olderSchema: number | null } }> };
+    for (const a of s.accounts) {
+      expect(a.note, a.account).toMatch(/layout before schema 3/);
+      expect(a.status).toMatchObject({ checkpoint: '2026-01-08T00:00:00Z', olderSchema: 2 });
+      expect(a.status.lastRuns).toHaveLength(2);
+      expect(a.status.rows).toBeGreaterThan(0);
+    }
+    const check = await runCli(['status', '--config', config, '--check', '--max-lag', '3650d'], { ...env, K: 'unused-key-0000' });
+    expect(check.stdout).toBe('OK: 3 accounts healthy\n');
+    expect(check.code).toBe(0);
+    expect(await fingerprint(data)).toEqual(before);
   }, 120_000);
 });
