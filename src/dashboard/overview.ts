@@ -22,7 +22,8 @@ export interface DashboardRun {
   rangeFrom: string | null;
   rangeTo: string | null;
   windows: number;
-  sessionsWritten: number;
+  /** Null when not known (a run that died, its sessions in a bucket's day files). */
+  sessionsWritten: number | null;
   sessionsNew: number | null;
   sessionsUpdated: number | null;
   rejected: number;
@@ -252,7 +253,7 @@ function runOf(r: Record<string, unknown>, liveRunId: string | null, liveHolder:
     rangeFrom: str(r.range_from),
     rangeTo: str(r.range_to),
     windows: num(r.windows) ?? 0,
-    sessionsWritten: num(r.sessions_written) ?? 0,
+    sessionsWritten: num(r.sessions_written),
     sessionsNew: num(r.sessions_new),
     sessionsUpdated: num(r.sessions_updated),
     rejected: num(r.rejected) ?? 0,

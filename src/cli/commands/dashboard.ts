@@ -40,6 +40,7 @@ export function register(program: Command): void {
       const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir, parquetUrl: flags.parquetUrl } });
       const { config } = loaded;
       const account = chooseAccount(loaded, flags.account);
+      if (account === null) await (await import('../../accounts/stores.js')).refuseHeldAccounts(loaded.config.dataDir, 'the account to show');
       const { parseDuration } = await import('../../time/windows.js');
       let maxLagSeconds: number;
       let sessionTtlSeconds: number;
