@@ -202,7 +202,7 @@ export const BAD_INPUT_CASES: BadInputCase[] = [
   { group: 'environment', name: 'SESSION_ETL_LOG_LEVEL=loud', args: B, env: { SESSION_ETL_LOG_LEVEL: 'loud' }, message: /logLevel/ },
   { group: 'environment', name: 'SESSION_ETL_CONFIG names a missing file', args: B, env: { SESSION_ETL_CONFIG: '/nonexistent/c.json' }, message: /cannot be read/ },
   { group: 'environment', name: 'SESSION_ETL_DUCKDB_MEMORY_LIMIT=lots', args: B, env: { SESSION_ETL_DUCKDB_MEMORY_LIMIT: 'lots' }, message: /SESSION_ETL_DUCKDB_MEMORY_LIMIT.*256MB/ },
-  { group: 'environment', name: 'SESSION_ETL_MEMORY_LIMIT=lots', args: B, env: { SESSION_ETL_MEMORY_LIMIT: 'lots' }, message: /memoryLimit \(from environment\): expected a size such as "384MiB"/ },
+  { group: 'environment', name: 'SESSION_ETL_MEMORY_LIMIT=lots', args: B, env: { SESSION_ETL_MEMORY_LIMIT: 'lots' }, message: /SESSION_ETL_MEMORY_LIMIT \(from environment\): got "lots"; expected a size such as "384MiB"/ },
   { group: 'environment', name: 'SESSION_ETL_MEMORY_LIMIT below what a run needs (100MiB)', args: B, env: { SESSION_ETL_MEMORY_LIMIT: '100MiB' }, message: /the memory budget is 100 MiB \(SESSION_ETL_MEMORY_LIMIT\), below the 272 MiB a run needs.*at least 272MiB/ },
   // Data directories.
   {
