@@ -9,6 +9,7 @@ import { oneLine } from '../../util/terminal-text.js';
 import { didYouMean } from '../../util/did-you-mean.js';
 import { displayWidth, padToWidth, truncateToWidth } from '../display-width.js';
 import type { ListRequest } from '../../list/index.js';
+import { filterFieldRefs } from '../../list/parse-filter.js';
 import type { DuckDBValue } from '@duckdb/node-api';
 
 interface SessionsFlags {
@@ -105,7 +106,10 @@ export function register(program: Command): void {
         throw err;
       }
       // A name no session field has counts as null (the interface's rule, docs/list-conventions.md):
-      // in a filter it reads as "", in a sort it orders nothing, asked for it is an empty column.
+      // in a filter it reads as "", in a sort it orders nothing. On the command line that is a typo
+      // that would print nothing or drop the order with exit 0: a usage error naming the fields.
+      refuseUnknownFields(req, params, list.knownFieldNames());
+      // Asked for, it is an empty column (the documented shape), with a warning.
       for (const name of req.unknownFields ?? []) {
         process.stderr.write(`warning: no session field is called ${name}${didYouMean(name, list.knownFieldNames())}: it counts as null (an empty column when asked for)\n`);
       }
@@ -348,4 +352,18 @@ function renderTable(cols: string[], rows: Record<string, unknown>[]): string {
   const widths = cols.map((c) => Math.max(displayWidth(c), ...rows.map((r) => displayWidth(cell(r[c])))));
   const line = (vals: string[]) => vals.map((v, i) => padToWidth(v, widths[i]!)).join('  ').trimEnd() + '\n';
   return line(cols) + line(widths.map((w) => '-'.repeat(w))) + rows.map((r) => line(cols.map((c) => cell(r[c])))).join('');
+}
+
+/** A filter or sort naming no session field: exit 2, naming the flag, the nearest field and the fields there are. */
+function refuseUnknownFields(req: ListRequest, params: Record<string, string | undefined>, known: readonly string[]): void {
+  const fieldList = () => known.filter((n) => !n.includes('_')).join(', ');
+  const inFilter = req.filter ? filterFieldRefs(req.filter).filter((r) => !r.field).map((r) => r.name) : [];
+  const inSort = req.sort.filter((k) => !k.field).map((k) => k.name);
+  const flagOf = (name: string) =>
+    (['ascending', 'descending', 'sort'] as const).find((p) => params[p]?.includes(name)) ?? 'ascending';
+  const bad = [
+    ...new Set(inFilter.map((n) => `--filter: no session field is called ${n}${didYouMean(n, known)}`)),
+    ...new Set(inSort.map((n) => `--${flagOf(n)}: no session field is called ${n}${didYouMean(n, known)}`)),
+  ];
+  if (bad.length) throw new UsageError(`${bad.join('\n')}\nthe session fields are: ${fieldList()} (docs/list-conventions.md)`);
 }
