@@ -13,6 +13,25 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * The API key file the configuration names cannot give a key (missing, unreadable, empty, too large).
+ * A ConfigError (exit 2) for the commands that need the key; `config` shows the configuration with the
+ * key file marked instead, since it is the command that diagnoses exactly this.
+ */
+export class KeyFileError extends ConfigError {
+  /** `apiKeyFile` or `REPORTING_API_KEY_FILE`: where the path was given. */
+  readonly setting: string;
+  readonly path: string;
+  /** Completes "key file PATH …", such as "cannot be read: no such file"; never quotes the file. */
+  readonly reason: string;
+  constructor(setting: string, path: string, reason: string) {
+    super(`${setting} ${path} ${reason}`);
+    this.setting = setting;
+    this.path = path;
+    this.reason = reason;
+  }
+}
+
 export function isConfigError(e: unknown): e is ConfigError {
   return e instanceof ConfigError;
 }

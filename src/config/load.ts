@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { CONFIG_DEFAULTS } from './defaults.js';
-import { ConfigError, refusedConfig, type RefusedValueIssue, type Source } from './errors.js';
+import { ConfigError, KeyFileError, refusedConfig, type RefusedValueIssue, type Source } from './errors.js';
 import { redact, registerSecret, REDACTED } from '../util/redact.js';
 import { MAX_SECRET_TEXT, readSecretFile, SecretFileError, secretTooLarge } from '../util/secret-size.js';
 import type { z } from 'zod';
@@ -101,7 +101,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     } catch (err) {
       if (!(err instanceof SecretFileError)) throw err;
       const where = sources.apiKeyFile === 'env' ? 'REPORTING_API_KEY_FILE' : 'apiKeyFile';
-      throw new ConfigError(`${where} ${config.apiKeyFile} ${err.reason}`);
+      throw new KeyFileError(where, config.apiKeyFile, err.reason);
     }
   }
   config.apiKey ??= null;
