@@ -96,3 +96,46 @@ describe('config diagnoses a key file that gives no key (issue 42 #9)', () => {
     expect(r.stderr).toContain(`REPORTING_API_KEY_FILE ${dir}/nope.key cannot be read: no such file`);
   });
 });
+
+describe('sessions: a table a person can read', () => {
+  it('the default table shows a few columns (id, started, ended, duration, sessionType, agent.name), not all 21; --columns chooses', async () => {
+    const r = await runCli(['sessions', '--data-dir', dataDir, '--output', 'table', '--page-size', '3']);
+    expect(r.code).toBe(0);
+    const [header, rule, ...rest] = r.stdout.split('\n');
+    expect(header!.trim().split(/\s{2,}/)).toEqual(['id', 'started', 'ended', 'duration', 'sessionType', 'agent.name']);
+    expect(rule).toMatch(/^-+( {2}-+){5}$/);
+    expect(rest[0]).toMatch(/^[0-9a-f-]{36} {2}\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ {2}\d{4}-/);
+    expect(r.stdout).toMatch(/^3 of \d+ sessions \(offset 0\); --columns to choose \(all: every field\)$/m);
+
+    const some = await runCli(['sessions', '--data-dir', dataDir, '--output', 'table', '--page-size', '2', '--columns', 'pin,id']);
+    expect(some.code).toBe(0);
+    expect(some.stdout.split('\n')[0]!.trim().split(/\s{2,}/)).toEqual(['pin', 'id']);
+    const all = await runCli(['sessions', '--data-dir', dataDir, '--output', 'table', '--page-size', '1', '--columns', 'all']);
+    expect(all.stdout.split('\n')[0]!.trim().split(/\s{2,}/)).toHaveLength(21);
+    // csv and json keep every field.
+    const csv = await runCli(['sessions', '--data-dir', dataDir, '--output', 'csv', '--page-size', '1']);
+    expect(csv.stdout.split('\n')[0]!.split(',')).toHaveLength(21);
+  });
+
+  it('reading many accounts, each session says its account (first column; json and csv too)', async () => {
+    const dir = await fx.tempDir();
+    const cfg = join(dir, 'accounts.json');
+    await writeFile(cfg, JSON.stringify({ dataDir: join(dir, 'data'), accounts: { acme: { apiKeyEnv: 'EMU_KEY', reportingUrl: fx.emu.url }, globex: { apiKeyEnv: 'EMU_KEY', reportingUrl: fx.emu.url } } }));
+    const day = new Date(FROM * 1000).toISOString().slice(0, 10);
+    const to = new Date((FROM + D) * 1000).toISOString().slice(0, 10);
+    const b = await runCli(['backfill', '--config', cfg, '--from', day, '--to', to, '--no-progress'], { EMU_KEY: fx.emu.apiKey });
+    expect(b.code).toBe(0);
+    const t = await runCli(['sessions', '--config', cfg, '--output', 'table', '--page-size', '1000']);
+    expect(t.code).toBe(0);
+    expect(t.stdout.split('\n')[0]!.trim().split(/\s{2,}/)).toEqual(['account', 'id', 'started', 'ended', 'duration', 'sessionType', 'agent.name']);
+    const rows = t.stdout.split('\n').filter((l) => /^(acme|globex) {2,}[0-9a-f-]{36}/.test(l));
+    expect(new Set(rows.map((l) => l.split(/\s+/)[0]))).toEqual(new Set(['acme', 'globex']));
+    const json = await runCli(['sessions', '--config', cfg, '--output', 'json', '--page-size', '1000', '--attribute-names', 'id,pin']);
+    const items = (JSON.parse(json.stdout) as { items: Array<Record<string, unknown>> }).items;
+    expect(Object.keys(items[0]!)).toEqual(['account', 'id', 'pin']);
+    expect(new Set(items.map((i) => i.account))).toEqual(new Set(['acme', 'globex']));
+    const csv = await runCli(['sessions', '--config', cfg, '--output', 'csv', '--attribute-names', 'id,account']);
+    expect(csv.stdout.split('\n')[0]).toBe('id,account');
+    expect(csv.stderr).toBe('');
+  });
+});
