@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runBackfill } from '../../src/pipeline/run.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
-import { REPO_ROOT, runCli } from '../helpers/cli.js';
+import { REPO_ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
 
 const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
@@ -137,5 +137,29 @@ describe('sessions: a table a person can read', () => {
     const csv = await runCli(['sessions', '--config', cfg, '--output', 'csv', '--attribute-names', 'id,account']);
     expect(csv.stdout.split('\n')[0]).toBe('id,account');
     expect(csv.stderr).toBe('');
+  });
+});
+
+describe('schedule: the start line says when each job runs next', () => {
+  it('in the configured time zone and in UTC', async () => {
+    const before = Date.now();
+    const child = startCli(['schedule', '--cron', '0 * * * *', '--timezone', 'Asia/Kolkata', '--http-port', '0'], fx.env(dataDir));
+    try {
+      await waitFor(() => /runs next at/.test(child.output()) || child.exitCode !== null, 30_000, 'the start lines');
+    } finally {
+      child.kill('SIGTERM');
+      await child.result;
+    }
+    // Every hour at :00 in Kolkata (UTC+05:30) is every hour at :30 in UTC: the next such instant.
+    const halfHour = 30 * 60_000;
+    const nextAfter = (t: number) => (Math.floor((t - halfHour) / 3_600_000) + 1) * 3_600_000 + halfHour;
+    const line = (at: number) => {
+      const utc = new Date(at).toISOString().replace('.000Z', 'Z');
+      const local = new Date(at + 5.5 * 3_600_000).toISOString().slice(0, 16).replace('T', ' ');
+      return `  nightly-export runs next at ${local} Asia/Kolkata (${utc})`;
+    };
+    const candidates = [line(nextAfter(before)), line(nextAfter(before) + 3_600_000)];
+    const got = child.output().split('\n').find((l) => l.includes('runs next at'));
+    expect(candidates).toContain(got);
   });
 });
