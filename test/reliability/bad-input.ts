@@ -195,7 +195,7 @@ export const BAD_INPUT_CASES: BadInputCase[] = [
   { group: 'configuration file', name: '--config names a missing file', args: [...B, '--config', '/nonexistent/session-etl.json'], message: /cannot be read/ },
   // Environment.
   { group: 'environment', name: 'REPORTING_URL unset', args: B, env: { REPORTING_URL: undefined }, message: /REPORTING_URL/ },
-  { group: 'environment', name: 'REPORTING_URL=ftp://x', args: B, env: { REPORTING_URL: 'ftp://x' }, message: /reportingUrl/ },
+  { group: 'environment', name: 'REPORTING_URL=ftp://x', args: B, env: { REPORTING_URL: 'ftp://x' }, message: /REPORTING_URL \(from environment\): got "ftp:\/\/x"; expected an http/ },
   { group: 'environment', name: 'REPORTING_API_KEY unset', args: B, env: { REPORTING_API_KEY: undefined }, message: /REPORTING_API_KEY/ },
   { group: 'environment', name: 'REPORTING_API_KEY_FILE names a missing file', args: B, env: { REPORTING_API_KEY: undefined, REPORTING_API_KEY_FILE: '/nonexistent/key' }, message: /REPORTING_API_KEY_FILE \/nonexistent\/key cannot be read: no such file/ },
   { group: 'environment', name: 'SESSION_ETL_FORMAT=csv', args: B, env: { SESSION_ETL_FORMAT: 'csv' }, message: /format/ },
