@@ -1,5 +1,6 @@
 import { ExitCode } from '../errors.js';
 import { didYouMean } from '../util/did-you-mean.js';
+import { looksLikeKey } from './looks-like-key.js';
 
 /**
  * The configuration cannot be used: a file that cannot be read or is not JSON, a value the schema
@@ -131,6 +132,8 @@ function echoable(path: readonly PropertyKey[], value: unknown): boolean {
   if (path.some((p) => NEVER_ECHOED.has(String(p)))) return false;
   // A URL's user:password part is a secret: such a value is named, never shown.
   if (typeof value === 'string' && /@/.test(value) && /:\/\//.test(value)) return false;
+  // A key pasted into the wrong setting (REPORTING_URL=<the key>) is not shown either.
+  if (typeof value === 'string' && value.split(/[\s/?&=#:]+/).some(looksLikeKey)) return false;
   return typeof value !== 'string' || value.length <= 200;
 }
 

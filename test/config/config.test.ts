@@ -128,6 +128,10 @@ describe('configuration', () => {
       const m = messageOf(() => loadConfig({ env: { SESSION_ETL_NOTIFY_URL: 'not a url Zq9sEcReT' } }));
       expect(m).toMatch(/SESSION_ETL_NOTIFY_URL \(from environment\): /);
       expect(m).not.toContain('Zq9sEcReT');
+      // A key pasted into the wrong variable is named, not shown.
+      const swapped = messageOf(() => loadConfig({ env: { REPORTING_URL: 'sk_live_4eC39HqLyjWDarjtT1zdp7dc' } }));
+      expect(swapped).toMatch(/REPORTING_URL \(from environment\): expected an http/);
+      expect(swapped).not.toContain('4eC39HqLyjWDarjtT1zdp7dc');
     });
   });
 
