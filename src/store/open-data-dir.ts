@@ -62,6 +62,8 @@ export async function openDataDir(
   shard?: ShardId,
   /** A writer's DuckDB memory_limit (the run's budget's share); default WRITER_MEMORY_LIMIT. */
   memoryLimit?: string,
+  /** Directories besides the data directory DuckDB may read (a reader's dataset elsewhere: status's copy of a bucket's). */
+  readDirs: readonly string[] = [],
 ): Promise<OpenedDataDir> {
   if (!readOnly) checkWriterSettings();
   const fileFormat = await formatOfFiles(dataDir, asked, readOnly, shard);
@@ -91,7 +93,7 @@ export async function openDataDir(
     db = await openDb(layout.dbPath, {
       readOnly,
       // Its files: the dataset, .tmp/, pending/, and the stores an account is moved from (all under the data directory).
-      allowedDirectories: [dataDir],
+      allowedDirectories: [dataDir, ...readDirs],
       // A writer spills to .tmp/duckdb/ when a merge needs more than its memory_limit (DuckDB removes its files).
       ...(readOnly ? {} : { memoryLimit: memoryLimit ?? WRITER_MEMORY_LIMIT, threads: WRITER_THREADS, tempDirectory: join(layout.tmpDir, 'duckdb') }),
     });
