@@ -1,7 +1,7 @@
 /**
  * A many-account data directory read without its configuration (issue 42 #3): `status` and `status
  * --check` read the accounts its store holds instead of showing an empty one-account store; the
- * dashboard (one account per page) refuses it naming them, as `export` does. With the configuration,
+ * dashboard (one account per page) and the scheduler refuse it naming them, as `export` does. With the configuration,
  * the figures the accounts share are marked as the whole store's, and last runs show the unchanged count.
  */
 import { writeFile } from 'node:fs/promises';
@@ -71,4 +71,19 @@ describe('a many-account data directory without its configuration', () => {
     expect(dash.code).toBe(2);
     expect(dash.stderr).toMatch(/holds many accounts \(acme, globex\), and the configuration has no accounts map: give the configuration file with the accounts \(--config\) and --account NAME/);
   }, 180_000);
+
+  it('schedule without --config refuses it at start (exit 2) naming its accounts, as export does, instead of serving a /healthz of one empty store', async () => {
+    const root = await fx.tempDir();
+    const data = join(root, 'data');
+    const config = join(root, 'config.json');
+    await writeFile(config, JSON.stringify({ dataDir: data, reportingUrl: fx.emu.url, accounts: { acme: { apiKeyEnv: 'A' }, globex: { apiKeyEnv: 'G' } } }));
+    const b = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + D), '--json', '--log-level', 'error'], { A: 'held-key-acme-1', G: 'held-key-globex-1' });
+    expect(b.code, b.stderr).toBe(0);
+    // With the endpoint and a key given, so that nothing else stops it first.
+    const sched = await runCli(['schedule', '--data-dir', data, '--http-port', '0', '--cron', '0 2 * * *'], { REPORTING_URL: fx.emu.url, REPORTING_API_KEY: 'held-key-acme-1' });
+    expect(sched.code, sched.stdout).toBe(2);
+    expect(sched.stderr).toMatch(/holds many accounts \(acme, globex\), and the configuration has no accounts map: give the configuration file with the accounts \(--config\), or another --data-dir/);
+    expect(sched.stdout).not.toMatch(/Metrics:/);
+    expect(sched.stderr).not.toContain('held-key-acme-1');
+  }, 120_000);
 });

@@ -7,7 +7,9 @@ const $ = (id) => document.getElementById(id);
 const fmt = new Intl.NumberFormat('en-US');
 const state = { accessLost: false, running: false, timer: null, sessionsSeq: 0, page: 0, total: 0, chartFrom: null, chartTo: null, plots: [], format: null, demo: false };
 /** `1 session`, `2,048 sessions`. */
-const count = (n, one, many = `${one}s`) => `${fmt.format(n)} ${n === 1 ? one : many}`;
+// A figure not known (null: a run that died, its sessions in a bucket's day files) is said to be
+// unknown, never shown as a false zero.
+const count = (n, one, many = `${one}s`) => (n === null || n === undefined ? `an unknown number of ${many}` : `${fmt.format(n)} ${n === 1 ? one : many}`);
 
 // ---- access -----------------------------------------------------------------------------------
 // The address the dashboard printed carries its token (?token=…): the page takes it out of the
@@ -319,7 +321,14 @@ function drawRuns(runs, running) {
       // colour says how), whatever it took: a duration against the longest run read as progress.
       const bar = el('div', { class: 'bar small', dataTestid: 'run-bar' }, el('div', { class: `bar-fill ${r.outcome}` }));
       bar.firstChild.style.width = r.outcome !== 'running' ? '100%' : live && live.windowsTotal ? `${(100 * live.windowsDone) / live.windowsTotal}%` : '0%';
-      const num = (v) => (v === null || v === undefined ? '?' : fmt.format(v));
+      const num = (v) => (v === null || v === undefined ? 'unknown' : fmt.format(v));
+      // A run that died recorded no figures of its own: what the store holds of it is shown (its
+      // sessions, windows, days); its requests, retries, 429s and pauses were never recorded.
+      const died = r.outcome === 'died';
+      const sessions =
+        r.sessionsNew === null && r.sessionsUpdated === null
+          ? `${count(r.sessionsWritten, 'session')} (new and updated not known)`
+          : `${count(r.sessionsWritten, 'session')} (${num(r.sessionsNew)} new, ${num(r.sessionsUpdated)} updated)`;
       // A run going now records its figures at its end: show its progress instead of zeros.
       const figures = live
         ? [
@@ -329,13 +338,10 @@ function drawRuns(runs, running) {
           ]
             .filter(Boolean)
             .join(' · ')
-        : [
-            `${count(r.sessionsWritten, 'session')} (${num(r.sessionsNew)} new, ${num(r.sessionsUpdated)} updated)`,
-            count(r.requests, 'request'),
-            count(r.retries, 'retry', 'retries'),
-            count(r.rateLimited, '429', '429s'),
-            `paused ${duration(r.pausedMs || 0)}`,
-          ].join(' · ');
+        : (died
+            ? [sessions, 'requests, retries, 429s and pauses not known (it died before recording them)']
+            : [sessions, count(r.requests, 'request'), count(r.retries, 'retry', 'retries'), count(r.rateLimited, '429', '429s'), `paused ${duration(r.pausedMs || 0)}`]
+          ).join(' · ');
       const row = el(
         'article',
         { class: `run ${r.outcome}`, dataTestid: 'run', dataStatus: r.outcome, dataRunId: r.runId },
