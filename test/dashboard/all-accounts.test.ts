@@ -51,11 +51,16 @@ beforeAll(async () => {
     const r = await runCli([...args, '--json', '--log-level', 'error'], env);
     if (r.code !== 0) throw new Error(`session-etl ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
   };
-  // Every account backfilled; then acme once more (nothing new), and
-  // globex over a range that leaves a hole after its first backfill (its health: not ok).
+  // Every account backfilled; then acme once more (nothing new), globex over a range that leaves
+  // a hole after its first backfill (stale), and initech's failing (failing).
   await ok(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO)]);
   await ok(['backfill', '--config', config, '--account', 'acme', '--from', iso(FROM), '--to', iso(TO)]);
   await ok(['backfill', '--config', config, '--account', 'globex', '--from', iso(TO + D), '--to', iso(TO + 2 * D)]);
+  // initech's last run fails (every request answered 500): failing.
+  fx.emu.setFaults({ serverErrorRate: 1 });
+  const failed = await runCli(['backfill', '--config', config, '--account', 'initech', '--from', iso(TO), '--to', iso(TO + D), '--max-attempts', '1', '--log-level', 'error'], env);
+  fx.emu.setFaults({});
+  if (failed.code !== 1) throw new Error(`the failing backfill exited ${failed.code}: ${failed.stderr}`);
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
 }, 180_000);
 afterAll(async () => {
@@ -70,6 +75,9 @@ interface Row {
   health: { state: string; healthy: boolean; reasons: string[] };
   lastRun: { runId: string; outcome: string; sessionsNew: number; sessionsUpdated: number; sessionsUnchanged: number; sessionsWritten: number } | null;
 }
+
+/** acme healthy; globex with a hole between its two backfills; initech's last run failed. */
+const HEALTH: Record<string, string> = { acme: 'ok', globex: 'stale', initech: 'failing' };
 
 /** What `status --json` and `status --check --json` say of each account. */
 async function statusOfAccounts(args: string[]) {
@@ -105,14 +113,14 @@ async function expectRowsAsStatus(dash: RunningDashboard, statusArgs: string[]) 
     const verdict = check.accounts.find((a) => a.account === row.account)!;
     expect(row.health.healthy).toBe(verdict.healthy);
     expect(row.health.reasons.length).toBe(verdict.reasons.length);
-    expect(row.health.state).toBe(verdict.healthy ? 'ok' : 'stale');
+    expect(row.health.state).toBe(HEALTH[row.account]);
+    expect(verdict.healthy).toBe(HEALTH[row.account] === 'ok');
     expect(row.link).toBe(`/?account=${row.account}`);
   }
   // acme's last run is its second backfill: nothing new.
   const acme = rows.find((r) => r.account === 'acme')!;
   expect(acme.lastRun!.sessionsNew).toBe(0);
-  // globex has a hole between its two backfills: not healthy, as --check says.
-  expect(rows.find((r) => r.account === 'globex')!.health.healthy).toBe(false);
+  expect(rows.find((r) => r.account === 'initech')!.lastRun!.outcome).toBe('failed');
   return rows;
 }
 

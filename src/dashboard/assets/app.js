@@ -618,8 +618,9 @@ async function showAllAccounts() {
     try {
       drawAccounts(await api('/api/accounts'));
     } catch (e) {
-      if (e instanceof AccessError) return;
       $('accounts-error').hidden = false;
+      // The session ended: what to do (accessLost's notice is in one account's sections, hidden here).
+      if (e instanceof AccessError) return void ($('accounts-error').textContent = $('notice').textContent);
       $('accounts-error').textContent = `Could not read the data directory: ${e.message}`;
     }
     state.timer = setTimeout(again, 15000);
