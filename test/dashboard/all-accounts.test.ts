@@ -166,6 +166,12 @@ describe('the all-accounts page', () => {
     }
   }, 180_000);
 
+  it('with --parquet-url, several accounts and no --account: refused (exit 2), naming the accounts', async () => {
+    const r = await runCli(['dashboard', '--config', config, '--parquet-url', 's3://bucket/prefix', '--port', '0'], env);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/with --parquet-url \(or parquetUrl\), the dashboard shows one account: give --account NAME \(one of acme, globex, initech\)/);
+  }, 60_000);
+
   it('--account NAME still shows that account alone, with no list', async () => {
     const dash = await startDashboardCli(['--config', config, '--account', 'globex'], env);
     try {
