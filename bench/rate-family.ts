@@ -457,7 +457,7 @@ export interface Measured {
   quota429Share: number;
   /** With strays: T, T₀ (the same scenario without strays), n (their Retry-After total), all ms; and T ≤ 1.5 T₀ + n + 2 s. */
   stray?: { t: number; t0: number; n: number; ok: boolean };
-  /** A raise that the run lasted through: the used share over its 5th to 10th second. */
+  /** A raise that the run lasted through: the used share over its 5th to 10th second (at most 1: a bucket's stored burst can exceed it). */
   raised?: number;
   /** A concurrency limit that went away after lowering the pool: raised again within 30 s. */
   regained?: boolean;
@@ -478,7 +478,7 @@ export async function measure(seed: number, controller?: ControllerFactory): Pro
   if (s.strays > 0) {
     m.stray = { t: r.durationMs, t0: r0.durationMs, n: r.strayRetryMs, ok: r.finished && r.durationMs <= 1.5 * r0.durationMs + r.strayRetryMs + 2000 };
   }
-  if (s.story === 'raise' && r0.durationMs >= s.fromMs + 10_000) m.raised = r0.raisedAccepted / Math.max(1, r0.raisedUsable);
+  if (s.story === 'raise' && r0.durationMs >= s.fromMs + 10_000) m.raised = Math.min(1, r0.raisedAccepted / Math.max(1, r0.raisedUsable));
   if (s.story === 'concurrency' && r.lowered) m.regained = r.restoredAtMs !== undefined && r.restoredAtMs <= s.fromMs + 30_000;
   return m;
 }
