@@ -562,3 +562,44 @@ export function renderGoals(rows: GoalRow[]): string {
   }
   return lines.join('\n');
 }
+
+// ---- the figure (docs/design.md) ---------------------------------------------------------------------
+
+/** The seed drawn in docs/rate-pace.svg: a sliding window of 12 a second that drops to 6 for 13 s, no headers, no strays. */
+export const FIGURE_SEED = 57;
+
+/**
+ * An SVG of one run, second by second: the quota usable (grey steps), the answers accepted (blue),
+ * the controller's pace (orange, dashed; absent while unpaced) and the quota's 429s (red ticks).
+ */
+export async function paceFigure(seed = FIGURE_SEED, controller?: ControllerFactory): Promise<string> {
+  const s = scenarioOf(seed);
+  const r = await runScenario(s, { strays: false, ...(controller ? { controller } : {}) });
+  const secs = r.seconds.slice(0, Math.ceil(r.durationMs / 1000));
+  const W = 720;
+  const H = 300;
+  const L = 48;
+  const B = 36;
+  const top = Math.ceil(Math.max(...secs.map((x) => Math.max(x.usable, x.accepted, Math.min(x.pace ?? 0, 2 * x.usable)))) / 4) * 4;
+  const X = (t: number) => L + ((W - L - 12) * t) / secs.length;
+  const Y = (v: number) => H - B - ((H - B - 12) * Math.min(v, top)) / top;
+  const steps = (v: (x: Second) => number) => secs.map((x) => `${X(x.t).toFixed(1)},${Y(v(x)).toFixed(1)} ${X(x.t + 1).toFixed(1)},${Y(v(x)).toFixed(1)}`).join(' ');
+  const pace: string[] = [];
+  for (const x of secs) if (x.pace !== undefined) pace.push(`${X(x.t + 1).toFixed(1)},${Y(x.pace).toFixed(1)}`);
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
+    `<rect width="${W}" height="${H}" fill="white"/>`,
+  ];
+  for (let v = 0; v <= top; v += top / 4) out.push(`<line x1="${L}" x2="${W - 12}" y1="${Y(v)}" y2="${Y(v)}" stroke="#eee"/><text x="${L - 6}" y="${Y(v) + 4}" text-anchor="end">${v}</text>`);
+  for (let t = 0; t <= secs.length; t += 10) out.push(`<text x="${X(t)}" y="${H - B + 14}" text-anchor="middle">${t} s</text>`);
+  out.push(`<polyline points="${steps((x) => x.usable)}" fill="none" stroke="#999" stroke-width="3"/>`);
+  out.push(`<polyline points="${steps((x) => x.accepted)}" fill="none" stroke="#1f77b4" stroke-width="1.5"/>`);
+  if (pace.length) out.push(`<polyline points="${pace.join(' ')}" fill="none" stroke="#ff7f0e" stroke-width="1.5" stroke-dasharray="5,3"/>`);
+  for (const x of secs) for (let i = 0; i < x.refused; i++) out.push(`<line x1="${X(x.t + 0.5)}" x2="${X(x.t + 0.5)}" y1="${Y(0) - 2 - 6 * i}" y2="${Y(0) - 6 - 6 * i}" stroke="#d62728" stroke-width="2"/>`);
+  out.push(
+    `<text x="${L}" y="${H - 6}">requests a second · grey: the quota · blue: accepted · orange dashed: the pace · red: the quota's 429s</text>`,
+    `<text x="${W - 12}" y="14" text-anchor="end">seed ${seed}: ${s.kind} window, ${s.limit} per ${s.windowMs / 1000} s, ${s.maxConcurrency} workers</text>`,
+    '</svg>',
+  );
+  return `${out.join('\n')}\n`;
+}

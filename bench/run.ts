@@ -16,7 +16,8 @@
  *
  * `npm run bench -- --only rate-family` runs the simulated family of issue 41 (bench/rate-family.ts,
  * 500 seeds on a virtual clock, RATE_FAMILY_SEEDS to change it; a few seconds, no server) and prints
- * each goal's distribution over the servers with rate-limit headers and those without.
+ * each goal's distribution over the servers with rate-limit headers and those without, and draws
+ * one run's pace against its quota into docs/rate-pace.svg (the figure of docs/design.md).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -40,7 +41,7 @@ import { accountsBench, writeAccountsDoc, type AccountsBenchContext } from './ac
 import { longTextCase } from './long-text.js';
 import { verifyRows } from './verify.js';
 import { memoryCase } from './memory.js';
-import { judge, measureFamily, renderGoals } from './rate-family.js';
+import { judge, measureFamily, paceFigure, renderGoals } from './rate-family.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'dist', 'bench');
@@ -267,6 +268,7 @@ async function main(): Promise<void> {
     const seeds = Number(process.env.RATE_FAMILY_SEEDS ?? 500);
     const table = renderGoals(judge(await measureFamily(seeds)));
     process.stdout.write(`${seeds} seeds\n${table}\n`);
+    await writeFile(join(ROOT, 'docs', 'rate-pace.svg'), await paceFigure());
     log(`rate family finished in ${secs(performance.now() - began)}`);
     return;
   }
