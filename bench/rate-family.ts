@@ -152,7 +152,7 @@ export function scenarioOf(seed: number): Scenario {
 }
 
 /** The quota's rate at `t` (ms after the start) for us, requests a second: the server's, less another client's share. */
-function quotaRateAt(s: Scenario, t: number): number {
+export function quotaRateAt(s: Scenario, t: number): number {
   const base = rateOf(s.limit, s.windowMs);
   const during = t >= s.fromMs && t < s.toMs;
   if (!during) return base;
@@ -167,7 +167,7 @@ function limitAt(s: Scenario, t: number): number {
 }
 
 /** What the client can send at `t`: its workers over the latency (fewer under a concurrency limit). */
-function capacityAt(s: Scenario, t: number): number {
+export function capacityAt(s: Scenario, t: number): number {
   const n = s.story === 'concurrency' && t < s.fromMs ? s.factor : s.maxConcurrency;
   return (n * 1000) / s.latencyMs;
 }
@@ -327,7 +327,10 @@ export interface RunResult {
   finished: boolean;
 }
 
-export type ControllerFactory = (o: { maxConcurrency: number; now: () => number; sleep: (ms: number, signal?: AbortSignal) => Promise<void> }) => RateController;
+/** What the client and the pool use of a controller (RateController, or another under test). */
+export type FamilyController = Pick<RateController, 'beforeAttempt' | 'onSuccess' | 'onRateLimited' | 'onRateLimitHint' | 'concurrency' | 'pace' | 'onConcurrencyChange'>;
+
+export type ControllerFactory = (o: { maxConcurrency: number; now: () => number; sleep: (ms: number, signal?: AbortSignal) => Promise<void> }) => FamilyController;
 
 const START = 1_700_000_000_000;
 /** A run that has not finished by then is cut (and counted as it stands). */

@@ -8,7 +8,9 @@
  * until it is taken off the list. The figures it reaches today are floors it must not fall below.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { judge, measureFamily, quantile, type GoalRow, type Measured } from '../../bench/rate-family.js';
+import {
+  capacityAt, judge, measureFamily, quantile, quotaRateAt, scenarioOf, type ControllerFactory, type FamilyController, type GoalRow, type Measured,
+} from '../../bench/rate-family.js';
 
 const SEEDS = 50;
 const GOALS = ['used quota', 'quota 429s', 'strays cost their pauses', 'raised quota', 'concurrency raised again'] as const;
@@ -75,4 +77,72 @@ describe(`the rate family, seeds 1–${SEEDS}`, () => {
     expect(raised('headers')).toBeGreaterThanOrEqual(0.44);
     expect(raised('no headers')).toBeGreaterThanOrEqual(0.71);
   });
+});
+
+/**
+ * A controller that knows the server: it paces at 97 % of the quota left to us at every moment and
+ * keeps to a concurrency limit while there is one. It shows that the family's goals measure what
+ * they say: a client that knows the quota meets them.
+ */
+function oracle(seed: number): ControllerFactory {
+  const s = scenarioOf(seed);
+  return (o) => {
+    const start = o.now();
+    let next = -Infinity;
+    let inFlight = 0;
+    const capAt = (t: number) => (s.story === 'concurrency' && t < s.fromMs ? s.factor : s.maxConcurrency);
+    const waiters: Array<() => void> = [];
+    const c: FamilyController = {
+      concurrency: capAt(0),
+      pace: undefined,
+      onConcurrencyChange: undefined,
+      async beforeAttempt() {
+        for (;;) {
+          const now = o.now();
+          const t = now - start;
+          if (capAt(t) !== c.concurrency) {
+            (c as { concurrency: number }).concurrency = capAt(t);
+            c.onConcurrencyChange?.(capAt(t));
+          }
+          if (inFlight >= capAt(t)) {
+            await Promise.race([new Promise<void>((r) => waiters.push(r)), o.sleep(Math.max(1, s.fromMs - t))]);
+            continue;
+          }
+          const rate = 0.97 * Math.min(quotaRateAt(s, t), 1.2 * capacityAt(s, t));
+          const at = Math.max(next, now);
+          if (at > now) {
+            await o.sleep(at - now);
+            continue;
+          }
+          // The window stretched by the spread of the latency out (±12.5 % of it): a window's
+          // worth of requests never arrives within less than the window.
+          next = now + (1000 / rate) * ((s.windowMs + 0.25 * s.latencyMs) / s.windowMs);
+          inFlight++;
+          let held = true;
+          return {
+            release: () => {
+              if (!held) return;
+              held = false;
+              inFlight--;
+              waiters.splice(0).forEach((w) => w());
+            },
+          };
+        }
+      },
+      onSuccess() {},
+      onRateLimited() {},
+      onRateLimitHint() {},
+    };
+    return c;
+  };
+}
+
+describe('the rate family measures what it says', () => {
+  it('a controller that knows the quota meets the goals of used quota, 429s, strays and a raise on both halves', async () => {
+    const ms: Measured[] = [];
+    for (let seed = 1; seed <= SEEDS; seed++) ms.push((await measureFamily(1, seed, oracle(seed)))[0]!);
+    for (const row of judge(ms).filter((r) => !r.goal.startsWith('concurrency'))) {
+      expect(row.met, `${row.goal}, ${row.half}: ${row.figure}; worst ${JSON.stringify(row.worst)}`).toBe(true);
+    }
+  }, 60_000);
 });
