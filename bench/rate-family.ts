@@ -12,7 +12,7 @@
  *   token bucket (its burst 1–20 s of its rate), of 1 to 40 requests a second and at most 70 % of
  *   what the client could send (a concurrency story: 1.2 × that, so the limit in flight binds);
  * - one of: steady; a drop to 30–70 % for 10–20 s, then back; a raise to 1.5–3 ×; another client
- *   taking 20–60 % of it for 15–25 s; a concurrency limit (1 to maxConcurrency − 1 in flight) that
+ *   taking 20–60 % of it for 15–25 s (a quota of at least 4 a second); a concurrency limit (1 to maxConcurrency − 1 in flight) that
  *   goes away after 10–20 s;
  * - rate-limit headers (half of the seeds: `RateLimit-*` with seconds to the reset, or
  *   `X-RateLimit-*` with the reset as epoch seconds, both with the Limit), or none;
@@ -137,7 +137,9 @@ export function scenarioOf(seed: number): Scenario {
   const factor = story === 'drop' ? 0.3 + 0.4 * r.next() : story === 'raise' ? 1.5 + 1.5 * r.next() : story === 'shared' ? 0.2 + 0.4 * r.next() : 1 + r.int(maxConcurrency - 1);
   const most = 0.7 * capacity / (story === 'raise' ? factor : 1);
   // A concurrency story's quota is above what the client can send: the limit in flight binds.
-  const rate = story === 'concurrency' ? 1.2 * capacity : Math.max(1, Math.min(40, most) * (0.05 + 0.95 * r.next()));
+  // A shared quota is at least 4 a second: one or two a second shared by two evenly paced clients
+  // collide by their phases alone (a client that knew the quota met 10-16 % of 429s there).
+  const rate = story === 'concurrency' ? 1.2 * capacity : Math.max(story === 'shared' ? 4 : 1, Math.min(40, most) * (0.05 + 0.95 * r.next()));
   const windowMs = kind === 'sliding' ? r.pick([1000, 1000, 2000]) : kind === 'fixed' ? r.pick([1000, 2000, 10_000]) : Math.round(1000 * (1 + 19 * r.next()));
   const limit = Math.max(1, Math.round((rate * windowMs) / 1000));
   const fromMs = 10_000 + 10_000 * r.next();
