@@ -18,7 +18,7 @@ const HALVES = ['headers', 'no headers'] as const;
 
 /** The goals today's controller misses on seeds 1–50. */
 const MISSED = new Set([
-  'used quota|headers', 'strays cost their pauses|headers', 'raised quota|headers', 'concurrency raised again|headers',
+  'strays cost their pauses|headers', 'concurrency raised again|headers',
   'used quota|no headers', 'quota 429s|no headers', 'strays cost their pauses|no headers', 'raised quota|no headers', 'concurrency raised again|no headers',
 ]);
 
@@ -68,13 +68,13 @@ describe(`the rate family, seeds 1–${SEEDS}`, () => {
     const within5 = (h: string) => half(h).filter((m) => m.quota429Share <= 0.05).length / half(h).length;
     const strayOk = (h: string) => half(h).filter((m) => m.stray?.ok).length;
     const raised = (h: string) => quantile(half(h).filter((m) => m.raised !== undefined).map((m) => m.raised!), 0.5);
-    expect(used('headers')).toBeGreaterThanOrEqual(0.81);
+    expect(used('headers')).toBeGreaterThanOrEqual(0.98);
     expect(used('no headers')).toBeGreaterThanOrEqual(0.91);
     expect(within5('headers')).toBeGreaterThanOrEqual(0.95);
     expect(within5('no headers')).toBeGreaterThanOrEqual(0.62);
-    expect(strayOk('headers')).toBeGreaterThanOrEqual(7);
+    expect(strayOk('headers')).toBeGreaterThanOrEqual(8);
     expect(strayOk('no headers')).toBeGreaterThanOrEqual(6);
-    expect(raised('headers')).toBeGreaterThanOrEqual(0.44);
+    expect(raised('headers')).toBeGreaterThanOrEqual(0.95);
     expect(raised('no headers')).toBeGreaterThanOrEqual(0.71);
   });
 });
