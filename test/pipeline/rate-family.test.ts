@@ -43,7 +43,7 @@ describe(`the rate family, seeds 1–${SEEDS}`, () => {
       expect(ms.length).toBeGreaterThanOrEqual(15);
       expect(ms.some((m) => m.stray)).toBe(true);
       expect(ms.some((m) => m.raised !== undefined)).toBe(true);
-      expect(ms.some((m) => m.regained !== undefined)).toBe(true);
+      expect(ms.some((m) => m.regainedMs !== undefined)).toBe(true);
     }
   });
 
