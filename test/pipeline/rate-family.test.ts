@@ -18,8 +18,8 @@ const HALVES = ['headers', 'no headers'] as const;
 
 /** The goals today's controller misses on seeds 1–50. */
 const MISSED = new Set([
-  'strays cost their pauses|headers', 'concurrency raised again|headers',
-  'used quota|no headers', 'quota 429s|no headers', 'strays cost their pauses|no headers', 'raised quota|no headers', 'concurrency raised again|no headers',
+  'strays cost their pauses|headers',
+  'used quota|no headers', 'quota 429s|no headers', 'strays cost their pauses|no headers', 'raised quota|no headers',
 ]);
 
 let measured: Measured[];
