@@ -101,8 +101,14 @@ describe('merging while fetching', () => {
     await runBackfill({ ...base(dataDir), from: FROM, to: TO });
     const db = join(dataDir, 'sessions.duckdb');
     const [one] = await sql<{ session_id: string }>(db, 'SELECT session_id FROM sessions ORDER BY session_id LIMIT 1');
-    // As if a later fetch had already stored a newer version of this session.
-    await sql(db, `UPDATE sessions SET extracted_at = TIMESTAMPTZ '2100-01-01 00:00:00+00', external_notes = 'newer' WHERE session_id = '${one!.session_id}'`, false);
+    // As if a later fetch had already stored a newer version of this session (and marked its day
+    // for a Parquet rewrite, as a merge does).
+    await sql(
+      db,
+      `UPDATE sessions SET extracted_at = TIMESTAMPTZ '2100-01-01 00:00:00+00', external_notes = 'newer' WHERE session_id = '${one!.session_id}';
+       INSERT INTO _parquet_pending SELECT strftime(started_at, '%Y-%m-%d'), 1 FROM sessions WHERE session_id = '${one!.session_id}'`,
+      false,
+    );
     const s = await runBackfill({ ...base(dataDir), from: FROM, to: TO });
     const truth = emu.dataset.sessionsStartedIn(FROM, TO);
     const rows = await readDuckDbSessions(dataDir);
