@@ -137,7 +137,8 @@ export class ParquetOnlySink implements Sink {
       r.map((x) => [x.account, { inserted: Number(x.n) - Number(x.u), updated: Number(x.u) - Number(x.same), unchanged: Number(x.same) }]),
     );
     const news = [...counts.values()].some((n) => n.inserted > 0 || n.updated > 0);
-    // A file of a single-account store made one of many has no account column: it is written again.
+    // Nothing new or changed, and nothing else to do to the file (no old file, or one without the
+    // account column a many-account store needs, is always written): it stays as it is.
     const asItWas = hasOld && !news && !(await this.marked(p)) && (!this.shape.many || (await this.noneRemoved()));
     if (asItWas) return { counts, written: false };
     let copied: { rowsChanged: number | bigint };
