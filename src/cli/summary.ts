@@ -53,7 +53,6 @@ function partitionsLine(s: RunSummary): string {
   if (!n) return head;
   const why: string[] = [];
   if (s.sessions.written) why.push('new or updated sessions');
-  if (s.sessions.unchanged) why.push('sessions read again unchanged, stored with their new extracted_at');
   const recovered = s.files.partitionsRecovered?.length ?? 0;
   if (recovered) why.push(`${recovered} left unfinished by an earlier run`);
   return why.length ? `${head}: ${why.join('; ')}` : head;

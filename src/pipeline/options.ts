@@ -178,7 +178,7 @@ export interface RunSummary {
   windows: { total: number; done: number; skipped: number };
   /**
    * Sessions written: new, or updated (a stored version replaced by one whose content differs);
-   * unchanged (re-read as stored: only extracted_at moves) are not written. `fetched`, the records
+   * unchanged (re-read as stored: the stored row, its extracted_at too, stays) are not written. `fetched`, the records
    * the windows committed (what the progress bar counts: a session on a window's boundary comes in
    * both); `repeated`, those another window of the run had brought already: fetched = written +
    * unchanged + repeated.
@@ -211,7 +211,7 @@ export interface RunSummary {
     dataDir: string;
     duckdb: string | null;
     parquet: string | null;
-    /** Day partitions whose Parquet file this run rewrote: new or changed sessions, sessions re-read (their new extracted_at), or left by an earlier run. */
+    /** Day partitions whose Parquet file this run rewrote: sessions added, changed or removed, or left by an earlier run (a session re-read unchanged rewrites nothing). */
     partitionsWritten: string[];
     /** Of those, the ones an earlier run left unfinished (absent when none). */
     partitionsRecovered?: string[];

@@ -51,11 +51,13 @@ export interface MergeContext {
  * (plus any rows the precise path staged) to the sessions table straight from read_json (no
  * intermediate copy, no sort: the files are read in window order, and each is sorted by start),
  * then keeps one row per session: among the versions of each session id the slice brought, the
- * newest extracted_at wins (ties: the row just fetched); the others are deleted. The partitions
- * touched (the new rows' days and the days of the versions they replace) are marked for a Parquet
- * rewrite and the files forgotten, in the same transaction. Memory is bounded by the slice and
- * DuckDB's memory limit, never by the history. Runs on its own connection, so windows keep
- * committing meanwhile: the snapshot of this transaction decides which files and staged rows it takes.
+ * newest extracted_at wins (ties: the row just fetched), but with the extracted_at of the stored
+ * version it replaces when their content is the same; the others are deleted. The partitions
+ * touched (the days of the new rows kept and of the versions they replace, but not those of a
+ * session read again unchanged) are marked for a Parquet rewrite and the files forgotten, in the
+ * same transaction. Memory is bounded by the slice and DuckDB's memory limit, never by the history.
+ * Runs on its own connection, so windows keep committing meanwhile: the snapshot of this
+ * transaction decides which files and staged rows it takes.
  */
 export async function mergeSlice(
   c: DuckDBConnection,
@@ -175,20 +177,19 @@ export async function mergeSlice(
       ? await queryRows<{ account: string; n: bigint }>(c, `SELECT account, count(*) AS n FROM sessions WHERE rowid > ${before} GROUP BY 1`)
       : [{ account: '', n: BigInt(added) }];
     for (const r of appended) tally(r.account).added += Number(r.n);
-    const touched = new Set<string>();
     for (const l of losers) {
       const t = tally(l.account);
       if (l.fresh) t.freshLost += Number(l.n);
-      else {
-        if (l.older) t.updated += Number(l.ids);
-        else t.again += Number(l.ids);
-        touched.add(l.p);
-      }
+      else if (l.older) t.updated += Number(l.ids);
+      else t.again += Number(l.ids);
     }
-    // Replacing a stored version is an update only when its content changed: every export re-reads
-    // the lookback (a day), and a session read again as it was is not news. Compared by a hash of
-    // the two rows, fetched by row id (a few ms for a night's re-reads; only re-reads pay it).
-    const unchanged = [...perAccount.values()].some((t) => t.updated) ? await unchangedOf(c, floor) : new Map<string, number>();
+    // A session read again with the content it is stored with is not news: its row stays as it was
+    // stored (extracted_at too; see keepUnchanged), so its day is not rewritten, and replacing a
+    // version stored before the run is an update only when its content changed: every export
+    // re-reads the lookback (a day). Compared by a hash of the two rows, fetched by row id (a few
+    // ms for a night's re-reads; only re-reads pay it).
+    await c.run('CREATE OR REPLACE TEMP TABLE _same (old BIGINT, new BIGINT)');
+    const unchanged = losers.some((l) => !l.fresh) ? await keepUnchanged(c, floor) : new Map<string, number>();
     if (losers.length) await c.run('DELETE FROM sessions WHERE rowid IN (SELECT rid FROM _losers)');
     const counts: AccountCounts = new Map();
     for (const [a, t] of perAccount) {
@@ -196,12 +197,18 @@ export async function mergeSlice(
       counts.set(a, { inserted: t.added - t.freshLost - t.updated - t.again, updated: t.updated - same, unchanged: same });
     }
     if (ctx.withParquet) {
-      for (const r of await queryRows<{ p: string }>(c, 'SELECT DISTINCT p FROM _versions WHERE fresh')) touched.add(r.p);
-      if (touched.size) {
-        await c.run(`INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]), $2`, [listValue([...touched]), await ctx.nextGen(c)]);
+      // The days a session was added to, changed in, or left: those of the rows kept from this slice,
+      // and of the stored versions they replace.
+      const touched = await queryRows<{ p: string }>(
+        c,
+        `SELECT DISTINCT p FROM _losers WHERE NOT fresh AND rid NOT IN (SELECT old FROM _same)
+         UNION SELECT DISTINCT p FROM _versions WHERE fresh AND rid NOT IN (SELECT rid FROM _losers) AND rid NOT IN (SELECT new FROM _same)`,
+      );
+      if (touched.length) {
+        await c.run(`INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]), $2`, [listValue(touched.map((r) => r.p)), await ctx.nextGen(c)]);
       }
     }
-    await c.run('DROP TABLE _versions; DROP TABLE _losers; DROP TABLE IF EXISTS _dups');
+    await c.run('DROP TABLE _versions; DROP TABLE _losers; DROP TABLE _same; DROP TABLE IF EXISTS _dups');
     if (staged) await c.run('DELETE FROM _pending_rows');
     if (slice.length) await c.run(`DELETE FROM _pending_files WHERE file IN (SELECT unnest($1::VARCHAR[]))`, [listValue(slice.map((f) => f.file))]);
     if (cut) {
@@ -221,24 +228,32 @@ export async function mergeSlice(
     await c.run('ROLLBACK').catch(() => {});
     // Neither part of a cut file was committed: the whole file is still pending.
     for (const p of drop) await rm(p, { force: true }).catch(() => {});
-    await c.run('DROP TABLE IF EXISTS _versions; DROP TABLE IF EXISTS _losers; DROP TABLE IF EXISTS _dups').catch(() => {});
+    await c.run('DROP TABLE IF EXISTS _versions; DROP TABLE IF EXISTS _losers; DROP TABLE IF EXISTS _dups; DROP TABLE IF EXISTS _same').catch(() => {});
     throw wrapWriteError(err, 'merging committed rows into the sessions table');
   }
 }
 
 /**
- * Of the sessions whose version stored before the run (row id at or below `floor`) loses to a new
- * one in this slice, how many have the same content in both (see CONTENT_HASH), by account. Reads
- * `_losers` and `_versions` (the winner is the one version of a session that is not a loser).
+ * Sessions of this slice whose stored version (one that was there before the slice) loses to a new
+ * version with the same content (see CONTENT_HASH): the new row takes the stored one's extracted_at,
+ * so the row stays as it was stored, and is kept in the temporary table `_same` (old and new row
+ * ids), whose days are then not marked for a rewrite. Returns, by account, how many of them were
+ * stored before the run (row id at or below `floor`): those re-read unchanged. Reads `_losers` and
+ * `_versions` (the winner is the one version of a session that is not a loser).
  */
-async function unchangedOf(c: DuckDBConnection, floor: bigint): Promise<Map<string, number>> {
+async function keepUnchanged(c: DuckDBConnection, floor: bigint): Promise<Map<string, number>> {
+  await c.run(
+    `CREATE OR REPLACE TEMP TABLE _same AS
+     WITH pair AS (
+       SELECT l.account, l.session_id, l.rid AS old, v.rid AS new FROM _losers l JOIN _versions v USING (account, session_id)
+       WHERE NOT l.fresh AND v.fresh AND v.rid NOT IN (SELECT rid FROM _losers)),
+     h AS (SELECT rowid AS rid, ${CONTENT_HASH} AS h, extracted_at FROM sessions WHERE rowid IN (SELECT old FROM pair UNION ALL SELECT new FROM pair))
+     SELECT p.*, o.extracted_at FROM pair p JOIN h o ON o.rid = p.old JOIN h w ON w.rid = p.new WHERE o.h = w.h`,
+  );
+  await c.run('UPDATE sessions SET extracted_at = s.extracted_at FROM _same s WHERE sessions.rowid = s.new');
   const rows = await queryRows<{ account: string; n: bigint }>(
     c,
-    `WITH pair AS (
-       SELECT l.account, l.session_id, l.rid AS old, v.rid AS new FROM _losers l JOIN _versions v USING (account, session_id)
-       WHERE NOT l.fresh AND l.rid <= ${floor} AND v.rid NOT IN (SELECT rid FROM _losers)),
-     h AS (SELECT rowid AS rid, ${CONTENT_HASH} AS h FROM sessions WHERE rowid IN (SELECT old FROM pair UNION ALL SELECT new FROM pair))
-     SELECT p.account, count(DISTINCT p.session_id) AS n FROM pair p JOIN h o ON o.rid = p.old JOIN h w ON w.rid = p.new WHERE o.h = w.h GROUP BY 1`,
+    `SELECT account, count(DISTINCT session_id) AS n FROM _same WHERE old <= ${floor} GROUP BY 1`,
   );
   return new Map(rows.map((r) => [r.account, Number(r.n)]));
 }

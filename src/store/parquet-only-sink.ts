@@ -71,9 +71,9 @@ export class ParquetOnlySink implements Sink {
     return this.writes.run(async () => {
       const result: FlushResult = { partitions: [], counts: new Map() };
       for (const p of await this.pendingPartitions(this.conn)) {
-        const counts = await this.rewritePartition(p);
+        const { counts, written } = await this.rewritePartition(p);
         await this.conn.run(`DELETE FROM _pending_rows WHERE partition = ${sqlString(p)}; DELETE FROM _parquet_pending WHERE partition = ${sqlString(p)}`);
-        result.partitions.push(p);
+        if (written) result.partitions.push(p);
         addCounts(result.counts, counts);
       }
       // Every file is rewritten without the accounts moved out: they are forgotten.
@@ -88,7 +88,7 @@ export class ParquetOnlySink implements Sink {
 
   closeConnections(): void {}
 
-  private async rewritePartition(p: string): Promise<AccountCounts> {
+  private async rewritePartition(p: string): Promise<{ counts: AccountCounts; written: boolean }> {
     const old = await this.dataset.read(p);
     try {
       return await this.rewriteWith(p, old?.path);
@@ -97,8 +97,12 @@ export class ParquetOnlySink implements Sink {
     }
   }
 
-  /** Writes the day's new file from its pending rows and `final` (its old file, read locally), and puts it in place. */
-  private async rewriteWith(p: string, final: string | undefined): Promise<AccountCounts> {
+  /**
+   * Writes the day's new file from its pending rows and `final` (its old file, read locally), and
+   * puts it in place; unless every pending session is in the old file with the same content and
+   * nothing else marked the day (an account moved in or out): then the file stays as it is.
+   */
+  private async rewriteWith(p: string, final: string | undefined): Promise<{ counts: AccountCounts; written: boolean }> {
     const c = this.conn;
     const { columnList, key, fileOrder } = this.shape;
     const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}-${unguessable()}.parquet`);
@@ -108,7 +112,13 @@ export class ParquetOnlySink implements Sink {
     const keep = this.shape.many ? ' WHERE account NOT IN (SELECT account FROM _removed_accounts)' : '';
     const pending = `SELECT ${columnList}, 0 AS src FROM _pending_rows WHERE partition = ${sqlString(p)}`;
     const all = hasOld ? `${pending} UNION ALL SELECT ${columnList}, 1 AS src FROM read_parquet(${sqlString(final)})${keep}` : pending;
-    const source = `SELECT ${columnList} FROM (${all}) QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC, src) = 1`;
+    // The newest version of each session; but a version of the old file with the same content as
+    // the newest stays as it is (its extracted_at too): read again unchanged, it is not news.
+    const source = hasOld
+      ? `SELECT ${columnList} FROM (
+           SELECT *, ${CONTENT_HASH} AS h, first_value(${CONTENT_HASH}) OVER (PARTITION BY ${key} ORDER BY extracted_at DESC, src) AS w FROM (${all}))
+         QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY (src = 1 AND h = w) DESC, extracted_at DESC, src) = 1`
+      : `SELECT ${columnList} FROM (${all}) QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC, src) = 1`;
     // Sessions of the pending rows, by account: new to the file, or replacing a version it held;
     // updated when the content (any column but extracted_at) differs from the newest pending
     // version, else re-read unchanged.
@@ -126,6 +136,11 @@ export class ParquetOnlySink implements Sink {
     const counts: AccountCounts = new Map(
       r.map((x) => [x.account, { inserted: Number(x.n) - Number(x.u), updated: Number(x.u) - Number(x.same), unchanged: Number(x.same) }]),
     );
+    const news = [...counts.values()].some((n) => n.inserted > 0 || n.updated > 0);
+    // Nothing new or changed, and nothing else to do to the file (no old file, or one without the
+    // account column a many-account store needs, is always written): it stays as it is.
+    const asItWas = hasOld && !news && !(await this.marked(p)) && (!this.shape.many || (await this.noneRemoved()));
+    if (asItWas) return { counts, written: false };
     let copied: { rowsChanged: number | bigint };
     try {
       copied = await c.run(
@@ -136,7 +151,19 @@ export class ParquetOnlySink implements Sink {
       throw wrapWriteError(err, `rewriting Parquet partition date=${p}`);
     }
     await this.dataset.put(p, tmp, Number(copied.rowsChanged));
-    return counts;
+    return { counts, written: true };
+  }
+
+  /** Whether the day is marked for a rewrite (an account moved out, or in: account-transfer.ts). */
+  private async marked(p: string): Promise<boolean> {
+    const r = await queryRows<{ n: bigint }>(this.conn, 'SELECT count(*) AS n FROM _parquet_pending WHERE partition = $1', [p]);
+    return Number(r[0]?.n ?? 0) > 0;
+  }
+
+  /** Whether no account moved out waits to be left out of the files. */
+  private async noneRemoved(): Promise<boolean> {
+    const r = await queryRows<{ n: bigint }>(this.conn, 'SELECT count(*) AS n FROM _removed_accounts');
+    return Number(r[0]?.n ?? 0) === 0;
   }
 }
 

@@ -107,6 +107,7 @@ export class SessionStore {
               'background merge or Parquet rewrite failed; the flush at the end of the run tries again',
             ),
             alignedWaitMs,
+            (partitions) => logger.debug({ partitions }, 'finished days written to Parquet while fetching'),
           );
     this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink, this.shape.many);
   }

@@ -117,6 +117,11 @@ export interface StoreReading {
   olderSchema: number | null;
 }
 
+/** The bucket's day files as a reading listed them: how many, and their bytes. */
+interface DatasetListing {
+  dataset?: { count: number; bytes: number };
+}
+
 /** Reads a store once (the DuckDB file, or while a run holds it the run's snapshot), without writing anything. */
 export async function readStoreReading(dataDir: string, runs = 10, shard?: ShardId, dataset?: DatasetLocation, volume?: VolumeRule): Promise<StoreReading> {
   // The lock lives at the same place whatever the format.
@@ -128,12 +133,16 @@ export async function readStoreReading(dataDir: string, runs = 10, shard?: Shard
   const stateDir = dataset?.kind === 's3' && !existsSync(lockLayout.dbPath) && !existsSync(layoutOf(dataDir, 'parquet', shard).dbPath)
     ? await bucketStateHere(dataDir, dataset, lockLayout)
     : dataDir;
-  const { state, asOf, runsByAccount, unfinishedByAccount, olderSchema } = await readState(stateDir, runs, stateDir === dataDir ? shard : undefined, dataDir, volume, dataset, alive !== null);
+  // A Parquet-only store's rows are counted in a copy of the bucket's day files: the listing that
+  // copy made is the one the partitions and the size come from (the bucket listed once).
+  const listed: DatasetListing = {};
+  const { state, asOf, runsByAccount, unfinishedByAccount, olderSchema } = await readState(stateDir, runs, stateDir === dataDir ? shard : undefined, dataDir, volume, dataset, alive !== null, listed);
   // The run going now publishes its progress in its snapshot.
   const running = alive ? (await readStateSnapshot(lockLayout.storeDir).catch(() => null))?.running : null;
   const progress = running?.progress && (alive!.runId ?? runIdOf(alive!.command)) === running.runId ? running.progress : null;
   const layout = stateDir === dataDir ? layoutOf(dataDir, state.format, shard) : layoutOf(stateDir, state.format);
-  const { count: partitions, bytes: parquetBytes } = dataset?.kind === 's3' ? await bucketDatasetSize(dataset) : await datasetSize(dataset?.root ?? layout.parquetDir);
+  const { count: partitions, bytes: parquetBytes } =
+    dataset?.kind === 's3' ? (listed.dataset ?? (await bucketDatasetSize(dataset))) : await datasetSize(dataset?.root ?? layout.parquetDir);
   const duckdbBytes = (await sizeOf(layout.dbPath)) + (await sizeOf(`${layout.dbPath}.wal`));
   return {
     dataDir,
@@ -203,6 +212,7 @@ async function readState(
   volume?: VolumeRule,
   dataset?: DatasetLocation,
   held = false,
+  listed: DatasetListing = {},
 ): Promise<{
   state: StoreState;
   asOf: string | null;
@@ -235,7 +245,7 @@ async function readState(
   }
   try {
     let state = await collectState(store, store.conn, runs, volume ? { volume } : {});
-    if (store.format === 'parquet') state = await withDatasetCounts(store, state, commandDataDir, volume, dataset);
+    if (store.format === 'parquet') state = await withDatasetCounts(store, state, commandDataDir, volume, dataset, listed);
     // No run holds the store: a run still marked running died, and the store says what it committed.
     const rowsOf = committedRowsOf(store);
     const died = (list: Array<Record<string, unknown>>) => (held ? Promise.resolve(list) : withDiedRunFigures(store.conn, rowsOf, list));
@@ -260,11 +270,19 @@ async function readState(
  * the files are those of the data directory's local copy (bucket-reader.ts: only the files that
  * changed since the last copy are downloaded), which the state's own counts cannot see.
  */
-async function withDatasetCounts(store: SessionStore, state: StoreState, dataDir: string, volume?: VolumeRule, dataset?: DatasetLocation): Promise<StoreState> {
+async function withDatasetCounts(
+  store: SessionStore,
+  state: StoreState,
+  dataDir: string,
+  volume?: VolumeRule,
+  dataset?: DatasetLocation,
+  listed: DatasetListing = {},
+): Promise<StoreState> {
   let parquetDir = dataset?.kind === 'local' ? dataset.root : store.layout.parquetDir;
   if (dataset?.kind === 's3') {
     parquetDir = join(bucketCacheDir(dataDir), 'dataset');
-    await mirrorDataset(dataset, parquetDir);
+    const m = await mirrorDataset(dataset, parquetDir);
+    listed.dataset = { count: m.files, bytes: m.bytes };
   }
   const counted = { format: store.format, shape: store.shape, layout: { ...store.layout, parquetDir } };
   const files = join(parquetDir, 'date=*', store.layout.partitionFile);

@@ -39,6 +39,8 @@ export class TableSink implements Sink {
     readyDays: (conn: DuckDBConnection, partitions: string[]) => Promise<string[]>,
     onBackgroundError: (err: unknown) => void,
     alignedWaitMs = ALIGNED_WAIT_MS,
+    /** Told the finished days each background rewrite wrote (none: not called). */
+    onRewritten: (partitions: string[]) => void = () => {},
   ) {
     this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset) : undefined;
     this.merge = { pendingDir: layout.pendingDir, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
@@ -65,7 +67,9 @@ export class TableSink implements Sink {
           ? {
               rewriteReady: async () => {
                 const conn = (await rewriter.connections(1))[0]!;
-                return rewriter.rewritePending(await readyDays(conn, await this.pendingPartitions(conn)));
+                const written = await rewriter.rewritePending(await readyDays(conn, await this.pendingPartitions(conn)));
+                if (written.length) onRewritten(written);
+                return written;
               },
             }
           : {}),

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runBackfill, type PipelineOptions } from '../../src/pipeline/run.js';
 import { completeDays, SCHEMA_VERSION } from '../../src/store/session-store.js';
+import { silentLogger } from '../../src/util/logger.js';
 import { expectedRow, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
 
 const D = 86_400;
@@ -70,17 +71,27 @@ describe('merging while fetching', () => {
     let sawEarly = false;
     let seenRowsEarly = 0;
     let requests = 0;
+    // The step the test waits for: the store says it wrote finished days while fetching (a debug line).
+    let firstDayWritten!: () => void;
+    const written = new Promise<void>((resolve) => (firstDayWritten = resolve));
+    const logger = {
+      ...silentLogger,
+      debug: (obj: object, msg?: string) => {
+        const partitions = (obj as { partitions?: string[] }).partitions ?? [];
+        if (msg === 'finished days written to Parquet while fetching' && partitions.includes('2026-01-01')) firstDayWritten();
+      },
+    };
     const fetchHolding: typeof fetch = async (input, init) => {
       requests++;
       if (requests === DAYS) {
-        // The last window: wait (up to 10 s) for the first day to be written, while this request is in flight.
-        for (let i = 0; i < 200 && !existsSync(firstDay); i++) await new Promise((r) => setTimeout(r, 50));
+        // The last window: held until the first day is written, while this request is in flight.
+        await written;
         sawEarly = existsSync(firstDay);
         if (sawEarly) seenRowsEarly = (await readParquetDataset(dataDir)).flatMap((p) => p.rows).length;
       }
       return fetch(input, init);
     };
-    const s = await runBackfill({ ...base(dataDir, { concurrency: 1, fetch: fetchHolding, chunkSeconds: D }), from: FROM, to: TO });
+    const s = await runBackfill({ ...base(dataDir, { concurrency: 1, fetch: fetchHolding, chunkSeconds: D, logger }), from: FROM, to: TO });
     expect(s.outcome).toBe('succeeded');
     // Merged in several slices, boundary sessions returned by two windows included: each counted once, as new.
     expect(s.sessions).toMatchObject({ new: emu.dataset.sessionsStartedIn(FROM, TO).length, updated: 0 });
@@ -101,8 +112,14 @@ describe('merging while fetching', () => {
     await runBackfill({ ...base(dataDir), from: FROM, to: TO });
     const db = join(dataDir, 'sessions.duckdb');
     const [one] = await sql<{ session_id: string }>(db, 'SELECT session_id FROM sessions ORDER BY session_id LIMIT 1');
-    // As if a later fetch had already stored a newer version of this session.
-    await sql(db, `UPDATE sessions SET extracted_at = TIMESTAMPTZ '2100-01-01 00:00:00+00', external_notes = 'newer' WHERE session_id = '${one!.session_id}'`, false);
+    // As if a later fetch had already stored a newer version of this session (and marked its day
+    // for a Parquet rewrite, as a merge does).
+    await sql(
+      db,
+      `UPDATE sessions SET extracted_at = TIMESTAMPTZ '2100-01-01 00:00:00+00', external_notes = 'newer' WHERE session_id = '${one!.session_id}';
+       INSERT INTO _parquet_pending SELECT strftime(started_at, '%Y-%m-%d'), 1 FROM sessions WHERE session_id = '${one!.session_id}'`,
+      false,
+    );
     const s = await runBackfill({ ...base(dataDir), from: FROM, to: TO });
     const truth = emu.dataset.sessionsStartedIn(FROM, TO);
     const rows = await readDuckDbSessions(dataDir);

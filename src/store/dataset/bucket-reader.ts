@@ -24,9 +24,10 @@ const MANIFEST = '.manifest.json';
 
 /**
  * Brings `cacheRoot` (the dataset's layout: date=…/part-….parquet) in line with the bucket's day
- * files; returns how many files were downloaded and how many there are.
+ * files; returns how many files were downloaded, how many there are and their bytes (what
+ * bucketDatasetSize lists: a caller that mirrored need not list the bucket again).
  */
-export async function mirrorDataset(l: S3Location, cacheRoot: string): Promise<{ downloaded: number; files: number }> {
+export async function mirrorDataset(l: S3Location, cacheRoot: string): Promise<{ downloaded: number; files: number; bytes: number }> {
   // The copy and the directories above it, up to the data directory: others must not be able to plant links there.
   for (const dir of [dirname(dirname(dirname(cacheRoot))), dirname(dirname(cacheRoot)), dirname(cacheRoot), cacheRoot]) await refuseSharedDirectory(dir, 'directory of the bucket\'s local copy');
   const client = await s3ClientFor(l);
@@ -63,7 +64,7 @@ export async function mirrorDataset(l: S3Location, cacheRoot: string): Promise<{
       for (const f of await readdir(join(cacheRoot, d)).catch(() => [] as string[])) if (next[`${d}/${f}`] === undefined) await rm(join(cacheRoot, d, f), { force: true });
     }
     await writeFileAtomic(join(cacheRoot, MANIFEST), JSON.stringify(next), { mode: 0o640 });
-    return { downloaded, files: objects.length };
+    return { downloaded, files: objects.length, bytes: objects.reduce((n, o) => n + o.size, 0) };
   } finally {
     client.destroy();
   }
