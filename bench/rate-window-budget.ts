@@ -1,0 +1,330 @@
+/**
+ * A candidate model for issue 41, measured on the rate family and NOT used by the pipeline
+ * (src/pipeline/rate-controller.ts is). Over 500 seeds it misses more than today's controller
+ * (docs/benchmarks.md, "A window-budget model"); it is kept so the next attempt starts from a
+ * measured negative result. `RATE_FAMILY_CONTROLLER=window-budget npm run bench -- --only rate-family`.
+ *
+ * One model, a window budget.
+ *
+ * The server counts our requests over a window W. The client keeps a mirror of that count: an
+ * attempt is let go only while fewer than `limit` of ours went out in the last W + s (s, the spread
+ * of the time out, half the spread of the round trips seen), so that however their latency falls, no
+ * more than `limit` arrive within any W. Before anything is learned the run is not paced.
+ *
+ * - **Where the limit comes from.** A stated Limit (`RateLimit-*` / `X-RateLimit-*`) is the limit, at
+ *   once, whenever it changes; W is the longest reset stated (whole seconds). Otherwise a 429 does:
+ *   when the answers in flight with it are in, the accepted requests the server saw in the W before
+ *   it are the delivered count (BBR's delivery rate over the server's window), scaled up by the share
+ *   of that W spent sending (a count taken while paused says what was sent, not what is allowed).
+ *   W grows to the longest Retry-After of a refusal believed.
+ * - **Which 429 is the quota's.** A refusal at the pace (its count reaches the budget) is believed:
+ *   the limit becomes the count. One below the pace is believed only when another follows within
+ *   two windows, or when it refused several requests at once: a lowered quota refuses again at the
+ *   same pace, a stray 429 stays alone.
+ * - **Probing.** Once the budget has let through PROBE_EVERY requests since a 429 (at least two
+ *   windows), and while it is what holds the run back, it grows by 1, 3, 7, 15… a window until a
+ *   refusal measures the new limit: a raised quota is found in a few windows, a fixed one costs one
+ *   429 in PROBE_EVERY requests (half of the 5 % the 429s may take).
+ * - **Pausing.** Every 429 pauses every worker for its Retry-After (1 s when absent); a stated
+ *   Remaining used up by requests other than ours pauses them until the reset.
+ * - **Concurrency.** A 429 met with more requests in flight than nearly every accepted answer had
+ *   points at a limit in flight: the pool drops to those not refused, and after the same hold as a
+ *   probe's grows by one whenever it is full and an answer is accepted; a probe refused at the same
+ *   concurrency doubles the hold. A limit that has gone away is found again.
+ */
+import type { Sleep } from '../src/util/sleep.js';
+import type { RateLimitHint } from '../src/pipeline/rate-limit-headers.js';
+
+export interface WindowBudgetOptions {
+  maxConcurrency: number;
+  now: () => number;
+  sleep: Sleep;
+  /** Fixed upper bound on requests per second (config `maxRequestsPerSecond`), if any. */
+  maxRequestsPerSecond?: number;
+  /** Receives what each 429 was judged to say (for the run's debug log). */
+  log?: (fields: Record<string, unknown>) => void;
+}
+
+/** An attempt's place in flight, from beforeAttempt: release it once the attempt has ended, however it ended. Twice is harmless. */
+interface AttemptSlot {
+  release(): void;
+}
+
+/** One probe's 429 in this many requests: 2.5 %, half of what the 429s may take (issue 41). */
+const PROBE_EVERY = 40;
+/** How long answers are remembered, ms. */
+const MEMORY_MS = 30_000;
+
+interface Answer { sent: number; seen: number; ok: boolean; inFlight: number }
+interface Refusal { sent: number | undefined; at: number; refused: number; inFlight: number; retryMs: number; atPace: boolean; probing: boolean }
+
+export class WindowBudgetController {
+  private pausedUntil = 0;
+  private pauses: Array<{ from: number; until: number }> = [];
+  private pausedTotal = 0;
+  private firstRelease: number | undefined;
+  private nextSlot = 0;
+  private windowMs = 1000;
+  /** Requests per window learned (from 429s or a stated Limit); undefined: not paced. */
+  private limit: number | undefined;
+  private stated: number | undefined;
+  private probe = { from: Infinity, extra: 0, stepAt: 0 };
+  private suspect: { until: number; count: number } | undefined;
+  private pending: Refusal | undefined;
+  private answers: Answer[] = [];
+  private released: number[] = [];
+  private inFlight = 0;
+  private outcome: { ok: boolean } | undefined;
+  private waiters = new Set<() => void>();
+  private cap: number;
+  private capHold = { at: Infinity, ms: 0 };
+  /** Called whenever the allowed concurrency changes (the chunk runner resizes its pool). */
+  onConcurrencyChange: ((n: number) => void) | undefined;
+
+  constructor(private readonly opts: WindowBudgetOptions) {
+    this.cap = opts.maxConcurrency;
+  }
+
+  /** Requests allowed in flight now. */
+  get concurrency(): number {
+    return this.cap;
+  }
+
+  /** Requests in flight now (attempts let go whose slot is not yet released). */
+  get attemptsInFlight(): number {
+    return this.inFlight;
+  }
+
+  /** The pace in force, requests per second (undefined: unpaced). */
+  get pace(): number | undefined {
+    const b = this.budget();
+    const learned = b === undefined ? undefined : (b * 1000) / this.spanMs();
+    const m = this.opts.maxRequestsPerSecond;
+    return m === undefined ? learned : Math.min(m, learned ?? Infinity);
+  }
+
+  /** The pace learned (without a probe's growth), requests per second, or null when never limited. */
+  get learnedRate(): number | null {
+    return this.limit === undefined ? null : (this.limit * 1000) / this.spanMs();
+  }
+
+  /** Time all workers spent held by pauses (Retry-After, or headers saying nothing is left), ms. */
+  get pausedMs(): number {
+    return this.pausedTotal - Math.max(0, this.pausedUntil - this.opts.now());
+  }
+
+  /** Waits for the pause, for room in flight and in the window budget; release the slot returned when the attempt ends. */
+  async beforeAttempt(signal?: AbortSignal): Promise<AttemptSlot> {
+    let slot: number | undefined;
+    for (;;) {
+      const now = this.opts.now();
+      if (this.pending && now >= this.judgeAt(this.pending)) this.judge(this.pending);
+      if (now < this.pausedUntil) {
+        slot = undefined;
+        await this.opts.sleep(this.pausedUntil - now, signal);
+      } else if (this.inFlight >= this.cap) {
+        slot = undefined;
+        await this.freed(signal);
+      } else {
+        const m = this.opts.maxRequestsPerSecond;
+        if (m !== undefined && slot === undefined) this.nextSlot = (slot = Math.max(this.nextSlot, now)) + 1000 / m;
+        const at = Math.max(slot ?? now, this.budgetOpensAt(now));
+        if (at <= now) return this.let(now);
+        await this.opts.sleep(at - now, signal);
+      }
+    }
+  }
+
+  private let(now: number): AttemptSlot {
+    this.firstRelease ??= now;
+    this.released.push(now);
+    if (this.released.length > 4096) this.released.splice(0, 2048);
+    const inFlight = ++this.inFlight;
+    let held = true;
+    return {
+      release: () => {
+        if (!held) return;
+        held = false;
+        this.inFlight--;
+        const t = this.opts.now();
+        if (this.outcome) this.answers.push({ sent: now, seen: (now + t) / 2, ok: this.outcome.ok, inFlight });
+        if (this.outcome?.ok === false && this.pending && this.pending.sent === undefined) {
+          Object.assign(this.pending, { sent: now, at: (now + t) / 2, inFlight });
+        }
+        this.outcome = undefined;
+        for (const w of [...this.waiters]) w();
+      },
+    };
+  }
+
+  private freed(signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = () => (this.waiters.delete(wake), reject(signal?.reason));
+      const wake = () => (this.waiters.delete(wake), signal?.removeEventListener('abort', onAbort), resolve());
+      this.waiters.add(wake);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** The window the budget counts over: W and the spread of the time out. */
+  private spanMs(): number {
+    let lo = Infinity;
+    let hi = 0;
+    for (const a of this.answers.slice(-64)) if (a.ok) (lo = Math.min(lo, a.seen - a.sent)), (hi = Math.max(hi, a.seen - a.sent));
+    return this.windowMs + Math.max(0, hi - lo);
+  }
+
+  /** Requests a window allowed now: the limit, a probe's growth, at most a stated Limit. */
+  private budget(): number | undefined {
+    if (this.limit === undefined) return undefined;
+    return Math.min(this.limit + this.probe.extra, this.stated ?? Infinity);
+  }
+
+  private budgetOpensAt(now: number): number {
+    const b = this.budget();
+    const span = this.spanMs();
+    const n = this.released.length;
+    if (b === undefined || n < b || (this.released[n - b] as number) <= now - span) return now;
+    // Held back by the budget: a probe's time has come, or the next step of one that met no 429.
+    if (now >= this.probe.from && now >= this.probe.stepAt) {
+      this.probe.extra = 2 * this.probe.extra + 1;
+      this.probe.stepAt = now + span;
+      return this.budgetOpensAt(now);
+    }
+    return (this.released[n - b] as number) + span;
+  }
+
+  private setLimit(limit: number, now: number): void {
+    this.limit = Math.max(1, Math.floor(limit));
+    this.probe = { from: Math.max(now, this.pausedUntil) + this.holdMs(), extra: 0, stepAt: 0 };
+  }
+
+  /** The hold before a probe: two windows, or the time the budget takes to let PROBE_EVERY through. */
+  private holdMs(): number {
+    const span = this.spanMs();
+    return Math.max(2 * span, (PROBE_EVERY * span) / (this.limit ?? PROBE_EVERY));
+  }
+
+  /** The server answered 429 (call before releasing the attempt's slot). */
+  onRateLimited(retryAfterMs: number | undefined, _retryAfterIsDate = false): void {
+    const now = this.opts.now();
+    this.outcome = { ok: false };
+    const retryMs = retryAfterMs ?? 1000;
+    if (this.pending && now >= this.judgeAt(this.pending)) this.judge(this.pending);
+    // A probe's 429, or one met with the budget spent: the budget already holds the run back.
+    const b = this.budget();
+    const probing = this.probe.extra > 0;
+    const atPace = b !== undefined && this.released.filter((t) => t > now - this.spanMs()).length >= b - 1;
+    if (probing) this.probe = { from: now + this.holdMs(), extra: 0, stepAt: 0 };
+    if (this.pending) this.pending.refused++;
+    else this.pending = { sent: undefined, at: now, refused: 1, inFlight: this.inFlight, retryMs, atPace, probing };
+    if (!probing && !atPace) this.pauseUntil(now, now + retryMs);
+  }
+
+  /** An attempt was answered and accepted (call before releasing its slot). */
+  onSuccess(): void {
+    const now = this.opts.now();
+    this.outcome = { ok: true };
+    if (this.answers.length > 8192) this.answers = this.answers.filter((a) => a.seen > now - MEMORY_MS);
+    // The pool is full and its hold is over: one more in flight.
+    if (this.inFlight >= this.cap && now >= this.capHold.at && this.cap < this.opts.maxConcurrency) this.setCap(this.cap + 1);
+  }
+
+  /**
+   * Rate-limit headers of an answer (call before onSuccess/onRateLimited). A stated Limit is the
+   * limit over the longest reset seen; a Remaining that ours in flight and in the window do not
+   * account for (another client took the quota, or no Limit is stated) pauses until the reset.
+   */
+  onRateLimitHint(h: RateLimitHint): void {
+    const now = this.opts.now();
+    if (!(h.resetMs >= 0) || !(h.remaining >= 0)) return;
+    const limit = h.limit !== undefined && Number.isInteger(h.limit) && h.limit >= 1 ? h.limit : undefined;
+    if (limit !== undefined) {
+      this.windowMs = Math.max(this.windowMs, Math.floor(h.resetMs / 1000) * 1000);
+      if (limit !== this.stated) this.setLimit(limit, now);
+      this.stated = limit;
+    }
+    if (h.remaining - Math.max(0, this.inFlight - 1) >= 1) return;
+    if (limit !== undefined) {
+      let ours = 0;
+      for (let i = this.released.length - 1; i >= 0 && (this.released[i] as number) > now - this.windowMs; i--) ours++;
+      if (limit - h.remaining <= ours + 1) return;
+    }
+    if (h.resetMs > 0) this.pauseUntil(now, now + h.resetMs);
+  }
+
+  private pauseUntil(now: number, until: number): void {
+    if (until <= this.pausedUntil) return;
+    if (now >= this.pausedUntil) this.pauses.push({ from: now, until });
+    else (this.pauses.at(-1) as { until: number }).until = until;
+    this.pausedTotal += until - Math.max(now, this.pausedUntil);
+    this.pausedUntil = until;
+    if (this.pauses.length > 256) this.pauses.splice(0, 128);
+  }
+
+  /** A refusal is judged once every request in flight with it has been answered. */
+  private judgeAt(p: Refusal): number {
+    let rtt = 0;
+    for (const a of this.answers.slice(-64)) rtt = Math.max(rtt, 2 * (a.seen - a.sent));
+    return p.at + rtt;
+  }
+
+  /** What a 429 (and those that came with it) says about the limit. */
+  private judge(p: Refusal): void {
+    this.pending = undefined;
+    const now = this.opts.now();
+    const recent = this.answers.filter((a) => a.ok && a.seen > p.at - 2000 && a.seen <= p.at);
+    // Refused with more in flight than any accepted answer had: a limit in flight.
+    if (p.inFlight > 1 && recent.length && recent.every((a) => a.inFlight < p.inFlight)) return this.concurrencyLimit(p);
+    const w = this.windowMs;
+    // Those the server saw before it: their time out is known to within its spread.
+    const spread = this.spanMs() - w;
+    const count = this.answers.filter((a) => a.ok && a.seen > p.at - w && a.seen <= p.at + spread).length;
+    const log = (verdict: string) => this.opts.log?.({ verdict, count, limit: this.limit ?? null, windowMs: w, refused: p.refused });
+    if (p.probing) {
+      // The probe met the limit: the count is what the window holds (more than before: room found).
+      if (count > (this.limit ?? 0)) this.setLimit(count, now);
+      return log('a probe met the limit');
+    }
+    const again = this.suspect !== undefined && now <= this.suspect.until;
+    // Every request that reached the server after it was refused too: the window was full (strays come one at a time).
+    const full = p.refused >= 2 && !this.answers.some((a) => a.ok && a.seen > p.at + spread);
+    if (!again && !full) {
+      this.suspect = { until: Math.max(now, this.pausedUntil) + 2 * this.spanMs(), count };
+      return log('alone: a stray until another comes');
+    }
+    // A lowered quota refuses again at the same pace (or several at once): the larger count stands.
+    const most = Math.max(count, again ? (this.suspect as { count: number }).count : 0);
+    this.suspect = undefined;
+    this.windowMs = Math.max(w, Math.floor(p.retryMs / 1000) * 1000);
+    this.setLimit(Math.min(this.limit ?? Infinity, (most * this.windowMs) / w), now);
+    log('the quota');
+  }
+
+  private concurrencyLimit(p: Refusal): void {
+    const allowed = Math.max(1, p.inFlight - p.refused);
+    let rtt = 0;
+    for (const a of this.answers.slice(-64)) rtt = Math.max(rtt, 2 * (a.seen - a.sent));
+    // As a probe of the rate: one refusal in PROBE_EVERY requests at most.
+    this.capHold.ms = Math.max(2 * this.spanMs(), (PROBE_EVERY * rtt) / allowed);
+    this.capHold.at = this.pausedUntil + this.capHold.ms;
+    this.setCap(Math.min(this.cap, allowed));
+    this.opts.log?.({ verdict: 'concurrency', concurrency: this.cap, refused: p.refused, inFlight: p.inFlight, holdMs: this.capHold.ms });
+  }
+
+  private setCap(n: number): void {
+    const next = Math.max(1, Math.min(this.opts.maxConcurrency, n));
+    if (next === this.cap) return;
+    this.cap = next;
+    this.onConcurrencyChange?.(next);
+    for (const w of [...this.waiters]) w();
+  }
+
+  /** How much of [from, to) was spent paused or before the first attempt, ms. */
+  private idleMs(from: number, to: number): number {
+    let idle = Math.max(0, Math.min(to, this.firstRelease ?? to) - from);
+    for (const p of this.pauses) idle += Math.max(0, Math.min(to, p.until) - Math.max(from, p.from, this.firstRelease ?? from));
+    return Math.min(to - from, idle);
+  }
+}
