@@ -149,7 +149,8 @@ export class WindowBudgetController {
         const t = this.opts.now();
         if (this.outcome) this.answers.push({ sent: now, seen: (now + t) / 2, ok: this.outcome.ok, inFlight });
         if (this.outcome?.ok === false && this.pending && this.pending.sent === undefined) {
-          Object.assign(this.pending, { sent: now, at: (now + t) / 2, inFlight });
+          // When the server saw it: no later than its answer (a 429 often comes back at once).
+          Object.assign(this.pending, { sent: now, inFlight });
         }
         this.outcome = undefined;
         for (const w of [...this.waiters]) w();
