@@ -56,7 +56,7 @@ const PROBE_EVERY = 40;
 const MEMORY_MS = 30_000;
 
 interface Answer { sent: number; seen: number; ok: boolean; inFlight: number }
-interface Refusal { sent: number | undefined; at: number; refused: number; inFlight: number; retryMs: number; atPace: boolean; probing: boolean }
+interface Refusal { sent: number | undefined; at: number; refused: number; inFlight: number; retryMs: number; atPace: boolean; probing: boolean; quotaLeft: boolean }
 
 export class WindowBudgetController {
   private pausedUntil = 0;
@@ -70,6 +70,9 @@ export class WindowBudgetController {
   private stated: number | undefined;
   private probe = { from: Infinity, extra: 0, stepAt: 0 };
   private suspect: { until: number; count: number } | undefined;
+  private capSuspect: { until: number; inFlight: number } | undefined;
+  /** The Remaining stated with the answer being handled, if any. */
+  private remaining: { at: number; n: number } | undefined;
   private pending: Refusal | undefined;
   private answers: Answer[] = [];
   private released: number[] = [];
@@ -184,16 +187,18 @@ export class WindowBudgetController {
 
   private budgetOpensAt(now: number): number {
     const b = this.budget();
+    if (b === undefined) return now;
     const span = this.spanMs();
     const n = this.released.length;
-    if (b === undefined || n < b || (this.released[n - b] as number) <= now - span) return now;
+    // No more than b in any span, and spaced evenly: a long window is not spent in one burst.
+    const at = Math.max(n < b ? now : (this.released[n - b] as number) + span, n ? (this.released[n - 1] as number) + span / b : now);
     // Held back by the budget: a probe's time has come, or the next step of one that met no 429.
-    if (now >= this.probe.from && now >= this.probe.stepAt) {
+    if (at > now && now >= this.probe.from && now >= this.probe.stepAt) {
       this.probe.extra = 2 * this.probe.extra + 1;
       this.probe.stepAt = now + span;
       return this.budgetOpensAt(now);
     }
-    return (this.released[n - b] as number) + span;
+    return at;
   }
 
   private setLimit(limit: number, now: number): void {
@@ -217,9 +222,12 @@ export class WindowBudgetController {
     const b = this.budget();
     const probing = this.probe.extra > 0;
     const atPace = b !== undefined && this.released.filter((t) => t > now - this.spanMs()).length >= b - 1;
-    if (probing) this.probe = { from: now + this.holdMs(), extra: 0, stepAt: 0 };
+    // A probe stops growing until its 429 is judged.
+    if (probing) this.probe.stepAt = Infinity;
+    // Headers that say quota is left: not the quota's 429 (a stray, or a limit in flight).
+    const quotaLeft = this.remaining !== undefined && this.remaining.at === now && this.remaining.n >= 1;
     if (this.pending) this.pending.refused++;
-    else this.pending = { sent: undefined, at: now, refused: 1, inFlight: this.inFlight, retryMs, atPace, probing };
+    else this.pending = { sent: undefined, at: now, refused: 1, inFlight: this.inFlight, retryMs, atPace, probing, quotaLeft };
     if (!probing && !atPace) this.pauseUntil(now, now + retryMs);
   }
 
@@ -240,6 +248,7 @@ export class WindowBudgetController {
   onRateLimitHint(h: RateLimitHint): void {
     const now = this.opts.now();
     if (!(h.resetMs >= 0) || !(h.remaining >= 0)) return;
+    this.remaining = { at: now, n: h.remaining };
     const limit = h.limit !== undefined && Number.isInteger(h.limit) && h.limit >= 1 ? h.limit : undefined;
     if (limit !== undefined) {
       this.windowMs = Math.max(this.windowMs, Math.floor(h.resetMs / 1000) * 1000);
@@ -276,21 +285,30 @@ export class WindowBudgetController {
     this.pending = undefined;
     const now = this.opts.now();
     const recent = this.answers.filter((a) => a.ok && a.seen > p.at - 2000 && a.seen <= p.at);
-    // Refused with more in flight than any accepted answer had: a limit in flight.
-    if (p.inFlight > 1 && recent.length && recent.every((a) => a.inFlight < p.inFlight)) return this.concurrencyLimit(p);
     const w = this.windowMs;
     // Those the server saw before it: their time out is known to within its spread.
     const spread = this.spanMs() - w;
+    // Every request that reached the server after it was refused too (strays come one at a time).
+    const full = p.refused >= 2 && !this.answers.some((a) => a.ok && a.seen > p.at + spread);
+    // Refused with more in flight than any accepted answer had, and again (or several at once): a limit in flight.
+    if (p.inFlight > 1 && recent.length && recent.every((a) => a.inFlight < p.inFlight)) {
+      const again = this.capSuspect !== undefined && now <= this.capSuspect.until && p.inFlight >= this.capSuspect.inFlight;
+      this.capSuspect = { until: Math.max(now, this.pausedUntil) + 2 * this.spanMs(), inFlight: p.inFlight };
+      if (full || again) return this.concurrencyLimit(p);
+    }
+    if (p.quotaLeft) {
+      if (p.probing) this.probe.stepAt = now;
+      return this.opts.log?.({ verdict: 'quota left: not the quota' });
+    }
     const count = this.answers.filter((a) => a.ok && a.seen > p.at - w && a.seen <= p.at + spread).length;
     const log = (verdict: string) => this.opts.log?.({ verdict, count, limit: this.limit ?? null, windowMs: w, refused: p.refused });
-    if (p.probing) {
+    if (p.probing && count >= (this.limit ?? 0)) {
       // The probe met the limit: the count is what the window holds (more than before: room found).
-      if (count > (this.limit ?? 0)) this.setLimit(count, now);
+      this.setLimit(Math.max(count, this.limit ?? 0), now);
       return log('a probe met the limit');
     }
+    if (p.probing) this.probe.stepAt = now;
     const again = this.suspect !== undefined && now <= this.suspect.until;
-    // Every request that reached the server after it was refused too: the window was full (strays come one at a time).
-    const full = p.refused >= 2 && !this.answers.some((a) => a.ok && a.seen > p.at + spread);
     if (!again && !full) {
       this.suspect = { until: Math.max(now, this.pausedUntil) + 2 * this.spanMs(), count };
       return log('alone: a stray until another comes');
