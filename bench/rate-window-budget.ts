@@ -228,7 +228,9 @@ export class WindowBudgetController {
     const quotaLeft = this.remaining !== undefined && this.remaining.at === now && this.remaining.n >= 1;
     if (this.pending) this.pending.refused++;
     else this.pending = { sent: undefined, at: now, refused: 1, inFlight: this.inFlight, retryMs, atPace, probing, quotaLeft };
-    if (!probing && !atPace) this.pauseUntil(now, now + retryMs);
+    // The others wait until it is judged (the answers in flight with it are in), then for the rest of its
+    // Retry-After only if it was the quota's: a stray costs a round trip, not its Retry-After.
+    if (!probing && !atPace) this.pauseUntil(now, this.judgeAt(this.pending));
   }
 
   /** An attempt was answered and accepted (call before releasing its slot). */
@@ -276,8 +278,9 @@ export class WindowBudgetController {
   /** A refusal is judged once every request in flight with it has been answered. */
   private judgeAt(p: Refusal): number {
     let rtt = 0;
-    for (const a of this.answers.slice(-64)) rtt = Math.max(rtt, 2 * (a.seen - a.sent));
-    return p.at + rtt;
+    for (const a of this.answers.slice(-64)) if (a.ok) rtt = Math.max(rtt, 2 * (a.seen - a.sent));
+    // No round trip seen yet: those in flight since the first went out.
+    return p.at + (rtt || p.at - (this.firstRelease ?? p.at));
   }
 
   /** What a 429 (and those that came with it) says about the limit. */
@@ -294,7 +297,7 @@ export class WindowBudgetController {
     if (p.inFlight > 1 && recent.length && recent.every((a) => a.inFlight < p.inFlight)) {
       const again = this.capSuspect !== undefined && now <= this.capSuspect.until && p.inFlight >= this.capSuspect.inFlight;
       this.capSuspect = { until: Math.max(now, this.pausedUntil) + 2 * this.spanMs(), inFlight: p.inFlight };
-      if (full || again) return this.concurrencyLimit(p);
+      if (full || again) return this.pauseUntil(now, p.at + p.retryMs), this.concurrencyLimit(p);
     }
     if (p.quotaLeft) {
       if (p.probing) this.probe.stepAt = now;
@@ -308,6 +311,8 @@ export class WindowBudgetController {
       return log('a probe met the limit');
     }
     if (p.probing) this.probe.stepAt = now;
+    // A count over a window spent mostly paused says what was sent, not what the server takes.
+    if (!full && this.idleMs(p.at - w, p.at) > w / 2) return log('no count: paused');
     const again = this.suspect !== undefined && now <= this.suspect.until;
     if (!again && !full) {
       this.suspect = { until: Math.max(now, this.pausedUntil) + 2 * this.spanMs(), count };
@@ -317,6 +322,7 @@ export class WindowBudgetController {
     const most = Math.max(count, again ? (this.suspect as { count: number }).count : 0);
     this.suspect = undefined;
     this.windowMs = Math.max(w, Math.floor(p.retryMs / 1000) * 1000);
+    this.pauseUntil(now, p.at + p.retryMs);
     this.setLimit(Math.min(this.limit ?? Infinity, (most * this.windowMs) / w), now);
     log('the quota');
   }
