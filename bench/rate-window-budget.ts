@@ -313,7 +313,10 @@ export class WindowBudgetController {
     if (p.probing) this.probe.stepAt = now;
     // A count over a window spent mostly paused says what was sent, not what the server takes.
     if (!full && this.idleMs(p.at - w, p.at) > w / 2) return log('no count: paused');
-    const again = this.suspect !== undefined && now <= this.suspect.until;
+    // Again, at the same count (to within one and the spread's share of the window): a quota refuses at
+    // its count every time, strays at random ones.
+    const s0 = this.suspect;
+    const again = s0 !== undefined && now <= s0.until && Math.abs(count - s0.count) <= 1 + (Math.max(count, s0.count) * spread) / w;
     if (!again && !full) {
       this.suspect = { until: Math.max(now, this.pausedUntil) + 2 * this.spanMs(), count };
       return log('alone: a stray until another comes');
