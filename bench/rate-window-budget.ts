@@ -324,7 +324,8 @@ export class WindowBudgetController {
     // A lowered quota refuses again at the same pace (or several at once): the larger count stands.
     const most = Math.max(count, again ? (this.suspect as { count: number }).count : 0);
     this.suspect = undefined;
-    this.windowMs = Math.max(w, Math.floor(p.retryMs / 1000) * 1000);
+    // The window: as long as the longest Retry-After of a window seen full (a stray's says nothing).
+    if (full) this.windowMs = Math.max(w, Math.floor(p.retryMs / 1000) * 1000);
     this.pauseUntil(now, p.at + p.retryMs);
     this.setLimit(Math.min(this.limit ?? Infinity, (most * this.windowMs) / w), now);
     log('the quota');
