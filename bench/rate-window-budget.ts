@@ -324,12 +324,16 @@ export class WindowBudgetController {
       return log('alone: a stray until another comes');
     }
     // A lowered quota refuses again at the same pace (or several at once): the larger count stands.
-    const most = Math.max(count, again ? (this.suspect as { count: number }).count : 0);
+    let most = Math.max(count, again ? (this.suspect as { count: number }).count : 0);
     this.suspect = undefined;
-    // The window: as long as the longest Retry-After of a window seen full (a stray's says nothing).
-    if (full) this.windowMs = Math.max(w, Math.floor(p.retryMs / 1000) * 1000);
+    // The window: as long as the longest Retry-After of a window seen full (a stray's says nothing);
+    // counted again over it.
+    if (full && p.retryMs >= w + 1000) {
+      this.windowMs = Math.floor(p.retryMs / 1000) * 1000;
+      most = this.answers.filter((a) => a.ok && a.seen > p.at - this.windowMs && a.seen <= p.at + spread).length;
+    }
     this.pauseUntil(now, p.at + p.retryMs);
-    this.setLimit(Math.min(this.limit ?? Infinity, (most * this.windowMs) / w), now);
+    this.setLimit(Math.min(this.limit ?? Infinity, most), now);
     log('the quota');
   }
 
