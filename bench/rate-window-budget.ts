@@ -69,6 +69,8 @@ export class WindowBudgetController {
   private windowMs = 1000;
   /** Requests per window learned (from 429s or a stated Limit); undefined: not paced. */
   private limit: number | undefined;
+  /** The highest limit learned in the run. */
+  private peak = 0;
   private stated: number | undefined;
   private probe = { from: Infinity, extra: 0, stepAt: 0 };
   private suspect: { until: number; count: number } | undefined;
@@ -205,13 +207,16 @@ export class WindowBudgetController {
 
   private setLimit(limit: number, now: number): void {
     this.limit = Math.max(1, Math.floor(limit));
+    this.peak = Math.max(this.peak, this.limit);
     this.probe = { from: Math.max(now, this.pausedUntil) + this.holdMs(), extra: 0, stepAt: 0 };
   }
 
   /** The hold before a probe: two windows, or the time the budget takes to let PROBE_EVERY through. */
   private holdMs(): number {
     const span = this.spanMs();
-    return Math.max(2 * span, (PROBE_EVERY * span) / (this.limit ?? PROBE_EVERY));
+    // PROBE_EVERY requests at the highest limit learned: a limit that fell (another client's share, a
+    // quota lowered for a while) is looked past as often as the one before it, as it may come back.
+    return Math.max(2 * span, (PROBE_EVERY * span) / Math.max(this.peak, this.limit ?? PROBE_EVERY));
   }
 
   /** The server answered 429 (call before releasing the attempt's slot). */
