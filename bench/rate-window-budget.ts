@@ -84,12 +84,14 @@ export class WindowBudgetController {
   private outcome: { ok: boolean } | undefined;
   private waiters = new Set<() => void>();
   private cap: number;
+  private slowStart = true;
   private capHold = { at: Infinity, ms: 0 };
   /** Called whenever the allowed concurrency changes (the chunk runner resizes its pool). */
   onConcurrencyChange: ((n: number) => void) | undefined;
 
   constructor(private readonly opts: WindowBudgetOptions) {
-    this.cap = opts.maxConcurrency;
+    // Slow start (as TCP's): one in flight, one more for each answer accepted, until the first 429.
+    this.cap = Math.min(1, opts.maxConcurrency);
   }
 
   /** Requests allowed in flight now. */
@@ -223,6 +225,9 @@ export class WindowBudgetController {
   onRateLimited(retryAfterMs: number | undefined, _retryAfterIsDate = false): void {
     const now = this.opts.now();
     this.outcome = { ok: false };
+    // Slow start ends; the pool grows on while it is full, unless a limit in flight is found.
+    if (this.slowStart) this.capHold.at = now;
+    this.slowStart = false;
     const retryMs = retryAfterMs ?? 1000;
     if (this.pending && now >= this.judgeAt(this.pending)) this.judge(this.pending);
     // A probe's 429, or one met with the budget spent: the budget already holds the run back.
@@ -246,7 +251,7 @@ export class WindowBudgetController {
     this.outcome = { ok: true };
     if (this.answers.length > 8192) this.answers = this.answers.filter((a) => a.seen > now - MEMORY_MS);
     // The pool is full and its hold is over: one more in flight.
-    if (this.inFlight >= this.cap && now >= this.capHold.at && this.cap < this.opts.maxConcurrency) this.setCap(this.cap + 1);
+    if ((this.slowStart || (this.inFlight >= this.cap && now >= this.capHold.at)) && this.cap < this.opts.maxConcurrency) this.setCap(this.cap + 1);
   }
 
   /**
