@@ -1,11 +1,10 @@
 /**
  * A candidate model for issue 41, measured on the rate family and NOT used by the pipeline
- * (src/pipeline/rate-controller.ts is). Over 500 seeds it meets every goal but one (≤ 10 % 429s in
- * 98.4 % of scenarios, not 99 %) on the servers with rate-limit headers, and beats today's
- * controller on most figures without them, but misses their goals there (docs/benchmarks.md, "A
- * window-budget model"); wired in place of today's controller it fails 26 of the 75 tests of
- * test/pipeline/rate-controller.test.ts. `RATE_FAMILY_CONTROLLER=window-budget npm run bench --
- * --only rate-family` measures it.
+ * (src/pipeline/rate-controller.ts is). Over 500 seeds it meets every goal on the servers with
+ * rate-limit headers and beats today's controller on every figure without them, where it still
+ * misses four goals; put in place of today's controller it fails 26 of the 71 tests of
+ * test/pipeline/rate-controller.test.ts (docs/benchmarks.md, "A window-budget model").
+ * `RATE_FAMILY_CONTROLLER=window-budget npm run bench -- --only rate-family` measures it.
  *
  * One model, a window budget. The server counts our requests over a window W. The client mirrors
  * that count: an attempt is let go only while fewer than `limit` of ours went out in the last W + s
