@@ -42,6 +42,7 @@ import { longTextCase } from './long-text.js';
 import { verifyRows } from './verify.js';
 import { memoryCase } from './memory.js';
 import { judge, measureFamily, paceFigure, renderGoals } from './rate-family.js';
+import { WindowBudgetController } from './rate-window-budget.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'dist', 'bench');
@@ -266,9 +267,11 @@ async function main(): Promise<void> {
   if (ONLY === 'rate-family') {
     await rm(work, { recursive: true, force: true });
     const seeds = Number(process.env.RATE_FAMILY_SEEDS ?? 500);
-    const table = renderGoals(judge(await measureFamily(seeds)));
-    process.stdout.write(`${seeds} seeds\n${table}\n`);
-    await writeFile(join(ROOT, 'docs', 'rate-pace.svg'), await paceFigure());
+    // RATE_FAMILY_CONTROLLER=window-budget measures the candidate of bench/rate-window-budget.ts instead (no figure written).
+    const candidate = process.env.RATE_FAMILY_CONTROLLER === 'window-budget';
+    const table = renderGoals(judge(await measureFamily(seeds, 1, candidate ? (o) => new WindowBudgetController(o) : undefined)));
+    process.stdout.write(`${seeds} seeds${candidate ? ' (window-budget candidate)' : ''}\n${table}\n`);
+    if (!candidate) await writeFile(join(ROOT, 'docs', 'rate-pace.svg'), await paceFigure());
     log(`rate family finished in ${secs(performance.now() - began)}`);
     return;
   }

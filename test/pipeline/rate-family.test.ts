@@ -16,10 +16,15 @@ const SEEDS = 50;
 const GOALS = ['used quota', 'quota 429s', 'strays cost their pauses', 'raised quota', 'concurrency raised again'] as const;
 const HALVES = ['headers', 'no headers'] as const;
 
-/** The goals today's controller misses on seeds 1–50. */
+/**
+ * The goals today's controller misses on seeds 1–50. The concurrency goal also asks, since issue 41's
+ * model round, that what the client gets 5–10 s after a concurrency limit went away be ≥ 85 % of
+ * what it could (a pace kept to the limit must be raised again too): today's reaches a median of
+ * 75.0 % / 51.1 % over 500 seeds (docs/benchmarks.md).
+ */
 const MISSED = new Set([
-  'strays cost their pauses|headers',
-  'used quota|no headers', 'quota 429s|no headers', 'strays cost their pauses|no headers', 'raised quota|no headers',
+  'strays cost their pauses|headers', 'concurrency raised again|headers',
+  'used quota|no headers', 'quota 429s|no headers', 'strays cost their pauses|no headers', 'raised quota|no headers', 'concurrency raised again|no headers',
 ]);
 
 let measured: Measured[];
@@ -138,10 +143,11 @@ function oracle(seed: number): ControllerFactory {
 }
 
 describe('the rate family measures what it says', () => {
-  it('a controller that knows the quota meets the goals of used quota, 429s, strays and a raise on both halves', async () => {
+  it('a controller that knows the quota meets every goal on both halves (in use after a concurrency limit went away included)', async () => {
     const ms: Measured[] = [];
     for (let seed = 1; seed <= SEEDS; seed++) ms.push((await measureFamily(1, seed, oracle(seed)))[0]!);
-    for (const row of judge(ms).filter((r) => !r.goal.startsWith('concurrency'))) {
+    expect(ms.some((m) => m.afterLimit !== undefined)).toBe(true);
+    for (const row of judge(ms)) {
       expect(row.met, `${row.goal}, ${row.half}: ${row.figure}; worst ${JSON.stringify(row.worst)}`).toBe(true);
     }
   }, 60_000);
