@@ -7,9 +7,11 @@
  *
  * RssAnon is what the process holds of its own (heap, V8, DuckDB's buffers), VmRSS adds the pages
  * of code it mapped (DuckDB's library, ~30 MiB once it is loaded, shared and reclaimable). Measured
- * on a loaded 2-core host, 20 k sessions a run: before this check the scheduler idled at +35 to +83
- * MiB of RssAnon over its size at start (the answers' bodies kept until a garbage collection an
- * idle process never makes, then glibc's arenas); now +12 to +16 MiB.
+ * on a loaded 2-core host, 20 k sessions a run: today's scheduler already came back to +11 to +28
+ * MiB of RssAnon over its size at start (a run closes its DuckDB files, and DuckDB's close trims the
+ * allocator), with pauses of +33 MiB held for seconds when the run's garbage outlived the close; with
+ * releaseRunMemory (src/util/release-memory.ts) +6 to +22. A guard against a leak run over run:
+ * this test passes on the code before releaseRunMemory too.
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -25,7 +27,7 @@ const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - DAYS * D;
 const RUNS = 5;
 const MiB = 2 ** 20;
-/** RssAnon between runs, over the scheduler's RssAnon at start, at most (measured: +12 to +16 MiB; before: up to +83). */
+/** RssAnon between runs, over the scheduler's RssAnon at start, at most (measured: +6 to +28 MiB). */
 const IDLE_ANON_BOUND = 40 * MiB;
 /** VmRSS between runs, over VmRSS at start, at most (DuckDB's code pages included; measured +40 to +45 MiB). */
 const IDLE_RSS_BOUND = 96 * MiB;

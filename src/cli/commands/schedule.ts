@@ -56,7 +56,7 @@ export function register(program: Command): void {
     const logger = createCliLogger(c.logLevel);
     const { loadJobs } = await import('../../scheduler/load-jobs.js');
     const { startScheduler } = await import('../../scheduler/scheduler.js');
-    const { releaseRunMemory } = await import('../../scheduler/release-memory.js');
+    const { releaseRunMemory } = await import('../../util/release-memory.js');
     const settings = { cron: c.scheduleCron, timezone: c.scheduleTimezone, verifyCron: c.verifyCron };
     const verify = { rangeSeconds: parseDuration(c.verifyRange, 'verifyRange'), sample: c.verifySample, repair: c.verifyRepair };
     // A job the configuration does not enable (the weekly verify without verifyCron) is left out.
