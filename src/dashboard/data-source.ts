@@ -96,8 +96,12 @@ export class ParquetReader {
     readonly account: string | undefined,
   ) {}
 
-  static async open(root: string, opts: { timeoutMs?: number; threads?: number; account?: string } = {}): Promise<ParquetReader> {
-    const db = await openDb(':memory:', { threads: opts.threads ?? 2, memoryLimit: '1GB', allowedDirectories: [root] });
+  /**
+   * `memoryLimit`: DuckDB's memory_limit (the dashboard gives its budget's DuckDB share,
+   * docs/configuration.md "Idle memory"; default 1GB).
+   */
+  static async open(root: string, opts: { timeoutMs?: number; threads?: number; account?: string; memoryLimit?: string } = {}): Promise<ParquetReader> {
+    const db = await openDb(':memory:', { threads: opts.threads ?? 2, memoryLimit: opts.memoryLimit ?? '1GB', allowedDirectories: [root] });
     return new ParquetReader(db, root, opts.timeoutMs ?? 10_000, opts.account);
   }
 

@@ -14,6 +14,11 @@ export class RequestGate {
     readonly waitMs: number,
   ) {}
 
+  /** Nothing running, nothing waiting. */
+  get idle(): boolean {
+    return this.active === 0 && this.queue.length === 0;
+  }
+
   /** A place (call the function returned to give it back), or null when there is none. */
   async enter(): Promise<(() => void) | null> {
     if (this.active < this.running) {

@@ -24,6 +24,7 @@ import { RequestGate } from './request-gate.js';
 import { writeSessionsCsv } from './sessions-csv.js';
 import { hostOfHeader, isLoopback } from '../util/loopback.js';
 import { packageRoot } from '../util/package-root.js';
+import { releaseRunMemory } from '../util/release-memory.js';
 
 export interface DashboardOptions {
   source: DashboardSource;
@@ -60,6 +61,8 @@ export interface DashboardOptions {
   requests?: { running: number; waiting: number; waitMs?: number };
   /** Where to report a request that failed inside (its answer says only that it failed). */
   onError?: (err: unknown) => void;
+  /** DuckDB's memory_limit for each dataset reader (`session-etl dashboard` gives its budget's DuckDB share; default 1GB). */
+  duckdbMemoryLimit?: string;
 }
 
 export interface Dashboard {
@@ -116,7 +119,11 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     demo: boolean;
   }
   const openView = async (source: DashboardSource, account: View['account'], demo: boolean): Promise<View> => ({
-    reader: await ParquetReader.open(source.parquetRoot, { timeoutMs: o.queryTimeoutMs ?? 10_000, ...(source.account !== undefined ? { account: source.account } : {}) }),
+    reader: await ParquetReader.open(source.parquetRoot, {
+      timeoutMs: o.queryTimeoutMs ?? 10_000,
+      ...(source.account !== undefined ? { account: source.account } : {}),
+      ...(o.duckdbMemoryLimit ? { memoryLimit: o.duckdbMemoryLimit } : {}),
+    }),
     state: new StateReader(source, now),
     // The commands the page shows run against what the dashboard was given.
     target: { dataDir: o.dataDirArg, ...(account?.configArg ? { config: account.configArg } : {}), account: account?.name },
@@ -180,6 +187,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
         res.end();
       } finally {
         release();
+        afterHeavy();
       }
     },
   };
@@ -206,6 +214,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       }
     } finally {
       release();
+      afterHeavy();
     }
   }
 
@@ -250,6 +259,15 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const tickets = new DownloadTickets(60_000, now);
   const downloads = new RequestGate(o.downloads?.running ?? 2, o.downloads?.waiting ?? 8, o.downloads?.waitMs ?? 30_000);
   const queries = new RequestGate(o.requests?.running ?? 4, o.requests?.waiting ?? 16, o.requests?.waitMs ?? 30_000);
+  // Once the heavy requests are all answered, what they allocated (answers of megabytes, DuckDB's
+  // buffers freed to the allocator) is handed back, so the idle dashboard is back to its idle size
+  // (docs/configuration.md "Idle memory"). Half a second after the last one: a burst releases once.
+  let releaseTimer: NodeJS.Timeout | undefined;
+  const afterHeavy = () => {
+    if (!downloads.idle || !queries.idle) return;
+    clearTimeout(releaseTimer);
+    releaseTimer = setTimeout(() => void releaseRunMemory(), 500).unref();
+  };
   const heavy = { inFlight: 0, peak: 0 };
   // Listening on loopback: a page on another site reaching us by a name it controls (DNS
   // rebinding) sends its own Host, refused even before the token is asked for.
@@ -367,6 +385,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     server,
     heavy: () => ({ ...heavy }),
     async close() {
+      clearTimeout(releaseTimer);
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       single?.reader.close();

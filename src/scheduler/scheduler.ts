@@ -1,7 +1,8 @@
 /**
  * The long-lived scheduler: fires each job on its cron expression (node-cron). A tick that comes
  * while the job's previous run is still going is skipped and logged, never queued. The DuckDB file
- * is opened by each run and closed after it, so BI tools can read it between runs.
+ * is opened by each run and closed after it, so BI tools can read it between runs; what the run
+ * allocated is then handed back (afterRuns), so the scheduler idles at its idle size.
  */
 import cron from 'node-cron';
 import { RunInterruptedError } from '../pipeline/errors.js';
@@ -25,6 +26,12 @@ export interface SchedulerOptions {
     job: string,
     result: { summary?: RunSummary; error?: unknown; startedMs: number; endedMs: number; durationMs: number },
   ) => void | Promise<void>;
+  /**
+   * Called once a run has ended (after onRunEnd) and no other job is running: hands back what the
+   * run allocated (schedule passes releaseRunMemory), so that between runs the scheduler is back to
+   * its idle size. Its errors are logged, never fatal.
+   */
+  afterRuns?: () => void | Promise<void>;
 }
 
 export interface Scheduler {
@@ -73,6 +80,13 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
         opts.logger.error({ job: job.name, error: error instanceof Error ? error.message : String(error) }, 'after-run step failed');
       } finally {
         inFlight.delete(job.name);
+      }
+      if (inFlight.size === 0 && opts.afterRuns) {
+        try {
+          await opts.afterRuns();
+        } catch (error) {
+          opts.logger.warn({ job: job.name, error: error instanceof Error ? error.message : String(error) }, 'releasing the run\'s memory failed');
+        }
       }
     })();
     inFlight.set(job.name, p);

@@ -111,3 +111,12 @@ describe('heavy requests at once', () => {
     expect((await fetch(new URL('api/overview', dash.url), { headers: { Authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
   });
 });
+
+describe('the dashboard\'s DuckDB pool follows the memory budget', () => {
+  it('SESSION_ETL_DUCKDB_MEMORY_LIMIT that is not a size: exit 2 naming it, before listening', async () => {
+    const r = await runCli(['dashboard', '--data-dir', dataDir, '--port', '0'], { SESSION_ETL_DUCKDB_MEMORY_LIMIT: '10' });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('SESSION_ETL_DUCKDB_MEMORY_LIMIT: "10" has no unit');
+    expect(r.stdout).not.toContain('Dashboard:');
+  }, 30_000);
+});

@@ -88,6 +88,7 @@ export function register(program: Command): void {
       // the address printed below (the only place it is ever written).
       const token = fixedToken ?? generateAccessToken();
       registerSecret(token);
+      const duckdbMemoryLimit = await dashboardDuckdbLimit(loaded);
       const { sourceOfDataDir } = await import('../../dashboard/data-source.js');
       const { nextScheduledRun } = await import('../../dashboard/next-run.js');
       const { ExitCode } = await import('../exit-codes.js');
@@ -103,6 +104,7 @@ export function register(program: Command): void {
           host: flags.host,
           port,
           token,
+          duckdbMemoryLimit,
           sessionTtlMs: sessionTtlSeconds * 1000,
           maxLagSeconds,
           nextRun: (nowMs) => nextScheduledRun(config.scheduleCron, config.scheduleTimezone, nowMs),
@@ -138,6 +140,34 @@ export function register(program: Command): void {
       });
     });
 }
+
+/**
+ * DuckDB's memory_limit for the page's queries, from the memory budget (the container's limit, or
+ * memoryLimit / SESSION_ETL_MEMORY_LIMIT, else 300 MB; config/memory-budget.ts): three fifths of
+ * what the budget leaves beyond Node's fixed part, at least 256 MiB (at 128 MiB, the six queries the
+ * page runs at most at once — four answers and two downloads — failed with DuckDB's "Out of Memory"
+ * on a 110 k-session store) and at most 1 GiB; SESSION_ETL_DUCKDB_MEMORY_LIMIT replaces it.
+ */
+async function dashboardDuckdbLimit(loaded: LoadedConfig): Promise<string> {
+  const { chooseBudget, FIXED_BYTES, MemoryBudgetError, MiB, parseSize, readCgroupLimit } = await import('../../config/memory-budget.js');
+  const { memorySettingName } = await import('../run-options.js');
+  const override = process.env.SESSION_ETL_DUCKDB_MEMORY_LIMIT?.trim();
+  const c = loaded.config;
+  try {
+    if (override) return `${Math.floor(parseSize(override, 'SESSION_ETL_DUCKDB_MEMORY_LIMIT') / MiB)}MiB`;
+    const name = memorySettingName(loaded);
+    const setting = c.memoryLimit !== null && c.memoryLimit !== undefined ? { bytes: parseSize(c.memoryLimit, name), name } : undefined;
+    const budget = chooseBudget(readCgroupLimit(), setting);
+    const share = Math.floor(((budget.bytes - FIXED_BYTES) * 0.6) / MiB);
+    return `${Math.min(1024, Math.max(DASHBOARD_MIN_DUCKDB_MIB, share))}MiB`;
+  } catch (err) {
+    if (err instanceof MemoryBudgetError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** The dashboard's smallest DuckDB pool (see dashboardDuckdbLimit). */
+const DASHBOARD_MIN_DUCKDB_MIB = 256;
 
 /**
  * The account a dashboard shows: with an accounts map, the one named by --account (or the only one

@@ -56,6 +56,7 @@ export function register(program: Command): void {
     const logger = createCliLogger(c.logLevel);
     const { loadJobs } = await import('../../scheduler/load-jobs.js');
     const { startScheduler } = await import('../../scheduler/scheduler.js');
+    const { releaseRunMemory } = await import('../../util/release-memory.js');
     const settings = { cron: c.scheduleCron, timezone: c.scheduleTimezone, verifyCron: c.verifyCron };
     const verify = { rangeSeconds: parseDuration(c.verifyRange, 'verifyRange'), sample: c.verifySample, repair: c.verifyRepair };
     // A job the configuration does not enable (the weekly verify without verifyCron) is left out.
@@ -111,6 +112,8 @@ export function register(program: Command): void {
           verify,
         };
       },
+      // Between runs, back to the idle size: the run's garbage collected and the allocator trimmed.
+      afterRuns: releaseRunMemory,
       onRunStart: (job: string) => {
         accountParts = undefined;
         monitor?.onRunStart(job);
