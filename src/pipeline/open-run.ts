@@ -126,7 +126,7 @@ async function openWhenFree(opts: BatchOptions, logger: Logger): Promise<Session
         accounts: opts.accounts,
         ...(opts.shard ? { shard: opts.shard } : {}),
         ...(opts.dataset ? { dataset: opts.dataset } : {}),
-        ...(opts.memory ? { memoryLimit: opts.memory.duckdbMemoryLimit } : {}),
+        ...(opts.memory ? { memoryLimit: opts.memory.duckdbMemoryLimit, rowGroupBytes: opts.memory.rowGroupBytes } : {}),
       });
     } catch (err) {
       if (err instanceof StoreBusyError && opts.stopSignal?.aborted) {

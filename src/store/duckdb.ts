@@ -6,6 +6,8 @@ export interface Db {
   instance: Pick<DuckDBInstance, 'connect'>;
   conn: DuckDBConnection;
   path: string;
+  /** The rows of a row group DuckDB writes to this file (a writer's choice; DuckDB's default otherwise). */
+  rowGroupRows: number;
   /** Closes the file. */
   close(): Promise<void>;
 }
@@ -18,6 +20,13 @@ export interface DbSettings {
   memoryLimit?: string;
   /** Where DuckDB spills what does not fit in memoryLimit (a writer's; see open-data-dir.ts). */
   tempDirectory?: string;
+  /**
+   * A writer's row group size, rows (a multiple of 2048): the largest unit DuckDB compresses at once,
+   * outside its memory pool (store/row-groups.ts). DuckDB takes it only when attaching a file, so the
+   * file is attached to an in-memory instance and made each connection's default database. A
+   * function is asked once the file is open (to measure what it holds), before anything is written.
+   */
+  rowGroupRows?: number | ((conn: DuckDBConnection) => Promise<number>);
 }
 
 function instanceConfig(opts: DbSettings): Record<string, string> {
@@ -39,19 +48,62 @@ function instanceConfig(opts: DbSettings): Record<string, string> {
 
 /** Opens (or creates) a DuckDB file. Sessions use UTC so that dates of TIMESTAMPTZ values are UTC dates. */
 export async function openDb(path: string, opts: DbSettings = {}): Promise<Db> {
+  if (opts.rowGroupRows !== undefined && path !== ':memory:') return attachDb(path, opts.rowGroupRows, opts);
   const instance = await DuckDBInstance.create(path, instanceConfig(opts));
   const conn = await instance.connect();
   await conn.run("SET TimeZone = 'UTC'");
-  return dbHandle(instance, conn, path, () => instance.closeSync());
+  return dbHandle(instance, conn, path, DUCKDB_ROW_GROUP_ROWS, () => instance.closeSync());
+}
+
+/** DuckDB's row group size when a file is opened without one. */
+export const DUCKDB_ROW_GROUP_ROWS = 122_880;
+
+/** The name a writer's file is attached under (every connection of its Db uses it as its default database). */
+const ATTACHED = 'store';
+
+/** A file attached with its row group size to an in-memory instance; every connection of the Db starts in it. */
+async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowGroupRows']>, opts: DbSettings): Promise<Db> {
+  const instance = await DuckDBInstance.create(':memory:', instanceConfig(opts));
+  let chosen = 0;
+  try {
+    const setup = await instance.connect();
+    try {
+      let rows = rowGroupRows;
+      if (typeof rows === 'function') {
+        // Opened with DuckDB's size to measure what the file holds, then attached again with the size chosen.
+        await setup.run(`ATTACH ${sqlString(path)} AS ${ATTACHED}`);
+        await setup.run(`USE ${ATTACHED}`);
+        rows = await rows(setup);
+        await setup.run('USE memory');
+        await setup.run(`DETACH ${ATTACHED}`);
+      }
+      if (!Number.isInteger(rows) || rows < 2048 || rows % 2048 !== 0) throw new RangeError(`a row group size must be a multiple of 2048 rows, got ${rows}`);
+      await setup.run(`ATTACH ${sqlString(path)} AS ${ATTACHED} (ROW_GROUP_SIZE ${rows})`);
+      chosen = rows;
+    } finally {
+      setup.closeSync();
+    }
+    const connect = async (): Promise<DuckDBConnection> => {
+      const c = await instance.connect();
+      await c.run(`USE ${ATTACHED}`);
+      await c.run("SET TimeZone = 'UTC'");
+      return c;
+    };
+    return dbHandle({ connect }, await connect(), path, chosen, () => instance.closeSync());
+  } catch (err) {
+    instance.closeSync();
+    throw err;
+  }
 }
 
 /** A Db whose close (at most once) closes `conn`, then runs `release` (closing or detaching the file). */
-function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string, release: () => void | Promise<void>): Db {
+function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string, rowGroupRows: number, release: () => void | Promise<void>): Db {
   let closed = false;
   return {
     instance,
     conn,
     path,
+    rowGroupRows,
     async close() {
       if (closed) return;
       closed = true;

@@ -69,6 +69,8 @@ export interface OpenStoreOptions {
   logger?: Logger;
   /** A writer's DuckDB memory_limit (the run's memory budget's share: config/memory-budget.ts). */
   memoryLimit?: string;
+  /** A writer's row group bytes (the run's memory budget's share: config/memory-budget.ts). */
+  rowGroupBytes?: number;
 }
 
 /** A WAL at least this large is checkpointed with every core when the store closes (see close). */
@@ -97,7 +99,7 @@ export class SessionStore {
     this.shape = storeShape(accounts === 'many');
     this.sink =
       format === 'parquet'
-        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset)
+        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset, db.rowGroupRows)
         : new TableSink(db, layout, this.shape, dataset, format === 'both', (conn, partitions) => this.readyDays(conn, partitions), (err) =>
             logger.warn(
               { err: err instanceof Error ? err.message : String(err) },
@@ -109,6 +111,11 @@ export class SessionStore {
 
   get conn(): DuckDBConnection {
     return this.db.conn;
+  }
+
+  /** The rows of the row groups this store writes (store/row-groups.ts). */
+  get rowGroupRows(): number {
+    return this.db.rowGroupRows;
   }
 
   /**
@@ -128,7 +135,7 @@ export class SessionStore {
    */
   static async open(opts: OpenStoreOptions): Promise<SessionStore> {
     const readOnly = opts.readOnly ?? false;
-    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly, opts.shard, opts.memoryLimit);
+    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly, opts.shard, opts.memoryLimit, opts.rowGroupBytes);
     try {
       if (existed) await checkOwnership(db.conn, layout.dbPath);
       const format = existed ? await recordedFormat(db.conn, layout, fileFormat, opts.format) : fileFormat;

@@ -40,7 +40,7 @@ export class TableSink implements Sink {
     onBackgroundError: (err: unknown) => void,
   ) {
     this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset) : undefined;
-    this.merge = { pendingDir: layout.pendingDir, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
+    this.merge = { pendingDir: layout.pendingDir, rowGroupRows: db.rowGroupRows, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
     const rewriter = this.rewriter;
     this.work = new BackgroundWork(
       {
