@@ -13,6 +13,8 @@ export const ExitCode = {
   locked: 3,
   /** The token service needs a new sign-in (`session-etl auth login`). */
   signInRequired: 4,
+  /** `verify --repair --delete-missing` refused to remove sessions on an answer that looks wrong (or beyond --max-delete). */
+  deletesRefused: 5,
   /** Stopped by SIGINT. */
   sigint: 130,
   /** Stopped by SIGTERM. */

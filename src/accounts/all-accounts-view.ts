@@ -30,7 +30,7 @@ export async function writeAllAccountsView(root: string): Promise<string | null>
   const tmp = join(root, `.${ALL_ACCOUNTS_DB}.${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
   await rm(tmp, { force: true });
   await rm(`${tmp}.wal`, { force: true });
-  const db = await openDb(tmp);
+  const db = await openDb(tmp, { allowedDirectories: [root] });
   try {
     await db.conn.run(allAccountsViewSql(root));
     await db.conn.run('CHECKPOINT');

@@ -63,7 +63,7 @@ async function moveOutOf(store: SessionStore, root: string, mine: StoreId, other
     dataset.kind === 's3'
       ? await BucketRun.begin(dataset, (f) => layoutOf(root, f, other), { command: `moving accounts into ${describeStore(mine)}`, runId: `move-${process.pid}-${Date.now()}`, format: undefined, logger, waitMs: SOURCE_LOCK_WAIT_MS })
       : undefined;
-  const opened = () => SessionStore.open({ dataDir: root, accounts: 'many', ...(other ? { shard: other } : {}), ...(bucket ? { dataset, format: bucket.format ?? 'parquet' } : {}), logger });
+  const opened = () => SessionStore.open({ dataDir: root, accounts: 'many', ...(other ? { shard: other } : {}), ...(bucket ? { dataset, format: bucket.format ?? 'parquet', beforeUpload: () => bucket.ensureHeld() } : {}), logger });
   const moved: MovedAccount[] = [];
   let mirror: string | undefined;
   try {

@@ -1,9 +1,11 @@
-import { chmod, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import lockfile from 'proper-lockfile';
 import { readStoredTokens, type StoredTokens } from './stored-tokens.js';
 import type { TokenStore } from './token-store.js';
+import { ConfigError } from '../config/errors.js';
+import { othersCanRead } from '../util/secret-size.js';
 import { writeNewFile } from '../util/temp-file.js';
 
 /** The token file used when SESSION_ETL_TOKEN_FILE is not set: `$XDG_CONFIG_HOME/session-etl/tokens.json`, else `~/.config/session-etl/tokens.json`. */
@@ -25,11 +27,20 @@ export class FileTokenStore implements TokenStore {
 
   async load(): Promise<StoredTokens | undefined> {
     let text: string;
+    let fh;
     try {
-      text = await readFile(this.path, 'utf8');
+      fh = await open(this.path, 'r');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;
+    }
+    try {
+      // The rule of key files (util/secret-size.ts): tokens every user can read (or replace) are refused, not used.
+      const problem = othersCanRead((await fh.stat()).mode, this.path, 'a token file');
+      if (problem) throw new ConfigError(`token file ${this.path} ${problem}`);
+      text = await fh.readFile('utf8');
+    } finally {
+      await fh.close();
     }
     try {
       return readStoredTokens(JSON.parse(text));

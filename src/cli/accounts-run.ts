@@ -150,7 +150,8 @@ export async function executeAccountsRun(loaded: LoadedConfig, names: string[], 
       `error: ${failed.length} of ${outcomes.length} accounts failed: ${failed.map((f) => f.account).join(', ')}\n` +
         failed.map((f) => `  ${f.account}: ${f.error}\n`).join(''),
     );
-    return ExitCode.runFailed;
+    // A verify whose only failures are refused removals ends as a single account's does (exit 5).
+    return failed.every((f) => f.exitCode === ExitCode.deletesRefused) ? ExitCode.deletesRefused : ExitCode.runFailed;
   }
   if (stopped.length && stop.signal.aborted) {
     process.stderr.write(`stopped: ${stopped.length} accounts interrupted or not started (${stopped.map((s) => s.account).join(', ')}); committed data is kept\n`);
@@ -387,6 +388,7 @@ function combinedSummary(outcomes: AccountOutcome[], t: AccountsTotal, root: str
       updated: sum((x) => x.sessions.updated ?? 0),
       unchanged: sum((x) => x.sessions.unchanged ?? 0),
       fetched: sum((x) => x.sessions.fetched ?? 0),
+      repeated: sum((x) => x.sessions.repeated ?? 0),
       rejected: sum((x) => x.sessions.rejected),
       duplicatesDropped: sum((x) => x.sessions.duplicatesDropped),
     },

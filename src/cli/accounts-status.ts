@@ -22,7 +22,7 @@ export async function accountsStatus(
     const maxLagSeconds = parseMaxLag(flags.maxLag);
     warnIfMaxLagBelowSettle(maxLagSeconds, flags.settle);
     const states = await readAccountsMonitoredStates(root, accounts, nowMs, dataset, volume);
-    const results = accounts.map((a) => ({ account: a, ...checkHealth(states.get(a)!, { nowMs, maxLagSeconds }) }));
+    const results = accounts.map((a) => ({ account: a, ...checkHealth(states.get(a)!, { nowMs, maxLagSeconds, target: { dataDir: root, account: a } }) }));
     const unhealthy = results.filter((r) => !r.healthy);
     if (flags.json) process.stdout.write(JSON.stringify({ dataDir: root, healthy: unhealthy.length === 0, accounts: results }) + '\n');
     else if (!unhealthy.length) process.stdout.write(`OK: ${accounts.length} accounts healthy\n`);

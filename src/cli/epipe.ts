@@ -13,3 +13,16 @@ export function dropOutputOnEpipe(stream: NodeJS.WriteStream): void {
     throw err;
   });
 }
+
+/**
+ * Resolves, once everything written to `stream` so far has gone out, to whether its reader is
+ * still there: false when a write failed (EPIPE) or the stream was destroyed. A note about output
+ * (`note: wrote 100 of 160 …` on stderr) is for a reader that got the output, so it waits for this.
+ */
+export function outputStillRead(stream: NodeJS.WritableStream): Promise<boolean> {
+  const s = stream as NodeJS.WritableStream & { destroyed?: boolean; errored?: unknown };
+  if (s.destroyed || s.errored) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    s.write('', (err) => resolve(!err && !s.destroyed && !s.errored));
+  });
+}

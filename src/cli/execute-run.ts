@@ -9,7 +9,7 @@ import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
 import { ExitCode, exitCodeOf } from './exit-codes.js';
 import { createCliLogger } from './logging.js';
 import { installStopSignals } from './stop-signals.js';
-import { createProgress } from './progress.js';
+import { createProgress, finalProgress } from './progress.js';
 import { printSummary } from './summary.js';
 import { UsageError } from './usage-error.js';
 import { redact } from '../util/redact.js';
@@ -89,12 +89,12 @@ async function executeRunCore(
       },
       onProgress: (p) => progress.update(p),
     });
-    progress.stop();
+    progress.stop(finalProgress(summary));
     printSummary(summary, o.json, out.stdout);
     return ExitCode.ok;
   } catch (err) {
-    progress.stop();
     const summary = (err as { summary?: RunSummary }).summary;
+    progress.stop(summary ? finalProgress(summary) : undefined);
     if (summary) printSummary(summary, o.json, out.stdout);
     if (err instanceof RunInterruptedError) {
       out.stderr.write(`${redact(err.message)}\n`);
@@ -102,7 +102,8 @@ async function executeRunCore(
     }
     if (err instanceof RunFailedError) {
       out.stderr.write(`error: ${redact(err.message)}\n`);
-      return ExitCode.runFailed;
+      // 1, or 2 when a setting must be fixed first (a refused first connection).
+      return err.exitCode;
     }
     if (err instanceof RangeError) throw new UsageError(err.message, { cause: err });
     throw err;

@@ -1,7 +1,7 @@
 /**
  * The CLI's logger: pino, JSON lines on stderr when stderr is not a terminal, readable lines on a
  * terminal (pino-pretty). Every byte goes through `redact()` on its way out, so no registered
- * secret can reach a log. Lines go out through `writeLines` (progress.ts), which keeps them apart
+ * secret can reach a log, and no bidirectional-text control (escaped as `\u202e`). Lines go out through `writeLines` (progress.ts), which keeps them apart
  * from a progress bar drawn on the same terminal.
  */
 import { Writable } from 'node:stream';
@@ -10,11 +10,12 @@ import pretty from 'pino-pretty';
 import type { Logger } from '../util/logger.js';
 import { writeLines } from './progress.js';
 import { redact } from '../util/redact.js';
+import { escapeBidi } from '../util/terminal-text.js';
 
 export function createCliLogger(level: string, stream: NodeJS.WriteStream = process.stderr): Logger {
   const sink = new Writable({
     write(chunk: Buffer | string, _enc, cb) {
-      writeLines(stream, redact(chunk.toString()));
+      writeLines(stream, escapeBidi(redact(chunk.toString())));
       cb();
     },
   });

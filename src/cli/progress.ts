@@ -12,8 +12,17 @@ import type { Progress } from '../pipeline/run.js';
 
 export interface RunProgress {
   update(p: Progress): void;
-  /** Clears the bar (once drawn) and shows the cursor again. */
-  stop(): void;
+  /**
+   * Clears the bar (once drawn) and shows the cursor again. With `final` (the summary's counts,
+   * `finalProgress`), the bar's last frame shows them first: the last window's count reaches the
+   * bar only after its commit was reported, so without them the last frame would stop short.
+   */
+  stop(final?: Progress): void;
+}
+
+/** The counts a run's summary ends with, as the bar's last frame shows them. */
+export function finalProgress(s: { windows: { total: number; done: number }; sessions: { fetched?: number } }): Progress {
+  return { windowsTotal: s.windows.total, windowsDone: s.windows.done, sessions: s.sessions.fetched ?? 0 };
 }
 
 /** Back to column 0, and erase the whole line. */
@@ -76,10 +85,15 @@ export function createProgress(enabled: boolean, stream: NodeJS.WriteStream = pr
       }
       bar.update(p.windowsDone, { sessions: p.sessions });
     },
-    stop() {
+    stop(final) {
       if (!drawn) return;
       drawn = false;
       drawnOn.delete(stream);
+      if (final) {
+        bar.setTotal(final.windowsTotal);
+        bar.update(final.windowsDone, { sessions: final.sessions });
+      }
+      // cli-progress draws the last frame, then clears it.
       bar.stop();
     },
   };

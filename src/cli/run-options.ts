@@ -102,6 +102,22 @@ export function configFromFlags(flags: CommonFlags, extra: Partial<Record<keyof 
   });
 }
 
+/** Where the reporting URL was set, for the advice of a refused first connection. */
+function urlSourceText(loaded: LoadedConfig): string {
+  switch (loaded.sources.reportingUrl) {
+    case 'env':
+      return 'REPORTING_URL in the environment';
+    case 'env-file':
+      return 'REPORTING_URL in the .env file';
+    case 'file':
+      return `reportingUrl in ${loaded.file ?? 'the configuration file'}`;
+    case 'flag':
+      return 'the reporting URL given on the command line';
+    default:
+      return 'REPORTING_URL (or reportingUrl in the configuration file)';
+  }
+}
+
 /** PipelineOptions from an effective configuration. The endpoint and key must be set. */
 /** How long --wait waits, for the lock and then for readers of the DuckDB file, unless --wait-timeout says otherwise. */
 export const DEFAULT_WAIT_TIMEOUT = '6h';
@@ -125,6 +141,7 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
   if (chunkSeconds < minChunkSeconds) throw new UsageError(chunkBelowMinChunk(chunkSeconds, minChunkSeconds));
   return {
     reportingUrl: c.reportingUrl,
+    reportingUrlSource: urlSourceText(loaded),
     apiKey: c.apiKey,
     dataDir: c.dataDir,
     // Set by the user (flag, environment, file): checked against the data directory's format.

@@ -17,7 +17,7 @@ export async function statusCheck(dataDir: string, flags: { check?: boolean; max
   const maxLagSeconds = parseMaxLag(flags.maxLag);
   warnIfMaxLagBelowSettle(maxLagSeconds, settle);
   const nowMs = Date.now();
-  const health = checkHealth(await readMonitoredState(dataDir, nowMs, dataset, volume), { nowMs, maxLagSeconds });
+  const health = checkHealth(await readMonitoredState(dataDir, nowMs, dataset, volume), { nowMs, maxLagSeconds, target: { dataDir } });
   if (flags.json) {
     process.stdout.write(JSON.stringify({ dataDir, ...health }) + '\n');
   } else if (health.healthy) {

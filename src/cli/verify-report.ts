@@ -8,9 +8,9 @@ const ALL_DAYS_UP_TO = 31;
 export function formatVerifySummary(s: VerifySummary): string {
   const r = s.verify;
   const lines = [
-    `verify ${s.runId}: ${s.outcome === 'succeeded' ? (r?.totals.differingDays ? 'repaired' : 'the store equals the source') : s.outcome}`,
+    `verify ${s.runId}: ${s.outcome === 'succeeded' ? (r?.totals.differingDays ? 'repaired' : 'the store equals the source') : r?.refused.length ? 'failed: removals refused' : s.outcome}`,
     `  range          ${s.range ? `${s.range.from} – ${s.range.to}` : '(nothing to fetch)'}${r?.sampled ? `; ${r.sampled.length} day(s) drawn: ${r.sampled.join(', ')}` : ''}`,
-    `  windows        ${s.windows.done} of ${s.windows.total} fetched${s.windows.skipped ? `, ${s.windows.skipped} not started` : ''}`,
+    `  windows        ${s.windows.done} of ${s.windows.total} fetched${s.windows.skipped ? `, ${s.windows.skipped} not started` : ''}${s.sessions.fetched !== undefined ? `; ${s.sessions.fetched} records fetched` : ''}`,
     `  requests       ${s.requests} (${s.retries} retries, ${s.rateLimited} rate-limited, ${s.bisections} bisections)`,
     `  duration       ${(s.durationMs / 1000).toFixed(1)} s`,
   ];
@@ -21,6 +21,11 @@ export function formatVerifySummary(s: VerifySummary): string {
         `${t.missing} missing, ${t.gone} no longer returned by the source, ${t.changed} changed`,
     );
     if (r.repair) lines.push(`  repaired       ${t.repaired} session(s) committed${r.deleteMissing ? `, ${t.deleted} removed` : t.gone ? ` (the ${t.gone} no longer returned are kept: --delete-missing removes them)` : ''}`);
+    if (r.refused.length) {
+      const n = r.refused.reduce((k, d) => k + d.wouldDelete, 0);
+      lines.push(`  refused        ${n} removal(s) on ${r.refused.length} day(s), nothing removed from them: ${r.refused.map((d) => `${d.date} (${d.wouldDelete}: ${d.reasons.join('; ')})`).join(', ')}`);
+    }
+    const refused = new Set(r.refused.map((d) => d.date));
     const shown = r.days.length <= ALL_DAYS_UP_TO ? r.days : r.days.filter((d) => d.missing + d.gone + d.changed > 0);
     if (shown.length) {
       const rows = shown.map((d) => [
@@ -31,14 +36,14 @@ export function formatVerifySummary(s: VerifySummary): string {
         String(d.gone),
         String(d.changed),
         Object.entries(d.changedFields).map(([k, n]) => `${k} ×${n}`).join(', ') || '-',
-        d.missing + d.gone + d.changed === 0 ? 'equal' : d.equal ? 'repaired' : 'differs',
+        d.missing + d.gone + d.changed === 0 ? 'equal' : d.equal ? 'repaired' : refused.has(d.date) ? 'refused' : 'differs',
       ]);
       lines.push('', ...table(['day', 'source', 'stored', 'missing', 'gone', 'changed', 'fields changed', 'now'], rows).map((l) => `  ${l}`));
       if (shown.length < r.days.length) lines.push(`  (${r.days.length - shown.length} other day(s) equal)`);
       if (r.days.some((d) => !d.whole)) lines.push('  * the range covers part of the day');
     }
   }
-  if (s.error) lines.push('', `  error          ${s.error}`);
+  // The error is printed once, on stderr after the summary (as `error: …`), as for every run; --json's summary holds it.
   return lines.join('\n') + '\n';
 }
 

@@ -2,7 +2,7 @@
  * Loads the effective configuration: defaults (./defaults.ts) < user file (--config or
  * SESSION_ETL_CONFIG) < environment < CLI flags; later ones win. Remembers where each value came from.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { CONFIG_DEFAULTS } from './defaults.js';
 import { ConfigError } from './errors.js';
@@ -12,6 +12,7 @@ import type { z } from 'zod';
 import { didYouMean } from '../util/did-you-mean.js';
 import { readProblem } from '../util/read-problem.js';
 import { ACCOUNT_NAME, AccountSchema, ConfigSchema, type Config } from './schema.js';
+import { rememberConfigFile } from '../util/suggested-command.js';
 
 /** Where a value came from: `env-file` is the environment as set by the working directory's .env file. */
 export type Source = 'default' | 'file' | 'env' | 'env-file' | 'flag';
@@ -67,6 +68,8 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   put({ ...CONFIG_DEFAULTS }, 'default');
 
   const file = opts.configFile ?? env.SESSION_ETL_CONFIG ?? null;
+  // Every command suggested from now on names the same configuration.
+  rememberConfigFile(file);
   if (file) {
     const fromFile = readJson(file, 'configuration file');
     if (Object.hasOwn(fromFile, 'apiKey') && fromFile.apiKey) {
@@ -172,13 +175,41 @@ function lineAndColumn(text: string, offset: number): string {
   return `line ${line}, column ${offset - (before.lastIndexOf('\n') + 1) + 1}`;
 }
 
-function readJson(path: string, what: string): Record<string, unknown> {
-  let text: string;
+/**
+ * The largest configuration file read: 4 MiB. One account is a few KiB; 10,000 accounts, each with
+ * its key file, prefix and settings, pretty-printed, about 1.5 MB. A larger file is the wrong file
+ * (a log, a dump, a data file), refused before it is read, without filling the memory.
+ */
+export const MAX_CONFIG_BYTES = 4 * 2 ** 20;
+
+/** The text of the file at `path`, refused (ConfigError) when larger than MAX_CONFIG_BYTES: its size is checked before reading, and the read stops past the cap (a pipe, /dev/zero). */
+function readCapped(path: string, what: string): string {
+  const tooLarge = (size: string) =>
+    new ConfigError(`${what} ${path} is ${size}, larger than the 4 MiB a configuration file may be: is it the right file? (none of it is shown)`);
+  let fd: number;
   try {
-    text = readFileSync(path, 'utf8');
+    fd = openSync(path, 'r');
   } catch (err) {
     throw new ConfigError(`${what} ${path} cannot be read: ${readProblem(err)}`);
   }
+  try {
+    const st = fstatSync(fd);
+    if (st.isFile() && st.size > MAX_CONFIG_BYTES) throw tooLarge(`${(st.size / 2 ** 20).toFixed(1)} MiB`);
+    const buf = Buffer.alloc(MAX_CONFIG_BYTES + 1);
+    let length = 0;
+    for (let n = 1; n > 0 && length < buf.length; length += n) n = readSync(fd, buf, length, buf.length - length, null);
+    if (length > MAX_CONFIG_BYTES) throw tooLarge('more than 4 MiB');
+    return buf.subarray(0, length).toString('utf8');
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`${what} ${path} cannot be read: ${readProblem(err)}`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readJson(path: string, what: string): Record<string, unknown> {
+  const text = readCapped(path, what);
   let v: unknown;
   try {
     v = JSON.parse(text) as unknown;

@@ -48,7 +48,6 @@ export class MemoryBudgetError extends Error {
 }
 
 const UNITS: Record<string, number> = {
-  '': 1,
   b: 1,
   k: 1e3,
   kb: 1e3,
@@ -68,25 +67,44 @@ const UNITS: Record<string, number> = {
   tib: 2 ** 40,
 };
 
+/** The largest size taken (1 TiB): a memory budget beyond any machine this runs on is a typo. */
+export const MAX_SIZE = 2 ** 40;
+
+/** What a size looks like, for messages. */
+export const SIZE_FORMS = 'a size such as "384MiB", "512MB" or "1GiB" (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; Kubernetes\' M and Mi too)';
+
 /**
- * A size as people write it: bytes (a bare number), or a number and a unit, decimal (KB, MB, GB,
- * and Kubernetes' K, M, G) or binary (KiB, MiB, GiB, and Kubernetes' Ki, Mi, Gi). `what` names the
- * setting in the error.
+ * The one parser of sizes (`--memory-limit`, SESSION_ETL_MEMORY_LIMIT, `memoryLimit`,
+ * SESSION_ETL_DUCKDB_MEMORY_LIMIT): a number and its unit, decimal (KB, MB, GB, TB, and Kubernetes'
+ * K, M, G, T) or binary (KiB, MiB, GiB, TiB, and Kubernetes' Ki, Mi, Gi, Ti), as text; up to
+ * MAX_SIZE. A number without a unit is refused, asking for one (as durations are: `10` is not read
+ * as 10 bytes); a JSON number in the configuration file is a number of bytes. Returns the bytes, or
+ * why `value` is not a size.
  */
-export function parseSize(text: string | number, what: string): number {
-  if (typeof text === 'number') {
-    if (Number.isFinite(text) && text > 0) return Math.floor(text);
-    throw new MemoryBudgetError(`${what} is ${text}: give a positive size such as 384MiB or 1GiB`);
+export function readSize(value: string | number): { bytes: number } | { problem: string } {
+  let bytes: number;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value < 1) return { problem: `expected a positive number of bytes, or ${SIZE_FORMS}, got ${value}` };
+    bytes = Math.floor(value);
+  } else {
+    const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
+    const shown = JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+    if (m && m[2] === '') return { problem: `${shown} has no unit: a size needs one, such as "${m[1]}MiB" or "${m[1]}GB" (a number alone is not taken as bytes: write "${m[1]}B" for that)` };
+    const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
+    if (!m || unit === undefined) return { problem: `expected ${SIZE_FORMS}, got ${shown}` };
+    bytes = Math.floor(Number(m[1]) * unit);
+    if (!(bytes >= 1)) return { problem: `expected a positive size, ${SIZE_FORMS}, got ${shown}` };
+    if (bytes > MAX_SIZE) return { problem: `${shown} is more than 1TiB, the largest size taken` };
   }
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
-  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
-  const bytes = m && unit !== undefined ? Math.floor(Number(m[1]) * unit) : NaN;
-  if (!(bytes > 0)) {
-    throw new MemoryBudgetError(
-      `${what} is ${JSON.stringify(text)}: give a size such as 384MiB, 512MB or 1GiB (units B, KB, MB, GB, KiB, MiB, GiB; Kubernetes' M and Mi work too)`,
-    );
-  }
-  return bytes;
+  if (bytes > MAX_SIZE) return { problem: `${value} bytes is more than 1TiB, the largest size taken` };
+  return { bytes };
+}
+
+/** readSize's bytes; throws MemoryBudgetError (exit 2) naming `what` and the value when it is not a size. */
+export function parseSize(value: string | number, what: string): number {
+  const r = readSize(value);
+  if ('problem' in r) throw new MemoryBudgetError(`${what}: ${r.problem}`);
+  return r.bytes;
 }
 
 /** Bytes as MiB (or GiB from 10 GiB), for messages. */

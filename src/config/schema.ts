@@ -6,7 +6,7 @@ import cron from 'node-cron';
 import { z } from 'zod';
 import { parseDuration, parseInstant } from '../time/windows.js';
 import { looksLikeKey, pathProblem } from './looks-like-key.js';
-import { parseSize } from './memory-budget.js';
+import { readSize } from './memory-budget.js';
 
 const DURATION_FORMS = 'a duration such as "90s", "15m", "6h", "1d" or "7d" (a number with its unit, as text)';
 
@@ -148,16 +148,11 @@ export const ConfigSchema = z
       .describe('Largest answer body read, in bytes (default 268435456, 256 MiB, and at most the memory budget\'s share per answer: 8 MiB at the default budget); a window whose answer is larger is split in two, and fails below minChunk.'),
     memoryLimit: z
       .union([z.string(), z.number()], { error: 'expected a size such as "384MiB", "512MB" or "1GiB" (or a number of bytes)' })
-      .refine(
-        (v) => {
-          try {
-            return parseSize(v, 'memoryLimit') > 0;
-          } catch {
-            return false;
-          }
-        },
-        { message: 'expected a size such as "384MiB", "512MB" or "1GiB" (units B, KB, MB, GB, KiB, MiB, GiB; Kubernetes\' M and Mi too), or a number of bytes' },
-      )
+      .superRefine((v, ctx) => {
+        // The one size parser (config/memory-budget.ts): a unit required, at most 1 TiB.
+        const r = readSize(v);
+        if ('problem' in r) ctx.addIssue({ code: 'custom', message: r.problem });
+      })
       .nullable()
       .describe(
         "The run's memory budget (env SESSION_ETL_MEMORY_LIMIT), such as \"384MiB\": the smaller of it and the container's memory cgroup limit is used; neither: 300 MB. DuckDB's pool, the answers in flight and the windows waiting for their commit are sized from it; below 272 MiB a run refuses to start (exit 2). `config` shows the budget and its split.",

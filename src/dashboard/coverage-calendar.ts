@@ -10,7 +10,7 @@
  * fills it (none in a demo directory, whose emulator ended with the demo).
  */
 import { partialDays } from '../time/partial-days.js';
-import { quoteArg } from './shell-quote.js';
+import { dayArgs, rangeArgs, suggestedCommand, type CommandTarget } from '../util/suggested-command.js';
 
 const DAY = 86_400;
 
@@ -48,8 +48,8 @@ export interface CoverageCalendar {
 }
 
 export interface CalendarOptions {
-  /** `--data-dir …` (and the like) to add to the commands, with a leading space; '' for none. */
-  dataDirArg?: string;
+  /** What the commands run against (the data directory, configuration and account the dashboard was given). */
+  target?: CommandTarget;
   /** No commands (a demo directory: nothing can fill its gaps once the demo's emulator is gone). */
   noCommands?: boolean;
   /** The range of the run going now (ISO instants): what it has not covered yet is `not-yet`. */
@@ -90,13 +90,12 @@ export function coverageCalendar(
     reach = Math.max(reach, s.end);
   }
   if (now > reach) gaps.push({ start: reach, end: now, kind: 'after-checkpoint' });
-  const dataDirArg = opts.dataDirArg ?? '';
   const commandOf = (g: Span & { kind: CoverageGap['kind'] }): string | null =>
     opts.noCommands || g.kind === 'exporting'
       ? null
       : g.kind === 'hole'
-        ? `session-etl backfill --from ${instantArg(g.start)} --to ${instantArg(g.end)}${dataDirArg}`
-        : `session-etl export${dataDirArg}`;
+        ? suggestedCommand('backfill', rangeArgs(g), opts.target)
+        : suggestedCommand('export', [], opts.target);
 
   const partial = new Set(partialDays(coverage).map((d) => d.date));
   const days: CalendarDay[] = [];
@@ -123,7 +122,7 @@ export function coverageCalendar(
       sessions: sessionsPerDay.get(date) ?? anomaly?.sessions ?? 0,
       command: gap ? commandOf(gap) : null,
       ...(anomaly
-        ? { anomaly: { sessions: anomaly.sessions, expected: anomaly.expected, command: opts.noCommands ? null : `session-etl verify --from ${date} --to ${dateOf(day + DAY)}${dataDirArg}` } }
+        ? { anomaly: { sessions: anomaly.sessions, expected: anomaly.expected, command: opts.noCommands ? null : suggestedCommand('verify', dayArgs(date), opts.target) } }
         : {}),
     });
   }
@@ -133,18 +132,9 @@ export function coverageCalendar(
   };
 }
 
-/** `--data-dir DIR` (with a leading space), shell-quoted, or '' for none. */
-export function dataDirArgument(dataDir: string | undefined): string {
-  return dataDir ? ` --data-dir ${quoteArg(dataDir)}` : '';
-}
 
 function overlaps(range: Span | null, start: number, end: number): boolean {
   return range !== null && range.start < end && range.end > start;
-}
-
-/** A midnight as its date (what backfill reads as that midnight), any other instant in full. */
-function instantArg(t: number): string {
-  return t % DAY === 0 ? dateOf(t) : iso(t);
 }
 
 function dateOf(t: number): string {

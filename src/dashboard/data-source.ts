@@ -97,7 +97,7 @@ export class ParquetReader {
   ) {}
 
   static async open(root: string, opts: { timeoutMs?: number; threads?: number; account?: string } = {}): Promise<ParquetReader> {
-    const db = await openDb(':memory:', { threads: opts.threads ?? 2, memoryLimit: '1GB' });
+    const db = await openDb(':memory:', { threads: opts.threads ?? 2, memoryLimit: '1GB', allowedDirectories: [root] });
     return new ParquetReader(db, root, opts.timeoutMs ?? 10_000, opts.account);
   }
 

@@ -4,6 +4,7 @@
  * function of what the data directory says (data-source.ts), the clock and the schedule.
  */
 import { checkHealth } from '../monitoring/health.js';
+import type { CommandTarget } from '../util/suggested-command.js';
 import type { MonitoredRun, MonitoredState } from '../monitoring/read-state.js';
 import type { LockHolder } from '../store/lock.js';
 import type { StateReading } from './state-reader.js';
@@ -86,6 +87,8 @@ export interface OverviewInput {
   nextRun: Overview['nextRun'];
   account?: string | null;
   demo?: boolean;
+  /** What the commands the health reasons suggest run against. */
+  target?: CommandTarget;
 }
 
 export function buildOverview(i: OverviewInput): Overview {
@@ -107,7 +110,7 @@ export function buildOverview(i: OverviewInput): Overview {
     lastSuccessAt: success ? seconds(success.endedAt ?? success.startedAt) : null,
     volumeAnomalies: snapshot?.volumeAnomalies ?? [],
   };
-  const h = checkHealth(state, { nowMs: i.nowMs, maxLagSeconds: i.maxLagSeconds });
+  const h = checkHealth(state, { nowMs: i.nowMs, maxLagSeconds: i.maxLagSeconds, ...(i.target ? { target: i.target } : {}) });
   // The calendar shows each hole and its command: say so instead of pointing at `status`; the lag
   // in the page's one style of durations.
   const reasons = h.reasons.map((r) =>
@@ -122,7 +125,7 @@ export function buildOverview(i: OverviewInput): Overview {
   const healthState: HealthState = reasons.length === 0 ? 'healthy' : failing ? 'failing' : 'lagging';
   const totalSessions = snapshot?.rows ?? i.parquetRows;
   return {
-    health: { state: healthState, reasons, summary: summaryOf(healthState, h.lagSeconds, lastRun, state.coverageHoles, live !== null, anomalies) },
+    health: { state: healthState, reasons, summary: summaryOf(h.lagSeconds, lastRun, state.coverageHoles, live !== null, anomalies) },
     checkpoint: snapshot?.checkpoint ?? null,
     lagSeconds: h.lagSeconds,
     totalSessions,
@@ -156,14 +159,16 @@ function noticeOf(r: StateReading): string | null {
   return null;
 }
 
-function summaryOf(state: HealthState, lag: number | null, last: MonitoredRun | null, holes: number, running: boolean, anomalies = 0): string {
+/** The health box's line under its word (healthy, lagging, failing), which it does not repeat. */
+function summaryOf(lag: number | null, last: MonitoredRun | null, holes: number, running: boolean, anomalies = 0): string {
   const parts: string[] = [];
   parts.push(lag === null ? 'nothing exported yet' : `checkpoint ${ago(lag)} behind now`);
   if (last) parts.push(`last run ${last.outcome}`);
   parts.push(holes ? `${holes} coverage hole(s)` : 'no holes');
   if (anomalies) parts.push(`${anomalies} volume anomal${anomalies === 1 ? 'y' : 'ies'}`);
   if (running) parts.push('a run is going');
-  return `${state[0]!.toUpperCase()}${state.slice(1)}: ${parts.join(', ')}`;
+  const text = parts.join(', ');
+  return text[0]!.toUpperCase() + text.slice(1);
 }
 
 /**

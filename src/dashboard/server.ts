@@ -11,8 +11,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { bearerToken, cookieValue, sessionCookieName, SessionIds, tokenMatches } from './access-token.js';
 import { chartDays } from './chart-days.js';
-import { coverageCalendar, dataDirArgument, type CoverageCalendar } from './coverage-calendar.js';
-import { quoteArg } from './shell-quote.js';
+import { coverageCalendar, type CoverageCalendar } from './coverage-calendar.js';
+import type { CommandTarget } from '../util/suggested-command.js';
 import { ParquetReader, QueryTimeoutError, type DashboardSource } from './data-source.js';
 import { StateReader, type StateReading } from './state-reader.js';
 import { buildOverview, type Overview } from './overview.js';
@@ -98,9 +98,8 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   void sessionsPerDay(reader).catch(() => {});
   const now = o.now ?? Date.now;
   const state = new StateReader(o.source, now);
-  const dataDirArg =
-    dataDirArgument(o.dataDirArg) +
-    (o.account ? `${o.account.configArg ? ` --config ${quoteArg(o.account.configArg)}` : ''} --account ${quoteArg(o.account.name)}` : '');
+  // The commands the page shows run against what the dashboard was given.
+  const target: CommandTarget = { dataDir: o.dataDirArg, ...(o.account?.configArg ? { config: o.account.configArg } : {}), account: o.account?.name };
 
   const api: Record<string, (q: URLSearchParams, res: ServerResponse) => Promise<void>> = {
     '/api/overview': async (_q, res) => json(res, await overview()),
@@ -149,7 +148,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     const live = reading.liveHolder && reading.snapshot?.running ? reading.snapshot.running.runId : null;
     const row = live ? reading.snapshot?.lastRuns.find((r) => r.run_id === live) : undefined;
     const running = row?.range_from && row.range_to ? { from: String(row.range_from), to: String(row.range_to) } : null;
-    return coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), { dataDirArg, noCommands: o.demo ?? false, running, anomalies: reading.snapshot?.volumeAnomalies ?? [] });
+    return coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), { target, noCommands: o.demo ?? false, running, anomalies: reading.snapshot?.volumeAnomalies ?? [] });
   }
 
   async function overview(): Promise<Overview> {
@@ -164,6 +163,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       nextRun: o.demo ? null : o.nextRun(t),
       account: o.account?.name ?? null,
       demo: o.demo ?? false,
+      target,
     });
   }
 

@@ -36,7 +36,7 @@ export interface AccountsHealth extends Health {
 
 /** Each account's health, and the whole: healthy when every account is; reasons read `account NAME: …`. */
 export function checkAccountsHealth(states: ReadonlyMap<string, MonitoredState>, o: HealthOptions): AccountsHealth {
-  const accounts = [...states].map(([account, state]) => ({ account, ...checkHealth(state, o) }));
+  const accounts = [...states].map(([account, state]) => ({ account, ...checkHealth(state, { ...o, target: { ...o.target, account } }) }));
   const whole = checkHealth(combineAccountStates([...states.values()]), o);
   const reasons = accounts.flatMap((a) => a.reasons.map((r) => `account ${a.account}: ${r}`));
   return { ...whole, healthy: reasons.length === 0, reasons, accounts };

@@ -6,6 +6,7 @@ import { humanDuration } from '../time/human-duration.js';
 import { isoOf as iso } from '../time/windows.js';
 import type { VolumeAnomaly } from '../store/volume-anomalies.js';
 import type { MonitoredState } from './read-state.js';
+import { dayArgs, suggestedCommand, type CommandTarget } from '../util/suggested-command.js';
 
 /** The default --max-lag: a nightly export that missed one night is late by more than a day. */
 export const DEFAULT_MAX_LAG_SECONDS = 26 * 3600;
@@ -14,6 +15,8 @@ export interface HealthOptions {
   nowMs: number;
   /** A checkpoint further behind now than this is unhealthy, seconds. */
   maxLagSeconds: number;
+  /** What the commands the reasons suggest run against (the data directory, the account). */
+  target?: CommandTarget;
 }
 
 export interface Health {
@@ -29,11 +32,10 @@ export interface Health {
  * A volume anomaly as a reason: the day, its count and what it usually holds, and the command that
  * compares it with the source (docs/data-quality.md "Volume anomalies").
  */
-export function volumeAnomalyReason(a: VolumeAnomaly): string {
-  const next = new Date(Date.parse(`${a.date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+export function volumeAnomalyReason(a: VolumeAnomaly, target: CommandTarget = {}): string {
   return (
     `volume anomaly: ${a.date} holds ${a.sessions} sessions, expected about ${a.expected} (the median of its weekday over the previous weeks): ` +
-    `the endpoint may have answered without part of that day; compare it with the source: \`session-etl verify --from ${a.date} --to ${next}\``
+    `the endpoint may have answered without part of that day; compare it with the source: \`${suggestedCommand('verify', dayArgs(a.date), target)}\``
   );
 }
 
@@ -54,9 +56,9 @@ export function checkHealth(state: MonitoredState, o: HealthOptions): Health {
     );
   }
   if (state.coverageHoles > 0) {
-    reasons.push(`${state.coverageHoles} coverage hole(s): run \`session-etl status\` to see them and backfill each one`);
+    reasons.push(`${state.coverageHoles} coverage hole(s): run \`${suggestedCommand('status', [], o.target)}\` to see them and backfill each one`);
   }
-  for (const a of state.volumeAnomalies ?? []) reasons.push(volumeAnomalyReason(a));
+  for (const a of state.volumeAnomalies ?? []) reasons.push(volumeAnomalyReason(a, o.target));
   return {
     healthy: reasons.length === 0,
     reasons,

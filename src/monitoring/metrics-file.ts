@@ -4,7 +4,8 @@
  * written for node_exporter's textfile collector, atomically: a temporary file in the same
  * directory (not ending in .prom, so the collector never reads it half-written), then a rename.
  * The directory is often writable by others: the temporary file's name cannot be guessed and it
- * is created exclusively, never through a link (writeFileAtomic).
+ * is created exclusively, never through a link (writeFileAtomic). Its mode is exactly 0644 whatever
+ * the umask (the CLI's is 027): node_exporter runs as another user and must read it.
  */
 import type { RunSummary } from '../pipeline/run.js';
 import { writeFileAtomic } from '../store/durable-fs.js';
@@ -35,7 +36,7 @@ export async function writeMetricsAfter(
       process.stderr.write(`warning: the metrics file's gauges could not read ${dataDir}: ${(err as Error).message}\n`);
     }
     try {
-      await writeFileAtomic(path, await metrics.metrics(), { mode: 0o644 });
+      await writeFileAtomic(path, await metrics.metrics(), { mode: 0o644, exactMode: true });
     } catch (err) {
       process.stderr.write(`warning: could not write --metrics-file ${path}: ${(err as Error).message}\n`);
     }
@@ -95,7 +96,7 @@ export async function writeAccountsMetrics(
   }
   metrics.setState(combineAccountStates(states, failed));
   try {
-    await writeFileAtomic(path, await metrics.metrics(), { mode: 0o644 });
+    await writeFileAtomic(path, await metrics.metrics(), { mode: 0o644, exactMode: true });
   } catch (err) {
     process.stderr.write(`warning: could not write --metrics-file ${path}: ${(err as Error).message}\n`);
   }

@@ -153,7 +153,18 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
     buckets: DURATION_BUCKETS,
     registers,
   });
-  const written = new Counter({ name: 'session_etl_sessions_written_total', help: 'Sessions stored (new or replacing a stored version) by the runs of this process', labelNames: [...acc], registers });
+  const written = new Counter({
+    name: 'session_etl_sessions_written_total',
+    help: 'Sessions stored by the runs of this process: new, or replacing a stored version whose content differs (re-read unchanged ones are session_etl_sessions_unchanged_total)',
+    labelNames: [...acc],
+    registers,
+  });
+  const unchanged = new Counter({
+    name: 'session_etl_sessions_unchanged_total',
+    help: 'Sessions the runs of this process read again as they were stored (every export re-reads its lookback): not written',
+    labelNames: [...acc],
+    registers,
+  });
   const requests = new Counter({
     name: 'session_etl_requests_total',
     help: 'HTTP requests to the reporting endpoint: completed (answered, or the last failed attempt), retried (a transient failure, retried), rate_limited (a 429)',
@@ -196,6 +207,7 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
       duration.observe({ command: r.command, ...l }, (s?.durationMs ?? r.durationMs) / 1000);
       if (s) {
         written.inc(l, s.sessions.written);
+        unchanged.inc(l, s.sessions.unchanged ?? 0);
         const rl = Math.min(s.rateLimited, s.retries);
         requests.inc({ outcome: 'completed', ...l }, Math.max(0, s.requests - s.retries));
         requests.inc({ outcome: 'retried', ...l }, s.retries - rl);

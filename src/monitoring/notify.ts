@@ -21,6 +21,7 @@ import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { deliverAll, NOTIFY_DEFAULTS, type Delivery, type SendOptions } from './notify-delivery.js';
 import { readNotifyState, writeNotifyState, type NotifyState } from './notify-state.js';
 import { describeAnomaly, type VolumeAnomaly } from '../store/volume-anomalies.js';
+import { dayArgs, suggestedCommand } from '../util/suggested-command.js';
 
 export { NOTIFY_DEFAULTS, type Delivery, type SendOptions };
 
@@ -68,7 +69,7 @@ export interface NotifyPayload {
   endedAt: string;
   outcome: RunSummary['outcome'];
   exitCode: number;
-  /** The run's error, secrets redacted; null unless it failed. */
+  /** The run's error, secrets redacted, escaped as `text` is (chatText); null unless it failed. */
   error: string | null;
   checkpoint: string | null;
   /** endedAt - checkpoint, seconds; null when nothing is stored yet or the run ended before reading it. */
@@ -174,7 +175,7 @@ export function buildPayload(
   const text =
     event === 'volume_anomaly' && anomaly
       ? `${what} VOLUME ANOMALY ${where}: ${describeAnomaly(anomaly)} (its weekday's median over the previous weeks); ` +
-        `the endpoint may have answered without part of that day; compare it with the source: ${verifyDayCommand(anomaly.date, end.account)}`
+        `the endpoint may have answered without part of that day; compare it with the source: ${suggestedCommand('verify', dayArgs(anomaly.date), { dataDir: end.dataDir, account: end.account })}`
       : event === 'run_failed'
       ? `${what} FAILED ${where}: ${clipText(error ?? 'unknown error', 400)} [${behind}; exit ${end.exitCode}]`
       : event === 'run_recovered'
@@ -186,26 +187,21 @@ export function buildPayload(
     command: end.command,
     job: end.job ?? null,
     account: end.account ?? null,
-    host: o.host,
-    dataDir: end.dataDir,
+    host: oneLine(o.host),
+    dataDir: oneLine(end.dataDir),
     runId: runIdOf(end),
     startedAt: new Date(end.startedMs).toISOString(),
     endedAt: new Date(end.endedMs).toISOString(),
     outcome,
     exitCode: end.exitCode,
-    error,
+    // A receiver may show any field (a workflow posting `error` to a channel): escaped as `text` is.
+    error: error === null ? null : chatText(error),
     checkpoint,
     lagSeconds,
     maxLagSeconds: o.maxLagSeconds,
     sessionsWritten: end.summary?.sessions.written ?? null,
     volumeAnomaly: anomaly,
   });
-}
-
-/** `session-etl verify` of one day (an account's with many accounts). */
-function verifyDayCommand(date: string, account: string | undefined): string {
-  const next = new Date(Date.parse(`${date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
-  return `session-etl verify --from ${date} --to ${next}${account !== undefined ? ` --account ${account}` : ''}`;
 }
 
 /**
@@ -215,8 +211,8 @@ function verifyDayCommand(date: string, account: string | undefined): string {
  * `&gt;`, which Slack and Teams both show as the characters. Teams renders markdown: a link
  * `[label](url)` (a label hiding where it leads) is broken as `[label] (url)`. `@here`, `@channel`
  * and `@everyone` get a zero-width space after the `@`, so no receiver takes them for a mention.
- * Line breaks and tabs become spaces, other control characters U+FFFD (util/terminal-text.ts). The
- * other fields carry the text as it is.
+ * Line breaks and tabs become spaces, other control characters and bidirectional-text controls
+ * U+FFFD (util/terminal-text.ts). `text` and `error` are written so.
  */
 export function chatText(s: string): string {
   return oneLine(s)

@@ -92,7 +92,7 @@ export async function startSchedulerMonitor(o: SchedulerMonitorOptions): Promise
     port: o.port,
     metrics: async () => ({ body: await metrics.metrics(), contentType: metrics.contentType }),
     health: () => {
-      const opts = { nowMs: Date.now(), maxLagSeconds: o.maxLagSeconds };
+      const opts = { nowMs: Date.now(), maxLagSeconds: o.maxLagSeconds, target: { dataDir: o.dataDir } };
       const h = o.accounts ? checkAccountsHealth(accountStates, opts) : checkHealth(metrics.state, opts);
       if (readError !== undefined) h.reasons.push(`the data directory ${o.dataDir} could not be read: ${readError}`);
       return { ...h, healthy: h.reasons.length === 0, running };

@@ -1,15 +1,17 @@
 import { ExitCode } from '../errors.js';
 import { describeWindow, type Window } from '../time/windows.js';
 
-/** A window could not be fetched completely: names the window and the last server message. */
+/** A window could not be fetched completely: names the window, the attempts made (when the request was retried) and the last server message. */
 export class WindowFailedError extends Error {
   override readonly name = 'WindowFailedError';
   constructor(
     readonly window: Window,
     message: string,
     options?: { cause?: unknown },
+    /** Attempts made at its last request (said in the message when given). */
+    readonly attempts?: number,
   ) {
-    super(`window ${describeWindow(window)} failed: ${message}`, options);
+    super(`window ${describeWindow(window)} failed${attempts !== undefined ? ` after ${attempts} attempt${attempts === 1 ? '' : 's'}` : ''}: ${message}`, options);
   }
 }
 
@@ -19,11 +21,12 @@ export class WindowFailedError extends Error {
  */
 export class RunFailedError extends Error {
   override readonly name = 'RunFailedError';
-  readonly exitCode = ExitCode.runFailed;
   constructor(
     message: string,
     readonly runId: string,
     options?: { cause?: unknown },
+    /** 1, or 2 when the cause is a setting (a refused first connection: EndpointUnreachableError). */
+    readonly exitCode: number = ExitCode.runFailed,
   ) {
     super(message, options);
   }

@@ -15,8 +15,11 @@ import type { RateController } from './rate-controller.js';
 import { bisect, describeWindow, type Window } from '../time/windows.js';
 
 export interface ExtractStats {
+  /** Counted by the reporting client (its `counts`), never here. */
   requests: number;
+  /** Counted by the reporting client, one per "retrying a request" log line. */
   retries: number;
+  /** Counted by the reporting client, one per 429 answer. */
   rateLimited: number;
   bisections: number;
   windowsDone: number;
@@ -87,13 +90,10 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
     while (stack.length) {
       const cur = stack.pop()!;
       if (opts.abortSignal?.aborted) throw opts.abortSignal.reason;
-      opts.stats.requests++;
       let body: SessionsBody;
       let count: number;
       try {
         const r = await opts.client.fetchSessionsBody(cur.start, cur.end, abort);
-        opts.stats.requests += r.attempts - 1;
-        opts.stats.retries += r.attempts - 1;
         body = r.value;
         count = body.kind === 'ndjson' ? body.count : body.records.length;
         if (opts.maxResultsPerQuery !== undefined && count >= opts.maxResultsPerQuery) {
@@ -122,7 +122,9 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
           continue;
         }
         if (err instanceof ReportingError) {
-          throw new WindowFailedError(cur, err.message, { cause: err });
+          // The attempts are told when the request was retried, or could have been (a retryable error).
+          const told = err.retryable || (err.attempts ?? 1) > 1 ? err.attempts : undefined;
+          throw new WindowFailedError(cur, err.message, { cause: err }, told);
         }
         throw err;
       }

@@ -64,7 +64,9 @@ export async function openRun(opts: BatchOptions, command: string, runId: string
       });
       format = bucket.format;
     }
-    return { store: await openWhenFree({ ...opts, ...(format ? { format } : {}) }, logger), lock, dirCreated, ...(bucket ? { bucket } : {}) };
+    const held = bucket;
+    const store = await openWhenFree({ ...opts, ...(format ? { format } : {}) }, logger, held ? () => held.ensureHeld() : undefined);
+    return { store, lock, dirCreated, ...(bucket ? { bucket } : {}) };
   } catch (err) {
     await bucket?.end().catch(() => {});
     await lock?.release();
@@ -113,7 +115,7 @@ const STORE_BUSY_POLL_MS = 500;
  * file: a few seconds without --wait, up to the wait timeout with it. Throws StoreBusyError (exit 3)
  * naming the holder when it is still held.
  */
-async function openWhenFree(opts: BatchOptions, logger: Logger): Promise<SessionStore> {
+async function openWhenFree(opts: BatchOptions, logger: Logger, beforeUpload?: () => Promise<void>): Promise<SessionStore> {
   const lock = opts.lock || undefined;
   const deadline = Date.now() + (lock?.wait ? (lock.waitTimeoutMs ?? Infinity) : STORE_BUSY_GRACE_MS);
   let told = false;
@@ -126,6 +128,7 @@ async function openWhenFree(opts: BatchOptions, logger: Logger): Promise<Session
         accounts: opts.accounts,
         ...(opts.shard ? { shard: opts.shard } : {}),
         ...(opts.dataset ? { dataset: opts.dataset } : {}),
+        ...(beforeUpload ? { beforeUpload } : {}),
         ...(opts.memory ? { memoryLimit: opts.memory.duckdbMemoryLimit, rowGroupBytes: opts.memory.rowGroupBytes } : {}),
       });
     } catch (err) {

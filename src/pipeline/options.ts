@@ -23,6 +23,8 @@ export interface PipelineOptions {
   apiKey: string;
   /** Where the key came from (an account's apiKeyEnv or apiKeyFile), named when the endpoint refuses it. */
   apiKeySource?: string;
+  /** Where the reporting URL is set (REPORTING_URL, the configuration file, an account's entry), named when its first connection is refused. */
+  reportingUrlSource?: string;
   dataDir: string;
   /**
    * Where the Parquet dataset goes: `s3://BUCKET/PREFIX` (an S3-compatible bucket; docs/object-storage.md),
@@ -175,9 +177,11 @@ export interface RunSummary {
   resumed: boolean;
   windows: { total: number; done: number; skipped: number };
   /**
-   * Sessions written: new, updated (a stored version replaced by one whose content differs), or
-   * unchanged (re-read as stored: only extracted_at moves); `fetched`, the records the windows
-   * committed (what the progress bar counts: a session on a window's boundary comes in both).
+   * Sessions written: new, or updated (a stored version replaced by one whose content differs);
+   * unchanged (re-read as stored: only extracted_at moves) are not written. `fetched`, the records
+   * the windows committed (what the progress bar counts: a session on a window's boundary comes in
+   * both); `repeated`, those another window of the run had brought already: fetched = written +
+   * unchanged + repeated.
    */
   sessions: {
     written: number;
@@ -186,6 +190,8 @@ export interface RunSummary {
     /** Absent in summaries made by versions before it was counted. */
     unchanged?: number | null;
     fetched?: number;
+    /** Absent in summaries made by versions before it was counted. */
+    repeated?: number;
     rejected: number;
     duplicatesDropped: number;
   };
@@ -201,7 +207,16 @@ export interface RunSummary {
   checkpoint: string | null;
   coverageHoles: Array<{ from: string; to: string }>;
   /** `removed`: a first run that committed nothing removed what it had created (no file is left to name). */
-  files: { dataDir: string; duckdb: string | null; parquet: string | null; partitionsWritten: string[]; removed?: boolean };
+  files: {
+    dataDir: string;
+    duckdb: string | null;
+    parquet: string | null;
+    /** Day partitions whose Parquet file this run rewrote: new or changed sessions, sessions re-read (their new extracted_at), or left by an earlier run. */
+    partitionsWritten: string[];
+    /** Of those, the ones an earlier run left unfinished (absent when none). */
+    partitionsRecovered?: string[];
+    removed?: boolean;
+  };
   error?: string;
   /** The account's volume anomalies after the run (docs/data-quality.md "Volume anomalies"); absent when not read (the check off). */
   volumeAnomalies?: VolumeAnomaly[];

@@ -162,7 +162,6 @@ export class RateController {
   private capHoldMs: number;
   private capProbeFrom = 0;
   private capChangedAt = -Infinity;
-  rateLimitedCount = 0;
   /** Called whenever the allowed concurrency changes (the chunk runner resizes its pool). */
   onConcurrencyChange: ((n: number) => void) | undefined;
 
@@ -343,7 +342,6 @@ export class RateController {
   /** The server answered 429 (call before releasing the attempt's slot). */
   onRateLimited(retryAfterMs: number | undefined, retryAfterIsDate = false): void {
     const now = this.opts.now();
-    this.rateLimitedCount++;
     this.answered(true);
     const inFlight = this.inFlight;
     if (this.burst) {

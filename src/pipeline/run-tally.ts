@@ -14,10 +14,14 @@ export class RunTally {
   /**
    * `fetched`: records committed by the windows so far (the progress bar's count; a session a window
    * boundary gives to two windows counts twice). The rest are known once merged, at the end:
-   * sessions new, updated (content changed), re-read unchanged; `written` is their sum.
+   * sessions new, updated (content changed), re-read unchanged; `written` is new + updated (what
+   * changed in the store); `repeated`, the records fetched that another window of the run had
+   * brought already (fetched = written + unchanged + repeated).
    */
-  readonly totals = { fetched: 0, written: 0, inserted: 0, updated: 0, unchanged: 0, rejected: 0, duplicatesDropped: 0 };
+  readonly totals = { fetched: 0, written: 0, inserted: 0, updated: 0, unchanged: 0, repeated: 0, rejected: 0, duplicatesDropped: 0 };
   readonly partitionsWritten = new Set<string>();
+  /** Of those, the partitions whose rewrite an earlier run left unfinished (done first by this one). */
+  readonly partitionsRecovered = new Set<string>();
   /** Merges of this run that are counted already (background and periodic flushes). */
   private readonly flushed = { inserted: 0, updated: 0, unchanged: 0 };
   range: Window | null = null;
@@ -40,6 +44,11 @@ export class RunTally {
     this.flushed.unchanged += c.unchanged;
   }
 
+  /** Partitions an earlier run left to rewrite, rewritten before this one fetched anything. */
+  addRecovered(partitions: readonly string[]): void {
+    partitions.forEach((p) => (this.partitionsWritten.add(p), this.partitionsRecovered.add(p)));
+  }
+
   /** The run's last flush: sessions stored by this run are new, or replace a version stored before it (each counted once). */
   addLastFlush(r: FlushResult): void {
     r.partitions.forEach((p) => this.partitionsWritten.add(p));
@@ -47,7 +56,9 @@ export class RunTally {
     this.totals.inserted = this.flushed.inserted + c.inserted;
     this.totals.updated = this.flushed.updated + c.updated;
     this.totals.unchanged = this.flushed.unchanged + c.unchanged;
-    this.totals.written = this.totals.inserted + this.totals.updated + this.totals.unchanged;
+    // Re-read as stored is not written: nothing of the session changed (issue 42).
+    this.totals.written = this.totals.inserted + this.totals.updated;
+    this.totals.repeated = Math.max(0, this.totals.fetched - this.totals.written - this.totals.unchanged);
   }
 
   /** The run's `_runs` row as it stands (outcome `running`, until the end). */
@@ -115,6 +126,7 @@ export class RunTally {
         updated: this.totals.updated,
         unchanged: this.totals.unchanged,
         fetched: this.totals.fetched,
+        repeated: this.totals.repeated,
         rejected: this.totals.rejected,
         duplicatesDropped: this.totals.duplicatesDropped,
       },
@@ -127,7 +139,11 @@ export class RunTally {
       durationMs: s.nowMs - this.startedMs,
       checkpoint: cp !== undefined ? isoOf(cp) : null,
       coverageHoles: holes(s.coverage).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
-      files: { ...s.files, partitionsWritten: [...this.partitionsWritten].sort() },
+      files: {
+        ...s.files,
+        partitionsWritten: [...this.partitionsWritten].sort(),
+        ...(this.partitionsRecovered.size ? { partitionsRecovered: [...this.partitionsRecovered].sort() } : {}),
+      },
       ...(s.error ? { error: s.error } : {}),
     };
   }

@@ -8,8 +8,8 @@
 import { hostname } from 'node:os';
 import { ExitCode } from '../errors.js';
 import { ReportingClient } from '../reporting/client.js';
+import { EndpointUnreachableError } from '../reporting/errors/endpoint-unreachable-error.js';
 import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
-import { backfillCommand } from '../store/backfill-command.js';
 import { holdsStore } from '../store/layout.js';
 import { parseParquetUrl, type DatasetLocation } from '../store/dataset/location.js';
 import { DataDirError } from '../store/errors.js';
@@ -45,7 +45,8 @@ import { readRateLimitHeaders } from './rate-limit-headers.js';
 import { RunTally } from './run-tally.js';
 import { WindowLoader } from './window-loader.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
-import { AccountVerifier, differencesText, verifyCommand, verifyPlan, VerifyDifferencesError, type VerifyOptions, type VerifySummary } from './verify.js';
+import { AccountVerifier, differencesText, verifyPlan, VerifyDifferencesError, type VerifyOptions, type VerifySummary } from './verify.js';
+import { rangeArgs, suggestedCommand, type CommandTarget } from '../util/suggested-command.js';
 
 export { VerifyDifferencesError, type VerifyOptions, type VerifyReport, type VerifySummary } from './verify.js';
 export {
@@ -133,7 +134,7 @@ export async function runBatch(given: BatchOptions, jobsGiven: readonly AccountJ
   let stopFlushing = (): void => {};
   try {
     const recovered = await recover(store, batchRunId, run.lock, logger);
-    for (const p of parts) recovered.forEach((x) => p.tally.partitionsWritten.add(x));
+    for (const p of parts) p.tally.addRecovered(recovered);
     await batch.prepare?.(store);
     // Sessions stored before this point (moved in by prepare too) count as updated when replaced.
     await store.beginRunCounts();
@@ -241,10 +242,12 @@ function checkJob(job: AccountJob): void {
   }
 }
 
-/** A verify's own options: --sample a positive whole number; --delete-missing only with --repair. */
+/** A verify's own options: --sample a positive whole number; --delete-missing only with --repair; --max-delete only with it. */
 function checkVerifyJob(opts: VerifyOptions): void {
   if (opts.sample !== undefined && (!Number.isInteger(opts.sample) || opts.sample <= 0)) throw new RangeError(`sample must be a positive whole number of days, got ${opts.sample}`);
   if (opts.deleteMissing && !opts.repair) throw new RangeError('delete-missing goes with repair: it removes sessions the source no longer returns while repairing the rest');
+  if (opts.maxDelete !== undefined && (!Number.isInteger(opts.maxDelete) || opts.maxDelete < 0)) throw new RangeError(`maxDelete must be a whole number of sessions, 0 or more; got ${opts.maxDelete}`);
+  if (opts.maxDelete !== undefined && !opts.deleteMissing) throw new RangeError('maxDelete goes with deleteMissing: it allows that many removals');
 }
 
 interface Plan {
@@ -382,7 +385,6 @@ async function fetchAccount(store: SessionStore, part: Part, batch: BatchOptions
     onLog: (event, fields) => logger.info(clipStrings(fields), event),
     onWindow,
   });
-  tally.stats.rateLimited = controller.rateLimitedCount;
   // Compared whole (and repaired) before the run's last flush; a stopped or failed verify compares nothing.
   if (verifier && !part.outcome.error && !part.outcome.skipped.length) {
     try {
@@ -472,6 +474,7 @@ function reportingClientFor(
     url: opts.reportingUrl,
     apiKey: opts.apiKey,
     ...(opts.apiKeySource ? { keySource: opts.apiKeySource } : {}),
+    ...(opts.reportingUrlSource ? { urlSource: opts.reportingUrlSource } : {}),
     ...(opts.fetch ? { fetch: opts.fetch } : {}),
     ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
     ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
@@ -479,10 +482,11 @@ function reportingClientFor(
     now,
     sleep,
     logger,
+    // The client counts requests, retries and 429s (and logs each retry): the tally's are its counts.
+    counts: tally.stats,
     hooks: {
       beforeAttempt: (signal) => controller.beforeAttempt(signal),
       onRateLimited: (ms, isDate) => {
-        tally.stats.rateLimited++;
         controller.onRateLimited(ms, isDate);
         logger.warn({ retryAfterMs: ms, concurrency: controller.concurrency, pace: controller.pace }, 'rate limited (429): pausing all workers');
       },
@@ -490,9 +494,6 @@ function reportingClientFor(
       onResponseHeaders: (headers) => {
         const hint = readRateLimitHeaders(headers, now());
         if (hint) controller.onRateLimitHint(hint);
-      },
-      onRetry: ({ error, delayMs }) => {
-        logger.warn({ kind: error.kind, delayMs, message: clipText(oneLine(redact(error.message))) }, 'retrying a request');
       },
     },
   });
@@ -538,7 +539,10 @@ async function finish(store: SessionStore, parts: Part[], batch: BatchOptions, n
     if (part.outcome.error) {
       // The error itself is told once, with the summary (the CLI prints it after it; the caller catches it).
       part.logger.error({ checkpoint: summary.checkpoint }, `${kind} failed`);
-      const error = Object.assign(new RunFailedError(`${kind} ${runId} failed: ${summary.error}`, runId, { cause: part.outcome.error }), { summary });
+      const error = Object.assign(
+        new RunFailedError(`${kind} ${runId} failed: ${summary.error}`, runId, { cause: part.outcome.error }, settingExitCode(part.outcome.error)),
+        { summary },
+      );
       results.push({ account: part.job.account, ok: false, error, summary, durationMs });
     } else if (summary.outcome === 'interrupted') {
       const stopExitCode = part.job.opts.stopExitCode ?? batch.stopExitCode ?? 130;
@@ -596,11 +600,12 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
   const cp = checkpointOf(coverage);
   // The server's part made one printable line (no terminal control sequences) and clipped (a hostile
   // or broken server may answer megabytes), the note on what is committed and the advice kept whole.
+  // A verify commits no windows (only its repair does, at its end): no checkpoint to continue from.
   const error = outcome.error
-    ? `${clipText(oneLine(redact(outcome.error.message)))}; ${committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
-      (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : 'run the same command again to continue')
+    ? `${clipText(oneLine(redact(outcome.error.message)))}; ${job.kind === 'verify' ? 'the verify did not finish comparing' : committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
+      (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : job.kind === 'verify' ? 'run the same command again' : 'run the same command again to continue')
     : differs && p.range
-      ? clipText(oneLine(redact(differencesText(report, verifyCommand(p.range, job.account)))))
+      ? clipText(oneLine(redact(differencesText(report, suggestedCommand('verify', rangeArgs(p.range), targetOf(store, job.account))))))
       : undefined;
   const summary = tally.summary({
     outcome: failed ? 'failed' : interrupted ? 'interrupted' : part.windowsTotal ? 'succeeded' : 'nothing-to-do',
@@ -632,7 +637,20 @@ async function summarise(store: SessionStore, part: Part, batch: BatchOptions, n
 
 /** The backfill command that loads `range` into this store (an account's part of it with many accounts). */
 function resumeCommand(range: Window, store: SessionStore, account: string): string {
-  return backfillCommand(range, store.layout.dataDir, account || undefined);
+  return suggestedCommand('backfill', rangeArgs(range), targetOf(store, account));
+}
+
+/** What a command suggested for an account of this store runs against. */
+function targetOf(store: SessionStore, account: string): CommandTarget {
+  return { dataDir: store.layout.dataDir, account: account || undefined };
+}
+
+/** 2 when the run failed on a wrong address (a refused first connection), else 1. */
+function settingExitCode(err: unknown): number {
+  for (let cur = err, depth = 0; cur instanceof Error && depth < 8; cur = cur.cause, depth++) {
+    if (cur instanceof EndpointUnreachableError) return cur.exitCode;
+  }
+  return ExitCode.runFailed;
 }
 
 function committedNote(checkpoint: string | null): string {

@@ -22,6 +22,7 @@ import { isoOf, type Window } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
 import { writeNewFile } from '../util/temp-file.js';
 import { flattenResponse, type InvalidPolicy } from './flatten.js';
+import { ExitCode } from '../errors.js';
 import { RunFailedError } from './errors.js';
 import type { PipelineOptions, RunSummary } from './options.js';
 import type { RunTally } from './run-tally.js';
@@ -37,8 +38,13 @@ export interface VerifyOptions extends PipelineOptions {
   random?: () => number;
   /** Make the store equal the source: commit what is missing or changed. */
   repair?: boolean;
-  /** With repair: also remove the sessions the source no longer returns. */
+  /** With repair: also remove the sessions the source no longer returns (each day within the checks of `refusedDeletes`). */
   deleteMissing?: boolean;
+  /**
+   * With deleteMissing: remove up to this many sessions in all, whatever the checks of
+   * `refusedDeletes` say (more than this: nothing is removed).
+   */
+  maxDelete?: number;
   /**
    * Only the whole days of this many seconds before the day of the account's checkpoint (within
    * [from, to)): what the scheduled verify checks, so that days not exported yet are not taken for
@@ -50,6 +56,18 @@ export interface VerifyOptions extends PipelineOptions {
 /** A day as verify reports it: what it compared, what it did, and whether the store now holds the source's sessions of it. */
 export type VerifyDay = DayComparison & Pick<VerifiedDay, 'whole' | 'repaired' | 'deleted' | 'equal' | 'storedAfter'>;
 
+/** A day whose removals --delete-missing refused: how many would have gone, and why not. */
+export interface RefusedDelete {
+  date: string;
+  /** Sessions the store holds that the source no longer returned: kept. */
+  wouldDelete: number;
+  /** Why, in words (one or more of: no session from the source, capped answers, over the bound, over --max-delete). */
+  reasons: string[];
+}
+
+/** Without --max-delete, a day may lose at most this share of its stored sessions (rounded down) to --delete-missing. */
+export const DELETE_BOUND_SHARE = 0.05;
+
 export interface VerifyReport {
   /** The days drawn by --sample (each a window of the plan), or null for the whole range. */
   sampled: string[] | null;
@@ -57,6 +75,8 @@ export interface VerifyReport {
   deleteMissing: boolean;
   /** Every day compared, oldest first. */
   days: VerifyDay[];
+  /** The days whose removals were refused (--delete-missing), oldest first; empty otherwise. */
+  refused: RefusedDelete[];
   totals: { days: number; source: number; stored: number; missing: number; gone: number; changed: number; repaired: number; deleted: number; differingDays: number };
   /** The store held the source's sessions of every compared day when the verify ended. */
   equal: boolean;
@@ -70,12 +90,71 @@ export class VerifyDifferencesError extends RunFailedError {
   override readonly name = 'RunFailedError' as const;
   /** Tells it apart from the other failures of a run. */
   readonly differences = true;
+  /** 5 when --delete-missing refused removals (ExitCode.deletesRefused), else 1. */
+  override readonly exitCode: number;
   constructor(
     message: string,
     readonly summary: VerifySummary,
   ) {
     super(message, summary.runId);
+    this.exitCode = summary.verify?.refused.length ? ExitCode.deletesRefused : ExitCode.runFailed;
   }
+}
+
+/** One fetched window's answer: how many records it held. */
+export interface WindowAnswer {
+  start: number;
+  end: number;
+  count: number;
+}
+
+/**
+ * The days whose removals --delete-missing must not make, and why: a source that answers nothing,
+ * or cuts its answers at a limit, makes every stored session look gone, and a repair that believed
+ * it would wipe the store. A day with sessions to remove is refused when
+ * - the source returned no session of it;
+ * - a window touching it looks capped: its count is the largest of the verify's answers and at
+ *   least half of the answers (two or more) held exactly that many (a natural source rarely repeats
+ *   its largest count; a cap repeats it in every full window);
+ * - more than DELETE_BOUND_SHARE of its stored sessions (rounded down) would go.
+ * With `maxDelete`, these checks give way to a total: up to maxDelete removals in all are made;
+ * beyond it, none.
+ */
+export function refusedDeletes(
+  days: readonly DayComparison[],
+  answers: readonly WindowAnswer[],
+  o: { maxDelete?: number | undefined },
+): RefusedDelete[] {
+  const candidates = days.filter((d) => d.gone > 0);
+  if (!candidates.length) return [];
+  if (o.maxDelete !== undefined) {
+    const total = candidates.reduce((n, d) => n + d.gone, 0);
+    if (total <= o.maxDelete) return [];
+    return candidates.map((d) => ({ date: d.date, wouldDelete: d.gone, reasons: [`${total} would go in all, more than --max-delete ${o.maxDelete} allows`] }));
+  }
+  const largest = Math.max(0, ...answers.map((a) => a.count));
+  const atLargest = answers.filter((a) => a.count === largest).length;
+  const repeated = largest > 0 && atLargest >= 2 && atLargest * 2 >= answers.length;
+  // (An answer of at least maxResultsPerQuery never gets here: the bisection splits it.)
+  const capped = repeated ? answers.filter((a) => a.count === largest) : [];
+  const out: RefusedDelete[] = [];
+  for (const d of candidates) {
+    const reasons: string[] = [];
+    if (d.source === 0) reasons.push(`the source returned no session of the day while the store holds ${d.stored}`);
+    const start = Date.parse(`${d.date}T00:00:00Z`) / 1000;
+    const cut = capped.filter((a) => a.start < start + DAY && a.end > start);
+    if (cut.length) {
+      const n = cut[0]!.count;
+      reasons.push(
+        `its answer${cut.length > 1 ? 's' : ''} held exactly ${n} records, as ${atLargest} of the ${answers.length} answers did: the source may cut its answers at ${n} ` +
+          `(set --max-results-per-query ${n} to have such windows split)`,
+      );
+    }
+    const bound = Math.floor(d.stored * DELETE_BOUND_SHARE);
+    if (d.gone > bound) reasons.push(`${d.gone} of its ${d.stored} stored sessions would go, more than ${DELETE_BOUND_SHARE * 100} % of the day (${bound})`);
+    if (reasons.length) out.push({ date: d.date, wouldDelete: d.gone, reasons });
+  }
+  return out;
 }
 
 const DAY = 86_400;
@@ -114,6 +193,9 @@ export class AccountVerifier {
   private seq = 0;
   private days: DayComparison[] | undefined;
   private done: { repaired: number; deleted: number } | undefined;
+  /** Each fetched window's count of records (the capped-answer check). */
+  private readonly answers: WindowAnswer[] = [];
+  private refused: RefusedDelete[] = [];
 
   private constructor(
     private readonly store: SessionStore,
@@ -144,6 +226,9 @@ export class AccountVerifier {
       bytes = batchToNdjson(flat.batch);
       count = flat.batch.length;
     }
+    this.answers.push({ start: w.start, end: w.end, count });
+    // The records fetched (the progress bar's and the summary's count), as a backfill counts them.
+    this.tally.totals.fetched += count;
     const dir = this.store.layout.tmpDir;
     // Named as a commit's record files are: a leftover (a crash) is recognised and removed as one.
     const name = `rows-${String(w.start).padStart(12, '0')}-${process.pid}-${++this.seq}`;
@@ -154,9 +239,15 @@ export class AccountVerifier {
   /** After the last window: the comparison finished, and with `repair` its commits (before the run's last flush). */
   async settle(runId: string, logger: Logger): Promise<void> {
     this.days = await this.comparison.finish();
+    // What differs (and what was refused) is told once, by the run's summary and error.
     const differing = this.days.filter((d) => d.missing + d.gone + d.changed > 0);
-    if (differing.length) logger.warn({ days: differing.map((d) => d.date) }, `verify: the store differs from the source on ${differing.length} day(s)`);
-    if (this.opts.repair) this.done = await this.comparison.repair({ runId, deleteMissing: Boolean(this.opts.deleteMissing) });
+    logger.debug({ days: differing.map((d) => d.date) }, `verify: ${differing.length} day(s) differ from the source`);
+    if (!this.opts.repair) return;
+    const deleteMissing = Boolean(this.opts.deleteMissing);
+    if (deleteMissing) this.refused = refusedDeletes(this.days, this.answers, { maxDelete: this.opts.maxDelete });
+    const refused = new Set(this.refused.map((r) => r.date));
+    const deleteDays = new Set(this.days.filter((d) => d.gone > 0 && !refused.has(d.date)).map((d) => d.date));
+    this.done = await this.comparison.repair({ runId, deleteMissing, deleteDays });
   }
 
   /**
@@ -169,12 +260,13 @@ export class AccountVerifier {
     const after = (await readDayCounts(this.store.conn, this.store, this.account)).get(this.account) ?? new Map<string, number>();
     const repair = Boolean(this.opts.repair);
     const deleteMissing = repair && Boolean(this.opts.deleteMissing);
+    const refused = new Set(this.refused.map((r) => r.date));
     const days: VerifyDay[] = [];
     for (const date of planDays(plan.todo)) {
       const d = compared.get(date) ?? { date, source: 0, stored: 0, missing: 0, gone: 0, changed: 0, changedFields: {} };
       const start = Date.parse(`${date}T00:00:00Z`) / 1000;
       const fixed = repair ? d.missing + d.changed : 0;
-      const removed = deleteMissing ? d.gone : 0;
+      const removed = deleteMissing && !refused.has(date) ? d.gone : 0;
       days.push({
         ...d,
         whole: covered.some((w) => w.start <= start && w.end >= start + DAY),
@@ -192,6 +284,7 @@ export class AccountVerifier {
       repair,
       deleteMissing,
       days,
+      refused: this.refused,
       totals: {
         days: days.length,
         source: sum('source'),
@@ -220,31 +313,32 @@ function planDays(todo: readonly Window[]): string[] {
 }
 
 /**
- * What is left differing, in words: the days and their counts, and what to run (the error of a
- * verify that ends with the store still differing from the source).
+ * What is left differing, in words: the days and their counts, the removals refused and why, and
+ * what to run (the error of a verify that ends with the store still differing from the source).
  */
 export function differencesText(report: VerifyReport, command: string): string {
+  const refused = new Map(report.refused.map((r) => [r.date, r]));
   const left = report.days.filter((d) => !d.equal);
   const shown = left.slice(0, 10).map((d) => {
+    const kept = d.gone - d.deleted;
+    const why = refused.get(d.date);
     const parts = [
       !report.repair && d.missing ? `${d.missing} missing` : '',
       !report.repair && d.changed ? `${d.changed} changed` : '',
-      d.gone - d.deleted ? `${d.gone - d.deleted} no longer returned by the source` : '',
+      kept ? `${kept} no longer returned by the source${why ? `, removal refused (${why.reasons.join('; ')})` : ''}` : '',
     ].filter(Boolean);
     return `${d.date}: ${parts.join(', ')}`;
   });
   const more = left.length > shown.length ? `, and ${left.length - shown.length} more day(s)` : '';
   const toFix = left.some((d) => !report.repair && d.missing + d.changed > 0);
-  const advice = toFix
-    ? `make the store equal the source with \`${command} --repair\` (sessions the source no longer returns are removed only with --delete-missing)`
-    : `sessions the source no longer returns are kept: remove them with \`${command} --repair --delete-missing\` only if the source is right to have dropped them`;
+  const wouldDelete = report.refused.reduce((n, r) => n + r.wouldDelete, 0);
+  const advice = report.refused.length
+    ? `nothing was removed from ${report.refused.length === 1 ? 'that day' : `those ${report.refused.length} days`} (${wouldDelete} session(s) would have gone); ` +
+      `if the source is right to have dropped them, allow it with \`${command} --repair --delete-missing --max-delete ${wouldDelete}\``
+    : toFix
+      ? `make the store equal the source with \`${command} --repair\` (sessions the source no longer returns are removed only with --delete-missing)`
+      : `sessions the source no longer returns are kept: remove them with \`${command} --repair --delete-missing\` only if the source is right to have dropped them`;
   return `the store differs from the source on ${left.length} day(s): ${shown.join('; ')}${more}; ${advice}`;
-}
-
-/** The command that verifies `range` again (an account's with many accounts). */
-export function verifyCommand(range: Window, account: string): string {
-  const arg = (t: number) => (t % DAY === 0 ? isoOf(t).slice(0, 10) : isoOf(t));
-  return `session-etl verify --from ${arg(range.start)} --to ${arg(range.end)}${account ? ` --account ${account}` : ''}`;
 }
 
 /** A validated batch as the newline-delimited JSON a commit's record file holds (the reporting record's shape). */

@@ -6,12 +6,19 @@
  *
  * Retry policy: transient errors (5xx, reset, timeout, incomplete body) are retried with
  * exponential backoff and full jitter up to `maxAttempts`; 429 waits for Retry-After (or the
- * backoff when absent) up to `maxRateLimitWaits` times; everything else fails at once.
+ * backoff when absent) up to `maxRateLimitWaits` times; everything else fails at once. A refused
+ * first connection (nothing has answered yet) is a wrong address, not an outage: not retried.
+ *
+ * Counting: every attempt, retry and 429 is counted here and nowhere else (`counts`, which a run
+ * shares with its tally), at the line that logs it, so the summary, `_runs` and the metrics say
+ * what the log says. An error the client gives up on carries the attempts made (`attempts`).
  */
 import { ClientError, GraphQLClient } from 'graphql-request';
 import { silentLogger, type Logger } from '../util/logger.js';
+import { clipText } from '../util/clip-text.js';
 import { redact, registerSecret } from '../util/redact.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
+import { oneLine } from '../util/terminal-text.js';
 import { GraphQLResponseError, type GraphQLErrorEntry } from './errors/graphql-response-error.js';
 import { InvalidResponseError } from './errors/invalid-response-error.js';
 import { RateLimitedError } from './errors/rate-limited-error.js';
@@ -46,7 +53,7 @@ export interface AttemptHooks {
   beforeAttempt?(signal?: AbortSignal): Promise<{ release(): void } | void>;
   /** A 429 came back (`retryAfterIsDate`: its Retry-After was an HTTP date). */
   onRateLimited?(retryAfterMs: number | undefined, retryAfterIsDate?: boolean): void;
-  /** A retry is about to wait `delayMs`. */
+  /** A retry is about to wait `delayMs` (counted and logged by the client already). */
   onRetry?(info: { attempt: number; error: ReportingError; delayMs: number }): void;
   /** An attempt succeeded. */
   onSuccess?(): void;
@@ -61,6 +68,8 @@ export interface ReportingClientOptions extends Partial<RetryOptions> {
   apiKey: string;
   /** Where the key came from, named by the advice when the endpoint refuses it (default: the single-account settings). */
   keySource?: string;
+  /** Where the URL is set, named by the advice when the first connection is refused (default: the single-account settings). */
+  urlSource?: string;
   /** Per-request timeout in ms, body included. Default 60 000. */
   timeoutMs?: number;
   /** Largest answer body read, bytes (BodyTooLargeError beyond). Default 256 MiB. */
@@ -72,6 +81,18 @@ export interface ReportingClientOptions extends Partial<RetryOptions> {
   random?: () => number;
   logger?: Logger;
   hooks?: AttemptHooks;
+  /** Where the client counts what it sends (a run passes its tally's); default a fresh one, `client.counts`. */
+  counts?: RequestCounts;
+}
+
+/** What a client sent and was answered: the one count of requests, retries and 429s. */
+export interface RequestCounts {
+  /** Attempts sent (a retry is an attempt). */
+  requests: number;
+  /** Attempts that were retried: one per "retrying a request" log line (429s included). */
+  retries: number;
+  /** 429 answers received (one per "rate limited" warning of a run). */
+  rateLimited: number;
 }
 
 export interface FetchResult<T> {
@@ -100,6 +121,7 @@ export class ReportingClient {
   private readonly hooks: AttemptHooks;
   private readonly post: (query: string, signal?: AbortSignal) => Promise<BytesResponse>;
   readonly url: string;
+  readonly counts: RequestCounts;
 
   constructor(opts: ReportingClientOptions) {
     if (!opts.url) throw new TypeError('reporting URL is required (REPORTING_URL)');
@@ -111,6 +133,7 @@ export class ReportingClient {
     this.random = opts.random ?? Math.random;
     this.logger = opts.logger ?? silentLogger;
     this.hooks = opts.hooks ?? {};
+    this.counts = opts.counts ?? { requests: 0, retries: 0, rateLimited: 0 };
     this.retry = {
       maxAttempts: opts.maxAttempts ?? DEFAULT_RETRY.maxAttempts,
       maxRateLimitWaits: opts.maxRateLimitWaits ?? DEFAULT_RETRY.maxRateLimitWaits,
@@ -118,7 +141,13 @@ export class ReportingClient {
       maxDelayMs: opts.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
       maxRetryAfterMs: opts.maxRetryAfterMs ?? DEFAULT_RETRY.maxRetryAfterMs,
     };
-    const common = { ...(opts.maxBodyBytes !== undefined ? { maxBodyBytes: opts.maxBodyBytes } : {}), ...(opts.keySource ? { keySource: opts.keySource } : {}) };
+    const common = {
+      ...(opts.maxBodyBytes !== undefined ? { maxBodyBytes: opts.maxBodyBytes } : {}),
+      ...(opts.keySource ? { keySource: opts.keySource } : {}),
+      ...(opts.urlSource ? { urlSource: opts.urlSource } : {}),
+      // One for both transports: has the endpoint answered anything yet?
+      contact: { answered: false },
+    };
     const transport = createTransport({
       fetch: opts.fetch ?? globalThis.fetch,
       timeoutMs: opts.timeoutMs ?? 60_000,
@@ -218,10 +247,12 @@ export class ReportingClient {
     let attempts = 0;
     let transientFailures = 0;
     let rateLimited = 0;
+    const giveUp = (err: ReportingError) => Object.assign(err, { attempts });
     for (;;) {
       if (signal?.aborted) throw signal.reason;
       const slot = await this.hooks.beforeAttempt?.(signal);
       attempts++;
+      this.counts.requests++;
       let error: ReportingError;
       let delayMs: number;
       try {
@@ -229,24 +260,28 @@ export class ReportingClient {
         this.hooks.onSuccess?.();
         return { value, attempts, rateLimited };
       } catch (err) {
-        if (!(err instanceof ReportingError) || !err.retryable) throw err;
+        if (!(err instanceof ReportingError)) throw err;
+        if (!err.retryable) throw giveUp(err);
         error = err;
         if (err instanceof RateLimitedError) {
           rateLimited++;
+          this.counts.rateLimited++;
           this.hooks.onRateLimited?.(err.retryAfterMs, err.retryAfterIsDate);
-          if (rateLimited > this.retry.maxRateLimitWaits) throw err;
-          if (err.retryAfterMs !== undefined && err.retryAfterMs > this.retry.maxRetryAfterMs) throw err;
+          if (rateLimited > this.retry.maxRateLimitWaits) throw giveUp(err);
+          if (err.retryAfterMs !== undefined && err.retryAfterMs > this.retry.maxRetryAfterMs) throw giveUp(err);
           delayMs = err.retryAfterMs ?? backoffDelay(rateLimited, this.retry, this.random);
         } else {
           transientFailures++;
-          if (transientFailures >= this.retry.maxAttempts) throw err;
+          if (transientFailures >= this.retry.maxAttempts) throw giveUp(err);
           delayMs = backoffDelay(transientFailures, this.retry, this.random);
         }
       } finally {
         slot?.release();
       }
+      this.counts.retries++;
+      // A server's message: one printable line, redacted, clipped.
+      this.logger.warn({ attempt: attempts, kind: error.kind, delayMs, message: clipText(oneLine(redact(error.message))) }, 'retrying a request');
       this.hooks.onRetry?.({ attempt: attempts, error, delayMs });
-      this.logger.debug({ attempt: attempts, kind: error.kind, delayMs, message: error.message }, 'retrying request');
       await this.sleep(delayMs, signal);
     }
   }

@@ -9,6 +9,7 @@ import { displayUrl, isRedirect } from '../util/display-url.js';
 import { crashPoint } from '../util/crash-point.js';
 import { AuthenticationError } from './errors/authentication-error.js';
 import { BodyTooLargeError } from './errors/body-too-large-error.js';
+import { EndpointUnreachableError } from './errors/endpoint-unreachable-error.js';
 import { HttpStatusError } from './errors/http-status-error.js';
 import { RateLimitedError } from './errors/rate-limited-error.js';
 import { RedirectError } from './errors/redirect-error.js';
@@ -27,6 +28,14 @@ export interface TransportOptions {
   onHeaders?: (headers: Headers) => void;
   /** Where the key came from, for the advice of a refused key (AuthenticationError). */
   keySource?: string;
+  /** Where the endpoint's address is set, for the advice of a refused first connection (EndpointUnreachableError). */
+  urlSource?: string;
+  /**
+   * Shared by the transports of one client: `answered` turns true once the endpoint has answered
+   * anything. Until then a refused connection is a wrong address (EndpointUnreachableError, not
+   * retried); after, a restart (TransientError, retried). Without it every refusal is transient.
+   */
+  contact?: { answered: boolean };
 }
 
 /** 256 MiB: about 500,000 sessions in one answer; a day of a busy account is a few megabytes. */
@@ -59,6 +68,7 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
       // Never follow a redirect: the Authorization header and the query would go to wherever the
       // server points, and the answer from there would be taken for the endpoint's (see RedirectError).
       res = await opts.fetch(input, { ...init, signal, redirect: 'manual' });
+      if (opts.contact) opts.contact.answered = true;
       crashPoint('fetch');
       body = await readBody(res, opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
     } catch (err) {
@@ -66,6 +76,10 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
       if (init?.signal?.aborted) throw init.signal.reason ?? err;
       if (timeout.aborted) {
         throw new TransientError('timeout', `the reporting endpoint did not answer within ${opts.timeoutMs} ms`, undefined, { cause: err });
+      }
+      const refused = refusal(err);
+      if (refused === 'blocked-port' || (refused === 'refused' && opts.contact && !opts.contact.answered)) {
+        throw new EndpointUnreachableError(urlOf(input), describeNetworkError(err, urlOf(input)), opts.urlSource, { cause: err });
       }
       throw new TransientError('network', `connection to the reporting endpoint ${displayUrl(urlOf(input))} failed: ${describeNetworkError(err, urlOf(input))}`, undefined, {
         cause: err,
@@ -113,6 +127,18 @@ async function readBody(res: Response, limit: number): Promise<Buffer> {
     chunks.push(value);
   }
   return Buffer.concat(chunks, total);
+}
+
+/**
+ * Whether a failed fetch was a refused connection (ECONNREFUSED, on every address tried) or a port
+ * fetch never connects to ("bad port", Fetch standard): read from undici's cause, never the message.
+ */
+function refusal(err: unknown): 'refused' | 'blocked-port' | undefined {
+  const cause = (err as { cause?: { code?: string; message?: string; errors?: Array<{ code?: string }> } } | null)?.cause;
+  if (!cause || typeof cause !== 'object') return undefined;
+  if (cause.message === 'bad port') return 'blocked-port';
+  const codes = cause.errors?.length ? cause.errors.map((e) => e.code) : [cause.code];
+  return codes.every((c) => c === 'ECONNREFUSED') ? 'refused' : undefined;
 }
 
 function urlOf(input: string | URL | Request): string {

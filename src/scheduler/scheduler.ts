@@ -4,6 +4,7 @@
  * is opened by each run and closed after it, so BI tools can read it between runs.
  */
 import cron from 'node-cron';
+import { RunInterruptedError } from '../pipeline/errors.js';
 import type { RunSummary } from '../pipeline/run.js';
 import type { Logger } from '../util/logger.js';
 import type { JobContext, JobDefinition, JobSettings } from './job.js';
@@ -57,7 +58,12 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
         opts.logger.info({ job: job.name, outcome: summary.outcome, sessions: summary.sessions.written }, 'job finished');
         result = { summary };
       } catch (error) {
-        opts.logger.error({ job: job.name, error: error instanceof Error ? error.message : String(error) }, 'job failed');
+        if (error instanceof RunInterruptedError) {
+          // A stop (SIGINT/SIGTERM) is no failure: what was committed stays, the next run goes on from it.
+          opts.logger.warn({ job: job.name, outcome: 'interrupted', detail: `${error.message}; the next run continues from there` }, 'job interrupted');
+        } else {
+          opts.logger.error({ job: job.name, error: error instanceof Error ? error.message : String(error) }, 'job failed');
+        }
         result = { error };
       }
       try {

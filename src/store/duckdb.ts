@@ -1,4 +1,12 @@
-/** Small helpers over @duckdb/node-api: open a file with our settings, read rows as plain objects. */
+/**
+ * Small helpers over @duckdb/node-api: open a file with our settings, read rows as plain objects.
+ *
+ * openDb is the one way session-etl opens DuckDB: every instance runs with external access off
+ * (`enable_external_access = false`: no file outside `allowedDirectories`, no URL, no extension
+ * loaded) and its configuration locked (`lock_configuration = true`) once set up, so that no
+ * statement — ours, or one a file smuggled in (a macro, a view) — can read or write anywhere else.
+ */
+import { resolve } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 
 export interface Db {
@@ -20,6 +28,12 @@ export interface DbSettings {
   memoryLimit?: string;
   /** Where DuckDB spills what does not fit in memoryLimit (a writer's; see open-data-dir.ts). */
   tempDirectory?: string;
+  /**
+   * The only directories DuckDB may read or write files in (the data directory, say: its Parquet
+   * dataset, NDJSON pending files, .tmp/), besides the database file itself and tempDirectory.
+   * Empty: none.
+   */
+  allowedDirectories: readonly string[];
   /**
    * A writer's row group size, rows (a multiple of 2048): the largest unit DuckDB compresses at once,
    * outside its memory pool (store/row-groups.ts). DuckDB takes it only when attaching a file, so the
@@ -46,12 +60,25 @@ function instanceConfig(opts: DbSettings): Record<string, string> {
   return config;
 }
 
-/** Opens (or creates) a DuckDB file. Sessions use UTC so that dates of TIMESTAMPTZ values are UTC dates. */
-export async function openDb(path: string, opts: DbSettings = {}): Promise<Db> {
+/**
+ * Opens (or creates) a DuckDB file, external access off but `allowedDirectories`, its configuration
+ * locked. Every connection (this one and those `instance.connect()` gives) uses UTC, so that dates of
+ * TIMESTAMPTZ values are UTC dates; none can change a setting afterwards.
+ */
+export async function openDb(path: string, opts: DbSettings): Promise<Db> {
   if (opts.rowGroupRows !== undefined && path !== ':memory:') return attachDb(path, opts.rowGroupRows, opts);
   const instance = await DuckDBInstance.create(path, instanceConfig(opts));
-  const conn = await instance.connect();
-  await conn.run("SET TimeZone = 'UTC'");
+  let conn: DuckDBConnection | undefined;
+  try {
+    conn = await instance.connect();
+    // Set on the running instance: DuckDB takes neither a list (allowed_directories) nor TimeZone
+    // (its ICU extension loads after the config) as an option of create().
+    await conn.run(lockDownSql(opts.allowedDirectories));
+  } catch (err) {
+    conn?.closeSync();
+    instance.closeSync();
+    throw err;
+  }
   return dbHandle(instance, conn, path, DUCKDB_ROW_GROUP_ROWS, () => instance.closeSync());
 }
 
@@ -61,7 +88,10 @@ export const DUCKDB_ROW_GROUP_ROWS = 122_880;
 /** The name a writer's file is attached under (every connection of its Db uses it as its default database). */
 const ATTACHED = 'store';
 
-/** A file attached with its row group size to an in-memory instance; every connection of the Db starts in it. */
+/**
+ * A file attached with its row group size to an in-memory instance, then locked down as openDb
+ * does; every connection of the Db starts in it.
+ */
 async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowGroupRows']>, opts: DbSettings): Promise<Db> {
   const instance = await DuckDBInstance.create(':memory:', instanceConfig(opts));
   let chosen = 0;
@@ -80,13 +110,13 @@ async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowG
       if (!Number.isInteger(rows) || rows < 2048 || rows % 2048 !== 0) throw new RangeError(`a row group size must be a multiple of 2048 rows, got ${rows}`);
       await setup.run(`ATTACH ${sqlString(path)} AS ${ATTACHED} (ROW_GROUP_SIZE ${rows})`);
       chosen = rows;
+      await setup.run(lockDownSql(opts.allowedDirectories));
     } finally {
       setup.closeSync();
     }
     const connect = async (): Promise<DuckDBConnection> => {
       const c = await instance.connect();
       await c.run(`USE ${ATTACHED}`);
-      await c.run("SET TimeZone = 'UTC'");
       return c;
     };
     return dbHandle({ connect }, await connect(), path, chosen, () => instance.closeSync());
@@ -94,6 +124,17 @@ async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowG
     instance.closeSync();
     throw err;
   }
+}
+
+/** The statements that set up an instance and lock it (see openDb). */
+export function lockDownSql(allowedDirectories: readonly string[]): string {
+  const dirs = allowedDirectories.map((d) => sqlString(resolve(d))).join(', ');
+  return [
+    "SET GLOBAL TimeZone = 'UTC'",
+    `SET allowed_directories = [${dirs}]`,
+    'SET enable_external_access = false',
+    'SET lock_configuration = true',
+  ].join(';\n');
 }
 
 /** A Db whose close (at most once) closes `conn`, then runs `release` (closing or detaching the file). */

@@ -72,8 +72,28 @@ export const PARTITION_FILE = 'part-0.parquet';
 /** The files of a day's directory that a store writes: part-0.parquet, part-I-of-N.parquet. */
 export const PARTITION_FILE_NAME = /^part-(?:0|\d{1,6}-of-\d{1,6})\.parquet$/;
 
+/** A partition's value: a UTC day (YYYY-MM-DD) or Hive's default partition. */
+const PARTITION_VALUE = /^(?:\d{4}-\d{2}-\d{2}|__HIVE_DEFAULT_PARTITION__)$/;
+
+export function isPartition(value: unknown): value is string {
+  return typeof value === 'string' && PARTITION_VALUE.test(value);
+}
+
+/**
+ * A partition read back (from the state, a pending row, a listing) before it reaches a path or an
+ * object key: a day or Hive's default partition, else refused (DataDirError) naming where it came from.
+ */
+export function checkPartition(value: unknown, where: string): string {
+  if (isPartition(value)) return value;
+  const shown = JSON.stringify(String(value)).slice(0, 80);
+  throw new DataDirError(
+    `${where} holds the partition ${shown}, which is not a day (YYYY-MM-DD) nor ${NULL_PARTITION}: session-etl never writes one, ` +
+      'so the store was changed by something else; nothing was written for it. Restore the store from a backup, or start it anew in an empty --data-dir',
+  );
+}
+
 export function partitionDir(parquetDir: string, partition: string): string {
-  return join(parquetDir, `date=${partition}`);
+  return join(parquetDir, `date=${checkPartition(partition, 'a day file to write')}`);
 }
 
 /**

@@ -15,6 +15,7 @@
 import { mkdir, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
+import { z } from 'zod';
 import { ExitCode } from '../errors.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
 import { DataDirError } from './errors.js';
@@ -156,9 +157,18 @@ function holdLock(path: string, tookOverFrom: LockHolder | undefined): Lock {
   };
 }
 
+/** A holder file as session-etl writes it. */
+const HolderSchema = z.object({ pid: z.number().int(), host: z.string(), startedAt: z.string(), command: z.string(), runId: z.string().optional() });
+
+/**
+ * The lock's holder; undefined when there is none, or when its file is not one session-etl wrote
+ * (not JSON, `null`, fields missing or of another type: a lock is only ever created with a valid
+ * one, so such a lock is debris, taken over at once).
+ */
 export async function readHolder(path: string): Promise<LockHolder | undefined> {
   try {
-    return JSON.parse(await readFile(join(path, HOLDER), 'utf8')) as LockHolder;
+    const parsed = HolderSchema.safeParse(JSON.parse(await readFile(join(path, HOLDER), 'utf8')));
+    return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;
   }

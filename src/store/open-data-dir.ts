@@ -94,6 +94,8 @@ export async function openDataDir(
   try {
     db = await openDb(layout.dbPath, {
       readOnly,
+      // Its files: the dataset, .tmp/, pending/, and the stores an account is moved from (all under the data directory).
+      allowedDirectories: [dataDir],
       // A writer spills to .tmp/duckdb/ when a merge needs more than its memory_limit (DuckDB removes its files).
       // A writer's row groups hold rowGroupBytes of rows of the size the store holds (store/row-groups.ts).
       ...(readOnly

@@ -10,7 +10,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { unguessable } from '../util/temp-file.js';
 import { queryRows, sqlString } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
-import type { StoreLayout } from './layout.js';
+import { checkPartition, type StoreLayout } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
 import type { Dataset } from './dataset/dataset.js';
 import { CONTENT_HASH } from './schema.js';
@@ -58,7 +58,7 @@ export class ParquetOnlySink implements Sink {
   async pendingPartitions(conn: DuckDBConnection): Promise<string[]> {
     return (
       await queryRows<{ p: string }>(conn, 'SELECT partition AS p FROM _pending_rows UNION SELECT partition FROM _parquet_pending ORDER BY 1')
-    ).map((r) => r.p);
+    ).map((r) => checkPartition(r.p, `${this.layout.dbPath} (_pending_rows or _parquet_pending)`));
   }
 
   async beginRunCounts(): Promise<void> {}

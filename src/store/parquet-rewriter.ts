@@ -84,9 +84,7 @@ export class ParquetRewriter {
   /** The rewriter's own connections (opened on first use), the first `n` of them. */
   async connections(n: number): Promise<DuckDBConnection[]> {
     while (this.extra.length < n) {
-      const conn = await this.db.instance.connect();
-      await conn.run("SET TimeZone = 'UTC'");
-      this.extra.push(conn);
+      this.extra.push(await this.db.instance.connect());
     }
     return this.extra.slice(0, Math.max(0, n));
   }

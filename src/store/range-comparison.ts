@@ -269,16 +269,17 @@ export class RangeComparison {
 
   /**
    * Makes the store equal the source for the compared windows: with `deleteMissing` the gone
-   * sessions are removed first (their days rewritten by the store); then every fetched window is
+   * sessions (of `deleteDays` only, when given) are removed first (their days rewritten by the store); then every fetched window is
    * committed with its missing and changed sessions and its coverage, in groups of windows, each
    * group one transaction. The store's next flush merges the rows and rewrites their days.
    */
-  async repair(o: { runId: string; deleteMissing: boolean }): Promise<{ repaired: number; deleted: number }> {
+  async repair(o: { runId: string; deleteMissing: boolean; deleteDays?: ReadonlySet<string> }): Promise<{ repaired: number; deleted: number }> {
     const { shape } = this.store;
     const c = this.conn;
     let deleted = 0;
     if (o.deleteMissing) {
-      const gone = await queryRows<{ id: string; day: string }>(c, 'SELECT session_id AS id, day FROM _vgone');
+      // Only the days the caller allows (verify refuses the days whose answers look wrong).
+      const gone = (await queryRows<{ id: string; day: string }>(c, 'SELECT session_id AS id, day FROM _vgone')).filter((g) => !o.deleteDays || o.deleteDays.has(g.day));
       if (gone.length) deleted = await this.store.removeSessions(this.account, gone.map((g) => g.id), [...new Set(gone.map((g) => g.day))]);
     }
     const pendingCols = [...shape.columns, 'partition'].join(', ');

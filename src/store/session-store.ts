@@ -13,9 +13,8 @@
  * commit-queue.ts, table-sink.ts / parquet-only-sink.ts, merge.ts, parquet-rewriter.ts,
  * background-work.ts, coverage.ts, run-log.ts, durable-fs.ts.
  */
-import { rmdir, stat } from 'node:fs/promises';
+import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { availableParallelism } from 'node:os';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Window } from '../time/windows.js';
 import { silentLogger, type Logger } from '../util/logger.js';
@@ -65,16 +64,17 @@ export interface OpenStoreOptions {
   shard?: ShardId;
   /** Where the day files go: the data directory's parquet/sessions/ (default), or a bucket (dataset/). */
   dataset?: DatasetLocation;
+  /** A bucket's check before each upload: that the run still holds the bucket's lock (dataset/bucket-run.ts). */
+  beforeUpload?: () => Promise<void>;
   /** Where a failure of background work (a merge or a Parquet rewrite overlapping the fetching) is reported when it happens. */
   logger?: Logger;
   /** A writer's DuckDB memory_limit (the run's memory budget's share: config/memory-budget.ts). */
   memoryLimit?: string;
   /** A writer's row group bytes (the run's memory budget's share: config/memory-budget.ts). */
   rowGroupBytes?: number;
+  /** How long committed rows wait for a whole row group before a background merge takes them anyway (default 4 s; tests set it). */
+  alignedWaitMs?: number;
 }
-
-/** A WAL at least this large is checkpointed with every core when the store closes (see close). */
-const PARALLEL_CHECKPOINT_WAL_BYTES = 16 * 2 ** 20;
 
 export class SessionStore {
   /** Writes on the one main connection. */
@@ -95,6 +95,7 @@ export class SessionStore {
     logger: Logger,
     /** Where the day files go. */
     readonly dataset: Dataset,
+    alignedWaitMs?: number,
   ) {
     this.shape = storeShape(accounts === 'many');
     this.sink =
@@ -105,6 +106,7 @@ export class SessionStore {
               { err: err instanceof Error ? err.message : String(err) },
               'background merge or Parquet rewrite failed; the flush at the end of the run tries again',
             ),
+            alignedWaitMs,
           );
     this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink, this.shape.many);
   }
@@ -141,8 +143,8 @@ export class SessionStore {
       const format = existed ? await recordedFormat(db.conn, layout, fileFormat, opts.format) : fileFormat;
       const accounts = existed ? await recordedAccounts(db.conn) : (opts.accounts ?? 'single');
       if (opts.accounts && opts.accounts !== accounts) throw accountsMismatch(layout, accounts);
-      const dataset = await openDataset(opts.dataset ?? { kind: 'local', root: layout.parquetDir }, layout);
-      const store = new SessionStore(layout, format, accounts, db, readOnly, opts.logger ?? silentLogger, dataset);
+      const dataset = await openDataset(opts.dataset ?? { kind: 'local', root: layout.parquetDir }, layout, opts.beforeUpload);
+      const store = new SessionStore(layout, format, accounts, db, readOnly, opts.logger ?? silentLogger, dataset, opts.alignedWaitMs);
       store.created.push(...created);
       if (!readOnly) {
         if (existed) await prepareDirs(layout);
@@ -286,9 +288,7 @@ export class SessionStore {
    */
   async openConnection(): Promise<DuckDBConnection> {
     if (this.closed) throw new Error('the store is closed');
-    const conn = await this.db.instance.connect();
-    await conn.run("SET TimeZone = 'UTC'");
-    return conn;
+    return this.db.instance.connect();
   }
 
   /** Removes an account's sessions (those stored on `days`) and rewrites those days (remove-sessions.ts). Returns how many went. */
@@ -306,7 +306,6 @@ export class SessionStore {
     if (this.closed) throw new Error('the store is closed');
     if (!this.snapshotConn) {
       this.snapshotConn = await this.db.instance.connect();
-      await this.snapshotConn.run("SET TimeZone = 'UTC'");
     }
     return this.snapshotConn;
   }
@@ -352,11 +351,9 @@ export class SessionStore {
     this.closed = true;
     if (!this.readOnly) {
       await rmdir(this.layout.pendingDir).catch(() => {});
-      // The checkpoint DuckDB would run while closing, here off the event loop; with every core when
-      // the WAL is large. Starting DuckDB's extra threads costs ~14 ms of CPU, more than a small WAL's
-      // checkpoint gains from them: many small accounts pay it once each (docs/benchmarks.md).
-      const walBytes = (await stat(`${this.layout.dbPath}.wal`).catch(() => undefined))?.size ?? 0;
-      if (walBytes >= PARALLEL_CHECKPOINT_WAL_BYTES) await this.conn.run(`SET threads = ${availableParallelism()}`).catch(() => {});
+      // The checkpoint DuckDB would run while closing, here off the event loop, on the writer's one
+      // thread: the configuration is locked (duckdb.ts), and checkpointing with one thread was about
+      // even with every core (docs/benchmarks.md, "polling for tasks").
       await this.conn.run('CHECKPOINT').catch(() => {});
     }
     this.sink.closeConnections();

@@ -4,7 +4,7 @@ import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { subtractIntervals } from '../time/intervals.js';
 import { isoOf } from '../time/windows.js';
-import { backfillCommand } from './backfill-command.js';
+import { rangeArgs, suggestedCommand } from '../util/suggested-command.js';
 import { bucketCacheDir, bucketDatasetSize, copyBucketState } from './dataset/bucket-reader.js';
 import type { DatasetLocation } from './dataset/location.js';
 import { queryRows } from './duckdb.js';
@@ -259,7 +259,7 @@ async function unfinished(store: SessionStore, dataDir: string): Promise<Map<str
       runId: r.run_id,
       startedAt: new Date(r.started).toISOString(),
       missing: missing.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
-      resume: backfillCommand(range, dataDir, r.account || undefined),
+      resume: suggestedCommand('backfill', rangeArgs(range), { dataDir, account: r.account || undefined }),
     });
   }
   return out;

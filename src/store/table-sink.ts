@@ -7,7 +7,7 @@ import { basename } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { BackgroundWork } from './background-work.js';
 import { queryRows, type Db } from './duckdb.js';
-import type { StoreLayout } from './layout.js';
+import { checkPartition, type StoreLayout } from './layout.js';
 import { mergeSlice, type MergeContext } from './merge.js';
 import { ParquetRewriter } from './parquet-rewriter.js';
 import type { StoreShape } from './shape.js';
@@ -29,7 +29,7 @@ export class TableSink implements Sink {
 
   constructor(
     private readonly db: Db,
-    layout: StoreLayout,
+    private readonly layout: StoreLayout,
     shape: StoreShape,
     /** Where the day files go (format both). */
     dataset: Dataset,
@@ -38,6 +38,7 @@ export class TableSink implements Sink {
     /** Of the days waiting for a rewrite, those whose data is complete (every account of the run covers them whole). */
     readyDays: (conn: DuckDBConnection, partitions: string[]) => Promise<string[]>,
     onBackgroundError: (err: unknown) => void,
+    alignedWaitMs = ALIGNED_WAIT_MS,
   ) {
     this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset) : undefined;
     this.merge = { pendingDir: layout.pendingDir, rowGroupRows: db.rowGroupRows, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
@@ -53,10 +54,10 @@ export class TableSink implements Sink {
           const m = await mergeSlice(await this.mergeConnection(), this.merge, {
             waitForRowGroup: (pending, target) => {
               const elapsed = Date.now() - this.lastMerge;
-              return elapsed < ALIGNED_WAIT_MS && (elapsed * target) / pending <= ALIGNED_WAIT_MS;
+              return elapsed < alignedWaitMs && (elapsed * target) / pending <= alignedWaitMs;
             },
           });
-          if (m.waiting) this.kickLater();
+          if (m.waiting) this.kickLater(alignedWaitMs);
           else this.lastMerge = began;
           return m;
         },
@@ -88,7 +89,9 @@ export class TableSink implements Sink {
 
   async pendingPartitions(conn: DuckDBConnection): Promise<string[]> {
     if (!this.rewriter) return [];
-    return (await queryRows<{ p: string }>(conn, 'SELECT DISTINCT partition AS p FROM _parquet_pending ORDER BY 1')).map((r) => r.p);
+    return (await queryRows<{ p: string }>(conn, 'SELECT DISTINCT partition AS p FROM _parquet_pending ORDER BY 1')).map((r) =>
+      checkPartition(r.p, `${this.layout.dbPath} (_parquet_pending)`),
+    );
   }
 
   /**
@@ -127,12 +130,12 @@ export class TableSink implements Sink {
   }
 
   /** Rows wait for a row group: merge them anyway once ALIGNED_WAIT_MS has passed, even if no commit comes. */
-  private kickLater(): void {
+  private kickLater(alignedWaitMs: number): void {
     if (this.kickTimer) return;
     this.kickTimer = setTimeout(() => {
       this.kickTimer = undefined;
       this.work.kick();
-    }, Math.max(0, this.lastMerge + ALIGNED_WAIT_MS - Date.now()) + 10);
+    }, Math.max(0, this.lastMerge + alignedWaitMs - Date.now()) + 10);
     this.kickTimer.unref();
   }
 
@@ -168,10 +171,8 @@ export class TableSink implements Sink {
   }
 
   private async mergeConnection(): Promise<DuckDBConnection> {
-    if (!this.mergeConn) {
-      this.mergeConn = await this.db.instance.connect();
-      await this.mergeConn.run("SET TimeZone = 'UTC'");
-    }
+    // UTC, as every connection of the instance (duckdb.ts).
+    this.mergeConn ??= await this.db.instance.connect();
     return this.mergeConn;
   }
 }

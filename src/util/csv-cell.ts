@@ -1,25 +1,67 @@
 /**
- * One CSV cell as every CSV the tool writes has it (`sessions --output csv`, the dashboard's
- * download): RFC 4180 quoting, and no formula a spreadsheet would run. Customer names and notes are
- * typed by end customers, so a cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return
- * gets a leading `'` (OWASP's CSV-injection rule), unless the whole cell is a number: `-1+HYPERLINK(…)`
- * is neutralised, `-12.5` is left as it is.
+ * The one CSV dialect the tool writes (`sessions --output csv` and the dashboard's download; docs/data.md
+ * "CSV"): RFC 4180 with CRLF line ends, a header line, every text cell quoted (numbers, booleans and
+ * an empty value — null — are not), times as ISO 8601 in UTC (`2026-03-01T12:00:00Z`, which a
+ * spreadsheet reads as a time), and no formula a spreadsheet would run.
+ *
+ * Customer names and notes are typed by end customers, so a cell starting with `=`, `+`, `-`, `@`, a
+ * tab or a carriage return gets a leading `'` (OWASP's CSV-injection rule), unless the whole cell is
+ * a number: `-1+HYPERLINK(…)` is neutralised, `-12.5` is left as it is. A spreadsheet that splits on
+ * another separator (`;` in most European locales, a tab when pasted) or ignores the quotes would
+ * start a cell after a `;`, a tab or a line break inside the text: a formula character there gets the
+ * `'` too, a number's sign included (`x;=cmd|…` becomes `x;'=cmd|…`, `a;-1` becomes `a;'-1`).
  */
+
+/** The line end of every record (RFC 4180). */
+export const CSV_EOL = '\r\n';
 
 /** A cell a spreadsheet would read as a formula. */
 const FORMULA_START = /^[=+\-@\t\r]/;
+/**
+ * A formula character after a separator a spreadsheet may split on (`;`, a tab, a line break): a
+ * number there is neutralised too, as such a spreadsheet's cell runs on past this cell's end.
+ */
+const FORMULA_AFTER_SEPARATOR = /(?<=[;\t\r\n])[=+\-@]/g;
 /** A whole cell that is a plain number (sign, digits, a decimal point, an exponent): no formula. */
 const NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 
-/** `v` as one CSV cell: '' for null, neutralised when it would start a formula, quoted when needed. */
+/**
+ * `v` as one CSV cell: '' for null, a number or a boolean as it is, text (anything else) quoted,
+ * neutralised where a spreadsheet would read a formula.
+ */
 export function csvCell(v: unknown): string {
   if (v === null || v === undefined) return '';
-  const s = String(v);
-  const safe = FORMULA_START.test(s) && !NUMBER.test(s) ? `'${s}` : s;
-  return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
+  const s = v instanceof Date ? isoUtc(v.getTime()) : String(v);
+  const start = FORMULA_START.test(s) && !NUMBER.test(s) ? `'${s}` : s;
+  const safe = start.replace(FORMULA_AFTER_SEPARATOR, (part) => `'${part}`);
+  return `"${safe.replace(/"/g, '""')}"`;
 }
 
 /** One CSV record: the cells joined by commas, without the line end. */
 export function csvRecord(values: readonly unknown[]): string {
   return values.map(csvCell).join(',');
+}
+
+/** Epoch seconds (a number, a BIGINT or its text) as an ISO 8601 UTC time without milliseconds; null stays null. */
+export function csvTime(epochSeconds: unknown): string | null {
+  if (epochSeconds === null || epochSeconds === undefined || epochSeconds === '') return null;
+  const ms = Number(epochSeconds) * 1000;
+  return Number.isFinite(ms) ? isoUtc(ms) : String(epochSeconds);
+}
+
+function isoUtc(ms: number): string {
+  return new Date(ms).toISOString().replace('.000Z', 'Z');
+}
+
+/**
+ * The writer of the sessions CSV, for both the CLI and the dashboard: `header` is the header
+ * line, `row` one session's line from its value per column (`time[k]`: column k holds epoch seconds,
+ * written as an ISO time). Each line ends with CRLF.
+ */
+export function sessionsCsv(columns: readonly string[], time: readonly boolean[]): { header: string; row(values: readonly unknown[]): string } {
+  return {
+    header: csvRecord(columns) + CSV_EOL,
+    row: (values) => csvRecord(values.map((v, k) => (time[k] ? csvTime(v) : v))) + CSV_EOL,
+  };
 }

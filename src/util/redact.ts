@@ -4,8 +4,11 @@
  * `redact()` before it leaves the process.
  *
  * A server may echo a secret back in another form, so each is hidden in every form it may take:
- * as is, JSON-escaped (`/` as `\/` too), URL- and form-encoded, in any letter case (those matched
- * case-insensitively), and base64 / base64url (case-sensitive), also when it sits at any offset
+ * as is, JSON-escaped (`/` as `\/` too, or every character as `\u00NN`), URL- and form-encoded (also
+ * every byte as `%NN`), hex (`4b78…`, every byte as `\xNN` too), HTML entities (every character as
+ * `&#NN;` or `&#xNN;`, only its punctuation so, or `&amp;` `&lt;` `&gt;` `&quot;` `&#39;` for the
+ * characters HTML escapes), in any letter case (those matched case-insensitively: hex and entities
+ * in lower and upper case), and base64 / base64url (case-sensitive), also when it sits at any offset
  * inside a longer base64 text (`Basic base64(id:secret)`): the part of the encoding that depends on
  * the secret alone is matched. The user:password part of any URL is hidden whatever it holds.
  *
@@ -105,14 +108,33 @@ export function redact(text: string): string {
 /** The forms of `s` matched case-insensitively. */
 export function textForms(s: string): string[] {
   const json = JSON.stringify(s).slice(1, -1);
+  const bytes = [...Buffer.from(s, 'utf8')].map((b) => b.toString(16).padStart(2, '0'));
+  const chars = [...s];
+  const code = (c: string) => c.codePointAt(0)!;
+  const punctuation = (entity: (c: string) => string) => chars.map((c) => (/[A-Za-z0-9]/.test(c) ? c : entity(c))).join('');
   return [
     s,
     json,
     json.replaceAll('/', '\\/'),
+    chars.map((c) => (code(c) > 0xffff ? JSON.stringify(c).slice(1, -1) : `\\u${code(c).toString(16).padStart(4, '0')}`)).join(''),
     encodeURIComponent(s),
     new URLSearchParams({ x: s }).toString().slice(2),
+    bytes.map((b) => `%${b}`).join(''),
+    // Hex: as one run, and as C / JavaScript / Python byte escapes.
+    bytes.join(''),
+    bytes.map((b) => `\\x${b}`).join(''),
+    // HTML: every character a numeric entity, only the punctuation, or the characters HTML escapes by name.
+    chars.map((c) => `&#${code(c)};`).join(''),
+    chars.map((c) => `&#x${code(c).toString(16)};`).join(''),
+    punctuation((c) => `&#${code(c)};`),
+    punctuation((c) => `&#x${code(c).toString(16)};`),
+    s.replace(/[&<>"']/g, (c) => HTML_NAMED[c]!),
+    s.replace(/[&<>"']/g, (c) => (c === "'" ? '&apos;' : HTML_NAMED[c]!)),
   ];
 }
+
+/** The characters HTML escapes by name (`'` has no name in HTML 4: `&#39;`, `&apos;` in HTML 5). */
+const HTML_NAMED: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
 /** The base64 and base64url forms of `s`, at each of the three byte offsets inside a longer text. */
 export function base64Forms(s: string): string[] {

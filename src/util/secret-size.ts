@@ -5,7 +5,7 @@
  * of it being shown.
  */
 import { readProblem } from './read-problem.js';
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 
 export const MAX_SECRET_BYTES = 4096;
 
@@ -31,7 +31,7 @@ export class SecretFileError extends Error {
 /**
  * The key in `path`, whitespace around it trimmed. Reads at most 4 KiB and a little more, so a huge
  * file (or an endless one, /dev/zero) is refused without being read whole. Throws SecretFileError:
- * unreadable, empty, or larger than MAX_SECRET_BYTES.
+ * unreadable, readable or writable by others (othersCanRead), empty, or larger than MAX_SECRET_BYTES.
  */
 export function readSecretFile(path: string): string {
   const limit = MAX_SECRET_BYTES + FILE_SLACK_BYTES;
@@ -45,6 +45,9 @@ export function readSecretFile(path: string): string {
     throw new SecretFileError(`cannot be read: ${readProblem(err)}`, code);
   }
   try {
+    // The mode of the file opened (not of a path that could be swapped meanwhile), before any of it is read.
+    const problem = othersCanRead(fstatSync(fd).mode, path);
+    if (problem) throw new SecretFileError(problem, 'EPERM_MODE');
     for (;;) {
       const n = readSync(fd, buf, length, buf.length - length, null);
       if (n === 0) break;
@@ -52,6 +55,7 @@ export function readSecretFile(path: string): string {
       if (length > limit) break;
     }
   } catch (err) {
+    if (err instanceof SecretFileError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new SecretFileError(`cannot be read: ${readProblem(err)}`, code);
   } finally {
@@ -63,4 +67,19 @@ export function readSecretFile(path: string): string {
   }
   if (!key) throw new SecretFileError('is empty');
   return key;
+}
+
+/**
+ * Why a key file of `mode` is refused, or null: a file that users other than its owner and its
+ * group can read (or write) holds a key anyone on the machine can take (or replace). The group may
+ * read it: that is how a service's group, or Kubernetes' `fsGroup` (mode 0440 on a mounted Secret),
+ * shares a key with the process. Not on Windows, whose modes say nothing of this.
+ */
+export function othersCanRead(mode: number, path: string, what = 'a key file'): string | null {
+  if (process.platform === 'win32' || (mode & 0o006) === 0) return null;
+  const octal = (mode & 0o777).toString(8).padStart(4, '0');
+  return (
+    `is ${mode & 0o004 ? 'readable' : 'writable'} by every user of this machine (mode ${octal}): ${what} must be readable by its owner only (or its group); ` +
+    `run chmod 600 ${path}${what === 'a key file' ? " (a Kubernetes Secret volume: give it defaultMode: 0400)" : ''}`
+  );
 }

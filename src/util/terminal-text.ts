@@ -1,10 +1,11 @@
 /**
  * Text from outside (a server's error, a record's field, a lock file's host) made safe to show on a
  * terminal or in a chat message, whole: control characters (escape sequences that retitle or clear
- * the terminal, OSC 8 hyperlinks, a carriage return that overwrites a line) never pass. Like
+ * the terminal, OSC 8 hyperlinks, a carriage return that overwrites a line) and bidirectional-text
+ * controls (U+202E that shows a line reversed) never pass. Like
  * ./printable.ts, which also cuts the text short.
  */
-import { printable } from './printable.js';
+import { BIDI_CONTROLS, printable } from './printable.js';
 
 /** `text` on one line: line breaks and tabs become a space, other control characters U+FFFD. */
 export function oneLine(text: string): string {
@@ -17,4 +18,9 @@ export function printableLines(text: string): string {
     .split('\n')
     .map((line) => printable(line.replace(/\t/g, ' '), Infinity))
     .join('\n');
+}
+
+/** `text` with its bidirectional-text controls written as `\u202e` escapes: for JSON log lines, which stay valid JSON. */
+export function escapeBidi(text: string): string {
+  return text.replace(BIDI_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

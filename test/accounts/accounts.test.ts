@@ -118,7 +118,7 @@ describe('many accounts', () => {
     expect(readdirSync(s.data).filter((f) => !f.startsWith('.')).sort()).toEqual(['all-accounts.duckdb', 'parquet', 'sessions.duckdb', 'state.json']);
     const days = readdirSync(join(s.data, 'parquet', 'sessions')).sort();
     for (const d of days) expect(readdirSync(join(s.data, 'parquet', 'sessions', d))).toEqual(['part-0.parquet']);
-    const store = await openDb(join(s.data, 'sessions.duckdb'), { readOnly: true });
+    const store = await openDb(join(s.data, 'sessions.duckdb'), { readOnly: true, allowedDirectories: [s.data] });
     try {
       const perAccount = await queryRows<{ account: string; n: number }>(store.conn, 'SELECT account, count(*)::INT AS n FROM sessions GROUP BY 1 ORDER BY 1');
       const runs = await queryRows<{ account: string; outcome: string }>(store.conn, 'SELECT account, outcome FROM _runs ORDER BY account');
@@ -135,7 +135,7 @@ describe('many accounts', () => {
       expect(new Set(rows.filter((x) => x.account === name).map((x) => x.session_id)).size).toBe(rows.filter((x) => x.account === name).length);
     }
     // DuckDB: the all-accounts view, and read_parquet over the dataset with hive partitioning.
-    const db = await openDb(join(s.data, 'all-accounts.duckdb'), { readOnly: true });
+    const db = await openDb(join(s.data, 'all-accounts.duckdb'), { readOnly: true, allowedDirectories: [s.data] });
     try {
       const viaView = await queryRows<{ account: string; n: number }>(db.conn, 'SELECT account, count(*)::INT AS n FROM sessions GROUP BY 1 ORDER BY 1');
       expect(viaView).toEqual(['acme', 'globex', 'initech'].map((a) => ({ account: a, n: rows.filter((x) => x.account === a).length })));

@@ -93,7 +93,7 @@ async function readNew(data: string): Promise<Row[]> {
 async function legacyRuns(data: string, format: 'both' | 'parquet'): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
   for (const a of ACCOUNTS) {
-    const db = await openDb(join(data, 'accounts', a.name, format === 'parquet' ? 'state.duckdb' : 'sessions.duckdb'), { readOnly: true });
+    const db = await openDb(join(data, 'accounts', a.name, format === 'parquet' ? 'state.duckdb' : 'sessions.duckdb'), { readOnly: true, allowedDirectories: [data] });
     try {
       out[a.name] = (await queryRows<{ run_id: string }>(db.conn, 'SELECT run_id FROM _runs ORDER BY started_at')).map((r) => r.run_id);
     } finally {

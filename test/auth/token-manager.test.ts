@@ -1,4 +1,5 @@
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { exitCodeOf } from '../../src/index.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -150,9 +151,26 @@ describe('FileTokenStore', () => {
     expect(await store.mode()).toBe(0o600);
   });
 
+  it('a token file every user can read is refused (exit 2), naming it, its mode and chmod 600; no token shown', async () => {
+    t = await startTestEmulator();
+    const path = join(dir, 'open', 'tokens.json');
+    await signedInManager(new FileTokenStore(path));
+    const text = await readFile(path, 'utf8');
+    await chmod(path, 0o644);
+    const err = await new FileTokenStore(path).load().then(() => null, (e: unknown) => e);
+    expect(exitCodeOf(err)).toBe(2);
+    expect((err as Error).message).toBe(
+      `token file ${path} is readable by every user of this machine (mode 0644): a token file must be readable by its owner only (or its group); run chmod 600 ${path}`,
+    );
+    const tokens = JSON.parse(text) as Record<string, unknown>;
+    for (const v of Object.values(tokens)) if (typeof v === 'string' && v.length > 8) expect((err as Error).message).not.toContain(v);
+    await chmod(path, 0o600);
+    expect(await new FileTokenStore(path).load()).toBeDefined();
+  });
+
   it('a damaged file reads as "not signed in"', async () => {
     const path = join(dir, 'tokens.json');
-    await writeFile(path, '{ not json');
+    await writeFile(path, '{ not json', { mode: 0o600 });
     expect(await new FileTokenStore(path).load()).toBeUndefined();
     await new FileTokenStore(path).clear();
     await new FileTokenStore(path).clear();

@@ -2,8 +2,8 @@
  * First-use friction (issue 13): what a new user meets in the first minutes — output cut by a
  * pager, --version, did-you-mean, a range in the future, the `sessions` table and flags.
  */
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, constants, existsSync, openSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runBackfill } from '../../src/pipeline/run.js';
 import { baseEnv, BIN, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
+import { parseCsvWithPython } from '../helpers/python-csv.js';
 
 const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
@@ -31,15 +32,25 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-/** Runs the CLI with its stdout a pipe whose reader has already gone (`… | head -0`, a pager quit at once). */
-function runWithClosedStdout(args: string[]): Promise<CliResult> {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    env: baseEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout.destroy();
+/**
+ * Runs the CLI with its stdout a pipe whose reader has already gone (`… | head -0`, a pager quit at
+ * once). The reader is gone before the command starts, not merely soon after (a reader closed
+ * while the command runs may find its first writes already in the pipe's buffer): the write end
+ * of a FIFO opened while a reader held it, that reader then closed, so every write fails (EPIPE).
+ */
+async function runWithClosedStdout(args: string[]): Promise<CliResult> {
+  const dir = await mkdtemp(join(tmpdir(), 'session-etl-epipe-'));
+  dirs.push(dir);
+  const fifo = join(dir, 'stdout');
+  const made = spawnSync('mkfifo', ['-m', '0600', fifo]);
+  if (made.status !== 0) throw new Error(`mkfifo failed: ${made.stderr}`);
+  const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+  const writer = openSync(fifo, constants.O_WRONLY);
+  closeSync(reader);
+  const child = spawn(process.execPath, [BIN, ...args], { env: baseEnv(), stdio: ['ignore', writer, 'pipe'] });
+  closeSync(writer);
   let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout: '', stderr, durationMs: 0 })));
 }
 
@@ -118,12 +129,12 @@ describe('sessions for a person', () => {
     expect(lines[2]!.startsWith(`${iso}  ${first.id}`)).toBe(true);
   });
 
-  it('csv and json keep the asked order too, with times as the interface gives them (epoch seconds)', async () => {
+  it('csv and json keep the asked order too (csv with times in ISO 8601 UTC, as the dashboard\'s download)', async () => {
     const csv = await runCli([...base(), '--output', 'csv', '--attribute-names', 'pin,started,agent.email,id', '--page-size', '2']);
     expect(csv.code).toBe(0);
-    const [header, row] = csv.stdout.split('\n');
-    expect(header).toBe('pin,started,agent.email,id');
-    expect(row!.split(',')[1]).toMatch(/^\d{10}$/);
+    const [header, row] = parseCsvWithPython(csv.stdout);
+    expect(header).toEqual(['pin', 'started', 'agent.email', 'id']);
+    expect(row![1]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
     const json = await runCli([...base(), '--output', 'json', '--attribute-names', 'pin,agent.name,started,agent.email', '--page-size', '1']);
     const item = JSON.parse(json.stdout).items[0];
     expect(Object.keys(item)).toEqual(['pin', 'agent', 'started']);

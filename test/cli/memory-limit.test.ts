@@ -50,6 +50,17 @@ describe('the memory budget from a setting', () => {
     expect(existsSync(join(dir, 'data'))).toBe(false);
   });
 
+  it('--memory-limit 10 (no unit) and 999…TB are refused (exit 2), asking for a unit, before anything is written', async () => {
+    const dir = await fx.tempDir();
+    const r = await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + D), '--memory-limit', '10'], fx.env(join(dir, 'data')));
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/memoryLimit \(from command line\): "10" has no unit: a size needs one, such as "10MiB"/);
+    const huge = await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + D)], { ...fx.env(join(dir, 'data')), SESSION_ETL_MEMORY_LIMIT: `${'9'.repeat(30)}TB` });
+    expect(huge.code, huge.stderr).toBe(2);
+    expect(huge.stderr).toMatch(/memoryLimit \(from environment\): "9{30}TB" is more than 1TiB, the largest size taken/);
+    expect(existsSync(join(dir, 'data'))).toBe(false);
+  });
+
   it('a budget that fits: the run completes and its debug log says the budget and its split', async () => {
     const dataDir = join(await fx.tempDir(), 'data');
     const r = await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + 2 * D), '--memory-limit', '400MiB', '--log-level', 'debug', '--json'], fx.env(dataDir));

@@ -7,6 +7,7 @@ import { evaluateInMemory, parseListRequest } from '../../src/list/index.js';
 import { runBackfill } from '../../src/pipeline/run.js';
 import { openDb } from '../../src/store/duckdb.js';
 import { runCli } from '../helpers/cli.js';
+import { parseCsvWithPython } from '../helpers/python-csv.js';
 
 const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
@@ -67,8 +68,9 @@ describe('session-etl sessions', () => {
     const id = emu.dataset.sessionsStartedIn(FROM, FROM + D)[0]!.id;
     const csv = await runCli(['sessions', '--data-dir', dataDir, '--format', 'csv', '--attributeNames', 'id,pin', '--pageSize', '3'], {});
     expect(csv.code).toBe(0);
-    expect(csv.stdout.split('\n')[0]).toBe('id,pin');
-    expect(csv.stdout.trim().split('\n')).toHaveLength(4);
+    const records = parseCsvWithPython(csv.stdout);
+    expect(records[0]).toEqual(['id', 'pin']);
+    expect(records).toHaveLength(4);
     const nd = await runCli(['sessions', '--data-dir', dataDir, '--format', 'ndjson', '--pageSize', '2'], {});
     expect(nd.stdout.trim().split('\n').map((l) => JSON.parse(l))).toHaveLength(2);
     const one = await runCli(['sessions', 'get', id, '--data-dir', dataDir], {});
@@ -87,11 +89,12 @@ describe('session-etl sessions', () => {
     expect(j.stderr).toMatch(/possessive/i);
   });
 
-  it('csv: a cell a spreadsheet would run as a formula gets a leading quote; numbers are left alone', async () => {
-    // Customer names are typed by end customers: three of them as an attacker would type them.
-    const hostile = ['-1+HYPERLINK("http://evil.example/")', "-2+3+cmd|' /C calc'!A0", '=1+1'];
+  it('csv: a cell a spreadsheet would run as a formula gets a leading quote, at its start and after a ; or a tab; numbers are left alone', async () => {
+    // Customer names are typed by end customers: five of them as an attacker would type them (the
+    // last two for a spreadsheet that splits on `;`, as in most European locales, or on tabs).
+    const hostile = ['-1+HYPERLINK("http://evil.example/")', "-2+3+cmd|' /C calc'!A0", '=1+1', "x;=cmd|' /C calc'!A0", 'a\t=1+1'];
     const ids = emu.dataset.sessionsStartedIn(TO - D, TO).slice(0, hostile.length).map((s) => s.id);
-    const db = await openDb(join(dataDir, 'sessions.duckdb'));
+    const db = await openDb(join(dataDir, 'sessions.duckdb'), { allowedDirectories: [dataDir] });
     const before = new Map<string, unknown>();
     try {
       for (const [i, id] of ids.entries()) {
@@ -104,17 +107,30 @@ describe('session-etl sessions', () => {
     }
     try {
       const filter = ids.map((id) => `id="${id}"`).join(' | ');
-      const r = await runCli(['sessions', '--data-dir', dataDir, '--output', 'csv', '--filter', filter, '--sort', 'id', '--attribute-names', 'id,externalFields.customerName,duration'], {});
+      const r = await runCli(['sessions', '--data-dir', dataDir, '--output', 'csv', '--filter', filter, '--sort', 'id', '--attribute-names', 'id,externalFields.customerName,duration,started'], {});
       expect(r.code, r.stderr).toBe(0);
-      const byId = new Map(r.stdout.trim().split('\n').slice(1).map((l) => [l.slice(0, l.indexOf(',')), l]));
-      // The duration stays a plain number (the last cell); a negative number would too (csv-cell.test.ts).
-      expect([...byId.values()].every((l) => /,\d+$/.test(l))).toBe(true);
+      // The one dialect (docs/data.md): CRLF line ends, every text cell quoted, times in ISO 8601 UTC.
+      const lines = r.stdout.split('\r\n');
+      expect(lines.pop()).toBe('');
+      expect(lines.every((l) => l.startsWith('"') && !l.includes('\n'))).toBe(true);
+      // Read back by an independent reader.
+      const records = parseCsvWithPython(r.stdout);
+      expect(records[0]).toEqual(['id', 'externalFields.customerName', 'duration', 'started']);
+      const byId = new Map(records.slice(1).map((cells) => [cells[0]!, cells]));
+      const neutralised = ['\'-1+HYPERLINK("http://evil.example/")', "'-2+3+cmd|' /C calc'!A0", "'=1+1", "x;'=cmd|' /C calc'!A0", "a\t'=1+1"];
       for (const [i, id] of ids.entries()) {
-        const cell = hostile[i]!.includes('"') ? `"'${hostile[i]!.replace(/"/g, '""')}"` : `'${hostile[i]}`;
-        expect(byId.get(id)?.startsWith(`${id},${cell},`), byId.get(id)).toBe(true);
+        const session = emu.dataset.byId(id)!;
+        expect(byId.get(id)).toEqual([id, neutralised[i], String(session.duration), new Date(session.started! * 1000).toISOString().replace('.000Z', 'Z')]);
+      }
+      // The durations, plain numbers, are not quoted; as a spreadsheet splitting on `;` or a tab reads
+      // the file, no cell starts a formula.
+      expect(lines.slice(1).every((l) => /,\d+,"[^"]+"$/.test(l))).toBe(true);
+      for (const delimiter of [';', '\t']) {
+        const formulas = parseCsvWithPython(r.stdout, delimiter).flat().filter((c) => /^[=+\-@]/.test(c));
+        expect(formulas, delimiter).toEqual([]);
       }
     } finally {
-      const restore = await openDb(join(dataDir, 'sessions.duckdb'));
+      const restore = await openDb(join(dataDir, 'sessions.duckdb'), { allowedDirectories: [dataDir] });
       try {
         for (const [id, name] of before) await restore.conn.run('UPDATE sessions SET external_customer_name = ? WHERE session_id = ?', [name as string | null, id]);
       } finally {

@@ -38,9 +38,10 @@ const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 async function onTerminal(
   args: string[],
   onOutput: (raw: string, type: (keys: string) => void) => void = () => {},
-): Promise<{ code: number | null; raw: string; screen: string[] }> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'session-etl-tty-'));
-  dirs.push(dataDir);
+  dir?: string,
+): Promise<{ code: number | null; raw: string; screen: string[]; dataDir: string }> {
+  const dataDir = dir ?? (await mkdtemp(join(tmpdir(), 'session-etl-tty-')));
+  if (!dir) dirs.push(dataDir);
   const cmd = `stty cols 200 rows 50; exec ${[process.execPath, BIN, ...args].map(quote).join(' ')}`;
   const child = spawn('script', ['-qfec', cmd, '/dev/null'], {
     env: {
@@ -55,7 +56,7 @@ async function onTerminal(
     onOutput(raw, (keys) => child.stdin.write(keys));
   });
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { code, raw, screen: renderScreen(raw) };
+  return { code, raw, screen: renderScreen(raw), dataDir };
 }
 
 /** The summary block: from its first line ("backfill <run id>: …") to the end. */
@@ -85,6 +86,28 @@ describe.skipIf(!hasScript)('progress bar and log lines on a terminal', () => {
     for (const w of warnings) expect(w).toMatch(/^\[\d\d:\d\d:\d\d(\.\d+)?\] WARN.*: retrying a request$/);
     // The bar is gone at the end: nothing of it is left on any line.
     expect(r.screen.filter((l) => BAR.test(l))).toEqual([]);
+  });
+
+  it("the bar's last frame shows the summary's counts: a backfill's windows and records, and a verify's (issue 42 #4)", async () => {
+    const from = new Date(FROM * 1000).toISOString().slice(0, 10);
+    const to = new Date(TO * 1000).toISOString().slice(0, 10);
+    /** The counts of the last frame drawn before the bar was cleared. */
+    const lastFrame = (raw: string) => [...raw.matchAll(/(\d+)\/(\d+) windows \| (\d+) records fetched/g)].map((m) => m.slice(1, 4).map(Number)).at(-1);
+    const r = await onTerminal(['backfill', '--from', from, '--to', to, '--chunk', '3h', '--concurrency', '4']);
+    expect(r.code, r.screen.join('\n')).toBe(0);
+    const summary = summaryOf(r.screen).join('\n');
+    expect(summary).toContain('  windows        24 of 24 done');
+    const fetched = Number(/; (\d+) records fetched/.exec(summary)?.[1]);
+    expect(fetched).toBeGreaterThan(0);
+    expect(lastFrame(r.raw)).toEqual([24, 24, fetched]);
+
+    const v = await onTerminal(['verify', '--from', from, '--to', to, '--chunk', '3h', '--concurrency', '4'], undefined, r.dataDir);
+    expect(v.code, v.screen.join('\n')).toBe(0);
+    const vs = v.screen.slice(v.screen.findIndex((l) => /^verify verify-\S+: /.test(l))).join('\n');
+    const vFetched = Number(/windows +24 of 24 fetched; (\d+) records fetched/.exec(vs)?.[1]);
+    expect(vFetched).toBe(fetched);
+    expect(lastFrame(v.raw)).toEqual([24, 24, fetched]);
+    expect(v.screen.filter((l) => BAR.test(l))).toEqual([]);
   });
 
   it('Ctrl-C: the stopping warning and the interrupted summary are clean lines, no bar left', async () => {

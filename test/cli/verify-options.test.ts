@@ -69,8 +69,12 @@ describe.each(['both', 'parquet'] as const)('format %s', (format) => {
       expect(afterKeep).toHaveLength(full.length);
       expect(afterKeep.filter((r) => String(r.external_notes).includes(AMENDED_NOTE))).toHaveLength(2);
 
-      // --delete-missing removes them: the store equals the source, table and dataset.
-      const deleted = await runCli(['verify', ...range, '--repair', '--delete-missing', '--no-progress'], env);
+      // --delete-missing refuses to remove half of a day (more than 5 %: exit 5); --max-delete allows
+      // it, and the store equals the source, table and dataset.
+      const refused = await runCli(['verify', ...range, '--repair', '--delete-missing', '--no-progress'], env);
+      expect(refused.code).toBe(5);
+      expect(await stored()).toHaveLength(full.length);
+      const deleted = await runCli(['verify', ...range, '--repair', '--delete-missing', '--max-delete', String(dropped), '--no-progress'], env);
       expect(deleted.code, deleted.stderr).toBe(0);
       expect(deleted.stdout).toContain(`0 session(s) committed, ${dropped} removed`);
       expect(await stored()).toEqual(sourceRows());
@@ -172,7 +176,7 @@ describe('many accounts', () => {
     expect(both.code).toBe(1);
     expect(both.stderr).toMatch(/2 of 2 accounts failed: acme, globex/);
     expect(both.stderr).toMatch(new RegExp(`acme: .*${day(amended)}: 2 changed; ${day(held)}: \\d+ missing`));
-    expect(both.stderr).toMatch(new RegExp(`globex: .*${day(amended)}: 2 changed; make the store equal the source with \`session-etl verify --from ${day(FROM)} --to ${day(END)} --account globex --repair\``));
+    expect(both.stderr).toMatch(new RegExp(`globex: .*${day(amended)}: 2 changed; make the store equal the source with \`session-etl verify --from ${day(FROM)} --to ${day(END)} --data-dir ${join(root, 'data')} --config ${join(root, 'config.json')} --account globex --repair\``));
 
     const acme = await runCli(['verify', '--from', day(FROM), '--to', day(END), '--account', 'acme', '--repair', '--no-progress', ...cfg()], env);
     expect(acme.code, acme.stderr).toBe(0);

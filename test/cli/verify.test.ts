@@ -91,7 +91,7 @@ describe('volume anomalies and verify, as a user meets them', () => {
     expect(check.code).toBe(1);
     expect(check.stdout.trim().split('\n')).toEqual([
       `UNHEALTHY: volume anomaly: ${day(HELD)} holds ${heldBack} sessions, expected about ${expected} (the median of its weekday over the previous weeks): ` +
-        `the endpoint may have answered without part of that day; compare it with the source: \`session-etl verify --from ${day(HELD)} --to ${day(HELD + D)}\``,
+        `the endpoint may have answered without part of that day; compare it with the source: \`session-etl verify --from ${day(HELD)} --to ${day(HELD + D)} --data-dir ${dataDir}\``,
     ]);
 
     // One volume_anomaly notification for the day, and not again for the next run that still finds it.

@@ -43,14 +43,35 @@ const V2_MOUNTINFO = '25 20 0:22 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw
 
 describe('parseSize', () => {
   it('reads bytes, decimal and binary units, and Kubernetes quantities', () => {
-    expect(parseSize('1048576', 'x')).toBe(MiB);
+    expect(parseSize('1048576B', 'x')).toBe(MiB);
     expect(parseSize(4096, 'x')).toBe(4096);
+    expect(parseSize('1TiB', 'x')).toBe(2 ** 40);
+    expect(parseSize('1TB', 'x')).toBe(1e12);
     expect(parseSize('384MiB', 'x')).toBe(384 * MiB);
     expect(parseSize('384Mi', 'x')).toBe(384 * MiB);
     expect(parseSize('512MB', 'x')).toBe(512e6);
     expect(parseSize('512M', 'x')).toBe(512e6);
     expect(parseSize('1.5GiB', 'x')).toBe(1.5 * 2 ** 30);
     expect(parseSize(' 2 gb ', 'x')).toBe(2e9);
+  });
+
+  it('one rule for every size (issue 38): a unit is required, as durations require one; at most 1 TiB', () => {
+    const refusal = (v: string | number) => {
+      try {
+        parseSize(v, '--memory-limit');
+      } catch (err) {
+        expect(exitCodeOf(err)).toBe(2);
+        return (err as Error).message;
+      }
+      throw new Error(`${v} was accepted`);
+    };
+    // A number without a unit was read as bytes ("budget is 0 MiB"): now refused, asking for a unit.
+    expect(refusal('10')).toBe('--memory-limit: "10" has no unit: a size needs one, such as "10MiB" or "10GB" (a number alone is not taken as bytes: write "10B" for that)');
+    expect(refusal('1e15')).toMatch(/^--memory-limit: expected a size such as "384MiB".*, got "1e15"$/);
+    // 999…TB was taken (1e33 bytes) while 1e15 was refused: beyond 1 TiB nothing is.
+    for (const huge of [`${'9'.repeat(30)}TB`, '2TiB', '1.1TiB', 2 ** 41, Number.MAX_VALUE]) {
+      expect(refusal(huge), String(huge)).toMatch(/is more than 1TiB, the largest size taken$/);
+    }
   });
 
   it('refuses what is not a size, naming the setting (exit 2)', () => {

@@ -31,13 +31,16 @@ function refusal(configFile: string, env: NodeJS.ProcessEnv = {}): { message: st
 }
 
 // Shaped like real keys (Stripe, GitHub, a hex key): each a valid environment variable name or relative path today.
-const PASTED = ['sk_live_4eC39HqLyjWDarjtT1zdp7dc', 'ghp_16C7e42F292c6912E7710c838347Ae178B4a', 'c86d081884c7d659a2feaa0c55ad015f'];
+// The last is a key written in `_`-separated groups (issue 38), each group shorter than the 16 a run needs.
+const PASTED = ['sk_live_4eC39HqLyjWDarjtT1zdp7dc', 'ghp_16C7e42F292c6912E7710c838347Ae178B4a', 'c86d081884c7d659a2feaa0c55ad015f', 'Kx9mP2qL_7vR4nT8_wZ3yB6sD'];
 
 describe('a key pasted where a variable name or a path belongs', () => {
   it('looksLikeKey: keys yes; variable names, words, dates and paths no', () => {
     for (const k of [...PASTED, 'AIzaSyDaGmWKa4JsXZ-HjGw7ISLn', 'AbCdEfGhIjKlMnOpQrStUvWx']) expect(looksLikeKey(k), k).toBe(true);
     for (const n of ['ACME_REPORTING_KEY', 'REPORTING_API_KEY_2024', 'acme_key', 'MyCompanyReportingApiKeyFile', 'KEY_ACCOUNT_12345678',
-      'backup20240101120000', 'acme.key', 'api-key', '123e4567-e89b-12d3-a456-426614174000.key']) {
+      'backup20240101120000', 'acme.key', 'api-key', '123e4567-e89b-12d3-a456-426614174000.key',
+      // Variable names in `_`-separated words, upper, lower and mixed case, with numbers.
+      'ACME_PROD_REPORTING_API_KEY_2024', 'acme_prod_reporting_api_key_v2', 'Acme_Prod_Reporting_Key', 'SHARD_1_OF_4_REPORTING_KEY', 'backup_2024_01_01_12_00_00.key']) {
       expect(looksLikeKey(n), n).toBe(false);
     }
   });

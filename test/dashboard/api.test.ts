@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { runCli } from '../helpers/cli.js';
+import { parseCsvWithPython } from '../helpers/python-csv.js';
 import { readParquetDataset } from '../helpers/read-store.js';
 import { D, day, FROM, HOLE, makeFixture, PARTIAL_DAY, startDashboardCli, type Fixture, type RunningDashboard } from './fixture.js';
 
@@ -135,24 +136,26 @@ describe('dashboard API', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
     expect(res.headers.get('content-disposition')).toMatch(/attachment; filename="sessions.csv"/);
-    const lines = (await res.text()).trimEnd().split('\r\n');
-    expect(lines[0]).toBe('id,started,agent.name');
+    const text = await res.text();
+    expect(text.endsWith('\r\n')).toBe(true);
+    const lines = parseCsvWithPython(text);
+    expect(lines[0]).toEqual(['id', 'started', 'agent.name']);
     const dayRows = (await readParquetDataset(fx.dataDir)).filter((p) => p.partition === `date=${day(FROM)}`).flatMap((p) => p.rows);
-    expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(dayRows.map((r) => String(r.session_id)).sort());
+    expect(lines.slice(1).map((l) => l[0])).toEqual(dayRows.map((r) => String(r.session_id)).sort());
     // Times as ISO 8601 in UTC (a spreadsheet reads them as times), the same instants as stored.
     const startedOf = new Map(dayRows.map((r) => [String(r.session_id), r.started_at as Date | number]));
     for (const l of lines.slice(1)) {
-      const [id, started] = l.split(',');
+      const [id, started] = l;
       expect(started).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
       const stored = startedOf.get(id!);
       expect(Date.parse(started!)).toBe(Math.floor((stored instanceof Date ? stored.getTime() : Number(stored) * 1000) / 1000) * 1000);
     }
   });
 
-  it('sessions.csv: a customer name typed as a formula gets a leading quote, even after a number', async () => {
-    const hostile = ['-1+HYPERLINK("http://evil.example/")', "-2+3+cmd|' /C calc'!A0", '@SUM(A1)'];
+  it('sessions.csv: a customer name typed as a formula gets a leading quote, even after a number, a ; or a tab', async () => {
+    const hostile = ['-1+HYPERLINK("http://evil.example/")', "-2+3+cmd|' /C calc'!A0", '@SUM(A1)', "x;=cmd|' /C calc'!A0", 'a\t=1+1'];
     const file = join(fx.dataDir, 'parquet', 'sessions', `date=${day(FROM)}`, 'part-0.parquet');
-    const ids = (await readParquetDataset(fx.dataDir)).find((p) => p.partition === `date=${day(FROM)}`)!.rows.slice(0, 3).map((r) => String(r.session_id));
+    const ids = (await readParquetDataset(fx.dataDir)).find((p) => p.partition === `date=${day(FROM)}`)!.rows.slice(0, hostile.length).map((r) => String(r.session_id));
     // The partition rewritten with those names, as a run would have stored them from the vendor.
     await copyFile(file, `${file}.orig`);
     const db = await DuckDBInstance.create(':memory:');
@@ -167,13 +170,15 @@ describe('dashboard API', () => {
       const filter = encodeURIComponent(ids.map((id) => `id="${id}"`).join(' | '));
       const res = await get(`/api/sessions.csv?filter=${filter}&attributeNames=id,externalFields.customerName,duration`);
       expect(res.status).toBe(200);
-      const byId = new Map((await res.text()).trimEnd().split('\r\n').slice(1).map((l) => [l.slice(0, l.indexOf(',')), l]));
-      for (const [i, id] of ids.entries()) {
-        const cell = hostile[i]!.includes('"') ? `"'${hostile[i]!.replace(/"/g, '""')}"` : `'${hostile[i]}`;
-        expect(byId.get(id)?.startsWith(`${id},${cell},`), byId.get(id)).toBe(true);
-      }
-      // The durations, plain numbers, are left as they are.
-      expect([...byId.values()].every((l) => /,\d+$/.test(l))).toBe(true);
+      const text = await res.text();
+      // Read back by an independent reader: the cells neutralised at their start and after a ; or a tab.
+      const byId = new Map(parseCsvWithPython(text).slice(1).map((cells) => [cells[0]!, cells]));
+      const neutralised = ['\'-1+HYPERLINK("http://evil.example/")', "'-2+3+cmd|' /C calc'!A0", "'@SUM(A1)", "x;'=cmd|' /C calc'!A0", "a\t'=1+1"];
+      for (const [i, id] of ids.entries()) expect(byId.get(id)?.slice(0, 2)).toEqual([id, neutralised[i]]);
+      // The durations, plain numbers, are left as they are (not quoted).
+      expect(text.trimEnd().split('\r\n').slice(1).every((l) => /,\d+$/.test(l))).toBe(true);
+      // As a spreadsheet splitting on `;` or a tab reads it, no cell starts a formula.
+      for (const delimiter of [';', '\t']) expect(parseCsvWithPython(text, delimiter).flat().filter((c) => /^[=+\-@]/.test(c)), delimiter).toEqual([]);
     } finally {
       await rename(`${file}.orig`, file);
     }

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCli, waitFor } from '../helpers/cli.js';
+import { parseCsvWithPython } from '../helpers/python-csv.js';
 import { readParquetDataset } from '../helpers/read-store.js';
 import { D, day, FROM, HOLE, makeFixture, PARTIAL_DAY, startDashboardCli, type Fixture, type RunningDashboard } from './fixture.js';
 
@@ -182,10 +183,10 @@ describe('the dashboard in a browser', () => {
     expect(await firstIds()).toEqual(sorted.slice(25, 50));
 
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=csv-download]')]);
-    const csv = (await readFile((await download.path())!, 'utf8')).trimEnd().split('\r\n');
-    expect(csv[0]).toBe('id,started,recording');
-    expect(csv.slice(1).map((l) => l.split(',')[0])).toEqual(sorted);
-    expect(csv.slice(1).every((l) => /^[^,]+,\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z,true$/.test(l))).toBe(true);
+    const csv = parseCsvWithPython(await readFile((await download.path())!, 'utf8'));
+    expect(csv[0]).toEqual(['id', 'started', 'recording']);
+    expect(csv.slice(1).map((l) => l[0])).toEqual(sorted);
+    expect(csv.slice(1).every((l) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/.test(l[1]!) && l[2] === 'true')).toBe(true);
 
     // A mistake in the filter: the reason on the page (and Chromium's own note of the 400 in the console, the only one allowed).
     const errorsBefore = consoleErrors.length;

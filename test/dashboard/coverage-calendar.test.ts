@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { coverageCalendar, dataDirArgument } from '../../src/dashboard/coverage-calendar.js';
+import { coverageCalendar } from '../../src/dashboard/coverage-calendar.js';
 import { holes } from '../../src/time/intervals.js';
 import { partialDays } from '../../src/time/partial-days.js';
 
@@ -48,7 +48,7 @@ describe('coverageCalendar', () => {
       ]),
       new Map([['2026-03-01', 40], ['2026-03-03', 7]]),
       NOW,
-      { dataDirArg: dataDirArgument('/srv/my data') },
+      { target: { dataDir: '/srv/my data', config: null } },
     );
     expect(cal.days.map((d) => [d.date, d.state, d.sessions])).toEqual([
       ['2026-03-01', 'covered', 40],

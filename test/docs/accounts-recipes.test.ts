@@ -1,35 +1,25 @@
 /**
  * The readers' recipes of docs/accounts.md, run as written (the data directory's path swapped in) on
- * a many-account dataset a real backfill wrote: DuckDB always, the Python ones (Polars, pyarrow,
- * pandas) where this machine has the library (each says so when it is skipped).
+ * a many-account dataset a real backfill wrote, with a session without a start time added by the
+ * store (the null-date partition, on which an untyped pandas read fails): DuckDB, and the Python
+ * ones (Polars, pyarrow, pandas; required under CI, which installs them). Each prints every account
+ * with its number of sessions on one line, and types `date` and `agent_group_id` as data.md's do.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { REPO_ROOT, runCli } from '../helpers/cli.js';
+import { runCli } from '../helpers/cli.js';
+import { addSessionWithoutStart, PYTHON_READERS, pythonHas, recipes as recipesOf, runPythonRecipe, TYPES_PROBE } from './recipes.js';
 
 const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 5 * D;
 const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 const DOC_PATH = '/var/lib/session-etl';
-
-/** The code block after each `<!-- recipe:NAME -->` marker. */
-function recipes(): Map<string, string> {
-  const text = readFileSync(join(REPO_ROOT, 'docs', 'accounts.md'), 'utf8');
-  const out = new Map<string, string>();
-  for (const m of text.matchAll(/<!-- recipe:(\w+) -->\n```\w*\n([\s\S]*?)```/g)) out.set(m[1]!, m[2]!);
-  return out;
-}
-
-function pythonHas(module: string): boolean {
-  return spawnSync('python3', ['-c', `import ${module}`], { stdio: 'ignore' }).status === 0;
-}
+const recipes = () => recipesOf('accounts.md');
 
 let emu: Emulator;
 let root: string;
@@ -47,6 +37,7 @@ beforeAll(async () => {
   const env = Object.fromEntries(accounts.map((a) => [`K_${a.name.toUpperCase()}`, a.apiKey]));
   const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + 3 * D), '--json', '--log-level', 'error'], env);
   expect(r.code).toBe(0);
+  await addSessionWithoutStart(data, { start: FROM, end: FROM + D }, 'acme');
   const st = JSON.parse((await runCli(['status', '--config', config, '--json'], env)).stdout) as { accounts: Array<{ account: string; status: { rows: number } }> };
   expected = new Map(st.accounts.map((a) => [a.account, a.status.rows]));
   expect([...expected.values()].every((n) => n > 0)).toBe(true);
@@ -74,13 +65,11 @@ describe('docs/accounts.md: reading a many-account dataset', () => {
     }
   });
 
-  for (const [name, module] of [['polars', 'polars'], ['pyarrow', 'pyarrow'], ['pandas', 'pandas, pyarrow']] as const) {
-    const available = pythonHas(module);
-    if (!available) process.stderr.write(`test/docs/accounts-recipes.test.ts: skipping the ${name} recipe (python3 cannot import ${module} on this machine)\n`);
-    it.skipIf(!available)(`${name}: every account with its number of sessions`, () => {
-      const code = recipes().get(name)!.replaceAll(DOC_PATH, data);
-      const out = execFileSync('python3', ['-c', code], { encoding: 'utf8' });
-      for (const [account, n] of expected) expect(out).toMatch(new RegExp(`${account}\\b[^\\n]*\\b${n}\\b`));
+  for (const [name, modules] of PYTHON_READERS) {
+    it.skipIf(!pythonHas(modules, 'test/docs/accounts-recipes.test.ts'))(`${name}: every account with its number of sessions, typed`, () => {
+      const out = runPythonRecipe(name, recipes().get(name)!.replaceAll(DOC_PATH, data));
+      for (const [account, n] of expected) expect(out, `${account}: ${n}`).toMatch(new RegExp(`^\\W*${account}\\W+${n}\\W*$`, 'm'));
+      expect(out).toContain(TYPES_PROBE[name]!.expected);
     });
   }
 });

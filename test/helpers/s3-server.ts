@@ -26,6 +26,10 @@ export interface S3TestServer {
   start(): Promise<void>;
   /** Stop after this many more successful PUTs of day files (a store going away mid-run). */
   stopAfterPuts(n: number): void;
+  /** Answer 403 AccessDenied (not retried) to the PUTs `match` selects by path and body (one writer's lock refreshes, say) until called again. */
+  refusePuts(match: ((path: string, body: string) => boolean) | undefined): void;
+  /** Answer the PUTs of day files with 400 InvalidArgument quoting the request's session token (a store that echoes it), until called with false. */
+  echoSessionToken(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -40,6 +44,8 @@ export async function startS3(o: { buckets?: string[]; conditionalWrites?: boole
   const requests: S3TestServer['requests'] = [];
   let slow = 0;
   let putsLeft = Infinity;
+  let refuse: ((path: string, body: string) => boolean) | undefined;
+  let echo = false;
   let server: Server | undefined;
   let port = 0;
   const locks = new Map<string, Promise<void>>();
@@ -87,6 +93,14 @@ export async function startS3(o: { buckets?: string[]; conditionalWrites?: boole
       requests.push({ method: req.method!, path: req.url!, status: 503 });
       return s3Error(res, 503, 'SlowDown', 'Please reduce your request rate.');
     }
+    if (refuse && req.method === 'PUT' && refuse(req.url!, body.toString('latin1'))) {
+      requests.push({ method: req.method, path: req.url!, status: 403 });
+      return s3Error(res, 403, 'AccessDenied', 'Access Denied');
+    }
+    if (echo && req.method === 'PUT' && /\/date(=|%3D)/i.test(req.url!)) {
+      requests.push({ method: req.method, path: req.url!, status: 400 });
+      return s3Error(res, 400, 'InvalidArgument', `Bad token ${String(req.headers['x-amz-security-token'] ?? '')} for this request`);
+    }
     const ifNone = req.headers['if-none-match'];
     const ifMatch = req.headers['if-match'];
     if (conditional && req.method === 'PUT' && (ifNone !== undefined || ifMatch !== undefined)) {
@@ -124,6 +138,12 @@ export async function startS3(o: { buckets?: string[]; conditionalWrites?: boole
     },
     stopAfterPuts(n) {
       putsLeft = n;
+    },
+    echoSessionToken(on) {
+      echo = on;
+    },
+    refusePuts(match) {
+      refuse = match;
     },
     async start() {
       server = createServer((req, res) => void handle(req, res));

@@ -1,6 +1,6 @@
 /** `export`/`backfill --metrics-file`: the textfile-collector exposition written after a cron run. */
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,6 +83,13 @@ describe('--metrics-file (textfile collector)', () => {
     expect(value(text, 'session_etl_runs_total', { command: 'export', outcome: 'failed' })).toBe(1);
     expect(value(text, 'session_etl_last_run_failed')).toBe(1);
     expect(value(text, 'session_etl_checkpoint_timestamp_seconds')).toBeNaN();
+  });
+
+  it('is readable by node_exporter (another user): mode 0644 exactly, whatever the umask (the CLI\'s is 027)', async () => {
+    const file = join(dir, 'mode.prom');
+    const r = await runCli(['export', '--metrics-file', file, '--no-progress'], env(join(dir, 'empty-mode')));
+    expect(r.code).toBe(2);
+    expect((await stat(file)).mode & 0o777).toBe(0o644);
   });
 
   it('a path whose directory does not exist exits 2 before the run', async () => {

@@ -110,12 +110,12 @@ describe('the payload', () => {
     expect(p.text).toMatch(/^session-etl export FAILED on etl-1 \(data \/data\): HTTP 401/);
   });
 
-  it("text escapes Slack's control characters, so a server's error cannot ping a channel or make a link", () => {
+  it("text and error escape Slack's control characters, so a server's error cannot ping a channel or make a link", () => {
     const error = new Error('HTTP 500: <!channel> see <https://evil.example|the docs> & retry');
     const p = buildPayload('run_failed', end({ exitCode: 1, summary: undefined, error }), { maxLagSeconds: 26 * H, host: 'etl-1' });
     expect(p.text).toContain('HTTP 500: &lt;!channel&gt; see &lt;https://evil.example|the docs&gt; &amp; retry');
     expect(p.text).not.toMatch(/[<>]/);
-    expect(p.error).toContain('<!channel>');
+    expect(p.error).toContain('HTTP 500: &lt;!channel&gt; see &lt;https://evil.example|the docs&gt; &amp; retry');
   });
 
   it('lag and recovery texts name the lag, the limit and the checkpoint', () => {

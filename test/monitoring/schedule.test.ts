@@ -196,6 +196,16 @@ describe('schedule --http-port (real processes, emulator, Prometheus)', () => {
       s.kill('SIGTERM');
       const r = await s.result;
       expect(r.code, r.stderr).toBe(0);
+      // Logged as interrupted (a warning saying what was committed and that the next run continues), never as a failure.
+      const logs = r.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string; detail?: string });
+      expect(logs.filter((l) => l.msg === 'job failed' || l.level >= 50)).toEqual([]);
+      const stopped = logs.find((l) => l.msg === 'job interrupted');
+      expect(stopped?.level).toBe(40);
+      expect(stopped?.detail).toMatch(/^export \S+ stopped: \d+ windows not started; data up to \S+ is committed; the next run continues from there$/);
+      // Its summary is printed, on stdout, as a finished run's is.
+      expect(r.stdout).toMatch(/^export \S+: interrupted\n {2}range/m);
+      expect(r.stdout).toMatch(/^ {2}windows {8}\d+ of \d+ done, \d+ not started$/m);
+      expect(r.stdout).toMatch(/^ {2}checkpoint {5}\d{4}-/m);
     } finally {
       emu.setFaults({});
     }

@@ -63,10 +63,11 @@ describe('a connection that fails says where and why', () => {
     expect(message).toContain(`ECONNREFUSED: connection refused to 127.0.0.1:${port} and [::1]:${port}`);
   });
 
-  it('a port fetch never connects to (6000, X11) says so instead of "fetch failed"', async () => {
+  it('a port fetch never connects to (6000, X11) says so instead of "fetch failed", and names where the URL is set', async () => {
     expect(await failureOf('http://127.0.0.1:6000/graphql')).toBe(
-      'connection to the reporting endpoint http://127.0.0.1:6000/graphql failed: port 6000 is one fetch never connects to ' +
-        '(blocked as unsafe by the Fetch standard, like 1, 6000 or 10080): use another port',
+      'cannot connect to the reporting endpoint http://127.0.0.1:6000/graphql: port 6000 is one fetch never connects to ' +
+        '(blocked as unsafe by the Fetch standard, like 1, 6000 or 10080): use another port; nothing has answered at that address ' +
+        'in this run, so it is not retried: check REPORTING_URL (or reportingUrl in the configuration)',
     );
   });
 });

@@ -119,7 +119,7 @@ describe('first-use failures say what is wrong and what to do', () => {
     expect(r.stderr).toMatch(/running it again will not help until that is fixed/);
   });
 
-  it('connection refused names the URL and says "connection refused"', async () => {
+  it('connection refused names the URL and says "connection refused" (the first connection: exit 2, a setting)', async () => {
     const gone = await server(() => {});
     const port = new URL(gone.url).port;
     await new Promise<void>((resolve) => servers.pop()!.close(() => resolve()));
@@ -128,8 +128,8 @@ describe('first-use failures say what is wrong and what to do', () => {
       REPORTING_API_KEY: KEY,
       SESSION_ETL_DATA_DIR: await tempDir(),
     });
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`connection to the reporting endpoint http://127.0.0.1:${port}/graphql failed: ECONNREFUSED: connection refused`);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`cannot connect to the reporting endpoint http://127.0.0.1:${port}/graphql: ECONNREFUSED: connection refused`);
   });
 
   it('a REPORTING_URL without http:// exits 2 saying what a valid one looks like', async () => {

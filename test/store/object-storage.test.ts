@@ -104,12 +104,16 @@ describe('the dataset in a bucket', () => {
     expect(b.code).toBe(0);
     const summary = JSON.parse(b.stdout) as { files: { parquet: string }; checkpoint: string };
     expect(summary.files.parquet).toBe(url);
-    // The dataset is in the bucket, with the layout of parquet/sessions/; the state under _session_etl/; no lock left.
+    // The dataset is in the bucket, with the layout of parquet/sessions/, and nothing else under its prefix;
+    // the state beside it (sessions/_session_etl/continue/) as data; no lock left.
     const keys = [...(await objects('lake', 'sessions/continue/')).keys()];
     // The four days, and the day of TO for the sessions that start exactly at its midnight (closed windows).
     expect(keys.filter((k) => k.includes('/date=')).length).toBeGreaterThanOrEqual(4);
-    expect(keys).toContain('sessions/continue/_session_etl/state.duckdb');
-    expect(keys.some((k) => k.endsWith('lock.json'))).toBe(false);
+    expect(keys.filter((k) => !/^sessions\/continue\/date=[^/]+\/part-0\.parquet$/.test(k))).toEqual([]);
+    const state = [...(await objects('lake', 'sessions/_session_etl/continue/')).keys()];
+    expect(state).toContain('sessions/_session_etl/continue/state/manifest.json');
+    expect(state.some((k) => /^sessions\/_session_etl\/continue\/state\/\d+-[0-9a-f]{16}\/_coverage\.parquet$/.test(k))).toBe(true);
+    expect(state.some((k) => k.endsWith('.duckdb') || k.endsWith('lock.json'))).toBe(false);
     expect(idsIn(await datasetRows('lake', 'sessions/continue', join(root, 'read')))).toEqual(truth());
     expect(existsSync(join(first, 'parquet'))).toBe(false);
     expect(await everything(b, first)).not.toContain(SESSION_TOKEN);
@@ -287,7 +291,12 @@ describe('the dataset in a bucket', () => {
     for (const i of [0, 1, 2]) await run(i, 3, 'night2');
     const keys = [...(await objects('lake', 'sharded/')).keys()];
     expect(keys.filter((k) => /-of-2/.test(k))).toEqual([]);
-    expect(keys.filter((k) => k.endsWith('state.duckdb')).every((k) => /shards\/\d-of-3\/state\.duckdb$/.test(k))).toBe(true);
+    // The state beside the prefix: only the three shards' (a shard that holds no account keeps none).
+    const state = [...(await objects('lake', '_session_etl/sharded/')).keys()];
+    expect(state.filter((k) => /-of-2/.test(k))).toEqual([]);
+    const manifests = state.filter((k) => k.endsWith('manifest.json'));
+    expect(manifests.length).toBeGreaterThan(0);
+    expect(manifests.every((k) => /^_session_etl\/sharded\/shards\/\d-of-3\/state\/manifest\.json$/.test(k))).toBe(true);
     const dir = join(root, 'read');
     await datasetRows('lake', 'sharded', dir);
     const inst = await DuckDBInstance.create(':memory:');

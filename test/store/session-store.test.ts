@@ -40,6 +40,15 @@ async function open(dataDir: string, format: OutputFormat, logger = captureLogge
   return SessionStore.open({ dataDir, format, logger });
 }
 
+/**
+ * A store whose background merges always wait for a whole row group: a merge takes committed rows
+ * early only when they come slowly (4 s without a row group's worth, as a loaded machine's commits
+ * of 60,000 sessions can), and these tests are about what a merge of whole row groups does.
+ */
+async function openWaitingForRowGroups(dataDir: string) {
+  return SessionStore.open({ dataDir, format: 'duckdb', logger: captureLogger(), alignedWaitMs: 3_600_000 });
+}
+
 describe.each<OutputFormat>(['duckdb', 'both', 'parquet'])('SessionStore, format %s', (format) => {
   it('commits windows with their coverage, merges to one row per session, and counts new and updated', async () => {
     const dir = await tempDir();
@@ -104,9 +113,9 @@ describe.each<OutputFormat>(['duckdb', 'both', 'parquet'])('SessionStore, format
 describe('SessionStore background work', () => {
   it('a background merge appends whole row groups: it cuts a pending file in two, and every row lands once', async () => {
     const dir = await tempDir();
-    const store = await open(dir, 'duckdb');
+    const store = await openWaitingForRowGroups(dir);
     await store.beginRunCounts();
-    // Three windows of 60,000 sessions each, committed in quick succession: 180,000 rows, and
+    // Three windows of 60,000 sessions each: 180,000 rows, and
     // DuckDB's row group holds 122,880, so the first merge takes two files and 2,880 rows of the third.
     const windows = [0, 1, 2].map((w) => {
       const start = DAY1 + w * D;
@@ -135,7 +144,7 @@ describe('SessionStore background work', () => {
 
   it('a background merge leaves out the older copy of a session two windows returned, and still writes whole row groups straight to the file', async () => {
     const dir = await tempDir();
-    const store = await open(dir, 'duckdb');
+    const store = await openWaitingForRowGroups(dir);
     await store.beginRunCounts();
     // As the vendor's closed windows do, the second window returns again the 40 sessions that
     // started on the boundary, fetched later (a newer extracted_at: that version wins).

@@ -25,6 +25,15 @@ describe('redact hides every form of a registered secret', () => {
     ['base64url', Buffer.from(KEY).toString('base64url')],
     ['base64 inside Basic credentials', Buffer.from(`client-id:${KEY}`).toString('base64')],
     ['base64 at another offset', Buffer.from(`ab${KEY}xyz`).toString('base64')],
+    ['hex', Buffer.from(KEY).toString('hex')],
+    ['hex in upper case', Buffer.from(KEY).toString('hex').toUpperCase()],
+    ['hex byte escapes (\\xNN)', [...Buffer.from(KEY)].map((b) => `\\x${b.toString(16)}`).join('')],
+    ['every byte URL-encoded (%NN)', [...Buffer.from(KEY)].map((b) => `%${b.toString(16).toUpperCase()}`).join('')],
+    ['every character JSON-escaped (\\u00NN)', [...KEY].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')],
+    ['decimal HTML entities', [...KEY].map((c) => `&#${c.charCodeAt(0)};`).join('')],
+    ['hex HTML entities', [...KEY].map((c) => `&#x${c.charCodeAt(0).toString(16)};`).join('')],
+    ['hex HTML entities in upper case', [...KEY].map((c) => `&#X${c.charCodeAt(0).toString(16).toUpperCase()};`).join('')],
+    ['HTML entities for the punctuation only', KEY.replace(/[^A-Za-z0-9]/g, (c) => `&#${c.charCodeAt(0)};`)],
   ])('%s', (_what, form) => {
     const out = redact(`the server said: ${form} (end)`);
     expect(out).toContain('[REDACTED]');
@@ -32,6 +41,15 @@ describe('redact hides every form of a registered secret', () => {
     // No recognisable piece of the key either.
     expect(out).not.toContain(KEY.slice(4, 16));
     expect(out.toLowerCase()).not.toContain(KEY.slice(4, 16).toLowerCase());
+  });
+
+  it('named HTML entities: a secret holding & < > " \' as an HTML page escapes them', () => {
+    const r = createRedactor();
+    const secret = `k&y<9>"Zq'w2Xz7Lm`;
+    r.register(secret);
+    for (const form of [`k&amp;y&lt;9&gt;&quot;Zq&#39;w2Xz7Lm`, `k&amp;y&lt;9&gt;&quot;Zq&apos;w2Xz7Lm`, `K&AMP;Y&LT;9&GT;&QUOT;ZQ&#39;W2XZ7LM`]) {
+      expect(r.redact(`<p>${form}</p>`), form).toBe('<p>[REDACTED]</p>');
+    }
   });
 
   it('hides the user:password part of any URL', () => {

@@ -170,7 +170,7 @@ async function bucketSource<S extends { stateDir: string; parquetRoot: string }>
     await mirrorDataset(location, join(cache, 'dataset'));
     if (here) return;
     await mkdir(stateDir, { recursive: true, mode: 0o750 });
-    for (const name of ['state.duckdb', 'state.json']) {
+    for (const name of ['state.duckdb', 'state.json'] as const) {
       const tmp = join(stateDir, `.${name}.part`);
       if (await copyBucketState(location, store, name, tmp)) await rename(tmp, join(stateDir, name));
     }

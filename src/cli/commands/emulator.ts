@@ -302,12 +302,13 @@ function instant(flag: string, text: string): number {
   }
 }
 
-/** Resolves at the first SIGINT or SIGTERM (and stops listening for the other). */
+/** Resolves at the first SIGINT or SIGTERM (and stops listening for the other), saying so on stderr. */
 function untilSignal(): Promise<void> {
   return new Promise((resolve) => {
-    const done = (): void => {
+    const done = (signal: NodeJS.Signals): void => {
       process.off('SIGINT', done);
       process.off('SIGTERM', done);
+      process.stderr.write(`emulator stopping (${signal})\n`);
       resolve();
     };
     process.once('SIGINT', done);

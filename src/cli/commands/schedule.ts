@@ -119,8 +119,9 @@ export function register(program: Command): void {
         await monitor?.onRunEnd(job, r, parts);
         if (r.summary && flags.json) process.stdout.write(JSON.stringify(r.summary) + '\n');
         else if (r.summary) process.stdout.write(formatSummary(r.summary));
-        const s = (r.error as { summary?: unknown } | undefined)?.summary;
-        if (s && flags.json) process.stdout.write(JSON.stringify(s) + '\n');
+        // A failed or interrupted run's summary (its error carries it) is printed as a finished one's.
+        const s = (r.error as { summary?: RunSummary } | undefined)?.summary;
+        if (s) process.stdout.write(flags.json ? JSON.stringify(s) + '\n' : formatSummary(s));
         if (!notify) return;
         // A stop (SIGINT/SIGTERM) lets the posts in flight go on for the grace period, then aborts them.
         const stopSignal = abort.signal;

@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { loadConfig } from '../../config/load.js';
 import { UsageError } from '../usage-error.js';
+import { outputStillRead } from '../epipe.js';
 import { chosenAccounts } from '../account-options.js';
-import { csvRecord } from '../../util/csv-cell.js';
+import { sessionsCsv } from '../../util/csv-cell.js';
 import { oneLine } from '../../util/terminal-text.js';
 import { didYouMean } from '../../util/did-you-mean.js';
 import { displayWidth, padToWidth, truncateToWidth } from '../display-width.js';
@@ -140,7 +141,7 @@ export function register(program: Command): void {
       if (!useDuck && !existsSync(parquetDir)) throw new UsageError(`no sessions in ${config.dataDir}: run a backfill or export first`);
       let db;
       try {
-        db = useDuck ? await openDb(dbFile, { readOnly: true }) : await openDb(':memory:');
+        db = useDuck ? await openDb(dbFile, { readOnly: true, allowedDirectories: [config.dataDir, parquetDir] }) : await openDb(':memory:', { allowedDirectories: [parquetDir] });
       } catch (err) {
         // A run holds the DuckDB file (DuckDB lets no other process open it meanwhile).
         if (!/Could not set lock|Conflicting lock/i.test(String((err as Error)?.message))) throw err;
@@ -155,7 +156,7 @@ export function register(program: Command): void {
         }
         process.stderr.write(`note: ${held}; reading the Parquet dataset instead (as of its last rewrite during the run)\n`);
         useDuck = false;
-        db = await openDb(':memory:');
+        db = await openDb(':memory:', { allowedDirectories: [parquetDir] });
       }
       const source = useDuck ? { table: 'sessions', ...filter } : { parquetGlob: join(parquetDir, '**', '*.parquet'), ...filter };
       if (everything) {
@@ -191,14 +192,16 @@ export function register(program: Command): void {
         out.write(JSON.stringify(body, null, 2) + '\n');
       } else if (format === 'ndjson') {
         for (const item of page.items) out.write(JSON.stringify(item) + '\n');
-        noteCut(page);
+        if (await outputStillRead(out)) noteCut(page);
       } else {
         const rows = page.items.map((i) => flattenView(i));
         const cols = asked ?? leafPaths(list);
         if (format === 'csv') {
-          // Values as the interface defines them (times in epoch seconds), like json and ndjson.
-          writeCsv(out, cols, rows, true);
-          noteCut(page);
+          // The dialect the dashboard's download has too (util/csv-cell.ts).
+          const csv = csvOf(list, cols);
+          out.write(csv.header);
+          for (const r of rows) out.write(csv.row(cols.map((c) => r[c])));
+          if (await outputStillRead(out)) noteCut(page);
         } else if (page.total === 0) {
           out.write(`no sessions match${whyNone(req)}\n`);
         } else {
@@ -231,7 +234,8 @@ async function writeEveryMatch(
   const { shapeRecord } = await import('../../list/list-request.js');
   const out = process.stdout;
   const cols = asked ?? leafPaths(list);
-  if (format === 'csv') writeCsv(out, cols, [], true);
+  const csv = csvOf(list, cols);
+  if (format === 'csv') out.write(csv.header);
   const compiled = list.compileToSql(req, source);
   const offset = req.paging.kind === 'offset' ? req.paging.offset : 0;
   const result = await conn.stream(compiled.sql, [...(compiled.params as DuckDBValue[]), Number.MAX_SAFE_INTEGER, offset]);
@@ -240,8 +244,10 @@ async function writeEveryMatch(
       // As queryDuckDb shapes its records: BIGINT as a number, absent as null.
       const view = shapeRecord(compiled.leaves, (leaf) => (typeof row[leaf.path] === 'bigint' ? Number(row[leaf.path]) : (row[leaf.path] ?? null)));
       const item = asked ? inOrder(view, asked) : view;
-      if (format === 'csv') writeCsv(out, cols, [flattenView(item)], false);
-      else out.write(JSON.stringify(item) + '\n');
+      if (format === 'csv') {
+        const r = flattenView(item);
+        out.write(csv.row(cols.map((c) => r[c])));
+      } else out.write(JSON.stringify(item) + '\n');
     }
     if (out.destroyed) return;
     if (out.writableNeedDrain) {
@@ -258,10 +264,9 @@ async function writeEveryMatch(
   }
 }
 
-function writeCsv(out: NodeJS.WritableStream, cols: string[], rows: Record<string, unknown>[], header: boolean): void {
-  // No cell a spreadsheet would run as a formula (util/csv-cell.ts).
-  if (header) out.write(csvRecord(cols) + '\n');
-  for (const r of rows) out.write(csvRecord(cols.map((c) => r[c])) + '\n');
+/** The CSV writer of `cols`: one dialect with the dashboard's download (CRLF, text quoted, times in ISO 8601 UTC, no formula a spreadsheet would run). */
+function csvOf(list: ListModule, cols: string[]): ReturnType<typeof sessionsCsv> {
+  return sessionsCsv(cols, cols.map((c) => list.resolveField(c)?.kind === 'epoch'));
 }
 
 /** On stderr, when a page of CSV or NDJSON (--page-size, --page/--size) left matches out: a file's reader would not know. */

@@ -12,6 +12,7 @@ import { addAccountSelection, chosenAccounts, type AccountFlags } from '../accou
 import { oneLine } from '../../util/terminal-text.js';
 import { addVolumeOptions, volumeConfigFlags, volumeRuleOf, type VolumeFlags } from '../volume-options.js';
 import { describeVerification } from '../verify-report.js';
+import { suggestedCommand } from '../../util/suggested-command.js';
 
 export function register(program: Command): void {
   addVolumeOptions(addAccountSelection(program
@@ -63,7 +64,7 @@ const DEMO_DIR = join('data', 'demo');
 function refuseMissingDataDir(dir: string, isDefault: boolean): void {
   if (!existsSync(dir)) throw new UsageError(`no such directory: ${dir} (the data directory): check --data-dir or SESSION_ETL_DATA_DIR`);
   if (isDefault && !holdsStore(dir) && existsSync(join(DEMO_DIR, DEMO_MARKER))) {
-    throw new UsageError(`nothing exported in ${dir}; the demo wrote ${DEMO_DIR}: session-etl status --data-dir ${DEMO_DIR}`);
+    throw new UsageError(`nothing exported in ${dir}; the demo wrote ${DEMO_DIR}: ${suggestedCommand('status', [], { dataDir: DEMO_DIR })}`);
   }
 }
 
@@ -88,7 +89,7 @@ function describeBackfills(b: StoreStatus['unfinishedBackfills']): string {
 function describeAnomalies(s: StoreStatus): string {
   if (!s.volumeAnomalies.length) return 'no anomalies';
   const days = s.volumeAnomalies.map((a) => `${a.date} (${a.sessions} sessions, expected about ${a.expected})`);
-  return `${days.length} anomal${days.length === 1 ? 'y' : 'ies'}: ${days.join(', ')}; compare each with the source: session-etl verify --from DAY --to NEXT-DAY`;
+  return `${days.length} anomal${days.length === 1 ? 'y' : 'ies'}: ${days.join(', ')}; compare each with the source: ${suggestedCommand('verify', ['--from', 'DAY', '--to', 'NEXT-DAY'], { dataDir: s.dataDir })}`;
 }
 
 function human(bytes: number): string {

@@ -16,6 +16,7 @@ interface VerifyFlags extends CommonFlags, AccountFlags {
   sample?: string;
   repair?: boolean;
   deleteMissing?: boolean;
+  maxDelete?: string;
 }
 
 export function register(program: Command): void {
@@ -28,7 +29,8 @@ export function register(program: Command): void {
         .requiredOption('--to <time>', 'range end (exclusive), same forms; clamped to now - settle')
         .option('--sample <n>', 'verify only N random days of the range')
         .option('--repair', 'make the store equal the source: commit what is missing or changed, as a backfill would')
-        .option('--delete-missing', 'with --repair: also remove the sessions the source no longer returns'),
+        .option('--delete-missing', 'with --repair: also remove the sessions the source no longer returns (refused on a day the source answered nothing for, on answers that look capped, or beyond 5 % of a day: exit 5)')
+        .option('--max-delete <n>', 'with --delete-missing: remove up to N sessions in all whatever those checks say (more than N: none)'),
     ),
   ).action(async (flags: VerifyFlags) => {
     const from = instant(flags.from, '--from');
@@ -43,7 +45,20 @@ export function register(program: Command): void {
     if (flags.deleteMissing && !flags.repair) {
       throw new UsageError('--delete-missing goes with --repair: sessions the source no longer returns are removed only while repairing, and only when asked');
     }
-    const own = { from, to, ...(sample !== undefined ? { sample } : {}), ...(flags.repair ? { repair: true } : {}), ...(flags.deleteMissing ? { deleteMissing: true } : {}) };
+    let maxDelete: number | undefined;
+    if (flags.maxDelete !== undefined) {
+      if (!/^\d+$/.test(flags.maxDelete.trim())) throw new UsageError(`--max-delete must be a whole number of sessions (0 or more), got ${JSON.stringify(flags.maxDelete)}`);
+      if (!flags.deleteMissing) throw new UsageError('--max-delete goes with --repair --delete-missing: it allows that many removals of sessions the source no longer returns');
+      maxDelete = Number(flags.maxDelete);
+    }
+    const own = {
+      from,
+      to,
+      ...(sample !== undefined ? { sample } : {}),
+      ...(flags.repair ? { repair: true } : {}),
+      ...(flags.deleteMissing ? { deleteMissing: true } : {}),
+      ...(maxDelete !== undefined ? { maxDelete } : {}),
+    };
     const loaded = configFromFlags(flags);
     const accounts = chosenAccounts(loaded, flags);
     if (accounts) {

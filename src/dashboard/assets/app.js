@@ -199,15 +199,26 @@ function drawTimeline(runs) {
   $('timeline-to').textContent = iso(new Date(max).toISOString());
 }
 
+/**
+ * What a failed verify leaves, in words: a verify compares the store with the source and changes it
+ * only with --repair, so there are no committed windows to continue from.
+ */
+function afterVerify(r) {
+  return /^the store differs from the source/.test(r.error)
+    ? `It fetched ${count(r.windows, 'window')} and compared them: the store differs from the source on the days the error names. Run the command it gives to make the store equal the source.`
+    : `It stopped after ${count(r.windows, 'window')}, before it finished comparing: run the same verify again (a verify changes the store only with --repair).`;
+}
+
 function drawRuns(runs, running) {
   drawTimeline(runs);
-  const longest = Math.max(1, ...runs.map((r) => r.durationMs || 0));
   $('runs').replaceChildren(
     ...(runs.length ? runs : []).map((r) => {
       const range = r.rangeFrom ? `${iso(r.rangeFrom)} – ${iso(r.rangeTo)}` : '';
-      const bar = el('div', { class: 'bar small' }, el('div', { class: `bar-fill ${r.outcome}` }));
-      bar.firstChild.style.width = `${Math.max(1, (100 * (r.durationMs || 0)) / longest)}%`;
       const live = r.outcome === 'running' && running && running.runId === r.runId ? running : null;
+      // The run's progress: the live one's windows done of its total; a run that ended is done (its
+      // colour says how), whatever it took: a duration against the longest run read as progress.
+      const bar = el('div', { class: 'bar small', dataTestid: 'run-bar' }, el('div', { class: `bar-fill ${r.outcome}` }));
+      bar.firstChild.style.width = r.outcome !== 'running' ? '100%' : live && live.windowsTotal ? `${(100 * live.windowsDone) / live.windowsTotal}%` : '0%';
       const num = (v) => (v === null || v === undefined ? '?' : fmt.format(v));
       // A run going now records its figures at its end: show its progress instead of zeros.
       const figures = live
@@ -235,12 +246,7 @@ function drawRuns(runs, running) {
       );
       if (r.error) {
         row.append(el('div', { class: 'error', text: `Error: ${r.error}` }));
-        row.append(
-          el('div', {
-            class: 'muted',
-            text: `Committed before it stopped: ${count(r.windows, 'window')}, ${count(r.sessionsWritten, 'session')}, ${count(r.partitionsWritten, 'partition')}; the next run continues from there.`,
-          }),
-        );
+        row.append(el('div', { class: 'muted', dataTestid: 'run-after', text: r.kind === 'verify' ? afterVerify(r) : `Committed before it stopped: ${count(r.windows, 'window')}, ${count(r.sessionsWritten, 'session')}, ${count(r.partitionsWritten, 'partition')}; the next run continues from there.` }));
       }
       return row;
     }),

@@ -8,3 +8,4 @@ export { InvalidResponseError } from './invalid-response-error.js';
 export { RecordValidationError } from './record-validation-error.js';
 export { RedirectError } from './redirect-error.js';
 export { BodyTooLargeError } from './body-too-large-error.js';
+export { EndpointUnreachableError } from './endpoint-unreachable-error.js';

@@ -11,6 +11,8 @@ export abstract class ReportingError extends Error {
   abstract readonly kind: string;
   /** The request will fail the same way until a setting is fixed (the key, the URL): retrying later will not help. */
   readonly needsSettingFixed: boolean = false;
+  /** Attempts the client made before it gave up with this error (set by the client as it throws it). */
+  attempts?: number;
   constructor(message: string, options?: { cause?: unknown }) {
     super(redact(message), options);
   }

@@ -3,12 +3,13 @@
  * dashboard): DuckDB cannot read s3:// here (its httpfs extension is a download session-etl never
  * makes), so the dataset is mirrored into a local cache — only the objects that changed since the
  * last mirror (by ETag and size), the ones gone removed — and read there. The state a run keeps in
- * the bucket (format parquet) is read from a copy the same way.
+ * the bucket (format parquet) is read from a DuckDB file made here from its rows (bucket-state.ts).
  */
 import { mkdir, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { unguessable } from '../../util/temp-file.js';
-import { BUCKET_STATE_DIR, keyOf, type DatasetLocation } from './location.js';
+import { findRemoteState, LegacyBucketStateError, legacyStateFolder, loadRemoteState, stateFolder } from './bucket-state.js';
+import type { DatasetLocation } from './location.js';
 import { s3ClientFor } from './s3-client.js';
 import { downloadTo, listDataset } from './s3-dataset.js';
 
@@ -78,33 +79,62 @@ export async function bucketDatasetSize(l: S3Location): Promise<{ count: number;
 }
 
 /**
- * A copy of the state kept in the bucket (`_session_etl/[store/]name`), downloaded to `path`; false
- * when the bucket keeps none. `store`: '' or shards/I-of-N.
+ * A copy of the state kept in the bucket for a store (`store`: '' or shards/I-of-N) at `path`:
+ * `state.json` (the snapshot, validated as it is read), or `state.duckdb`, a DuckDB file made here
+ * from the state's rows (bucket-state.ts; never one downloaded). False when the bucket keeps none.
  */
-export async function copyBucketState(l: S3Location, store: string, name: string, path: string): Promise<boolean> {
+export async function copyBucketState(l: S3Location, store: string, name: 'state.duckdb' | 'state.json', path: string): Promise<boolean> {
   const client = await s3ClientFor(l);
   try {
-    return await downloadTo(client, l, keyOf(l, `${BUCKET_STATE_DIR}/${store ? `${store}/` : ''}${name}`), path);
+    if (name === 'state.json') {
+      for (const folder of new Set([stateFolder(l, store), legacyStateFolder(l, store)])) if (await downloadTo(client, l, `${folder}state.json`, path)) return true;
+      return false;
+    }
+    // A writer may replace the state while it is read (its older objects go once the new manifest is
+    // up): read again once when the manifest moved on.
+    for (let attempt = 0; ; attempt++) {
+      const remote = await findRemoteState(client, l, store);
+      if (remote === null) return false;
+      if (remote.kind === 'legacy') throw new LegacyBucketStateError(l, remote.key);
+      try {
+        await loadRemoteState(client, l, remote, path, dirname(path));
+        return true;
+      } catch (err) {
+        const now = attempt === 0 ? await findRemoteState(client, l, store).catch(() => null) : null;
+        if (now?.kind !== 'manifest' || now.manifest.generation === remote.manifest.generation) throw err;
+      }
+    }
   } finally {
     client.destroy();
   }
 }
 
-/** The stores whose state a bucket keeps (format parquet): the top-level one (undefined) and shards', as `_session_etl/[shards/I-of-N/]state.duckdb` say. */
+/**
+ * The stores whose state a bucket keeps (format parquet): the top-level one (undefined) and shards',
+ * as their manifests say (`…/[shards/I-of-N/]state/manifest.json`), or an earlier release's `state.duckdb`.
+ */
 export async function bucketStores(l: S3Location): Promise<Array<{ index: number; count: number } | undefined>> {
   const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
   const client = await s3ClientFor(l);
   try {
-    const prefix = keyOf(l, `${BUCKET_STATE_DIR}/`);
-    const page = await client.send(new ListObjectsV2Command({ Bucket: l.bucket, Prefix: prefix }));
-    const out: Array<{ index: number; count: number } | undefined> = [];
-    for (const o of page.Contents ?? []) {
-      const rel = o.Key!.slice(prefix.length);
-      if (rel === 'state.duckdb') out.unshift(undefined);
-      const m = /^shards\/(\d+)-of-(\d+)\/state\.duckdb$/.exec(rel);
-      if (m) out.push({ index: Number(m[1]), count: Number(m[2]) });
+    const found = new Map<string, { index: number; count: number } | undefined>();
+    for (const [prefix, file] of [
+      [stateFolder(l, ''), 'state/manifest.json'],
+      [legacyStateFolder(l, ''), 'state.duckdb'],
+    ] as const) {
+      let token: string | undefined;
+      do {
+        const page = await client.send(new ListObjectsV2Command({ Bucket: l.bucket, Prefix: prefix, ...(token ? { ContinuationToken: token } : {}) }));
+        for (const o of page.Contents ?? []) {
+          const rel = o.Key!.slice(prefix.length);
+          if (rel === file) found.set('', undefined);
+          const m = /^shards\/(\d{1,6})-of-(\d{1,6})\/(.+)$/.exec(rel);
+          if (m && m[3] === file) found.set(`${m[1]}-of-${m[2]}`, { index: Number(m[1]), count: Number(m[2]) });
+        }
+        token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (token);
     }
-    return out;
+    return [...found.entries()].sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))).map(([, s]) => s);
   } finally {
     client.destroy();
   }

@@ -3,36 +3,44 @@
  * is checked (credentials, existence, region: a clear error naming the bucket, exit 2, nothing
  * written) and its lock object taken; with format parquet, the state a run needs to continue is kept
  * in the bucket too, so that a run on a fresh machine with an empty data directory continues where
- * the last one stopped.
+ * the last one stopped. Both live beside the dataset's prefix (bucket-state.ts: `stateFolder`).
  *
- * - **The lock**: `<prefix>/_session_etl/[shards/I-of-N/]lock.json`, created with a conditional write
+ * - **The lock**: `…/_session_etl/NAME/[shards/I-of-N/]lock.json`, created with a conditional write
  *   (`If-None-Match: *`): of two writers on one prefix, one gets it and the other exits 3 naming the
- *   holder. The holder refreshes it every HEARTBEAT_MS; one not refreshed for STALE_MS (its pod
- *   died) is taken over with `If-Match` on the stale one's ETag. A store that ignores conditional
- *   writes is detected when the lock is taken (a second conditional write succeeds) and said at
- *   start: then one writer per prefix is only the deployment's rule (Kubernetes: concurrencyPolicy: Forbid).
- * - **The state** (format parquet): the store's DuckDB file, copied consistently (COPY FROM
- *   DATABASE) after each complete flush and at the end, uploaded to `…/state.duckdb` with a
- *   generation number in its metadata. Every day file it counts as written was uploaded before it,
- *   so a machine that restores it never counts a window whose data is not in the bucket; windows
- *   committed after the last upload are fetched again (upserted: nothing counted twice). At start, a
- *   missing or older local copy (the generation in `.bucket-generation`) is replaced by the bucket's.
+ *   holder. The holder refreshes it every HEARTBEAT_MS with `If-Match` on its own ETag; one not
+ *   refreshed for STALE_MS (its pod died) is taken over with `If-Match` on the stale one's ETag. A
+ *   lock that is not one session-etl wrote (not JSON, no date) is stale STALE_MS after the object
+ *   was last written. A holder whose refresh is refused (412: taken over) or fails stops before its
+ *   next upload (BucketLockLostError, exit 3). A store that ignores conditional writes is detected
+ *   when the lock is taken (a second conditional write succeeds) and said at start: then one
+ *   writer per prefix is only the deployment's rule (Kubernetes: concurrencyPolicy: Forbid).
+ * - **The state** (format parquet): the store's tables as data (bucket-state.ts), uploaded after
+ *   each complete flush and at the end, with a generation number in its manifest; the manifest is
+ *   written with `If-Match` on the one this run read at start (`If-None-Match: *` when there was
+ *   none), so a state another writer uploaded is never overwritten. Every day file it counts as
+ *   written was uploaded before it, so a machine that restores it never counts a window whose data is
+ *   not in the bucket; windows committed after the last upload are fetched again (upserted: nothing
+ *   counted twice). At start, a missing or older local copy (the generation in `.bucket-generation`)
+ *   is replaced by a DuckDB file made here from the bucket's rows.
  */
 import { existsSync } from 'node:fs';
-import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { z } from 'zod';
 import { ExitCode } from '../../errors.js';
 import type { Logger } from '../../util/logger.js';
 import { unguessable } from '../../util/temp-file.js';
-import { queryRows, sqlString } from '../duckdb.js';
 import { DataDirError } from '../errors.js';
 import type { StoreLayout } from '../layout.js';
 import { pidAlive, type LockHolder } from '../lock.js';
-import { BUCKET_STATE_DIR, keyOf, type DatasetLocation } from './location.js';
-import { bucketError, BucketWriteError, s3ClientFor } from './s3-client.js';
-import { downloadTo } from './s3-dataset.js';
+import { findRemoteState, LegacyBucketStateError, legacyStateFolder, loadRemoteState, removeState, StateConflictError, stateFolder, uploadState, type RemoteState } from './bucket-state.js';
+import type { DatasetLocation } from './location.js';
+import { bucketError, BucketLockLostError, BucketWriteError, s3ClientFor } from './s3-client.js';
+
+export { BucketLockLostError } from './s3-client.js';
 
 type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
 
@@ -47,8 +55,23 @@ export class BucketLockHeldError extends Error {
   readonly exitCode = ExitCode.locked;
 }
 
-interface Holder extends LockHolder {
-  heartbeatAt: string;
+/** A lock object as session-etl writes it; anything else is an unreadable lock (see stale). */
+const HolderSchema = z.object({
+  pid: z.number().int(),
+  host: z.string(),
+  startedAt: z.string(),
+  command: z.string(),
+  runId: z.string().optional(),
+  heartbeatAt: z.string().refine((s) => Number.isFinite(Date.parse(s)), 'not a date'),
+});
+type Holder = z.infer<typeof HolderSchema> & LockHolder;
+
+/** A lock object read: its holder (null when it is not one session-etl wrote), ETag and when it was last written. */
+interface LockObject {
+  holder: Holder | null;
+  etag: string;
+  modifiedMs: number;
+  key: string;
 }
 
 export interface BucketRunOptions {
@@ -60,6 +83,8 @@ export interface BucketRunOptions {
   /** Wait for a lock another writer holds (--wait), up to this long (ms). */
   waitMs?: number;
   now?: () => number;
+  /** How often the lock is refreshed (default 20 s; tests). */
+  heartbeatMs?: number;
 }
 
 export class BucketRun {
@@ -67,6 +92,13 @@ export class BucketRun {
   private heartbeat: NodeJS.Timeout | undefined;
   private lastSave = 0;
   private saving: Promise<void> | undefined;
+  /** Why this run no longer holds the lock (set by a refused refresh); every upload after it is refused. */
+  private lost: BucketLockLostError | undefined;
+  /** The last refresh failed (not refused): the next upload refreshes first. */
+  private refreshFailed = false;
+  /** The state the bucket kept when this run began (format parquet), and the ETag its next upload is conditional on. */
+  private remote: RemoteState | null = null;
+  private manifestEtag: string | undefined;
   /** Whether the store honours conditional writes (the lock is then exclusive). */
   conditionalWrites = true;
 
@@ -83,10 +115,14 @@ export class BucketRun {
     this.format = o.format;
   }
 
-  /** The store's folder of state under the prefix: `_session_etl/` (or `_session_etl/shards/I-of-N/`). */
+  /** The store in the bucket's state folders: '' or shards/I-of-N. */
+  private get store(): string {
+    return this.layout.storeDir === this.layout.dataDir ? '' : this.layout.storeDir.slice(this.layout.dataDir.length + 1);
+  }
+
+  /** A key of the store's state folder, beside the prefix (bucket-state.ts). */
   private stateKey(name: string): string {
-    const rel = this.layout.storeDir === this.layout.dataDir ? '' : `${this.layout.storeDir.slice(this.layout.dataDir.length + 1)}/`;
-    return keyOf(this.location, `${BUCKET_STATE_DIR}/${rel}${name}`);
+    return `${stateFolder(this.location, this.store)}${name}`;
   }
 
   /** Checks the bucket, takes its lock, and (format parquet) brings the state from it when the local copy is missing or older. */
@@ -99,9 +135,12 @@ export class BucketRun {
       run.layout = layoutFor('parquet');
       await run.check();
       await run.lock();
+      // Format both keeps its state in the data directory: the bucket's is not looked at.
+      if (run.format !== 'both') run.remote = await findRemoteState(client, location, run.store);
+      if (run.remote?.kind === 'manifest' && run.remote.folder === stateFolder(location, run.store)) run.manifestEtag = run.remote.etag;
       if (run.format === undefined) {
         if (existsSync(layoutFor('parquet').dbPath)) run.format = 'parquet';
-        else if (!existsSync(layoutFor('both').dbPath) && (await run.remoteGeneration()) !== null) run.format = 'parquet';
+        else if (!existsSync(layoutFor('both').dbPath) && run.remote !== null) run.format = 'parquet';
       }
       if (run.format === 'parquet') await run.restore();
       return run;
@@ -116,7 +155,7 @@ export class BucketRun {
     // A listing (not HeadBucket: an answer to HEAD has no body, so no error code to say which it was).
     const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
     try {
-      await this.client.send(new ListObjectsV2Command({ Bucket: this.location.bucket, Prefix: keyOf(this.location, BUCKET_STATE_DIR) }));
+      await this.client.send(new ListObjectsV2Command({ Bucket: this.location.bucket, Prefix: stateFolder(this.location, '') }));
     } catch (err) {
       throw bucketError(err, this.location, 'listing the bucket', true);
     }
@@ -130,17 +169,21 @@ export class BucketRun {
   private async lock(): Promise<void> {
     const { PutObjectCommand } = await import('@aws-sdk/client-s3');
     const Key = this.stateKey('lock.json');
+    const legacyKey = `${legacyStateFolder(this.location, this.store)}lock.json`;
     const deadline = Date.now() + (this.o.waitMs ?? 0);
     const holder = this.holder();
     for (;;) {
+      // A writer of an earlier release keeps its lock under the prefix: a fresh one is respected.
+      const old = legacyKey !== Key ? await this.readLock(legacyKey) : null;
       // A store that ignores conditional writes overwrites silently: a fresh lock is looked for first.
-      const current = await this.readLock();
-      if (current && !this.stale(current.holder) && current.holder.runId !== this.o.runId) {
+      const current = await this.readLock(Key);
+      const fresh = [current, old].find((l) => l && !this.stale(l) && l.holder?.runId !== this.o.runId);
+      if (fresh) {
         if (Date.now() < deadline) {
           await new Promise((r) => setTimeout(r, 5_000));
           continue;
         }
-        throw this.held(current.holder);
+        throw this.held(fresh);
       }
       const body = JSON.stringify(holder);
       try {
@@ -162,14 +205,17 @@ export class BucketRun {
             await new Promise((r) => setTimeout(r, 5_000));
             continue;
           }
-          const now = await this.readLock();
-          throw now ? this.held(now.holder) : new BucketLockHeldError(`another writer took the lock of ${this.location.url} at the same time; try again`);
+          const now = await this.readLock(Key);
+          throw now ? this.held(now) : new BucketLockHeldError(`another writer took the lock of ${this.location.url} at the same time; try again`);
         }
         throw bucketError(err, this.location, `writing the lock ${Key}`, true);
       }
-      if (current) this.o.logger.warn({ holder: current.holder }, `took over the lock of ${this.location.url}: its holder stopped refreshing it (pid ${current.holder.pid} on ${current.holder.host})`);
+      if (current) {
+        const was = current.holder ? `its holder stopped refreshing it (pid ${current.holder.pid} on ${current.holder.host})` : 'it was not a lock session-etl wrote, and was not written for 2 minutes';
+        this.o.logger.warn({ holder: current.holder }, `took over the lock of ${this.location.url}: ${was}`);
+      }
       await this.probeConditionalWrites(Key, body);
-      this.heartbeat = setInterval(() => void this.refresh().catch(() => {}), HEARTBEAT_MS);
+      this.heartbeat = setInterval(() => void this.beat(), this.o.heartbeatMs ?? HEARTBEAT_MS);
       this.heartbeat.unref();
       return;
     }
@@ -193,65 +239,118 @@ export class BucketRun {
     }
   }
 
-  private async readLock(): Promise<{ holder: Holder; etag: string } | null> {
+  /** The lock object at `Key`, or null when there is none. Its body is checked: one that is not a holder reads as null. */
+  private async readLock(Key: string): Promise<LockObject | null> {
     const { GetObjectCommand } = await import('@aws-sdk/client-s3');
     try {
-      const r = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.stateKey('lock.json') }));
+      const r = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key }));
       const text = await r.Body!.transformToString();
-      return { holder: JSON.parse(text) as Holder, etag: String(r.ETag) };
+      let holder: Holder | null = null;
+      try {
+        const parsed = HolderSchema.safeParse(JSON.parse(text));
+        holder = parsed.success ? parsed.data : null;
+      } catch {
+        holder = null;
+      }
+      const modifiedMs = r.LastModified instanceof Date ? r.LastModified.getTime() : (this.o.now ?? Date.now)();
+      return { holder, etag: String(r.ETag), modifiedMs, key: Key };
     } catch (err) {
       const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
       if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return null;
-      if (err instanceof SyntaxError) return null;
       throw bucketError(err, this.location, 'reading the lock', true);
     }
   }
 
-  /** Not refreshed for STALE_MS, or held by a process of this host that is gone (a crash, kill -9: seen at once). */
-  private stale(h: Holder): boolean {
-    if (h.host === hostname() && !pidAlive(h.pid)) return true;
-    return (this.o.now ?? Date.now)() - Date.parse(h.heartbeatAt) > STALE_MS;
+  /**
+   * Not refreshed for STALE_MS, or held by a process of this host that is gone (a crash, kill -9:
+   * seen at once). A lock session-etl did not write (its body not a holder) is stale STALE_MS after
+   * the object was last written.
+   */
+  private stale(l: LockObject): boolean {
+    const now = (this.o.now ?? Date.now)();
+    if (!l.holder) return now - l.modifiedMs > STALE_MS;
+    if (l.holder.host === hostname() && !pidAlive(l.holder.pid)) return true;
+    return now - Date.parse(l.holder.heartbeatAt) > STALE_MS;
   }
 
-  private held(h: Holder): BucketLockHeldError {
+  private held(l: LockObject): BucketLockHeldError {
+    const h = l.holder;
+    if (!h) {
+      return new BucketLockHeldError(
+        `the lock of ${this.location.url} (${l.key}) is not one session-etl wrote (not a holder's JSON): it is taken over ` +
+          `${Math.round(STALE_MS / 60_000)} minutes after it was last written (${new Date(l.modifiedMs + STALE_MS).toISOString()}); ` +
+          'remove it sooner if no run writes the prefix, or pass --wait',
+      );
+    }
     return new BucketLockHeldError(
       `another session-etl run writes ${this.location.url}: pid ${h.pid} on ${h.host}, ${h.command}, since ${h.startedAt} ` +
-        `(its lock ${this.stateKey('lock.json')} was refreshed at ${h.heartbeatAt}). Wait for it to finish, or pass --wait`,
+        `(its lock ${l.key} was refreshed at ${h.heartbeatAt}). Wait for it to finish, or pass --wait`,
     );
+  }
+
+  /** A heartbeat: a refused refresh (412: another writer took the lock over) loses the lock; a failed one is tried again before the next upload. */
+  private async beat(): Promise<void> {
+    if (this.lost) return;
+    try {
+      await this.refresh();
+      this.refreshFailed = false;
+    } catch (err) {
+      if (err instanceof BucketLockLostError) {
+        this.lost = err;
+        this.o.logger.error({ bucket: this.location.bucket }, err.message);
+      } else this.refreshFailed = true;
+    }
   }
 
   private async refresh(): Promise<void> {
     const { PutObjectCommand } = await import('@aws-sdk/client-s3');
-    const put = await this.client.send(
-      new PutObjectCommand({
-        Bucket: this.location.bucket,
-        Key: this.stateKey('lock.json'),
-        Body: JSON.stringify({ ...this.holder(), heartbeatAt: new Date().toISOString() }),
-        ContentType: 'application/json',
-        ...(this.conditionalWrites && this.etag ? { IfMatch: this.etag } : {}),
-      }),
-    );
-    this.etag = put.ETag;
-  }
-
-  /** The generation of the state kept in the bucket, or null when it keeps none. */
-  private async remoteGeneration(): Promise<number | null> {
-    const { HeadObjectCommand } = await import('@aws-sdk/client-s3');
-    const Key = this.stateKey('state.duckdb');
+    const Key = this.stateKey('lock.json');
     try {
-      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.location.bucket, Key }));
-      return Number(head.Metadata?.generation ?? 0);
+      const put = await this.client.send(
+        new PutObjectCommand({
+          Bucket: this.location.bucket,
+          Key,
+          Body: JSON.stringify({ ...this.holder(), heartbeatAt: new Date((this.o.now ?? Date.now)()).toISOString() }),
+          ContentType: 'application/json',
+          ...(this.conditionalWrites && this.etag ? { IfMatch: this.etag } : {}),
+        }),
+      );
+      this.etag = put.ETag;
     } catch (err) {
-      const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
-      if (e.name !== 'NotFound' && e.name !== 'NoSuchKey' && e.$metadata?.httpStatusCode !== 404) throw bucketError(err, this.location, `reading ${Key}`, true);
-      return null;
+      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      if (status === 412 || status === 409) throw this.lostError('its lock was taken over by another writer (the refresh was refused: 412)', err);
+      throw err;
     }
   }
 
-  /** The local state when it is missing or older than the bucket's (format parquet). */
+  private lostError(why: string, cause?: unknown): BucketLockLostError {
+    return new BucketLockLostError(
+      `this run no longer holds the lock of ${this.location.url}: ${why}. It stopped before its next upload, so that another ` +
+        "writer's files and state are not overwritten; what it uploaded before stays, and the next run fetches again what it " +
+        'committed since its last state upload',
+      cause === undefined ? undefined : { cause },
+    );
+  }
+
+  /**
+   * Throws BucketLockLostError unless this run still holds the lock: called before every upload (a
+   * day file, the state). After a failed refresh, refreshes first (a second failure loses the lock).
+   */
+  async ensureHeld(): Promise<void> {
+    if (this.lost) throw this.lost;
+    if (!this.refreshFailed) return;
+    try {
+      await this.refresh();
+      this.refreshFailed = false;
+    } catch (err) {
+      this.lost = err instanceof BucketLockLostError ? err : this.lostError('its lock could not be refreshed (the object store did not take the refresh)', err);
+      throw this.lost;
+    }
+  }
+
+  /** The local state when it is missing or older than the bucket's (format parquet): made here from the bucket's rows. */
   private async restore(): Promise<void> {
-    const Key = this.stateKey('state.duckdb');
-    const remote = await this.remoteGeneration();
+    const remote = this.remote;
     if (remote === null) return;
     const local = this.layout.dbPath;
     const localGen = await this.localGeneration();
@@ -261,13 +360,20 @@ export class BucketRun {
           'give the run an empty data directory to continue from the bucket, or another --parquet-url',
       );
     }
-    if (existsSync(local) && localGen !== null && localGen >= remote) return;
+    const remoteGen = remote.kind === 'manifest' ? remote.manifest.generation : remote.generation;
+    if (existsSync(local) && localGen !== null && localGen >= remoteGen) return;
+    // An earlier release's DuckDB file is never opened (it can carry code); its own machine goes on from its own copy.
+    if (remote.kind === 'legacy') throw new LegacyBucketStateError(this.location, remote.key);
     const tmp = join(this.layout.storeDir, `.state-from-bucket-${unguessable()}.duckdb`);
-    if (!(await downloadTo(this.client, this.location, Key, tmp))) return;
-    await rm(`${local}.wal`, { force: true });
-    await rename(tmp, local);
-    await this.writeGeneration(remote);
-    this.o.logger.info({ generation: remote }, `continuing from the state kept in ${this.location.url}`);
+    try {
+      await loadRemoteState(this.client, this.location, remote, tmp, this.layout.tmpDir);
+      await rm(`${local}.wal`, { force: true });
+      await rename(tmp, local);
+    } finally {
+      await rm(tmp, { force: true }).catch(() => {});
+    }
+    await this.writeGeneration(remoteGen);
+    this.o.logger.info({ generation: remoteGen }, `continuing from the state kept in ${this.location.url}`);
   }
 
   private async localGeneration(): Promise<number | null> {
@@ -284,11 +390,11 @@ export class BucketRun {
   }
 
   /**
-   * Uploads the store's state (format parquet), as of a consistent copy taken on `conn`. Called
-   * after a complete flush (every day file the copy counts is in the bucket), at most once every
+   * Uploads the store's state (format parquet), as of a consistent view taken on `conn`. Called
+   * after a complete flush (every day file the state counts is in the bucket), at most once every
    * `minIntervalMs` unless `force`.
    */
-  async saveState(conn: import('@duckdb/node-api').DuckDBConnection, o: { format: string; force?: boolean; minIntervalMs?: number }): Promise<void> {
+  async saveState(conn: DuckDBConnection, o: { format: string; force?: boolean; minIntervalMs?: number }): Promise<void> {
     if (o.format !== 'parquet') return;
     if (!o.force && Date.now() - this.lastSave < (o.minIntervalMs ?? 60_000)) return;
     while (this.saving) await this.saving;
@@ -296,54 +402,46 @@ export class BucketRun {
     await this.saving;
   }
 
-  private async upload(conn: import('@duckdb/node-api').DuckDBConnection): Promise<void> {
+  private async upload(conn: DuckDBConnection): Promise<void> {
     const { PutObjectCommand } = await import('@aws-sdk/client-s3');
-    const copy = join(this.layout.tmpDir, `state-copy-${process.pid}-${unguessable()}.duckdb`);
-    const Key = this.stateKey('state.duckdb');
+    await this.ensureHeld();
+    const remoteGen = this.remote?.kind === 'manifest' ? this.remote.manifest.generation : this.remote?.generation ?? 0;
+    const generation = Math.max((await this.localGeneration()) ?? 0, remoteGen) + 1;
     try {
-      const db = (await queryRows<{ d: string }>(conn, 'SELECT current_database() AS d'))[0]!.d;
-      await conn.run(`ATTACH ${sqlString(copy)} AS state_copy`);
-      try {
-        await conn.run(`COPY FROM DATABASE "${db.replace(/"/g, '""')}" TO state_copy`);
-      } finally {
-        await conn.run('DETACH state_copy').catch(() => {});
-      }
-      const generation = ((await this.localGeneration()) ?? 0) + 1;
-      const bytes = await readFile(copy);
-      await this.client.send(
-        new PutObjectCommand({
-          Bucket: this.location.bucket,
-          Key,
-          Body: bytes,
-          ContentLength: (await stat(copy)).size,
-          Metadata: { generation: String(generation) },
-          ContentType: 'application/octet-stream',
-        }),
-      );
-      await this.writeGeneration(generation);
-      this.lastSave = Date.now();
-      // The snapshot beside it, for readers elsewhere (the dashboard of another machine).
-      const snapshot = await readFile(join(this.layout.storeDir, 'state.json')).catch(() => undefined);
-      if (snapshot) {
-        await this.client.send(
-          new PutObjectCommand({ Bucket: this.location.bucket, Key: this.stateKey('state.json'), Body: snapshot, ContentLength: snapshot.length, ContentType: 'application/json' }),
-        );
-      }
+      this.manifestEtag = await uploadState(this.client, this.location, this.store, conn, {
+        generation,
+        tmpDir: this.layout.tmpDir,
+        manifestEtag: this.manifestEtag,
+        conditional: this.conditionalWrites,
+      });
     } catch (err) {
+      if (err instanceof StateConflictError) {
+        this.lost = this.lostError(`the state in the bucket (${err.key}) was written by another writer since this run began`, err);
+        throw this.lost;
+      }
       if (err instanceof BucketWriteError) throw err;
-      throw bucketError(err, this.location, `writing the state ${Key}`, false);
-    } finally {
-      await rm(copy, { force: true }).catch(() => {});
-      await rm(`${copy}.wal`, { force: true }).catch(() => {});
+      throw bucketError(err, this.location, `writing the state under ${stateFolder(this.location, this.store)}`, false);
+    }
+    this.remote = null;
+    await this.writeGeneration(generation);
+    this.lastSave = Date.now();
+    // What earlier releases kept under the prefix goes, now that the state is kept beside it.
+    await removeState(this.client, this.location, this.store, { legacy: true }).catch(() => {});
+    // The snapshot beside it, for readers elsewhere (the dashboard of another machine).
+    const snapshot = await readFile(join(this.layout.storeDir, 'state.json')).catch(() => undefined);
+    if (snapshot) {
+      const Key = this.stateKey('state.json');
+      await this.client
+        .send(new PutObjectCommand({ Bucket: this.location.bucket, Key, Body: snapshot, ContentLength: snapshot.length, ContentType: 'application/json' }))
+        .catch((err: unknown) => {
+          throw bucketError(err, this.location, `writing ${Key}`, false);
+        });
     }
   }
 
   /** Removes the state the bucket keeps for the store (it holds no account any more: accounts/bring-in.ts). */
   async forget(): Promise<void> {
-    const { DeleteObjectCommand } = await import('@aws-sdk/client-s3');
-    for (const name of ['state.duckdb', 'state.json']) {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key: this.stateKey(name) })).catch(() => {});
-    }
+    await removeState(this.client, this.location, this.store);
   }
 
   /** Releases the lock (when it is still this run's) and the client. */
@@ -352,8 +450,8 @@ export class BucketRun {
     try {
       if (this.etag) {
         const { DeleteObjectCommand } = await import('@aws-sdk/client-s3');
-        const current = await this.readLock().catch(() => null);
-        if (current && current.holder.runId === this.o.runId) {
+        const current = await this.readLock(this.stateKey('lock.json')).catch(() => null);
+        if (current?.holder && current.holder.runId === this.o.runId) {
           await this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key: this.stateKey('lock.json') }));
         }
       }

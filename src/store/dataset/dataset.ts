@@ -6,7 +6,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { exists } from '../durable-fs.js';
-import { partitionDir } from '../layout.js';
+import { isPartition, partitionDir } from '../layout.js';
 import { placePartitionFile } from '../place-partition-file.js';
 import type { DatasetLocation } from './location.js';
 
@@ -54,7 +54,7 @@ export class LocalDataset implements Dataset {
     const out = new Map<string, number>();
     for (const d of await readdir(this.location.root).catch(() => [] as string[])) {
       const m = /^date=(.+)$/.exec(d);
-      if (!m) continue;
+      if (!m || !isPartition(m[1])) continue;
       const st = await stat(join(this.location.root, d, this.fileName)).catch(() => undefined);
       if (st?.isFile()) out.set(m[1]!, st.size);
     }

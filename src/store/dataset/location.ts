@@ -51,6 +51,3 @@ export function describeLocation(l: DatasetLocation): string {
 export function keyOf(l: Extract<DatasetLocation, { kind: 's3' }>, rel: string): string {
   return l.prefix ? `${l.prefix}/${rel}` : rel;
 }
-
-/** Where the state a run needs to continue is kept in the bucket: under a folder Hive readers skip (`_…`). */
-export const BUCKET_STATE_DIR = '_session_etl';

@@ -31,6 +31,17 @@ export class BucketWriteError extends Error {
   readonly exitCode = ExitCode.runFailed;
 }
 
+/**
+ * This run no longer holds the bucket's lock — a refresh was refused (another writer took it over)
+ * or could not be made, or the state changed under it — so it stopped before its next upload: exit
+ * 3. What it uploaded before stays; the next run fetches again what it committed after its last
+ * state upload.
+ */
+export class BucketLockLostError extends Error {
+  override readonly name = 'BucketLockLostError';
+  readonly exitCode = ExitCode.locked;
+}
+
 export async function s3ClientFor(l: S3Location): Promise<S3Client> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   // The SDK reads them itself; registered so that no message of ours can ever show them.
@@ -38,6 +49,7 @@ export async function s3ClientFor(l: S3Location): Promise<S3Client> {
   registerSecret(process.env.AWS_SESSION_TOKEN);
   const { S3Client } = await import('@aws-sdk/client-s3');
   const client = new S3Client({
+    credentials: redactedCredentials(new S3Client({}).config.credentials),
     forcePathStyle: l.pathStyle,
     maxAttempts: S3_MAX_ATTEMPTS,
     retryMode: 'standard',
@@ -59,6 +71,24 @@ export async function s3ClientFor(l: S3Location): Promise<S3Client> {
     );
   }
   return client;
+}
+
+type CredentialProvider = InstanceType<typeof import('@aws-sdk/client-s3').S3Client>['config']['credentials'];
+
+/**
+ * The SDK's default credential chain (environment, shared profile, web identity as in EKS IRSA,
+ * container and instance roles), each set of credentials it resolves registered for redaction as
+ * it comes — after every refresh too: a store's error may echo the session token, and only those
+ * of the environment were known before.
+ */
+function redactedCredentials(chain: CredentialProvider): CredentialProvider {
+  return async (o) => {
+    const c = await chain(o);
+    registerSecret(c.accessKeyId);
+    registerSecret(c.secretAccessKey);
+    registerSecret(c.sessionToken);
+    return c;
+  };
 }
 
 /** The endpoint a client talks to, for messages (no credentials in it). */

@@ -14,10 +14,10 @@ import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { crashPoint } from '../../util/crash-point.js';
 import { unguessable } from '../../util/temp-file.js';
-import { FILE_MODE, PARTITION_FILE_NAME, type StoreLayout } from '../layout.js';
+import { checkPartition, FILE_MODE, isPartition, PARTITION_FILE_NAME, type StoreLayout } from '../layout.js';
 import type { Dataset } from './dataset.js';
 import { keyOf, type DatasetLocation } from './location.js';
-import { bucketError, s3ClientFor } from './s3-client.js';
+import { bucketError, BucketLockLostError, s3ClientFor } from './s3-client.js';
 
 type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
 
@@ -33,22 +33,25 @@ export class S3Dataset implements Dataset {
     private readonly client: S3Client,
     private readonly fileName: string,
     private readonly tmpDir: string,
+    /** Throws when the run may no longer write the bucket (it lost its lock: bucket-run.ts). */
+    private readonly beforeUpload: () => Promise<void>,
   ) {
     this.describe = location.url;
   }
 
-  static async open(location: S3Location, layout: StoreLayout): Promise<S3Dataset> {
-    return new S3Dataset(location, await s3ClientFor(location), layout.partitionFile, layout.tmpDir);
+  static async open(location: S3Location, layout: StoreLayout, beforeUpload: () => Promise<void> = async () => {}): Promise<S3Dataset> {
+    return new S3Dataset(location, await s3ClientFor(location), layout.partitionFile, layout.tmpDir, beforeUpload);
   }
 
   private key(partition: string): string {
-    return keyOf(this.location, `date=${partition}/${this.fileName}`);
+    return keyOf(this.location, `date=${checkPartition(partition, 'a day file to upload')}/${this.fileName}`);
   }
 
   async put(partition: string, localFile: string, rows: number): Promise<void> {
     const { DeleteObjectCommand, PutObjectCommand } = await import('@aws-sdk/client-s3');
     const Key = this.key(partition);
     try {
+      await this.beforeUpload();
       if (rows === 0) {
         await this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key }));
         return;
@@ -73,6 +76,7 @@ export class S3Dataset implements Dataset {
       }
       crashPoint('after-parquet-rename');
     } catch (err) {
+      if (err instanceof BucketLockLostError) throw err;
       throw bucketError(err, this.location, `writing ${Key}`, false);
     } finally {
       await rm(localFile, { force: true }).catch(() => {});
@@ -141,7 +145,8 @@ export async function listDataset(
     for (const o of page.Contents ?? []) {
       const rel = o.Key!.slice(prefix.length - 'date='.length);
       const m = /^date=([^/]+)\/([^/]+)$/.exec(rel);
-      if (!m || !PARTITION_FILE_NAME.test(m[2]!)) continue;
+      // Only our days' files: a key of another shape never reaches a local path or another key.
+      if (!m || !isPartition(m[1]) || !PARTITION_FILE_NAME.test(m[2]!)) continue;
       out.push({ key: o.Key!, partition: m[1]!, file: m[2]!, size: Number(o.Size ?? 0), etag: String(o.ETag ?? '') });
     }
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
