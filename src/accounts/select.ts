@@ -4,6 +4,7 @@
  * is stated exactly in docs/accounts.md so that every machine, and any other tool, cuts the same shards.
  */
 import { ConfigError as UsageError } from '../config/errors.js';
+import { didYouMean } from '../util/did-you-mean.js';
 
 /** FNV-1a, 32 bits, over the UTF-8 bytes of `text`: offset basis 2166136261, prime 16777619. */
 export function fnv1a32(text: string): number {
@@ -46,7 +47,8 @@ export function selectAccounts(configured: readonly string[], named: readonly st
   const unknown = named.filter((n) => !all.includes(n));
   if (unknown.length) {
     const shown = all.length > 20 ? `${all.slice(0, 20).join(', ')}, … (${all.length} in all)` : all.join(', ');
-    throw new UsageError(`no account called ${unknown.map((n) => JSON.stringify(n)).join(', ')} in the configuration; configured: ${shown}`);
+    const named = unknown.map((n) => `${JSON.stringify(n)}${didYouMean(n, all)}`);
+    throw new UsageError(`no account called ${named.join(', ')} in the configuration; configured: ${shown}`);
   }
   let chosen = named.length ? all.filter((n) => named.includes(n)) : all;
   if (shard) chosen = chosen.filter((n) => shardOf(n, shard.count) === shard.index);

@@ -77,3 +77,54 @@ export function byStore(names: readonly string[], count: number): Array<{ store:
 export function describeStore(store: StoreId): string {
   return store ? `shard ${store.index} of ${store.count}` : 'the data directory';
 }
+
+/**
+ * The accounts a data directory's stores hold, read from the stores themselves (read-only; while a
+ * run holds one, from the snapshot it publishes), sorted; null when the data directory holds one
+ * account's store, or none. A command given no accounts map reads these (status) or refuses the
+ * directory, as a run does: it never shows a many-account store as an empty one-account store.
+ */
+export async function heldAccounts(root: string, dataset?: DatasetLocation): Promise<string[] | null> {
+  const { SessionStore } = await import('../store/session-store.js');
+  const { StoreBusyError } = await import('../store/errors.js');
+  const { readStateSnapshot } = await import('../store/state-snapshot.js');
+  const stores = await allStores(root, dataset).catch(() => [] as StoreId[]);
+  // A bucket's stores are read from their copies by status itself; here, only the stores on this machine.
+  const local = stores.filter((s) => existsSync(layoutOf(root, 'both', s).dbPath) || existsSync(layoutOf(root, 'parquet', s).dbPath));
+  if (!local.length) return stores.some((s) => s !== undefined) ? [] : null;
+  const names = new Set<string>();
+  let many = local.some((s) => s !== undefined);
+  for (const s of local) {
+    try {
+      const store = await SessionStore.open({ dataDir: root, readOnly: true, ...(s ? { shard: s } : {}) });
+      try {
+        if (store.accounts !== 'many') continue;
+        many = true;
+        for (const a of await store.accountNames()) names.add(a);
+      } finally {
+        await store.close();
+      }
+    } catch (err) {
+      if (!(err instanceof StoreBusyError)) throw err;
+      const snapshot = await readStateSnapshot(layoutOf(root, 'both', s).storeDir);
+      if (!snapshot?.accounts) continue;
+      many = true;
+      for (const a of snapshot.accounts) names.add(a.account);
+    }
+  }
+  return many ? [...names].filter((n) => n !== '').sort() : null;
+}
+
+/**
+ * A command that shows one account's store (the dashboard) given no accounts map: a data directory of
+ * many accounts is refused (exit 2) as a run refuses it, naming its accounts, instead of shown empty.
+ */
+export async function refuseHeldAccounts(root: string, what: string, dataset?: DatasetLocation): Promise<void> {
+  const held = await heldAccounts(root, dataset);
+  if (held === null) return;
+  const shown = held.slice(0, 10).join(', ') + (held.length > 10 ? `, and ${held.length - 10} more` : '');
+  throw new ConfigError(
+    `data directory ${root} holds many accounts (${shown || 'none with data yet'}), and the configuration has no accounts map: ` +
+      `give the configuration file with the accounts (--config) and --account NAME for ${what}, or another --data-dir`,
+  );
+}

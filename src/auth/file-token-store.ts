@@ -1,4 +1,4 @@
-import { chmod, mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, open, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import lockfile from 'proper-lockfile';
@@ -6,7 +6,7 @@ import { readStoredTokens, type StoredTokens } from './stored-tokens.js';
 import type { TokenStore } from './token-store.js';
 import { ConfigError } from '../config/errors.js';
 import { othersCanRead } from '../util/secret-size.js';
-import { writeNewFile } from '../util/temp-file.js';
+import { writeFileAtomic } from '../util/temp-file.js';
 
 /** The token file used when SESSION_ETL_TOKEN_FILE is not set: `$XDG_CONFIG_HOME/session-etl/tokens.json`, else `~/.config/session-etl/tokens.json`. */
 export function defaultTokenFile(env: NodeJS.ProcessEnv = process.env): string {
@@ -52,14 +52,8 @@ export class FileTokenStore implements TokenStore {
 
   async save(tokens: StoredTokens): Promise<void> {
     await this.secureDir();
-    // Created new under an unguessable name, never through a link; exactly 0600 whatever the umask.
-    const tmp = await writeNewFile((suffix) => `${this.path}.${process.pid}.${suffix}.tmp`, JSON.stringify(tokens, null, 2) + '\n', { mode: 0o600, exactMode: true, sync: true });
-    try {
-      await rename(tmp, this.path);
-    } catch (err) {
-      await rm(tmp, { force: true }).catch(() => {});
-      throw err;
-    }
+    // The one atomic write: created new under an unguessable name, never through a link; exactly 0600 whatever the umask.
+    await writeFileAtomic(this.path, JSON.stringify(tokens, null, 2) + '\n', { mode: 0o600, exactMode: true });
   }
 
   async clear(): Promise<void> {

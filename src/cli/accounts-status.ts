@@ -3,11 +3,16 @@ import { allStores } from '../accounts/stores.js';
 import type { DatasetLocation } from '../store/dataset/location.js';
 import { checkHealth } from '../monitoring/health.js';
 import { readAccountsMonitoredStates } from '../monitoring/read-state.js';
-import { accountStatus, readStoreReading, type StoreStatus } from '../store/status.js';
+import { accountStatus, readStatus, readStoreReading, type StoreStatus } from '../store/status.js';
+import { legacyAccountDir, legacyAccountParquetDir } from '../accounts/layout.js';
+import { legacyAccounts } from '../accounts/legacy.js';
 import type { VolumeRule } from '../store/volume-anomalies.js';
 import { ExitCode } from './exit-codes.js';
 import { parseMaxLag, warnIfMaxLagBelowSettle } from './monitoring-options.js';
 import { partialDays } from './partial-days.js';
+
+/** What `status` says of an account still in the layout before schema 3. */
+export const LEGACY_NOTE = 'in the layout before schema 3 (its own store under accounts/): read as it is; the next export or `session-etl accounts migrate` moves it into the shared store';
 
 export async function accountsStatus(
   root: string,
@@ -41,10 +46,14 @@ export async function accountsStatus(
       if (accounts.includes(a.account)) found.set(a.account, accountStatus(reading, a.account, nowMs, flags.runs));
     }
   }
+  // Accounts still in the layout before schema 3 (accounts/NAME/): their own store, read as it is.
+  const legacy = new Set(legacyAccounts(root, accounts.filter((a) => !found.has(a))));
+  for (const a of legacy) found.set(a, await readStatus(legacyAccountDir(root, a), nowMs, flags.runs, undefined, { kind: 'local', root: legacyAccountParquetDir(root, a) }, volume));
   const entries = accounts.map((a) => {
     const s = found.get(a);
+    const note = legacy.has(a) ? LEGACY_NOTE : null;
     return s
-      ? { account: a, status: { ...s, partialDays: partialDays(s.coverage) }, note: null }
+      ? { account: a, status: { ...s, partialDays: partialDays(s.coverage) }, note }
       : { account: a, status: null, note: 'no data yet (the next export backfills it from its startDate)' };
   });
   const withData = entries.flatMap((e) => (e.status ? [e.status] : []));
@@ -62,6 +71,7 @@ export async function accountsStatus(
   } else {
     for (const e of entries) {
       process.stdout.write(`account ${e.account}\n`);
+      if (e.status && e.note) process.stdout.write(`  ${e.note}\n`);
       process.stdout.write(e.status ? format(e.status).replace(/^(?=.)/gm, '  ') : `  ${e.note}\n`);
     }
     process.stdout.write(

@@ -5,17 +5,15 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { CONFIG_DEFAULTS } from './defaults.js';
-import { ConfigError } from './errors.js';
+import { ConfigError, KeyFileError, refusedConfig, type RefusedValueIssue, type Source } from './errors.js';
 import { redact, registerSecret, REDACTED } from '../util/redact.js';
 import { MAX_SECRET_TEXT, readSecretFile, SecretFileError, secretTooLarge } from '../util/secret-size.js';
 import type { z } from 'zod';
-import { didYouMean } from '../util/did-you-mean.js';
 import { readProblem } from '../util/read-problem.js';
 import { ACCOUNT_NAME, AccountSchema, ConfigSchema, type Config } from './schema.js';
 import { rememberConfigFile } from '../util/suggested-command.js';
 
-/** Where a value came from: `env-file` is the environment as set by the working directory's .env file. */
-export type Source = 'default' | 'file' | 'env' | 'env-file' | 'flag';
+export type { Source } from './errors.js';
 
 /** The environment variables the .env file set (the CLI reads it at start; a variable set already wins). */
 let dotEnvNames = new Set<string>();
@@ -82,7 +80,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     put(fromFile, 'file');
     // A bad value in the file is an error even when the environment or a flag overrides it today.
     const fileOnly = ConfigSchema.safeParse(merged);
-    if (!fileOnly.success) throw invalidConfig(fileOnly.error.issues, sources, file);
+    if (!fileOnly.success) throw invalidConfig(fileOnly.error.issues, sources, file, merged);
   }
   for (const [name, key] of Object.entries(ENV_KEYS)) {
     const v = env[name];
@@ -92,7 +90,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   for (const key of URL_KEYS) registerUrlSecrets(merged[key]);
 
   const parsed = ConfigSchema.safeParse(merged);
-  if (!parsed.success) throw invalidConfig(parsed.error.issues, sources, file);
+  if (!parsed.success) throw invalidConfig(parsed.error.issues, sources, file, merged);
   const config = parsed.data as Config & { apiKey: string | null };
   // Registered before anything else is done with it (an oversized key too: it is refused, never shown).
   registerSecret(config.apiKey);
@@ -106,7 +104,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     } catch (err) {
       if (!(err instanceof SecretFileError)) throw err;
       const where = sources.apiKeyFile === 'env' ? 'REPORTING_API_KEY_FILE' : 'apiKeyFile';
-      throw new ConfigError(`${where} ${config.apiKeyFile} ${err.reason}`);
+      throw new KeyFileError(where, config.apiKeyFile, err.reason);
     }
   }
   config.apiKey ??= null;
@@ -148,24 +146,15 @@ function registerUrlSecrets(value: unknown): void {
   }
 }
 
-function invalidConfig(issues: z.core.$ZodIssue[], sources: Record<string, Source>, file: string | null): ConfigError {
-  const lines = issues.map((i) => {
-    const key = i.path.join('.') || '(root)';
-    const where = sources[String(i.path[0])] ? ` (from ${describeSource(sources[String(i.path[0])]!, file)})` : '';
-    if (i.code === 'unrecognized_keys') {
-      // An account's entry (accounts.NAME) has keys of its own.
-      const known = i.path[0] === 'accounts' ? Object.keys(AccountSchema.shape) : Object.keys(ConfigSchema.shape);
-      const prefix = i.path.length ? `${i.path.join('.')}.` : '';
-      const named = i.keys.map((k) => `${prefix}${k}${didYouMean(k, known, (n) => `${prefix}${n}`)}`);
-      return `unknown configuration key(s) ${named.join(', ')}${file ? ` in ${file}` : ''}`;
-    }
-    return `${key}${where}: ${i.message}`;
+function invalidConfig(issues: z.core.$ZodIssue[], sources: Record<string, Source>, file: string | null, input: Record<string, unknown>): ConfigError {
+  return refusedConfig(issues as RefusedValueIssue[], {
+    sources,
+    file,
+    input,
+    envNames: ENV_KEYS,
+    knownKeys: Object.keys(ConfigSchema.shape),
+    knownAccountKeys: Object.keys(AccountSchema.shape),
   });
-  return new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
-}
-
-function describeSource(s: Source, file: string | null): string {
-  return s === 'file' ? `file ${file}` : s === 'env' ? 'environment' : s === 'env-file' ? '.env file' : s === 'flag' ? 'command line' : 'defaults';
 }
 
 /** Line and column (1-based) of a character offset in `text`. */

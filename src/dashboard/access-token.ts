@@ -4,9 +4,11 @@
  * from the environment or a file, never from a flag (a flag's value is visible to every user in the
  * process list); without one, a random token is made at each start and printed once, in the
  * address on the first line of stdout (as Jupyter does). Requests prove it with an
- * `Authorization: Bearer …` header, or with a cookie set after one visit to `?token=…`: the cookie
- * holds a random session id, never the token, and is named after the port (cookies are shared by
- * every port of a host, so two dashboards on one host would otherwise overwrite each other's).
+ * `Authorization: Bearer …` header holding the token, or a browser session the page opened with it
+ * (POST /api/session): a random id, never the token, that the page keeps in `sessionStorage` (one
+ * origin, its port included) and sends as the same header. No cookie: a browser sends a host's
+ * cookies to every port of it, so another local user listening on another port would get them.
+ * A browser session lasts a fixed time from its opening (12 h unless told otherwise), then is refused.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
@@ -17,11 +19,6 @@ const MIN_LENGTH = 16;
 /** A token for one start of the dashboard: 192 random bits, URL-safe (no encoding in the address). */
 export function generateAccessToken(): string {
   return randomBytes(24).toString('base64url');
-}
-
-/** The session cookie's name for the dashboard on this port. */
-export function sessionCookieName(port: number): string {
-  return `session_etl_dashboard_${port}`;
 }
 
 /** A token source that cannot be used: exit 2 with this message. */
@@ -68,34 +65,63 @@ export function bearerToken(headers: { authorization?: string | undefined }): st
   return /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '')?.[1] ?? null;
 }
 
+/** How long a browser session lasts from its opening, unless told otherwise: 12 hours. */
+export const SESSION_TTL_MS = 12 * 3600_000;
+
 /**
- * The value of the cookie `name` as sent, undecoded (a session id is URL-safe as made, so a value
- * that would need decoding is no session of ours: it is simply not found, whatever it holds).
+ * The browser sessions opened with the token: random ids with the time each ends, kept in memory (a
+ * restart makes a new token and forgets them). At most `max`: the oldest is forgotten first.
  */
-export function cookieValue(headers: { cookie?: string | undefined }, name: string): string | null {
-  for (const part of (headers.cookie ?? '').split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+export class SessionIds {
+  private readonly ids = new Map<string, number>();
+  constructor(
+    private readonly ttlMs = SESSION_TTL_MS,
+    private readonly now: () => number = Date.now,
+    private readonly max = 1000,
+  ) {}
+
+  create(): { id: string; expiresAt: number } {
+    const id = randomBytes(32).toString('base64url');
+    const expiresAt = this.now() + this.ttlMs;
+    this.ids.set(id, expiresAt);
+    if (this.ids.size > this.max) this.ids.delete(this.ids.keys().next().value!);
+    return { id, expiresAt };
   }
-  return null;
+
+  /** `live`, `expired` (known, its time is over), or `unknown`. */
+  check(id: string | null): 'live' | 'expired' | 'unknown' {
+    if (id === null) return 'unknown';
+    const end = this.ids.get(id);
+    if (end === undefined) return 'unknown';
+    return this.now() < end ? 'live' : 'expired';
+  }
 }
 
 /**
- * The browser sessions opened with the token: random ids, kept in memory (a restart makes a new
- * token and forgets them). At most `max`: the oldest is forgotten first.
+ * One-use tickets for a download the browser makes itself (a link cannot send a header): made for a
+ * live session, good for `ttlMs` (a minute) and one request, then gone.
  */
-export class SessionIds {
-  private readonly ids = new Set<string>();
-  constructor(private readonly max = 1000) {}
+export class DownloadTickets {
+  private readonly tickets = new Map<string, number>();
+  constructor(
+    private readonly ttlMs = 60_000,
+    private readonly now: () => number = Date.now,
+    private readonly max = 100,
+  ) {}
 
   create(): string {
-    const id = randomBytes(32).toString('base64url');
-    this.ids.add(id);
-    if (this.ids.size > this.max) this.ids.delete(this.ids.values().next().value!);
+    const id = randomBytes(24).toString('base64url');
+    this.tickets.set(id, this.now() + this.ttlMs);
+    if (this.tickets.size > this.max) this.tickets.delete(this.tickets.keys().next().value!);
     return id;
   }
 
-  has(id: string | null): boolean {
-    return id !== null && this.ids.has(id);
+  /** True once for a ticket made here and not yet past its minute; it is gone after. */
+  take(id: string | null): boolean {
+    if (id === null) return false;
+    const end = this.tickets.get(id);
+    if (end === undefined) return false;
+    this.tickets.delete(id);
+    return this.now() < end;
   }
 }

@@ -56,6 +56,11 @@ export interface CalendarOptions {
   running?: { from: string; to: string } | null;
   /** The store's volume anomalies (docs/data-quality.md "Volume anomalies"): those days are marked. */
   anomalies?: ReadonlyArray<{ date: string; sessions: number; expected: number }>;
+  /**
+   * Ranges of backfills that did not finish (ISO instants, newest first): a gap inside one is filled
+   * by running that backfill again, which resumes it (what `session-etl status` says), not by `export`.
+   */
+  unfinished?: ReadonlyArray<{ from: string; to: string }>;
 }
 
 interface Span {
@@ -90,12 +95,18 @@ export function coverageCalendar(
     reach = Math.max(reach, s.end);
   }
   if (now > reach) gaps.push({ start: reach, end: now, kind: 'after-checkpoint' });
-  const commandOf = (g: Span & { kind: CoverageGap['kind'] }): string | null =>
-    opts.noCommands || g.kind === 'exporting'
-      ? null
-      : g.kind === 'hole'
-        ? suggestedCommand('backfill', rangeArgs(g), opts.target)
-        : suggestedCommand('export', [], opts.target);
+  // Backfills begun and not finished whose range is not wholly covered: their gaps are resumed, as `status` says.
+  const unfinished = (opts.unfinished ?? [])
+    .map((u) => ({ start: Date.parse(u.from) / 1000, end: Date.parse(u.to) / 1000 }))
+    .filter((u) => Number.isFinite(u.start) && Number.isFinite(u.end) && u.end > u.start && !wholly(spans, u));
+  const resumed = (g: Span) => unfinished.find((u) => overlaps(u, g.start, g.end) && !wholly(spans, { start: Math.max(u.start, g.start), end: Math.min(u.end, g.end) }));
+  /** The command for `g`, or for the part `part` of it (a day): an unfinished backfill there is resumed first. */
+  const commandOf = (g: Span & { kind: CoverageGap['kind'] }, part: Span = g): string | null => {
+    if (opts.noCommands || g.kind === 'exporting') return null;
+    const u = resumed(part);
+    if (u) return suggestedCommand('backfill', rangeArgs(u), opts.target);
+    return g.kind === 'hole' ? suggestedCommand('backfill', rangeArgs(g), opts.target) : suggestedCommand('export', [], opts.target);
+  };
 
   const partial = new Set(partialDays(coverage).map((d) => d.date));
   const days: CalendarDay[] = [];
@@ -120,7 +131,8 @@ export function coverageCalendar(
       date,
       state,
       sessions: sessionsPerDay.get(date) ?? anomaly?.sessions ?? 0,
-      command: gap ? commandOf(gap) : null,
+      // A day inside an unfinished backfill: resumed by it; any other day of a gap: the gap's command.
+      command: gap ? commandOf(gap, { start: day, end: dayEnd }) : null,
       ...(anomaly
         ? { anomaly: { sessions: anomaly.sessions, expected: anomaly.expected, command: opts.noCommands ? null : suggestedCommand('verify', dayArgs(date), opts.target) } }
         : {}),
@@ -132,6 +144,17 @@ export function coverageCalendar(
   };
 }
 
+
+/** Whether the spans (sorted, merged or not) cover all of `range`. */
+function wholly(spans: Span[], range: Span): boolean {
+  let reach = range.start;
+  for (const s of spans) {
+    if (s.start > reach) break;
+    reach = Math.max(reach, s.end);
+    if (reach >= range.end) return true;
+  }
+  return reach >= range.end;
+}
 
 function overlaps(range: Span | null, start: number, end: number): boolean {
   return range !== null && range.start < end && range.end > start;

@@ -22,7 +22,8 @@ export interface DashboardRun {
   rangeFrom: string | null;
   rangeTo: string | null;
   windows: number;
-  sessionsWritten: number;
+  /** Null when not known (a run that died, its sessions in a bucket's day files). */
+  sessionsWritten: number | null;
   sessionsNew: number | null;
   sessionsUpdated: number | null;
   rejected: number;
@@ -56,6 +57,12 @@ export interface Overview {
   totalSessions: number | null;
   /** Committed records not merged into the table yet. */
   pendingRows: number;
+  /** Days (partitions) of the dataset waiting for their rewrite by the next run: the dataset's count differs meanwhile. */
+  pendingPartitions: string[];
+  /** The Parquet dataset's sessions while partitions wait for their rewrite (else null: the same as totalSessions). */
+  datasetSessions: number | null;
+  /** When the page's figures were read (now, ISO 8601): the page shows it relative, beside the snapshot's time. */
+  readAt: string;
   rejected: number;
   format: string | null;
   coverageHoles: number;
@@ -82,6 +89,8 @@ export interface OverviewInput {
   reading: StateReading;
   /** Rows of the Parquet dataset (counted when the snapshot has no table count). */
   parquetRows: number | null;
+  /** The dataset's rows, read while partitions wait for their rewrite (the table's count differs meanwhile). */
+  datasetRows?: number | null;
   nowMs: number;
   maxLagSeconds: number;
   nextRun: Overview['nextRun'];
@@ -130,6 +139,9 @@ export function buildOverview(i: OverviewInput): Overview {
     lagSeconds: h.lagSeconds,
     totalSessions,
     pendingRows: snapshot?.pendingRows ?? 0,
+    pendingPartitions: snapshot?.pendingPartitions ?? [],
+    datasetSessions: snapshot?.rows != null && (snapshot.pendingPartitions?.length ?? 0) > 0 ? (i.datasetRows ?? null) : null,
+    readAt: new Date(i.nowMs).toISOString(),
     rejected: snapshot?.rejected ?? 0,
     format: snapshot?.format ?? null,
     coverageHoles: state.coverageHoles,
@@ -241,7 +253,7 @@ function runOf(r: Record<string, unknown>, liveRunId: string | null, liveHolder:
     rangeFrom: str(r.range_from),
     rangeTo: str(r.range_to),
     windows: num(r.windows) ?? 0,
-    sessionsWritten: num(r.sessions_written) ?? 0,
+    sessionsWritten: num(r.sessions_written),
     sessionsNew: num(r.sessions_new),
     sessionsUpdated: num(r.sessions_updated),
     rejected: num(r.rejected) ?? 0,

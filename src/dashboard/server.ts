@@ -1,15 +1,17 @@
 /**
  * The dashboard's HTTP server: the page and its assets (uPlot from node_modules, nothing from the
- * network), and the JSON API under /api/. Read-only: GET and HEAD only, nothing written anywhere.
- * Every request must present the access token, or the session cookie one visit with it set
- * (access-token.ts).
+ * network), and the JSON API under /api/. Read-only: GET and HEAD only, nothing written anywhere
+ * (POST only to open a browser session and to ask for a download ticket, both kept in memory).
+ * The page and its scripts hold no data and are served to anyone on an allowed Host; every API
+ * request must present the access token or a live browser session as `Authorization: Bearer …`,
+ * and a CSV download a one-use ticket (access-token.ts). No cookie is ever set or read.
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { bearerToken, cookieValue, sessionCookieName, SessionIds, tokenMatches } from './access-token.js';
+import { bearerToken, DownloadTickets, SESSION_TTL_MS, SessionIds, tokenMatches } from './access-token.js';
 import { chartDays } from './chart-days.js';
 import { coverageCalendar, type CoverageCalendar } from './coverage-calendar.js';
 import type { CommandTarget } from '../util/suggested-command.js';
@@ -19,6 +21,7 @@ import { buildOverview, type Overview } from './overview.js';
 import { askedColumns, BadRequestError, charts, countSessions, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay } from './queries.js';
 import { RequestGate } from './request-gate.js';
 import { writeSessionsCsv } from './sessions-csv.js';
+import { hostOfHeader, isLoopback } from '../util/loopback.js';
 import { packageRoot } from '../util/package-root.js';
 
 export interface DashboardOptions {
@@ -44,6 +47,10 @@ export interface DashboardOptions {
   stallMs?: number;
   /** DuckDB's time a download may take (default 60 s; other queries: queryTimeoutMs). */
   downloadTimeoutMs?: number;
+  /** How long a browser session lasts from its opening (default 12 h; access-token.ts). */
+  sessionTtlMs?: number;
+  /** API requests answered at once (the others wait, then 503 with Retry-After; default 4 running, 16 waiting). */
+  requests?: { running: number; waiting: number; waitMs?: number };
   /** Where to report a request that failed inside (its answer says only that it failed). */
   onError?: (err: unknown) => void;
 }
@@ -51,6 +58,8 @@ export interface DashboardOptions {
 export interface Dashboard {
   url: string;
   server: Server;
+  /** The queries of the page's heavy requests (sessions, charts) running now, and the most so far. */
+  heavy(): { inFlight: number; peak: number };
   close(): Promise<void>;
 }
 
@@ -85,11 +94,7 @@ function loadAssets(): Map<string, Asset> {
   return new Map(files.map(([path, file, type]) => [path, { type, body: readFileSync(file) }]));
 }
 
-const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
-
-export function isLoopback(host: string): boolean {
-  return LOOPBACK_NAMES.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
+export { isLoopback };
 
 export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const assets = loadAssets();
@@ -108,15 +113,18 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       const reading = await state.read();
       json(res, { coverage: reading.snapshot?.coverage ?? [], ...(await calendarOf(reading)) });
     },
-    '/api/charts': async (q, res) => {
-      const c = await charts(reader, q.get('from') ?? undefined, q.get('to') ?? undefined);
-      const cal = await calendarOf(await state.read());
-      json(res, { ...c, perDay: chartDays(c.perDay, cal.days, c.from, c.to) });
-    },
+    '/api/charts': async (q, res) =>
+      heavyQuery(res, async () => {
+        const c = await charts(reader, q.get('from') ?? undefined, q.get('to') ?? undefined);
+        const cal = await calendarOf(await state.read());
+        json(res, { ...c, perDay: chartDays(c.perDay, cal.days, c.from, c.to) });
+      }),
     '/api/sessions': async (q, res) => {
       const req = listRequestOf(q, { csv: false });
-      const page = await querySessions(reader, req);
-      json(res, { total: page.total, offset: page.offset, pageSize: page.pageSize, columns: askedColumns(req) ?? null, items: page.items });
+      await heavyQuery(res, async () => {
+        const page = await querySessions(reader, req);
+        json(res, { total: page.total, offset: page.offset, pageSize: page.pageSize, columns: askedColumns(req) ?? null, items: page.items });
+      });
     },
     '/api/sessions.csv': async (q, res) => {
       const req = listRequestOf(q, { csv: true });
@@ -142,22 +150,57 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     },
   };
 
+  /**
+   * A page of sessions or the charts: a query whose answer is held in memory whole (a page of 1,000
+   * sessions is megabytes), so at most `requests.running` at once; others wait for a place, and
+   * beyond that are told to come back (503, Retry-After), so that many at once cannot exhaust memory.
+   */
+  async function heavyQuery(res: ServerResponse, run: () => Promise<void>): Promise<void> {
+    const release = await queries.enter();
+    if (!release) {
+      res.setHeader('Retry-After', String(QUERY_RETRY_AFTER_S));
+      return json(res, { error: `${queries.running} queries are running, the most at once, and others are waiting: try again in a few seconds` }, 503);
+    }
+    try {
+      if (res.destroyed) return; // the client left while it waited
+      heavy.inFlight++;
+      heavy.peak = Math.max(heavy.peak, heavy.inFlight);
+      try {
+        await run();
+      } finally {
+        heavy.inFlight--;
+      }
+    } finally {
+      release();
+    }
+  }
+
   /** The calendar of what the state says now; the range of a run going now is not-yet, not holes. */
   async function calendarOf(reading: StateReading): Promise<CoverageCalendar> {
     const perDay = await sessionsPerDay(reader);
     const live = reading.liveHolder && reading.snapshot?.running ? reading.snapshot.running.runId : null;
     const row = live ? reading.snapshot?.lastRuns.find((r) => r.run_id === live) : undefined;
     const running = row?.range_from && row.range_to ? { from: String(row.range_from), to: String(row.range_to) } : null;
-    return coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), { target, noCommands: o.demo ?? false, running, anomalies: reading.snapshot?.volumeAnomalies ?? [] });
+    return coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), {
+      target,
+      noCommands: o.demo ?? false,
+      running,
+      anomalies: reading.snapshot?.volumeAnomalies ?? [],
+      unfinished: unfinishedBackfills(reading.snapshot?.lastRuns ?? [], live),
+    });
   }
 
   async function overview(): Promise<Overview> {
     const reading = await state.read();
     const t = now();
     const parquetRows = reading.snapshot?.rows != null ? null : await parquetRowCount(reader);
+    // Partitions waiting for their rewrite: the dataset (charts, the sessions list) counts otherwise than the table; say by how much.
+    const waiting = reading.snapshot?.rows != null && reading.snapshot.format !== 'duckdb' && reading.snapshot.pendingPartitions.length > 0;
+    const datasetRows = waiting ? await parquetRowCount(reader) : null;
     return buildOverview({
       reading,
       parquetRows,
+      datasetRows,
       nowMs: t,
       maxLagSeconds: o.maxLagSeconds,
       nextRun: o.demo ? null : o.nextRun(t),
@@ -167,10 +210,12 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     });
   }
 
-  const sessions = new SessionIds();
+  const sessionTtlMs = o.sessionTtlMs ?? SESSION_TTL_MS;
+  const sessions = new SessionIds(sessionTtlMs, now);
+  const tickets = new DownloadTickets(60_000, now);
   const downloads = new RequestGate(o.downloads?.running ?? 2, o.downloads?.waiting ?? 8, o.downloads?.waitMs ?? 30_000);
-  // Known once listening (--port 0 picks one).
-  let cookieName = '';
+  const queries = new RequestGate(o.requests?.running ?? 4, o.requests?.waiting ?? 16, o.requests?.waitMs ?? 30_000);
+  const heavy = { inFlight: 0, peak: 0 };
   // Listening on loopback: a page on another site reaching us by a name it controls (DNS
   // rebinding) sends its own Host, refused even before the token is asked for.
   const loopbackOnly = isLoopback(o.host);
@@ -193,32 +238,45 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
+    const url = new URL(req.url ?? '/', 'http://dashboard.invalid');
+    if (loopbackOnly && !isLoopback(hostOfHeader(req.headers.host))) {
+      return json(res, { error: 'this dashboard answers only to localhost / 127.0.0.1 addresses' }, 403);
+    }
+    const presented = bearerToken(req.headers);
+    if (req.method === 'POST' && url.pathname === '/api/session') {
+      // The page trades the token of its address for a browser session (kept in its sessionStorage).
+      if (!tokenMatches(o.token, presented)) return unauthorized(res, url.pathname);
+      const s = sessions.create();
+      return json(res, { session: s.id, expiresAt: new Date(s.expiresAt).toISOString(), ttlSeconds: Math.round(sessionTtlMs / 1000) });
+    }
+    if (req.method === 'POST' && url.pathname === '/api/download') {
+      const who = access(presented);
+      if (who !== 'live') return unauthorized(res, url.pathname, who === 'expired');
+      return json(res, { ticket: tickets.create() });
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('Allow', 'GET, HEAD');
       return json(res, { error: `${req.method} is not allowed: the dashboard is read-only (GET and HEAD only)` }, 405);
     }
-    const url = new URL(req.url ?? '/', 'http://dashboard.invalid');
-    if (loopbackOnly && !isLoopback((req.headers.host ?? '').replace(/:\d+$/, ''))) {
-      return json(res, { error: 'this dashboard answers only to localhost / 127.0.0.1 addresses' }, 403);
-    }
-    const given = url.searchParams.get('token');
-    if (given !== null) {
-      if (!tokenMatches(o.token, given)) return unauthorized(res, url.pathname);
-      // Trade the address's token for a session cookie, and take it out of the address bar and history.
-      url.searchParams.delete('token');
-      res.setHeader('Set-Cookie', `${cookieName}=${sessions.create()}; Path=/; HttpOnly; SameSite=Strict`);
-      res.setHeader('Location', `${url.pathname}${url.search}`);
-      return send(res, 303, '', 'text/plain; charset=utf-8');
-    }
-    if (!tokenMatches(o.token, bearerToken(req.headers)) && !sessions.has(cookieValue(req.headers, cookieName))) {
-      return unauthorized(res, url.pathname);
-    }
+    // The page and its scripts: no data in them; the page asks for a session with the token of its address.
     const asset = assets.get(url.pathname);
     if (asset) return send(res, 200, asset.body, asset.type, { 'Cache-Control': 'no-cache' }, req.method === 'HEAD');
+    const who = access(presented);
+    if (who !== 'live') {
+      // A download the browser makes itself (a link sends no header): a one-use ticket in its address.
+      const ticket = url.pathname === '/api/sessions.csv' ? url.searchParams.get('ticket') : null;
+      if (!tickets.take(ticket)) return unauthorized(res, url.pathname, who === 'expired');
+    }
+    url.searchParams.delete('ticket');
     const route = api[url.pathname];
     if (!route) return json(res, { error: `no such page: ${url.pathname}` }, 404);
     if (req.method === 'HEAD') return send(res, 200, '', 'application/json; charset=utf-8', { 'Cache-Control': 'no-store' }, true);
     await route(url.searchParams, res);
+  }
+
+  /** What an `Authorization: Bearer …` value opens: the token or a live session (`live`), a session past its time, or nothing. */
+  function access(presented: string | null): 'live' | 'expired' | 'unknown' {
+    return tokenMatches(o.token, presented) ? 'live' : sessions.check(presented);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -229,11 +287,11 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     });
   });
   const addr = server.address() as AddressInfo;
-  cookieName = sessionCookieName(addr.port);
   const shownHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${shownHost}:${addr.port}/`,
     server,
+    heavy: () => ({ ...heavy }),
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -242,8 +300,27 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   };
 }
 
+/**
+ * The ranges of backfills that ended without succeeding (failed, interrupted, died), newest first,
+ * but not the run going now nor one a later backfill of the same range completed.
+ */
+function unfinishedBackfills(runs: ReadonlyArray<Record<string, unknown>>, live: string | null): Array<{ from: string; to: string }> {
+  const out: Array<{ from: string; to: string }> = [];
+  const done = new Set<string>();
+  for (const r of runs) {
+    if (r.kind !== 'backfill' || !r.range_from || !r.range_to || r.run_id === live) continue;
+    const key = `${String(r.range_from)}|${String(r.range_to)}`;
+    // A row still marked running that is not the live run died: unfinished too.
+    if (r.outcome === 'succeeded' || r.outcome === 'nothing-to-do') done.add(key);
+    else if (!done.has(key)) out.push({ from: String(r.range_from), to: String(r.range_to) });
+  }
+  return out;
+}
+
 /** Seconds a download turned away is told to wait (Retry-After). */
 const DOWNLOAD_RETRY_AFTER_S = 5;
+/** Seconds a query turned away is told to wait (Retry-After). */
+const QUERY_RETRY_AFTER_S = 2;
 
 /** The client of a download left, or stopped reading: nothing to answer. */
 class ClientGoneError extends Error {}
@@ -275,10 +352,11 @@ function writeOrWait(res: ServerResponse, text: string, stallMs: number): Promis
 }
 
 /** 401: JSON for the API, a line of text for a person who opened the page without the token. */
-function unauthorized(res: ServerResponse, path: string): void {
+function unauthorized(res: ServerResponse, path: string, expired = false): void {
   res.setHeader('WWW-Authenticate', 'Bearer realm="session-etl dashboard"');
-  const reason =
-    'an access token is required: open the address the dashboard printed (Dashboard: http://…/?token=…) once, or send Authorization: Bearer <token>';
+  const reason = expired
+    ? 'this browser session of the dashboard has expired: open the address the dashboard printed (Dashboard: http://…/?token=…) again'
+    : 'an access token is required: open the address the dashboard printed (Dashboard: http://…/?token=…), or send Authorization: Bearer <token>';
   if (path.startsWith('/api/')) return json(res, { error: reason }, 401);
   send(res, 401, `session-etl dashboard: ${reason}\n`, 'text/plain; charset=utf-8', { 'Cache-Control': 'no-store' });
 }

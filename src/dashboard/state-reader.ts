@@ -10,11 +10,13 @@
  * run that starts meanwhile waits a few seconds for the file (pipeline/open-run.ts); if it got the
  * file first, the snapshot is shown, saying it is from a run that died.
  */
+import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StoreBusyError } from '../store/errors.js';
 import { holderState, readHolder, type LockHolder } from '../store/lock.js';
 import { layoutOf } from '../store/layout.js';
+import { committedRowsOf, withDiedRunFigures } from '../store/run-log.js';
 import { SessionStore } from '../store/session-store.js';
 import { collectState, readStateSnapshot, SNAPSHOT_RUNS, STATE_FILE, STATE_SNAPSHOT_VERSION, type StateSnapshot, type StoreState } from '../store/state-snapshot.js';
 import type { DashboardSource } from './data-source.js';
@@ -54,10 +56,12 @@ export class StateReader {
     const deadHolder = holder && !liveHolder ? holder : null;
     const snapshot = await readStateSnapshot(this.source.stateDir);
     const reading: StateReading = { snapshot, liveHolder, deadHolder, source: 'snapshot', deadRunSnapshot: null };
-    // A snapshot written by a run that no live process holds the lock for: that run died.
-    if (!snapshot?.running || liveHolder) return reading;
+    // A snapshot written by a run that no live process holds the lock for: that run died. No
+    // snapshot at all (a store of a release that wrote none, or copied without it): the store says.
+    const withoutSnapshot = !snapshot && ['sessions.duckdb', 'state.duckdb'].some((f) => existsSync(join(this.source.stateDir, f)));
+    if (liveHolder || !(snapshot?.running || withoutSnapshot)) return reading;
     const state = await this.storeState();
-    if (!state) return { ...reading, deadRunSnapshot: { runId: snapshot.running.runId, writtenAt: snapshot.writtenAt } };
+    if (!state) return snapshot?.running ? { ...reading, deadRunSnapshot: { runId: snapshot.running.runId, writtenAt: snapshot.writtenAt } } : reading;
     return {
       ...reading,
       source: 'store',
@@ -92,7 +96,9 @@ async function readStore(source: DashboardSource): Promise<StoreState | null> {
     throw err;
   }
   try {
-    return await collectState(store, store.conn, SNAPSHOT_RUNS);
+    // Read while no run holds the store: a run still marked running died; the store says what it committed.
+    const state = await collectState(store, store.conn, SNAPSHOT_RUNS);
+    return { ...state, lastRuns: await withDiedRunFigures(store.conn, committedRowsOf(store), state.lastRuns) };
   } finally {
     await store.close();
   }

@@ -4,9 +4,10 @@ import { ID_FIELD, STARTED_FIELD, type LeafField } from './session-fields.js';
 
 /**
  * Where the sessions are: a table with the contract's columns, or the Parquet dataset; with
- * `account`, only that account's rows of a many-account table or dataset (docs/accounts.md).
+ * `account`, only that account's rows of a many-account table or dataset (docs/accounts.md); with
+ * `withAccount`, each row also says its account (a many-account table or dataset read whole).
  */
-export type ListSource = ({ readonly table: string } | { readonly parquetGlob: string }) & { readonly account?: string };
+export type ListSource = ({ readonly table: string } | { readonly parquetGlob: string }) & { readonly account?: string; readonly withAccount?: boolean };
 
 /** A value bound to a `?` placeholder. */
 export type SqlParam = string | number | boolean | null;
@@ -23,6 +24,9 @@ export interface CompiledListQuery {
 }
 
 const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+
+/** The result column holding a row's account with `withAccount` (no session field has this name). */
+export const ACCOUNT_COLUMN = 'account';
 
 /**
  * Writes a list request as DuckDB SQL over the `sessions` table (or a table of the same columns)
@@ -49,7 +53,8 @@ export function compileToSql(req: ListRequest, source: ListSource): CompiledList
   const whereSql = where.length === 0 ? '' : `\nWHERE ${where.join('\n  AND ')}`;
 
   const leaves = selectedLeaves(req);
-  const select = leaves.length === 0 ? '1 AS "_"' : leaves.map((l) => `${valueSql(l)} AS ${q(l.path)}`).join(',\n       ');
+  const columns = [...(source.withAccount ? [`${q('account')} AS ${q(ACCOUNT_COLUMN)}`] : []), ...leaves.map((l) => `${valueSql(l)} AS ${q(l.path)}`)];
+  const select = columns.length === 0 ? '1 AS "_"' : columns.join(',\n       ');
   const order = orderKeys(req).map(({ field, descending }) => orderSql(field, descending)).join(',\n         ');
 
   return {

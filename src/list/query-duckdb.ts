@@ -1,5 +1,5 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
-import { compileToSql, type ListSource } from './compile-to-sql.js';
+import { ACCOUNT_COLUMN, compileToSql, type ListSource } from './compile-to-sql.js';
 import { resolveWindow, shapeRecord, type ListPage, type ListRequest } from './list-request.js';
 
 /**
@@ -17,7 +17,11 @@ export async function queryDuckDb(connection: DuckDBConnection, req: ListRequest
     rows = (await connection.runAndReadAll(compiled.sql, [...params, window.limit, window.offset])).getRowObjectsJS();
   }
   return {
-    items: rows.map((row) => shapeRecord(compiled.leaves, (leaf) => fromSql(row[leaf.path]))),
+    // With `withAccount`, the account comes first: it says whose session the rest is.
+    items: rows.map((row) => ({
+      ...(source.withAccount ? { [ACCOUNT_COLUMN]: fromSql(row[ACCOUNT_COLUMN]) } : {}),
+      ...shapeRecord(compiled.leaves, (leaf) => fromSql(row[leaf.path])),
+    })),
     total,
     offset: window.offset,
     pageSize: window.pageSize,

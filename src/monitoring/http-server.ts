@@ -1,10 +1,13 @@
 /**
  * The scheduler's monitoring endpoint (node:http): `GET /metrics` (Prometheus text exposition)
  * and `GET /healthz` (200 with a JSON body when healthy, 503 with the reasons when not).
+ * Listening on loopback, it answers only requests addressed to a loopback name (as the dashboard
+ * does): a page on another site reaching it by a name it controls (DNS rebinding) gets 403.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Health } from './health.js';
+import { hostOfHeader, isLoopback } from '../util/loopback.js';
 
 export interface MonitoringServerOptions {
   host: string;
@@ -25,12 +28,16 @@ export class MonitoringServerError extends Error {
 }
 
 export async function startMonitoringServer(o: MonitoringServerOptions): Promise<MonitoringServer> {
+  const loopbackOnly = isLoopback(o.host);
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const send = (status: number, type: string, body: string) => {
       res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
+    if (loopbackOnly && !isLoopback(hostOfHeader(req.headers.host))) {
+      return send(403, 'text/plain; charset=utf-8', 'this endpoint answers only to localhost / 127.0.0.1 addresses\n');
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');
       return send(405, 'text/plain; charset=utf-8', 'only GET and HEAD\n');

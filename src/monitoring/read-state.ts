@@ -10,6 +10,8 @@ import type { LockHolder } from '../store/lock.js';
 import { accountStatus, readStatus, readStoreReading, type StoreStatus } from '../store/status.js';
 import type { VolumeAnomaly, VolumeRule } from '../store/volume-anomalies.js';
 import { allStores } from '../accounts/stores.js';
+import { legacyAccountDir, legacyAccountParquetDir } from '../accounts/layout.js';
+import { legacyAccounts } from '../accounts/legacy.js';
 import type { DatasetLocation } from '../store/dataset/location.js';
 
 /** A finished run as monitoring sees it. Times are epoch seconds. */
@@ -79,6 +81,10 @@ export async function readAccountsMonitoredStates(
     for (const a of reading.state.accounts ?? []) {
       if (states.has(a.account)) states.set(a.account, monitoredStateOf(accountStatus(reading, a.account, nowMs, RUNS_READ)));
     }
+  }
+  // Accounts still in the layout before schema 3 (accounts/NAME/): their own store, read as it is.
+  for (const a of legacyAccounts(root, names.filter((n) => states.get(n) === EMPTY_STATE))) {
+    states.set(a, monitoredStateOf(await readStatus(legacyAccountDir(root, a), nowMs, RUNS_READ, undefined, { kind: 'local', root: legacyAccountParquetDir(root, a) }, volume)));
   }
   return states;
 }

@@ -1,7 +1,5 @@
 /** File-system steps the store makes durable: existence, the head of a file, fsync of files and directories. */
-import { open, rename, rm, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
-import { writeNewFile } from '../util/temp-file.js';
+import { open, stat } from 'node:fs/promises';
 import { FILE_MODE } from './layout.js';
 
 export async function exists(p: string): Promise<boolean> {
@@ -52,21 +50,5 @@ export async function fsyncDir(path: string): Promise<void> {
   }
 }
 
-/**
- * Replaces `path` with `text` atomically: written to a temporary file (`.<name>.<16 hex>.tmp` in
- * `tmpDir`, by default the file's own directory, on the same file system) with `mode` (as the
- * umask allows it, or exactly with `exactMode`), fsynced, then renamed over `path`. A reader sees
- * the old file or the new one whole; a failure leaves the old one and removes the temporary file.
- * The temporary file is created exclusively under an unguessable name, never through a link
- * (util/temp-file.ts); the rename replaces a link at `path` itself, never what it points to.
- */
-export async function writeFileAtomic(path: string, text: string, opts: { tmpDir?: string; mode: number; exactMode?: boolean }): Promise<void> {
-  const dir = opts.tmpDir ?? dirname(path);
-  const tmp = await writeNewFile((suffix) => join(dir, `.${basename(path)}.${suffix}.tmp`), text, { mode: opts.mode, sync: true, ...(opts.exactMode ? { exactMode: true } : {}) });
-  try {
-    await rename(tmp, path);
-  } catch (err) {
-    await rm(tmp, { force: true }).catch(() => {});
-    throw err;
-  }
-}
+/** The one atomic write (util/temp-file.ts), here too for the store's modules. */
+export { writeFileAtomic } from '../util/temp-file.js';

@@ -3,7 +3,12 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Window } from '../time/windows.js';
 import { clipText, MAX_ERROR_CHARS } from '../util/clip-text.js';
 import { oneLine } from '../util/terminal-text.js';
-import { queryRows } from './duckdb.js';
+import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { queryRows, sqlString } from './duckdb.js';
+import type { OutputFormat, StoreLayout } from './layout.js';
+import { NDJSON_MAX_OBJECT_BYTES } from './ndjson.js';
 
 /**
  * Longest `_runs.error` kept: a backstop. A run clips the server's text to MAX_ERROR_CHARS and adds
@@ -73,22 +78,134 @@ export async function recordRun(conn: DuckDBConnection, run: RunRow): Promise<vo
 /**
  * Records every run still marked `running` as `died` (ended_at = now): called by a writer holding the
  * lock, so none of them is running any more (killed, or crashed, without recording its outcome).
+ * Its figures become what the store holds of it (committedUnder): a died run never recorded its own.
  * Returns their run ids.
  */
 export async function recordDiedRuns(
   conn: DuckDBConnection,
   foundBy: string,
   holder?: { runId?: string; pid: number; host: string },
+  rows?: CommittedRows,
 ): Promise<string[]> {
-  const rows = await queryRows<{ run_id: string }>(conn, `SELECT run_id FROM _runs WHERE outcome = 'running'`);
-  for (const { run_id } of rows) {
-    const who = holder?.runId === run_id ? `its process (pid ${holder.pid} on ${holder.host}) is gone` : 'its process is gone';
-    await conn.run(`UPDATE _runs SET outcome = 'died', ended_at = now(), error = $2 WHERE run_id = $1 AND outcome = 'running'`, [
-      run_id,
-      `${who}: killed or crashed before recording an outcome; found by run ${foundBy}, which resumes its work`,
-    ]);
+  const runs = await queryRows<{ run_id: string; account: string; started: number }>(
+    conn,
+    `SELECT run_id, account, epoch_ms(started_at) AS started FROM _runs WHERE outcome = 'running'`,
+  );
+  for (const r of runs) {
+    const who = holder?.runId === r.run_id ? `its process (pid ${holder.pid} on ${holder.host}) is gone` : 'its process is gone';
+    const c = rows ? await committedUnder(conn, rows, { runId: r.run_id, account: r.account, startedMs: Number(r.started) }) : null;
+    await conn.run(
+      `UPDATE _runs SET outcome = 'died', ended_at = now(), error = $2${
+        c ? ', windows = $3, sessions_written = $4, sessions_new = NULL, sessions_updated = NULL, partitions_written = $5' : ''
+      } WHERE run_id = $1 AND outcome = 'running'`,
+      [r.run_id, `${who}: killed or crashed before recording an outcome; found by run ${foundBy}, which resumes its work`, ...(c ? [c.windows, c.sessions, c.days] : [])],
+    );
   }
-  return rows.map((r) => r.run_id);
+  return runs.map((r) => r.run_id);
+}
+
+/** Where a store keeps its committed rows, to count those of a run (committedUnder). */
+export interface CommittedRows {
+  format: OutputFormat;
+  many: boolean;
+  /** The store's local day files (format parquet), or null when they are in a bucket. */
+  parquet: { dir: string; file: string } | null;
+  /** Where committed records wait as files for the merge (_pending_files). */
+  pendingDir: string;
+}
+
+/** Where a store keeps its committed rows (a SessionStore is one). */
+export function committedRowsOf(store: { format: OutputFormat; shape: { many: boolean }; layout: StoreLayout; dataset: { location: { kind: string } } }): CommittedRows {
+  return {
+    format: store.format,
+    many: store.shape.many,
+    parquet: store.dataset.location.kind === 'local' ? { dir: store.layout.parquetDir, file: store.layout.partitionFile } : null,
+    pendingDir: store.layout.pendingDir,
+  };
+}
+
+/** What the store holds of a run: its committed windows, its sessions, and the UTC days its windows cover. */
+export interface Committed {
+  windows: number;
+  /** Sessions whose stored version it fetched; null when they cannot be counted here (a bucket's day files). */
+  sessions: number | null;
+  days: number;
+}
+
+/**
+ * What the store says a run committed, for a run that recorded no figures (it died): its coverage
+ * rows (each carries its run id until a finished run compacts the map), the UTC days they cover,
+ * and the sessions fetched between its start and `untilMs` (a session's stored version carries the
+ * time it was fetched: extracted_at), merged or still pending. One lock holder at a time, so no other
+ * run of the account fetched in between.
+ */
+export async function committedUnder(
+  conn: DuckDBConnection,
+  rows: CommittedRows,
+  run: { runId: string; account: string; startedMs: number; untilMs?: number },
+): Promise<Committed> {
+  const windows = await queryRows<{ start_s: bigint | number; end_s: bigint | number }>(conn, 'SELECT start_s, end_s FROM _coverage WHERE run_id = $1', [run.runId]);
+  const days = new Set<number>();
+  for (const w of windows) {
+    for (let d = Math.floor(Number(w.start_s) / 86_400); d * 86_400 < Number(w.end_s); d++) days.add(d);
+  }
+  const since = run.startedMs / 1000;
+  const until = (run.untilMs ?? 8.64e15) / 1000;
+  const own = rows.many ? ` AND account = ${sqlString(run.account)}` : '';
+  const fetched = `extracted_at >= to_timestamp(${since}) AND extracted_at < to_timestamp(${until})${own}`;
+  const key = rows.many ? `account || '/' || session_id` : 'session_id';
+  // Each session once: a record fetched in two windows is one session once merged.
+  const sources = [`SELECT ${key} AS k FROM _pending_rows WHERE ${fetched}`];
+  if (rows.format !== 'parquet') sources.push(`SELECT ${key} AS k FROM sessions WHERE ${fetched}`);
+  else if (rows.parquet === null) return { windows: windows.length, sessions: null, days: days.size };
+  else if (await anyDayFile(rows.parquet)) {
+    const files = join(rows.parquet.dir, 'date=*', rows.parquet.file);
+    sources.push(`SELECT ${key} AS k FROM read_parquet(${sqlString(files)}, hive_partitioning = true) WHERE ${fetched}`);
+  }
+  // Records committed as files and not merged yet (formats duckdb and both): their ids, read from the files.
+  const files = await queryRows<{ file: string; account: string }>(
+    conn,
+    `SELECT file, account FROM _pending_files WHERE extracted_at >= ${since} AND extracted_at < ${until}${own}`,
+  );
+  if (files.length) {
+    const paths = files.map((f) => join(rows.pendingDir, f.file));
+    const lineage = files.map((f, i) => `(${sqlString(paths[i]!)}, ${sqlString(f.account)})`).join(', ');
+    sources.push(
+      `SELECT ${rows.many ? `f.account || '/' || r.id` : 'r.id'} AS k FROM read_json([${paths.map(sqlString).join(', ')}], columns = {id: 'VARCHAR'},
+         format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
+       JOIN (VALUES ${lineage}) f(filename, account) USING (filename)`,
+    );
+  }
+  const n = await queryRows<{ n: bigint | number }>(conn, `SELECT count(DISTINCT k) AS n FROM (${sources.join(' UNION ALL ')})`);
+  return { windows: windows.length, sessions: Number(n[0]?.n ?? 0), days: days.size };
+}
+
+/** Whether there is a day file to read (a read of none fails). */
+async function anyDayFile(p: { dir: string; file: string }): Promise<boolean> {
+  for (const d of await readdir(p.dir).catch(() => [] as string[])) if (d.startsWith('date=') && existsSync(join(p.dir, d, p.file))) return true;
+  return false;
+}
+
+/**
+ * `_runs` rows read while no run holds the store: one still marked running died (the next run
+ * records it so), and shows what the store holds of it instead of the zeros it started with
+ * (committedUnder); new and updated are not known.
+ */
+export async function withDiedRunFigures(conn: DuckDBConnection, rows: CommittedRows, runs: Array<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> {
+  const out: Array<Record<string, unknown>> = [];
+  for (const r of runs) {
+    if (r.outcome !== 'running') {
+      out.push(r);
+      continue;
+    }
+    const account = String(r.account ?? '');
+    const startedMs = Date.parse(String(r.started_at));
+    // A later run of the account (it would have recorded this one as died; a row from an older release, say) ends the span.
+    const later = runs.filter((x) => String(x.account ?? '') === account && Date.parse(String(x.started_at)) > startedMs).map((x) => Date.parse(String(x.started_at)));
+    const c = await committedUnder(conn, rows, { runId: String(r.run_id), account, startedMs, ...(later.length ? { untilMs: Math.min(...later) } : {}) });
+    out.push({ ...r, windows: c.windows, sessions_written: c.sessions, sessions_new: null, sessions_updated: null, partitions_written: c.days });
+  }
+  return out;
 }
 
 /** The latest runs of an account (every account's with `account` undefined), newest first. */

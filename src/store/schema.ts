@@ -5,7 +5,7 @@
 import { readdir } from 'node:fs/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
-import { queryRows } from './duckdb.js';
+import { openDb, queryRows } from './duckdb.js';
 import { DataDirError } from './errors.js';
 import { NULL_PARTITION, type OutputFormat, type StoreLayout } from './layout.js';
 import { VERIFIED_DAYS_DDL } from './verify-log.js';
@@ -180,4 +180,87 @@ export function formatMismatch(dataDir: string, stored: string, asked: OutputFor
       `configuration file): writing ${asked} there would miss the data stored so far. Drop the setting (the data directory's ` +
       `own format is used), set it to ${stored}, or give format ${asked} a new --data-dir`,
   );
+}
+
+/** A column as this release creates it: its name, type and default (an SQL expression, or null). */
+interface ExpectedColumn {
+  name: string;
+  type: string;
+  dflt: string | null;
+}
+
+const expected = new Map<string, Promise<Map<string, ExpectedColumn[]>>>();
+
+/** The tables of a store of this schema (this format and number of accounts), made once in memory. */
+function expectedTables(format: OutputFormat, accounts: StoreAccounts): Promise<Map<string, ExpectedColumn[]>> {
+  const key = `${format}/${accounts}`;
+  let found = expected.get(key);
+  if (!found) {
+    found = (async () => {
+      const db = await openDb(':memory:', { allowedDirectories: [] });
+      try {
+        const many = accounts === 'many';
+        const ddl = [...STATE_DDL, pendingRowsDdl(many), ...(format !== 'parquet' ? [sessionsTableDdl('sessions', many)] : [])];
+        await db.conn.run(ddl.join(';\n'));
+        const rows = await queryRows<{ t: string; c: string; type: string; dflt: string | null }>(
+          db.conn,
+          `SELECT table_name AS t, column_name AS c, data_type AS type, column_default AS dflt FROM duckdb_columns()
+           WHERE database_name = current_database() AND schema_name = 'main' ORDER BY table_name, column_index`,
+        );
+        const tables = new Map<string, ExpectedColumn[]>();
+        for (const r of rows) (tables.get(r.t) ?? tables.set(r.t, []).get(r.t)!).push({ name: r.c, type: r.type, dflt: r.dflt });
+        return tables;
+      } finally {
+        await db.close();
+      }
+    })();
+    expected.set(key, found);
+  }
+  return found;
+}
+
+/** What a read of a store of an earlier schema found (see readAsCurrentSchema). */
+export interface SchemaReading {
+  /** The schema version the store records (0: none recorded). */
+  version: number;
+  /** Whether its tables lack anything this release reads: then the next export or backfill upgrades it. */
+  older: boolean;
+}
+
+/**
+ * Lets this release's queries read a store of an earlier schema opened read-only, without writing
+ * to it: each table it lacks is an empty temporary table, each table lacking columns a temporary
+ * view of it with those columns added (their default, else NULL). Temporary objects live in the
+ * connection's memory and shadow the file's tables of the same name. The next writer migrates the
+ * file itself (ensureSchema).
+ */
+export async function readAsCurrentSchema(conn: DuckDBConnection, format: OutputFormat, accounts: StoreAccounts): Promise<SchemaReading> {
+  const meta = await queryRows<{ value: string }>(conn, `SELECT value FROM _session_etl_meta WHERE key = 'schema_version'`).catch(() => []);
+  const version = Number(meta[0]?.value ?? 0);
+  const rows = await queryRows<{ t: string; c: string; db: string }>(
+    conn,
+    `SELECT table_name AS t, column_name AS c, current_database() AS db FROM duckdb_columns()
+     WHERE database_name = current_database() AND schema_name = 'main'`,
+  );
+  const present = new Map<string, Set<string>>();
+  for (const r of rows) (present.get(r.t) ?? present.set(r.t, new Set()).get(r.t)!).add(r.c);
+  const db = rows[0]?.db ?? (await queryRows<{ db: string }>(conn, 'SELECT current_database() AS db'))[0]!.db;
+  const statements: string[] = [];
+  for (const [table, columns] of await expectedTables(format, accounts)) {
+    const have = present.get(table);
+    if (!have) {
+      statements.push(`CREATE TEMP TABLE ${ident(table)} (${columns.map((c) => `${ident(c.name)} ${c.type}`).join(', ')})`);
+      continue;
+    }
+    const missing = columns.filter((c) => !have.has(c.name));
+    if (!missing.length) continue;
+    const added = missing.map((c) => `CAST(${c.dflt ?? 'NULL'} AS ${c.type}) AS ${ident(c.name)}`);
+    statements.push(`CREATE TEMP VIEW ${ident(table)} AS SELECT *, ${added.join(', ')} FROM ${ident(db)}.main.${ident(table)}`);
+  }
+  if (statements.length) await conn.run(statements.join(';\n'));
+  return { version, older: statements.length > 0 || version < SCHEMA_VERSION };
+}
+
+function ident(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
 }

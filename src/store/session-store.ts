@@ -27,7 +27,7 @@ import type { OutputFormat, ShardId, StoreLayout } from './layout.js';
 import { openDataDir, prepareDirs } from './open-data-dir.js';
 import { ParquetOnlySink } from './parquet-only-sink.js';
 import * as runLog from './run-log.js';
-import { checkOwnership, ensureSchema, recordedAccounts, recordedFormat, type StoreAccounts } from './schema.js';
+import { checkOwnership, ensureSchema, readAsCurrentSchema, recordedAccounts, recordedFormat, type SchemaReading, type StoreAccounts } from './schema.js';
 import { SerialQueue } from './serial-queue.js';
 import type { Dataset } from './dataset/dataset.js';
 import type { DatasetLocation } from './dataset/location.js';
@@ -146,6 +146,8 @@ export class SessionStore {
       const dataset = await openDataset(opts.dataset ?? { kind: 'local', root: layout.parquetDir }, layout, opts.beforeUpload);
       const store = new SessionStore(layout, format, accounts, db, readOnly, opts.logger ?? silentLogger, dataset, opts.alignedWaitMs);
       store.created.push(...created);
+      // A reader of a store of an earlier schema sees it as this one's, without writing (schema.ts).
+      if (readOnly && existed) store.schemaReading = await readAsCurrentSchema(db.conn, format, accounts);
       if (!readOnly) {
         if (existed) await prepareDirs(layout);
         await ensureSchema(db.conn, format, !existed, accounts);
@@ -158,6 +160,9 @@ export class SessionStore {
       throw err;
     }
   }
+
+  /** A read-only store's schema: whether it is older than this release's (the next writer upgrades it). */
+  schemaReading: SchemaReading | null = null;
 
   /** Serialises writes on the one connection. */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -317,7 +322,7 @@ export class SessionStore {
 
   /** Records every run still marked `running` as `died` (see run-log.ts); returns their run ids. */
   recordDiedRuns(foundBy: string, holder?: { runId?: string; pid: number; host: string }): Promise<string[]> {
-    return this.exclusive(() => runLog.recordDiedRuns(this.conn, foundBy, holder));
+    return this.exclusive(() => runLog.recordDiedRuns(this.conn, foundBy, holder, runLog.committedRowsOf(this)));
   }
 
   /** The latest runs of an account (every account's with `account` undefined), newest first. */

@@ -1,13 +1,17 @@
 /** What `session-etl status` reports, read from the data directory without writing anything. */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { unguessable } from '../util/temp-file.js';
 import { join } from 'node:path';
 import { subtractIntervals } from '../time/intervals.js';
 import { isoOf } from '../time/windows.js';
 import { rangeArgs, suggestedCommand } from '../util/suggested-command.js';
-import { bucketCacheDir, bucketDatasetSize, copyBucketState } from './dataset/bucket-reader.js';
+import { bucketCacheDir, bucketDatasetSize, copyBucketState, mirrorDataset } from './dataset/bucket-reader.js';
 import type { DatasetLocation } from './dataset/location.js';
-import { queryRows } from './duckdb.js';
+import { queryRows, sqlString } from './duckdb.js';
+import { readVolumeAnomalies } from './read-volume-anomalies.js';
+import { committedRowsOf, withDiedRunFigures } from './run-log.js';
+import { DEFAULT_VOLUME_RULE } from './volume-anomalies.js';
 import { DataDirError, StoreBusyError } from './errors.js';
 import { holderState, readHolder, type LockHolder } from './lock.js';
 import { layoutOf, type OutputFormat, type ShardId, type StoreLayout } from './layout.js';
@@ -54,6 +58,16 @@ export interface StoreStatus {
    * range not covered yet and the command that resumes each; null while a run holds the DuckDB file.
    */
   unfinishedBackfills: UnfinishedBackfill[] | null;
+  /**
+   * The schema version of a store written by an earlier release, read as it is (the next export or
+   * backfill upgrades it: schema.ts readAsCurrentSchema); null when it is this release's, or unknown (a snapshot).
+   */
+  olderSchema: number | null;
+  /**
+   * A many-account store's accounts: its partitions, size, pending work and running run are the
+   * whole store's, shared by them (each account's own figures are its checkpoint, coverage, rows and runs); null with one account.
+   */
+  storeAccounts: number | null;
 }
 
 export interface RunProgress {
@@ -99,6 +113,8 @@ export interface StoreReading {
   progress: RunProgress | null;
   /** Each account's unfinished backfills ('' in a single-account store); null from a snapshot. */
   unfinishedByAccount: Map<string, UnfinishedBackfill[]> | null;
+  /** See StoreStatus.olderSchema. */
+  olderSchema: number | null;
 }
 
 /** Reads a store once (the DuckDB file, or while a run holds it the run's snapshot), without writing anything. */
@@ -112,12 +128,12 @@ export async function readStoreReading(dataDir: string, runs = 10, shard?: Shard
   const stateDir = dataset?.kind === 's3' && !existsSync(lockLayout.dbPath) && !existsSync(layoutOf(dataDir, 'parquet', shard).dbPath)
     ? await bucketStateHere(dataDir, dataset, lockLayout)
     : dataDir;
-  const { state, asOf, runsByAccount, unfinishedByAccount } = await readState(stateDir, runs, stateDir === dataDir ? shard : undefined, dataDir, volume);
+  const { state, asOf, runsByAccount, unfinishedByAccount, olderSchema } = await readState(stateDir, runs, stateDir === dataDir ? shard : undefined, dataDir, volume, dataset, alive !== null);
   // The run going now publishes its progress in its snapshot.
   const running = alive ? (await readStateSnapshot(lockLayout.storeDir).catch(() => null))?.running : null;
   const progress = running?.progress && (alive!.runId ?? runIdOf(alive!.command)) === running.runId ? running.progress : null;
   const layout = stateDir === dataDir ? layoutOf(dataDir, state.format, shard) : layoutOf(stateDir, state.format);
-  const { count: partitions, bytes: parquetBytes } = dataset?.kind === 's3' ? await bucketDatasetSize(dataset) : await datasetSize(layout.parquetDir);
+  const { count: partitions, bytes: parquetBytes } = dataset?.kind === 's3' ? await bucketDatasetSize(dataset) : await datasetSize(dataset?.root ?? layout.parquetDir);
   const duckdbBytes = (await sizeOf(layout.dbPath)) + (await sizeOf(`${layout.dbPath}.wal`));
   return {
     dataDir,
@@ -133,6 +149,7 @@ export async function readStoreReading(dataDir: string, runs = 10, shard?: Shard
     asOf,
     progress,
     unfinishedByAccount,
+    olderSchema,
   };
 }
 
@@ -168,6 +185,8 @@ export function accountStatus(r: StoreReading, account: string, nowMs = Date.now
     lastRunDied: died ? { runId: died.runId ?? runIdOf(died.command), pid: died.pid, host: died.host, startedAt: died.startedAt } : null,
     volumeAnomalies: (many ? own?.volumeAnomalies : r.state.volumeAnomalies) ?? [],
     lastVerification: (many ? own?.lastVerification : r.state.lastVerification) ?? null,
+    olderSchema: r.olderSchema,
+    storeAccounts: many ? (r.state.accounts?.length ?? 0) : null,
   };
 }
 
@@ -182,11 +201,14 @@ async function readState(
   shard: ShardId | undefined,
   commandDataDir: string,
   volume?: VolumeRule,
+  dataset?: DatasetLocation,
+  held = false,
 ): Promise<{
   state: StoreState;
   asOf: string | null;
   runsByAccount: Map<string, Array<Record<string, unknown>>>;
   unfinishedByAccount: Map<string, UnfinishedBackfill[]> | null;
+  olderSchema: number | null;
 }> {
   let store: SessionStore;
   try {
@@ -206,21 +228,60 @@ async function readState(
     const state = off
       ? { ...snapshot, volumeAnomalies: [], ...(snapshot.accounts ? { accounts: snapshot.accounts.map((a) => ({ ...a, volumeAnomalies: [] })) } : {}) }
       : snapshot;
-    return { state, asOf: snapshot.writtenAt, runsByAccount: new Map(), unfinishedByAccount: null };
+    return { state, asOf: snapshot.writtenAt, runsByAccount: new Map(), unfinishedByAccount: null, olderSchema: null };
   }
   try {
-    const state = await collectState(store, store.conn, runs, volume ? { volume } : {});
+    let state = await collectState(store, store.conn, runs, volume ? { volume } : {});
+    if (store.format === 'parquet') state = await withDatasetCounts(store, state, commandDataDir, volume, dataset);
+    // No run holds the store: a run still marked running died, and the store says what it committed.
+    const rowsOf = committedRowsOf(store);
+    const died = (list: Array<Record<string, unknown>>) => (held ? Promise.resolve(list) : withDiedRunFigures(store.conn, rowsOf, list));
+    state = { ...state, lastRuns: await died(state.lastRuns) };
     const runsByAccount = new Map<string, Array<Record<string, unknown>>>();
     if (store.shape.many) {
-      for (const r of (await store.lastRunsByAccount(runs)).map((x) => plainRow(x, true))) {
+      for (const r of await died((await store.lastRunsByAccount(runs)).map((x) => plainRow(x, true)))) {
         const list = runsByAccount.get(String(r.account)) ?? runsByAccount.set(String(r.account), []).get(String(r.account))!;
         list.push(r);
       }
     }
-    return { state, asOf: null, runsByAccount, unfinishedByAccount: await unfinished(store, commandDataDir) };
+    const older = store.schemaReading?.older ? store.schemaReading.version : null;
+    return { state, asOf: null, runsByAccount, unfinishedByAccount: await unfinished(store, commandDataDir), olderSchema: older };
   } finally {
     await store.close();
   }
+}
+
+/**
+ * A Parquet-only store's rows, counted in its day files (their footers: DuckDB reads a file's row
+ * count from its metadata), and its volume anomalies judged on them. With the dataset in a bucket,
+ * the files are those of the data directory's local copy (bucket-reader.ts: only the files that
+ * changed since the last copy are downloaded), which the state's own counts cannot see.
+ */
+async function withDatasetCounts(store: SessionStore, state: StoreState, dataDir: string, volume?: VolumeRule, dataset?: DatasetLocation): Promise<StoreState> {
+  let parquetDir = dataset?.kind === 'local' ? dataset.root : store.layout.parquetDir;
+  if (dataset?.kind === 's3') {
+    parquetDir = join(bucketCacheDir(dataDir), 'dataset');
+    await mirrorDataset(dataset, parquetDir);
+  }
+  const counted = { format: store.format, shape: store.shape, layout: { ...store.layout, parquetDir } };
+  const files = join(parquetDir, 'date=*', store.layout.partitionFile);
+  const any = (await readdir(parquetDir).catch(() => [] as string[])).some((d) => d.startsWith('date=') && existsSync(join(parquetDir, d, store.layout.partitionFile)));
+  const rows = new Map<string, number>();
+  if (any) {
+    const account = store.shape.many ? 'account' : "''";
+    for (const r of await queryRows<{ a: string; n: bigint }>(store.conn, `SELECT ${account} AS a, count(*) AS n FROM read_parquet(${sqlString(files)}, hive_partitioning = true) GROUP BY ALL`)) {
+      rows.set(r.a, Number(r.n));
+    }
+  }
+  const anomalies = dataset?.kind === 's3' ? await readVolumeAnomalies(store.conn, counted, volume ?? DEFAULT_VOLUME_RULE) : null;
+  return {
+    ...state,
+    rows: [...rows.values()].reduce((n, x) => n + x, 0),
+    ...(anomalies && !state.accounts ? { volumeAnomalies: anomalies.get(SINGLE_ACCOUNT) ?? [] } : {}),
+    ...(state.accounts
+      ? { accounts: state.accounts.map((a) => ({ ...a, rows: rows.get(a.account) ?? 0, ...(anomalies ? { volumeAnomalies: anomalies.get(a.account) ?? [] } : {}) })) }
+      : {}),
+  };
 }
 
 /**
@@ -231,9 +292,12 @@ async function bucketStateHere(dataDir: string, l: Extract<DatasetLocation, { ki
   const store = layout.storeDir === dataDir ? '' : layout.storeDir.slice(dataDir.length + 1);
   const dir = join(bucketCacheDir(dataDir), 'state', store);
   await mkdir(dir, { recursive: true, mode: 0o750 });
-  if (!(await copyBucketState(l, store, 'state.duckdb', join(dir, 'state.duckdb')))) {
+  // A new file under an unguessable name (never through a link planted at a name), then renamed into place.
+  const tmp = join(dir, `.state.duckdb.${unguessable()}.part`);
+  if (!(await copyBucketState(l, store, 'state.duckdb', tmp))) {
     throw new DataDirError(`no session-etl data in ${dataDir} nor in ${l.url} (no state kept there): run a backfill or an export first`);
   }
+  await rename(tmp, join(dir, 'state.duckdb'));
   await rm(join(dir, 'state.duckdb.wal'), { force: true });
   return dir;
 }

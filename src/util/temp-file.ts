@@ -8,7 +8,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { open, rm, type FileHandle } from 'node:fs/promises';
+import { open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 
 /** Write-only, created here, failing on anything already at the name (a link included). */
 const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
@@ -64,4 +67,75 @@ export async function writeNewFile(nameOf: (suffix: string) => string, data: str
     }
     return path;
   }
+}
+
+/**
+ * Replaces `path` with `data` atomically — the one atomic write of the project (the store's
+ * snapshots, the metrics file, the token store, the bucket cache's manifest): written to a new file
+ * (`.<name>.<16 hex>.tmp` in `tmpDir`, by default the file's own directory, on the same file
+ * system) created exclusively, never through a link, with `mode` (as the umask allows it, or
+ * exactly with `exactMode`), fsynced, then renamed over `path`. A reader sees the old file or the
+ * new one whole; a failure leaves the old one and removes the temporary file. The rename replaces a
+ * link at `path` itself, never what it points to.
+ */
+export async function writeFileAtomic(path: string, data: string | Uint8Array, opts: { tmpDir?: string; mode: number; exactMode?: boolean }): Promise<void> {
+  const dir = opts.tmpDir ?? dirname(path);
+  const tmp = await writeNewFile((suffix) => join(dir, `.${basename(path)}.${suffix}.tmp`), data, { mode: opts.mode, sync: true, ...(opts.exactMode ? { exactMode: true } : {}) });
+  try {
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * Writes a stream (a download) to a file created here at `path`, exclusively and never through a
+ * link: anything already at the name, a planted link included, fails with EEXIST and nothing is
+ * written. A failure part-way removes the file.
+ */
+export async function writeNewStream(path: string, body: Readable, mode: number): Promise<void> {
+  const fh = await openNew(path, mode);
+  try {
+    await pipeline(body, fh.createWriteStream());
+  } catch (err) {
+    await rm(path, { force: true }).catch(() => {});
+    throw err;
+  } finally {
+    await fh.close().catch(() => {});
+  }
+}
+
+/** A directory other users could write: whoever can plant a file or a link in it chooses what we read and overwrite. */
+export class SharedDirectoryError extends Error {
+  override readonly name = 'SharedDirectoryError';
+}
+
+/**
+ * Refuses a directory that other users can write: writable by everyone (o+w), or by its group
+ * while it belongs to another user (g+w on a directory of our own is our choice: a private group).
+ * A missing directory is fine (we make it). `what` names it in the message.
+ */
+export async function refuseSharedDirectory(dir: string, what: string): Promise<void> {
+  let st;
+  try {
+    st = await stat(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  const mode = st.mode & 0o7777;
+  const uid = process.getuid?.();
+  const ours = uid === undefined || st.uid === uid;
+  const reason =
+    mode & 0o002
+      ? `can be written by every user (mode ${(mode & 0o777).toString(8)})`
+      : mode & 0o020 && !ours
+        ? `belongs to another user (uid ${st.uid}) and its group can write it (mode ${(mode & 0o777).toString(8)})`
+        : null;
+  if (reason === null) return;
+  throw new SharedDirectoryError(
+    `the ${what} ${dir} ${reason}: another user could plant links there and have session-etl overwrite their targets; ` +
+      `use a directory of your own (chmod o-w,g-w ${dir}, or another --data-dir)`,
+  );
 }

@@ -34,9 +34,9 @@ describe('configuration', () => {
   });
 
   it.each([
-    [{ concurrency: 0 }, /concurrency.*(>=1|too small)/i],
+    [{ concurrency: 0 }, /concurrency \(from file .*\): got the number 0; expected a number of at least 1/],
     [{ concurrency: -3 }, /concurrency/],
-    [{ chunk: '1y' }, /chunk \(from file .*\): expected a duration/],
+    [{ chunk: '1y' }, /chunk \(from file .*\): got "1y"; expected a duration/],
     [{ format: 'csv' }, /format/],
     [{ bogus: 1 }, /unknown configuration key\(s\) bogus/],
     [{ reportingUrl: 'ftp://x' }, /reportingUrl/],
@@ -96,8 +96,42 @@ describe('configuration', () => {
       const m = messageOf(() => loadConfig({ configFile: file({ settle: 600 }), env: {} }));
       expect(m).toMatch(/settle \(from file .*\): expected a duration such as "90s", "15m", "6h", "1d" or "7d" \(a number with its unit, as text\), got the number 600$/);
       const flag = messageOf(() => loadConfig({ env: {}, flags: { chunk: '1x' } }));
-      expect(flag).toContain('chunk (from command line): expected a duration');
+      expect(flag).toContain('--chunk (from command line): got "1x"; expected a duration');
       expect(flag).not.toContain('chunk: chunk');
+    });
+  });
+
+  describe('a refused value is named as the user wrote it, with what was given and what is expected (issues 38, 42)', () => {
+    const messageOf = (load: () => unknown): string => {
+      try {
+        load();
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return 'no error';
+    };
+    it.each([
+      ['a file', () => loadConfig({ configFile: file({ settle: '10 minutes' }), env: {} }), /^  settle \(from file .*\.json\): got "10 minutes"; expected a duration such as "90s"/m],
+      ['a flag named otherwise', () => loadConfig({ env: {}, flags: { scheduleCron: 'x y' } }), /^  --cron \(from command line\): got "x y"; expected a cron expression/m],
+      ['a flag', () => loadConfig({ env: {}, flags: { maxLag: 'a day' } }), /^  --max-lag \(from command line\): got "a day"; expected a duration/m],
+      ['the environment', () => loadConfig({ env: { SESSION_ETL_FORMAT: 'xml' } }), /^  SESSION_ETL_FORMAT \(from environment\): got "xml"; expected one of "duckdb", "parquet" or "both"$/m],
+      ['a string for a number', () => loadConfig({ configFile: file({ concurrency: '4' }), env: {} }), /^  concurrency \(from file .*\): got "4"; expected a number$/m],
+      ['an account\'s entry', () => loadConfig({ configFile: file({ accounts: { acme: { apiKeyEnv: 'K', chunk: '1q' } } }), env: {} }), /^  accounts\.acme\.chunk \(from file .*\): got "1q"; expected a duration/m],
+      ['a time zone, with a did-you-mean', () => loadConfig({ env: {}, flags: { scheduleTimezone: 'Europe/Berln' } }), /^  --timezone \(from command line\): got "Europe\/Berln"; expected an IANA time zone .*\(did you mean Europe\/Berlin\?\)$/m],
+    ])('%s', (_what, load, expected) => {
+      const m = messageOf(load);
+      expect(m).toMatch(expected);
+      expect(m).not.toMatch(/Invalid input|Invalid option|Too small|scheduleCron|scheduleTimezone/);
+    });
+
+    it('a secret setting or a URL with a password is named, never echoed', () => {
+      const m = messageOf(() => loadConfig({ env: { SESSION_ETL_NOTIFY_URL: 'not a url Zq9sEcReT' } }));
+      expect(m).toMatch(/SESSION_ETL_NOTIFY_URL \(from environment\): /);
+      expect(m).not.toContain('Zq9sEcReT');
+      // A key pasted into the wrong variable is named, not shown.
+      const swapped = messageOf(() => loadConfig({ env: { REPORTING_URL: 'sk_live_4eC39HqLyjWDarjtT1zdp7dc' } }));
+      expect(swapped).toMatch(/REPORTING_URL \(from environment\): expected an http/);
+      expect(swapped).not.toContain('4eC39HqLyjWDarjtT1zdp7dc');
     });
   });
 
@@ -116,7 +150,7 @@ describe('configuration', () => {
 
   it('a REPORTING_URL without a scheme says what a valid one looks like', () => {
     expect(() => loadConfig({ env: { REPORTING_URL: 'reporting.example.com/graphql' } })).toThrow(
-      /reportingUrl \(from environment\): expected an http:\/\/ or https:\/\/ URL such as https:\/\/reporting\.example\.com/,
+      /REPORTING_URL \(from environment\): got "reporting\.example\.com\/graphql"; expected an http:\/\/ or https:\/\/ URL such as https:\/\/reporting\.example\.com/,
     );
   });
 
@@ -127,7 +161,7 @@ describe('configuration', () => {
     } catch (err) {
       message = (err as Error).message;
     }
-    expect(message).toMatch(/reportingUrl \(from environment\): a URL holding a user name or password cannot be used/);
+    expect(message).toMatch(/REPORTING_URL \(from environment\): a URL holding a user name or password cannot be used/);
     expect(message).not.toContain('Pa55-w0rd-Url');
     const { redact } = await import('../../src/util/redact.js');
     expect(redact('the server echoed Pa55-w0rd-Url')).toBe('the server echoed [REDACTED]');

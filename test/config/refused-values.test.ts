@@ -58,7 +58,7 @@ describe('a key pasted where a variable name or a path belongs', () => {
     const b = refusal(file({ apiKeyFile: `./keys/${key}` }));
     expect(b.message).toMatch(/apiKeyFile \(from file .*\): it looks like a key, not a file path/);
     const c = refusal(file({}), { REPORTING_API_KEY_FILE: key });
-    expect(c.message).toMatch(/apiKeyFile \(from environment\): it looks like a key/);
+    expect(c.message).toMatch(/REPORTING_API_KEY_FILE \(from environment\): it looks like a key/);
     for (const r of [a, b, c]) {
       expect(r.exit).toBe(2);
       expect(r.message).not.toContain(key);

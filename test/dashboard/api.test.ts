@@ -76,11 +76,16 @@ describe('dashboard API', () => {
     for (const t of [FROM, FROM + D, FROM + 2 * D, FROM + 5 * D, FROM + 6 * D]) {
       expect(byDate.get(day(t))).toMatchObject({ state: 'covered', command: null, sessions: perDay.get(day(t)) });
     }
-    // After the last exported instant: not exported yet, not a hole.
+    // After the last exported instant: not exported yet, not a hole; the failed backfill's days are
+    // resumed by running it again (as `status` says), the days after it by export.
     const export_ = `session-etl export --data-dir ${fx.dataDir}`;
-    for (const t of [FROM + 8 * D, Date.parse(today) / 1000]) expect(byDate.get(day(t))).toMatchObject({ state: 'not-yet', command: export_ });
+    const resume = `session-etl backfill --from ${day(FROM + 8 * D)} --to ${day(FROM + 9 * D)} --data-dir ${fx.dataDir}`;
+    expect(byDate.get(day(FROM + 8 * D))).toMatchObject({ state: 'not-yet', command: resume });
+    expect(byDate.get(today)).toMatchObject({ state: 'not-yet', command: export_ });
+    const status = await runCli(['status', '--data-dir', fx.dataDir], fx.env());
+    expect(status.stdout).toContain(`resume: ${resume}`);
     expect(c.gaps[0]).toMatchObject({ kind: 'hole', command: fill });
-    expect(c.gaps[1]).toMatchObject({ kind: 'after-checkpoint', command: export_ });
+    expect(c.gaps[1]).toMatchObject({ kind: 'after-checkpoint', command: resume });
   });
 
   it('charts: per-day counts and medians over the range, by type and top agents add up', async () => {

@@ -5,6 +5,8 @@
  * no request to anything but the dashboard, and the page during a running backfill.
  */
 import { readFile } from 'node:fs/promises';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,7 +38,7 @@ beforeAll(async () => {
     if (m.type() === 'error') consoleErrors.push(m.text());
   });
   page.on('pageerror', (e) => consoleErrors.push(String(e)));
-  // The address as printed, with its token: the page trades it for a session cookie.
+  // The address as printed, with its token: the page trades it for a session kept in sessionStorage.
   await page.goto(dash.printed);
   await page.waitForSelector('[data-testid=coverage-day]');
 }, 180_000);
@@ -96,6 +98,8 @@ describe('the dashboard in a browser', () => {
 
   it('dates ISO, one style of durations and of numbers, "1 request"; the next run only as what `schedule` would do', async () => {
     expect(await text('[data-testid=checkpoint]')).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z \(\d+ d \d{2} h behind now\)$/);
+    // When the page read its figures (relative, so that a fresh load never reads as stale), and when the state was written.
+    expect(await text('#as-of')).toMatch(/^read (just now|\d+(\.\d)? s ago) · state written \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z by the last run \(.+ before\)$/);
     expect(await text('[data-testid=health]')).toMatch(/behind now, more than the allowed 26 h 00 min \(--max-lag\)/);
     const failed = await page.locator('[data-testid=run]').first().locator('[data-testid=run-figures]').innerText();
     expect(failed).toMatch(/^0 sessions \(0 new, 0 updated\) · 1 request · 0 retries · 0 429s · paused 0\.0 s$/);
@@ -232,5 +236,79 @@ describe('the dashboard in a browser', () => {
     await page.waitForSelector('[data-testid=live-run][hidden]', { state: 'attached', timeout: 30_000 });
     expect(await page.locator('[data-testid=run]').first().getAttribute('data-status')).toBe('succeeded');
     expect(consoleErrors).toEqual([]);
+  });
+});
+
+describe('the browser session: in sessionStorage, sent as a header, never a cookie', () => {
+  it('no cookie is set; the token leaves the address bar; a server on another port of 127.0.0.1 gets no credential', async () => {
+    // Another local user's server on another port of the same host, recording what the browser sends it.
+    const seen: IncomingHttpHeaders[] = [];
+    const other = createServer((req, res) => {
+      seen.push(req.headers);
+      res.setHeader('Content-Type', 'text/html');
+      res.end('<!doctype html><title>other</title>');
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const context = await browser.newContext();
+    try {
+      const p = await context.newPage();
+      const sent: Array<Record<string, string>> = [];
+      p.on('request', (r) => {
+        if (new URL(r.url()).pathname.startsWith('/api/')) sent.push(r.headers());
+      });
+      await p.goto(dash.printed);
+      await p.waitForSelector('[data-testid=coverage-day]');
+      expect(p.url()).toBe(dash.url);
+      expect(await context.cookies()).toEqual([]);
+      const kept = await p.evaluate(() => (globalThis as any).sessionStorage.getItem('session-etl-dashboard-session'));
+      expect(JSON.parse(kept).id).toMatch(/^[A-Za-z0-9_-]{40,}$/);
+      expect(kept).not.toContain(dash.token);
+      // Every API request after the first (which trades the token) carries the session, never a cookie.
+      expect(sent.length).toBeGreaterThan(2);
+      expect(sent[0]!.authorization).toBe(`Bearer ${dash.token}`);
+      for (const h of sent.slice(1)) {
+        expect(h.authorization).toBe(`Bearer ${JSON.parse(kept).id}`);
+        expect(h.cookie).toBeUndefined();
+      }
+      // The same browser on the other port: nothing of the dashboard's reaches it, nor its pages.
+      const port = (other.address() as AddressInfo).port;
+      await p.goto(`http://127.0.0.1:${port}/`);
+      expect(seen.length).toBeGreaterThan(0);
+      for (const h of seen) {
+        expect(h.cookie).toBeUndefined();
+        expect(h.authorization).toBeUndefined();
+      }
+      expect(await p.evaluate(() => (globalThis as any).sessionStorage.length)).toBe(0);
+      // Back on the dashboard in the same tab: its session is still there, no token needed.
+      await p.goto(dash.url);
+      await p.waitForSelector('[data-testid=coverage-day]');
+      // A new tab has none: the page says how to get in, and asks for nothing.
+      const fresh = await context.newPage();
+      await fresh.goto(dash.url);
+      await fresh.waitForSelector('#notice:not([hidden])');
+      expect(await fresh.locator('#notice').innerText()).toMatch(/access token is required: open the address the dashboard printed/);
+    } finally {
+      await context.close();
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
+
+  it('a session past its time: the page says it expired and how to get in again', async () => {
+    const short = await startDashboardCli(['--data-dir', fx.dataDir, '--session-ttl', '2s'], {});
+    const context = await browser.newContext();
+    try {
+      const p = await context.newPage();
+      await p.goto(short.printed);
+      await p.waitForSelector('[data-testid=coverage-day]');
+      const { expiresAt } = JSON.parse(await p.evaluate(() => (globalThis as any).sessionStorage.getItem('session-etl-dashboard-session')));
+      await waitFor(() => Date.now() > Date.parse(expiresAt) + 50, 10_000, 'the session to reach its end');
+      await p.reload();
+      await p.waitForSelector('#notice[data-kind=access]:not([hidden])');
+      expect(await p.locator('#notice').innerText()).toMatch(/session of the dashboard has expired: open the address the dashboard printed/);
+      expect(await p.evaluate(() => (globalThis as any).sessionStorage.length)).toBe(0);
+    } finally {
+      await context.close();
+      await short.stop();
+    }
   });
 });

@@ -92,6 +92,25 @@ describe('coverageCalendar', () => {
     expect(cal.gaps[0]).toEqual({ from: '2026-03-02T00:00:00Z', to: '2026-03-03T00:00:00Z', kind: 'exporting', command: null });
   });
 
+  it('an unfinished backfill: its days and the gap it is in are resumed by running it again (as `status` says), the days after it exported', () => {
+    const spans = spansOf([['2026-03-01T00:00:00', '2026-03-02T00:00:00']]);
+    const unfinished = [{ from: '2026-03-03T00:00:00Z', to: '2026-03-05T00:00:00Z' }];
+    const cal = coverageCalendar(spans, new Map(), NOW, { target: { dataDir: '/d' }, unfinished });
+    const resume = 'session-etl backfill --from 2026-03-03 --to 2026-03-05 --data-dir /d';
+    expect(cal.days.map((d) => [d.date, d.command])).toEqual([
+      ['2026-03-01', null],
+      ['2026-03-02', 'session-etl export --data-dir /d'],
+      ['2026-03-03', resume],
+      ['2026-03-04', resume],
+      ['2026-03-05', 'session-etl export --data-dir /d'],
+      ['2026-03-06', 'session-etl export --data-dir /d'],
+    ]);
+    expect(cal.gaps).toEqual([{ from: '2026-03-02T00:00:00Z', to: '2026-03-06T12:00:00Z', kind: 'after-checkpoint', command: resume }]);
+    // Once a later run covered its range, it is no longer offered.
+    const later = coverageCalendar(spansOf([['2026-03-01T00:00:00', '2026-03-05T00:00:00']]), new Map(), NOW, { target: { dataDir: '/d' }, unfinished });
+    expect(later.gaps).toEqual([{ from: '2026-03-05T00:00:00Z', to: '2026-03-06T12:00:00Z', kind: 'after-checkpoint', command: 'session-etl export --data-dir /d' }]);
+  });
+
   it('a demo directory: no command anywhere (its emulator ended with the demo)', () => {
     const cal = coverageCalendar(spansOf([['2026-03-01T00:00:00', '2026-03-02T00:00:00'], ['2026-03-03T00:00:00', '2026-03-04T00:00:00']]), new Map(), NOW, { noCommands: true });
     expect(cal.gaps.length).toBe(2);

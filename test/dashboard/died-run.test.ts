@@ -12,6 +12,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
+import { parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
 import { D, day } from './fixture.js';
 import { startDashboardCli } from './fixture.js';
 
@@ -26,7 +27,6 @@ const env = () => ({ REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESS
 beforeAll(async () => {
   emu = await startEmulator({ seed: 5, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 });
   dataDir = await mkdtemp(join(tmpdir(), 'session-etl-dashboard-died-'));
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -38,6 +38,8 @@ const snapshotNow = () => readFile(join(dataDir, 'state.json'), 'utf8').then((t)
 
 describe('after a run dies', () => {
   it('the page shows the figures `status` shows, and says where they come from; a run beside it still succeeds', async () => {
+    // Launched here: the tests below ask the dashboard's API only.
+    browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
     emu.setFaults({ latencyMs: 250 });
     const run = startCli(['backfill', '--from', day(FROM), '--to', day(FROM + 8 * D), '--chunk', '6h', '--concurrency', '1'], env());
     let early: { text: string; json: any } | null = null;
@@ -87,4 +89,53 @@ describe('after a run dies', () => {
       await dash.stop();
     }
   }, 240_000);
+
+  it.each(['both', 'parquet'] as const)(
+    'format %s: a run killed (SIGKILL) after its third commit shows what the store holds of it, in status and on the dashboard, and keeps it once recorded as died',
+    async (format) => {
+      const dir = await mkdtemp(join(tmpdir(), 'session-etl-dashboard-killed-'));
+      try {
+        const e = { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dir };
+        // The process kills itself (SIGKILL, as kill -9) right after its third commit: no outcome, no figures recorded.
+        const args = ['backfill', '--from', day(FROM), '--to', day(FROM + 8 * D), '--chunk', '6h', '--concurrency', '1', '--format', format];
+        const killed = await runCli(args, { ...e, SESSION_ETL_CRASH_AT: 'after-commit:3' });
+        expect(killed.signal).toBe('SIGKILL');
+
+        const status = await runCli(['status', '--json', '--data-dir', dir]);
+        expect(status.code, status.stderr).toBe(0);
+        const s = JSON.parse(status.stdout);
+        const died = s.lastRuns[0];
+        expect(died.outcome).toBe('died');
+        // Its windows: the coverage it committed (6 h each; no other run wrote here).
+        const windows = s.coverage.reduce((n: number, c: { from: string; to: string }) => n + (Date.parse(c.to) - Date.parse(c.from)) / (6 * 3600 * 1000), 0);
+        expect(windows).toBeGreaterThanOrEqual(3);
+        const days = new Set(s.coverage.flatMap((c: { from: string; to: string }) => [c.from.slice(0, 10), new Date(Date.parse(c.to) - 1).toISOString().slice(0, 10)])).size;
+        expect(died).toMatchObject({ windows, sessions_new: null, sessions_updated: null, partitions_written: days });
+        expect(died.sessions_written).toBeGreaterThan(0);
+        const text = await runCli(['status', '--data-dir', dir]);
+        expect(text.stdout).toContain(`committed before it stopped: ${windows} windows, ${died.sessions_written} sessions, ${days} days (new and updated not known)`);
+
+        const dash = await startDashboardCli(['--data-dir', dir], {});
+        try {
+          const o = (await (await dash.fetch('api/overview')).json()) as any;
+          expect(o.runs[0]).toMatchObject({ outcome: 'died', windows, sessionsWritten: died.sessions_written, sessionsNew: null, sessionsUpdated: null, partitionsWritten: days });
+        } finally {
+          await dash.stop();
+        }
+
+        // The next run resumes (the windows committed are not fetched again) and records it as died with those figures.
+        const next = await runCli(args, e);
+        expect(next.code, next.stderr).toBe(0);
+        const after = JSON.parse((await runCli(['status', '--json', '--data-dir', dir])).stdout);
+        expect(after.lastRuns[1]).toMatchObject({ run_id: died.run_id, outcome: 'died', windows, sessions_written: died.sessions_written, partitions_written: days });
+        // Which are the sessions the store holds as fetched by the killed run, read independently.
+        const nextStart = Date.parse(after.lastRuns[0].started_at) / 1000;
+        const stored = format === 'both' ? await readDuckDbSessions(dir) : parquetRowsComparable(await readParquetDataset(dir));
+        expect(stored.filter((r) => Number(r.extracted_at) < nextStart)).toHaveLength(died.sessions_written);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+    240_000,
+  );
 });

@@ -85,3 +85,19 @@ describe('buildOverview: health', () => {
     expect(overview(reading(snapshot({ rows: null, format: 'parquet' }))).totalSessions).toBe(999);
   });
 });
+
+describe('buildOverview: when read, and partitions waiting for their rewrite', () => {
+  it('says when the figures were read (now) beside when the state was written', () => {
+    const o = overview(reading(snapshot({})));
+    expect(o.readAt).toBe(new Date(NOW).toISOString());
+    expect(o.asOf).toBe('2026-03-10T11:00:00.000Z');
+  });
+
+  it('partitions waiting: the dataset\'s count beside the table\'s, and the days; none waiting: no second count', () => {
+    const waiting = snapshot({ rows: 5196, pendingPartitions: ['2026-03-09', '2026-03-10'] });
+    const o = buildOverview({ reading: reading(waiting), parquetRows: null, datasetRows: 5194, nowMs: NOW, maxLagSeconds: 26 * 3600, nextRun: null });
+    expect(o).toMatchObject({ totalSessions: 5196, datasetSessions: 5194, pendingPartitions: ['2026-03-09', '2026-03-10'] });
+    const none = buildOverview({ reading: reading(snapshot({ rows: 5196 })), parquetRows: null, datasetRows: 5196, nowMs: NOW, maxLagSeconds: 26 * 3600, nextRun: null });
+    expect(none).toMatchObject({ totalSessions: 5196, datasetSessions: null, pendingPartitions: [] });
+  });
+});

@@ -1,10 +1,12 @@
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { emulatorOptionsFromFlags, runEmulator, type EmulatorFlags } from '../../src/cli/commands/emulator.js';
 import { UsageError } from '../../src/cli/usage-error.js';
-import { startCli, waitFor } from '../helpers/cli.js';
+import { runCli, startCli, waitFor } from '../helpers/cli.js';
 
 const DEFAULTS: EmulatorFlags = { host: '127.0.0.1', port: '0', seed: '1', sessionsPerDay: '200', windowRule: 'closed', argTypes: 'Int!' };
 
@@ -110,5 +112,26 @@ describe('emulator command', () => {
     const r = await bad.result;
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--reset-rate/);
+  });
+});
+
+describe('emulator flags a person can act on (issue 38)', () => {
+  it('--seed abc says what was given and that an integer is expected', () => {
+    expect(() => emulatorOptionsFromFlags({ ...DEFAULTS, seed: 'abc' })).toThrow('--seed must be an integer (a whole number such as 1 or 42); got "abc"');
+  });
+
+  const built = existsSync(fileURLToPath(new URL('../../dist/src/cli/commands/emulator.js', import.meta.url)));
+  it.skipIf(!built)('a port in use exits 2 naming the port and --port, with what to do', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const r = await runCli(['emulator', '--port', String(port)]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`error: port ${port} is in use (--port): choose another or 0 (any free port)`);
+      expect(r.stderr).not.toContain('EADDRINUSE');
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 });

@@ -229,7 +229,7 @@ describe('schedule --http-port (real processes, emulator, Prometheus)', () => {
     for (const [args, message] of [
       [['schedule', '--http-port', 'ninety'], /--http-port must be a port number/],
       [['schedule', '--http-port', '70000'], /--http-port must be a port number/],
-      [['schedule', '--http-port', '0', '--max-lag', 'a day'], /maxLag \(from command line\): expected a duration/],
+      [['schedule', '--http-port', '0', '--max-lag', 'a day'], /--max-lag \(from command line\): got "a day"; expected a duration/],
       [['status', '--check', '--max-lag', '0h'], /--max-lag "0h" must be longer than zero/],
       [['status', '--max-lag', '2h'], /--max-lag goes with --check/],
     ] as const) {

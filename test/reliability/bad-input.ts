@@ -195,14 +195,14 @@ export const BAD_INPUT_CASES: BadInputCase[] = [
   { group: 'configuration file', name: '--config names a missing file', args: [...B, '--config', '/nonexistent/session-etl.json'], message: /cannot be read/ },
   // Environment.
   { group: 'environment', name: 'REPORTING_URL unset', args: B, env: { REPORTING_URL: undefined }, message: /REPORTING_URL/ },
-  { group: 'environment', name: 'REPORTING_URL=ftp://x', args: B, env: { REPORTING_URL: 'ftp://x' }, message: /reportingUrl/ },
+  { group: 'environment', name: 'REPORTING_URL=ftp://x', args: B, env: { REPORTING_URL: 'ftp://x' }, message: /REPORTING_URL \(from environment\): got "ftp:\/\/x"; expected an http/ },
   { group: 'environment', name: 'REPORTING_API_KEY unset', args: B, env: { REPORTING_API_KEY: undefined }, message: /REPORTING_API_KEY/ },
   { group: 'environment', name: 'REPORTING_API_KEY_FILE names a missing file', args: B, env: { REPORTING_API_KEY: undefined, REPORTING_API_KEY_FILE: '/nonexistent/key' }, message: /REPORTING_API_KEY_FILE \/nonexistent\/key cannot be read: no such file/ },
   { group: 'environment', name: 'SESSION_ETL_FORMAT=csv', args: B, env: { SESSION_ETL_FORMAT: 'csv' }, message: /format/ },
   { group: 'environment', name: 'SESSION_ETL_LOG_LEVEL=loud', args: B, env: { SESSION_ETL_LOG_LEVEL: 'loud' }, message: /logLevel/ },
   { group: 'environment', name: 'SESSION_ETL_CONFIG names a missing file', args: B, env: { SESSION_ETL_CONFIG: '/nonexistent/c.json' }, message: /cannot be read/ },
   { group: 'environment', name: 'SESSION_ETL_DUCKDB_MEMORY_LIMIT=lots', args: B, env: { SESSION_ETL_DUCKDB_MEMORY_LIMIT: 'lots' }, message: /SESSION_ETL_DUCKDB_MEMORY_LIMIT.*256MB/ },
-  { group: 'environment', name: 'SESSION_ETL_MEMORY_LIMIT=lots', args: B, env: { SESSION_ETL_MEMORY_LIMIT: 'lots' }, message: /memoryLimit \(from environment\): expected a size such as "384MiB"/ },
+  { group: 'environment', name: 'SESSION_ETL_MEMORY_LIMIT=lots', args: B, env: { SESSION_ETL_MEMORY_LIMIT: 'lots' }, message: /SESSION_ETL_MEMORY_LIMIT \(from environment\): got "lots"; expected a size such as "384MiB"/ },
   { group: 'environment', name: 'SESSION_ETL_MEMORY_LIMIT below what a run needs (100MiB)', args: B, env: { SESSION_ETL_MEMORY_LIMIT: '100MiB' }, message: /the memory budget is 100 MiB \(SESSION_ETL_MEMORY_LIMIT\), below the 272 MiB a run needs.*at least 272MiB/ },
   // Data directories.
   {

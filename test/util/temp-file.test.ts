@@ -4,7 +4,7 @@
  * often shared) plants links at every name the earlier code used and at guesses of the new one;
  * the file they point to stays untouched, and the write succeeds (or fails saying why).
  */
-import { lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,9 @@ import { readNotifyState, writeNotifyState } from '../../src/monitoring/notify-s
 import { writeFileAtomic } from '../../src/store/durable-fs.js';
 import { TMP_FILE_NAME } from '../../src/store/layout.js';
 import { writeStateSnapshot, type StateSnapshot } from '../../src/store/state-snapshot.js';
-import { unguessable, writeNewFile } from '../../src/util/temp-file.js';
+import { Readable } from 'node:stream';
+import { FileTokenStore } from '../../src/auth/file-token-store.js';
+import { refuseSharedDirectory, SharedDirectoryError, unguessable, writeNewFile, writeNewStream } from '../../src/util/temp-file.js';
 
 const PRECIOUS = 'a file of the service user that nobody may overwrite\n';
 let root: string;
@@ -111,5 +113,42 @@ describe('every temporary file the project writes', () => {
     for (const name of ['notes.txt', `.state.json.${h}.tmp.bak`, `2026-01-01-42-7-${h}x.parquet`, '.probe-42-zz']) {
       expect({ name, ours: TMP_FILE_NAME.test(name) }).toEqual({ name, ours: false });
     }
+  });
+});
+
+describe('downloads and shared directories', () => {
+  it('writeNewStream: a link at the name fails with EEXIST and its target is untouched; a new name gets the bytes', async () => {
+    const s = await setup();
+    await s.plant(['.state.json.part']);
+    const err = await writeNewStream(join(s.dir, '.state.json.part'), Readable.from(['planted?']), 0o640).catch((e: unknown) => e);
+    expect((err as NodeJS.ErrnoException).code).toBe('EEXIST');
+    await s.untouched();
+    await writeNewStream(join(s.dir, 'fresh.part'), Readable.from(['one ', 'two']), 0o640);
+    expect(await readFile(join(s.dir, 'fresh.part'), 'utf8')).toBe('one two');
+  });
+
+  it('the token store writes through the one atomic write: a link at its name is replaced, not followed', async () => {
+    const s = await setup();
+    await s.plant(['tokens.json', `tokens.json.${process.pid}.0000000000000000.tmp`, ...guesses('tokens.json')]);
+    await chmod(s.dir, 0o700);
+    await new FileTokenStore(join(s.dir, 'tokens.json')).save({ accessToken: 'a', refreshToken: 'r', expiresAt: 1 } as never);
+    await s.untouched();
+    expect((await lstat(join(s.dir, 'tokens.json'))).isFile()).toBe(true);
+    expect((await lstat(join(s.dir, 'tokens.json'))).mode & 0o777).toBe(0o600);
+  });
+
+  it('refuseSharedDirectory: o+w refused naming the directory and what to do; ours (g+w too) and a missing one pass', async () => {
+    const s = await setup();
+    await chmod(s.dir, 0o777);
+    const err = await refuseSharedDirectory(s.dir, 'cache directory').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SharedDirectoryError);
+    expect((err as Error).message).toBe(
+      `the cache directory ${s.dir} can be written by every user (mode 777): another user could plant links there and have session-etl overwrite their targets; use a directory of your own (chmod o-w,g-w ${s.dir}, or another --data-dir)`,
+    );
+    await chmod(s.dir, 0o1777);
+    await expect(refuseSharedDirectory(s.dir, 'cache directory')).rejects.toThrow(/mode 1777|mode 777/);
+    await chmod(s.dir, 0o770);
+    await expect(refuseSharedDirectory(s.dir, 'cache directory')).resolves.toBeUndefined();
+    await expect(refuseSharedDirectory(join(s.dir, 'missing'), 'cache directory')).resolves.toBeUndefined();
   });
 });

@@ -14,6 +14,7 @@ interface DashboardFlags {
   host: string;
   tokenFile?: string;
   maxLag?: string;
+  sessionTtl?: string;
   account?: string;
 }
 
@@ -31,6 +32,7 @@ export function register(program: Command): void {
     .option('--host <address>', 'address to listen on; anything but loopback requires a fixed access token (--token-file or SESSION_ETL_DASHBOARD_TOKEN)', '127.0.0.1')
     .option('--token-file <file>', `file holding a fixed access token (mode 0600); else the environment's SESSION_ETL_DASHBOARD_TOKEN; else a new one each start, printed in the address`)
     .option('--account <name>', 'with an accounts map: the account to show (one dashboard per account; needed when several are configured)')
+    .option('--session-ttl <duration>', 'how long a browser session lasts from opening the printed address; then the page asks for it again (default 12h)', '12h')
     .option('--max-lag <duration>', 'a checkpoint further behind now is shown as lagging (default: the configuration\'s maxLag, 26h)')
     .action(async (flags: DashboardFlags) => {
       const port = Number(flags.port);
@@ -38,10 +40,13 @@ export function register(program: Command): void {
       const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir, parquetUrl: flags.parquetUrl } });
       const { config } = loaded;
       const account = chooseAccount(loaded, flags.account);
+      if (account === null) await (await import('../../accounts/stores.js')).refuseHeldAccounts(loaded.config.dataDir, 'the account to show');
       const { parseDuration } = await import('../../time/windows.js');
       let maxLagSeconds: number;
+      let sessionTtlSeconds: number;
       try {
         maxLagSeconds = parseDuration(flags.maxLag ?? config.maxLag, '--max-lag');
+        sessionTtlSeconds = parseDuration(flags.sessionTtl ?? '12h', '--session-ttl');
       } catch (err) {
         throw new UsageError((err as Error).message);
       }
@@ -87,6 +92,7 @@ export function register(program: Command): void {
           host: flags.host,
           port,
           token,
+          sessionTtlMs: sessionTtlSeconds * 1000,
           maxLagSeconds,
           nextRun: (nowMs) => nextScheduledRun(config.scheduleCron, config.scheduleTimezone, nowMs),
           ...(flags.dataDir ? { dataDirArg: flags.dataDir } : {}),
@@ -95,6 +101,7 @@ export function register(program: Command): void {
           onError: (err) => process.stderr.write(`dashboard: a request failed: ${redact(String((err as Error)?.stack ?? err))}\n`),
         });
       } catch (err) {
+        if ((err as Error).name === 'SharedDirectoryError') throw new UsageError((err as Error).message);
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
           throw new UsageError(`cannot listen on ${flags.host}:${port} (${code}): choose another --port (0 picks a free one) or --host`);
@@ -106,8 +113,8 @@ export function register(program: Command): void {
       process.stderr.write(
         `serving ${config.dataDir}${account ? ` (account ${account})` : ''} read-only; ` +
           (fixedToken === null
-            ? 'open the address above (its token is new at each start; a browser keeps a session cookie after the first visit)'
-            : `open ${dashboard.url}?token=<your token> once, or send Authorization: Bearer <your token>`) +
+            ? `open the address above (its token is new at each start; the page keeps a session for that tab, ${flags.sessionTtl ?? '12h'} at most)`
+            : `open ${dashboard.url}?token=<your token>, or send Authorization: Bearer <your token>`) +
           '; Ctrl-C to stop\n',
       );
       await new Promise<void>((resolve) => {
@@ -157,6 +164,7 @@ async function bucketSource<S extends { stateDir: string; parquetRoot: string }>
   if (!config.parquetUrl) return source;
   const { parseParquetUrl } = await import('../../store/dataset/location.js');
   const { bucketCacheDir, copyBucketState, mirrorDataset } = await import('../../store/dataset/bucket-reader.js');
+  const { refuseSharedDirectory, unguessable } = await import('../../util/temp-file.js');
   const { existsSync } = await import('node:fs');
   const { mkdir, rename } = await import('node:fs/promises');
   const { join, relative } = await import('node:path');
@@ -169,9 +177,11 @@ async function bucketSource<S extends { stateDir: string; parquetRoot: string }>
   const refresh = async () => {
     await mirrorDataset(location, join(cache, 'dataset'));
     if (here) return;
+    await refuseSharedDirectory(stateDir, 'directory of the bucket state\'s local copy');
     await mkdir(stateDir, { recursive: true, mode: 0o750 });
     for (const name of ['state.duckdb', 'state.json'] as const) {
-      const tmp = join(stateDir, `.${name}.part`);
+      // A new file under an unguessable name, never through a link planted at it (util/temp-file.ts).
+      const tmp = join(stateDir, `.${name}.${unguessable()}.part`);
       if (await copyBucketState(location, store, name, tmp)) await rename(tmp, join(stateDir, name));
     }
   };

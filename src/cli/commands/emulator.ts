@@ -113,7 +113,12 @@ export async function runEmulator(flags: EmulatorFlags, io: EmulatorCommandIo): 
   if (flags.logRequests) options.log = (line) => io.stderr.write(`${line}\n`);
   const { startEmulator } = await import('../../emulator/index.js');
   const emulator = await startEmulator(options).catch((err: unknown) => {
-    // The checks the flags cannot make on their own become usage errors too.
+    // The checks the flags cannot make on their own become usage errors too, and so does a port
+    // that cannot be had: a setting to change, not a failure to retry (docs/emulator.md).
+    const code = (err as NodeJS.ErrnoException | null)?.code;
+    if (code === 'EADDRINUSE') throw new UsageError(`port ${options.port} is in use (--port): choose another or 0 (any free port)`, { cause: err });
+    if (code === 'EACCES') throw new UsageError(`port ${options.port} cannot be opened by this user (--port): choose one above 1023, or 0 (any free port)`, { cause: err });
+    if (code === 'EADDRNOTAVAIL') throw new UsageError(`${JSON.stringify(options.host)} is not an address of this machine (--host): use 127.0.0.1`, { cause: err });
     throw err instanceof RangeError ? new UsageError(err.message, { cause: err }) : err;
   });
   try {
@@ -281,7 +286,10 @@ function number(flag: string, text: string, min: number, max: number): number {
 function integer(flag: string, text: string, min: number, max: number): number {
   const n = /^\s*-?\d+\s*$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) {
-    const range = max === Number.MAX_SAFE_INTEGER ? `a whole number of at least ${min}` : `a whole number from ${min} to ${max}`;
+    const range =
+      min === Number.MIN_SAFE_INTEGER && max === Number.MAX_SAFE_INTEGER
+        ? 'an integer (a whole number such as 1 or 42)'
+        : max === Number.MAX_SAFE_INTEGER ? `a whole number of at least ${min}` : `a whole number from ${min} to ${max}`;
     throw new UsageError(`${flag} must be ${range}; got ${JSON.stringify(text)}`);
   }
   return n;

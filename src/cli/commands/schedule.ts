@@ -140,6 +140,13 @@ export function register(program: Command): void {
       },
     });
     process.stderr.write(`scheduler running: ${jobs.map((j) => j.name).join(', ')} at "${c.scheduleCron}" (${c.scheduleTimezone}); Ctrl-C to stop\n`);
+    // When each job runs next, in its time zone and in UTC: a person checks the cron said what they meant.
+    const { nextScheduledRun } = await import('../../dashboard/next-run.js');
+    for (const j of jobs) {
+      const { cron: expr, timezone } = j.schedule(settings);
+      const next = nextScheduledRun(expr, timezone, Date.now());
+      if (next) process.stderr.write(`  ${j.name} runs next at ${wallClock(next.at, timezone)} ${timezone} (${next.at.replace('.000Z', 'Z')})\n`);
+    }
 
     await new Promise<void>((resolve) => {
       let signalled = false;
@@ -215,4 +222,13 @@ async function startMonitor(o: SchedulerMonitorOptions) {
     if (err instanceof MonitoringServerError) throw new UsageError(err.message, { cause: err });
     throw err;
   }
+}
+
+/** "2026-11-29 02:00" in `timezone`: an instant as a clock on that zone's wall reads it. */
+function wallClock(iso: string, timezone: string): string {
+  const parts = new Intl.DateTimeFormat('en-CA', {
+    timeZone: timezone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23',
+  }).formatToParts(new Date(iso));
+  const part = (type: string) => parts.find((p) => p.type === type)?.value ?? '';
+  return `${part('year')}-${part('month')}-${part('day')} ${part('hour')}:${part('minute')}`;
 }

@@ -10,6 +10,8 @@ import { oneLine } from '../../util/terminal-text.js';
 import { didYouMean } from '../../util/did-you-mean.js';
 import { displayWidth, padToWidth, truncateToWidth } from '../display-width.js';
 import type { ListRequest } from '../../list/index.js';
+import { filterFieldRefs } from '../../list/parse-filter.js';
+import { ACCOUNT_COLUMN } from '../../list/compile-to-sql.js';
 import type { DuckDBValue } from '@duckdb/node-api';
 
 interface SessionsFlags {
@@ -21,6 +23,7 @@ interface SessionsFlags {
   descending?: string;
   sort?: string;
   attributeNames?: string;
+  columns?: string;
   fromDate?: string;
   from?: string;
   toDate?: string;
@@ -52,6 +55,7 @@ export function register(program: Command): void {
     .option('--descending <fields>', 'fields to sort descending, or true to reverse the order')
     .option('--sort <spec>', 'field asc,field (another spelling of the sort)')
     .option('--attribute-names <fields>', 'fields to return, in this order, e.g. id,agent.name,started')
+    .option('--columns <fields>', `the table's columns (the same as --attribute-names; \`all\` for every field; default ${TABLE_COLUMNS.join(',')}, account first when reading many accounts)`)
     .option('--from <time>', 'sessions started at or after (2026-01-01, ISO datetime, epoch seconds); also --from-date')
     .option('--to <time>', 'sessions started before; also --to-date')
     .option('--page-size <n>', 'items per page (default 100)')
@@ -79,12 +83,24 @@ export function register(program: Command): void {
       if (flags.output && flags.format && flags.output !== flags.format) {
         throw new UsageError(`--output ${flags.output} and --format ${flags.format} disagree: give --output only (--format is its old spelling)`);
       }
+      if (flags.columns !== undefined && flags.attributeNames !== undefined && flags.columns !== flags.attributeNames) {
+        throw new UsageError('--columns and --attribute-names are the same setting: give one of them');
+      }
+      const columns = flags.columns ?? flags.attributeNames;
+      // With accounts and no --account, the whole dataset: each session says its account.
+      const withAccount = accounts !== null && !flags.account?.length;
       const params: Record<string, string | undefined> = {
         filter: flags.filter,
         ascending: flags.ascending,
         descending: flags.descending,
         sort: flags.sort,
-        attributeNames: flags.attributeNames,
+        // `account` is no session field: it is asked of the store (withAccount), not of the list.
+        attributeNames:
+          columns === 'all'
+            ? undefined
+            : withAccount && columns !== undefined
+              ? columns.split(',').filter((n) => n.trim() !== ACCOUNT_COLUMN).join(',') || undefined
+              : columns,
         fromDate: flags.fromDate ?? flags.from,
         toDate: flags.toDate ?? flags.to,
         pageSize: flags.pageSize,
@@ -106,7 +122,10 @@ export function register(program: Command): void {
         throw err;
       }
       // A name no session field has counts as null (the interface's rule, docs/list-conventions.md):
-      // in a filter it reads as "", in a sort it orders nothing, asked for it is an empty column.
+      // in a filter it reads as "", in a sort it orders nothing. On the command line that is a typo
+      // that would print nothing or drop the order with exit 0: a usage error naming the fields.
+      refuseUnknownFields(req, params, list.knownFieldNames());
+      // Asked for, it is an empty column (the documented shape), with a warning.
       for (const name of req.unknownFields ?? []) {
         process.stderr.write(`warning: no session field is called ${name}${didYouMean(name, list.knownFieldNames())}: it counts as null (an empty column when asked for)\n`);
       }
@@ -134,7 +153,7 @@ export function register(program: Command): void {
         parquetDir = join(bucketCacheDir(config.dataDir), 'dataset');
         await mirrorDataset(location, parquetDir);
       }
-      const filter = one !== undefined ? { account: one } : {};
+      const filter = one !== undefined ? { account: one } : withAccount ? { withAccount: true } : {};
       let useDuck = flags.source ? flags.source === 'duckdb' : dbFile !== '' && existsSync(dbFile);
       if (useDuck && dbFile === '') throw new UsageError('the accounts are sharded (one DuckDB file per shard): give --account NAME, or read the dataset with --source parquet');
       if (useDuck && !existsSync(dbFile)) throw new UsageError(`no DuckDB file at ${dbFile}: run a backfill or export first, or use --source parquet`);
@@ -158,10 +177,13 @@ export function register(program: Command): void {
         useDuck = false;
         db = await openDb(':memory:', { allowedDirectories: [parquetDir] });
       }
+      // The fields asked for, in their order; reading many accounts, the account first unless placed.
+      const asked = requestedFields(columns === 'all' ? undefined : columns, list);
+      if (asked && withAccount && !asked.includes(ACCOUNT_COLUMN)) asked.unshift(ACCOUNT_COLUMN);
       const source = useDuck ? { table: 'sessions', ...filter } : { parquetGlob: join(parquetDir, '**', '*.parquet'), ...filter };
       if (everything) {
         try {
-          await writeEveryMatch(db.conn, list, req, source, format, requestedFields(params.attributeNames, list));
+          await writeEveryMatch(db.conn, list, req, source, format, asked, withAccount);
         } finally {
           db.close();
         }
@@ -185,7 +207,6 @@ export function register(program: Command): void {
       }
       const out = process.stdout;
       // The library returns fields in interface order; the user sees them in the order asked for.
-      const asked = requestedFields(params.attributeNames, list);
       if (asked) page = { ...page, items: page.items.map((i) => inOrder(i, asked)) };
       if (format === 'json') {
         const body = page.paging.kind === 'page' ? list.toPageResponse(page, { baseHref: 'session-etl:sessions' }) : page;
@@ -195,7 +216,8 @@ export function register(program: Command): void {
         if (await outputStillRead(out)) noteCut(page);
       } else {
         const rows = page.items.map((i) => flattenView(i));
-        const cols = asked ?? leafPaths(list);
+        // A person's table: a few columns that fit a terminal unless --columns asks for others.
+        const cols = asked ?? [...(withAccount ? [ACCOUNT_COLUMN] : []), ...(format === 'table' && columns !== 'all' ? TABLE_COLUMNS : leafPaths(list))];
         if (format === 'csv') {
           // The dialect the dashboard's download has too (util/csv-cell.ts).
           const csv = csvOf(list, cols);
@@ -207,14 +229,26 @@ export function register(program: Command): void {
         } else {
           // For a person: times as ISO 8601 UTC instead of epoch seconds.
           for (const r of rows) for (const c of cols) if (list.resolveField(c)?.kind === 'epoch' && typeof r[c] === 'number') r[c] = isoUtc(r[c]);
-          out.write(renderTable(cols, rows));
-          out.write(`${page.items.length} of ${page.total} sessions (offset ${page.offset})\n`);
+          let table = renderTable(cols, rows);
+          // The default columns on a narrow terminal: the last ones give way (never id or account), and it says so.
+          const width = out === process.stdout && process.stdout.isTTY ? process.stdout.columns : undefined;
+          const shown = [...cols];
+          while (!asked && width && shown.length > 2 && displayWidth(table.slice(0, table.indexOf('\n'))) > width) {
+            shown.pop();
+            table = renderTable(shown, rows);
+          }
+          out.write(table);
+          const left = cols.length - shown.length;
+          out.write(`${page.items.length} of ${page.total} sessions (offset ${page.offset})${left ? `; ${left} column(s) left out to fit the terminal` : ''}${asked ? '' : '; --columns to choose (all: every field)'}\n`);
         }
       }
     });
 }
 
 const OUTPUTS = ['table', 'json', 'csv', 'ndjson'];
+
+/** The table's columns without --columns: what a person scans for, narrow enough for a terminal. */
+const TABLE_COLUMNS = ['id', 'started', 'ended', 'duration', 'sessionType', 'agent.name'];
 
 type ListModule = typeof import('../../list/index.js');
 
@@ -230,10 +264,11 @@ async function writeEveryMatch(
   source: Parameters<ListModule['queryDuckDb']>[2],
   format: string,
   asked: string[] | undefined,
+  withAccount: boolean,
 ): Promise<void> {
   const { shapeRecord } = await import('../../list/list-request.js');
   const out = process.stdout;
-  const cols = asked ?? leafPaths(list);
+  const cols = asked ?? [...(withAccount ? [ACCOUNT_COLUMN] : []), ...leafPaths(list)];
   const csv = csvOf(list, cols);
   if (format === 'csv') out.write(csv.header);
   const compiled = list.compileToSql(req, source);
@@ -242,7 +277,10 @@ async function writeEveryMatch(
   for await (const rows of result.yieldRowObjectJs()) {
     for (const row of rows) {
       // As queryDuckDb shapes its records: BIGINT as a number, absent as null.
-      const view = shapeRecord(compiled.leaves, (leaf) => (typeof row[leaf.path] === 'bigint' ? Number(row[leaf.path]) : (row[leaf.path] ?? null)));
+      const view = {
+        ...(withAccount ? { [ACCOUNT_COLUMN]: row[ACCOUNT_COLUMN] ?? null } : {}),
+        ...shapeRecord(compiled.leaves, (leaf) => (typeof row[leaf.path] === 'bigint' ? Number(row[leaf.path]) : (row[leaf.path] ?? null))),
+      };
       const item = asked ? inOrder(view, asked) : view;
       if (format === 'csv') {
         const r = flattenView(item);
@@ -353,4 +391,18 @@ function renderTable(cols: string[], rows: Record<string, unknown>[]): string {
   const widths = cols.map((c) => Math.max(displayWidth(c), ...rows.map((r) => displayWidth(cell(r[c])))));
   const line = (vals: string[]) => vals.map((v, i) => padToWidth(v, widths[i]!)).join('  ').trimEnd() + '\n';
   return line(cols) + line(widths.map((w) => '-'.repeat(w))) + rows.map((r) => line(cols.map((c) => cell(r[c])))).join('');
+}
+
+/** A filter or sort naming no session field: exit 2, naming the flag, the nearest field and the fields there are. */
+function refuseUnknownFields(req: ListRequest, params: Record<string, string | undefined>, known: readonly string[]): void {
+  const fieldList = () => known.filter((n) => !n.includes('_')).join(', ');
+  const inFilter = req.filter ? filterFieldRefs(req.filter).filter((r) => !r.field).map((r) => r.name) : [];
+  const inSort = req.sort.filter((k) => !k.field).map((k) => k.name);
+  const flagOf = (name: string) =>
+    (['ascending', 'descending', 'sort'] as const).find((p) => params[p]?.includes(name)) ?? 'ascending';
+  const bad = [
+    ...new Set(inFilter.map((n) => `--filter: no session field is called ${n}${didYouMean(n, known)}`)),
+    ...new Set(inSort.map((n) => `--${flagOf(n)}: no session field is called ${n}${didYouMean(n, known)}`)),
+  ];
+  if (bad.length) throw new UsageError(`${bad.join('\n')}\nthe session fields are: ${fieldList()} (docs/list-conventions.md)`);
 }

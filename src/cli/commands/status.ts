@@ -34,7 +34,14 @@ export function register(program: Command): void {
       const { datasetOf } = await import('../../pipeline/run.js');
       const { dataset } = datasetOf({ ...(config.parquetUrl ? { parquetUrl: config.parquetUrl } : {}), s3PathStyle: config.s3PathStyle });
       const volume = volumeRuleOf(config);
-      const accounts = chosenAccounts(loaded, flags);
+      const configured = chosenAccounts(loaded, flags);
+      // No accounts map: a data directory of many accounts is read as the accounts its store holds.
+      const { heldAccounts } = await import('../../accounts/stores.js');
+      const held = configured ? null : await heldAccounts(config.dataDir, dataset);
+      if (held && !flags.json && !flags.check) {
+        process.stdout.write(`${config.dataDir} holds many accounts; without an accounts map (--config), the ${held.length} its store holds:\n`);
+      }
+      const accounts = configured ?? held;
       if (accounts) {
         const { accountsStatus } = await import('../accounts-status.js');
         process.exitCode = await accountsStatus(config.dataDir, accounts, { ...flags, runs: Number(flags.runs), maxLag: flags.maxLag ?? config.maxLag, settle: config.settle }, formatStatus, dataset, volume);
@@ -103,10 +110,34 @@ function human(bytes: number): string {
   return `${v.toFixed(i ? 1 : 0)} ${u[i]}`;
 }
 
+/** A run's sessions read again as stored: those written that were neither new nor updated ('?' when not counted). */
+function unchangedOf(r: Record<string, unknown>): string {
+  if (r.sessions_new == null || r.sessions_updated == null || r.sessions_written == null) return '?';
+  return String(Number(r.sessions_written) - Number(r.sessions_new) - Number(r.sessions_updated));
+}
+
+/**
+ * A run's sessions: new, updated and unchanged; for a run that died (it recorded no figures), what the
+ * store holds of it, or "unknown" when it cannot be counted here.
+ */
+function sessionsOf(r: Record<string, unknown>): string {
+  const n = r.sessions_written == null ? 'unknown' : String(r.sessions_written);
+  if (r.outcome === 'died' && r.sessions_new == null) {
+    return `committed before it stopped: ${r.windows ?? 'unknown'} windows, ${n} sessions, ${r.partitions_written ?? 'unknown'} days (new and updated not known)`;
+  }
+  return `${n} sessions (${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated, ${unchangedOf(r)} unchanged)`;
+}
+
+/** A many-account store's figures are the whole store's, not the account's. */
+function shared(s: StoreStatus): string {
+  return s.storeAccounts !== null ? `  — the whole store's, shared by its ${s.storeAccounts} account${s.storeAccounts === 1 ? '' : 's'}` : '';
+}
+
 export function formatStatus(s: StoreStatus): string {
   const lines = [
     ...(s.source === 'snapshot' ? [`a run is going: figures as of ${s.asOf} (its state snapshot, state.json; the DuckDB file is held by the run)`] : []),
     `data directory  ${s.dataDir} (format ${s.format})`,
+    ...(s.olderSchema !== null ? [`schema          written by an earlier release (schema ${s.olderSchema}): read as it is; the next export or backfill upgrades it`] : []),
     `checkpoint      ${s.checkpoint ?? '(none yet)'}${s.lagSeconds !== null ? `  — ${humanDuration(s.lagSeconds)} behind now` : ''}`,
     `coverage        ${s.coverage.map((c) => `${c.from} – ${c.to}`).join(', ') || '(none)'}`,
     `coverage holes  ${s.coverageHoles.map((c) => `${c.from} – ${c.to}`).join(', ') || 'none'}`,
@@ -114,8 +145,8 @@ export function formatStatus(s: StoreStatus): string {
     `volume          ${describeAnomalies(s)}`,
     `last verified   ${describeVerification(s.lastVerification)}`,
     `rows            ${s.rows ?? '(parquet only: see the dataset)'}${s.pendingRows ? ` (+${s.pendingRows} committed, merged by the next run)` : ''}${s.rejected ? `, ${s.rejected} rejected` : ''}`,
-    `partitions      ${s.partitions}${s.pendingPartitions.length ? ` (${s.pendingPartitions.length} waiting for a rewrite)` : ''}`,
-    `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})`,
+    `partitions      ${s.partitions}${s.pendingPartitions.length ? ` (${s.pendingPartitions.length} waiting for a rewrite)` : ''}${shared(s)}`,
+    `size            ${human(s.bytes.total)} (DuckDB ${human(s.bytes.duckdb)}, Parquet ${human(s.bytes.parquet)})${shared(s)}`,
     `backfills       ${describeBackfills(s.unfinishedBackfills)}`,
     `running now     ${
       s.runningNow
@@ -130,8 +161,7 @@ export function formatStatus(s: StoreStatus): string {
   ];
   for (const r of s.lastRuns) {
     lines.push(
-      `  ${r.started_at}  ${String(r.kind).padEnd(8)} ${String(r.outcome).padEnd(13)} ${r.sessions_written} sessions ` +
-        `(${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated), ${r.retries} retries, ${r.rate_limited} 429s${r.paused_ms ? ` (paused ${(Number(r.paused_ms) / 1000).toFixed(1)} s${r.pace != null ? `, pace ${Number(r.pace).toFixed(2)}/s` : ''})` : ''}, ${r.bisections} bisections` +
+      `  ${r.started_at}  ${String(r.kind).padEnd(8)} ${String(r.outcome).padEnd(13)} ${sessionsOf(r)}, ${r.retries} retries, ${r.rate_limited} 429s${r.paused_ms ? ` (paused ${(Number(r.paused_ms) / 1000).toFixed(1)} s${r.pace != null ? `, pace ${Number(r.pace).toFixed(2)}/s` : ''})` : ''}, ${r.bisections} bisections` +
         // The error quotes the server: one printable line, whatever it sent (escape sequences, line breaks).
         (r.error ? `\n      error: ${oneLine(String(r.error))}` : ''),
     );

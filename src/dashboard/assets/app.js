@@ -5,15 +5,92 @@
 const $ = (id) => document.getElementById(id);
 // One style everywhere: thousands with a comma, dates and times ISO 8601 in UTC, durations in h/min/s.
 const fmt = new Intl.NumberFormat('en-US');
-const state = { running: false, timer: null, sessionsSeq: 0, page: 0, total: 0, chartFrom: null, chartTo: null, plots: [], format: null, demo: false };
+const state = { accessLost: false, running: false, timer: null, sessionsSeq: 0, page: 0, total: 0, chartFrom: null, chartTo: null, plots: [], format: null, demo: false };
 /** `1 session`, `2,048 sessions`. */
 const count = (n, one, many = `${one}s`) => `${fmt.format(n)} ${n === 1 ? one : many}`;
 
-async function api(path) {
-  const res = await fetch(path, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
+// ---- access -----------------------------------------------------------------------------------
+// The address the dashboard printed carries its token (?token=…): the page takes it out of the
+// address bar at once, trades it for a browser session (POST /api/session) and keeps that session
+// in sessionStorage, which belongs to this origin only (its port included; a cookie would reach
+// every port of the host) and ends with the tab. Every request sends it as Authorization: Bearer.
+
+const SESSION_KEY = 'session-etl-dashboard-session';
+
+/** The session kept for this tab, or null. */
+function session() {
+  try {
+    const s = JSON.parse(sessionStorage.getItem(SESSION_KEY) || 'null');
+    return s && typeof s.id === 'string' ? s : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A token in the address: taken out of it (and of the history entry), then traded for a session. */
+async function signIn() {
+  const q = new URLSearchParams(location.search);
+  const token = q.get('token');
+  if (token === null) return;
+  q.delete('token');
+  const rest = q.toString();
+  history.replaceState(null, '', `${location.pathname}${rest ? `?${rest}` : ''}${location.hash}`);
+  const res = await fetch('/api/session', { method: 'POST', headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' } });
   const body = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
+  if (!res.ok) throw new AccessError(body.error || `HTTP ${res.status}`);
+  sessionStorage.setItem(SESSION_KEY, JSON.stringify({ id: body.session, expiresAt: body.expiresAt }));
+}
+
+/** A request refused for want of a live session: the page stops asking and says what to do. */
+class AccessError extends Error {}
+
+function authHeaders() {
+  const s = session();
+  return s ? { Authorization: `Bearer ${s.id}` } : {};
+}
+
+function accessLost(message) {
+  sessionStorage.removeItem(SESSION_KEY);
+  state.accessLost = true;
+  clearTimeout(state.timer);
+  const notice = $('notice');
+  notice.hidden = false;
+  notice.dataset.kind = 'access';
+  notice.textContent = message;
+  $('health-word').textContent = 'Not signed in';
+}
+
+async function api(path) {
+  const res = await fetch(path, { headers: { Accept: 'application/json', ...authHeaders() }, credentials: 'omit' });
+  const body = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
+  if (res.status === 401) {
+    accessLost(body.error || 'an access token is required: open the address the dashboard printed');
+    throw new AccessError(body.error || `HTTP ${res.status}`);
+  }
   if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
   return body;
+}
+
+/** The CSV of the query: a one-use ticket (a download cannot send a header), then the browser's own download. */
+async function downloadCsv(e) {
+  e.preventDefault();
+  const err = $('sessions-error');
+  try {
+    const res = await fetch('/api/download', { method: 'POST', headers: { Accept: 'application/json', ...authHeaders() }, credentials: 'omit' });
+    const body = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
+    if (res.status === 401) return accessLost(body.error || `HTTP ${res.status}`);
+    if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
+    const q = queryParams();
+    q.set('ticket', body.ticket);
+    const a = el('a', { href: `/api/sessions.csv?${q}` });
+    a.download = 'sessions.csv';
+    document.body.append(a);
+    a.click();
+    a.remove();
+  } catch (x) {
+    err.hidden = false;
+    err.textContent = x.message;
+  }
 }
 
 function el(tag, attrs = {}, ...children) {
@@ -64,6 +141,15 @@ function drawOverview(o) {
   $('checkpoint').textContent = o.checkpoint ? `${iso(o.checkpoint)} (${span(o.lagSeconds)} behind now)` : 'none yet';
   $('total-sessions').textContent = o.totalSessions === null ? '–' : fmt.format(o.totalSessions);
   if (o.pendingRows) $('total-sessions').append(el('small', { text: ` +${fmt.format(o.pendingRows)} committed, merged by the next run` }));
+  if (o.pendingPartitions && o.pendingPartitions.length && o.datasetSessions !== null && o.datasetSessions !== undefined) {
+    const n = o.pendingPartitions.length;
+    $('total-sessions').append(
+      el('small', {
+        dataTestid: 'pending-partitions',
+        text: ` (the dataset, which the charts and the sessions list read, holds ${fmt.format(o.datasetSessions)} while ${count(n, 'day')} (${o.pendingPartitions.slice(0, 3).join(', ')}${n > 3 ? ', …' : ''}) ${n === 1 ? 'waits' : 'wait'} for ${n === 1 ? 'its' : 'their'} rewrite by the next run)`,
+      }),
+    );
+  }
   // The page cannot know whether a scheduler runs: it says when one would.
   $('next-run').textContent = o.nextRun
     ? `would run at ${iso(o.nextRun.at)} if \`session-etl schedule\` runs (cron "${o.nextRun.cron}", ${o.nextRun.timezone})`
@@ -72,10 +158,14 @@ function drawOverview(o) {
       : '–';
   const last = o.runs.find((r) => r.outcome !== 'running');
   $('last-run').textContent = last ? `${last.kind} ${last.outcome}, ${iso(last.endedAt || last.startedAt)}` : 'none yet';
-  $('as-of').textContent = o.asOf ? `as of ${iso(o.asOf)}` : '';
+  // When the page read the figures (relative, kept current), and when the state they come from was written.
+  state.readAt = Date.parse(o.readAt) || Date.now();
+  state.asOf = o.asOf;
+  drawReadAt();
   const notice = $('notice');
   notice.hidden = !o.notice;
   notice.textContent = o.notice || '';
+  delete notice.dataset.kind;
 
   const live = $('live-run');
   live.hidden = !o.running;
@@ -95,6 +185,16 @@ function drawOverview(o) {
   $('refresh-note').textContent = state.running ? 'refreshing every 3 s while the run goes' : '';
   drawRuns(o.runs, o.running);
 }
+
+/** `read 5 s ago · state written 2026-… (3 h 04 min before)`: read now, from a state a run wrote earlier. */
+function drawReadAt() {
+  if (!state.readAt) return;
+  const ago = Math.max(0, (Date.now() - state.readAt) / 1000);
+  const read = ago < 2 ? 'read just now' : `read ${span(Math.floor(ago))} ago`;
+  const written = state.asOf ? ` · state written ${iso(state.asOf)} by the last run (${span((state.readAt - Date.parse(state.asOf)) / 1000)} before)` : '';
+  $('as-of').textContent = read + written;
+}
+setInterval(drawReadAt, 1000);
 
 // ---- coverage calendar ------------------------------------------------------------------------
 
@@ -275,6 +375,7 @@ async function loadCharts(from, to) {
     state.chartTo = c.to;
     drawCharts(c);
   } catch (e) {
+    if (e instanceof AccessError) return;
     err.hidden = false;
     err.textContent = e.message;
   }
@@ -379,7 +480,7 @@ async function loadSessions(page) {
     state.total = r.total;
     drawTable(r);
   } catch (e) {
-    if (seq !== state.sessionsSeq) return;
+    if (seq !== state.sessionsSeq || e instanceof AccessError) return;
     err.hidden = false;
     err.textContent = e.message;
   }
@@ -432,6 +533,7 @@ async function refresh() {
     drawOverview(o);
     drawCoverage(c);
   } catch (e) {
+    if (e instanceof AccessError) return;
     $('notice').hidden = false;
     $('notice').textContent = `Could not read the data directory: ${e.message}`;
   }
@@ -439,9 +541,19 @@ async function refresh() {
   state.timer = setTimeout(refresh, state.running ? 3000 : 15000);
 }
 
-function start() {
+async function start() {
+  try {
+    await signIn();
+  } catch (e) {
+    return accessLost(e.message);
+  }
+  if (!session()) {
+    return accessLost('an access token is required: open the address the dashboard printed (Dashboard: http://…/?token=…); a new tab needs it again');
+  }
+  $('csv').addEventListener('click', downloadCsv);
   // Health and the calendar first; the heavier charts and the first page of sessions after them.
   refresh().then(() => {
+    if (state.accessLost) return;
     loadCharts();
     loadSessions(0);
   });
@@ -461,4 +573,4 @@ function start() {
   $('next').addEventListener('click', () => loadSessions(state.page + 1));
 }
 
-start();
+void start();

@@ -5,9 +5,9 @@
  * last mirror (by ETag and size), the ones gone removed — and read there. The state a run keeps in
  * the bucket (format parquet) is read from a DuckDB file made here from its rows (bucket-state.ts).
  */
-import { mkdir, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { unguessable } from '../../util/temp-file.js';
+import { refuseSharedDirectory, unguessable, writeFileAtomic } from '../../util/temp-file.js';
 import { findRemoteState, LegacyBucketStateError, legacyStateFolder, loadRemoteState, stateFolder } from './bucket-state.js';
 import type { DatasetLocation } from './location.js';
 import { s3ClientFor } from './s3-client.js';
@@ -27,6 +27,8 @@ const MANIFEST = '.manifest.json';
  * files; returns how many files were downloaded and how many there are.
  */
 export async function mirrorDataset(l: S3Location, cacheRoot: string): Promise<{ downloaded: number; files: number }> {
+  // The copy and the directories above it, up to the data directory: others must not be able to plant links there.
+  for (const dir of [dirname(dirname(dirname(cacheRoot))), dirname(dirname(cacheRoot)), dirname(cacheRoot), cacheRoot]) await refuseSharedDirectory(dir, 'directory of the bucket\'s local copy');
   const client = await s3ClientFor(l);
   try {
     await mkdir(cacheRoot, { recursive: true, mode: 0o750 });
@@ -60,7 +62,7 @@ export async function mirrorDataset(l: S3Location, cacheRoot: string): Promise<{
       if (!d.startsWith('date=')) continue;
       for (const f of await readdir(join(cacheRoot, d)).catch(() => [] as string[])) if (next[`${d}/${f}`] === undefined) await rm(join(cacheRoot, d, f), { force: true });
     }
-    await writeFile(join(cacheRoot, MANIFEST), JSON.stringify(next), { mode: 0o640 });
+    await writeFileAtomic(join(cacheRoot, MANIFEST), JSON.stringify(next), { mode: 0o640 });
     return { downloaded, files: objects.length };
   } finally {
     client.destroy();

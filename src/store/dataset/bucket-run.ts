@@ -24,7 +24,7 @@
  *   is replaced by a DuckDB file made here from the bucket's rows.
  */
 import { existsSync } from 'node:fs';
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -32,7 +32,8 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { z } from 'zod';
 import { ExitCode } from '../../errors.js';
 import type { Logger } from '../../util/logger.js';
-import { unguessable } from '../../util/temp-file.js';
+import { unguessable, writeFileAtomic } from '../../util/temp-file.js';
+import { queryRows, sqlString } from '../duckdb.js';
 import { DataDirError } from '../errors.js';
 import type { StoreLayout } from '../layout.js';
 import { pidAlive, type LockHolder } from '../lock.js';
@@ -386,7 +387,7 @@ export class BucketRun {
   }
 
   private writeGeneration(n: number): Promise<void> {
-    return writeFile(join(this.layout.storeDir, GENERATION_FILE), `${n}\n`, { mode: 0o640 });
+    return writeFileAtomic(join(this.layout.storeDir, GENERATION_FILE), `${n}\n`, { mode: 0o640 });
   }
 
   /**

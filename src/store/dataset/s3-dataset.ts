@@ -6,14 +6,13 @@
  * sees the old file or the new one, never half of one. A day is marked for its rewrite until its
  * upload completed: a run killed mid-upload leaves it marked, and the next run writes it.
  */
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { crashPoint } from '../../util/crash-point.js';
-import { unguessable } from '../../util/temp-file.js';
+import { unguessable, writeNewStream } from '../../util/temp-file.js';
 import { checkPartition, FILE_MODE, isPartition, PARTITION_FILE_NAME, type StoreLayout } from '../layout.js';
 import type { Dataset } from './dataset.js';
 import { keyOf, type DatasetLocation } from './location.js';
@@ -104,7 +103,7 @@ export class S3Dataset implements Dataset {
   }
 }
 
-/** Downloads an object to `path` (mode 0640); false when there is no such object. */
+/** Downloads an object to a new file at `path` (mode 0640; EEXIST when anything is there, a link included); false when there is no such object. */
 export async function downloadTo(client: S3Client, l: S3Location, Key: string, path: string): Promise<boolean> {
   const { GetObjectCommand } = await import('@aws-sdk/client-s3');
   let body: Readable;
@@ -118,9 +117,10 @@ export async function downloadTo(client: S3Client, l: S3Location, Key: string, p
   }
   try {
     await mkdir(dirname(path), { recursive: true, mode: 0o750 });
-    await pipeline(body, createWriteStream(path, { mode: FILE_MODE }));
+    // Created here, never through a link planted at the name (util/temp-file.ts).
+    await writeNewStream(path, body, FILE_MODE);
   } catch (err) {
-    await rm(path, { force: true }).catch(() => {});
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw err;
     throw bucketError(err, l, `reading ${Key}`, false);
   }
   return true;

@@ -1,0 +1,64 @@
+/**
+ * `status` of a Parquet-only store whose dataset is in a bucket (s3rver on loopback) counts its rows in
+ * the day files, as it does for a local dataset: on the machine that wrote it, on a fresh one, and
+ * in the many-account total. Before, the state's own count (none for format parquet) said 0.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useEmulator } from '../helpers/emulator-fixture.js';
+import { runCli } from '../helpers/cli.js';
+import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+
+const D = 86_400;
+const NOW = Math.floor(Date.now() / 1000);
+const FROM = Math.floor(NOW / D) * D - 6 * D;
+const TO = FROM + 3 * D;
+const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
+
+const fx = useEmulator({ seed: 41, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 50 }, { prefix: 'session-etl-bucket-status-' });
+let s3: S3TestServer;
+beforeAll(async () => {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  s3 = await startS3({ buckets: ['lake'] });
+});
+afterAll(async () => {
+  await s3?.close();
+});
+
+describe('status of a Parquet-only store with its dataset in a bucket', () => {
+  it('counts the rows of its day files, on the machine that wrote them and on a fresh one', async () => {
+    const root = await fx.tempDir();
+    const url = 's3://lake/one';
+    const env = (dir: string) => ({ ...fx.env(dir), ...s3.env });
+    const b = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(join(root, 'writer')));
+    expect(b.code, b.stderr).toBe(0);
+    const stored = (JSON.parse(b.stdout) as { sessions: { new: number } }).sessions.new;
+    expect(stored).toBeGreaterThan(100);
+    for (const dir of ['writer', 'fresh']) {
+      const st = await runCli(['status', '--parquet-url', url, '--json'], env(join(root, dir)));
+      expect(st.code, st.stderr).toBe(0);
+      expect(JSON.parse(st.stdout)).toMatchObject({ format: 'parquet', rows: stored });
+      const text = await runCli(['status', '--parquet-url', url], env(join(root, dir)));
+      expect(text.stdout).toMatch(new RegExp(`^rows\\s+${stored}$`, 'm'));
+    }
+  });
+
+  it('many accounts: each account its own rows, and the total theirs', async () => {
+    const root = await fx.tempDir();
+    const config = join(root, 'config.json');
+    const accounts = { acme: { apiKeyEnv: 'K' }, globex: { apiKeyEnv: 'K' } };
+    await writeFile(config, JSON.stringify({ dataDir: join(root, 'data'), format: 'parquet', parquetUrl: 's3://lake/many', accounts }));
+    const env = { ...s3.env, REPORTING_URL: fx.emu.url, K: fx.emu.apiKey };
+    const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'error'], env);
+    expect(r.code, r.stderr).toBe(0);
+    const written = (JSON.parse(r.stdout) as { accounts: Array<{ account: string; summary: { sessions: { new: number } } }> }).accounts;
+    const st = await runCli(['status', '--config', config, '--json'], env);
+    expect(st.code, st.stderr).toBe(0);
+    const s = JSON.parse(st.stdout) as { accounts: Array<{ account: string; status: { rows: number } }>; total: { rows: number } };
+    const byAccount = Object.fromEntries(written.map((a) => [a.account, a.summary.sessions.new]));
+    expect(Object.fromEntries(s.accounts.map((a) => [a.account, a.status.rows]))).toEqual(byAccount);
+    expect(s.total.rows).toBe(byAccount.acme! + byAccount.globex!);
+    expect(s.total.rows).toBeGreaterThan(100);
+  });
+});
