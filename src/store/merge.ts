@@ -399,7 +399,8 @@ function sliceRows(ctx: MergeContext): number {
 async function groupBase(c: DuckDBConnection, before: bigint, rowGroupRows: number): Promise<bigint> {
   const last = await queryRows<{ n: bigint | number | null }>(
     c,
-    `SELECT sum(count) AS n FROM pragma_storage_info('sessions') WHERE column_id = 0
+    // The first column's data segments (column_path [0]; its validity is [0, 0]) hold each of the group's rows once.
+    `SELECT sum(count) AS n FROM pragma_storage_info('sessions') WHERE column_path = '[0]'
        AND row_group_id = (SELECT max(row_group_id) FROM pragma_storage_info('sessions'))`,
   );
   const inLast = BigInt(last[0]?.n ?? 0);

@@ -1,0 +1,123 @@
+/**
+ * Row groups bounded by the memory budget's bytes (issue 39): the rows of a group from the budget's
+ * share and the rows' measured size, and a writer's file really written in groups of that size.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_ROW_GROUP_BYTES, MiB, splitBudget } from '../../src/config/memory-budget.js';
+import { SessionStore } from '../../src/store/session-store.js';
+import { DEFAULT_ROW_BYTES, MAX_ROW_GROUP_ROWS, MIN_ROW_GROUP_ROWS, rowGroupRows } from '../../src/store/row-groups.js';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+describe('rowGroupRows', () => {
+  it.each([
+    // bytes, row bytes, rows
+    [16 * MiB, 2048, 8192],
+    [32 * MiB, 2048, 16384],
+    [25.6 * MiB, 2048, 12288],
+    [16 * MiB, 500, 32768],
+    [1024 * MiB, 500, MAX_ROW_GROUP_ROWS],
+    [1 * MiB, 2048, MIN_ROW_GROUP_ROWS],
+    [16 * MiB, 0, MAX_ROW_GROUP_ROWS],
+  ])('%d bytes of rows of %d bytes: %d rows, whole vectors', (bytes, rowBytes, rows) => {
+    expect(rowGroupRows(bytes, rowBytes)).toBe(rows);
+    expect(rows % 2048).toBe(0);
+  });
+
+  it('a smaller budget never gives larger row groups', () => {
+    let last = Infinity;
+    for (const mib of [4096, 1024, 640, 512, 384, 320, 300, 272]) {
+      const split = splitBudget({ bytes: mib * MiB, source: 'setting', from: 'test' }, { concurrency: 4, maxBodyBytes: 64 * MiB });
+      const rows = rowGroupRows(split.rowGroupBytes, DEFAULT_ROW_BYTES);
+      expect(rows).toBeLessThanOrEqual(last);
+      last = rows;
+    }
+  });
+});
+
+/** Rows per row group of `sessions` in a DuckDB file, read by a separate DuckDB instance. */
+async function rowGroups(path: string): Promise<number[]> {
+  const inst = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+  const c = await inst.connect();
+  try {
+    const r = await c.runAndReadAll(
+      `SELECT row_group_id, sum(count) AS n FROM pragma_storage_info('sessions') WHERE column_path = '[0]' GROUP BY 1 ORDER BY 1`,
+    );
+    return r.getRowObjectsJS().map((x) => Number(x.n));
+  } finally {
+    c.closeSync();
+    inst.closeSync();
+  }
+}
+
+function record(id: string, started: number, notes: string) {
+  return { id, companyId: 'c1', started, ended: started + 60, duration: 60, agent: { id: 'a1', name: 'Ann', email: 'ann@example.com' }, externalFields: { notes } };
+}
+
+describe('a writer attaches its file with the row group size', () => {
+  it('a new store: groups of the budget share at the default row size; a store holding short rows: larger groups', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'session-etl-rowgroups-'));
+    dirs.push(dir);
+    const bytes = 16 * MiB;
+    const store = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: bytes });
+    expect(store.rowGroupRows).toBe(rowGroupRows(bytes));
+    await store.beginRunCounts();
+    const DAY = 1_767_225_600;
+    const n = 3 * store.rowGroupRows + 100;
+    const records = Array.from({ length: n }, (_, i) => record(`s${String(i).padStart(6, '0')}`, DAY + i, 'x'.repeat(20)));
+    const bytes_ = Buffer.from(records.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    await store.commitWindow({ account: '', window: { start: DAY, end: DAY + 86_400 }, ndjson: { bytes: bytes_, count: n, extractedAt: 1000 }, rejected: [], runId: 'r1' });
+    await store.flush();
+    await store.close();
+    const groups = await rowGroups(join(dir, 'sessions.duckdb'));
+    expect(groups.reduce((a, b) => a + b, 0)).toBe(n);
+    expect(Math.max(...groups)).toBeLessThanOrEqual(rowGroupRows(bytes));
+    // Opened again, the store measures its rows (short ones) and takes larger groups for what it appends.
+    const again = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: bytes });
+    expect(again.rowGroupRows).toBeGreaterThan(rowGroupRows(bytes));
+    await again.close();
+  }, 120_000);
+
+  it('a store written with DuckDB\'s 122,880-row groups keeps them and continues in groups of the budget', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'session-etl-rowgroups-'));
+    dirs.push(dir);
+    const DAY = 1_767_225_600;
+    const commit = async (store: SessionStore, from: number, n: number) => {
+      await store.beginRunCounts();
+      const records = Array.from({ length: n }, (_, i) => record(`s${String(from + i).padStart(7, '0')}`, DAY + from + i, 'x'.repeat(20)));
+      const bytes_ = Buffer.from(records.map((r) => JSON.stringify(r)).join('\n') + '\n');
+      await store.commitWindow({ account: '', window: { start: DAY + from, end: DAY + from + n }, ndjson: { bytes: bytes_, count: n, extractedAt: 1000 }, rejected: [], runId: `r${from}` });
+      await store.flush();
+    };
+    const old = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: 1024 * MiB });
+    expect(old.rowGroupRows).toBe(MAX_ROW_GROUP_ROWS);
+    await commit(old, 0, 130_000);
+    await old.close();
+    expect(await rowGroups(join(dir, 'sessions.duckdb'))).toEqual([122_880, 7_120]);
+    const store = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: 2 * MiB });
+    expect(store.rowGroupRows).toBe(MIN_ROW_GROUP_ROWS);
+    await commit(store, 130_000, 4 * MIN_ROW_GROUP_ROWS);
+    await store.close();
+    // The partly filled group is filled up to the new size, then whole groups follow: nothing rewritten, nothing larger.
+    const groups = await rowGroups(join(dir, 'sessions.duckdb'));
+    expect(groups.reduce((a, b) => a + b, 0)).toBe(130_000 + 4 * MIN_ROW_GROUP_ROWS);
+    expect(groups[0]).toBe(122_880);
+    expect(groups.slice(1).every((n) => n <= MIN_ROW_GROUP_ROWS)).toBe(true);
+    expect(groups.slice(1, -1).every((n) => n === MIN_ROW_GROUP_ROWS)).toBe(true);
+  }, 120_000);
+
+  it('without a run budget a writer uses the default budget share', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'session-etl-rowgroups-'));
+    dirs.push(dir);
+    const store = await SessionStore.open({ dataDir: dir, format: 'duckdb' });
+    expect(store.rowGroupRows).toBe(rowGroupRows(DEFAULT_ROW_GROUP_BYTES));
+    await store.close();
+  });
+});
