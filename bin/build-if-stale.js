@@ -1,7 +1,9 @@
 #!/usr/bin/env node
-// `npm start`'s prestart: compiles the TypeScript (`npm run build`) only when dist/ is missing or
+// `npm ci`'s `prepare` and `npm start`'s prestart: compiles the TypeScript (`npm run build`) only when dist/ is missing or
 // older than what it is built from, so that `npm ci && npm start` builds once (in `npm ci`'s
-// `prepare`) and `npm start` after an edit of a source file builds again before it runs.
+// `prepare`: on a fresh clone, where dist/ is missing), the first `npx session-etl` of a clone
+// (npx installs the clone's directory, running `prepare` again) builds nothing, and `npm start`
+// after an edit of a source file builds again before it runs.
 // Inputs: the build's tsconfig files, package.json and every file under the folders the build
 // includes (tsconfig.build.json's "include"). Output: dist/src/cli/main.js, which every build writes.
 import { spawnSync } from 'node:child_process';
@@ -33,6 +35,8 @@ function newest(path) {
   return t;
 }
 
+// An installed package (npm pack's tarball) ships dist/ built and none of the sources: nothing to build.
+if (mtime(join(root, 'tsconfig.build.json')) < 0) process.exit(0);
 const include = JSON.parse(readFileSync(join(root, 'tsconfig.build.json'), 'utf8')).include ?? [];
 const inputs = ['tsconfig.json', 'tsconfig.build.json', 'package.json', ...include];
 const built = mtime(join(root, 'dist', 'src', 'cli', 'main.js'));

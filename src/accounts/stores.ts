@@ -116,15 +116,17 @@ export async function heldAccounts(root: string, dataset?: DatasetLocation): Pro
 }
 
 /**
- * A command that shows one account's store (the dashboard) given no accounts map: a data directory of
- * many accounts is refused (exit 2) as a run refuses it, naming its accounts, instead of shown empty.
+ * A command that shows one account's store (the dashboard, `what` naming the account it needs) or
+ * runs on the data directory (`schedule`: `what` null) given no accounts map: a data directory of
+ * many accounts is refused (exit 2) as a run refuses it, naming its accounts, instead of shown
+ * empty (or, for the scheduler, read as one store by /healthz while every run it starts fails).
  */
-export async function refuseHeldAccounts(root: string, what: string, dataset?: DatasetLocation): Promise<void> {
+export async function refuseHeldAccounts(root: string, what: string | null, dataset?: DatasetLocation): Promise<void> {
   const held = await heldAccounts(root, dataset);
   if (held === null) return;
   const shown = held.slice(0, 10).join(', ') + (held.length > 10 ? `, and ${held.length - 10} more` : '');
   throw new ConfigError(
     `data directory ${root} holds many accounts (${shown || 'none with data yet'}), and the configuration has no accounts map: ` +
-      `give the configuration file with the accounts (--config) and --account NAME for ${what}, or another --data-dir`,
+      `give the configuration file with the accounts (--config)${what !== null ? ` and --account NAME for ${what}` : ''}, or another --data-dir`,
   );
 }

@@ -17,6 +17,7 @@ import { coverageCalendar, type CoverageCalendar } from './coverage-calendar.js'
 import type { CommandTarget } from '../util/suggested-command.js';
 import { ParquetReader, QueryTimeoutError, type DashboardSource } from './data-source.js';
 import { StateReader, type StateReading } from './state-reader.js';
+import { accountRow, type AccountRow } from './accounts-overview.js';
 import { buildOverview, type Overview } from './overview.js';
 import { askedColumns, BadRequestError, charts, countSessions, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay } from './queries.js';
 import { RequestGate } from './request-gate.js';
@@ -39,6 +40,12 @@ export interface DashboardOptions {
   account?: { name: string; configArg?: string };
   /** A demo directory: no command to fill its gaps is offered (its emulator ended with the demo). */
   demo?: boolean;
+  /**
+   * Every account of a many-account data directory (no --account): the page at / lists them
+   * (/api/accounts: accounts-overview.ts), `/?account=NAME` is that account's page, and every other
+   * API route takes `account=NAME`. `source` and `account` are then not used.
+   */
+  allAccounts?: { names: string[]; sourceOf: (name: string) => Promise<DashboardSource>; configArg?: string };
   now?: () => number;
   queryTimeoutMs?: number;
   /** CSV downloads at once, and how many more may wait for a place (default 2 and 8; see request-gate.ts). */
@@ -98,35 +105,62 @@ export { isLoopback };
 
 export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const assets = loadAssets();
-  const reader = await ParquetReader.open(o.source.parquetRoot, { timeoutMs: o.queryTimeoutMs ?? 10_000, ...(o.source.account !== undefined ? { account: o.source.account } : {}) });
-  // The calendar's per-day counts, read once now so that the first page load finds them cached.
-  void sessionsPerDay(reader).catch(() => {});
   const now = o.now ?? Date.now;
-  const state = new StateReader(o.source, now);
-  // The commands the page shows run against what the dashboard was given.
-  const target: CommandTarget = { dataDir: o.dataDirArg, ...(o.account?.configArg ? { config: o.account.configArg } : {}), account: o.account?.name };
 
-  const api: Record<string, (q: URLSearchParams, res: ServerResponse) => Promise<void>> = {
-    '/api/overview': async (_q, res) => json(res, await overview()),
-    '/api/runs': async (_q, res) => json(res, { runs: (await overview()).runs }),
-    '/api/coverage': async (_q, res) => {
-      const reading = await state.read();
-      json(res, { coverage: reading.snapshot?.coverage ?? [], ...(await calendarOf(reading)) });
+  /** What the page shows of one store or account: its dataset's reader, its state, the commands' target. */
+  interface View {
+    reader: ParquetReader;
+    state: StateReader;
+    target: CommandTarget;
+    account: { name: string; configArg?: string } | undefined;
+    demo: boolean;
+  }
+  const openView = async (source: DashboardSource, account: View['account'], demo: boolean): Promise<View> => ({
+    reader: await ParquetReader.open(source.parquetRoot, { timeoutMs: o.queryTimeoutMs ?? 10_000, ...(source.account !== undefined ? { account: source.account } : {}) }),
+    state: new StateReader(source, now),
+    // The commands the page shows run against what the dashboard was given.
+    target: { dataDir: o.dataDirArg, ...(account?.configArg ? { config: account.configArg } : {}), account: account?.name },
+    account,
+    demo,
+  });
+  const all = o.allAccounts;
+  // One account or data directory (as before): its view, opened now. All accounts: each one's, opened when first asked for.
+  const single = all ? null : await openView(o.source, o.account, o.demo ?? false);
+  const views = new Map<string, Promise<View>>();
+  const viewOfAccount = (name: string): Promise<View> => {
+    let v = views.get(name);
+    if (!v) {
+      v = all!.sourceOf(name).then((source) => openView(source, { name, ...(all!.configArg ? { configArg: all!.configArg } : {}) }, false));
+      views.set(name, v);
+      v.catch(() => views.delete(name));
+    }
+    return v;
+  };
+  // The calendar's per-day counts, read once now so that the first page load finds them cached.
+  if (single) void sessionsPerDay(single.reader).catch(() => {});
+
+  const api: Record<string, (q: URLSearchParams, res: ServerResponse, v: View) => Promise<void>> = {
+    '/api/overview': async (_q, res, v) => json(res, await overview(v)),
+    '/api/runs': async (_q, res, v) => json(res, { runs: (await overview(v)).runs }),
+    '/api/coverage': async (_q, res, v) => {
+      const reading = await v.state.read();
+      json(res, { coverage: reading.snapshot?.coverage ?? [], ...(await calendarOf(v, reading)) });
     },
-    '/api/charts': async (q, res) =>
+    '/api/charts': async (q, res, v) =>
       heavyQuery(res, async () => {
-        const c = await charts(reader, q.get('from') ?? undefined, q.get('to') ?? undefined);
-        const cal = await calendarOf(await state.read());
+        const c = await charts(v.reader, q.get('from') ?? undefined, q.get('to') ?? undefined);
+        const cal = await calendarOf(v, await v.state.read());
         json(res, { ...c, perDay: chartDays(c.perDay, cal.days, c.from, c.to) });
       }),
-    '/api/sessions': async (q, res) => {
+    '/api/sessions': async (q, res, v) => {
       const req = listRequestOf(q, { csv: false });
       await heavyQuery(res, async () => {
-        const page = await querySessions(reader, req);
+        const page = await querySessions(v.reader, req);
         json(res, { total: page.total, offset: page.offset, pageSize: page.pageSize, columns: askedColumns(req) ?? null, items: page.items });
       });
     },
-    '/api/sessions.csv': async (q, res) => {
+    '/api/sessions.csv': async (q, res, v) => {
+      const reader = v.reader;
       const req = listRequestOf(q, { csv: true });
       const release = await downloads.enter();
       if (!release) {
@@ -176,22 +210,23 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   }
 
   /** The calendar of what the state says now; the range of a run going now is not-yet, not holes. */
-  async function calendarOf(reading: StateReading): Promise<CoverageCalendar> {
-    const perDay = await sessionsPerDay(reader);
+  async function calendarOf(v: View, reading: StateReading): Promise<CoverageCalendar> {
+    const perDay = await sessionsPerDay(v.reader);
     const live = reading.liveHolder && reading.snapshot?.running ? reading.snapshot.running.runId : null;
     const row = live ? reading.snapshot?.lastRuns.find((r) => r.run_id === live) : undefined;
     const running = row?.range_from && row.range_to ? { from: String(row.range_from), to: String(row.range_to) } : null;
     return coverageCalendar(reading.snapshot?.coverage ?? [], perDay, now(), {
-      target,
-      noCommands: o.demo ?? false,
+      target: v.target,
+      noCommands: v.demo,
       running,
       anomalies: reading.snapshot?.volumeAnomalies ?? [],
       unfinished: unfinishedBackfills(reading.snapshot?.lastRuns ?? [], live),
     });
   }
 
-  async function overview(): Promise<Overview> {
-    const reading = await state.read();
+  async function overview(v: View): Promise<Overview> {
+    const { reader } = v;
+    const reading = await v.state.read();
     const t = now();
     const parquetRows = reading.snapshot?.rows != null ? null : await parquetRowCount(reader);
     // Partitions waiting for their rewrite: the dataset (charts, the sessions list) counts otherwise than the table; say by how much.
@@ -203,10 +238,10 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       datasetRows,
       nowMs: t,
       maxLagSeconds: o.maxLagSeconds,
-      nextRun: o.demo ? null : o.nextRun(t),
-      account: o.account?.name ?? null,
-      demo: o.demo ?? false,
-      target,
+      nextRun: v.demo ? null : o.nextRun(t),
+      account: v.account?.name ?? null,
+      demo: v.demo,
+      target: v.target,
     });
   }
 
@@ -268,10 +303,49 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       if (!tickets.take(ticket)) return unauthorized(res, url.pathname, who === 'expired');
     }
     url.searchParams.delete('ticket');
+    if (url.pathname === '/api/accounts') {
+      if (req.method === 'HEAD') return send(res, 200, '', 'application/json; charset=utf-8', { 'Cache-Control': 'no-store' }, true);
+      return json(res, await accountsOverview());
+    }
     const route = api[url.pathname];
     if (!route) return json(res, { error: `no such page: ${url.pathname}` }, 404);
+    const view = await viewOf(url.searchParams, res);
+    if (!view) return;
     if (req.method === 'HEAD') return send(res, 200, '', 'application/json; charset=utf-8', { 'Cache-Control': 'no-store' }, true);
-    await route(url.searchParams, res);
+    await route(url.searchParams, res, view);
+  }
+
+  /**
+   * The view a request asks for: the one there is; with all accounts, the one its `account`
+   * names (taken out of the parameters), else a 400 or 404 answered here (null).
+   */
+  async function viewOf(q: URLSearchParams, res: ServerResponse): Promise<View | null> {
+    const name = q.get('account');
+    if (single) {
+      // The account shown named again (a link of the all-accounts page kept): the same view.
+      if (name !== null && name === single.account?.name) q.delete('account');
+      return single;
+    }
+    const names = all!.names;
+    q.delete('account');
+    if (name === null) {
+      json(res, { error: `this dashboard shows ${names.length} accounts: give account=NAME (one of ${names.join(', ')}); /api/accounts lists them` }, 400);
+      return null;
+    }
+    if (!names.includes(name)) {
+      json(res, { error: `no account ${JSON.stringify(name)} here; the accounts are: ${names.join(', ')}` }, 404);
+      return null;
+    }
+    return viewOfAccount(name);
+  }
+
+  /** The all-accounts page's rows (null: this dashboard shows one account or data directory). */
+  async function accountsOverview(): Promise<{ accounts: AccountRow[] | null; readAt: string }> {
+    const readAt = new Date(now()).toISOString();
+    if (!all) return { accounts: null, readAt };
+    const rows: AccountRow[] = [];
+    for (const name of all.names) rows.push(accountRow(name, await overview(await viewOfAccount(name))));
+    return { accounts: rows, readAt };
   }
 
   /** What an `Authorization: Bearer …` value opens: the token or a live session (`live`), a session past its time, or nothing. */
@@ -295,7 +369,8 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      reader.close();
+      single?.reader.close();
+      for (const v of views.values()) await v.then((x) => x.reader.close(), () => {});
     },
   };
 }

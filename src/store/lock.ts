@@ -12,12 +12,13 @@
  * Written here rather than with proper-lockfile (which the token store uses) because it knows only mtime
  * staleness: it cannot name the holder or see at once that a local holder has died.
  */
-import { mkdir, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, utimes } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ExitCode } from '../errors.js';
 import { realSleep, type Sleep } from '../util/sleep.js';
+import { unguessable, UNGUESSABLE, writeNewFileAt } from '../util/temp-file.js';
 import { DataDirError } from './errors.js';
 
 export interface LockHolder {
@@ -87,11 +88,14 @@ export async function acquireLock(path: string, opts: LockOptions): Promise<Lock
   for (;;) {
     // The lock appears with its holder file already in it: the directory is prepared aside and
     // renamed into place (atomic; it fails while another lock is there). A writer killed half-way
-    // leaves only the aside directory, never a lock nobody can be named for.
-    const staging = `${path}.new-${process.pid}-${Date.now()}`;
+    // leaves only the aside directory, never a lock nobody can be named for. The aside directory's
+    // name has an unguessable part and the holder file is created exclusively, never through a
+    // link (the one writer of src/util/temp-file.ts): nothing planted in the data directory is
+    // ever written through.
+    const staging = `${path}.new-${process.pid}-${Date.now()}-${unguessable()}`;
     try {
-      await mkdir(staging);
-      await writeFile(join(staging, HOLDER), JSON.stringify(me), { mode: 0o644 });
+      await mkdir(staging, { mode: 0o755 });
+      await writeNewFileAt(join(staging, HOLDER), JSON.stringify(me), { mode: 0o644 });
       await rename(staging, path);
       await removeLeftovers(path);
       return holdLock(path, tookOverFrom);
@@ -124,7 +128,7 @@ async function removeLeftovers(path: string): Promise<void> {
   const dir = dirname(path);
   const prefix = `${basename(path)}.`;
   for (const n of await readdir(dir).catch(() => [] as string[])) {
-    const m = n.startsWith(prefix) ? /^(?:new|stale)-(\d+)-\d+$/.exec(n.slice(prefix.length)) : null;
+    const m = n.startsWith(prefix) ? new RegExp(`^(?:new|stale)-(\\d+)-\\d+(?:-${UNGUESSABLE})?$`).exec(n.slice(prefix.length)) : null;
     if (m && !pidAlive(Number(m[1]))) await rm(join(dir, n), { recursive: true, force: true }).catch(() => {});
   }
 }

@@ -64,6 +64,8 @@ export async function openDataDir(
   shard?: ShardId,
   /** A writer's DuckDB memory_limit (the run's budget's share); default WRITER_MEMORY_LIMIT. */
   memoryLimit?: string,
+  /** Directories besides the data directory DuckDB may read (a reader's dataset elsewhere: status's copy of a bucket's). */
+  readDirs: readonly string[] = [],
   /** A writer's row group bytes (the run's budget's share); default DEFAULT_ROW_GROUP_BYTES. */
   rowGroupBytes: number = DEFAULT_ROW_GROUP_BYTES,
 ): Promise<OpenedDataDir> {
@@ -95,7 +97,7 @@ export async function openDataDir(
     db = await openDb(layout.dbPath, {
       readOnly,
       // Its files: the dataset, .tmp/, pending/, and the stores an account is moved from (all under the data directory).
-      allowedDirectories: [dataDir],
+      allowedDirectories: [dataDir, ...readDirs],
       // A writer spills to .tmp/duckdb/ when a merge needs more than its memory_limit (DuckDB removes its files).
       // A writer's row groups hold rowGroupBytes of rows of the size the store holds (store/row-groups.ts).
       ...(readOnly

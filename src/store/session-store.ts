@@ -72,6 +72,8 @@ export interface OpenStoreOptions {
   memoryLimit?: string;
   /** A writer's row group bytes (the run's memory budget's share: config/memory-budget.ts). */
   rowGroupBytes?: number;
+  /** Directories besides the data directory its DuckDB may read files in (status reads a dataset kept elsewhere). */
+  readDirs?: readonly string[];
   /** How long committed rows wait for a whole row group before a background merge takes them anyway (default 4 s; tests set it). */
   alignedWaitMs?: number;
 }
@@ -137,7 +139,7 @@ export class SessionStore {
    */
   static async open(opts: OpenStoreOptions): Promise<SessionStore> {
     const readOnly = opts.readOnly ?? false;
-    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly, opts.shard, opts.memoryLimit, opts.rowGroupBytes);
+    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly, opts.shard, opts.memoryLimit, opts.readDirs, opts.rowGroupBytes);
     try {
       if (existed) await checkOwnership(db.conn, layout.dbPath);
       const format = existed ? await recordedFormat(db.conn, layout, fileFormat, opts.format) : fileFormat;

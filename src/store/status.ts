@@ -212,7 +212,10 @@ async function readState(
 }> {
   let store: SessionStore;
   try {
-    store = await SessionStore.open({ dataDir, readOnly: true, ...(shard ? { shard } : {}) });
+    // Its dataset may be outside the store's directory: the command's data directory (a bucket's local
+    // copy, an earlier release's account stores) or a dataset root of its own.
+    const readDirs = [commandDataDir, ...(dataset?.kind === 'local' ? [dataset.root] : [])];
+    store = await SessionStore.open({ dataDir, readOnly: true, readDirs, ...(shard ? { shard } : {}) });
   } catch (err) {
     if (!(err instanceof StoreBusyError)) throw err;
     const storeDir = layoutOf(dataDir, 'both', shard).storeDir;

@@ -1,6 +1,7 @@
 /**
  * The one CSV dialect the tool writes (`sessions --output csv` and the dashboard's download; docs/data.md
- * "CSV"): RFC 4180 with CRLF line ends, a header line, every text cell quoted (numbers, booleans and
+ * "CSV"): RFC 4180 with CRLF line ends, a header line (field names bare, as readers that match a header
+ * by its text expect; a name that is not a plain identifier is quoted), every text cell quoted (numbers, booleans and
  * an empty value — null — are not), times as ISO 8601 in UTC (`2026-03-01T12:00:00Z`, which a
  * spreadsheet reads as a time), and no formula a spreadsheet would run.
  *
@@ -22,6 +23,8 @@ const FORMULA_START = /^[=+\-@\t\r]/;
  * number there is neutralised too, as such a spreadsheet's cell runs on past this cell's end.
  */
 const FORMULA_AFTER_SEPARATOR = /(?<=[;\t\r\n])[=+\-@]/g;
+/** A field name written bare in the header: letters, digits, `_` and `.` (`externalFields.customerName`), never a formula. */
+const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/;
 /** A whole cell that is a plain number (sign, digits, a decimal point, an exponent): no formula. */
 const NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 
@@ -61,7 +64,7 @@ function isoUtc(ms: number): string {
  */
 export function sessionsCsv(columns: readonly string[], time: readonly boolean[]): { header: string; row(values: readonly unknown[]): string } {
   return {
-    header: csvRecord(columns) + CSV_EOL,
+    header: columns.map((c) => (PLAIN_NAME.test(c) ? c : csvCell(c))).join(',') + CSV_EOL,
     row: (values) => csvRecord(values.map((v, k) => (time[k] ? csvTime(v) : v))) + CSV_EOL,
   };
 }

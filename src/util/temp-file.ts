@@ -38,6 +38,28 @@ export interface WriteNewOptions {
 }
 
 /**
+ * Writes `data` to a new file at exactly `path` — for the files of fixed names (the lock's holder
+ * file, the demo's marker): created exclusively, never through a link, so that anything already at
+ * the name (a planted link included) fails with EEXIST and what it points to is never written.
+ * A failure after the file was created removes it.
+ */
+export async function writeNewFileAt(path: string, data: string | Uint8Array, o: WriteNewOptions): Promise<void> {
+  const fh = await openNew(path, o.mode);
+  try {
+    try {
+      if (o.exactMode) await fh.chmod(o.mode);
+      await fh.writeFile(data);
+      if (o.sync) await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  } catch (err) {
+    await rm(path, { force: true }).catch(() => {});
+    throw err;
+  }
+}
+
+/**
  * Writes `data` to a file created here at the path `nameOf(suffix)` builds around an unguessable
  * suffix, and returns that path. Should something already be at the name (it cannot have been
  * guessed, so a leftover or a coincidence), another suffix is drawn; a few in a row is an error.
@@ -46,23 +68,10 @@ export interface WriteNewOptions {
 export async function writeNewFile(nameOf: (suffix: string) => string, data: string | Uint8Array, o: WriteNewOptions): Promise<string> {
   for (let tries = 1; ; tries++) {
     const path = nameOf(unguessable());
-    let fh: FileHandle;
     try {
-      fh = await openNew(path, o.mode);
+      await writeNewFileAt(path, data, o);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST' && tries < 4) continue;
-      throw err;
-    }
-    try {
-      try {
-        if (o.exactMode) await fh.chmod(o.mode);
-        await fh.writeFile(data);
-        if (o.sync) await fh.sync();
-      } finally {
-        await fh.close();
-      }
-    } catch (err) {
-      await rm(path, { force: true }).catch(() => {});
       throw err;
     }
     return path;

@@ -524,7 +524,7 @@ describe('many accounts', () => {
     expect(bad.stderr).toMatch(/configured: acme, globex/);
   });
 
-  it('dashboard --account shows that account alone, with the account in the commands it offers; several accounts need --account', async () => {
+  it('dashboard --account shows that account alone, with the account in the commands it offers; without it, several accounts are listed', async () => {
     const s = await setup(['acme', 'globex']);
     expect((await backfill(s)).code).toBe(0);
     const dash = await startDashboardCli(['--config', s.config, '--account', 'globex'], s.env);
@@ -539,9 +539,17 @@ describe('many accounts', () => {
     } finally {
       await dash.stop();
     }
-    const none = await runCli(['dashboard', '--config', s.config, '--port', '0'], s.env);
-    expect(none.code).toBe(2);
-    expect(none.stderr).toMatch(/2 accounts \(acme, globex\): give --account NAME/);
+    // No --account: the all-accounts page (test/dashboard/all-accounts.test.ts), each account's routes taking the account.
+    const all = await startDashboardCli(['--config', s.config], s.env);
+    try {
+      const list = (await (await all.fetch('api/accounts')).json()) as { accounts: Array<{ account: string; sessions: number }> };
+      expect(list.accounts.map((a) => a.account)).toEqual(['acme', 'globex']);
+      const rows = await readDataset(s.data);
+      for (const a of list.accounts) expect(a.sessions).toBe(rows.filter((x) => x.account === a.account).length);
+      expect((await all.fetch('api/overview')).status).toBe(400);
+    } finally {
+      await all.stop();
+    }
     const unknown = await runCli(['dashboard', '--config', s.config, '--port', '0', '--account', 'nope'], s.env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/--account nope is not configured; the accounts are: acme, globex/);

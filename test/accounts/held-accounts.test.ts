@@ -1,7 +1,7 @@
 /**
  * A many-account data directory read without its configuration (issue 42 #3): `status` and `status
  * --check` read the accounts its store holds instead of showing an empty one-account store; the
- * dashboard (one account per page) refuses it naming them, as `export` does. With the configuration,
+ * dashboard lists them (its all-accounts page) and the scheduler refuses it naming them, as `export` does. With the configuration,
  * the figures the accounts share are marked as the whole store's, and last runs show the unchanged count.
  */
 import { writeFile } from 'node:fs/promises';
@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
+import { startDashboardCli } from '../dashboard/fixture.js';
 
 const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
@@ -31,7 +32,7 @@ const fx = useEmulator(
 );
 
 describe('a many-account data directory without its configuration', () => {
-  it('status reads the accounts its store holds, --check judges each, the dashboard refuses it naming them', async () => {
+  it('status reads the accounts its store holds, --check judges each, the dashboard lists them', async () => {
     const root = await fx.tempDir();
     const data = join(root, 'data');
     const config = join(root, 'config.json');
@@ -67,8 +68,28 @@ describe('a many-account data directory without its configuration', () => {
     expect(check.stdout).toBe('OK: 2 accounts healthy\n');
     expect(check.code).toBe(0);
 
-    const dash = await runCli(['dashboard', '--data-dir', data, '--port', '0']);
-    expect(dash.code).toBe(2);
-    expect(dash.stderr).toMatch(/holds many accounts \(acme, globex\), and the configuration has no accounts map: give the configuration file with the accounts \(--config\) and --account NAME/);
+    // The dashboard lists the accounts the store holds (test/dashboard/all-accounts.test.ts), not an empty store.
+    const dash = await startDashboardCli(['--data-dir', data], {});
+    try {
+      const list = (await (await dash.fetch('api/accounts')).json()) as { accounts: Array<{ account: string; sessions: number }> };
+      expect(list.accounts.map((a) => [a.account, a.sessions])).toEqual([['acme', rows.acme], ['globex', rows.globex]]);
+    } finally {
+      await dash.stop();
+    }
   }, 180_000);
+
+  it('schedule without --config refuses it at start (exit 2) naming its accounts, as export does, instead of serving a /healthz of one empty store', async () => {
+    const root = await fx.tempDir();
+    const data = join(root, 'data');
+    const config = join(root, 'config.json');
+    await writeFile(config, JSON.stringify({ dataDir: data, reportingUrl: fx.emu.url, accounts: { acme: { apiKeyEnv: 'A' }, globex: { apiKeyEnv: 'G' } } }));
+    const b = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + D), '--json', '--log-level', 'error'], { A: 'held-key-acme-1', G: 'held-key-globex-1' });
+    expect(b.code, b.stderr).toBe(0);
+    // With the endpoint and a key given, so that nothing else stops it first.
+    const sched = await runCli(['schedule', '--data-dir', data, '--http-port', '0', '--cron', '0 2 * * *'], { REPORTING_URL: fx.emu.url, REPORTING_API_KEY: 'held-key-acme-1' });
+    expect(sched.code, sched.stdout).toBe(2);
+    expect(sched.stderr).toMatch(/holds many accounts \(acme, globex\), and the configuration has no accounts map: give the configuration file with the accounts \(--config\), or another --data-dir/);
+    expect(sched.stdout).not.toMatch(/Metrics:/);
+    expect(sched.stderr).not.toContain('held-key-acme-1');
+  }, 120_000);
 });

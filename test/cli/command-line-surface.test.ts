@@ -135,7 +135,7 @@ describe('sessions: a table a person can read', () => {
     expect(Object.keys(items[0]!)).toEqual(['account', 'id', 'pin']);
     expect(new Set(items.map((i) => i.account))).toEqual(new Set(['acme', 'globex']));
     const csv = await runCli(['sessions', '--config', cfg, '--output', 'csv', '--attribute-names', 'id,account']);
-    expect(csv.stdout.split('\n')[0]).toBe('id,account');
+    expect(csv.stdout.split('\r\n')[0]).toBe('id,account');
     expect(csv.stderr).toBe('');
   });
 });

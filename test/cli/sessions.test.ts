@@ -109,10 +109,11 @@ describe('session-etl sessions', () => {
       const filter = ids.map((id) => `id="${id}"`).join(' | ');
       const r = await runCli(['sessions', '--data-dir', dataDir, '--output', 'csv', '--filter', filter, '--sort', 'id', '--attribute-names', 'id,externalFields.customerName,duration,started'], {});
       expect(r.code, r.stderr).toBe(0);
-      // The one dialect (docs/data.md): CRLF line ends, every text cell quoted, times in ISO 8601 UTC.
+      // The one dialect (docs/data.md): CRLF line ends, the header's field names bare, every text cell quoted, times in ISO 8601 UTC.
       const lines = r.stdout.split('\r\n');
       expect(lines.pop()).toBe('');
-      expect(lines.every((l) => l.startsWith('"') && !l.includes('\n'))).toBe(true);
+      expect(lines[0]).toBe('id,externalFields.customerName,duration,started');
+      expect(lines.slice(1).every((l) => l.startsWith('"') && !l.includes('\n'))).toBe(true);
       // Read back by an independent reader.
       const records = parseCsvWithPython(r.stdout);
       expect(records[0]).toEqual(['id', 'externalFields.customerName', 'duration', 'started']);

@@ -36,6 +36,28 @@ afterAll(async () => {
 
 const snapshotNow = () => readFile(join(dataDir, 'state.json'), 'utf8').then((t) => ({ text: t, json: JSON.parse(t) }), () => null);
 
+/** The died run's card on the page, in Chromium: its figures without a false zero, and what it committed. */
+async function expectDiedRunCard(url: string, runId: string, committed: string): Promise<void> {
+  browser ??= await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+  const page = await browser.newPage();
+  try {
+    await page.goto(url);
+    const card = page.locator(`[data-testid=run][data-run-id="${runId}"]`);
+    await card.waitFor();
+    expect(await card.getAttribute('data-status')).toBe('died');
+    const figures = await card.locator('[data-testid=run-figures]').innerText();
+    expect(figures).toContain('(new and updated not known)');
+    expect(figures).toContain('requests, retries, 429s and pauses not known');
+    // No zero stands for a figure nobody recorded.
+    expect(figures).not.toMatch(/\b0 (sessions?|new|updated|requests?|retries|429s)\b|paused 0s|\?/);
+    const after = await card.locator('[data-testid=run-after]').innerText();
+    if (committed) expect(after).toContain(committed);
+    expect(after).not.toMatch(/\b0 (sessions?|windows?|partitions?)\b/);
+  } finally {
+    await page.close();
+  }
+}
+
 describe('after a run dies', () => {
   it('the page shows the figures `status` shows, and says where they come from; a run beside it still succeeds', async () => {
     // Launched here: the tests below ask the dashboard's API only.
@@ -119,6 +141,8 @@ describe('after a run dies', () => {
         try {
           const o = (await (await dash.fetch('api/overview')).json()) as any;
           expect(o.runs[0]).toMatchObject({ outcome: 'died', windows, sessionsWritten: died.sessions_written, sessionsNew: null, sessionsUpdated: null, partitionsWritten: days });
+          // In Chromium: what is known is shown, what is not is said to be unknown, never a false zero.
+          await expectDiedRunCard(dash.printed, died.run_id, `Committed before it stopped: ${windows} windows, ${died.sessions_written} sessions, ${days} partition${days === 1 ? '' : 's'};`);
         } finally {
           await dash.stop();
         }

@@ -6,7 +6,7 @@
  * (filled by `npm ci`), else the registry.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -61,6 +61,15 @@ describe('the packed package', () => {
     expect(v.stdout.trim()).toBe(version);
     const changelog = await readFile(join(installed, 'node_modules', 'session-etl', 'CHANGELOG.md'), 'utf8');
     expect(/^## \[?(\d+\.\d+\.\d+)/m.exec(changelog)?.[1]).toBe(version);
+  });
+
+  it("the installed package's prepare script (bin/build-if-stale.js) builds nothing: it ships dist/ and none of the sources", async () => {
+    const pkg = join(installed, 'node_modules', 'session-etl');
+    const main = join(pkg, 'dist', 'src', 'cli', 'main.js');
+    const before = (await stat(main)).mtimeMs;
+    const r = await run('node', [join(pkg, 'bin', 'build-if-stale.js')], { cwd: pkg, env: { ...baseEnv() } });
+    expect(r.stderr).toBe('');
+    expect((await stat(main)).mtimeMs).toBe(before);
   });
 
   it('runs the emulator and the demo from the installed package', async () => {

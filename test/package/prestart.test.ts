@@ -58,6 +58,28 @@ describe('npm start builds only what changed (issue 42)', () => {
   }, 240_000);
 });
 
+describe('npm ci builds once; prepare again (the first npx session-etl of a clone) builds nothing (issue 42)', () => {
+  it('prepare builds a fresh clone (no dist/), then does not build a fresh dist/ again', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'session-etl-prepare-'));
+    dirs.push(dir);
+    // A fresh clone: sources, no dist/.
+    for (const p of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'src', 'jobs', 'bench', 'test/reliability', 'test/helpers']) {
+      await cp(join(REPO_ROOT, p), join(dir, p), { recursive: true, preserveTimestamps: true });
+    }
+    await symlink(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'));
+    const main = join(dir, 'dist', 'src', 'cli', 'main.js');
+    const first = await npmRun('prepare', dir);
+    expect(first.code, first.output).toBe(0);
+    expect(first.output).toMatch(/dist\/ is not built yet: building/);
+    const built = (await stat(main)).mtimeMs;
+
+    const again = await npmRun('prepare', dir);
+    expect(again.code, again.output).toBe(0);
+    expect(again.output).not.toMatch(/building|tsc -p/);
+    expect((await stat(main)).mtimeMs).toBe(built);
+  }, 240_000);
+});
+
 /** Sets the times of a tree's files and folders to `t`. */
 async function ageTree(path: string, t: Date): Promise<void> {
   for (const e of await readdir(path, { withFileTypes: true })) {

@@ -15,7 +15,7 @@ import { TMP_FILE_NAME } from '../../src/store/layout.js';
 import { writeStateSnapshot, type StateSnapshot } from '../../src/store/state-snapshot.js';
 import { Readable } from 'node:stream';
 import { FileTokenStore } from '../../src/auth/file-token-store.js';
-import { refuseSharedDirectory, SharedDirectoryError, unguessable, writeNewFile, writeNewStream } from '../../src/util/temp-file.js';
+import { refuseSharedDirectory, SharedDirectoryError, unguessable, writeNewFile, writeNewFileAt, writeNewStream } from '../../src/util/temp-file.js';
 
 const PRECIOUS = 'a file of the service user that nobody may overwrite\n';
 let root: string;
@@ -60,6 +60,35 @@ describe('writeNewFile', () => {
     expect(await readFile(path, 'utf8')).toBe('hello');
     expect((await lstat(path)).mode & 0o777).toBe(0o600);
     await s.untouched();
+  });
+});
+
+describe('writeNewFileAt (the files of fixed names: the lock\'s holder.json, the demo\'s marker)', () => {
+  it('never writes through a link planted at the name: EEXIST, the target untouched, the link left as it was', async () => {
+    const s = await setup();
+    await s.plant(['holder.json', '.session-etl-demo']);
+    for (const name of ['holder.json', '.session-etl-demo']) {
+      const err = await writeNewFileAt(join(s.dir, name), '{"pid":1}', { mode: 0o644 }).catch((e: unknown) => e);
+      expect((err as NodeJS.ErrnoException).code).toBe('EEXIST');
+      expect((await lstat(join(s.dir, name))).isSymbolicLink()).toBe(true);
+    }
+    await s.untouched();
+  });
+
+  it('a dangling link (its target not yet made) is not followed either: nothing is created at the target', async () => {
+    const s = await setup();
+    const absent = join(root, `absent-${n}.txt`);
+    await symlink(absent, join(s.dir, 'holder.json'));
+    const err = await writeNewFileAt(join(s.dir, 'holder.json'), 'x', { mode: 0o644 }).catch((e: unknown) => e);
+    expect((err as NodeJS.ErrnoException).code).toBe('EEXIST');
+    await expect(lstat(absent)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('writes a new file with the mode asked when nothing is at the name', async () => {
+    const s = await setup();
+    await writeNewFileAt(join(s.dir, 'holder.json'), 'hello', { mode: 0o600, exactMode: true });
+    expect(await readFile(join(s.dir, 'holder.json'), 'utf8')).toBe('hello');
+    expect((await lstat(join(s.dir, 'holder.json'))).mode & 0o777).toBe(0o600);
   });
 });
 

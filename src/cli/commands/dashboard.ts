@@ -31,7 +31,7 @@ export function register(program: Command): void {
     .option('--port <n>', 'TCP port; 0 picks a free one', '8787')
     .option('--host <address>', 'address to listen on; anything but loopback requires a fixed access token (--token-file or SESSION_ETL_DASHBOARD_TOKEN)', '127.0.0.1')
     .option('--token-file <file>', `file holding a fixed access token (mode 0600); else the environment's SESSION_ETL_DASHBOARD_TOKEN; else a new one each start, printed in the address`)
-    .option('--account <name>', 'with an accounts map: the account to show (one dashboard per account; needed when several are configured)')
+    .option('--account <name>', 'with an accounts map: the account to show (else, with several, the page lists every account and opens each one\'s view)')
     .option('--session-ttl <duration>', 'how long a browser session lasts from opening the printed address; then the page asks for it again (default 12h)', '12h')
     .option('--max-lag <duration>', 'a checkpoint further behind now is shown as lagging (default: the configuration\'s maxLag, 26h)')
     .action(async (flags: DashboardFlags) => {
@@ -39,8 +39,15 @@ export function register(program: Command): void {
       if (!/^\d+$/.test(flags.port.trim()) || port > 65_535) throw new UsageError(`--port must be a whole number from 0 to 65535, got ${JSON.stringify(flags.port)}`);
       const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir, parquetUrl: flags.parquetUrl } });
       const { config } = loaded;
-      const account = chooseAccount(loaded, flags.account);
-      if (account === null) await (await import('../../accounts/stores.js')).refuseHeldAccounts(loaded.config.dataDir, 'the account to show');
+      const chosen = chooseAccount(loaded, flags.account);
+      const account = typeof chosen === 'string' ? chosen : null;
+      // No accounts map: a data directory of many accounts shows the accounts its store holds.
+      const held = chosen === null ? await (await import('../../accounts/stores.js')).heldAccounts(config.dataDir) : null;
+      if (held?.length === 0) await (await import('../../accounts/stores.js')).refuseHeldAccounts(config.dataDir, 'the account to show');
+      const allNames = Array.isArray(chosen) ? chosen : held;
+      if (allNames && config.parquetUrl) {
+        throw new UsageError(`with --parquet-url (or parquetUrl), the dashboard shows one account: give --account NAME (one of ${allNames.join(', ')})`);
+      }
       const { parseDuration } = await import('../../time/windows.js');
       let maxLagSeconds: number;
       let sessionTtlSeconds: number;
@@ -87,8 +94,12 @@ export function register(program: Command): void {
       let dashboard;
       try {
         dashboard = await startDashboard({
-          source: await bucketSource(config, account ? await accountSource(config.dataDir, account) : sourceOfDataDir(config.dataDir)),
+          source: allNames ? sourceOfDataDir(config.dataDir) : await bucketSource(config, account ? await accountSource(config.dataDir, account) : sourceOfDataDir(config.dataDir)),
           ...(account ? { account: { name: account, ...(flags.config ? { configArg: flags.config } : {}) } } : {}),
+          // Several accounts and no --account: the all-accounts page, each account's page under /?account=NAME.
+          ...(allNames
+            ? { allAccounts: { names: allNames, sourceOf: (name: string) => accountSource(config.dataDir, name), ...(flags.config && Array.isArray(chosen) ? { configArg: flags.config } : {}) } }
+            : {}),
           host: flags.host,
           port,
           token,
@@ -97,7 +108,7 @@ export function register(program: Command): void {
           nextRun: (nowMs) => nextScheduledRun(config.scheduleCron, config.scheduleTimezone, nowMs),
           ...(flags.dataDir ? { dataDirArg: flags.dataDir } : {}),
           // `session-etl demo`'s directory: its emulator ended with the demo, so no command can fill its gaps.
-          demo: !account && existsSync(join(config.dataDir, DEMO_MARKER)),
+          demo: !account && !allNames && existsSync(join(config.dataDir, DEMO_MARKER)),
           onError: (err) => process.stderr.write(`dashboard: a request failed: ${redact(String((err as Error)?.stack ?? err))}\n`),
         });
       } catch (err) {
@@ -111,7 +122,7 @@ export function register(program: Command): void {
       // A fixed token is the user's own: never printed. A new one is, in the address to open.
       process.stdout.write(`Dashboard: ${dashboard.url}${fixedToken === null ? `?token=${token}` : ''}\n`);
       process.stderr.write(
-        `serving ${config.dataDir}${account ? ` (account ${account})` : ''} read-only; ` +
+        `serving ${config.dataDir}${account ? ` (account ${account})` : allNames ? ` (all ${allNames.length} accounts: ${dashboard.url} lists them)` : ''} read-only; ` +
           (fixedToken === null
             ? `open the address above (its token is new at each start; the page keeps a session for that tab, ${flags.sessionTtl ?? '12h'} at most)`
             : `open ${dashboard.url}?token=<your token>, or send Authorization: Bearer <your token>`) +
@@ -130,9 +141,10 @@ export function register(program: Command): void {
 
 /**
  * The account a dashboard shows: with an accounts map, the one named by --account (or the only one
- * configured); without one, none (the data directory's own store), and a directory of accounts is refused.
+ * configured), or every one (their names) when several are configured and none is named; without
+ * one, none (the data directory's own store), and a directory of accounts in the layout before schema 3 is refused.
  */
-function chooseAccount(loaded: LoadedConfig, named: string | undefined): string | null {
+function chooseAccount(loaded: LoadedConfig, named: string | undefined): string | string[] | null {
   if (!hasAccounts(loaded)) {
     if (named !== undefined) throw new UsageError('--account needs an accounts map in the configuration file (docs/accounts.md); none is configured');
     refuseAccountsDir(loaded.config.dataDir);
@@ -140,8 +152,7 @@ function chooseAccount(loaded: LoadedConfig, named: string | undefined): string 
   }
   const names = accountNames(loaded);
   if (named === undefined) {
-    if (names.length === 1) return names[0]!;
-    throw new UsageError(`the configuration has ${names.length} accounts (${names.join(', ')}): give --account NAME for the one to show (one dashboard per account)`);
+    return names.length === 1 ? names[0]! : names;
   }
   if (!names.includes(named)) throw new UsageError(`--account ${named} is not configured; the accounts are: ${names.join(', ')}`);
   return named;

@@ -1,4 +1,4 @@
-import { readdir, rmdir, unlink, writeFile } from 'node:fs/promises';
+import { readdir, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { DIR_MODE, FILE_MODE, PARTITION_DIR_NAME, PARTITION_FILE, PENDING_FILE_NAME, TMP_FILE_NAME } from '../../store/layout.js';
@@ -7,6 +7,7 @@ import { STATE_FILE } from '../../store/state-snapshot.js';
 import { ExitCode } from '../exit-codes.js';
 import { executeRun } from '../execute-run.js';
 import { UsageError } from '../usage-error.js';
+import { writeNewFileAt } from '../../util/temp-file.js';
 
 interface DemoFlags {
   dataDir: string;
@@ -35,7 +36,7 @@ function isDemoFile(rel: string): boolean {
       if (top === 'pending') return PENDING_FILE_NAME.test(a!);
       // DuckDB's spill files, and the lock (or what a killed writer left beside it: see store/lock.ts).
       if (top === 'sessions.duckdb.tmp') return /^duckdb_temp/.test(a!);
-      return /^\.session-etl\.lock(?:\.(?:new|stale)-\d+-\d+)?$/.test(top!) && a === 'holder.json';
+      return /^\.session-etl\.lock(?:\.(?:new|stale)-\d+-\d+(?:-[0-9a-f]{16})?)?$/.test(top!) && a === 'holder.json';
     case 4:
       return top === 'parquet' && a === 'sessions' && PARTITION_DIR_NAME.test(b!) && c === PARTITION_FILE;
     default:
@@ -46,7 +47,7 @@ function isDemoFile(rel: string): boolean {
 /** Whether `rel` is a directory session-etl makes in a data directory. */
 function isDemoDir(rel: string): boolean {
   const parts = rel.split('/');
-  if (parts.length === 1) return ['.tmp', 'pending', 'parquet', 'sessions.duckdb.tmp'].includes(rel) || /^\.session-etl\.lock(?:\.(?:new|stale)-\d+-\d+)?$/.test(rel);
+  if (parts.length === 1) return ['.tmp', 'pending', 'parquet', 'sessions.duckdb.tmp'].includes(rel) || /^\.session-etl\.lock(?:\.(?:new|stale)-\d+-\d+(?:-[0-9a-f]{16})?)?$/.test(rel);
   return rel === 'parquet/sessions' || (parts.length === 3 && rel.startsWith('parquet/sessions/') && PARTITION_DIR_NAME.test(parts[2]!));
 }
 
@@ -89,7 +90,9 @@ async function prepareDemoDir(dir: string, keep: boolean): Promise<void> {
     } catch (err) {
       throw new UsageError(`--data-dir ${dir} cannot be created (${(err as NodeJS.ErrnoException).code ?? err}); choose another --data-dir`, { cause: err });
     }
-    await writeFile(join(dir, DEMO_MARKER), 'Created by `session-etl demo`: the demo deletes its own files here when it starts afresh.\n', { mode: FILE_MODE });
+    // Created exclusively, never through a link (the one writer): a link planted at the name since
+    // the directory was found empty fails here, and what it points to is never written.
+    await writeNewFileAt(join(dir, DEMO_MARKER), 'Created by `session-etl demo`: the demo deletes its own files here when it starts afresh.\n', { mode: FILE_MODE });
     return;
   }
   if (!names.includes(DEMO_MARKER)) {

@@ -41,6 +41,13 @@ export function register(program: Command): void {
     const loaded = configFromFlags(flags, { scheduleCron: flags.cron, scheduleTimezone: flags.timezone });
     // With accounts, each job runs once per chosen account (its own options); `base` only names the data directory.
     const accounts = chosenAccounts(loaded, flags);
+    // No accounts map on a data directory of many accounts: refused at start (exit 2, naming them),
+    // as each export it would start refuses it, rather than serving a /healthz of one empty store.
+    if (!accounts) {
+      const { datasetOf } = await import('../../pipeline/run.js');
+      const { dataset } = datasetOf({ ...(loaded.config.parquetUrl ? { parquetUrl: loaded.config.parquetUrl } : {}), s3PathStyle: loaded.config.s3PathStyle });
+      await (await import('../../accounts/stores.js')).refuseHeldAccounts(loaded.config.dataDir, null, dataset);
+    }
     const concurrency = accounts ? accountConcurrency(flags) : 0;
     const base = accounts ? { reportingUrl: '', apiKey: '', dataDir: loaded.config.dataDir } : pipelineOptions(loaded, flags);
     const c = loaded.config;

@@ -7,7 +7,9 @@ const $ = (id) => document.getElementById(id);
 const fmt = new Intl.NumberFormat('en-US');
 const state = { accessLost: false, running: false, timer: null, sessionsSeq: 0, page: 0, total: 0, chartFrom: null, chartTo: null, plots: [], format: null, demo: false };
 /** `1 session`, `2,048 sessions`. */
-const count = (n, one, many = `${one}s`) => `${fmt.format(n)} ${n === 1 ? one : many}`;
+// A figure not known (null: a run that died, its sessions in a bucket's day files) is said to be
+// unknown, never shown as a false zero.
+const count = (n, one, many = `${one}s`) => (n === null || n === undefined ? `an unknown number of ${many}` : `${fmt.format(n)} ${n === 1 ? one : many}`);
 
 // ---- access -----------------------------------------------------------------------------------
 // The address the dashboard printed carries its token (?token=…): the page takes it out of the
@@ -61,7 +63,7 @@ function accessLost(message) {
 }
 
 async function api(path) {
-  const res = await fetch(path, { headers: { Accept: 'application/json', ...authHeaders() }, credentials: 'omit' });
+  const res = await fetch(withAccount(path), { headers: { Accept: 'application/json', ...authHeaders() }, credentials: 'omit' });
   const body = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
   if (res.status === 401) {
     accessLost(body.error || 'an access token is required: open the address the dashboard printed');
@@ -82,7 +84,7 @@ async function downloadCsv(e) {
     if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
     const q = queryParams();
     q.set('ticket', body.ticket);
-    const a = el('a', { href: `/api/sessions.csv?${q}` });
+    const a = el('a', { href: withAccount(`/api/sessions.csv?${q}`) });
     a.download = 'sessions.csv';
     document.body.append(a);
     a.click();
@@ -319,7 +321,14 @@ function drawRuns(runs, running) {
       // colour says how), whatever it took: a duration against the longest run read as progress.
       const bar = el('div', { class: 'bar small', dataTestid: 'run-bar' }, el('div', { class: `bar-fill ${r.outcome}` }));
       bar.firstChild.style.width = r.outcome !== 'running' ? '100%' : live && live.windowsTotal ? `${(100 * live.windowsDone) / live.windowsTotal}%` : '0%';
-      const num = (v) => (v === null || v === undefined ? '?' : fmt.format(v));
+      const num = (v) => (v === null || v === undefined ? 'unknown' : fmt.format(v));
+      // A run that died recorded no figures of its own: what the store holds of it is shown (its
+      // sessions, windows, days); its requests, retries, 429s and pauses were never recorded.
+      const died = r.outcome === 'died';
+      const sessions =
+        r.sessionsNew === null && r.sessionsUpdated === null
+          ? `${count(r.sessionsWritten, 'session')} (new and updated not known)`
+          : `${count(r.sessionsWritten, 'session')} (${num(r.sessionsNew)} new, ${num(r.sessionsUpdated)} updated)`;
       // A run going now records its figures at its end: show its progress instead of zeros.
       const figures = live
         ? [
@@ -329,13 +338,10 @@ function drawRuns(runs, running) {
           ]
             .filter(Boolean)
             .join(' · ')
-        : [
-            `${count(r.sessionsWritten, 'session')} (${num(r.sessionsNew)} new, ${num(r.sessionsUpdated)} updated)`,
-            count(r.requests, 'request'),
-            count(r.retries, 'retry', 'retries'),
-            count(r.rateLimited, '429', '429s'),
-            `paused ${duration(r.pausedMs || 0)}`,
-          ].join(' · ');
+        : (died
+            ? [sessions, 'requests, retries, 429s and pauses not known (it died before recording them)']
+            : [sessions, count(r.requests, 'request'), count(r.retries, 'retry', 'retries'), count(r.rateLimited, '429', '429s'), `paused ${duration(r.pausedMs || 0)}`]
+          ).join(' · ');
       const row = el(
         'article',
         { class: `run ${r.outcome}`, dataTestid: 'run', dataStatus: r.outcome, dataRunId: r.runId },
@@ -471,7 +477,7 @@ async function loadSessions(page) {
   const err = $('sessions-error');
   const q = queryParams(page);
   const seq = ++state.sessionsSeq;
-  $('csv').href = `/api/sessions.csv?${queryParams()}`;
+  $('csv').href = withAccount(`/api/sessions.csv?${queryParams()}`);
   try {
     const r = await api(`/api/sessions?${q}`);
     if (seq !== state.sessionsSeq) return; // a later query was sent meanwhile: show that one
@@ -550,6 +556,7 @@ async function start() {
   if (!session()) {
     return accessLost('an access token is required: open the address the dashboard printed (Dashboard: http://…/?token=…); a new tab needs it again');
   }
+  if (await showAllAccounts()) return;
   $('csv').addEventListener('click', downloadCsv);
   // Health and the calendar first; the heavier charts and the first page of sessions after them.
   refresh().then(() => {
@@ -571,6 +578,88 @@ async function start() {
   $('q-size').addEventListener('change', () => loadSessions(0));
   $('prev').addEventListener('click', () => loadSessions(Math.max(0, state.page - 1)));
   $('next').addEventListener('click', () => loadSessions(state.page + 1));
+}
+
+// ---- all accounts -----------------------------------------------------------------------------
+// A dashboard of several accounts (no --account): the page at / lists them, one row each, and
+// /?account=NAME is that account's page, whose every request names the account.
+
+/** The account this page shows (?account=NAME), or null. */
+function pageAccount() {
+  return new URLSearchParams(location.search).get('account');
+}
+
+/** An API path with the page's account added to its parameters (none: the path as it is). */
+function withAccount(path) {
+  const account = pageAccount();
+  if (account === null) return path;
+  const u = new URL(path, location.origin);
+  u.searchParams.set('account', account);
+  return `${u.pathname}${u.search}`;
+}
+
+/**
+ * On one account's page, a link back to the list; at / of a dashboard of several accounts, the
+ * list instead of one account's sections (true: drawn, nothing else to load).
+ */
+async function showAllAccounts() {
+  if (pageAccount() !== null) {
+    $('all-accounts').hidden = false;
+    return false;
+  }
+  let r;
+  try {
+    r = await api('/api/accounts');
+  } catch (e) {
+    if (e instanceof AccessError) return true;
+    // An older server (no such route) or a failure: the page of one data directory, as before.
+    return false;
+  }
+  if (!r.accounts) return false;
+  for (const s of document.querySelectorAll('main > section')) s.hidden = s.id !== 'accounts-section';
+  $('accounts-section').hidden = false;
+  document.title = `session-etl: ${count(r.accounts.length, 'account')}`;
+  drawAccounts(r);
+  const again = async () => {
+    try {
+      drawAccounts(await api('/api/accounts'));
+    } catch (e) {
+      $('accounts-error').hidden = false;
+      // The session ended: what to do (accessLost's notice is in one account's sections, hidden here).
+      if (e instanceof AccessError) return void ($('accounts-error').textContent = $('notice').textContent);
+      $('accounts-error').textContent = `Could not read the data directory: ${e.message}`;
+    }
+    state.timer = setTimeout(again, 15000);
+  };
+  state.timer = setTimeout(again, 15000);
+  return true;
+}
+
+function drawAccounts(r) {
+  $('accounts-error').hidden = true;
+  $('accounts-read-at').textContent = `read ${r.readAt.replace(/\.\d{3}Z$/, 'Z')}`;
+  const lastRunText = (x) => {
+    if (!x) return 'none yet';
+    const when = x.endedAt || x.startedAt;
+    const figures =
+      x.sessionsNew === null || x.sessionsUpdated === null
+        ? `${x.sessionsWritten === null ? 'unknown' : fmt.format(x.sessionsWritten)} sessions`
+        : `${fmt.format(x.sessionsNew)} new, ${fmt.format(x.sessionsUpdated)} updated, ${x.sessionsUnchanged === null ? '?' : fmt.format(x.sessionsUnchanged)} unchanged`;
+    return `${x.kind} ${x.outcome} ${iso(when)}: ${figures}`;
+  };
+  $('accounts-table').querySelector('tbody').replaceChildren(
+    ...r.accounts.map((a) =>
+      el(
+        'tr',
+        { 'data-testid': 'account-row', 'data-account': a.account },
+        el('td', {}, el('a', { href: a.link, 'data-testid': 'account-link', text: a.account })),
+        el('td', { class: 'num', 'data-testid': 'account-sessions', text: a.sessions === null ? '–' : fmt.format(a.sessions) }),
+        el('td', { 'data-testid': 'account-last-run', text: lastRunText(a.lastRun) + (a.running ? ' (a run is going)' : '') }),
+        el('td', { 'data-testid': 'account-checkpoint', text: a.checkpoint ? `${a.checkpoint} (${span(a.lagSeconds)} ago)` : 'nothing exported yet' }),
+        el('td', { class: `health-${a.health.state}`, 'data-testid': 'account-health', 'data-state': a.health.state, title: a.health.reasons.join('\n'), text: a.health.state }),
+      ),
+    ),
+  );
 }
 
 void start();
