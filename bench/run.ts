@@ -13,6 +13,11 @@
  *
  * `npm run bench -- --only rate` runs only the rate-control cases (issue 14; about 6 minutes) and
  * rewrites only their table (between the bench-rate markers of docs/benchmarks.md).
+ *
+ * `npm run bench -- --only rate-family` runs the simulated family of issue 41 (bench/rate-family.ts,
+ * 500 seeds on a virtual clock, RATE_FAMILY_SEEDS to change it; a few seconds, no server) and prints
+ * each goal's distribution over the servers with rate-limit headers and those without, and draws
+ * one run's pace against its quota into docs/rate-pace.svg (the figure of docs/design.md).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -36,6 +41,7 @@ import { accountsBench, writeAccountsDoc, type AccountsBenchContext } from './ac
 import { longTextCase } from './long-text.js';
 import { verifyRows } from './verify.js';
 import { memoryCase } from './memory.js';
+import { judge, measureFamily, paceFigure, renderGoals } from './rate-family.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'dist', 'bench');
@@ -244,9 +250,9 @@ async function bestOf<T>(n: number, fn: () => Promise<T>): Promise<number> {
 const ONLY = (() => {
   const i = process.argv.indexOf('--only');
   const v = i >= 0 ? process.argv[i + 1] : undefined;
-  if (i >= 0 && v !== 'rate' && v !== 'accounts' && v !== 'long-text' && v !== 'dashboard' && v !== 'objects' && v !== 'verify' && v !== 'memory') {
+  if (i >= 0 && v !== 'rate' && v !== 'rate-family' && v !== 'accounts' && v !== 'long-text' && v !== 'dashboard' && v !== 'objects' && v !== 'verify' && v !== 'memory') {
     process.stderr.write(
-      `--only takes one value: rate (the rate-control cases), accounts (the many-accounts case), long-text, dashboard, objects or verify (the 1 M backfill, then case 8, 9 or 10; printed, not written), or memory (case 11: the memory budget, in memory cgroups as root; printed, not written); got ${JSON.stringify(v ?? '')}\n`,
+      `--only takes one value: rate (the rate-control cases), rate-family (the simulated family of issue 41; printed, not written), accounts (the many-accounts case), long-text, dashboard, objects or verify (the 1 M backfill, then case 8, 9 or 10; printed, not written), or memory (case 11: the memory budget, in memory cgroups as root; printed, not written); got ${JSON.stringify(v ?? '')}\n`,
     );
     process.exit(2);
   }
@@ -257,6 +263,15 @@ async function main(): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'session-etl-bench-'));
   const began = performance.now();
   if (ONLY === 'accounts') return accountsOnly(work, began);
+  if (ONLY === 'rate-family') {
+    await rm(work, { recursive: true, force: true });
+    const seeds = Number(process.env.RATE_FAMILY_SEEDS ?? 500);
+    const table = renderGoals(judge(await measureFamily(seeds)));
+    process.stdout.write(`${seeds} seeds\n${table}\n`);
+    await writeFile(join(ROOT, 'docs', 'rate-pace.svg'), await paceFigure());
+    log(`rate family finished in ${secs(performance.now() - began)}`);
+    return;
+  }
   if (ONLY === 'rate') {
     try {
       await rateCases(work);

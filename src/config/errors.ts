@@ -90,8 +90,9 @@ export function refusedConfig(issues: readonly RefusedValueIssue[], ctx: Refused
       return `unknown configuration key(s) ${named.join(', ')}${ctx.file ? ` in ${ctx.file}` : ''}`;
     }
     const value = valueAt(ctx.input, i.path);
-    // A message of the schema's own may say what it was given already.
-    const given = echoable(i.path, value) && !/, got /.test(i.message) ? `got ${describeGiven(value)}; ` : '';
+    // A message of the schema's own may say what it was given already (", got …", or the value quoted: `"10" has no unit`).
+    const shown = describeGiven(value);
+    const given = echoable(i.path, value) && !/, got /.test(i.message) && !i.message.includes(shown) ? `got ${shown}; ` : '';
     const near = i.path.length === 1 && i.path[0] === 'scheduleTimezone' && typeof value === 'string' ? didYouMean(value, Intl.supportedValuesOf('timeZone')) : '';
     return `${settingName(i.path, ctx)}: ${given}${expectation(i)}${near}`;
   });

@@ -380,6 +380,9 @@ export class RateController {
     if (!(h.resetMs >= 0) || !(h.remaining >= 0)) return;
     const limit = h.limit !== undefined && Number.isInteger(h.limit) && h.limit >= 1 ? h.limit : undefined;
     if (limit !== undefined) this.headerWindowMs = Math.max(this.headerWindowMs, Math.floor(h.resetMs / 1000) * 1000);
+    // A quota already learned follows the Limit the headers state now (raised or lowered), not
+    // only when it runs out again: paced at a Limit, it never runs out.
+    if (limit !== undefined && this.headerLimit !== undefined) this.headerLimit = limit;
     const others = Math.max(0, this.inFlight - 1);
     if (h.remaining - others >= 1) return;
     if (limit !== undefined) {

@@ -76,6 +76,7 @@ export class RunTally {
       sessions_written: this.totals.written,
       sessions_new: this.totals.inserted,
       sessions_updated: this.totals.updated,
+      sessions_unchanged: this.totals.unchanged,
       rejected: this.totals.rejected,
       requests: this.stats.requests,
       retries: this.stats.retries,
@@ -96,6 +97,7 @@ export class RunTally {
       outcome: 'failed',
       sessions_new: null,
       sessions_updated: null,
+      sessions_unchanged: null,
       error,
     };
   }

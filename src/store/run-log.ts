@@ -39,6 +39,8 @@ export interface RunRow {
   sessions_written: number;
   sessions_new: number | null;
   sessions_updated: number | null;
+  /** Read again as stored (not in sessions_written); null when not counted (a run of an earlier release, a died or failed run). */
+  sessions_unchanged?: number | null;
   rejected: number;
   requests: number;
   retries: number;
@@ -57,20 +59,20 @@ export async function recordRun(conn: DuckDBConnection, run: RunRow): Promise<vo
   await conn.run(
     `INSERT INTO _runs (run_id, kind, range_from, range_to, started_at, ended_at, outcome, windows, sessions_written,
        sessions_new, sessions_updated, rejected, requests, retries, rate_limited, bisections, partitions_written, error,
-       paused_ms, pace, account)
+       paused_ms, pace, account, sessions_unchanged)
      VALUES ($1, $2, to_timestamp($3::DOUBLE), to_timestamp($4::DOUBLE), to_timestamp($5::DOUBLE),
-       to_timestamp($6::DOUBLE), $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+       to_timestamp($6::DOUBLE), $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
      ON CONFLICT (run_id) DO UPDATE SET ended_at = excluded.ended_at, outcome = excluded.outcome, windows = excluded.windows,
        sessions_written = excluded.sessions_written, sessions_new = excluded.sessions_new,
        sessions_updated = excluded.sessions_updated, rejected = excluded.rejected, requests = excluded.requests,
        retries = excluded.retries, rate_limited = excluded.rate_limited, bisections = excluded.bisections,
        partitions_written = excluded.partitions_written, error = excluded.error,
-       paused_ms = excluded.paused_ms, pace = excluded.pace`,
+       paused_ms = excluded.paused_ms, pace = excluded.pace, sessions_unchanged = excluded.sessions_unchanged`,
     [
       run.run_id, run.kind, run.range_from, run.range_to, run.started_at, run.ended_at, run.outcome, run.windows,
       run.sessions_written, run.sessions_new, run.sessions_updated, run.rejected, run.requests, run.retries,
       run.rate_limited, run.bisections, run.partitions_written, boundRunError(run.error),
-      run.paused_ms == null ? null : Math.round(run.paused_ms), run.pace ?? null, run.account,
+      run.paused_ms == null ? null : Math.round(run.paused_ms), run.pace ?? null, run.account, run.sessions_unchanged ?? null,
     ],
   );
 }
@@ -96,7 +98,7 @@ export async function recordDiedRuns(
     const c = rows ? await committedUnder(conn, rows, { runId: r.run_id, account: r.account, startedMs: Number(r.started) }) : null;
     await conn.run(
       `UPDATE _runs SET outcome = 'died', ended_at = now(), error = $2${
-        c ? ', windows = $3, sessions_written = $4, sessions_new = NULL, sessions_updated = NULL, partitions_written = $5' : ''
+        c ? ', windows = $3, sessions_written = $4, sessions_new = NULL, sessions_updated = NULL, sessions_unchanged = NULL, partitions_written = $5' : ''
       } WHERE run_id = $1 AND outcome = 'running'`,
       [r.run_id, `${who}: killed or crashed before recording an outcome; found by run ${foundBy}, which resumes its work`, ...(c ? [c.windows, c.sessions, c.days] : [])],
     );
@@ -203,7 +205,7 @@ export async function withDiedRunFigures(conn: DuckDBConnection, rows: Committed
     // A later run of the account (it would have recorded this one as died; a row from an older release, say) ends the span.
     const later = runs.filter((x) => String(x.account ?? '') === account && Date.parse(String(x.started_at)) > startedMs).map((x) => Date.parse(String(x.started_at)));
     const c = await committedUnder(conn, rows, { runId: String(r.run_id), account, startedMs, ...(later.length ? { untilMs: Math.min(...later) } : {}) });
-    out.push({ ...r, windows: c.windows, sessions_written: c.sessions, sessions_new: null, sessions_updated: null, partitions_written: c.days });
+    out.push({ ...r, windows: c.windows, sessions_written: c.sessions, sessions_new: null, sessions_updated: null, sessions_unchanged: null, partitions_written: c.days });
   }
   return out;
 }

@@ -56,6 +56,8 @@ const STATE_DDL = [
   ...['_coverage', '_pending_files', 'rejected_sessions', '_runs', '_backfills'].map(
     (t) => `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS account VARCHAR DEFAULT ''`,
   ),
+  // Sessions a run read again as stored (issue 42): sessions_written counts new and updated only.
+  `ALTER TABLE _runs ADD COLUMN IF NOT EXISTS sessions_unchanged BIGINT`,
   // What `session-etl verify` found, day by day (verify-log.ts).
   VERIFIED_DAYS_DDL,
 ];

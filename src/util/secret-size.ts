@@ -30,8 +30,9 @@ export class SecretFileError extends Error {
 
 /**
  * The key in `path`, whitespace around it trimmed. Reads at most 4 KiB and a little more, so a huge
- * file (or an endless one, /dev/zero) is refused without being read whole. Throws SecretFileError:
- * unreadable, readable or writable by others (othersCanRead), empty, or larger than MAX_SECRET_BYTES.
+ * file (or an endless pipe) is refused without being read whole. Throws SecretFileError: unreadable,
+ * a device (/dev/zero, a terminal), readable or writable by others (othersCanRead), empty, or larger
+ * than MAX_SECRET_BYTES.
  */
 export function readSecretFile(path: string): string {
   const limit = MAX_SECRET_BYTES + FILE_SLACK_BYTES;
@@ -45,8 +46,13 @@ export function readSecretFile(path: string): string {
     throw new SecretFileError(`cannot be read: ${readProblem(err)}`, code);
   }
   try {
-    // The mode of the file opened (not of a path that could be swapped meanwhile), before any of it is read.
-    const problem = othersCanRead(fstatSync(fd).mode, path);
+    // The kind and mode of the file opened (not of a path that could be swapped meanwhile), before any of it is read.
+    const stat = fstatSync(fd);
+    // A device (/dev/zero, a terminal) holds no key: its mode says nothing of one, and reading a terminal would wait for ever.
+    if (stat.isCharacterDevice() || stat.isBlockDevice()) {
+      throw new SecretFileError(`is a ${stat.isBlockDevice() ? 'block' : 'character'} device, not a file holding a key: name the file the key is in`, 'EDEVICE');
+    }
+    const problem = othersCanRead(stat.mode, path);
     if (problem) throw new SecretFileError(problem, 'EPERM_MODE');
     for (;;) {
       const n = readSync(fd, buf, length, buf.length - length, null);

@@ -155,12 +155,20 @@ describe('a key larger than any key (issue 28)', () => {
       REPORTING_URL: emu.url, REPORTING_API_KEY_FILE: join(root, 'huge.key'), SESSION_ETL_DATA_DIR: data,
       SESSION_ETL_NOTIFY_URL: hook.url, OAUTH_CLIENT_SECRET: KEYS.globex,
     };
-    for (const args of [['export', '--since', iso(FROM), '--log-level', 'debug'], ['status'], ['config']]) {
+    for (const args of [['export', '--since', iso(FROM), '--log-level', 'debug'], ['status']]) {
       const r = await runCli(args, env);
       expect(r.code, `${args[0]}: ${r.stderr.slice(0, 2000)}`).toBe(2);
       expect(r.stderr).toContain(`REPORTING_API_KEY_FILE ${join(root, 'huge.key')} holds more than 4 KiB (4,096 bytes)`);
       expect(await leaks(r, data, { oversizedKey: HUGE, webhookToken: HOOK_TOKEN, clientSecret: KEYS.globex })).toEqual([]);
     }
+    // `config` is the command that diagnoses a key file (issue 42 #9): it shows the configuration, marks the file, exits 0.
+    const shown = await runCli(['config'], env);
+    expect(shown.code, shown.stderr.slice(0, 2000)).toBe(0);
+    expect(shown.stdout).toContain(`UNUSABLE: key file ${join(root, 'huge.key')} holds more than 4 KiB (4,096 bytes)`);
+    expect(shown.stderr).toContain(
+      `warning: key file ${join(root, 'huge.key')} holds more than 4 KiB (4,096 bytes), more than any key: is it the right file? (nothing of it is shown) (REPORTING_API_KEY_FILE): commands that fetch will refuse to start (exit 2)`,
+    );
+    expect(await leaks(shown, data, { oversizedKey: HUGE, webhookToken: HOOK_TOKEN, clientSecret: KEYS.globex })).toEqual([]);
     // The same key given in the variable itself.
     const r = await runCli(['export', '--since', iso(FROM)], { ...env, REPORTING_API_KEY_FILE: '', REPORTING_API_KEY: HUGE.slice(0, 10_000) });
     expect(r.code).toBe(2);

@@ -54,10 +54,10 @@ describe('the memory budget from a setting', () => {
     const dir = await fx.tempDir();
     const r = await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + D), '--memory-limit', '10'], fx.env(join(dir, 'data')));
     expect(r.code, r.stderr).toBe(2);
-    expect(r.stderr).toMatch(/memoryLimit \(from command line\): "10" has no unit: a size needs one, such as "10MiB"/);
+    expect(r.stderr).toContain('--memory-limit (from command line): "10" has no unit: a size needs one, such as "10MiB" or "10GB"');
     const huge = await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + D)], { ...fx.env(join(dir, 'data')), SESSION_ETL_MEMORY_LIMIT: `${'9'.repeat(30)}TB` });
     expect(huge.code, huge.stderr).toBe(2);
-    expect(huge.stderr).toMatch(/memoryLimit \(from environment\): "9{30}TB" is more than 1TiB, the largest size taken/);
+    expect(huge.stderr).toContain(`SESSION_ETL_MEMORY_LIMIT (from environment): "${'9'.repeat(30)}TB" is more than 1TiB, the largest size taken`);
     expect(existsSync(join(dir, 'data'))).toBe(false);
   });
 

@@ -97,7 +97,8 @@ describe.skipIf(!hasScript)('progress bar and log lines on a terminal', () => {
     expect(r.code, r.screen.join('\n')).toBe(0);
     const summary = summaryOf(r.screen).join('\n');
     expect(summary).toContain('  windows        24 of 24 done');
-    const fetched = Number(/; (\d+) records fetched/.exec(summary)?.[1]);
+    // The summary's records line: "N fetched = W written + U unchanged (+ D duplicates across windows…)".
+    const fetched = Number(/^ {2}records {8}(\d+) fetched(?: =|$)/m.exec(summary)?.[1]);
     expect(fetched).toBeGreaterThan(0);
     expect(lastFrame(r.raw)).toEqual([24, 24, fetched]);
 

@@ -3,7 +3,7 @@
  * was accepted silently; a 200 MB configuration file was read whole. Both are refused (exit 2)
  * naming the file and what to do, before anything of them is used or shown.
  */
-import { chmodSync, mkdtempSync, truncateSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -60,12 +60,19 @@ describe('an API key file others can read is refused', () => {
     expect(acme!.loaded.config.apiKey).toBeNull();
   });
 
-  it('the CLI: exit 2 with the message on stderr', async () => {
+  it('the CLI: a command that fetches exits 2 with the message on stderr; `config` shows the file UNUSABLE and exits 0 (issue 42 #9)', async () => {
     const p = keyFile('cli.key', 0o644);
-    const r = await runCli(['config'], { REPORTING_API_KEY_FILE: p });
+    const data = join(dir, 'cli-data');
+    const r = await runCli(['export'], { REPORTING_API_KEY_FILE: p, SESSION_ETL_DATA_DIR: data });
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`REPORTING_API_KEY_FILE ${p} is readable by every user of this machine (mode 0644)`);
+    expect(r.stderr).toContain(`error: REPORTING_API_KEY_FILE ${p} is readable by every user of this machine (mode 0644)`);
     expect(r.stderr + r.stdout).not.toContain(KEY);
+    expect(existsSync(data)).toBe(false);
+    const shown = await runCli(['config'], { REPORTING_API_KEY_FILE: p, SESSION_ETL_DATA_DIR: data });
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(`UNUSABLE: key file ${p} is readable by every user of this machine (mode 0644)`);
+    expect(shown.stderr).toContain(`warning: key file ${p} is readable by every user of this machine (mode 0644)`);
+    expect(shown.stderr + shown.stdout).not.toContain(KEY);
   });
 });
 

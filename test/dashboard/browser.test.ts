@@ -68,7 +68,7 @@ describe('the dashboard in a browser', () => {
 
     const runs = page.locator('[data-testid=run]');
     expect(await runs.evaluateAll((els) => els.map((e) => e.getAttribute('data-status')))).toEqual(['failed', 'succeeded', 'succeeded']);
-    expect(await runs.first().innerText()).toMatch(/Error: window \S+ failed: the reporting endpoint answered HTTP 5\d\d/);
+    expect(await runs.first().innerText()).toMatch(/Error: window \S+ failed after 1 attempt: the reporting endpoint answered HTTP 5\d\d/); // --max-attempts 1 (fixture.ts)
     expect(await runs.first().innerText()).toMatch(/Committed before it stopped/);
     expect(await page.locator('[data-testid=run-timeline] .seg').evaluateAll((els) => els.map((e) => e.className))).toEqual(['seg failed', 'seg succeeded', 'seg succeeded']);
 

@@ -671,6 +671,22 @@ describe('issue 14: the six cases, each against its goal', () => {
     expect(releasedAt! - start).toBe(3000);
   });
 
+  // Issue 41 (the rate family, seed 20): paced at a stated Limit of 2 a second, the quota never ran
+  // out again, so a Limit raised to 5 was never read: 40 % of the raised quota used, for good.
+  it('6. a stated Limit that is raised (or lowered) is followed at once, not only when it runs out again', async () => {
+    const clock = new VirtualClock();
+    const controller = new RateController({ maxConcurrency: 2, now: () => clock.now, sleep: clock.sleep });
+    const slot = await controller.beforeAttempt();
+    controller.onRateLimitHint({ remaining: 0, resetMs: 1000, limit: 2 });
+    controller.onSuccess();
+    slot.release();
+    expect(controller.pace).toBeCloseTo(1.96, 5);
+    controller.onRateLimitHint({ remaining: 3, resetMs: 1000, limit: 5 });
+    expect(controller.pace).toBeCloseTo(4.9, 5);
+    controller.onRateLimitHint({ remaining: 1, resetMs: 1000, limit: 3 });
+    expect(controller.pace).toBeCloseTo(2.94, 5);
+  });
+
   // Bench R6: the emulator stated the date as now + the whole seconds to wait, rounded up again
   // (up to 2 s late; 84.6 % in the bench, 86.5 % here). Rounded up once, as a server would state
   // the moment it takes the retry, a date costs about what whole seconds do (90.3 % here; 94.5 %

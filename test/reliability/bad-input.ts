@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { chmod, lstat, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
@@ -29,6 +30,21 @@ export interface BadInputCase {
   message: RegExp;
   /** Runs only as root (the case makes a directory unwritable with chattr +i). */
   needsUnwritable?: boolean;
+  /** The refusal must come within this many milliseconds (no retries, no waiting). */
+  maxMs?: number;
+}
+
+/** A port something listens on for the whole suite ('{busyPort}' in a case's arguments). */
+let busy: Promise<{ port: number; close(): Promise<void> }> | undefined;
+function busyPort(): Promise<{ port: number; close(): Promise<void> }> {
+  busy ??= new Promise((resolve, reject) => {
+    const srv = createServer((sock) => sock.destroy());
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () =>
+      resolve({ port: (srv.address() as AddressInfo).port, close: () => new Promise<void>((r) => srv.close(() => r())) }),
+    );
+  });
+  return busy;
 }
 
 const B = ['backfill', '--from', '2026-01-01', '--to', '2026-01-02'];
@@ -198,12 +214,28 @@ export const BAD_INPUT_CASES: BadInputCase[] = [
   { group: 'environment', name: 'REPORTING_URL=ftp://x', args: B, env: { REPORTING_URL: 'ftp://x' }, message: /REPORTING_URL \(from environment\): got "ftp:\/\/x"; expected an http/ },
   { group: 'environment', name: 'REPORTING_API_KEY unset', args: B, env: { REPORTING_API_KEY: undefined }, message: /REPORTING_API_KEY/ },
   { group: 'environment', name: 'REPORTING_API_KEY_FILE names a missing file', args: B, env: { REPORTING_API_KEY: undefined, REPORTING_API_KEY_FILE: '/nonexistent/key' }, message: /REPORTING_API_KEY_FILE \/nonexistent\/key cannot be read: no such file/ },
-  { group: 'environment', name: 'SESSION_ETL_FORMAT=csv', args: B, env: { SESSION_ETL_FORMAT: 'csv' }, message: /format/ },
-  { group: 'environment', name: 'SESSION_ETL_LOG_LEVEL=loud', args: B, env: { SESSION_ETL_LOG_LEVEL: 'loud' }, message: /logLevel/ },
+  { group: 'environment', name: 'SESSION_ETL_FORMAT=csv', args: B, env: { SESSION_ETL_FORMAT: 'csv' }, message: /SESSION_ETL_FORMAT \(from environment\): got "csv"; expected one of "duckdb"/ },
+  { group: 'environment', name: 'SESSION_ETL_LOG_LEVEL=loud', args: B, env: { SESSION_ETL_LOG_LEVEL: 'loud' }, message: /SESSION_ETL_LOG_LEVEL \(from environment\): got "loud"; expected one of "trace"/ },
   { group: 'environment', name: 'SESSION_ETL_CONFIG names a missing file', args: B, env: { SESSION_ETL_CONFIG: '/nonexistent/c.json' }, message: /cannot be read/ },
   { group: 'environment', name: 'SESSION_ETL_DUCKDB_MEMORY_LIMIT=lots', args: B, env: { SESSION_ETL_DUCKDB_MEMORY_LIMIT: 'lots' }, message: /SESSION_ETL_DUCKDB_MEMORY_LIMIT.*256MB/ },
-  { group: 'environment', name: 'SESSION_ETL_MEMORY_LIMIT=lots', args: B, env: { SESSION_ETL_MEMORY_LIMIT: 'lots' }, message: /SESSION_ETL_MEMORY_LIMIT \(from environment\): got "lots"; expected a size such as "384MiB"/ },
+  { group: 'environment', name: 'SESSION_ETL_MEMORY_LIMIT=lots', args: B, env: { SESSION_ETL_MEMORY_LIMIT: 'lots' }, message: /SESSION_ETL_MEMORY_LIMIT \(from environment\): expected a size such as "384MiB".*got "lots"/ },
   { group: 'environment', name: 'SESSION_ETL_MEMORY_LIMIT below what a run needs (100MiB)', args: B, env: { SESSION_ETL_MEMORY_LIMIT: '100MiB' }, message: /the memory budget is 100 MiB \(SESSION_ETL_MEMORY_LIMIT\), below the 272 MiB a run needs.*at least 272MiB/ },
+  { group: 'environment', name: 'REPORTING_URL=http://127.0.0.1:1/ (nothing can listen there): refused at once', args: B, env: { REPORTING_URL: 'http://127.0.0.1:1/' }, maxMs: 15_000, message: /http:\/\/127\.0\.0\.1:1\/.*check REPORTING_URL/s },
+  // Issues 38 and 42: a unit-less size, a key file others can read, a configuration file far too large.
+  { group: 'numbers and durations', name: '--memory-limit 10 (no unit)', args: [...B, '--memory-limit', '10'], message: /--memory-limit \(from command line\): got "10"; "10" has no unit/ },
+  {
+    group: 'environment',
+    name: 'REPORTING_API_KEY_FILE of mode 0644',
+    args: B,
+    env: { REPORTING_API_KEY: undefined, REPORTING_API_KEY_FILE: '{root}/api-key' },
+    setup: async (root) => {
+      await writeFile(join(root, 'api-key'), 'rk-readable-by-all-0123456789abcdef\n', { mode: 0o644 });
+      await chmod(join(root, 'api-key'), 0o644);
+      return join(root, 'never-created');
+    },
+    message: /REPORTING_API_KEY_FILE \S+api-key is readable by every user of this machine \(mode 0644\).*chmod 600/,
+  },
+  { group: 'configuration file', name: 'a configuration file of 5 MiB', args: B, configFile: `{"chunk": "1d"${' '.repeat(5 << 20)}}`, message: /configuration file \S+ is 5\.0 MiB, larger than the 4 MiB/ },
   // Data directories.
   {
     group: 'data directory',
@@ -263,6 +295,10 @@ export const BAD_INPUT_CASES: BadInputCase[] = [
   { group: 'other commands', name: 'auth login --redirect-port 70000', args: ['auth', 'login', '--no-browser', '--redirect-port', '70000'], message: /--redirect-port/ },
   { group: 'other commands', name: 'auth login --timeout -5', args: ['auth', 'login', '--no-browser', '--timeout', '-5'], message: /positive number/ },
   { group: 'other commands', name: 'session start --webhook-type abc', args: ['session', 'start', '--webhook-type', 'abc'], message: /webhook-type|integer/ },
+  { group: 'other commands', name: 'emulator --port <a port in use>', args: ['emulator', '--port', '{busyPort}'], message: /port \d+ is in use \(--port\)/ },
+  { group: 'other commands', name: 'emulator --seed abc', args: ['emulator', '--seed', 'abc'], message: /--seed must be an integer.*got "abc"/ },
+  { group: 'other commands', name: 'sessions --filter on an unknown field (nosuchfield="x")', args: ['sessions', '--filter', 'nosuchfield="x"'], message: /--filter: no session field is called nosuchfield\nthe session fields are: id/ },
+  { group: 'other commands', name: 'sessions --ascending durtion=false (misspelt field)', args: ['sessions', '--ascending', 'durtion=false'], message: /--ascending: no session field is called durtion \(did you mean duration\?\)/ },
   { group: 'other commands', name: 'session end --method GET', args: ['session', 'end', '00000000-0000-4000-8000-000000000000', '--method', 'GET'], message: /--method|method/ },
 ];
 
@@ -339,6 +375,8 @@ export async function runBadInput(
   } finally {
     await emu.close();
     await temp.cleanup();
+    if (busy) await (await busy).close();
+    busy = undefined;
   }
   const out = [...rows.values()];
   for (const r of out) log(`bad input: ${r.scenario}: ${r.trials} cases, ${r.failures.length ? 'FAILED' : 'ok'}`);
@@ -352,7 +390,8 @@ async function runInputCase(c: BadInputCase, r: ScenarioResult, x: { emu: Emulat
   const cwd = join(root, 'cwd');
   await mkdir(cwd);
   const dataDir = c.setup ? await c.setup(root) : join(root, 'never-created');
-  const args = c.args.map((a) => (a === '{dataDir}' ? dataDir : a));
+  const port = c.args.includes('{busyPort}') ? String((await busyPort()).port) : '';
+  const args = c.args.map((a) => (a === '{dataDir}' ? dataDir : a === '{busyPort}' ? port : a));
   if (c.configFile !== undefined) {
     const file = join(cwd, 'config.json');
     await writeFile(file, typeof c.configFile === 'string' ? c.configFile : JSON.stringify(c.configFile));
@@ -375,8 +414,13 @@ async function runInputCase(c: BadInputCase, r: ScenarioResult, x: { emu: Emulat
     ...interfaceEmulatorEnv(x.emu.url),
     ...c.env,
   };
-  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v.replace('{root}', root);
+  }
+  const t0 = Date.now();
   const run = await runCli(args, env, cwd);
+  const ms = Date.now() - t0;
   if (undo) await undo();
   const after = await treeOf(root);
   r.trials++;
@@ -386,6 +430,7 @@ async function runInputCase(c: BadInputCase, r: ScenarioResult, x: { emu: Emulat
   const err = run.stderr;
   check(r, /^error: /m.test(err) && c.message.test(err), `${c.name}: the error does not say ${c.message}: ${err.trim().slice(0, 300)}`);
   check(r, !/\n\s+at /.test(err), `${c.name}: a stack trace was printed`);
+  if (c.maxMs !== undefined) check(r, ms <= c.maxMs, `${c.name}: refused after ${ms} ms, not at once (at most ${c.maxMs} ms)`);
   const diff = treeDiff(before, after);
   check(r, diff.length === 0, `${c.name}: the run wrote: ${diff.slice(0, 4).join(', ')}`);
   if (c.group === 'data directory' && run.code === expected) {

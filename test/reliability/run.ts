@@ -8,7 +8,7 @@
  *   RELIABILITY_CRASH_TRIALS  crash trials (default 56)
  *   RELIABILITY_ROUNDS        concurrency rounds (default 20)
  *   RELIABILITY_PARALLEL      crash trials run side by side (default 2)
- *   RELIABILITY_ONLY          areas to run, e.g. "1,3" (the doc is then not written)
+ *   RELIABILITY_ONLY          areas to run, e.g. "1,3" or "4,7" (the doc is then not written)
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -24,6 +24,7 @@ import { runFullDisk } from './full-disk.js';
 import { REPO_ROOT, type ScenarioResult } from './harness.js';
 import { renderMarkdown, renderText, totals } from './report.js';
 import { runSecrets } from './secrets.js';
+import { runTrust } from './trust.js';
 
 const env = process.env;
 const seed = Number(env.RELIABILITY_SEED ?? Math.floor(Math.random() * 1e9));
@@ -52,6 +53,7 @@ const steps: Array<[string, () => Promise<ScenarioResult[]>]> = [
   ['4', async () => [...(await runBadInput({ log })), await runFullDisk({ seed, log })]],
   ['5', async () => [await runSecrets({ seed, log })]],
   ['6', () => runConcurrency({ rounds, seed, log })],
+  ['7', () => runTrust({ seed, log })],
 ];
 
 log(`reliability suite: seed ${seed}, ${crashTrials} crash trials (${parallel} side by side), ${rounds} concurrency rounds`);

@@ -4,7 +4,7 @@
  * that echoes the Authorization header back in a 400 body, a 500 body and a GraphQL error message.
  * Then every byte the runs wrote is searched (stdout, stderr, logs, DuckDB files, Parquet files,
  * state, run history, pending files, the lock, the token file): the key appears nowhere, in plain
- * text, base64, URL-encoded, UTF-16 or cut short. The OAuth tokens appear only in the token file, which is mode 0600
+ * text, base64, URL-encoded, UTF-16, hex, HTML entities or cut short. The OAuth tokens appear only in the token file, which is mode 0600
  * in a 0700 directory.
  */
 import { randomBytes } from 'node:crypto';
@@ -19,7 +19,7 @@ import {
 
 /**
  * The ways a secret may be written out: whole (plain, JSON-escaped with `\/`, lower- and upper-cased,
- * base64, base64url, URL-encoded, UTF-16) or cut short.
+ * base64, base64url, URL-encoded, UTF-16, hex, HTML entities) or cut short.
  */
 function forms(secret: string): string[] {
   // The last 24 characters of every secret here are random hex: 12 of them in a row are a partial leak.
@@ -34,15 +34,40 @@ function forms(secret: string): string[] {
       Buffer.from(secret).toString('base64url'),
       encodeURIComponent(secret),
       Buffer.from(secret, 'utf16le').toString('latin1'),
+      ...hexAndEntities(secret),
       core,
       core.toUpperCase(),
     ]),
   ];
 }
 
+/**
+ * Hex (one run, lower and upper case, and as `\xNN` escapes) and HTML numeric entities (every
+ * character, or only the punctuation, in decimal and in hex): issue 38 found redaction blind to them.
+ */
+function hexAndEntities(secret: string): string[] {
+  const hex = Buffer.from(secret).toString('hex');
+  const chars = [...secret];
+  const code = (c: string) => c.codePointAt(0)!;
+  const punct = (e: (c: string) => string) => chars.map((c) => (/[A-Za-z0-9]/.test(c) ? c : e(c))).join('');
+  return [
+    hex,
+    hex.toUpperCase(),
+    hex.replace(/../g, '\\x$&'),
+    chars.map((c) => `&#${code(c)};`).join(''),
+    chars.map((c) => `&#x${code(c).toString(16)};`).join(''),
+    chars.map((c) => `&#x${code(c).toString(16).toUpperCase()};`).join(''),
+    punct((c) => `&#${code(c)};`),
+    punct((c) => `&#x${code(c).toString(16)};`),
+  ];
+}
+
 /** What a hostile server may echo of a header: the value as is and in the forms redaction must know. */
 function echoForms(value: string): string {
-  return [value, value.toLowerCase(), value.toUpperCase(), Buffer.from(value).toString('base64'), Buffer.from(`id:${value}`).toString('base64')].join(' | ');
+  return [
+    value, value.toLowerCase(), value.toUpperCase(), Buffer.from(value).toString('base64'), Buffer.from(`id:${value}`).toString('base64'),
+    ...hexAndEntities(value),
+  ].join(' | ');
 }
 
 /** Every regular file under `root` (links not followed): what a leak could be written to. */
@@ -105,7 +130,8 @@ export async function runSecrets(o: { seed: number; log?: (line: string) => void
     await run('config', ['config'], {}, 0);
     await run('config --json', ['config', '--json'], {}, 0);
     await run('a wrong API key', ['backfill', ...range, '--log-level', 'debug'], { REPORTING_API_KEY: wrongKey }, 1);
-    await run('an unreachable endpoint', ['backfill', ...range, '--max-attempts', '2'], { REPORTING_URL: 'http://127.0.0.1:9/' }, 1);
+    // Never answered in the run: a wrong address, refused at once with exit 2 (README, "exit codes").
+    await run('an unreachable endpoint', ['backfill', ...range, '--max-attempts', '2'], { REPORTING_URL: 'http://127.0.0.1:9/' }, 2);
     // A hostile endpoint that echoes the request's Authorization header back.
     for (const mode of ['400 body', '500 body', 'GraphQL error message', 'record field', 'GraphQL error in other forms', 'record field in other forms'] as const) {
       const other = mode.endsWith('in other forms');
@@ -267,7 +293,7 @@ export async function runSecrets(o: { seed: number; log?: (line: string) => void
       }
     }
     r.injected = secrets.length;
-    r.notes.push(`${outputs.length} command runs; searched ${haystacks.length} outputs and files, ${(bytes / 1024 / 1024).toFixed(1)} MiB, for ${secrets.length} secrets (the keys, the secret and the webhook token also base64, URL-encoded, UTF-16 and cut short)`);
+    r.notes.push(`${outputs.length} command runs; searched ${haystacks.length} outputs and files, ${(bytes / 1024 / 1024).toFixed(1)} MiB, for ${secrets.length} secrets (the keys, the secret and the webhook token also base64, URL-encoded, UTF-16, hex, HTML entities and cut short)`);
     log(`secrets: ${r.failures.length ? 'FAILED: ' + r.failures.slice(0, 3).join('; ') : 'ok'} (${haystacks.length} places searched)`);
   });
   await emu.close();

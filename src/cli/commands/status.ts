@@ -110,10 +110,14 @@ function human(bytes: number): string {
   return `${v.toFixed(i ? 1 : 0)} ${u[i]}`;
 }
 
-/** A run's sessions read again as stored: those written that were neither new nor updated ('?' when not counted). */
-function unchangedOf(r: Record<string, unknown>): string {
-  if (r.sessions_new == null || r.sessions_updated == null || r.sessions_written == null) return '?';
-  return String(Number(r.sessions_written) - Number(r.sessions_new) - Number(r.sessions_updated));
+/**
+ * A run's sessions read again as stored (undefined when not counted): its own count since written
+ * means new or updated (issue 42); a run of an earlier release counted them in sessions_written.
+ */
+function unchangedOf(r: Record<string, unknown>): number | undefined {
+  if (r.sessions_unchanged != null) return Number(r.sessions_unchanged);
+  if (r.sessions_new == null || r.sessions_updated == null || r.sessions_written == null) return undefined;
+  return Number(r.sessions_written) - Number(r.sessions_new) - Number(r.sessions_updated);
 }
 
 /**
@@ -125,7 +129,10 @@ function sessionsOf(r: Record<string, unknown>): string {
   if (r.outcome === 'died' && r.sessions_new == null) {
     return `committed before it stopped: ${r.windows ?? 'unknown'} windows, ${n} sessions, ${r.partitions_written ?? 'unknown'} days (new and updated not known)`;
   }
-  return `${n} sessions (${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated, ${unchangedOf(r)} unchanged)`;
+  // Each session the run stored or read again, once: new + updated + unchanged.
+  const unchanged = unchangedOf(r);
+  const all = r.sessions_unchanged != null && r.sessions_written != null ? String(Number(r.sessions_written) + Number(r.sessions_unchanged)) : n;
+  return `${all} sessions (${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated, ${unchanged ?? '?'} unchanged)`;
 }
 
 /** A many-account store's figures are the whole store's, not the account's. */
