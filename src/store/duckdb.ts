@@ -16,6 +16,14 @@ export interface Db {
   path: string;
   /** The rows of a row group DuckDB writes to this file (a writer's choice; DuckDB's default otherwise). */
   rowGroupRows: number;
+  /**
+   * Attaches the file again with row groups of `rows` (a writer attached with a row group size:
+   * store/row-groups.ts), then sets rowGroupRows. Only while no connection of this Db is inside a
+   * transaction: the caller holds every writer out (a new store's first commit: table-sink.ts).
+   */
+  resizeRowGroups?(rows: number): Promise<void>;
+  /** A writer's resizeRowGroups for rows of `rowBytes` bytes (its budget's row group bytes: open-data-dir.ts). */
+  fitRowGroups?(rowBytes: number): Promise<void>;
   /** Closes the file. */
   close(): Promise<void>;
 }
@@ -107,7 +115,7 @@ async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowG
         await setup.run('USE memory');
         await setup.run(`DETACH ${ATTACHED}`);
       }
-      if (!Number.isInteger(rows) || rows < 2048 || rows % 2048 !== 0) throw new RangeError(`a row group size must be a multiple of 2048 rows, got ${rows}`);
+      checkRowGroupRows(rows);
       await setup.run(`ATTACH ${sqlString(path)} AS ${ATTACHED} (ROW_GROUP_SIZE ${rows})`);
       chosen = rows;
       await setup.run(lockDownSql(opts.allowedDirectories));
@@ -119,11 +127,30 @@ async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowG
       await c.run(`USE ${ATTACHED}`);
       return c;
     };
-    return dbHandle({ connect }, await connect(), path, chosen, () => instance.closeSync());
+    const db = dbHandle({ connect }, await connect(), path, chosen, () => instance.closeSync());
+    db.resizeRowGroups = async (rows: number) => {
+      checkRowGroupRows(rows);
+      if (rows === db.rowGroupRows) return;
+      // A connection of its own, in the in-memory database: the Db's connections keep the name
+      // ATTACHED as their default and find the file attached again under it (their temp tables stay).
+      const c = await instance.connect();
+      try {
+        await c.run(`DETACH ${ATTACHED}`);
+        await c.run(`ATTACH ${sqlString(path)} AS ${ATTACHED} (ROW_GROUP_SIZE ${rows})`);
+      } finally {
+        c.closeSync();
+      }
+      db.rowGroupRows = rows;
+    };
+    return db;
   } catch (err) {
     instance.closeSync();
     throw err;
   }
+}
+
+function checkRowGroupRows(rows: number): void {
+  if (!Number.isInteger(rows) || rows < 2048 || rows % 2048 !== 0) throw new RangeError(`a row group size must be a multiple of 2048 rows, got ${rows}`);
 }
 
 /** The statements that set up an instance and lock it (see openDb). */
@@ -140,7 +167,7 @@ export function lockDownSql(allowedDirectories: readonly string[]): string {
 /** A Db whose close (at most once) closes `conn`, then runs `release` (closing or detaching the file). */
 function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string, rowGroupRows: number, release: () => void | Promise<void>): Db {
   let closed = false;
-  return {
+  const db: Db = {
     instance,
     conn,
     path,
@@ -152,6 +179,7 @@ function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string
       await release();
     },
   };
+  return db;
 }
 
 /**

@@ -112,6 +112,9 @@ export async function openDataDir(
   } catch (err) {
     throw translateOpenError(err, layout.dbPath, readOnly);
   }
+  const resize = db.resizeRowGroups;
+  // A store that held no rows when opened sizes its row groups from the first rows committed (table-sink.ts).
+  if (resize) db.fitRowGroups = (rowBytes) => resize(rowGroupRows(rowGroupBytes, rowBytes));
   if (!existed) {
     try {
       // DuckDB created the file with the umask's mode.

@@ -3,6 +3,7 @@
  * `_pending_files` by the commit); merges move the files' rows into the `sessions` table in the
  * background and at each flush; with both, the days they touch are then rewritten to Parquet.
  */
+import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { BackgroundWork } from './background-work.js';
@@ -26,6 +27,8 @@ export class TableSink implements Sink {
   private gen = 0;
   private lastMerge = Date.now();
   private kickTimer: NodeJS.Timeout | undefined;
+  /** Whether the row groups were sized from the rows (at the first commit of a store that held none). */
+  private sized = false;
 
   constructor(
     private readonly db: Db,
@@ -81,6 +84,32 @@ export class TableSink implements Sink {
       `INSERT INTO _pending_files (file, extracted_at, rows, account) VALUES ${values}`,
       files.flatMap((f) => [basename(f.path), f.extractedAt, f.count, f.account]),
     );
+  }
+
+  /**
+   * A store that holds no rows yet could not measure them when it was opened (store/row-groups.ts):
+   * its row groups were sized for long text. At its first commit, the files committed tell the rows'
+   * size (bytes of NDJSON a row), and the file is attached again with the row groups those rows
+   * fit, before any row group is written: short records get groups several times larger (a smaller
+   * file, a faster run), long text keeps small ones. Runs on the commit's connection before its
+   * transaction, with merges held out (none has anything to merge before the first commit).
+   */
+  async beforeCommit(files: readonly RecordFile[]): Promise<void> {
+    if (this.sized) return;
+    this.sized = true;
+    const fit = this.db.fitRowGroups;
+    if (!fit) return;
+    const rows = files.reduce((n, f) => n + f.count, 0);
+    if (rows === 0) return;
+    const any = await queryRows<{ n: bigint }>(this.db.conn, 'SELECT count(*) AS n FROM (SELECT 1 FROM sessions LIMIT 1)');
+    if (Number(any[0]?.n ?? 0) > 0) return;
+    let bytes = 0;
+    for (const f of files) bytes += (await stat(f.path)).size;
+    await this.work.merging(async () => {
+      await fit(Math.ceil(bytes / rows));
+      this.merge.rowGroupRows = this.db.rowGroupRows;
+      delete this.merge.groupBase;
+    });
   }
 
   async afterCommit(): Promise<void> {

@@ -62,27 +62,50 @@ function record(id: string, started: number, notes: string) {
 }
 
 describe('a writer attaches its file with the row group size', () => {
-  it('a new store: groups of the budget share at the default row size; a store holding short rows: larger groups', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'session-etl-rowgroups-'));
-    dirs.push(dir);
-    const bytes = 16 * MiB;
-    const store = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: bytes });
-    expect(store.rowGroupRows).toBe(rowGroupRows(bytes));
-    await store.beginRunCounts();
+  /** Commits n records with notes of noteBytes in one window, then merges them. */
+  async function commitRecords(store: SessionStore, n: number, noteBytes: number): Promise<void> {
     const DAY = 1_767_225_600;
-    const n = 3 * store.rowGroupRows + 100;
-    const records = Array.from({ length: n }, (_, i) => record(`s${String(i).padStart(6, '0')}`, DAY + i, 'x'.repeat(20)));
+    await store.beginRunCounts();
+    const records = Array.from({ length: n }, (_, i) => record(`s${String(i).padStart(6, '0')}`, DAY + i, 'x'.repeat(noteBytes)));
     const bytes_ = Buffer.from(records.map((r) => JSON.stringify(r)).join('\n') + '\n');
     await store.commitWindow({ account: '', window: { start: DAY, end: DAY + 86_400 }, ndjson: { bytes: bytes_, count: n, extractedAt: 1000 }, rejected: [], runId: 'r1' });
     await store.flush();
+  }
+
+  it('a new store sizes its groups from the first rows committed: short records get large groups, before any group is written', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'session-etl-rowgroups-'));
+    dirs.push(dir);
+    const bytes = 8 * MiB;
+    const store = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: bytes });
+    // Nothing to measure yet: sized for long text.
+    expect(store.rowGroupRows).toBe(rowGroupRows(bytes));
+    const n = 2 * 40_960 + 100;
+    await commitRecords(store, n, 20);
+    // About 200 bytes a row as NDJSON: 8 MiB holds 40,960 of them (whole vectors).
+    expect(store.rowGroupRows).toBe(40_960);
     await store.close();
     const groups = await rowGroups(join(dir, 'sessions.duckdb'));
     expect(groups.reduce((a, b) => a + b, 0)).toBe(n);
-    expect(Math.max(...groups)).toBeLessThanOrEqual(rowGroupRows(bytes));
-    // Opened again, the store measures its rows (short ones) and takes larger groups for what it appends.
+    expect(groups).toEqual([40_960, 40_960, 100]);
+    // Opened again, the store measures the rows it holds and keeps groups of that size.
     const again = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: bytes });
     expect(again.rowGroupRows).toBeGreaterThan(rowGroupRows(bytes));
     await again.close();
+  }, 120_000);
+
+  it('a new store of long text keeps small groups', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'session-etl-rowgroups-'));
+    dirs.push(dir);
+    const bytes = 32 * MiB;
+    const store = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: bytes });
+    await commitRecords(store, 20_000, 1_800);
+    // About 2 KB a row: 32 MiB holds 16,384 of them at most.
+    expect(store.rowGroupRows).toBeLessThanOrEqual(16_384);
+    expect(store.rowGroupRows).toBeGreaterThanOrEqual(MIN_ROW_GROUP_ROWS);
+    await store.close();
+    const groups = await rowGroups(join(dir, 'sessions.duckdb'));
+    expect(groups.reduce((a, b) => a + b, 0)).toBe(20_000);
+    expect(Math.max(...groups)).toBeLessThanOrEqual(16_384);
   }, 120_000);
 
   it('a store written with DuckDB\'s 122,880-row groups keeps them and continues in groups of the budget', async () => {
