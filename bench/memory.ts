@@ -63,6 +63,8 @@ const PREVIOUS = { SESSION_ETL_MEMORY_LIMIT: '64GiB', SESSION_ETL_DUCKDB_MEMORY_
 const PARTS = new Set((process.env.BENCH_MEMORY_PARTS ?? 'peak,throughput,cgroup').split(',').map((p) => p.trim()));
 const REPEAT = Number(process.env.BENCH_MEMORY_REPEAT ?? 5);
 const BASELINE = process.env.BENCH_MEMORY_BASELINE;
+/** BENCH_MEMORY_KINDS: short, long, or both (default). */
+const KINDS = (process.env.BENCH_MEMORY_KINDS ?? 'short,long').split(',').map((k) => k.trim());
 /** The smallest budget the run accepts (src/config/memory-budget.ts MIN_BUDGET: 128 + 128 + 4 × 4 MiB). */
 const MIN_BUDGET_MIB = 272;
 
@@ -86,6 +88,7 @@ export async function memoryCase<E extends Emu>(b: MemoryBench<E>): Promise<void
   for (const long of [false, true]) {
     const kind = long ? 'long text' : 'short records';
     if (!long && !PARTS.has('peak') && !PARTS.has('throughput')) continue;
+    if (!KINDS.includes(long ? 'long' : 'short')) continue;
     let s: Outcome | undefined;
     if (PARTS.has('peak')) {
       // (b) 100 k, then 1 M, default budget.

@@ -13,6 +13,7 @@
  * commit-queue.ts, table-sink.ts / parquet-only-sink.ts, merge.ts, parquet-rewriter.ts,
  * background-work.ts, coverage.ts, run-log.ts, durable-fs.ts.
  */
+import { ReadGate } from './read-gate.js';
 import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -81,6 +82,8 @@ export interface OpenStoreOptions {
 export class SessionStore {
   /** Writes on the one main connection. */
   private readonly writes = new SerialQueue();
+  /** Readers outside the write queue, against a new store's one re-attach (read-gate.ts). */
+  readonly gate = new ReadGate();
   private readonly sink: Sink;
   private readonly commits: CommitQueue;
   private closed = false;
@@ -109,6 +112,7 @@ export class SessionStore {
               'background merge or Parquet rewrite failed; the flush at the end of the run tries again',
             ),
             alignedWaitMs,
+            (fn) => this.gate.exclusive(fn),
           );
     this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink, this.shape.many);
   }
@@ -177,18 +181,18 @@ export class SessionStore {
   }
 
   /** An account's merged coverage map: windows whose data is committed ('' in a single-account store). */
-  coverage(account: string, conn: DuckDBConnection = this.conn): Promise<Window[]> {
-    return readCoverage(conn, account);
+  coverage(account: string, conn?: DuckDBConnection): Promise<Window[]> {
+    return conn ? readCoverage(conn, account) : this.gate.read(() => readCoverage(this.conn, account));
   }
 
   /** Every account's merged coverage map. */
-  allCoverage(conn: DuckDBConnection = this.conn): Promise<Map<string, Window[]>> {
-    return readAllCoverage(conn);
+  allCoverage(conn?: DuckDBConnection): Promise<Map<string, Window[]>> {
+    return conn ? readAllCoverage(conn) : this.gate.read(() => readAllCoverage(this.conn));
   }
 
   /** An account's coverage committed after `sinceMs` (used to resume an interrupted backfill). */
   coverageSince(account: string, sinceMs: number): Promise<Window[]> {
-    return readCoverageSince(this.conn, account, sinceMs);
+    return this.gate.read(() => readCoverageSince(this.conn, account, sinceMs));
   }
 
   /** The accounts the store holds anything of (coverage, runs), sorted. */

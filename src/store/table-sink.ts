@@ -42,6 +42,8 @@ export class TableSink implements Sink {
     readyDays: (conn: DuckDBConnection, partitions: string[]) => Promise<string[]>,
     onBackgroundError: (err: unknown) => void,
     alignedWaitMs = ALIGNED_WAIT_MS,
+    /** Runs `fn` with no reader using the store's connections (session-store.ts gate). */
+    private readonly quiet: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
   ) {
     this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset) : undefined;
     this.merge = { pendingDir: layout.pendingDir, rowGroupRows: db.rowGroupRows, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
@@ -92,7 +94,8 @@ export class TableSink implements Sink {
    * size (bytes of NDJSON a row), and the file is attached again with the row groups those rows
    * fit, before any row group is written: short records get groups several times larger (a smaller
    * file, a faster run), long text keeps small ones. Runs on the commit's connection before its
-   * transaction, with merges held out (none has anything to merge before the first commit).
+   * transaction, with merges and readers held out (store/read-gate.ts): a DETACH under a running
+   * statement crashes DuckDB.
    */
   async beforeCommit(files: readonly RecordFile[]): Promise<void> {
     if (this.sized) return;
@@ -105,11 +108,13 @@ export class TableSink implements Sink {
     if (Number(any[0]?.n ?? 0) > 0) return;
     let bytes = 0;
     for (const f of files) bytes += (await stat(f.path)).size;
-    await this.work.merging(async () => {
-      await fit(Math.ceil(bytes / rows));
-      this.merge.rowGroupRows = this.db.rowGroupRows;
-      delete this.merge.groupBase;
-    });
+    await this.work.merging(() =>
+      this.quiet(async () => {
+        await fit(Math.ceil(bytes / rows));
+        this.merge.rowGroupRows = this.db.rowGroupRows;
+        delete this.merge.groupBase;
+      }),
+    );
   }
 
   async afterCommit(): Promise<void> {

@@ -93,6 +93,34 @@ describe('a writer attaches its file with the row group size', () => {
     await again.close();
   }, 120_000);
 
+  it('readers of the store running through its first commit (the re-attach) all answer', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'session-etl-rowgroups-'));
+    dirs.push(dir);
+    const store = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: 8 * MiB });
+    const before = store.rowGroupRows;
+    let stop = false;
+    let reads = 0;
+    // The state snapshot's reads and the planner's coverage reads, in a loop while the first commit attaches the file again.
+    const loop = (async () => {
+      while (!stop) {
+        await store.coverage('');
+        const conn = await store.readConnection();
+        await store.gate.read(async () => {
+          await conn.run('BEGIN TRANSACTION');
+          await conn.run('SELECT count(*) FROM _coverage');
+          await conn.run('COMMIT');
+        });
+        reads++;
+      }
+    })();
+    await commitRecords(store, 5_000, 20);
+    stop = true;
+    await loop;
+    expect(store.rowGroupRows).toBeGreaterThan(before);
+    expect(reads).toBeGreaterThan(0);
+    await store.close();
+  }, 120_000);
+
   it('a new store of long text keeps small groups', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'session-etl-rowgroups-'));
     dirs.push(dir);
