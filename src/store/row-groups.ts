@@ -21,9 +21,9 @@ export const VECTOR_ROWS = 2_048;
 export const MIN_ROW_GROUP_ROWS = 4 * VECTOR_ROWS;
 
 /**
- * A row's size, bytes, before a store holds any: the long-text case (notes of 1–2 KB and the
- * other fields, about 1.9 KB a row as NDJSON), so that a first backfill of long text stays inside
- * the share. Short records (about 0.5 KB) get groups four times larger once measured.
+ * A row's size, bytes, before a store holds any rows: the long-text case (notes of 1–2 KB and the
+ * other fields), so that nothing is written in larger groups before the first rows are measured
+ * (a new store measures them at its first commit: table-sink.ts).
  */
 export const DEFAULT_ROW_BYTES = 2_048;
 
@@ -37,18 +37,47 @@ export function rowGroupRows(rowGroupBytes: number, rowBytes: number = DEFAULT_R
 const SAMPLE_ROWS = 4_096;
 
 /**
- * The average size of a stored session as JSON text (what a merge reads it from), bytes; undefined
- * when the store holds no sessions table or no rows yet.
+ * The average bytes of a stored session's values (each column as text; NULL none): what DuckDB's
+ * vectors hold of it, without the field names a JSON text repeats on every row (those made short
+ * records look three times their size, and their row groups a third of what the share holds).
+ * Undefined when the store holds no sessions table or no rows yet.
  */
 export async function measureRowBytes(conn: DuckDBConnection): Promise<number | undefined> {
-  const has = await queryRows<{ n: bigint }>(
+  const cols = await queryRows<{ c: string }>(
     conn,
-    "SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = 'sessions' AND database_name = current_database() AND schema_name = 'main'",
+    "SELECT column_name AS c FROM duckdb_columns() WHERE table_name = 'sessions' AND database_name = current_database() AND schema_name = 'main' ORDER BY column_index",
   );
-  if (Number(has[0]?.n ?? 0) === 0) return undefined;
-  const r = await queryRows<{ b: number | null }>(conn, `SELECT avg(strlen(to_json(s)::VARCHAR)) AS b FROM (SELECT * FROM sessions LIMIT ${SAMPLE_ROWS}) s`);
+  if (cols.length === 0) return undefined;
+  const sum = cols.map((x) => `coalesce(strlen(CAST("${x.c.replace(/"/g, '""')}" AS VARCHAR)), 0)`).join(' + ');
+  const r = await queryRows<{ b: number | null }>(conn, `SELECT avg(${sum}) AS b FROM (SELECT * FROM sessions LIMIT ${SAMPLE_ROWS}) s`);
   const b = r[0]?.b;
   return b === null || b === undefined ? undefined : Math.ceil(Number(b));
+}
+
+/**
+ * The same measure of NDJSON records (a new store's first window: table-sink.ts): the bytes of
+ * their values, field names left out, over at most the first SAMPLE_ROWS lines of `text`.
+ */
+export function ndjsonValueBytes(text: string): number | undefined {
+  let rows = 0;
+  let bytes = 0;
+  const add = (v: unknown): void => {
+    if (v === null || v === undefined) return;
+    if (typeof v === 'string') bytes += Buffer.byteLength(v);
+    else if (typeof v === 'object') for (const x of Object.values(v as Record<string, unknown>)) add(x);
+    else bytes += String(v).length;
+  };
+  for (const line of text.split('\n')) {
+    if (rows >= SAMPLE_ROWS) break;
+    if (!line.trim()) continue;
+    try {
+      add(JSON.parse(line));
+      rows++;
+    } catch {
+      // the last line of a cut sample
+    }
+  }
+  return rows === 0 ? undefined : Math.ceil(bytes / rows);
 }
 
 /** The options of every Parquet COPY of ours: zstd, and row groups of the store's size (a COPY builds each in memory). */

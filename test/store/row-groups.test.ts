@@ -9,11 +9,19 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_ROW_GROUP_BYTES, MiB, splitBudget } from '../../src/config/memory-budget.js';
 import { SessionStore } from '../../src/store/session-store.js';
-import { DEFAULT_ROW_BYTES, MAX_ROW_GROUP_ROWS, MIN_ROW_GROUP_ROWS, rowGroupRows } from '../../src/store/row-groups.js';
+import { DEFAULT_ROW_BYTES, MAX_ROW_GROUP_ROWS, MIN_ROW_GROUP_ROWS, ndjsonValueBytes, rowGroupRows } from '../../src/store/row-groups.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+describe('ndjsonValueBytes', () => {
+  it('counts the values, not the field names, nested objects too; null counts nothing', () => {
+    const line = JSON.stringify({ id: 'abc', n: 1234, a: { name: 'é', x: null }, ok: true });
+    expect(ndjsonValueBytes(`${line}\n${line}\n`)).toBe(3 + 4 + 2 + 4);
+    expect(ndjsonValueBytes('')).toBeUndefined();
+  });
 });
 
 describe('rowGroupRows', () => {
@@ -75,18 +83,20 @@ describe('a writer attaches its file with the row group size', () => {
   it('a new store sizes its groups from the first rows committed: short records get large groups, before any group is written', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'session-etl-rowgroups-'));
     dirs.push(dir);
-    const bytes = 8 * MiB;
+    const bytes = 4 * MiB;
     const store = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: bytes });
     // Nothing to measure yet: sized for long text.
     expect(store.rowGroupRows).toBe(rowGroupRows(bytes));
-    const n = 2 * 40_960 + 100;
+    // The values of a record: id 7, company 2, start and end 10 each, duration 2, agent 2 + 3 + 15, notes 20 bytes.
+    const valueBytes = 7 + 2 + 10 + 10 + 2 + 2 + 3 + 15 + 20;
+    const rows = rowGroupRows(bytes, valueBytes);
+    expect(rows).toBe(57_344);
+    const n = 2 * rows + 100;
     await commitRecords(store, n, 20);
-    // About 200 bytes a row as NDJSON: 8 MiB holds 40,960 of them (whole vectors).
-    expect(store.rowGroupRows).toBe(40_960);
+    expect(store.rowGroupRows).toBe(rows);
     await store.close();
     const groups = await rowGroups(join(dir, 'sessions.duckdb'));
-    expect(groups.reduce((a, b) => a + b, 0)).toBe(n);
-    expect(groups).toEqual([40_960, 40_960, 100]);
+    expect(groups).toEqual([rows, rows, 100]);
     // Opened again, the store measures the rows it holds and keeps groups of that size.
     const again = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: bytes });
     expect(again.rowGroupRows).toBeGreaterThan(rowGroupRows(bytes));
@@ -152,7 +162,7 @@ describe('a writer attaches its file with the row group size', () => {
     await commit(old, 0, 130_000);
     await old.close();
     expect(await rowGroups(join(dir, 'sessions.duckdb'))).toEqual([122_880, 7_120]);
-    const store = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: 2 * MiB });
+    const store = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: 1 * MiB });
     expect(store.rowGroupRows).toBe(MIN_ROW_GROUP_ROWS);
     await commit(store, 130_000, 4 * MIN_ROW_GROUP_ROWS);
     await store.close();
