@@ -244,11 +244,27 @@ export interface MemorySplit {
   maxBodyBytes: number;
   /** Windows fetched and waiting for their commit, at most. */
   commitSlots: number;
+  /**
+   * The bytes of rows in one row group: what DuckDB compresses at once outside its pool when a merge
+   * commits or the store checkpoints, and what a Parquet COPY builds in memory (store/row-groups.ts
+   * turns it into rows from the rows' measured size).
+   */
+  rowGroupBytes: number;
 }
 
 /** Shares of what the budget leaves beyond FIXED_BYTES. The rest (a fifth) is DuckDB's memory outside its pool. */
 const DUCKDB_SHARE = 0.6;
 const BODIES_SHARE = 0.2;
+/**
+ * A row group's rows, in bytes, as a share of what the budget leaves beyond FIXED_BYTES: half of the
+ * fifth outside DuckDB's pool. Compressing a row group costs about its own bytes again outside the
+ * pool (measured: 122,880 long-text rows, ~180 MB of notes, took RSS from 450 to 595 MiB at their
+ * commit; 16,384 rows ~24 MB, a peak 200 MiB lower; docs/benchmarks.md "Memory budget").
+ */
+const ROW_GROUP_SHARE = 0.1;
+
+/** A writer's row group bytes when no run's budget is given (a command that writes outside a run): the default budget's. */
+export const DEFAULT_ROW_GROUP_BYTES = Math.floor((DEFAULT_BUDGET - FIXED_BYTES) * ROW_GROUP_SHARE);
 /** DuckDB's pool beyond this buys nothing a run needs (the previous default; docs/benchmarks.md). */
 const MAX_DUCKDB_BYTES = 1024 * MiB;
 
@@ -289,6 +305,7 @@ export function splitBudget(
     maxBodyBytes: bodyEach,
     // A waiting window's body is written to a file as soon as its commit takes it: twice the bodies' share.
     commitSlots: Math.max(2, Math.min(2 * concurrency, Math.floor((2 * bodies) / bodyEach))),
+    rowGroupBytes: Math.floor(spare * ROW_GROUP_SHARE),
   };
 }
 
@@ -316,6 +333,7 @@ export function describeSplit(budget: MemoryBudget, split: MemorySplit): string 
     `${formatSize(budget.bytes)} from ${budget.from}${budget.alsoSeen ? ` (also: ${budget.alsoSeen})` : ''}; ` +
     `DuckDB ${split.duckdbFrom === 'budget' ? formatSize(split.duckdbBytes) : `${split.duckdbMemoryLimit} (SESSION_ETL_DUCKDB_MEMORY_LIMIT)`}, ` +
     `answers in flight ${formatSize(split.bodiesBytes)} (${formatSize(split.maxBodyBytes)} each at most), ` +
+    `row groups of ${formatSize(split.rowGroupBytes)} at most, ` +
     `${split.commitSlots} windows waiting for their commit, ${formatSize(split.fixed)} for Node and DuckDB's code`
   );
 }

@@ -149,6 +149,7 @@ export class CommitQueue {
     for (const x of commits) if (x.batch) await this.stage(x.batch, x.account);
     const files = commits.flatMap((x) => (x.file ? [x.file] : []));
     const staged = commits.some((x) => x.batch && x.batch.length > 0);
+    if (files.length) await this.sink.beforeCommit?.(files);
     await c.run('BEGIN TRANSACTION');
     try {
       if (files.length) await this.sink.commitFiles(c, files);

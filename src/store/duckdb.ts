@@ -14,6 +14,16 @@ export interface Db {
   instance: Pick<DuckDBInstance, 'connect'>;
   conn: DuckDBConnection;
   path: string;
+  /** The rows of a row group DuckDB writes to this file (a writer's choice; DuckDB's default otherwise). */
+  rowGroupRows: number;
+  /**
+   * Attaches the file again with row groups of `rows` (a writer attached with a row group size:
+   * store/row-groups.ts), then sets rowGroupRows. Only while no connection of this Db is inside a
+   * transaction: the caller holds every writer out (a new store's first commit: table-sink.ts).
+   */
+  resizeRowGroups?(rows: number): Promise<void>;
+  /** A writer's resizeRowGroups for rows of `rowBytes` bytes (its budget's row group bytes: open-data-dir.ts). */
+  fitRowGroups?(rowBytes: number): Promise<void>;
   /** Closes the file. */
   close(): Promise<void>;
 }
@@ -32,6 +42,13 @@ export interface DbSettings {
    * Empty: none.
    */
   allowedDirectories: readonly string[];
+  /**
+   * A writer's row group size, rows (a multiple of 2048): the largest unit DuckDB compresses at once,
+   * outside its memory pool (store/row-groups.ts). DuckDB takes it only when attaching a file, so the
+   * file is attached to an in-memory instance and made each connection's default database. A
+   * function is asked once the file is open (to measure what it holds), before anything is written.
+   */
+  rowGroupRows?: number | ((conn: DuckDBConnection) => Promise<number>);
 }
 
 function instanceConfig(opts: DbSettings): Record<string, string> {
@@ -57,6 +74,7 @@ function instanceConfig(opts: DbSettings): Record<string, string> {
  * TIMESTAMPTZ values are UTC dates; none can change a setting afterwards.
  */
 export async function openDb(path: string, opts: DbSettings): Promise<Db> {
+  if (opts.rowGroupRows !== undefined && path !== ':memory:') return attachDb(path, opts.rowGroupRows, opts);
   const instance = await DuckDBInstance.create(path, instanceConfig(opts));
   let conn: DuckDBConnection | undefined;
   try {
@@ -69,7 +87,70 @@ export async function openDb(path: string, opts: DbSettings): Promise<Db> {
     instance.closeSync();
     throw err;
   }
-  return dbHandle(instance, conn, path, () => instance.closeSync());
+  return dbHandle(instance, conn, path, DUCKDB_ROW_GROUP_ROWS, () => instance.closeSync());
+}
+
+/** DuckDB's row group size when a file is opened without one. */
+export const DUCKDB_ROW_GROUP_ROWS = 122_880;
+
+/** The name a writer's file is attached under (every connection of its Db uses it as its default database). */
+const ATTACHED = 'store';
+
+/**
+ * A file attached with its row group size to an in-memory instance, then locked down as openDb
+ * does; every connection of the Db starts in it.
+ */
+async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowGroupRows']>, opts: DbSettings): Promise<Db> {
+  const instance = await DuckDBInstance.create(':memory:', instanceConfig(opts));
+  let chosen = 0;
+  try {
+    const setup = await instance.connect();
+    try {
+      let rows = rowGroupRows;
+      if (typeof rows === 'function') {
+        // Opened with DuckDB's size to measure what the file holds, then attached again with the size chosen.
+        await setup.run(`ATTACH ${sqlString(path)} AS ${ATTACHED}`);
+        await setup.run(`USE ${ATTACHED}`);
+        rows = await rows(setup);
+        await setup.run('USE memory');
+        await setup.run(`DETACH ${ATTACHED}`);
+      }
+      checkRowGroupRows(rows);
+      await setup.run(`ATTACH ${sqlString(path)} AS ${ATTACHED} (ROW_GROUP_SIZE ${rows})`);
+      chosen = rows;
+      await setup.run(lockDownSql(opts.allowedDirectories));
+    } finally {
+      setup.closeSync();
+    }
+    const connect = async (): Promise<DuckDBConnection> => {
+      const c = await instance.connect();
+      await c.run(`USE ${ATTACHED}`);
+      return c;
+    };
+    const db = dbHandle({ connect }, await connect(), path, chosen, () => instance.closeSync());
+    db.resizeRowGroups = async (rows: number) => {
+      checkRowGroupRows(rows);
+      if (rows === db.rowGroupRows) return;
+      // A connection of its own, in the in-memory database: the Db's connections keep the name
+      // ATTACHED as their default and find the file attached again under it (their temp tables stay).
+      const c = await instance.connect();
+      try {
+        await c.run(`DETACH ${ATTACHED}`);
+        await c.run(`ATTACH ${sqlString(path)} AS ${ATTACHED} (ROW_GROUP_SIZE ${rows})`);
+      } finally {
+        c.closeSync();
+      }
+      db.rowGroupRows = rows;
+    };
+    return db;
+  } catch (err) {
+    instance.closeSync();
+    throw err;
+  }
+}
+
+function checkRowGroupRows(rows: number): void {
+  if (!Number.isInteger(rows) || rows < 2048 || rows % 2048 !== 0) throw new RangeError(`a row group size must be a multiple of 2048 rows, got ${rows}`);
 }
 
 /** The statements that set up an instance and lock it (see openDb). */
@@ -84,12 +165,13 @@ export function lockDownSql(allowedDirectories: readonly string[]): string {
 }
 
 /** A Db whose close (at most once) closes `conn`, then runs `release` (closing or detaching the file). */
-function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string, release: () => void | Promise<void>): Db {
+function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string, rowGroupRows: number, release: () => void | Promise<void>): Db {
   let closed = false;
-  return {
+  const db: Db = {
     instance,
     conn,
     path,
+    rowGroupRows,
     async close() {
       if (closed) return;
       closed = true;
@@ -97,6 +179,7 @@ function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string
       await release();
     },
   };
+  return db;
 }
 
 /**

@@ -12,24 +12,28 @@ import { wrapWriteError } from './errors.js';
 import { FILE_MODE } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
 import { SESSION_COLUMNS } from './contract.js';
+import { VECTOR_ROWS } from './row-groups.js';
 import { CONTENT_HASH, PARTITION_OF_STORED } from './schema.js';
 import type { StoreShape } from './shape.js';
 import type { AccountCounts, MergeResult } from './sink.js';
 
-/**
- * Most rows one merge takes from the pending files (more than one DuckDB row group, 122,880 rows,
- * so that DuckDB writes full row groups straight to the file instead of through the WAL). Merges
- * run in the background while windows are fetched (docs/benchmarks.md).
- */
-const SLICE_ROWS = 131_072;
-/** DuckDB's row group size: merges that append whole row groups leave the close's checkpoint nothing to rewrite. */
-const ROW_GROUP_ROWS = 122_880;
 let splitSeq = 900_000_000;
 /** The record field that holds the session id in a pending file. */
 const ID_SOURCE = SESSION_COLUMNS.find((c) => c.name === 'session_id')!.source;
 
 export interface MergeContext {
   pendingDir: string;
+  /**
+   * The store's row group size (store/row-groups.ts): a merge appends whole row groups, which DuckDB
+   * writes compressed once, straight to the file, and takes at most one row group's worth plus a
+   * vector when it cannot align, so that what DuckDB compresses at once stays within the budget.
+   */
+  rowGroupRows: number;
+  /**
+   * The row id where the table's row groups of rowGroupRows begin (a store written with larger
+   * groups keeps them; DuckDB starts the new size after its last group): read at the first merge.
+   */
+  groupBase?: bigint;
   /** One account or many: the sessions table's columns and what identifies a session. */
   shape: StoreShape;
   /** Format both: mark the partitions a merge touched for a Parquet rewrite. */
@@ -47,7 +51,7 @@ export interface MergeContext {
 }
 
 /**
- * One bounded merge, one transaction: appends at most SLICE_ROWS rows of the oldest pending files
+ * One bounded merge, one transaction: appends at most sliceRows(ctx) rows of the oldest pending files
  * (plus any rows the precise path staged) to the sessions table straight from read_json (no
  * intermediate copy, no sort: the files are read in window order, and each is sorted by start),
  * then keeps one row per session: among the versions of each session id the slice brought, the
@@ -95,7 +99,9 @@ export async function mergeSlice(
     // nothing to rewrite (docs/benchmarks.md). (DuckDB writes an append straight to the file only when
     // it is at least a row group or the table is empty: one that fills a partly filled group goes
     // through the WAL.)
-    const target = ROW_GROUP_ROWS - Number((before + 1n) % BigInt(ROW_GROUP_ROWS));
+    ctx.groupBase ??= await groupBase(c, before, ctx.rowGroupRows);
+    const groupRows = BigInt(ctx.rowGroupRows);
+    const target = ctx.rowGroupRows - Number((((before + 1n - ctx.groupBase) % groupRows) + groupRows) % groupRows);
     const pending = files.reduce((n, f) => n + Number(f.rows), staged);
     if (opts.waitForRowGroup && pending < target && opts.waitForRowGroup(pending, target)) {
       await c.run('ROLLBACK');
@@ -110,7 +116,7 @@ export async function mergeSlice(
       while (candidates < files.length && r + Number(files[candidates]!.rows) <= target) r += Number(files[candidates++]!.rows);
       candidates = Math.min(files.length, candidates + 2);
     } else {
-      while (candidates < files.length && (candidates === 0 || rows + Number(files[candidates]!.rows) <= SLICE_ROWS)) rows += Number(files[candidates++]!.rows);
+      while (candidates < files.length && (candidates === 0 || rows + Number(files[candidates]!.rows) <= sliceRows(ctx))) rows += Number(files[candidates++]!.rows);
       take = candidates;
     }
     const older = await olderVersions(c, ctx, files.slice(0, candidates), staged);
@@ -391,8 +397,30 @@ async function olderVersions(
   return { any: true, count: (k) => counts.get(k) ?? 0, idsIn: (k) => ids.get(k) ?? new Set() };
 }
 
-/** Rows read ahead at most: about one slice. */
-const PREFETCH_ROWS = SLICE_ROWS;
+/**
+ * Most rows one merge takes from the pending files when it does not align to the row groups (the
+ * flush's merges): one row group and a vector, so that DuckDB compresses at most about a row group
+ * at its commit. Merges run in the background while windows are fetched (docs/benchmarks.md).
+ */
+function sliceRows(ctx: MergeContext): number {
+  return ctx.rowGroupRows + VECTOR_ROWS;
+}
+
+/**
+ * Where the table's row groups of ctx.rowGroupRows begin: after the last row group when that one
+ * holds a row group's worth already (a store written with larger groups: DuckDB starts a new group
+ * after it), else at its start. `before` is the table's highest row id.
+ */
+async function groupBase(c: DuckDBConnection, before: bigint, rowGroupRows: number): Promise<bigint> {
+  const last = await queryRows<{ n: bigint | number | null }>(
+    c,
+    // The first column's data segments (column_path [0]; its validity is [0, 0]) hold each of the group's rows once.
+    `SELECT sum(count) AS n FROM pragma_storage_info('sessions') WHERE column_path = '[0]'
+       AND row_group_id = (SELECT max(row_group_id) FROM pragma_storage_info('sessions'))`,
+  );
+  const inLast = BigInt(last[0]?.n ?? 0);
+  return inLast >= BigInt(rowGroupRows) ? before + 1n : before + 1n - inLast;
+}
 
 /**
  * The session ids of a pending file's records, in order: read ahead, or read now and kept in
@@ -431,7 +459,7 @@ function prefetchIds(ctx: MergeContext, files: ReadonlyArray<{ file: string; row
   // One file at a time: the reads run beside the merge's statements, whose memory they add to.
   let chain: Promise<unknown> = Promise.resolve();
   for (const f of files) {
-    if (rows >= PREFETCH_ROWS) break;
+    if (rows >= sliceRows(ctx)) break;
     rows += Number(f.rows);
     if (cache.has(f.file)) continue;
     const read = chain.then(() => readIds(join(ctx.pendingDir, f.file)));

@@ -6,7 +6,9 @@
 import { chmod, lstat, mkdir, readdir, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { writeNewFile } from '../util/temp-file.js';
+import { DEFAULT_ROW_GROUP_BYTES } from '../config/memory-budget.js';
 import { openDb, type Db } from './duckdb.js';
+import { measureRowBytes, rowGroupRows } from './row-groups.js';
 import { exists, fileHead } from './durable-fs.js';
 import { DataDirError, firstLine, StoreBusyError, StoreSettingError } from './errors.js';
 import { DIR_MODE, FILE_MODE, layoutOf, refuseLinks, TMP_FILE_NAME, type OutputFormat, type ShardId, type StoreLayout } from './layout.js';
@@ -64,6 +66,8 @@ export async function openDataDir(
   memoryLimit?: string,
   /** Directories besides the data directory DuckDB may read (a reader's dataset elsewhere: status's copy of a bucket's). */
   readDirs: readonly string[] = [],
+  /** A writer's row group bytes (the run's budget's share); default DEFAULT_ROW_GROUP_BYTES. */
+  rowGroupBytes: number = DEFAULT_ROW_GROUP_BYTES,
 ): Promise<OpenedDataDir> {
   if (!readOnly) checkWriterSettings();
   const fileFormat = await formatOfFiles(dataDir, asked, readOnly, shard);
@@ -95,11 +99,22 @@ export async function openDataDir(
       // Its files: the dataset, .tmp/, pending/, and the stores an account is moved from (all under the data directory).
       allowedDirectories: [dataDir, ...readDirs],
       // A writer spills to .tmp/duckdb/ when a merge needs more than its memory_limit (DuckDB removes its files).
-      ...(readOnly ? {} : { memoryLimit: memoryLimit ?? WRITER_MEMORY_LIMIT, threads: WRITER_THREADS, tempDirectory: join(layout.tmpDir, 'duckdb') }),
+      // A writer's row groups hold rowGroupBytes of rows of the size the store holds (store/row-groups.ts).
+      ...(readOnly
+        ? {}
+        : {
+            memoryLimit: memoryLimit ?? WRITER_MEMORY_LIMIT,
+            threads: WRITER_THREADS,
+            tempDirectory: join(layout.tmpDir, 'duckdb'),
+            rowGroupRows: async (conn) => rowGroupRows(rowGroupBytes, await measureRowBytes(conn)),
+          }),
     });
   } catch (err) {
     throw translateOpenError(err, layout.dbPath, readOnly);
   }
+  const resize = db.resizeRowGroups;
+  // A store that held no rows when opened sizes its row groups from the first rows committed (table-sink.ts).
+  if (resize) db.fitRowGroups = (rowBytes) => resize(rowGroupRows(rowGroupBytes, rowBytes));
   if (!existed) {
     try {
       // DuckDB created the file with the umask's mode.

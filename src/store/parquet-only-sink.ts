@@ -4,6 +4,7 @@
  * partition's old file into a new file, newest version of each session first.
  */
 import { rm } from 'node:fs/promises';
+import { parquetCopyOptions } from './row-groups.js';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { unguessable } from '../util/temp-file.js';
@@ -29,6 +30,8 @@ export class ParquetOnlySink implements Sink {
     private readonly shape: StoreShape,
     /** Where the day files are (the data directory, or a bucket). */
     private readonly dataset: Dataset,
+    /** The store's row group size (store/row-groups.ts): each day file's row groups. */
+    private readonly rowGroupRows: number,
   ) {}
 
   async commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void> {
@@ -144,7 +147,7 @@ export class ParquetOnlySink implements Sink {
     let copied: { rowsChanged: number | bigint };
     try {
       copied = await c.run(
-        `COPY (${source} ORDER BY ${fileOrder}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+        `COPY (${source} ORDER BY ${fileOrder}) TO ${sqlString(tmp)} (${parquetCopyOptions(this.rowGroupRows)})`,
       );
     } catch (err) {
       await rm(tmp, { force: true }).catch(() => {});

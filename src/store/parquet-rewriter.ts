@@ -4,6 +4,7 @@
  * uploaded), and its pending marks cleared; readers only ever see complete files.
  */
 import { mkdir, rename, rm, rmdir } from 'node:fs/promises';
+import { parquetCopyOptions } from './row-groups.js';
 import { join } from 'node:path';
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { crashPoint } from '../util/crash-point.js';
@@ -100,7 +101,7 @@ export class ParquetRewriter {
     const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}-${unguessable()}.parquet`);
     const copy = c.run(
       `COPY (SELECT ${this.shape.columnList} FROM sessions WHERE ${partitionPredicate(p)} ORDER BY ${this.shape.fileOrder})
-       TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+       TO ${sqlString(tmp)} (${parquetCopyOptions(this.db.rowGroupRows)})`,
     );
     this.copying.set(p, copy.catch(() => {}));
     return copy.then(

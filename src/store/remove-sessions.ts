@@ -6,6 +6,7 @@
  * renamed into place locally, one upload to a bucket), as every rewrite of a day is.
  */
 import { rm } from 'node:fs/promises';
+import { parquetCopyOptions } from './row-groups.js';
 import { join } from 'node:path';
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { unguessable } from '../util/temp-file.js';
@@ -18,7 +19,7 @@ import type { StoreShape } from './shape.js';
 /** Removes the account's sessions with these ids (stored on these days). Returns how many were removed. */
 export async function removeSessions(
   c: DuckDBConnection,
-  store: { format: OutputFormat; shape: StoreShape; layout: StoreLayout; dataset: Dataset },
+  store: { format: OutputFormat; shape: StoreShape; layout: StoreLayout; dataset: Dataset; rowGroupRows: number },
   account: string,
   ids: readonly string[],
   days: readonly string[],
@@ -53,7 +54,7 @@ export async function removeSessions(
       copied = await c.run(
         `COPY (SELECT ${shape.columnList} FROM read_parquet(${sqlString(file.path)})
                WHERE NOT (session_id IN (${ids.map(sqlString).join(', ')})${own}) ORDER BY ${shape.fileOrder})
-         TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)`,
+         TO ${sqlString(tmp)} (${parquetCopyOptions(store.rowGroupRows)})`,
       );
     } catch (err) {
       await rm(tmp, { force: true }).catch(() => {});

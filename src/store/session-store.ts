@@ -13,6 +13,7 @@
  * commit-queue.ts, table-sink.ts / parquet-only-sink.ts, merge.ts, parquet-rewriter.ts,
  * background-work.ts, coverage.ts, run-log.ts, durable-fs.ts.
  */
+import { ReadGate } from './read-gate.js';
 import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -70,6 +71,8 @@ export interface OpenStoreOptions {
   logger?: Logger;
   /** A writer's DuckDB memory_limit (the run's memory budget's share: config/memory-budget.ts). */
   memoryLimit?: string;
+  /** A writer's row group bytes (the run's memory budget's share: config/memory-budget.ts). */
+  rowGroupBytes?: number;
   /** Directories besides the data directory its DuckDB may read files in (status reads a dataset kept elsewhere). */
   readDirs?: readonly string[];
   /** How long committed rows wait for a whole row group before a background merge takes them anyway (default 4 s; tests set it). */
@@ -79,6 +82,8 @@ export interface OpenStoreOptions {
 export class SessionStore {
   /** Writes on the one main connection. */
   private readonly writes = new SerialQueue();
+  /** Readers outside the write queue, against a new store's one re-attach (read-gate.ts). */
+  readonly gate = new ReadGate();
   private readonly sink: Sink;
   private readonly commits: CommitQueue;
   private closed = false;
@@ -100,7 +105,7 @@ export class SessionStore {
     this.shape = storeShape(accounts === 'many');
     this.sink =
       format === 'parquet'
-        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset)
+        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset, db.rowGroupRows)
         : new TableSink(db, layout, this.shape, dataset, format === 'both', (conn, partitions) => this.readyDays(conn, partitions), (err) =>
             logger.warn(
               { err: err instanceof Error ? err.message : String(err) },
@@ -108,12 +113,18 @@ export class SessionStore {
             ),
             alignedWaitMs,
             (partitions) => logger.debug({ partitions }, 'finished days written to Parquet while fetching'),
+            (fn) => this.gate.exclusive(fn),
           );
     this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink, this.shape.many);
   }
 
   get conn(): DuckDBConnection {
     return this.db.conn;
+  }
+
+  /** The rows of the row groups this store writes (store/row-groups.ts). */
+  get rowGroupRows(): number {
+    return this.db.rowGroupRows;
   }
 
   /**
@@ -133,7 +144,7 @@ export class SessionStore {
    */
   static async open(opts: OpenStoreOptions): Promise<SessionStore> {
     const readOnly = opts.readOnly ?? false;
-    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly, opts.shard, opts.memoryLimit, opts.readDirs);
+    const { db, layout, fileFormat, existed, created } = await openDataDir(opts.dataDir, opts.format, readOnly, opts.shard, opts.memoryLimit, opts.readDirs, opts.rowGroupBytes);
     try {
       if (existed) await checkOwnership(db.conn, layout.dbPath);
       const format = existed ? await recordedFormat(db.conn, layout, fileFormat, opts.format) : fileFormat;
@@ -171,18 +182,18 @@ export class SessionStore {
   }
 
   /** An account's merged coverage map: windows whose data is committed ('' in a single-account store). */
-  coverage(account: string, conn: DuckDBConnection = this.conn): Promise<Window[]> {
-    return readCoverage(conn, account);
+  coverage(account: string, conn?: DuckDBConnection): Promise<Window[]> {
+    return conn ? readCoverage(conn, account) : this.gate.read(() => readCoverage(this.conn, account));
   }
 
   /** Every account's merged coverage map. */
-  allCoverage(conn: DuckDBConnection = this.conn): Promise<Map<string, Window[]>> {
-    return readAllCoverage(conn);
+  allCoverage(conn?: DuckDBConnection): Promise<Map<string, Window[]>> {
+    return conn ? readAllCoverage(conn) : this.gate.read(() => readAllCoverage(this.conn));
   }
 
   /** An account's coverage committed after `sinceMs` (used to resume an interrupted backfill). */
   coverageSince(account: string, sinceMs: number): Promise<Window[]> {
-    return readCoverageSince(this.conn, account, sinceMs);
+    return this.gate.read(() => readCoverageSince(this.conn, account, sinceMs));
   }
 
   /** The accounts the store holds anything of (coverage, runs), sorted. */

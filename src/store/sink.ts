@@ -54,6 +54,8 @@ export interface Sink {
   readonly keepsFiles: boolean;
   /** Inside a commit's transaction, on the main connection: takes the group's record files. */
   commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void>;
+  /** Before the transaction that commits these files, no other write running (a new store sizes its row groups: table-sink.ts). */
+  beforeCommit?(files: readonly RecordFile[]): Promise<void>;
   /** After a group of windows committed. */
   afterCommit(files: readonly RecordFile[]): Promise<void>;
   /** Partitions whose Parquet file is older than the committed data. */

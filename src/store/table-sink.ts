@@ -3,12 +3,14 @@
  * `_pending_files` by the commit); merges move the files' rows into the `sessions` table in the
  * background and at each flush; with both, the days they touch are then rewritten to Parquet.
  */
+import { open } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { BackgroundWork } from './background-work.js';
 import { queryRows, type Db } from './duckdb.js';
 import { checkPartition, type StoreLayout } from './layout.js';
 import { mergeSlice, type MergeContext } from './merge.js';
+import { ndjsonValueBytes } from './row-groups.js';
 import { ParquetRewriter } from './parquet-rewriter.js';
 import type { StoreShape } from './shape.js';
 import type { Dataset } from './dataset/dataset.js';
@@ -16,6 +18,21 @@ import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type 
 
 /** How long committed rows wait for a whole row group's worth before a background merge takes them anyway. */
 const ALIGNED_WAIT_MS = 4_000;
+
+/** How much of a new store's first record file is read to measure its rows. */
+const SAMPLE_BYTES = 4 * 2 ** 20;
+
+/** The first `bytes` of a file, as text. */
+async function fileHead(path: string, bytes: number): Promise<string> {
+  const f = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(bytes);
+    const { bytesRead } = await f.read(buf, 0, bytes, 0);
+    return buf.subarray(0, bytesRead).toString('utf8');
+  } finally {
+    await f.close();
+  }
+}
 
 export class TableSink implements Sink {
   readonly keepsFiles = true;
@@ -26,6 +43,8 @@ export class TableSink implements Sink {
   private gen = 0;
   private lastMerge = Date.now();
   private kickTimer: NodeJS.Timeout | undefined;
+  /** Whether the row groups were sized from the rows (at the first commit of a store that held none). */
+  private sized = false;
 
   constructor(
     private readonly db: Db,
@@ -41,9 +60,11 @@ export class TableSink implements Sink {
     alignedWaitMs = ALIGNED_WAIT_MS,
     /** Told the finished days each background rewrite wrote (none: not called). */
     onRewritten: (partitions: string[]) => void = () => {},
+    /** Runs `fn` with no reader using the store's connections (session-store.ts gate). */
+    private readonly quiet: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
   ) {
     this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset) : undefined;
-    this.merge = { pendingDir: layout.pendingDir, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
+    this.merge = { pendingDir: layout.pendingDir, rowGroupRows: db.rowGroupRows, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
     const rewriter = this.rewriter;
     this.work = new BackgroundWork(
       {
@@ -84,6 +105,36 @@ export class TableSink implements Sink {
     await c.run(
       `INSERT INTO _pending_files (file, extracted_at, rows, account) VALUES ${values}`,
       files.flatMap((f) => [basename(f.path), f.extractedAt, f.count, f.account]),
+    );
+  }
+
+  /**
+   * A store that holds no rows yet could not measure them when it was opened (store/row-groups.ts):
+   * its row groups were sized for long text. At its first commit, the files committed tell the rows'
+   * size (the bytes of their values: row-groups.ts ndjsonValueBytes), and the file is attached again with the row groups those rows
+   * fit, before any row group is written: short records get groups several times larger (a smaller
+   * file, a faster run), long text keeps small ones. Runs on the commit's connection before its
+   * transaction, with merges and readers held out (store/read-gate.ts): a DETACH under a running
+   * statement crashes DuckDB.
+   */
+  async beforeCommit(files: readonly RecordFile[]): Promise<void> {
+    if (this.sized) return;
+    this.sized = true;
+    const fit = this.db.fitRowGroups;
+    if (!fit) return;
+    if (files.reduce((n, f) => n + f.count, 0) === 0) return;
+    const any = await queryRows<{ n: bigint }>(this.db.conn, 'SELECT count(*) AS n FROM (SELECT 1 FROM sessions LIMIT 1)');
+    if (Number(any[0]?.n ?? 0) > 0) return;
+    // The values' bytes of the first window's records (a sample of its first megabytes).
+    const head = await fileHead(files[0]!.path, SAMPLE_BYTES);
+    const rowBytes = ndjsonValueBytes(head);
+    if (rowBytes === undefined) return;
+    await this.work.merging(() =>
+      this.quiet(async () => {
+        await fit(rowBytes);
+        this.merge.rowGroupRows = this.db.rowGroupRows;
+        delete this.merge.groupBase;
+      }),
     );
   }
 

@@ -1,7 +1,8 @@
 /**
  * The memory budget inside a real memory cgroup (issue 31): the built CLI runs in a cgroup this test
  * creates (v1's memory controller, or v2's where the memory controller is enabled), with no memory
- * setting at all. In 384 MiB a long-text backfill completes and every session is stored; in 96 MiB
+ * setting at all. In 384 MiB, and in the budget's floor (MIN_BUDGET), a long-text backfill completes and
+ * every session is stored; in 96 MiB
  * the run refuses at start (exit 2, naming the minimum) and writes nothing; `config` shows the
  * budget read from the cgroup. The scheduler in 384 MiB runs 3 scheduled long-text exports without
  * being killed (in 320 MiB its first run, a whole history of long text, was OOM-killed: the run's
@@ -124,6 +125,21 @@ describe.skipIf(skip)(`memory budget in a real memory cgroup${typeof parent === 
     expect(stored.map((s) => s.session_id)).toEqual(truth.map((s) => s.id).sort());
     // DuckDB's spill directory is gone when the run ends.
     expect(existsSync(join(dataDir, '.tmp', 'duckdb'))).toBe(false);
+  }, 120_000);
+
+  it(`the budget's floor (MIN_BUDGET, ${MIN_BUDGET / MiB} MiB), no memory setting: the long-text backfill completes, never killed, every session stored`, async () => {
+    const cg = makeCgroup(MIN_BUDGET);
+    const dataDir = join(await fx.tempDir(), 'data');
+    const r = await runInCgroup(cg, ['backfill', '--from', day(FROM), '--to', day(TO), '--json', '--log-level', 'debug'], fx.env(dataDir));
+    expect(r.signal, `killed (the kernel OOM-kills with SIGKILL): ${r.stderr.slice(-3000)}`).toBeNull();
+    expect(r.code, r.stderr.slice(-2000)).toBe(0);
+    expect(r.stderr).toMatch(new RegExp(`memory budget: ${MIN_BUDGET / MiB} MiB from cgroup v\\d limit .*row groups of`));
+    const stored = await readDuckDbSessions(dataDir);
+    const truth = fx.emu.dataset.sessionsStartedIn(FROM, TO + 1);
+    expect(stored.map((s) => s.session_id)).toEqual(truth.map((s) => s.id).sort());
+    // The long notes themselves, whole.
+    const notes = new Map(truth.map((t) => [t.id, t.externalFields?.notes ?? null]));
+    expect(stored.filter((s) => s.external_notes !== notes.get(s.session_id)).map((s) => s.session_id)).toEqual([]);
   }, 120_000);
 
   it('96 MiB: refused at start (exit 2) naming the minimum and how to give more; nothing written', async () => {

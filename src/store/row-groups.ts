@@ -1,0 +1,86 @@
+/**
+ * How many rows a row group holds: the unit DuckDB compresses at once, outside its memory pool, when
+ * a merge commits or a checkpoint writes (and the unit a Parquet COPY builds in memory). Its cost
+ * grows with the bytes of the rows, not with DuckDB's memory_limit (issue 39, docs/configuration.md
+ * "Memory and threads"): the memory budget gives it a share in bytes (config/memory-budget.ts
+ * `rowGroupBytes`), and the rows' measured size turns that into rows.
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { queryRows } from './duckdb.js';
+
+/** DuckDB's own row group size, and our largest: larger groups buy readers nothing more. */
+export const MAX_ROW_GROUP_ROWS = 122_880;
+
+/** DuckDB's vector size: a row group is a whole number of vectors. */
+export const VECTOR_ROWS = 2_048;
+
+/**
+ * The smallest row group: below this, a group's statistics prune less than a day's worth of
+ * sessions of a busy account, and the file grows (each group has its own dictionaries).
+ */
+export const MIN_ROW_GROUP_ROWS = 4 * VECTOR_ROWS;
+
+/**
+ * A row's size, bytes, before a store holds any rows: the long-text case (notes of 1–2 KB and the
+ * other fields), so that nothing is written in larger groups before the first rows are measured
+ * (a new store measures them at its first commit: table-sink.ts).
+ */
+export const DEFAULT_ROW_BYTES = 2_048;
+
+/** The rows of a row group: as many as `rowGroupBytes` holds of rows of `rowBytes`, whole vectors, within the bounds above. */
+export function rowGroupRows(rowGroupBytes: number, rowBytes: number = DEFAULT_ROW_BYTES): number {
+  const fit = Math.floor(rowGroupBytes / Math.max(1, rowBytes) / VECTOR_ROWS) * VECTOR_ROWS;
+  return Math.min(MAX_ROW_GROUP_ROWS, Math.max(MIN_ROW_GROUP_ROWS, fit));
+}
+
+/** How many rows are sampled to measure a row's size (the first ones: one read of at most two row groups). */
+const SAMPLE_ROWS = 4_096;
+
+/**
+ * The average bytes of a stored session's values (each column as text; NULL none): what DuckDB's
+ * vectors hold of it, without the field names a JSON text repeats on every row (those made short
+ * records look three times their size, and their row groups a third of what the share holds).
+ * Undefined when the store holds no sessions table or no rows yet.
+ */
+export async function measureRowBytes(conn: DuckDBConnection): Promise<number | undefined> {
+  const cols = await queryRows<{ c: string }>(
+    conn,
+    "SELECT column_name AS c FROM duckdb_columns() WHERE table_name = 'sessions' AND database_name = current_database() AND schema_name = 'main' ORDER BY column_index",
+  );
+  if (cols.length === 0) return undefined;
+  const sum = cols.map((x) => `coalesce(strlen(CAST("${x.c.replace(/"/g, '""')}" AS VARCHAR)), 0)`).join(' + ');
+  const r = await queryRows<{ b: number | null }>(conn, `SELECT avg(${sum}) AS b FROM (SELECT * FROM sessions LIMIT ${SAMPLE_ROWS}) s`);
+  const b = r[0]?.b;
+  return b === null || b === undefined ? undefined : Math.ceil(Number(b));
+}
+
+/**
+ * The same measure of NDJSON records (a new store's first window: table-sink.ts): the bytes of
+ * their values, field names left out, over at most the first SAMPLE_ROWS lines of `text`.
+ */
+export function ndjsonValueBytes(text: string): number | undefined {
+  let rows = 0;
+  let bytes = 0;
+  const add = (v: unknown): void => {
+    if (v === null || v === undefined) return;
+    if (typeof v === 'string') bytes += Buffer.byteLength(v);
+    else if (typeof v === 'object') for (const x of Object.values(v as Record<string, unknown>)) add(x);
+    else bytes += String(v).length;
+  };
+  for (const line of text.split('\n')) {
+    if (rows >= SAMPLE_ROWS) break;
+    if (!line.trim()) continue;
+    try {
+      add(JSON.parse(line));
+      rows++;
+    } catch {
+      // the last line of a cut sample
+    }
+  }
+  return rows === 0 ? undefined : Math.ceil(bytes / rows);
+}
+
+/** The options of every Parquet COPY of ours: zstd, and row groups of the store's size (a COPY builds each in memory). */
+export function parquetCopyOptions(rowGroupRows: number): string {
+  return `FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroupRows}`;
+}
