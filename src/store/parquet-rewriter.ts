@@ -3,13 +3,11 @@
  * written to .tmp by COPY, put in place whole (dataset/dataset.ts: renamed over the old file, or
  * uploaded), and its pending marks cleared; readers only ever see complete files.
  */
-import { mkdir, rename, rm, rmdir } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
-import { crashPoint } from '../util/crash-point.js';
 import { unguessable } from '../util/temp-file.js';
 import { queryRows, sqlString, type Db } from './duckdb.js';
-import { fsyncDir, fsyncFile } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
 import type { Dataset } from './dataset/dataset.js';
 import { NULL_PARTITION, type StoreLayout } from './layout.js';
