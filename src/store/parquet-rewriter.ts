@@ -6,6 +6,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
+import pLimit from 'p-limit';
 import { unguessable } from '../util/temp-file.js';
 import { queryRows, sqlString, type Db } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
@@ -44,14 +45,17 @@ export class ParquetRewriter {
       [listValue(partitions)],
     );
     const gens = new Map(seen.map((r) => [r.p, Number(r.g)]));
-    let next = 0;
     const done: string[] = [];
     const finishing: Array<Promise<void>> = [];
     let failure: unknown;
+    // One COPY a connection at a time; after a failure, none more starts.
+    const free = [...conns];
+    const limit = pLimit(conns.length);
     await Promise.all(
-      conns.map(async (conn) => {
-        while (next < partitions.length && failure === undefined) {
-          const p = partitions[next++]!;
+      partitions.map((p) =>
+        limit(async () => {
+          if (failure !== undefined) return;
+          const conn = free.pop()!;
           try {
             const finish = this.copyPartition(conn, p).then((fin) => fin());
             // The COPY itself is awaited here; the rest (fsync, rename) runs on.
@@ -59,9 +63,11 @@ export class ParquetRewriter {
             await this.copying.get(p);
           } catch (err) {
             failure ??= err;
+          } finally {
+            free.push(conn);
           }
-        }
-      }),
+        }),
+      ),
     );
     await Promise.all(finishing);
     const cleared = done.filter((p) => gens.has(p));
