@@ -7,8 +7,8 @@
  * 1.2× the time. `npm run bench -- --only accounts` runs only this case and rewrites only its table.
  */
 import { spawn } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { emulatorAccounts } from '../src/emulator/accounts.js';

@@ -19,7 +19,7 @@
  * each goal's distribution over the servers with rate-limit headers and those without, and draws
  * one run's pace against its quota into docs/rate-pace.svg (the figure of docs/design.md).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';

@@ -1,10 +1,10 @@
 import { chmod, mkdir, open, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import lockfile from 'proper-lockfile';
 import { readStoredTokens, type StoredTokens } from './stored-tokens.js';
 import type { TokenStore } from './token-store.js';
 import { ConfigError } from '../config/errors.js';
+import { acquireLock } from '../store/lock.js';
 import { othersCanRead } from '../util/secret-size.js';
 import { writeFileAtomic } from '../util/temp-file.js';
 
@@ -17,7 +17,7 @@ export function defaultTokenFile(env: NodeJS.ProcessEnv = process.env): string {
 /**
  * Keeps tokens in one JSON file readable by its owner only (mode 0600, its directory 0700; an
  * existing directory others may write to is made 0700, or refused when it is not the user's). Writes go to a temporary file of the same mode that then replaces the token file, so
- * a crash never leaves half a file. `withLock` takes a lock file beside it for cross-process refreshes.
+ * a crash never leaves half a file. `withLock` takes a lock beside it (`….lock`, store/lock.ts) for cross-process refreshes.
  */
 export class FileTokenStore implements TokenStore {
   readonly description: string;
@@ -62,15 +62,12 @@ export class FileTokenStore implements TokenStore {
 
   async withLock<T>(fn: () => Promise<T>): Promise<T> {
     await this.secureDir();
-    const release = await lockfile.lock(this.path, {
-      realpath: false,
-      stale: 30_000,
-      retries: { retries: 50, minTimeout: 50, maxTimeout: 500 },
-    });
+    // The data directory's lock (store/lock.ts): a holder killed on this host is seen at once, one elsewhere after 30 s.
+    const lock = await acquireLock(`${this.path}.lock`, { command: 'token refresh', wait: true, waitTimeoutMs: 20_000, staleMs: 30_000, pollMs: 50 });
     try {
       return await fn();
     } finally {
-      await release();
+      await lock.release();
     }
   }
 

@@ -6,6 +6,7 @@
  * after the other). Every notification gets its first attempt before any gets a retry. A stop
  * signal (the scheduler stopping) aborts what is in flight and starts nothing more.
  */
+import pLimit from 'p-limit';
 import type { FetchLike } from '../reporting/transport.js';
 import { describeNetworkError } from '../util/describe-network-error.js';
 import { redact } from '../util/redact.js';
@@ -55,15 +56,6 @@ export async function deliverAll(url: string, bodies: readonly string[], o: Send
   const deadline = o.deadlineMs ?? now() + NOTIFY_DEFAULTS.budgetMs;
   const stop = o.stopSignal;
   const results: Delivery[] = bodies.map(() => ({ delivered: false, attempts: 0, error: 'no time left for an attempt' }));
-  // The attempts still to make, each due at `at`: the earliest due goes next, so every body's first
-  // attempt (due at once) comes before any retry.
-  const due = bodies.map((_, i) => ({ i, at: now() }));
-  const takeNext = () => {
-    let k = 0;
-    for (let j = 1; j < due.length; j++) if (due[j]!.at < due[k]!.at) k = j;
-    return due.splice(k, 1)[0];
-  };
-
   const attempt = async (i: number): Promise<{ retryable: boolean }> => {
     const r = results[i]!;
     const timeoutMs = Math.min(perAttempt, deadline - now());
@@ -95,26 +87,27 @@ export async function deliverAll(url: string, bodies: readonly string[], o: Send
     }
   };
 
-  const worker = async (): Promise<void> => {
-    for (let next = takeNext(); next; next = takeNext()) {
-      const r = results[next.i]!;
-      if (stop?.aborted) {
-        if (!r.attempts) r.error = 'not sent: the process is stopping';
-        continue;
-      }
-      const wait = next.at - now();
-      if (wait > 0) await sleep(wait, stop).catch(() => {});
-      if (stop?.aborted || deadline - now() <= 0) {
-        if (stop?.aborted && !r.attempts) r.error = 'not sent: the process is stopping';
-        continue;
-      }
-      const { retryable } = await attempt(next.i);
-      if (!retryable || r.attempts >= attempts) continue;
+  // A few attempts at a time (p-limit's queue is first in, first out): every body's first attempt is
+  // queued at once, a retry only after its pause, so no retry goes before a first attempt.
+  const limit = pLimit(Math.max(1, Math.min(o.concurrency ?? NOTIFY_DEFAULTS.concurrency, bodies.length)));
+  const tryOnce = async (i: number): Promise<{ retryable: boolean }> => {
+    const r = results[i]!;
+    if (stop?.aborted || deadline - now() <= 0) {
+      if (stop?.aborted && !r.attempts) r.error = 'not sent: the process is stopping';
+      return { retryable: false };
+    }
+    return attempt(i);
+  };
+  const deliver = async (i: number): Promise<void> => {
+    const r = results[i]!;
+    for (;;) {
+      const { retryable } = await limit(() => tryOnce(i));
+      if (!retryable || r.attempts >= attempts) return;
       const pause = backoff[Math.min(r.attempts - 1, backoff.length - 1)] ?? 0;
-      if (now() + pause < deadline) due.push({ i: next.i, at: now() + pause });
+      if (now() + pause >= deadline) return;
+      await sleep(pause, stop).catch(() => {});
     }
   };
-  const workers = Math.max(1, Math.min(o.concurrency ?? NOTIFY_DEFAULTS.concurrency, bodies.length));
-  await Promise.all(Array.from({ length: workers }, worker));
+  await Promise.all(bodies.map((_, i) => deliver(i)));
   return results;
 }

@@ -111,6 +111,40 @@ export const DEFAULT_RETRY: RetryOptions = {
   maxRetryAfterMs: 300_000,
 };
 
+/**
+ * graphql-request's checks of an answer throw plain Errors told apart only by their text; these run
+ * first and throw InvalidResponseError. A 2xx answer that is not JSON (graphql-request would parse
+ * only JSON or GraphQL media types) is refused here.
+ */
+function graphqlAnswersOnly(transport: FetchLike): FetchLike {
+  return async (input, init) => {
+    const res = await transport(input, init);
+    const type = res.headers.get('content-type') ?? '';
+    if (!/json|graphql/i.test(type)) {
+      throw new InvalidResponseError(`the reporting endpoint answered with a body that is not a GraphQL response (content-type ${JSON.stringify(type.slice(0, 100))})`);
+    }
+    return res;
+  };
+}
+
+/** JSON.parse (a SyntaxError stays one), then the shape of a GraphQL response: an object, errors a list, data an object or null. */
+const GRAPHQL_JSON = {
+  stringify: JSON.stringify,
+  parse(text: string): unknown {
+    const v = JSON.parse(text) as unknown;
+    const what =
+      typeof v !== 'object' || v === null || Array.isArray(v)
+        ? 'not an object'
+        : 'errors' in v && !Array.isArray(v.errors)
+          ? 'errors is not a list'
+          : 'data' in v && v.data !== null && (typeof v.data !== 'object' || Array.isArray(v.data))
+            ? 'data is not an object'
+            : undefined;
+    if (what) throw new InvalidResponseError(`the reporting endpoint answered with a body that is not a GraphQL response (${what})`);
+    return v;
+  },
+};
+
 export class ReportingClient {
   private readonly gql: GraphQLClient;
   private readonly retry: RetryOptions;
@@ -158,7 +192,8 @@ export class ReportingClient {
     const apiKey = opts.apiKey;
     // The key lives only in these closures' header factories: it is not a property of the client.
     this.gql = new GraphQLClient(opts.url, {
-      fetch: transport,
+      fetch: graphqlAnswersOnly(transport),
+      jsonSerializer: GRAPHQL_JSON,
       headers: () => ({ Authorization: apiKey, 'Content-Type': 'application/json' }),
       errorPolicy: 'none',
     });
@@ -236,9 +271,6 @@ export class ReportingClient {
       return new TransientError('incomplete-body', 'the reporting endpoint sent a body that is not complete JSON', undefined, {
         cause: new Error(redact(err.message)),
       });
-    }
-    if (err instanceof Error && /Invalid execution result/.test(err.message)) {
-      return new InvalidResponseError(`the reporting endpoint answered with a body that is not a GraphQL response: ${redact(err.message).slice(0, 200)}`);
     }
     return err;
   }

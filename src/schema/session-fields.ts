@@ -3,7 +3,7 @@
  * GraphQL selection (reporting/query.ts), the zod schema (reporting/record-schema.ts), the body
  * scanner's spec (reporting/sessions-body.ts), the record type below, the column contract
  * (SESSION_COLUMNS, store/contract.ts), DuckDB's read_json types and select list (store/ndjson.ts),
- * the slow path's flattening (schema/rows.ts) and the list conventions' field names
+ * the slow path's flattening (store/rows.ts) and the list conventions' field names
  * (list/session-fields.ts).
  *
  * Adding a field is one row here (plus its tests, the emulator's data and a docs/data.md note: the
@@ -129,13 +129,6 @@ export const RECORD_SHAPE: readonly ShapeNode[] = (() => {
   }
   return out;
 })();
-
-/** The names of an object's fields in selection order (`agent` → id, name, email). */
-export function objectFieldNames(name: string): readonly string[] {
-  const node = RECORD_SHAPE.find((n) => n.kind === 'object' && n.name === name);
-  if (!node || node.kind !== 'object') throw new Error(`session-fields: no object field ${name}`);
-  return node.children.map((c) => c.name);
-}
 
 /** The GraphQL selection of every field: `id companyId … agent { id name email } …`. */
 export const SESSION_SELECTION = RECORD_SHAPE.map((n) =>

@@ -9,8 +9,7 @@
  * A stale lock is taken over by renaming it aside first, so that of two processes taking it over
  * only one succeeds.
  *
- * Written here rather than with proper-lockfile (which the token store uses) because it knows only mtime
- * staleness: it cannot name the holder or see at once that a local holder has died.
+ * The one file lock: the token store's refreshes take it too (auth/file-token-store.ts).
  */
 import { mkdir, readdir, readFile, rename, rm, utimes } from 'node:fs/promises';
 import { hostname } from 'node:os';

@@ -3,14 +3,13 @@
  * written to .tmp by COPY, put in place whole (dataset/dataset.ts: renamed over the old file, or
  * uploaded), and its pending marks cleared; readers only ever see complete files.
  */
-import { mkdir, rename, rm, rmdir } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { parquetCopyOptions } from './row-groups.js';
 import { join } from 'node:path';
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
-import { crashPoint } from '../util/crash-point.js';
+import pLimit from 'p-limit';
 import { unguessable } from '../util/temp-file.js';
 import { queryRows, sqlString, type Db } from './duckdb.js';
-import { fsyncDir, fsyncFile } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
 import type { Dataset } from './dataset/dataset.js';
 import { NULL_PARTITION, type StoreLayout } from './layout.js';
@@ -47,14 +46,17 @@ export class ParquetRewriter {
       [listValue(partitions)],
     );
     const gens = new Map(seen.map((r) => [r.p, Number(r.g)]));
-    let next = 0;
     const done: string[] = [];
     const finishing: Array<Promise<void>> = [];
     let failure: unknown;
+    // One COPY a connection at a time; after a failure, none more starts.
+    const free = [...conns];
+    const limit = pLimit(conns.length);
     await Promise.all(
-      conns.map(async (conn) => {
-        while (next < partitions.length && failure === undefined) {
-          const p = partitions[next++]!;
+      partitions.map((p) =>
+        limit(async () => {
+          if (failure !== undefined) return;
+          const conn = free.pop()!;
           try {
             const finish = this.copyPartition(conn, p).then((fin) => fin());
             // The COPY itself is awaited here; the rest (fsync, rename) runs on.
@@ -62,9 +64,11 @@ export class ParquetRewriter {
             await this.copying.get(p);
           } catch (err) {
             failure ??= err;
+          } finally {
+            free.push(conn);
           }
-        }
-      }),
+        }),
+      ),
     );
     await Promise.all(finishing);
     const cleared = done.filter((p) => gens.has(p));

@@ -218,7 +218,6 @@ export class RangeComparison {
     if (this.failure !== undefined) throw this.failure;
     const { shape } = this.store;
     const c = this.conn;
-    const key = shape.key;
     const candidates = Number((await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM _vfix WHERE kind = 'missing'`))[0]?.n ?? 0);
     if (candidates > 0) {
       const own = shape.many ? ` AND account = ${sqlString(this.account)}` : '';

@@ -4,8 +4,6 @@
  * recovery, lag crossing, scheduled runs, a receiver that is down or never answers.
  */
 import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,7 +24,7 @@ import { runExport, type RunSummary } from '../../src/pipeline/run.js';
 import { registerSecret } from '../../src/util/redact.js';
 import { captureLogger, captureStream, fakeTime } from '../helpers/capture.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
-import { startWebhookReceiver, type ReceivedPost, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 const D = 86_400;
 const H = 3_600;
@@ -190,7 +188,6 @@ describe('delivery: retries, backoff and the time budget (fake clock)', () => {
 
 // ---- end to end: real receiver, emulator, CLI -----------------------------------------------------
 
-type Post = ReceivedPost<NotifyPayload>;
 type Receiver = WebhookReceiver<NotifyPayload>;
 const startReceiver = (answer = true) => startWebhookReceiver<NotifyPayload>(`services/${HOOK_TOKEN}`, { answer });
 

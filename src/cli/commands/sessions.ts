@@ -381,7 +381,7 @@ function flattenView(v: Record<string, unknown>, prefix = '', out: Record<string
   return out;
 }
 
-function renderTable(cols: string[], rows: Record<string, unknown>[]): string {
+export function renderTable(cols: string[], rows: Record<string, unknown>[]): string {
   const cell = (v: unknown) => {
     // A record's text is the server's (customer names, notes): no control sequence reaches the terminal.
     const s = v === null || v === undefined ? '' : oneLine(String(v).replace(/\s+/g, ' '));

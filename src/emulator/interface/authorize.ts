@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { redirect, sendText } from './http.js';
 import type { EmulatedVariant, InterfaceState } from './state.js';
 import { tokenAnswer } from './token-endpoint.js';
@@ -13,7 +13,7 @@ import { tokenAnswer } from './token-endpoint.js';
  * - GET /oauth2/v2/grant: the former provider (code or token; its fragment says `type`,
  *   milliseconds and `username`).
  */
-export function handleAuthorize(req: IncomingMessage, res: ServerResponse, url: URL, state: InterfaceState, now: number): void {
+export function handleAuthorize(res: ServerResponse, url: URL, state: InterfaceState, now: number): void {
   state.counters.authorize++;
   const q = url.searchParams;
   let variant: EmulatedVariant;

@@ -40,7 +40,7 @@ export async function handleInterfaceRequest(req: IncomingMessage, res: ServerRe
 
   if (AUTHORIZE_PATHS.has(path)) {
     if (req.method !== 'GET') return false;
-    handleAuthorize(req, res, url, state, now);
+    handleAuthorize(res, url, state, now);
     return true;
   }
   if (TOKEN_PATHS[path] !== undefined) {

@@ -24,7 +24,7 @@
  *   is replaced by a DuckDB file made here from the bucket's rows.
  */
 import { existsSync } from 'node:fs';
-import { readFile, rename, rm, stat } from 'node:fs/promises';
+import { readFile, rename, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -33,7 +33,6 @@ import { z } from 'zod';
 import { ExitCode } from '../../errors.js';
 import type { Logger } from '../../util/logger.js';
 import { unguessable, writeFileAtomic } from '../../util/temp-file.js';
-import { queryRows, sqlString } from '../duckdb.js';
 import { DataDirError } from '../errors.js';
 import type { StoreLayout } from '../layout.js';
 import { pidAlive, type LockHolder } from '../lock.js';
@@ -110,7 +109,6 @@ export class BucketRun {
   private constructor(
     readonly location: S3Location,
     private readonly client: S3Client,
-    private readonly layoutFor: (format: 'duckdb' | 'parquet' | 'both') => StoreLayout,
     private readonly o: BucketRunOptions,
   ) {
     this.format = o.format;
@@ -129,7 +127,7 @@ export class BucketRun {
   /** Checks the bucket, takes its lock, and (format parquet) brings the state from it when the local copy is missing or older. */
   static async begin(location: S3Location, layoutFor: (format: 'duckdb' | 'parquet' | 'both') => StoreLayout, o: BucketRunOptions): Promise<BucketRun> {
     const client = await s3ClientFor(location);
-    const run = new BucketRun(location, client, layoutFor, o);
+    const run = new BucketRun(location, client, o);
     try {
       if (o.format === 'duckdb') throw new DataDirError('--parquet-url needs the Parquet dataset: format duckdb writes none (use --format both or parquet)');
       // Where the lock and state live does not depend on the format (the store's directory).

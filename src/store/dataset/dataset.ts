@@ -3,7 +3,6 @@
  * a port"): put a complete file for a day, read the one there, list them. The local directory and an
  * S3-compatible bucket implement it; nothing above the store knows which one it talks to.
  */
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { exists } from '../durable-fs.js';
 import { isPartition, partitionDir } from '../layout.js';
@@ -62,9 +61,4 @@ export class LocalDataset implements Dataset {
   }
 
   close(): void {}
-}
-
-/** Removes a local file a put did not consume (a failed upload, say). */
-export async function discardLocal(path: string): Promise<void> {
-  await rm(path, { force: true }).catch(() => {});
 }

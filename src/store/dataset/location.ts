@@ -42,11 +42,6 @@ export function parseParquetUrl(url: string, pathStyle = false): DatasetLocation
   return { kind: 's3', bucket, prefix, url: `s3://${bucket}${prefix ? `/${prefix}` : ''}`, pathStyle };
 }
 
-/** s3://bucket/prefix or the directory, for messages. */
-export function describeLocation(l: DatasetLocation): string {
-  return l.kind === 'local' ? l.root : l.url;
-}
-
 /** The key of `rel` under the dataset's prefix. */
 export function keyOf(l: Extract<DatasetLocation, { kind: 's3' }>, rel: string): string {
   return l.prefix ? `${l.prefix}/${rel}` : rel;

@@ -91,17 +91,6 @@ function redactedCredentials(chain: CredentialProvider): CredentialProvider {
   };
 }
 
-/** The endpoint a client talks to, for messages (no credentials in it). */
-export async function endpointOf(client: S3Client): Promise<string> {
-  try {
-    const e = await client.config.endpoint?.();
-    if (e) return `${e.protocol}//${e.hostname}${e.port ? `:${e.port}` : ''}${e.path && e.path !== '/' ? e.path : ''}`;
-  } catch {
-    // fall through
-  }
-  return `AWS S3 (region ${await client.config.region().catch(() => '?')})`;
-}
-
 /**
  * What went wrong with a bucket request, in words a user can act on, naming the bucket (and never a
  * secret). `atStart`: the check before any fetch (a setting to fix, exit 2); otherwise a run's
