@@ -14,7 +14,6 @@ import { parseDuration } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
 import type { Sleep } from '../util/sleep.js';
 import type { InvalidPolicy } from './flatten.js';
-import type { VerifyOptions } from './verify.js';
 
 export interface PipelineOptions {
   /** Reporting endpoint (REPORTING_URL). */
@@ -160,6 +159,32 @@ export interface ExportOptions extends PipelineOptions {
   warnIfSinceUnused?: boolean;
   /** How far before the checkpoint each export re-reads, seconds. Default 1 day. */
   lookbackSeconds?: number;
+}
+
+export interface VerifyOptions extends PipelineOptions {
+  /** Range start, epoch seconds (inclusive). */
+  from: number;
+  /** Range end, epoch seconds (exclusive); clamped to now - settle. */
+  to: number;
+  /** Verify this many random days of the range (each day as far as it lies in the range). */
+  sample?: number;
+  /** The draw of `sample` (tests); default Math.random. */
+  random?: () => number;
+  /** Make the store equal the source: commit what is missing or changed. */
+  repair?: boolean;
+  /** With repair: also remove the sessions the source no longer returns (each day within the checks of `refusedDeletes`). */
+  deleteMissing?: boolean;
+  /**
+   * With deleteMissing: remove up to this many sessions in all, whatever the checks of
+   * `refusedDeletes` say (more than this: nothing is removed).
+   */
+  maxDelete?: number;
+  /**
+   * Only the whole days of this many seconds before the day of the account's checkpoint (within
+   * [from, to)): what the scheduled verify checks, so that days not exported yet are not taken for
+   * missing ones. Nothing stored yet: nothing to verify.
+   */
+  beforeCheckpoint?: number;
 }
 
 export interface Progress {

@@ -39,16 +39,17 @@ import {
   type PipelineOptions,
   type Progress,
   type RunSummary,
+  type VerifyOptions,
 } from './options.js';
 import { RateController } from './rate-controller.js';
 import { readRateLimitHeaders } from './rate-limit-headers.js';
 import { RunTally } from './run-tally.js';
 import { WindowLoader } from './window-loader.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
-import { AccountVerifier, differencesText, verifyPlan, VerifyDifferencesError, type VerifyOptions, type VerifySummary } from './verify.js';
+import { AccountVerifier, differencesText, verifyPlan, VerifyDifferencesError, type VerifySummary } from './verify.js';
 import { rangeArgs, suggestedCommand, type CommandTarget } from '../util/suggested-command.js';
 
-export { VerifyDifferencesError, type VerifyOptions, type VerifyReport, type VerifySummary } from './verify.js';
+export { VerifyDifferencesError, type VerifyReport, type VerifySummary } from './verify.js';
 export {
   DEFAULTS,
   newRunId,
@@ -60,6 +61,7 @@ export {
   type PipelineOptions,
   type Progress,
   type RunSummary,
+  type VerifyOptions,
 } from './options.js';
 
 /** Loads `[from, to)` (to clamped to now - settle). Re-running an interrupted backfill of the same range resumes it. */

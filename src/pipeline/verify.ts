@@ -24,34 +24,8 @@ import { writeNewFile } from '../util/temp-file.js';
 import { flattenResponse, type InvalidPolicy } from './flatten.js';
 import { ExitCode } from '../errors.js';
 import { RunFailedError } from './errors.js';
-import type { PipelineOptions, RunSummary } from './options.js';
+import type { RunSummary, VerifyOptions } from './options.js';
 import type { RunTally } from './run-tally.js';
-
-export interface VerifyOptions extends PipelineOptions {
-  /** Range start, epoch seconds (inclusive). */
-  from: number;
-  /** Range end, epoch seconds (exclusive); clamped to now - settle. */
-  to: number;
-  /** Verify this many random days of the range (each day as far as it lies in the range). */
-  sample?: number;
-  /** The draw of `sample` (tests); default Math.random. */
-  random?: () => number;
-  /** Make the store equal the source: commit what is missing or changed. */
-  repair?: boolean;
-  /** With repair: also remove the sessions the source no longer returns (each day within the checks of `refusedDeletes`). */
-  deleteMissing?: boolean;
-  /**
-   * With deleteMissing: remove up to this many sessions in all, whatever the checks of
-   * `refusedDeletes` say (more than this: nothing is removed).
-   */
-  maxDelete?: number;
-  /**
-   * Only the whole days of this many seconds before the day of the account's checkpoint (within
-   * [from, to)): what the scheduled verify checks, so that days not exported yet are not taken for
-   * missing ones. Nothing stored yet: nothing to verify.
-   */
-  beforeCheckpoint?: number;
-}
 
 /** A day as verify reports it: what it compared, what it did, and whether the store now holds the source's sessions of it. */
 export type VerifyDay = DayComparison & Pick<VerifiedDay, 'whole' | 'repaired' | 'deleted' | 'equal' | 'storedAfter'>;
