@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { CONFIG_DEFAULTS } from '../config/defaults.js';
 import type { MemorySplit } from '../config/memory-budget.js';
-import type { RetryOptions } from '../reporting/client.js';
+import type { RetryOptions } from '../reporting/defaults.js';
 import type { FetchLike } from '../reporting/transport.js';
 import type { StoreBusyError } from '../store/errors.js';
 import type { SessionStore } from '../store/session-store.js';
@@ -256,7 +256,53 @@ export const DEFAULTS = {
   lookbackSeconds: parseDuration(CONFIG_DEFAULTS.lookback),
   parquetFlushSeconds: 60,
   maxBodyBytes: CONFIG_DEFAULTS.maxBodyBytes,
+  timeoutMs: parseDuration(CONFIG_DEFAULTS.requestTimeout) * 1000,
+  onInvalid: CONFIG_DEFAULTS.onInvalid,
+  /** The exit code a run stopped by a signal reports when the caller names none (SIGINT's). */
+  stopExitCode: 130,
 } as const;
+
+/**
+ * What resolveJob (resolve-options.ts) fills in: every option an account's run reads, given,
+ * taken from its batch, or defaulted. Nothing below runBatch defaults again.
+ */
+export interface Defaulted {
+  chunkSeconds: number;
+  concurrency: number;
+  minChunkSeconds: number;
+  settleSeconds: number;
+  onInvalid: InvalidPolicy;
+  timeoutMs: number;
+  maxBodyBytes: number;
+  retry: RetryOptions;
+  now: () => number;
+  sleep: Sleep;
+  logger: Logger;
+  /** The exit code to report when stopped, read when the stop is reported (a signal handler may set it late). */
+  stopExitCode: () => number;
+}
+
+/** A run's options with every default applied. */
+export type Resolved<O extends PipelineOptions> = Omit<O, keyof Defaulted> & Defaulted;
+
+/** An account's job as the run reads it (resolveJob). */
+export type ResolvedJob = (
+  | { account: string; kind: 'backfill'; opts: Resolved<BackfillOptions> }
+  | { account: string; kind: 'export'; opts: Resolved<ExportOptions> & { lookbackSeconds: number } }
+  | { account: string; kind: 'verify'; opts: Resolved<VerifyOptions> }
+) & { refused?: Error };
+
+/** The batch's options with every default applied (resolveBatch), and its memory split. */
+export type ResolvedBatch = Omit<BatchOptions, 'now' | 'sleep' | 'logger' | 'parquetFlushSeconds' | 'concurrency' | 'volumeRule' | 'stopExitCode' | 'memory'> & {
+  now: () => number;
+  sleep: Sleep;
+  logger: Logger;
+  parquetFlushSeconds: number;
+  concurrency: number;
+  volumeRule: VolumeRule;
+  stopExitCode: () => number;
+  memory: MemorySplit;
+};
 
 export function newRunId(kind: string, nowMs: number): string {
   const ts = new Date(nowMs).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
