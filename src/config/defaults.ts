@@ -1,9 +1,10 @@
 /**
  * The default of every configuration key: the one place they are stated. loadConfig starts from
  * them, the configuration table of docs/configuration.md and `session-etl config` show them, and the library's
- * DEFAULTS (pipeline/run.ts) are derived from them, so a run from the command line and one from
+ * DEFAULTS (pipeline/options.ts) are derived from them, so a run from the command line and one from
  * the library behave the same when nothing is set.
  */
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS } from '../reporting/defaults.js';
 import type { Config } from './schema.js';
 
 export const CONFIG_DEFAULTS = {
@@ -20,9 +21,9 @@ export const CONFIG_DEFAULTS = {
   lookback: '24h',
   onInvalid: 'fail',
   maxRequestsPerSecond: null,
-  requestTimeout: '60s',
-  maxAttempts: 5,
-  maxBodyBytes: 268435456,
+  requestTimeout: `${DEFAULT_TIMEOUT_MS / 1000}s`,
+  maxAttempts: DEFAULT_RETRY.maxAttempts,
+  maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
   memoryLimit: null,
   startDate: null,
   logLevel: 'info',

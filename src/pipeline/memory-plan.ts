@@ -6,25 +6,24 @@
 import { describeSplit, resolveMemory, type MemoryBudget, type MemorySplit } from '../config/memory-budget.js';
 import { checkWriterSettings } from '../store/session-store.js';
 import type { Logger } from '../util/logger.js';
-import type { AccountJob, BatchOptions } from './options.js';
-import { DEFAULTS } from './options.js';
+import type { BatchOptions, ResolvedJob } from './options.js';
 
 export interface MemoryPlan {
   budget: MemoryBudget;
   split: MemorySplit;
   /** The jobs, each with maxBodyBytes at most the budget's per-body share. */
-  jobs: AccountJob[];
+  jobs: ResolvedJob[];
 }
 
 /** Works out the batch's budget and split (throws MemoryBudgetError, exit 2, below the minimum). */
-export function planMemory(batch: BatchOptions, jobs: readonly AccountJob[], logger: Logger, root?: string): MemoryPlan {
+export function planMemory(batch: Pick<BatchOptions, 'memoryLimit'> & { concurrency: number }, jobs: readonly ResolvedJob[], logger: Logger, root?: string): MemoryPlan {
   // SESSION_ETL_DUCKDB_MEMORY_LIMIT as DuckDB takes it, refused with the store's own message first.
   checkWriterSettings();
   const running = jobs.filter((j) => !j.refused);
-  const side = Math.max(1, Math.min(batch.concurrency ?? 1, running.length));
+  const side = Math.max(1, Math.min(batch.concurrency, running.length));
   // Requests in flight: the accounts that run side by side, each with its own concurrency (the largest, to be safe).
-  const perAccount = Math.max(1, ...running.map((j) => j.opts.concurrency ?? DEFAULTS.concurrency));
-  const maxBodyBytes = Math.max(...running.map((j) => j.opts.maxBodyBytes ?? DEFAULTS.maxBodyBytes), 1);
+  const perAccount = Math.max(1, ...running.map((j) => j.opts.concurrency));
+  const maxBodyBytes = Math.max(...running.map((j) => j.opts.maxBodyBytes), 1);
   const { budget, split } = resolveMemory({
     setting: batch.memoryLimit,
     concurrency: side * perAccount,
@@ -33,8 +32,6 @@ export function planMemory(batch: BatchOptions, jobs: readonly AccountJob[], log
     ...(root ? { root } : {}),
   });
   logger.debug({ memory: { ...split, from: budget.from } }, `memory budget: ${describeSplit(budget, split)}`);
-  const capped = jobs.map((j) =>
-    (j.opts.maxBodyBytes ?? DEFAULTS.maxBodyBytes) > split.maxBodyBytes ? ({ ...j, opts: { ...j.opts, maxBodyBytes: split.maxBodyBytes } } as AccountJob) : j,
-  );
+  const capped = jobs.map((j) => (j.opts.maxBodyBytes > split.maxBodyBytes ? ({ ...j, opts: { ...j.opts, maxBodyBytes: split.maxBodyBytes } } as ResolvedJob) : j));
   return { budget, split, jobs: capped };
 }

@@ -15,7 +15,7 @@ import { formatDuration } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
 import { realSleep } from '../util/sleep.js';
 import { RunInterruptedError } from './errors.js';
-import type { BatchOptions } from './options.js';
+import type { ResolvedBatch } from './options.js';
 import type { BucketRun } from '../store/dataset/bucket-run.js';
 
 export interface OpenedRun {
@@ -28,7 +28,7 @@ export interface OpenedRun {
 }
 
 /** Takes the store for a run: checks, lock (unless the caller holds it), store. `command` names the holder. */
-export async function openRun(opts: BatchOptions, command: string, runId: string, logger: Logger): Promise<OpenedRun> {
+export async function openRun(opts: ResolvedBatch, command: string, runId: string, logger: Logger): Promise<OpenedRun> {
   checkWriterSettings();
   let lock: Lock | undefined;
   let dirCreated: string | undefined;
@@ -80,7 +80,7 @@ export async function openRun(opts: BatchOptions, command: string, runId: string
  * keeping (a wrong key, say): what this run created goes again. Data of any earlier run is never touched.
  * Returns whether it did so.
  */
-export async function closeRun(run: OpenedRun, opts: BatchOptions, succeeded: boolean): Promise<boolean> {
+export async function closeRun(run: OpenedRun, opts: ResolvedBatch, succeeded: boolean): Promise<boolean> {
   const { store } = run;
   const discard = !succeeded && store.created.length > 0 && (await store.allCoverage().then((c) => c.size === 0, () => false));
   let saveFailed: unknown;
@@ -115,7 +115,7 @@ const STORE_BUSY_POLL_MS = 500;
  * file: a few seconds without --wait, up to the wait timeout with it. Throws StoreBusyError (exit 3)
  * naming the holder when it is still held.
  */
-async function openWhenFree(opts: BatchOptions, logger: Logger, beforeUpload?: () => Promise<void>): Promise<SessionStore> {
+async function openWhenFree(opts: ResolvedBatch, logger: Logger, beforeUpload?: () => Promise<void>): Promise<SessionStore> {
   const lock = opts.lock || undefined;
   const deadline = Date.now() + (lock?.wait ? (lock.waitTimeoutMs ?? Infinity) : STORE_BUSY_GRACE_MS);
   let told = false;
@@ -133,7 +133,7 @@ async function openWhenFree(opts: BatchOptions, logger: Logger, beforeUpload?: (
       });
     } catch (err) {
       if (err instanceof StoreBusyError && opts.stopSignal?.aborted) {
-        throw new RunInterruptedError(`stopped while waiting for ${err.holder} to close the DuckDB file; nothing was written`, opts.stopExitCode ?? 130);
+        throw new RunInterruptedError(`stopped while waiting for ${err.holder} to close the DuckDB file; nothing was written`, opts.stopExitCode());
       }
       if (!(err instanceof StoreBusyError) || Date.now() >= deadline) {
         if (err instanceof StoreBusyError && lock?.wait) {

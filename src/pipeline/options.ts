@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { CONFIG_DEFAULTS } from '../config/defaults.js';
 import type { MemorySplit } from '../config/memory-budget.js';
-import type { RetryOptions } from '../reporting/client.js';
+import type { RetryOptions } from '../reporting/defaults.js';
 import type { FetchLike } from '../reporting/transport.js';
 import type { StoreBusyError } from '../store/errors.js';
 import type { SessionStore } from '../store/session-store.js';
@@ -14,7 +14,6 @@ import { parseDuration } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
 import type { Sleep } from '../util/sleep.js';
 import type { InvalidPolicy } from './flatten.js';
-import type { VerifyOptions } from './verify.js';
 
 export interface PipelineOptions {
   /** Reporting endpoint (REPORTING_URL). */
@@ -162,6 +161,32 @@ export interface ExportOptions extends PipelineOptions {
   lookbackSeconds?: number;
 }
 
+export interface VerifyOptions extends PipelineOptions {
+  /** Range start, epoch seconds (inclusive). */
+  from: number;
+  /** Range end, epoch seconds (exclusive); clamped to now - settle. */
+  to: number;
+  /** Verify this many random days of the range (each day as far as it lies in the range). */
+  sample?: number;
+  /** The draw of `sample` (tests); default Math.random. */
+  random?: () => number;
+  /** Make the store equal the source: commit what is missing or changed. */
+  repair?: boolean;
+  /** With repair: also remove the sessions the source no longer returns (each day within the checks of `refusedDeletes`). */
+  deleteMissing?: boolean;
+  /**
+   * With deleteMissing: remove up to this many sessions in all, whatever the checks of
+   * `refusedDeletes` say (more than this: nothing is removed).
+   */
+  maxDelete?: number;
+  /**
+   * Only the whole days of this many seconds before the day of the account's checkpoint (within
+   * [from, to)): what the scheduled verify checks, so that days not exported yet are not taken for
+   * missing ones. Nothing stored yet: nothing to verify.
+   */
+  beforeCheckpoint?: number;
+}
+
 export interface Progress {
   windowsTotal: number;
   windowsDone: number;
@@ -231,7 +256,53 @@ export const DEFAULTS = {
   lookbackSeconds: parseDuration(CONFIG_DEFAULTS.lookback),
   parquetFlushSeconds: 60,
   maxBodyBytes: CONFIG_DEFAULTS.maxBodyBytes,
+  timeoutMs: parseDuration(CONFIG_DEFAULTS.requestTimeout) * 1000,
+  onInvalid: CONFIG_DEFAULTS.onInvalid,
+  /** The exit code a run stopped by a signal reports when the caller names none (SIGINT's). */
+  stopExitCode: 130,
 } as const;
+
+/**
+ * What resolveJob (resolve-options.ts) fills in: every option an account's run reads, given,
+ * taken from its batch, or defaulted. Nothing below runBatch defaults again.
+ */
+export interface Defaulted {
+  chunkSeconds: number;
+  concurrency: number;
+  minChunkSeconds: number;
+  settleSeconds: number;
+  onInvalid: InvalidPolicy;
+  timeoutMs: number;
+  maxBodyBytes: number;
+  retry: RetryOptions;
+  now: () => number;
+  sleep: Sleep;
+  logger: Logger;
+  /** The exit code to report when stopped, read when the stop is reported (a signal handler may set it late). */
+  stopExitCode: () => number;
+}
+
+/** A run's options with every default applied. */
+export type Resolved<O extends PipelineOptions> = Omit<O, keyof Defaulted> & Defaulted;
+
+/** An account's job as the run reads it (resolveJob). */
+export type ResolvedJob = (
+  | { account: string; kind: 'backfill'; opts: Resolved<BackfillOptions> }
+  | { account: string; kind: 'export'; opts: Resolved<ExportOptions> & { lookbackSeconds: number } }
+  | { account: string; kind: 'verify'; opts: Resolved<VerifyOptions> }
+) & { refused?: Error };
+
+/** The batch's options with every default applied (resolveBatch), and its memory split. */
+export type ResolvedBatch = Omit<BatchOptions, 'now' | 'sleep' | 'logger' | 'parquetFlushSeconds' | 'concurrency' | 'volumeRule' | 'stopExitCode' | 'memory'> & {
+  now: () => number;
+  sleep: Sleep;
+  logger: Logger;
+  parquetFlushSeconds: number;
+  concurrency: number;
+  volumeRule: VolumeRule;
+  stopExitCode: () => number;
+  memory: MemorySplit;
+};
 
 export function newRunId(kind: string, nowMs: number): string {
   const ts = new Date(nowMs).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');

@@ -20,38 +20,17 @@ import type { VerifiedDay } from '../store/verify-log.js';
 import { mergeIntervals } from '../time/intervals.js';
 import { isoOf, type Window } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
+import { clipText } from '../util/clip-text.js';
+import { redact } from '../util/redact.js';
+import { rangeArgs, suggestedCommand, type CommandTarget } from '../util/suggested-command.js';
 import { writeNewFile } from '../util/temp-file.js';
-import { flattenResponse, type InvalidPolicy } from './flatten.js';
+import { oneLine } from '../util/terminal-text.js';
+import { flattenResponse } from './flatten.js';
 import { ExitCode } from '../errors.js';
 import { RunFailedError } from './errors.js';
-import type { PipelineOptions, RunSummary } from './options.js';
+import type { Resolved, RunSummary, VerifyOptions } from './options.js';
+import type { ExtractOutcome } from './extract.js';
 import type { RunTally } from './run-tally.js';
-
-export interface VerifyOptions extends PipelineOptions {
-  /** Range start, epoch seconds (inclusive). */
-  from: number;
-  /** Range end, epoch seconds (exclusive); clamped to now - settle. */
-  to: number;
-  /** Verify this many random days of the range (each day as far as it lies in the range). */
-  sample?: number;
-  /** The draw of `sample` (tests); default Math.random. */
-  random?: () => number;
-  /** Make the store equal the source: commit what is missing or changed. */
-  repair?: boolean;
-  /** With repair: also remove the sessions the source no longer returns (each day within the checks of `refusedDeletes`). */
-  deleteMissing?: boolean;
-  /**
-   * With deleteMissing: remove up to this many sessions in all, whatever the checks of
-   * `refusedDeletes` say (more than this: nothing is removed).
-   */
-  maxDelete?: number;
-  /**
-   * Only the whole days of this many seconds before the day of the account's checkpoint (within
-   * [from, to)): what the scheduled verify checks, so that days not exported yet are not taken for
-   * missing ones. Nothing stored yet: nothing to verify.
-   */
-  beforeCheckpoint?: number;
-}
 
 /** A day as verify reports it: what it compared, what it did, and whether the store now holds the source's sessions of it. */
 export type VerifyDay = DayComparison & Pick<VerifiedDay, 'whole' | 'repaired' | 'deleted' | 'equal' | 'storedAfter'>;
@@ -161,7 +140,7 @@ const DAY = 86_400;
 
 /** The windows a verify fetches: the range (clamped to now - settle), or `sample` random days of it. */
 export function verifyPlan(
-  opts: VerifyOptions,
+  opts: Pick<VerifyOptions, 'from' | 'to' | 'sample' | 'random' | 'beforeCheckpoint'>,
   nowS: number,
   settle: number,
   checkpoint?: number,
@@ -200,13 +179,32 @@ export class AccountVerifier {
   private constructor(
     private readonly store: SessionStore,
     private readonly comparison: RangeComparison,
-    private readonly opts: VerifyOptions,
+    private readonly opts: Resolved<VerifyOptions>,
     private readonly account: string,
     private readonly tally: RunTally,
   ) {}
 
-  static async open(store: SessionStore, account: string, opts: VerifyOptions, tally: RunTally): Promise<AccountVerifier> {
+  static async open(store: SessionStore, account: string, opts: Resolved<VerifyOptions>, tally: RunTally): Promise<AccountVerifier> {
     return new AccountVerifier(store, await RangeComparison.open(store, account), opts, account, tally);
+  }
+
+  /** What the run does with each fetched window of a verify: compare it (nothing is committed), then tell `committed`. */
+  onWindow(committed: () => void): (w: Window, body: SessionsBody, fetchedAtMs: number) => Promise<void> {
+    return (w, body, at) => this.add(w, body, at).then(() => committed());
+  }
+
+  /**
+   * After the windows: compared whole (and repaired) before the run's last flush; a stopped or failed
+   * verify compares nothing. Returns the outcome, with the comparison's failure as its error.
+   */
+  async settleAfter(outcome: ExtractOutcome, logger: Logger): Promise<ExtractOutcome> {
+    if (outcome.error || outcome.skipped.length) return outcome;
+    try {
+      await this.settle(this.tally.runId, logger);
+      return outcome;
+    } catch (err) {
+      return { ...outcome, error: err instanceof Error ? err : new Error(String(err)) };
+    }
   }
 
   /**
@@ -220,7 +218,7 @@ export class AccountVerifier {
       bytes = body.ndjson;
       count = body.count;
     } else {
-      const flat = flattenResponse(body.records, fetchedAtMs / 1000, (this.opts.onInvalid ?? 'fail') as InvalidPolicy);
+      const flat = flattenResponse(body.records, fetchedAtMs / 1000, this.opts.onInvalid);
       this.tally.totals.rejected += flat.rejected.length;
       this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
       bytes = batchToNdjson(flat.batch);
@@ -237,7 +235,7 @@ export class AccountVerifier {
   }
 
   /** After the last window: the comparison finished, and with `repair` its commits (before the run's last flush). */
-  async settle(runId: string, logger: Logger): Promise<void> {
+  private async settle(runId: string, logger: Logger): Promise<void> {
     this.days = await this.comparison.finish();
     // What differs (and what was refused) is told once, by the run's summary and error.
     const differing = this.days.filter((d) => d.missing + d.gone + d.changed > 0);
@@ -310,6 +308,17 @@ function planDays(todo: readonly Window[]): string[] {
   const out = new Set<string>();
   for (const w of todo) for (let d = Math.floor(w.start / DAY) * DAY; d < w.end; d += DAY) out.add(isoOf(d).slice(0, 10));
   return [...out].sort();
+}
+
+/** A verify's summary whose store still differs from the source at the end, as its error (VerifyDifferencesError); else undefined. */
+export function differencesFound(summary: RunSummary): VerifyDifferencesError | undefined {
+  const s = summary as VerifySummary;
+  return s.kind === 'verify' && s.verify && s.outcome === 'failed' ? new VerifyDifferencesError(s.error ?? 'the store differs from the source', s) : undefined;
+}
+
+/** The error of a verify that leaves the store differing: what differs and the command to run, one printable line, clipped. */
+export function differencesError(report: VerifyReport, range: Window, target: CommandTarget): string {
+  return clipText(oneLine(redact(differencesText(report, suggestedCommand('verify', rangeArgs(range), target)))));
 }
 
 /**

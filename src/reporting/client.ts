@@ -29,20 +29,10 @@ import { validateRecord } from './record-schema.js';
 import { backoffDelay } from './retry-timing.js';
 import type { SessionRecord } from '../schema/session-fields.js';
 import { readSessionsBody, type SessionsBody } from './sessions-body.js';
-import { createBytesTransport, createTransport, type BytesResponse, type FetchLike } from './transport.js';
+import { createBytesTransport, createTransport, type BytesResponse, type FetchLike, type TransportOptions } from './transport.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_MS, retryOptions, type RetryOptions } from './defaults.js';
 
-export interface RetryOptions {
-  /** Attempts per request for transient errors (first try included). Default 5. */
-  maxAttempts: number;
-  /** How many 429 answers one request may wait out before failing. Default 20. */
-  maxRateLimitWaits: number;
-  /** Backoff ceiling of the first retry, ms. Default 500. */
-  baseDelayMs: number;
-  /** Largest backoff, ms. Default 30 000. */
-  maxDelayMs: number;
-  /** Longest Retry-After honoured, ms; a longer one fails the request. Default 300 000. */
-  maxRetryAfterMs: number;
-}
+export { DEFAULT_RETRY, type RetryOptions } from './defaults.js';
 
 export interface AttemptHooks {
   /**
@@ -103,14 +93,6 @@ export interface FetchResult<T> {
   rateLimited: number;
 }
 
-export const DEFAULT_RETRY: RetryOptions = {
-  maxAttempts: 5,
-  maxRateLimitWaits: 20,
-  baseDelayMs: 500,
-  maxDelayMs: 30_000,
-  maxRetryAfterMs: 300_000,
-};
-
 /**
  * graphql-request's checks of an answer throw plain Errors told apart only by their text; these run
  * first and throw InvalidResponseError. A 2xx answer that is not JSON (graphql-request would parse
@@ -168,27 +150,20 @@ export class ReportingClient {
     this.logger = opts.logger ?? silentLogger;
     this.hooks = opts.hooks ?? {};
     this.counts = opts.counts ?? { requests: 0, retries: 0, rateLimited: 0 };
-    this.retry = {
-      maxAttempts: opts.maxAttempts ?? DEFAULT_RETRY.maxAttempts,
-      maxRateLimitWaits: opts.maxRateLimitWaits ?? DEFAULT_RETRY.maxRateLimitWaits,
-      baseDelayMs: opts.baseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
-      maxDelayMs: opts.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
-      maxRetryAfterMs: opts.maxRetryAfterMs ?? DEFAULT_RETRY.maxRetryAfterMs,
-    };
-    const common = {
-      ...(opts.maxBodyBytes !== undefined ? { maxBodyBytes: opts.maxBodyBytes } : {}),
+    this.retry = retryOptions(opts);
+    // One for both transports (the query text's and the sessions' bytes).
+    const transportOptions: TransportOptions = {
+      fetch: opts.fetch ?? globalThis.fetch,
+      timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+      now: this.now,
       ...(opts.keySource ? { keySource: opts.keySource } : {}),
       ...(opts.urlSource ? { urlSource: opts.urlSource } : {}),
-      // One for both transports: has the endpoint answered anything yet?
+      // Has the endpoint answered anything yet?
       contact: { answered: false },
-    };
-    const transport = createTransport({
-      fetch: opts.fetch ?? globalThis.fetch,
-      timeoutMs: opts.timeoutMs ?? 60_000,
-      now: this.now,
-      ...common,
       onHeaders: (h) => this.hooks.onResponseHeaders?.(h),
-    });
+    };
+    const transport = createTransport(transportOptions);
     const apiKey = opts.apiKey;
     // The key lives only in these closures' header factories: it is not a property of the client.
     this.gql = new GraphQLClient(opts.url, {
@@ -197,9 +172,7 @@ export class ReportingClient {
       headers: () => ({ Authorization: apiKey, 'Content-Type': 'application/json' }),
       errorPolicy: 'none',
     });
-    const bytes = createBytesTransport({
-      fetch: opts.fetch ?? globalThis.fetch, timeoutMs: opts.timeoutMs ?? 60_000, now: this.now, ...common, onHeaders: (h) => this.hooks.onResponseHeaders?.(h),
-    });
+    const bytes = createBytesTransport(transportOptions);
     const url = opts.url;
     this.post = (query, signal) =>
       bytes(url, {

@@ -22,8 +22,8 @@ export interface TransportOptions {
   fetch: FetchLike;
   timeoutMs: number;
   now: () => number;
-  /** Largest body read; a larger one throws BodyTooLargeError. Default DEFAULT_MAX_BODY_BYTES. */
-  maxBodyBytes?: number;
+  /** Largest body read; a larger one throws BodyTooLargeError. */
+  maxBodyBytes: number;
   /** Sees the headers of every answer, before it is turned into a value or an error (rate-limit headers). */
   onHeaders?: (headers: Headers) => void;
   /** Where the key came from, for the advice of a refused key (AuthenticationError). */
@@ -37,9 +37,6 @@ export interface TransportOptions {
    */
   contact?: { answered: boolean };
 }
-
-/** 256 MiB: about 500,000 sessions in one answer; a day of a busy account is a few megabytes. */
-export const DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024;
 
 export interface BytesResponse {
   status: number;
@@ -70,7 +67,7 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
       res = await opts.fetch(input, { ...init, signal, redirect: 'manual' });
       if (opts.contact) opts.contact.answered = true;
       crashPoint('fetch');
-      body = await readBody(res, opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+      body = await readBody(res, opts.maxBodyBytes);
     } catch (err) {
       if (err instanceof BodyTooLargeError) throw err;
       if (init?.signal?.aborted) throw init.signal.reason ?? err;

@@ -9,6 +9,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_MAX_BODY_BYTES } from '../../src/reporting/defaults.js';
 import { createBytesTransport, type FetchLike } from '../../src/reporting/transport.js';
 import { runCli } from '../helpers/cli.js';
 
@@ -30,7 +31,7 @@ async function closedPort(): Promise<number> {
 
 /** What the transport's error says for a request to `url` made with `fetchImpl`. */
 async function failureOf(url: string, fetchImpl: FetchLike = fetch): Promise<string> {
-  const request = createBytesTransport({ fetch: fetchImpl, timeoutMs: 5_000, now: Date.now });
+  const request = createBytesTransport({ fetch: fetchImpl, timeoutMs: 5_000, maxBodyBytes: DEFAULT_MAX_BODY_BYTES, now: Date.now });
   return request(url, { method: 'POST', body: '{}' }).then(
     () => 'no error',
     (err: Error) => err.message,

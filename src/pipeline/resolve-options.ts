@@ -1,0 +1,119 @@
+/**
+ * A run's options resolved once, at the top (runBatch): what the caller gave (the command's flags
+ * over the configuration, or a library caller's options) checked, then every default applied, so
+ * that one fully defaulted, typed object goes down and nothing below defaults again.
+ */
+import { retryOptions } from '../reporting/defaults.js';
+import { parseParquetUrl, type DatasetLocation } from '../store/dataset/location.js';
+import { DEFAULT_VOLUME_RULE } from '../store/volume-anomalies.js';
+import { checkPlanSize, chunkBelowMinChunk, isoOf } from '../time/windows.js';
+import { silentLogger } from '../util/logger.js';
+import { realSleep } from '../util/sleep.js';
+import { DEFAULTS, type AccountJob, type BatchOptions, type PipelineOptions, type ResolvedBatch, type ResolvedJob, type VerifyOptions } from './options.js';
+import type { MemorySplit } from '../config/memory-budget.js';
+
+/** Lowest --max-requests-per-second accepted: below it a run would seem to hang (docs/configuration.md). */
+export const MIN_REQUESTS_PER_SECOND = 0.01;
+
+/** The batch's options with their defaults, and the memory split worked out for it. */
+export function resolveBatch(given: BatchOptions, memory: MemorySplit): ResolvedBatch {
+  return {
+    ...given,
+    now: given.now ?? Date.now,
+    sleep: given.sleep ?? realSleep,
+    logger: given.logger ?? silentLogger,
+    parquetFlushSeconds: given.parquetFlushSeconds ?? DEFAULTS.parquetFlushSeconds,
+    concurrency: given.concurrency ?? 1,
+    volumeRule: given.volumeRule ?? DEFAULT_VOLUME_RULE,
+    // Read when a stop is reported: the caller's may be a getter a signal handler sets.
+    stopExitCode: () => given.stopExitCode ?? DEFAULTS.stopExitCode,
+    memory,
+  };
+}
+
+/**
+ * An account's options (checked by checkJob first) with what it does not set taken from its batch
+ * (clock, sleep, logger, signals, exit code on a stop) or defaulted (DEFAULTS, the client's retry policy).
+ */
+function resolveJob(job: AccountJob, batch: BatchOptions): ResolvedJob {
+  const o: PipelineOptions = job.opts;
+  const opts = {
+    ...o,
+    chunkSeconds: o.chunkSeconds ?? DEFAULTS.chunkSeconds,
+    concurrency: o.concurrency ?? DEFAULTS.concurrency,
+    minChunkSeconds: o.minChunkSeconds ?? DEFAULTS.minChunkSeconds,
+    settleSeconds: o.settleSeconds ?? DEFAULTS.settleSeconds,
+    onInvalid: o.onInvalid ?? DEFAULTS.onInvalid,
+    // 0 (not a usable timeout or limit) stands for the default, as it always has.
+    timeoutMs: o.timeoutMs || DEFAULTS.timeoutMs,
+    maxBodyBytes: o.maxBodyBytes || DEFAULTS.maxBodyBytes,
+    retry: retryOptions(o.retry),
+    now: o.now ?? batch.now ?? Date.now,
+    sleep: o.sleep ?? batch.sleep ?? realSleep,
+    logger: o.logger ?? batch.logger ?? silentLogger,
+    stopSignal: o.stopSignal ?? batch.stopSignal,
+    abortSignal: o.abortSignal ?? batch.abortSignal,
+    stopExitCode: () => job.opts.stopExitCode ?? batch.stopExitCode ?? DEFAULTS.stopExitCode,
+  };
+  const resolved =
+    job.kind === 'export'
+      ? { ...job, opts: { ...job.opts, ...opts, lookbackSeconds: job.opts.lookbackSeconds ?? DEFAULTS.lookbackSeconds } }
+      : { ...job, opts: { ...job.opts, ...opts } };
+  return resolved as ResolvedJob;
+}
+
+/** A single-account run's batch: the store options are the run's own. */
+export function batchOf(opts: PipelineOptions): BatchOptions {
+  return { ...opts, accounts: 'single', concurrency: 1, ...datasetOf(opts) };
+}
+
+/** The dataset location of a run's options (`parquetUrl`), parsed; nothing for the data directory's own. */
+export function datasetOf(opts: Pick<PipelineOptions, 'parquetUrl' | 's3PathStyle'>): { dataset?: DatasetLocation } {
+  return opts.parquetUrl ? { dataset: parseParquetUrl(opts.parquetUrl, opts.s3PathStyle ?? false) } : {};
+}
+
+/** The job resolved (resolveJob), or RangeError for options that cannot make a run, before anything is opened. */
+export function checkedJob(given: AccountJob, batch: BatchOptions): ResolvedJob {
+  const job = resolveJob(given, batch);
+  if (!job.refused) checkJob(job);
+  return job;
+}
+
+function checkJob(job: ResolvedJob): void {
+  const opts = job.opts;
+  const posInt = (v: number | undefined, name: string) => {
+    if (v !== undefined && (!Number.isInteger(v) || v <= 0)) throw new RangeError(`${name} must be a positive whole number, got ${v}`);
+  };
+  posInt(opts.concurrency, 'concurrency');
+  posInt(opts.chunkSeconds, 'chunk');
+  posInt(opts.minChunkSeconds, 'min-chunk');
+  posInt(opts.maxResultsPerQuery, 'max-results-per-query');
+  const { chunkSeconds: chunk, minChunkSeconds: minChunk } = opts;
+  if (chunk < minChunk) throw new RangeError(chunkBelowMinChunk(chunk, minChunk));
+  const rps = opts.maxRequestsPerSecond;
+  if (rps !== undefined && !(Number.isFinite(rps) && rps >= MIN_REQUESTS_PER_SECOND)) {
+    throw new RangeError(
+      `max-requests-per-second must be a number of at least ${MIN_REQUESTS_PER_SECOND} (one request every ${1 / MIN_REQUESTS_PER_SECOND} s), got ${rps}`,
+    );
+  }
+  if (!Number.isInteger(opts.settleSeconds) || opts.settleSeconds < 0) {
+    throw new RangeError(`settle must be zero or more seconds, got ${opts.settleSeconds}`);
+  }
+  if (job.kind === 'verify') checkVerifyJob(job.opts);
+  if (job.kind === 'backfill' || job.kind === 'verify') {
+    const { from, to } = job.opts;
+    if (!Number.isInteger(from) || !Number.isInteger(to)) throw new RangeError('from and to must be whole epoch seconds');
+    if (from >= to) throw new RangeError(`--from (${isoOf(from)}) must be before --to (${isoOf(to)})`);
+    // Refused before anything is written (the plan inside the run is never larger than this range).
+    const before = job.kind === 'verify' ? job.opts.beforeCheckpoint : undefined;
+    checkPlanSize([{ start: before !== undefined ? Math.max(from, to - before) : from, end: to }], chunk);
+  }
+}
+
+/** A verify's own options: --sample a positive whole number; --delete-missing only with --repair; --max-delete only with it. */
+function checkVerifyJob(opts: Pick<VerifyOptions, 'sample' | 'repair' | 'deleteMissing' | 'maxDelete'>): void {
+  if (opts.sample !== undefined && (!Number.isInteger(opts.sample) || opts.sample <= 0)) throw new RangeError(`sample must be a positive whole number of days, got ${opts.sample}`);
+  if (opts.deleteMissing && !opts.repair) throw new RangeError('delete-missing goes with repair: it removes sessions the source no longer returns while repairing the rest');
+  if (opts.maxDelete !== undefined && (!Number.isInteger(opts.maxDelete) || opts.maxDelete < 0)) throw new RangeError(`maxDelete must be a whole number of sessions, 0 or more; got ${opts.maxDelete}`);
+  if (opts.maxDelete !== undefined && !opts.deleteMissing) throw new RangeError('maxDelete goes with deleteMissing: it allows that many removals');
+}
