@@ -190,19 +190,21 @@ export class ParquetOnlySink implements Sink {
            SELECT *, ${CONTENT_HASH} AS h, first_value(${CONTENT_HASH}) OVER (PARTITION BY ${key} ORDER BY extracted_at DESC, src) AS w FROM (${all}))
          QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY (src = 1 AND h = w) DESC, extracted_at DESC, src) = 1`
       : `SELECT ${columnList} FROM (${all}) QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC, src) = 1`;
-    // Sessions of the pending rows, by account: new to the file, or replacing a version it held;
-    // updated when the content (any column but extracted_at) differs from the newest pending
-    // version, else re-read unchanged.
+    // Sessions of the pending rows, by account: new to the dataset, or replacing a version the file
+    // held or one on another day (a session that moved here); updated when the content (any column
+    // but extracted_at) differs from the newest pending version, else re-read unchanged.
     const account = this.shape.many ? 'p.account' : "''";
     const newest = `SELECT ${key}, ${CONTENT_HASH} AS h FROM _pending_rows WHERE partition = ${sqlString(p)} AND ${away}
                     QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC) = 1`;
+    const elsewhere = `SELECT DISTINCT ${key}, true AS moved FROM _session_days WHERE partition <> ${sqlString(p)}`;
     const r = await queryRows<{ account: string; n: bigint; u: bigint; same: bigint }>(
       c,
       hasOld
-        ? `WITH p AS (${newest}), o AS (SELECT ${key}, ${CONTENT_HASH} AS h FROM read_parquet(${sqlString(final!)})${keep})
-           SELECT ${account} AS account, count(*) AS n, count(o.session_id) AS u, count(*) FILTER (WHERE o.h = p.h) AS same
-           FROM p LEFT JOIN o USING (${key}) GROUP BY 1`
-        : `SELECT ${account} AS account, count(*) AS n, 0 AS u, 0 AS same FROM (${newest}) p GROUP BY 1`,
+        ? `WITH p AS (${newest}), o AS (SELECT ${key}, ${CONTENT_HASH} AS h FROM read_parquet(${sqlString(final!)})${keep}), m AS (${elsewhere})
+           SELECT ${account} AS account, count(*) AS n, count(*) FILTER (WHERE o.h IS NOT NULL OR m.moved) AS u, count(*) FILTER (WHERE o.h = p.h) AS same
+           FROM p LEFT JOIN o USING (${key}) LEFT JOIN m USING (${key}) GROUP BY 1`
+        : `WITH p AS (${newest}), m AS (${elsewhere})
+           SELECT ${account} AS account, count(*) AS n, count(m.moved) AS u, 0 AS same FROM p LEFT JOIN m USING (${key}) GROUP BY 1`,
     );
     const counts: AccountCounts = new Map(
       r.map((x) => [x.account, { inserted: Number(x.n) - Number(x.u), updated: Number(x.u) - Number(x.same), unchanged: Number(x.same) }]),

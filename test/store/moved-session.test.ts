@@ -123,11 +123,14 @@ describe.each(['parquet', 'both', 'duckdb'] as const)('format %s', (format) => {
     if (before) expect(before.get(moved.id)).toEqual([dayOf(moved.started as number)]);
 
     change = { id: moved.id, started };
+    let second;
     try {
-      await exportAll(dataDir, format);
+      second = await exportAll(dataDir, format);
     } finally {
       change = undefined;
     }
+    // Counted as one session updated, not a new one.
+    expect(second.sessions).toMatchObject({ new: 0, updated: 1 });
 
     if (format !== 'parquet') {
       const rows = await readDuckDbSessions(dataDir);
