@@ -12,7 +12,7 @@ import { wrapWriteError } from './errors.js';
 import { checkPartition, type StoreLayout } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
 import type { Dataset } from './dataset/dataset.js';
-import { CONTENT_HASH } from './schema.js';
+import { CONTENT_HASH, sessionDaysDdl } from './schema.js';
 import type { StoreShape } from './shape.js';
 import type { SerialQueue } from './serial-queue.js';
 import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type Sink } from './sink.js';
@@ -123,17 +123,21 @@ export class ParquetOnlySink implements Sink {
 
   /**
    * `_session_days`: the day of every session in the dataset, kept by each flush. A store made
-   * before it had it builds it once from its day files (ids only).
+   * before it was kept (its table empty, or without the account column a many-account store needs)
+   * builds it once from its day files, reading their ids only.
    */
   private async ensureDayIndex(): Promise<void> {
     const c = this.conn;
-    const there = await queryRows<{ n: bigint }>(c, "SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = '_session_days' AND NOT temporary");
-    if (Number(there[0]?.n ?? 0) > 0) return;
-    const cols = this.shape.many ? 'account VARCHAR NOT NULL, session_id VARCHAR NOT NULL' : 'session_id VARCHAR NOT NULL';
+    const hasAccount = (await queryRows(c, "SELECT 1 FROM pragma_table_info('main._session_days') WHERE name = 'account'")).length > 0;
+    const n = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _session_days'))[0]?.n ?? 0);
+    if (n > 0 && hasAccount === this.shape.many) return;
+    const days = await this.dataset.list();
+    if (days.size === 0 && hasAccount === this.shape.many) return;
     await c.run('BEGIN TRANSACTION');
     try {
-      await c.run(`CREATE TABLE _session_days (${cols}, partition VARCHAR NOT NULL)`);
-      for (const p of (await this.dataset.list()).keys()) {
+      if (hasAccount !== this.shape.many) await c.run(`DROP TABLE _session_days; ${sessionDaysDdl(this.shape.many)}`);
+      else await c.run('DELETE FROM _session_days');
+      for (const p of days.keys()) {
         const f = await this.dataset.read(p);
         if (!f) continue;
         try {

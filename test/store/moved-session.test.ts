@@ -8,11 +8,17 @@
  * the second export.
  */
 import { createServer, request, type Server } from 'node:http';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { DuckDBInstance } from '@duckdb/node-api';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBackfill } from '../../src/pipeline/run.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
+import { runCli } from '../helpers/cli.js';
 import { readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+import { startS3, type S3TestServer } from '../helpers/s3-server.js';
 
 const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
@@ -146,5 +152,89 @@ describe.each(['parquet', 'both', 'duckdb'] as const)('format %s', (format) => {
     // The old day's file no longer holds it.
     const old = (await readParquetDataset(dataDir)).find((p) => p.partition === dayOf(moved.started as number))!;
     expect(old.rows.map((r) => r.session_id)).not.toContain(moved.id);
+  });
+});
+
+it('format parquet: a store whose day index is empty (made before it was kept) builds it from its files, and the moved session leaves its old day', async () => {
+  change = undefined;
+  const dataDir = await fx.tempDir();
+  await exportAll(dataDir, 'parquet');
+  const before = await partitionsById(dataDir);
+  // As a store of the release before: the table is there (the schema made it), empty.
+  const db = await DuckDBInstance.create(join(dataDir, 'state.duckdb'));
+  const conn = await db.connect();
+  await conn.run('DELETE FROM _session_days');
+  conn.closeSync();
+  db.closeSync();
+  const moved = fx.emu.dataset.sessionsStartedIn(FROM + D, FROM + 2 * D)[5]!;
+  change = { id: moved.id, started: (moved.started as number) - D };
+  try {
+    await exportAll(dataDir, 'parquet');
+  } finally {
+    change = undefined;
+  }
+  const after = await partitionsById(dataDir);
+  expect(after.get(moved.id)).toEqual([dayOf((moved.started as number) - D)]);
+  expect([...after.values()].filter((ps) => ps.length !== 1)).toEqual([]);
+  expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+});
+
+describe('a bucket dataset (format parquet), each run on a fresh machine', () => {
+  let s3: S3TestServer;
+  beforeAll(async () => {
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+    s3 = await startS3({ buckets: ['lake'] });
+  });
+  afterAll(async () => {
+    await s3?.close();
+  });
+
+  /** The bucket's day files, downloaded into `dir`/parquet/sessions/ (read then with hyparquet). */
+  async function download(prefix: string, dir: string): Promise<void> {
+    const c = new S3Client({ endpoint: s3.url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+    try {
+      const list = await c.send(new ListObjectsV2Command({ Bucket: 'lake', Prefix: `${prefix}/` }));
+      for (const o of list.Contents ?? []) {
+        if (!/\/date=[^/]+\/part-[^/]+\.parquet$/.test(o.Key!)) continue;
+        const got = await c.send(new GetObjectCommand({ Bucket: 'lake', Key: o.Key! }));
+        const path = join(dir, 'parquet', 'sessions', o.Key!.slice(prefix.length + 1));
+        await mkdir(dirname(path), { recursive: true });
+        await writeFile(path, Buffer.from(await got.Body!.transformToByteArray()));
+      }
+    } finally {
+      c.destroy();
+    }
+  }
+
+  it('a session whose start moves to the day before leaves its old day in the bucket', async () => {
+    change = undefined;
+    const url = 's3://lake/sessions/moved';
+    const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
+    const run = async () => {
+      const dir = await fx.tempDir();
+      const r = await runCli(
+        ['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'],
+        { ...fx.env(dir), REPORTING_URL: proxyUrl, ...s3.env },
+      );
+      expect(r.code, r.stderr).toBe(0);
+    };
+    await run();
+    const first = await fx.tempDir();
+    await download('sessions/moved', first);
+    const before = await partitionsById(first);
+    const moved = fx.emu.dataset.sessionsStartedIn(FROM + D, FROM + 2 * D)[7]!;
+    expect(before.get(moved.id)).toEqual([dayOf(moved.started as number)]);
+    change = { id: moved.id, started: (moved.started as number) - D };
+    try {
+      await run();
+    } finally {
+      change = undefined;
+    }
+    const second = await fx.tempDir();
+    await download('sessions/moved', second);
+    const after = await partitionsById(second);
+    expect(after.get(moved.id)).toEqual([dayOf((moved.started as number) - D)]);
+    expect([...after.values()].filter((ps) => ps.length !== 1)).toEqual([]);
+    expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
   });
 });
