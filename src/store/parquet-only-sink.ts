@@ -79,17 +79,18 @@ export class ParquetOnlySink implements Sink {
       const c = this.conn;
       await this.ensureDayIndex();
       if (Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _pending_rows'))[0]?.n ?? 0) > 0) {
+        // The newest pending version's day of each session, and its stored day when that is another (it moved).
         await c.run(
-          `CREATE OR REPLACE TEMP TABLE _newest_day AS SELECT ${this.shape.key}, partition FROM _pending_rows
-           QUALIFY row_number() OVER (PARTITION BY ${this.shape.key} ORDER BY extracted_at DESC) = 1`,
+          `CREATE OR REPLACE TEMP TABLE _newest_day AS
+           SELECT n.*, i.partition AS was FROM (
+             SELECT ${this.shape.key}, partition FROM _pending_rows
+             QUALIFY row_number() OVER (PARTITION BY ${this.shape.key} ORDER BY extracted_at DESC) = 1) n
+           LEFT JOIN _session_days i ON ${this.shape.many ? 'i.account = n.account AND ' : ''}i.session_id = n.session_id AND i.partition <> n.partition`,
         );
-        const moved = await queryRows<{ p: string }>(
-          c,
-          `SELECT DISTINCT i.partition AS p FROM _session_days i JOIN _newest_day n USING (${this.shape.key}) WHERE i.partition <> n.partition`,
-        );
+        const moved = await queryRows<{ p: string }>(c, 'SELECT DISTINCT was AS p FROM _newest_day WHERE was IS NOT NULL');
         if (moved.length) await c.run('INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]), $2', [listValue(moved.map((r) => r.p)), await this.nextGen(c)]);
       } else {
-        await c.run(`CREATE OR REPLACE TEMP TABLE _newest_day AS SELECT ${this.shape.key}, partition FROM _pending_rows WHERE false`);
+        await c.run(`CREATE OR REPLACE TEMP TABLE _newest_day AS SELECT ${this.shape.key}, partition, partition AS was FROM _pending_rows WHERE false`);
       }
       const parts = await this.pendingPartitions(c);
       for (const p of parts) {
@@ -101,7 +102,7 @@ export class ParquetOnlySink implements Sink {
       await c.run('BEGIN TRANSACTION');
       try {
         await c.run(`DELETE FROM _session_days WHERE (${this.shape.key}) IN (SELECT (${this.shape.key}) FROM _newest_day)`);
-        await c.run(`INSERT INTO _session_days SELECT ${this.shape.key}, partition FROM _newest_day`);
+        await c.run(`INSERT INTO _session_days SELECT DISTINCT ${this.shape.key}, partition FROM _newest_day`);
         // Every file is rewritten without the accounts moved out: they are forgotten.
         if (result.partitions.length && this.shape.many) {
           await c.run('DELETE FROM _session_days WHERE account IN (SELECT account FROM _removed_accounts)');
@@ -200,7 +201,7 @@ export class ParquetOnlySink implements Sink {
     const account = this.shape.many ? 'p.account' : "''";
     const newest = `SELECT ${key}, ${CONTENT_HASH} AS h FROM _pending_rows WHERE partition = ${sqlString(p)} AND ${away}
                     QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC) = 1`;
-    const elsewhere = `SELECT DISTINCT ${key}, true AS moved FROM _session_days WHERE partition <> ${sqlString(p)}`;
+    const elsewhere = `SELECT DISTINCT ${key}, true AS moved FROM _newest_day WHERE partition = ${sqlString(p)} AND was IS NOT NULL`;
     const r = await queryRows<{ account: string; n: bigint; u: bigint; same: bigint }>(
       c,
       hasOld
