@@ -6,14 +6,14 @@
 import { rm } from 'node:fs/promises';
 import { parquetCopyOptions } from './row-groups.js';
 import { join } from 'node:path';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { unguessable } from '../util/temp-file.js';
 import { queryRows, sqlString } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
 import { checkPartition, type StoreLayout } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
 import type { Dataset } from './dataset/dataset.js';
-import { CONTENT_HASH } from './schema.js';
+import { CONTENT_HASH, sessionDaysDdl } from './schema.js';
 import type { StoreShape } from './shape.js';
 import type { SerialQueue } from './serial-queue.js';
 import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type Sink } from './sink.js';
@@ -69,20 +69,94 @@ export class ParquetOnlySink implements Sink {
     return BigInt(r[0]?.g ?? 0) + 1n;
   }
 
-  /** Pending rows merged with each partition's old file. */
+  /**
+   * Pending rows merged with each partition's old file. A session whose day changed (its start
+   * moved, or became null or not null) is written into its new day and left out of its old day's
+   * file in the same flush: the old day, learnt from `_session_days` (the day of every stored
+   * session), is marked for a rewrite with the pending rows, and nothing pending is forgotten until
+   * every day is written, so a flush cut short is done again whole.
+   */
   flush(): Promise<FlushResult> {
     return this.writes.run(async () => {
       const result: FlushResult = { partitions: [], counts: new Map() };
-      for (const p of await this.pendingPartitions(this.conn)) {
+      const c = this.conn;
+      await this.ensureDayIndex();
+      if (Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _pending_rows'))[0]?.n ?? 0) > 0) {
+        // The newest pending version's day of each session, and its stored day when that is another (it moved).
+        await c.run(
+          `CREATE OR REPLACE TEMP TABLE _newest_day AS
+           SELECT n.*, i.partition AS was FROM (
+             SELECT ${this.shape.key}, partition FROM _pending_rows
+             QUALIFY row_number() OVER (PARTITION BY ${this.shape.key} ORDER BY extracted_at DESC) = 1) n
+           LEFT JOIN _session_days i ON ${this.shape.many ? 'i.account = n.account AND ' : ''}i.session_id = n.session_id AND i.partition <> n.partition`,
+        );
+        const moved = await queryRows<{ p: string }>(c, 'SELECT DISTINCT was AS p FROM _newest_day WHERE was IS NOT NULL');
+        if (moved.length) await c.run('INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]), $2', [listValue(moved.map((r) => r.p)), await this.nextGen(c)]);
+      } else {
+        await c.run(`CREATE OR REPLACE TEMP TABLE _newest_day AS SELECT ${this.shape.key}, partition, partition AS was FROM _pending_rows WHERE false`);
+      }
+      const parts = await this.pendingPartitions(c);
+      for (const p of parts) {
         const { counts, written } = await this.rewritePartition(p);
-        await this.conn.run(`DELETE FROM _pending_rows WHERE partition = ${sqlString(p)}; DELETE FROM _parquet_pending WHERE partition = ${sqlString(p)}`);
         if (written) result.partitions.push(p);
         addCounts(result.counts, counts);
       }
-      // Every file is rewritten without the accounts moved out: they are forgotten.
-      if (result.partitions.length && this.shape.many) await this.conn.run('DELETE FROM _removed_accounts');
+      // Every day written: the pending rows, the marks and the days of the sessions, in one transaction.
+      await c.run('BEGIN TRANSACTION');
+      try {
+        await c.run(`DELETE FROM _session_days WHERE (${this.shape.key}) IN (SELECT (${this.shape.key}) FROM _newest_day)`);
+        await c.run(`INSERT INTO _session_days SELECT DISTINCT ${this.shape.key}, partition FROM _newest_day`);
+        // Every file is rewritten without the accounts moved out: they are forgotten.
+        if (result.partitions.length && this.shape.many) {
+          await c.run('DELETE FROM _session_days WHERE account IN (SELECT account FROM _removed_accounts)');
+          await c.run('DELETE FROM _removed_accounts');
+        }
+        if (parts.length) {
+          const list = `(SELECT unnest(${sqlList(parts)}))`;
+          await c.run(`DELETE FROM _pending_rows WHERE partition IN ${list}; DELETE FROM _parquet_pending WHERE partition IN ${list}`);
+        }
+        await c.run('COMMIT');
+      } catch (err) {
+        await c.run('ROLLBACK').catch(() => {});
+        throw err;
+      }
+      await c.run('DROP TABLE IF EXISTS _newest_day');
       return result;
     });
+  }
+
+  /**
+   * `_session_days`: the day of every session in the dataset, kept by each flush. A store made
+   * before it was kept (its table empty, or without the account column a many-account store needs)
+   * builds it once from its day files, reading their ids only.
+   */
+  private async ensureDayIndex(): Promise<void> {
+    const c = this.conn;
+    const hasAccount = (await queryRows(c, "SELECT 1 FROM pragma_table_info('main._session_days') WHERE name = 'account'")).length > 0;
+    const n = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _session_days'))[0]?.n ?? 0);
+    if (n > 0 && hasAccount === this.shape.many) return;
+    const days = await this.dataset.list();
+    if (days.size === 0 && hasAccount === this.shape.many) return;
+    await c.run('BEGIN TRANSACTION');
+    try {
+      if (hasAccount !== this.shape.many) await c.run(`DROP TABLE _session_days; ${sessionDaysDdl(this.shape.many)}`);
+      else await c.run('DELETE FROM _session_days');
+      for (const p of days.keys()) {
+        const f = await this.dataset.read(p);
+        if (!f) continue;
+        try {
+          // A many-account store's file made when it had one account has no account column: its rows were loaded as pending rows.
+          if (this.shape.many && !(await hasColumn(c, f.path, 'account'))) continue;
+          await c.run(`INSERT INTO _session_days SELECT DISTINCT ${this.shape.key}, ${sqlString(p)} FROM read_parquet(${sqlString(f.path)})`);
+        } finally {
+          await f.done();
+        }
+      }
+      await c.run('COMMIT');
+    } catch (err) {
+      await c.run('ROLLBACK').catch(() => {});
+      throw wrapWriteError(err, 'indexing the days of the stored sessions');
+    }
   }
 
   stop(): void {}
@@ -112,8 +186,10 @@ export class ParquetOnlySink implements Sink {
     // The old file's rows, but those of accounts moved out; a file of a single-account store made one
     // of many (accounts adopt) has no account column, and its rows were all loaded as pending rows.
     const hasOld = final !== undefined && (!this.shape.many || (await hasColumn(c, final, 'account')));
-    const keep = this.shape.many ? ' WHERE account NOT IN (SELECT account FROM _removed_accounts)' : '';
-    const pending = `SELECT ${columnList}, 0 AS src FROM _pending_rows WHERE partition = ${sqlString(p)}`;
+    // Sessions whose newest version is on another day (they moved) are left out of this day.
+    const away = `(${key}) NOT IN (SELECT (${key}) FROM _newest_day WHERE partition <> ${sqlString(p)})`;
+    const keep = this.shape.many ? ` WHERE account NOT IN (SELECT account FROM _removed_accounts) AND ${away}` : ` WHERE ${away}`;
+    const pending = `SELECT ${columnList}, 0 AS src FROM _pending_rows WHERE partition = ${sqlString(p)} AND ${away}`;
     const all = hasOld ? `${pending} UNION ALL SELECT ${columnList}, 1 AS src FROM read_parquet(${sqlString(final)})${keep}` : pending;
     // The newest version of each session; but a version of the old file with the same content as
     // the newest stays as it is (its extracted_at too): read again unchanged, it is not news.
@@ -122,19 +198,21 @@ export class ParquetOnlySink implements Sink {
            SELECT *, ${CONTENT_HASH} AS h, first_value(${CONTENT_HASH}) OVER (PARTITION BY ${key} ORDER BY extracted_at DESC, src) AS w FROM (${all}))
          QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY (src = 1 AND h = w) DESC, extracted_at DESC, src) = 1`
       : `SELECT ${columnList} FROM (${all}) QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC, src) = 1`;
-    // Sessions of the pending rows, by account: new to the file, or replacing a version it held;
-    // updated when the content (any column but extracted_at) differs from the newest pending
-    // version, else re-read unchanged.
+    // Sessions of the pending rows, by account: new to the dataset, or replacing a version the file
+    // held or one on another day (a session that moved here); updated when the content (any column
+    // but extracted_at) differs from the newest pending version, else re-read unchanged.
     const account = this.shape.many ? 'p.account' : "''";
-    const newest = `SELECT ${key}, ${CONTENT_HASH} AS h FROM _pending_rows WHERE partition = ${sqlString(p)}
+    const newest = `SELECT ${key}, ${CONTENT_HASH} AS h FROM _pending_rows WHERE partition = ${sqlString(p)} AND ${away}
                     QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC) = 1`;
+    const elsewhere = `SELECT DISTINCT ${key}, true AS moved FROM _newest_day WHERE partition = ${sqlString(p)} AND was IS NOT NULL`;
     const r = await queryRows<{ account: string; n: bigint; u: bigint; same: bigint }>(
       c,
       hasOld
-        ? `WITH p AS (${newest}), o AS (SELECT ${key}, ${CONTENT_HASH} AS h FROM read_parquet(${sqlString(final!)})${keep})
-           SELECT ${account} AS account, count(*) AS n, count(o.session_id) AS u, count(*) FILTER (WHERE o.h = p.h) AS same
-           FROM p LEFT JOIN o USING (${key}) GROUP BY 1`
-        : `SELECT ${account} AS account, count(*) AS n, 0 AS u, 0 AS same FROM (${newest}) p GROUP BY 1`,
+        ? `WITH p AS (${newest}), o AS (SELECT ${key}, ${CONTENT_HASH} AS h FROM read_parquet(${sqlString(final!)})${keep}), m AS (${elsewhere})
+           SELECT ${account} AS account, count(*) AS n, count(*) FILTER (WHERE o.h IS NOT NULL OR m.moved) AS u, count(*) FILTER (WHERE o.h = p.h) AS same
+           FROM p LEFT JOIN o USING (${key}) LEFT JOIN m USING (${key}) GROUP BY 1`
+        : `WITH p AS (${newest}), m AS (${elsewhere})
+           SELECT ${account} AS account, count(*) AS n, count(m.moved) AS u, 0 AS same FROM p LEFT JOIN m USING (${key}) GROUP BY 1`,
     );
     const counts: AccountCounts = new Map(
       r.map((x) => [x.account, { inserted: Number(x.n) - Number(x.u), updated: Number(x.u) - Number(x.same), unchanged: Number(x.same) }]),
@@ -174,4 +252,8 @@ export class ParquetOnlySink implements Sink {
 async function hasColumn(c: DuckDBConnection, file: string, column: string): Promise<boolean> {
   const r = await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM parquet_schema(${sqlString(file)}) WHERE name = $1`, [column]);
   return Number(r[0]?.n ?? 0) > 0;
+}
+
+function sqlList(xs: readonly string[]): string {
+  return `[${xs.map(sqlString).join(', ')}]`;
 }

@@ -93,7 +93,7 @@ export async function checkOwnership(conn: DuckDBConnection, dbPath: string): Pr
  */
 export async function ensureSchema(c: DuckDBConnection, format: OutputFormat, fresh = false, accounts: StoreAccounts = 'single'): Promise<void> {
   const many = accounts === 'many';
-  const ddl = [...STATE_DDL, pendingRowsDdl(many), ...(format !== 'parquet' ? [sessionsTableDdl('sessions', many)] : [])];
+  const ddl = [...STATE_DDL, pendingRowsDdl(many), format !== 'parquet' ? sessionsTableDdl('sessions', many) : sessionDaysDdl(many)];
   try {
     await c.run(`BEGIN TRANSACTION;\n${ddl.join(';\n')}`);
     if (!fresh) await migrate(c, format);
@@ -116,6 +116,14 @@ async function migrate(c: DuckDBConnection, format: OutputFormat): Promise<void>
     await c.run('ALTER TABLE _parquet_pending_v2 RENAME TO _parquet_pending');
   }
   if (format !== 'parquet') await dropSessionsPrimaryKey(c);
+}
+
+/**
+ * Format parquet: the day of every session in the dataset, kept by each flush, so that a session
+ * whose start moves to another day leaves its old day's file (parquet-only-sink.ts).
+ */
+export function sessionDaysDdl(many: boolean): string {
+  return `CREATE TABLE IF NOT EXISTS _session_days (${many ? 'account VARCHAR NOT NULL, ' : ''}session_id VARCHAR NOT NULL, partition VARCHAR NOT NULL)`;
 }
 
 /** Committed rows wait here, without an index, until a flush merges them (see merge.ts). */
@@ -202,7 +210,7 @@ function expectedTables(format: OutputFormat, accounts: StoreAccounts): Promise<
       const db = await openDb(':memory:', { allowedDirectories: [] });
       try {
         const many = accounts === 'many';
-        const ddl = [...STATE_DDL, pendingRowsDdl(many), ...(format !== 'parquet' ? [sessionsTableDdl('sessions', many)] : [])];
+        const ddl = [...STATE_DDL, pendingRowsDdl(many), format !== 'parquet' ? sessionsTableDdl('sessions', many) : sessionDaysDdl(many)];
         await db.conn.run(ddl.join(';\n'));
         const rows = await queryRows<{ t: string; c: string; type: string; dflt: string | null }>(
           db.conn,

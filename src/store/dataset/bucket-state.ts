@@ -227,7 +227,9 @@ export async function loadRemoteState(
 ): Promise<void> {
   const { manifest, folder } = remote;
   const manifestKey = `${folder}${MANIFEST}`;
-  const expected = await stateTables(manifest.accounts);
+  // A state written before _session_days was kept: the table starts empty (built from the day files at the next flush).
+  const older = !manifest.tables.some((t) => t.name === '_session_days');
+  const expected = (await stateTables(manifest.accounts)).filter((t) => !(older && t.name === '_session_days'));
   const names = manifest.tables.map((t) => t.name).sort();
   const want = expected.map((t) => t.name).sort();
   if (names.join(',') !== want.join(',')) {
@@ -298,7 +300,7 @@ async function checkLoaded(c: DuckDBConnection, l: S3Location, folder: string, m
     throw badState(l, folder, key('_session_etl_meta'), `does not describe a format-parquet store of ${m.accounts === 'many' ? 'many accounts' : 'one account'} of schema ${m.schemaVersion}`);
   }
   // Partitions become local paths and object keys: a day or Hive's default partition, nothing else.
-  for (const t of ['_parquet_pending', '_pending_rows']) {
+  for (const t of ['_parquet_pending', '_pending_rows', '_session_days']) {
     for (const r of await queryRows<{ p: string }>(c, `SELECT DISTINCT partition AS p FROM ${t}`)) {
       if (!isPartition(r.p)) throw badState(l, folder, key(t), `holds the partition ${JSON.stringify(r.p).slice(0, 80)}, which is not a day (YYYY-MM-DD) nor __HIVE_DEFAULT_PARTITION__`);
     }
