@@ -17,7 +17,7 @@ const FROM = TODAY - 8 * D;
 const END = TODAY - 2 * D;
 const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
-const fx = useEmulator({ seed: 39, from: FROM, to: TODAY, now: NOW, sessionsPerDay: 50, latencyMs: 700 }, { prefix: 'session-etl-memory-trace-' });
+const fx = useEmulator({ seed: 39, from: FROM, to: TODAY, now: NOW, sessionsPerDay: 50, faults: { latencyMs: 700 } }, { prefix: 'session-etl-memory-trace-' });
 
 describe('SESSION_ETL_MEMORY_TRACE', () => {
   it('samples the run once a second into the file', async () => {
