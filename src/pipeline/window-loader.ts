@@ -7,6 +7,7 @@ import type { SessionsBody } from '../reporting/sessions-body.js';
 import type { SessionStore } from '../store/session-store.js';
 import { describeWindow, type Window } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
+import { memoryTraceOn, traced } from '../util/memory-trace.js';
 import { flattenResponse, type InvalidPolicy } from './flatten.js';
 import type { RunTally } from './run-tally.js';
 
@@ -25,6 +26,23 @@ export class WindowLoader {
 
   /** Commits one window with its records; resolves once it is committed. */
   async load(w: Window, body: SessionsBody, fetchedAtMs: number): Promise<void> {
+    const bytes = memoryTraceOn && body.kind === 'ndjson' ? body.ndjson.byteLength : 0;
+    if (memoryTraceOn) {
+      traced.answers++;
+      traced.answerBytes += bytes;
+    }
+    try {
+      await this.commit(w, body, fetchedAtMs);
+    } finally {
+      if (memoryTraceOn) {
+        traced.answers--;
+        traced.answerBytes -= bytes;
+        traced.commits++;
+      }
+    }
+  }
+
+  private async commit(w: Window, body: SessionsBody, fetchedAtMs: number): Promise<void> {
     let r: { written: number };
     if (body.kind === 'ndjson') {
       // Every record passed the scanner's checks: DuckDB parses them straight from the body's bytes.

@@ -15,6 +15,7 @@ import { RateLimitedError } from './errors/rate-limited-error.js';
 import { RedirectError } from './errors/redirect-error.js';
 import { TransientError } from './errors/transient-error.js';
 import { parseRetryAfter, retryAfterIsDate } from './retry-timing.js';
+import { memoryTraceOn, traced } from '../util/memory-trace.js';
 
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -61,13 +62,15 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
     const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
     let res: Response;
     let body: Buffer;
+    const trace = memoryTraceOn ? { bytes: 0 } : undefined;
+    if (trace) traced.requests++;
     try {
       // Never follow a redirect: the Authorization header and the query would go to wherever the
       // server points, and the answer from there would be taken for the endpoint's (see RedirectError).
       res = await opts.fetch(input, { ...init, signal, redirect: 'manual' });
       if (opts.contact) opts.contact.answered = true;
       crashPoint('fetch');
-      body = await readBody(res, opts.maxBodyBytes);
+      body = await readBody(res, opts.maxBodyBytes, trace);
     } catch (err) {
       if (err instanceof BodyTooLargeError) throw err;
       if (init?.signal?.aborted) throw init.signal.reason ?? err;
@@ -81,6 +84,11 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
       throw new TransientError('network', `connection to the reporting endpoint ${displayUrl(urlOf(input))} failed: ${describeNetworkError(err, urlOf(input))}`, undefined, {
         cause: err,
       });
+    } finally {
+      if (trace) {
+        traced.requests--;
+        traced.requestBytes -= trace.bytes;
+      }
     }
     const status = res.status;
     opts.onHeaders?.(res.headers);
@@ -102,7 +110,7 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
  * The whole body, refused beyond `limit` bytes: by its Content-Length before reading, else as soon
  * as the bytes counted pass it (the stream is cancelled), so a huge body never sits in memory.
  */
-async function readBody(res: Response, limit: number): Promise<Buffer> {
+async function readBody(res: Response, limit: number, trace?: { bytes: number }): Promise<Buffer> {
   const declared = res.headers.get('content-length');
   const length = declared === null ? NaN : Number(declared);
   if (Number.isSafeInteger(length) && length > limit) {
@@ -122,6 +130,10 @@ async function readBody(res: Response, limit: number): Promise<Buffer> {
       throw new BodyTooLargeError(limit);
     }
     chunks.push(value);
+    if (trace) {
+      trace.bytes += value.byteLength;
+      traced.requestBytes += value.byteLength;
+    }
   }
   return Buffer.concat(chunks, total);
 }

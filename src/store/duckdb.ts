@@ -8,6 +8,7 @@
  */
 import { resolve } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
+import { traceInstance } from '../util/memory-trace.js';
 
 export interface Db {
   /** Where further connections to this file come from (each opened on this file, as `conn` is). */
@@ -87,7 +88,11 @@ export async function openDb(path: string, opts: DbSettings): Promise<Db> {
     instance.closeSync();
     throw err;
   }
-  return dbHandle(instance, conn, path, DUCKDB_ROW_GROUP_ROWS, () => instance.closeSync());
+  const untrace = traceInstance(instance);
+  return dbHandle(instance, conn, path, DUCKDB_ROW_GROUP_ROWS, () => {
+    untrace();
+    instance.closeSync();
+  });
 }
 
 /** DuckDB's row group size when a file is opened without one. */
@@ -127,7 +132,11 @@ async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowG
       await c.run(`USE ${ATTACHED}`);
       return c;
     };
-    const db = dbHandle({ connect }, await connect(), path, chosen, () => instance.closeSync());
+    const untrace = traceInstance(instance);
+    const db = dbHandle({ connect }, await connect(), path, chosen, () => {
+      untrace();
+      instance.closeSync();
+    });
     db.resizeRowGroups = async (rows: number) => {
       checkRowGroupRows(rows);
       if (rows === db.rowGroupRows) return;

@@ -1,0 +1,105 @@
+/**
+ * A debug hook (issue 39): with SESSION_ETL_MEMORY_TRACE=<file> the process appends one JSON line a
+ * second to <file> (synchronously, so the lines survive an OOM kill): process.memoryUsage(), the
+ * kernel's view (/proc/self/status VmRSS, VmHWM, RssAnon, RssFile), DuckDB's pool (the sum of
+ * duckdb_memory() over every open instance, read on a connection of its own) and the memory_limit in
+ * effect, the requests in flight with the bytes their bodies have read so far, and the answers
+ * waiting for (or in) their commit with their bytes. Off (no timer, no connection) without the variable.
+ */
+import { appendFileSync, readFileSync } from 'node:fs';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+
+const PATH = process.env.SESSION_ETL_MEMORY_TRACE || undefined;
+export const memoryTraceOn = PATH !== undefined;
+
+/** Counters the transport and the window loader keep while the trace is on. */
+export const traced = { requests: 0, requestBytes: 0, answers: 0, answerBytes: 0, commits: 0 };
+
+const instances = new Map<DuckDBInstance, Promise<DuckDBConnection | undefined>>();
+let timer: NodeJS.Timeout | undefined;
+const t0 = Date.now();
+
+/** Samples `instance`'s pool while it is open; call the function returned before closing it. */
+export function traceInstance(instance: DuckDBInstance): () => void {
+  if (!memoryTraceOn) return () => {};
+  instances.set(instance, instance.connect().catch(() => undefined));
+  start();
+  return () => {
+    const c = instances.get(instance);
+    instances.delete(instance);
+    // Closed before the instance; a sample still running on it just fails.
+    void c?.then((conn) => conn?.closeSync());
+  };
+}
+
+function start(): void {
+  if (timer || !PATH) return;
+  timer = setInterval(() => void sample(), 1000);
+  timer.unref();
+}
+
+function status(): Record<string, number> {
+  const out: Record<string, number> = {};
+  try {
+    for (const line of readFileSync('/proc/self/status', 'utf8').split('\n')) {
+      const m = /^(VmRSS|VmHWM|RssAnon|RssFile|RssShmem):\s+(\d+) kB/.exec(line);
+      if (m) out[m[1]!] = Math.round(Number(m[2]) / 1024);
+    }
+  } catch {
+    // not Linux
+  }
+  return out;
+}
+
+let busy = false;
+async function sample(): Promise<void> {
+  if (busy || !PATH) return;
+  busy = true;
+  try {
+    const MiB = 2 ** 20;
+    const m = process.memoryUsage();
+    let pool = 0;
+    let temp = 0;
+    const limits: string[] = [];
+    const tags: Record<string, number> = {};
+    for (const c of instances.values()) {
+      const conn = await c;
+      if (!conn) continue;
+      try {
+        const r = await conn.runAndReadAll("SELECT tag, memory_usage_bytes, temporary_storage_bytes, current_setting('memory_limit') FROM duckdb_memory()");
+        for (const [tag, used, tmp, limit] of r.getRows()) {
+          pool += Number(used);
+          temp += Number(tmp);
+          if (Number(used) > 0) tags[String(tag)] = (tags[String(tag)] ?? 0) + Math.round(Number(used) / MiB);
+          if (!limits.includes(String(limit))) limits.push(String(limit));
+        }
+      } catch {
+        // the instance closed meanwhile
+      }
+    }
+    const line = {
+      s: Math.round((Date.now() - t0) / 100) / 10,
+      rss: Math.round(m.rss / MiB),
+      heapUsed: Math.round(m.heapUsed / MiB),
+      heapTotal: Math.round(m.heapTotal / MiB),
+      external: Math.round(m.external / MiB),
+      arrayBuffers: Math.round(m.arrayBuffers / MiB),
+      ...status(),
+      duckdbInstances: instances.size,
+      duckdbPool: Math.round(pool / MiB),
+      duckdbTemp: Math.round(temp / MiB),
+      duckdbTags: tags,
+      memoryLimit: limits.join(' / '),
+      requests: traced.requests,
+      requestBytes: Math.round(traced.requestBytes / MiB),
+      answers: traced.answers,
+      answerBytes: Math.round(traced.answerBytes / MiB),
+      commits: traced.commits,
+    };
+    appendFileSync(PATH, `${JSON.stringify(line)}\n`);
+  } catch {
+    // a debug hook never fails the run
+  } finally {
+    busy = false;
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * SESSION_ETL_MEMORY_TRACE (issue 39's debug hook, docs/development.md): a backfill through the real
+ * CLI and the emulator, slowed so that it lasts a few seconds, appends one JSON line a second with
+ * Node's memory, the kernel's RSS split, DuckDB's pool and memory_limit, and the answers in flight
+ * and waiting.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
+
+const D = 86_400;
+const NOW = Math.floor(Date.now() / 1000);
+const TODAY = Math.floor(NOW / D) * D;
+const FROM = TODAY - 8 * D;
+const END = TODAY - 2 * D;
+const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
+
+const fx = useEmulator({ seed: 39, from: FROM, to: TODAY, now: NOW, sessionsPerDay: 50, faults: { latencyMs: 700 } }, { prefix: 'session-etl-memory-trace-' });
+
+describe('SESSION_ETL_MEMORY_TRACE', () => {
+  it('samples the run once a second into the file', async () => {
+    const dir = await fx.tempDir();
+    const trace = join(dir, 'trace.ndjson');
+    const r = await runCli(['backfill', '--from', day(FROM), '--to', day(END), '--concurrency', '1', '--no-progress'], fx.env(join(dir, 'data'), { SESSION_ETL_MEMORY_TRACE: trace }));
+    expect(r.code, r.stderr).toBe(0);
+    const lines = readFileSync(trace, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    for (const l of lines) {
+      for (const k of ['rss', 'heapUsed', 'heapTotal', 'external', 'arrayBuffers', 'duckdbPool', 'requests', 'requestBytes', 'answers', 'answerBytes', 'commits']) expect(typeof l[k], k).toBe('number');
+      expect(l.memoryLimit).toMatch(/iB$/);
+      if (process.platform === 'linux') expect(l.RssAnon).toBeGreaterThan(0);
+    }
+    // One request at a time, each answered after 700 ms: most samples see it in flight.
+    expect(lines.some((l) => l.requests === 1)).toBe(true);
+    expect(lines.at(-1)!.commits).toBeGreaterThan(0);
+
+  }, 60_000);
+});
