@@ -222,7 +222,7 @@ export const BAD_INPUT_CASES: BadInputCase[] = [
   { group: 'environment', name: 'SESSION_ETL_MEMORY_LIMIT below what a run needs (100MiB)', args: B, env: { SESSION_ETL_MEMORY_LIMIT: '100MiB' }, message: /the memory budget is 100 MiB \(SESSION_ETL_MEMORY_LIMIT\), below the 272 MiB a run needs.*at least 272MiB/ },
   { group: 'environment', name: 'REPORTING_URL=http://127.0.0.1:1/ (nothing can listen there): refused at once', args: B, env: { REPORTING_URL: 'http://127.0.0.1:1/' }, maxMs: 15_000, message: /http:\/\/127\.0\.0\.1:1\/.*check REPORTING_URL/s },
   // Issues 38 and 42: a unit-less size, a key file others can read, a configuration file far too large.
-  { group: 'numbers and durations', name: '--memory-limit 10 (no unit)', args: [...B, '--memory-limit', '10'], message: /--memory-limit \(from command line\): got "10"; "10" has no unit/ },
+  { group: 'numbers and durations', name: '--memory-limit 10 (no unit)', args: [...B, '--memory-limit', '10'], message: /--memory-limit \(from command line\): "10" has no unit: a size needs one, such as "10MiB"/ },
   {
     group: 'environment',
     name: 'REPORTING_API_KEY_FILE of mode 0644',
