@@ -308,7 +308,8 @@ export class WindowBudgetController {
     if (p.inFlight > 1 && recent.length && recent.every((a) => a.inFlight < p.inFlight)) {
       const again = this.capSuspect !== undefined && now <= this.capSuspect.until && p.inFlight >= this.capSuspect.inFlight;
       this.capSuspect = { until: Math.max(now, this.pausedUntil) + 2 * this.spanMs(), inFlight: p.inFlight };
-      if (full || again) return this.pauseUntil(now, p.at + p.retryMs), this.concurrencyLimit(p);
+      // A full window is the quota's (a limit in flight lets those in flight through); twice is a limit in flight.
+      if (!full && again) return this.pauseUntil(now, p.at + p.retryMs), this.concurrencyLimit(p);
     }
     if (p.quotaLeft) {
       if (p.probing) this.probe.stepAt = now;
