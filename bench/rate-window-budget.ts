@@ -53,6 +53,13 @@ interface AttemptSlot {
 
 /** One probe's 429 in this many requests: 2.5 %, half of what the 429s may take (issue 41). */
 const PROBE_EVERY = 40;
+/**
+ * Past its first hold, a probe waits half as long as the limit has stood (a limit that held for a
+ * minute is less likely to move in the next second than one just learned), at most MAX_HOLD_MS
+ * (issue 14: a raised limit found within a minute).
+ */
+const AGE = 0.5;
+const MAX_HOLD_MS = 40_000;
 /** How long answers are remembered, ms. */
 const MEMORY_MS = 30_000;
 
@@ -70,6 +77,8 @@ export class WindowBudgetController {
   private limit: number | undefined;
   /** The highest limit learned in the run. */
   private peak = 0;
+  /** When the limit last changed value. */
+  private since = 0;
   private stated: number | undefined;
   private probe = { from: Infinity, extra: 0, stepAt: 0 };
   private suspect: { until: number; count: number } | undefined;
@@ -207,17 +216,20 @@ export class WindowBudgetController {
   }
 
   private setLimit(limit: number, now: number): void {
-    this.limit = Math.max(1, Math.floor(limit));
+    const next = Math.max(1, Math.floor(limit));
+    if (next !== this.limit) this.since = now;
+    this.limit = next;
     this.peak = Math.max(this.peak, this.limit);
-    this.probe = { from: Math.max(now, this.pausedUntil) + this.holdMs(), extra: 0, stepAt: 0 };
+    this.probe = { from: Math.max(now, this.pausedUntil) + this.holdMs(now), extra: 0, stepAt: 0 };
   }
 
   /** The hold before a probe: two windows, or the time the budget takes to let PROBE_EVERY through. */
-  private holdMs(): number {
+  private holdMs(now: number): number {
     const span = this.spanMs();
     // PROBE_EVERY requests at the highest limit learned: a limit that fell (another client's share, a
     // quota lowered for a while) is looked past as often as the one before it, as it may come back.
-    return Math.max(2 * span, (PROBE_EVERY * span) / Math.max(this.peak, this.limit ?? PROBE_EVERY));
+    const base = Math.max(2 * span, (PROBE_EVERY * span) / Math.max(this.peak, this.limit ?? PROBE_EVERY));
+    return Math.max(base, Math.min(MAX_HOLD_MS, AGE * (now - this.since)));
   }
 
   /** The server answered 429 (call before releasing the attempt's slot). */
