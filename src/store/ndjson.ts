@@ -6,7 +6,7 @@
  * list that maps them onto the contract, all derived from the fields table (schema/session-fields.ts).
  * Explicit types matter twice: no sampling, and a value that does not fit its type is an error.
  */
-import { RECORD_SHAPE, type SessionRecord } from '../schema/session-fields.js';
+import { RECORD_SHAPE, type FieldDef, type SessionRecord } from '../schema/session-fields.js';
 import { SESSION_COLUMNS } from './contract.js';
 import { NULL_PARTITION } from './layout.js';
 
@@ -77,3 +77,16 @@ const NDJSON_SELECT = [
   }),
   `COALESCE(strftime(to_timestamp(r.started), '%Y-%m-%d'), '${NULL_PARTITION}') AS partition`,
 ].join(', ');
+
+/**
+ * The reverse, in SQL: a row of the contract's columns as its record's line (`recordLine`'s shape;
+ * timestamps back to epoch seconds), so that rows the store holds can be committed again as a file
+ * (a verify's repair, a row an older version left in `_pending_rows`).
+ */
+export const RECORD_LINE_OF_ROW = `to_json({${RECORD_SHAPE.map((n) =>
+  n.kind === 'leaf' ? `'${n.name}': ${columnValue(n.field)}` : `'${n.name}': {${n.children.map((c) => `'${c.name}': ${columnValue(c.field)}`).join(', ')}}`,
+).join(', ')}})::VARCHAR`;
+
+function columnValue(f: FieldDef): string {
+  return f.type === 'TIMESTAMPTZ' ? `CAST(epoch(${f.column}) AS BIGINT)` : f.column;
+}
