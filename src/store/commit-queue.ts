@@ -15,7 +15,9 @@ import { writeNewFile } from '../util/temp-file.js';
 import { queryRows } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
 import { DIR_MODE, FILE_MODE, PENDING_FILE_NAME, type StoreLayout } from './layout.js';
+import { RECORD_LINE_OF_ROW } from './ndjson.js';
 import type { SerialQueue } from './serial-queue.js';
+import type { StoreShape } from './shape.js';
 import type { RecordFile, Sink } from './sink.js';
 
 /** Most windows committed in one transaction. */
@@ -72,22 +74,8 @@ export class CommitQueue {
    * grouped with the windows that arrive while a commit is running.
    */
   async commitWindow(commit: WindowCommit): Promise<CommitResult> {
-    let file: RecordFile | undefined;
-    if (commit.ndjson.count > 0) {
-      // Written now, so the body's memory is free while the window waits for its group. When the
-      // file itself is what the transaction commits (by name), it must be durable first.
-      const keep = this.sink.keepsFiles;
-      if (keep && !this.pendingDirMade) {
-        await mkdir(this.layout.pendingDir, { recursive: true, mode: DIR_MODE });
-        this.pendingDirMade = true;
-      }
-      // Named by window start: a merge reads its files in that order, so rows land in the table roughly by time.
-      // Created new (never over a leftover, never through a link), with an unguessable end.
-      const dir = keep ? this.layout.pendingDir : this.layout.tmpDir;
-      const name = `rows-${String(commit.window.start).padStart(12, '0')}-${process.pid}-${++this.fileSeq}`;
-      const path = await writeNewFile((suffix) => join(dir, `${name}-${suffix}.ndjson`), commit.ndjson.bytes, { mode: FILE_MODE, sync: keep });
-      file = { path, count: commit.ndjson.count, extractedAt: commit.ndjson.extractedAt, account: commit.account };
-    }
+    // Written now, so the body's memory is free while the window waits for its group.
+    const file = commit.ndjson.count > 0 ? await this.writeFile(commit.window.start, commit.ndjson, commit.account) : undefined;
     const queued: QueuedCommit = {
       account: commit.account,
       window: commit.window,
@@ -99,6 +87,70 @@ export class CommitQueue {
       this.waiting.push({ commit: queued, resolve, reject });
       if (!this.groupRunning) void this.drainGroups();
     });
+  }
+
+  /**
+   * One window's records as a file. When the file itself is what the transaction commits (by name),
+   * it is made durable first. Named by window start: a merge reads its files in that order, so rows
+   * land in the table roughly by time. Created new (never over a leftover, never through a link),
+   * with an unguessable end.
+   */
+  private async writeFile(start: number, ndjson: WindowCommit['ndjson'], account: string): Promise<RecordFile> {
+    const keep = this.sink.keepsFiles;
+    if (keep && !this.pendingDirMade) {
+      await mkdir(this.layout.pendingDir, { recursive: true, mode: DIR_MODE });
+      this.pendingDirMade = true;
+    }
+    const dir = keep ? this.layout.pendingDir : this.layout.tmpDir;
+    const name = `rows-${String(start).padStart(12, '0')}-${process.pid}-${++this.fileSeq}`;
+    const path = await writeNewFile((suffix) => join(dir, `${name}-${suffix}.ndjson`), ndjson.bytes, { mode: FILE_MODE, sync: keep });
+    return { path, count: ndjson.count, extractedAt: ndjson.extractedAt, account };
+  }
+
+  /**
+   * A store an earlier version wrote may hold committed rows in `_pending_rows` (its slow path, a
+   * verify's repair) waiting for the merge into `sessions`. They become record files like any
+   * window's, one per account and fetch time, listed and removed from `_pending_rows` in one
+   * transaction: a crash before it leaves the rows where they were (the files, unlisted, are removed
+   * at the next open), after it the files hold them. Only for a store that keeps its files (the
+   * table's); a Parquet-only store's rows wait in `_pending_rows` by design.
+   */
+  async adoptPendingRows(shape: StoreShape): Promise<void> {
+    if (!this.sink.keepsFiles) return;
+    const c = this.conn;
+    const any = await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM (SELECT 1 FROM _pending_rows LIMIT 1)');
+    if (Number(any[0]?.n ?? 0) === 0) return;
+    const account = shape.many ? 'account' : `''`;
+    await c.run(
+      `CREATE OR REPLACE TEMP TABLE _adopt AS SELECT dense_rank() OVER (ORDER BY ${account}, extracted_at) AS g, ${account} AS a,
+         coalesce(epoch(extracted_at), 0) AS e, ${RECORD_LINE_OF_ROW} AS l, started_at, session_id FROM _pending_rows`,
+    );
+    const files: RecordFile[] = [];
+    try {
+      const groups = await queryRows<{ g: bigint; a: string; e: number; s: number | null }>(
+        c,
+        'SELECT g, any_value(a) AS a, any_value(e) AS e, min(epoch(started_at)) AS s FROM _adopt GROUP BY g ORDER BY g',
+      );
+      for (const g of groups) {
+        const lines = await queryRows<{ l: string }>(c, `SELECT l FROM _adopt WHERE g = ${g.g} ORDER BY started_at, session_id`);
+        const bytes = Buffer.from(lines.map((r) => r.l).join('\n'), 'utf8');
+        files.push(await this.writeFile(Math.floor(g.s ?? 0), { bytes, count: lines.length, extractedAt: Number(g.e) }, g.a));
+      }
+      await c.run('BEGIN TRANSACTION');
+      try {
+        await this.sink.commitFiles(c, files);
+        await c.run('DELETE FROM _pending_rows');
+        await c.run('COMMIT');
+      } catch (err) {
+        await c.run('ROLLBACK').catch(() => {});
+        throw wrapWriteError(err, 'turning the rows an earlier version left in _pending_rows into record files');
+      }
+    } catch (err) {
+      for (const f of files) await rm(f.path, { force: true }).catch(() => {});
+      throw err;
+    } finally {
+      await c.run('DROP TABLE IF EXISTS _adopt').catch(() => {});
+    }
   }
 
   private async drainGroups(): Promise<void> {

@@ -159,6 +159,7 @@ export class SessionStore {
         if (existed) await prepareDirs(layout);
         await ensureSchema(db.conn, format, !existed, accounts);
         await dropUncommittedFiles(db.conn, layout.pendingDir);
+        await store.commits.adoptPendingRows(store.shape);
       }
       return store;
     } catch (err) {
