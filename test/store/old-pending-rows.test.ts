@@ -5,7 +5,7 @@
  * transaction, and the merge treats them as it treated them then: newest extracted_at wins, nothing
  * lost, nothing twice. The old rows are written here as the old code wrote them, straight into the table.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -42,7 +42,7 @@ describe.each<[OutputFormat, 'single' | 'many']>([
   ['duckdb', 'many'],
   ['both', 'many'],
 ])('rows an earlier version left in _pending_rows, format %s, %s account(s)', (format, accounts) => {
-  it('are merged as then: the newest version wins, each session once, _pending_rows left empty', async () => {
+  it('are merged as then: the newest version wins, each session once, _pending_rows left empty, a crashed adoption\'s file ignored', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'session-etl-old-pending-'));
     dirs.push(dir);
     const account = accounts === 'many' ? 'acme' : '';
@@ -66,6 +66,9 @@ describe.each<[OutputFormat, 'single' | 'many']>([
     await c.run(`INSERT INTO _coverage (start_s, end_s, run_id, committed_at, account) VALUES (${DAY1}, ${DAY1 + 2 * D}, 'old', now(), '${account}')`);
     c.closeSync();
     inst.closeSync();
+    // What a crash in the middle of an earlier adoption leaves: a record file written, never listed.
+    await mkdir(join(dir, 'pending'), { recursive: true });
+    await writeFile(join(dir, 'pending', `rows-${String(DAY1).padStart(12, '0')}-1-1.ndjson`), JSON.stringify(record('s1', DAY1 + 10, 'v2')));
 
     store = await open();
     await store.beginRunCounts();
