@@ -26,7 +26,6 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { DuckDBConnection, DuckDBInstance, version as duckdbVersion } from '@duckdb/node-api';
-import { tableFromArrays } from 'apache-arrow';
 import { runExport } from '../src/pipeline/run.js';
 import { flattenResponse } from '../src/pipeline/flatten.js';
 import { sessionsQuery } from '../src/reporting/query.js';
@@ -414,12 +413,12 @@ async function main(): Promise<void> {
     await fetchAll(small, 4);
     const s100 = await cli(backfillArgs(join(work, 'small')), small);
     row({ section: '2 memory', measure: `peak RSS, backfill of ${fmt(s100.summary.sessions.new ?? 0)} sessions`, value: mb(s100.maxRssBytes) });
-    // Option: the same backfill with the body scanner off (JSON.parse + zod + flatten + appender).
+    // Option: the same backfill with the body scanner off (JSON.parse + zod + NDJSON lines + DuckDB read_json).
     const js = await cli(backfillArgs(join(work, 'small-js')), small, { SESSION_ETL_BODY_SCANNER: 'off' });
     await rm(join(work, 'small-js'), { recursive: true, force: true });
     row({
       section: '1 options',
-      measure: `backfill of ${fmt(SMALL)}: body scanner + DuckDB read_json / scanner off (JSON.parse + zod + flatten + appender)`,
+      measure: `backfill of ${fmt(SMALL)}: body scanner + DuckDB read_json / scanner off (JSON.parse + zod + NDJSON lines + DuckDB read_json)`,
       value: `${secs(s100.wallMs)} / ${secs(js.wallMs)}: the scanner path is ${fmt(js.wallMs / s100.wallMs, 2)} × as fast`,
     });
     // A point between the two: where the peak stops growing with the range.
@@ -546,16 +545,8 @@ async function profile(emu: EmulatorProc, stored: number): Promise<void> {
   for (const rs of sampleRecords) rs.forEach((r, i) => validateRecord(r, i));
   const zodMs = performance.now() - t;
   t = performance.now();
-  const batches = sampleRecords.map((rs) => flattenResponse(rs, Date.now() / 1000, 'fail').batch);
+  for (const rs of sampleRecords) flattenResponse(rs, 'fail');
   const flattenMs = performance.now() - t;
-  // An Arrow hand-off: the flattened columns as an Arrow table (DuckDB's Node API has no Arrow scan).
-  t = performance.now();
-  for (const b of batches) {
-    const cols: Record<string, unknown> = {};
-    SESSION_COLUMNS.forEach((c, i) => (cols[c.name] = b.columns[i]));
-    tableFromArrays(cols as never);
-  }
-  const arrowMs = performance.now() - t;
   // DuckDB's own parse of the same records: read_json of the NDJSON into a table without index.
   const dir = await mkdtemp(join(tmpdir(), 'bench-profile-'));
   const files: string[] = [];
@@ -580,7 +571,7 @@ async function profile(emu: EmulatorProc, stored: number): Promise<void> {
   const per = (ms: number, k: number) => `${fmt((k / ms) * 1000)} records/s`;
   row({ section: '1 profile', measure: `body scanner (parse + validate + NDJSON, JS), ${fmt(records)} records, ${mb(total)}`, value: `${secs(scanMs)}, ${per(scanMs, records)}` });
   row({ section: '1 profile', measure: `DuckDB read_json of the NDJSON → table without index`, value: `${secs(readJsonMs)}, ${per(readJsonMs, records)}` });
-  row({ section: '1 profile', measure: `slow path, sample of ${fmt(n)}: JSON.parse / zod / flatten / Arrow table from the columns`, value: `${per(parseMs, n)} / ${per(zodMs, n)} / ${per(flattenMs, n)} / ${per(arrowMs, n)}` });
+  row({ section: '1 profile', measure: `slow path, sample of ${fmt(n)}: JSON.parse / zod / zod + NDJSON lines`, value: `${per(parseMs, n)} / ${per(zodMs, n)} / ${per(flattenMs, n)}` });
   void stored;
 }
 

@@ -10,11 +10,9 @@
  */
 import { join } from 'node:path';
 import type { SessionsBody } from '../reporting/sessions-body.js';
-import { SESSION_COLUMNS } from '../store/contract.js';
 import { FILE_MODE } from '../store/layout.js';
 import { RangeComparison, type DayComparison } from '../store/range-comparison.js';
 import { readDayCounts } from '../store/read-volume-anomalies.js';
-import type { RowBatch } from '../store/rows.js';
 import type { SessionStore } from '../store/session-store.js';
 import type { VerifiedDay } from '../store/verify-log.js';
 import { mergeIntervals } from '../time/intervals.js';
@@ -25,7 +23,7 @@ import { redact } from '../util/redact.js';
 import { rangeArgs, suggestedCommand, type CommandTarget } from '../util/suggested-command.js';
 import { writeNewFile } from '../util/temp-file.js';
 import { oneLine } from '../util/terminal-text.js';
-import { flattenResponse } from './flatten.js';
+import { checkedRecords } from './flatten.js';
 import { ExitCode } from '../errors.js';
 import { RunFailedError } from './errors.js';
 import type { Resolved, RunSummary, VerifyOptions } from './options.js';
@@ -212,18 +210,9 @@ export class AccountVerifier {
    * whole as it is; any other validated record by record first, as a backfill's are).
    */
   async add(w: Window, body: SessionsBody, fetchedAtMs: number): Promise<void> {
-    let bytes: Buffer;
-    let count: number;
-    if (body.kind === 'ndjson') {
-      bytes = body.ndjson;
-      count = body.count;
-    } else {
-      const flat = flattenResponse(body.records, fetchedAtMs / 1000, this.opts.onInvalid);
-      this.tally.totals.rejected += flat.rejected.length;
-      this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
-      bytes = batchToNdjson(flat.batch);
-      count = flat.batch.length;
-    }
+    const { ndjson: bytes, count, rejected, duplicatesDropped } = checkedRecords(body, this.opts.onInvalid);
+    this.tally.totals.rejected += rejected.length;
+    this.tally.totals.duplicatesDropped += duplicatesDropped;
     this.answers.push({ start: w.start, end: w.end, count });
     // The records fetched (the progress bar's and the summary's count), as a backfill counts them.
     this.tally.totals.fetched += count;
@@ -348,20 +337,4 @@ export function differencesText(report: VerifyReport, command: string): string {
       ? `make the store equal the source with \`${command} --repair\` (sessions the source no longer returns are removed only with --delete-missing)`
       : `sessions the source no longer returns are kept: remove them with \`${command} --repair --delete-missing\` only if the source is right to have dropped them`;
   return `the store differs from the source on ${left.length} day(s): ${shown.join('; ')}${more}; ${advice}`;
-}
-
-/** A validated batch as the newline-delimited JSON a commit's record file holds (the reporting record's shape). */
-function batchToNdjson(batch: RowBatch): Buffer {
-  const sourced = SESSION_COLUMNS.map((c, i) => ({ path: c.source.split('.'), i, ts: c.type === 'TIMESTAMPTZ' })).filter((c) => c.path[0] !== 'lineage');
-  const lines: string[] = [];
-  for (let r = 0; r < batch.length; r++) {
-    const o: Record<string, unknown> = {};
-    for (const c of sourced) {
-      const v = batch.columns[c.i]![r] ?? null;
-      if (c.path.length === 1) o[c.path[0]!] = v;
-      else ((o[c.path[0]!] ??= {}) as Record<string, unknown>)[c.path[1]!] = v;
-    }
-    lines.push(JSON.stringify(o));
-  }
-  return Buffer.from(lines.join('\n'), 'utf8');
 }

@@ -1,14 +1,15 @@
 /**
- * The stage between extraction and the store: each complete window's body becomes one commit.
- * A body the scanner read whole (NDJSON) goes to DuckDB as it is; any other shape is validated and
- * flattened record by record first (flatten.ts), invalid records failing the window or quarantined.
+ * The stage between extraction and the store: each complete window's body becomes one commit of
+ * one NDJSON file. A body the scanner read whole is that file as it is; any other shape is
+ * validated record by record and written in the same shape first (flatten.ts), invalid records
+ * failing the window or quarantined.
  */
 import type { SessionsBody } from '../reporting/sessions-body.js';
 import type { SessionStore } from '../store/session-store.js';
 import { describeWindow, type Window } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
 import { memoryTraceOn, traced } from '../util/memory-trace.js';
-import { flattenResponse, type InvalidPolicy } from './flatten.js';
+import { checkedRecords, type InvalidPolicy } from './flatten.js';
 import type { RunTally } from './run-tally.js';
 
 export class WindowLoader {
@@ -43,24 +44,18 @@ export class WindowLoader {
   }
 
   private async commit(w: Window, body: SessionsBody, fetchedAtMs: number): Promise<void> {
-    let r: { written: number };
-    if (body.kind === 'ndjson') {
-      // Every record passed the scanner's checks: DuckDB parses them straight from the body's bytes.
-      r = await this.store.commitWindow({
-        account: this.account,
-        window: w,
-        ndjson: { bytes: body.ndjson, count: body.count, extractedAt: fetchedAtMs / 1000 },
-        rejected: [],
-        runId: this.runId,
-      });
-    } else {
-      // Not in the fast shape: the precise validator decides, record by record.
-      const flat = flattenResponse(body.records, fetchedAtMs / 1000, this.policy);
-      r = await this.store.commitWindow({ account: this.account, window: w, batch: flat.batch, rejected: flat.rejected, runId: this.runId });
-      this.tally.totals.rejected += flat.rejected.length;
-      this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
-      if (flat.rejected.length) this.logger.warn({ window: describeWindow(w), rejected: flat.rejected.length }, 'records quarantined in rejected_sessions');
-    }
+    // A body in the fast shape goes as it is; any other is validated record by record first.
+    const flat = checkedRecords(body, this.policy);
+    const r = await this.store.commitWindow({
+      account: this.account,
+      window: w,
+      ndjson: { bytes: flat.ndjson, count: flat.count, extractedAt: fetchedAtMs / 1000 },
+      rejected: flat.rejected,
+      runId: this.runId,
+    });
+    this.tally.totals.rejected += flat.rejected.length;
+    this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
+    if (flat.rejected.length) this.logger.warn({ window: describeWindow(w), rejected: flat.rejected.length }, 'records quarantined in rejected_sessions');
     this.tally.totals.fetched += r.written;
     this.committed();
   }

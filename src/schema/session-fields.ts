@@ -2,8 +2,8 @@
  * The one table of a session's fields. Everything that names the fields is derived from it: the
  * GraphQL selection (reporting/query.ts), the zod schema (reporting/record-schema.ts), the body
  * scanner's spec (reporting/sessions-body.ts), the record type below, the column contract
- * (SESSION_COLUMNS, store/contract.ts), DuckDB's read_json types and select list (store/ndjson.ts),
- * the slow path's flattening (store/rows.ts) and the list conventions' field names
+ * (SESSION_COLUMNS, store/contract.ts), the one shape of committed records and DuckDB's read_json
+ * types and select list (store/ndjson.ts) and the list conventions' field names
  * (list/session-fields.ts).
  *
  * Adding a field is one row here (plus its tests, the emulator's data and a docs/data.md note: the

@@ -1,53 +1,42 @@
 /**
- * Committing windows: each window's rows, its rejected records and its coverage interval in one
- * transaction. Windows that arrive while a commit is running are grouped into the next transaction
+ * Committing windows: each window's records (one NDJSON file, store/ndjson.ts), its rejected
+ * records and its coverage interval in one transaction. Windows that arrive while a commit is running are grouped into the next transaction
  * (group commit): each window is still all-or-nothing, and a group costs one fsync instead of one
  * per window. Rows reach their final form when the sink merges them (see sink.ts).
  */
 import type { Dirent } from 'node:fs';
 import { mkdir, readdir, rm, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DuckDBDataChunk, BOOLEAN, DOUBLE, VARCHAR, type DuckDBType, type DuckDBConnection } from '@duckdb/node-api';
-import type { RowBatch, RejectedRecord } from './rows.js';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { describeWindow, type Window } from '../time/windows.js';
 import { crashPoint } from '../util/crash-point.js';
 import { redact } from '../util/redact.js';
 import { writeNewFile } from '../util/temp-file.js';
-import { SESSION_COLUMNS } from './contract.js';
 import { queryRows } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
-import { DIR_MODE, FILE_MODE, NULL_PARTITION, PENDING_FILE_NAME, type StoreLayout } from './layout.js';
+import { DIR_MODE, FILE_MODE, PENDING_FILE_NAME, type StoreLayout } from './layout.js';
+import { RECORD_LINE_OF_ROW } from './ndjson.js';
 import type { SerialQueue } from './serial-queue.js';
+import type { StoreShape } from './shape.js';
 import type { RecordFile, Sink } from './sink.js';
 
-const CHUNK_ROWS = 2048;
 /** Most windows committed in one transaction. */
 const MAX_GROUP = 64;
 
-/**
- * Staging columns: the account the rows were fetched for, then the contract's; numbers and
- * timestamps travel as DOUBLE (no BigInt per value), converted in SQL.
- */
-const STAGING_TYPES: DuckDBType[] = [
-  VARCHAR,
-  ...SESSION_COLUMNS.map((c) => (c.type === 'VARCHAR' ? VARCHAR : c.type === 'BOOLEAN' ? BOOLEAN : DOUBLE)),
-];
-const STAGING_DDL = `CREATE TEMP TABLE IF NOT EXISTS _staging (account VARCHAR, ${SESSION_COLUMNS.map(
-  (c, i) => `${c.name} ${STAGING_TYPES[i + 1] === VARCHAR ? 'VARCHAR' : STAGING_TYPES[i + 1] === BOOLEAN ? 'BOOLEAN' : 'DOUBLE'}`,
-).join(', ')})`;
-const STAGING_SELECT = SESSION_COLUMNS.map((c) =>
-  c.type === 'TIMESTAMPTZ' ? `to_timestamp(${c.name}) AS ${c.name}` : c.type === 'BIGINT' ? `CAST(${c.name} AS BIGINT) AS ${c.name}` : c.name,
-).join(', ');
-const PARTITION_OF_STAGED = `COALESCE(strftime(to_timestamp(started_at), '%Y-%m-%d'), '${NULL_PARTITION}')`;
+/** A record that failed validation, kept for the quarantine table when the policy says so. */
+export interface RejectedRecord {
+  sessionId: string | null;
+  field: string;
+  reason: string;
+  raw: unknown;
+}
 
 export interface WindowCommit {
   /** The account the window was fetched for ('' in a single-account store). */
   account: string;
   window: Window;
-  /** Rows validated and flattened in JavaScript (a body that left the scanner's fast path). */
-  batch?: RowBatch;
-  /** Records as newline-delimited JSON, every one already checked (reporting/sessions-body.ts): DuckDB parses them. */
-  ndjson?: { bytes: Buffer; count: number; /** epoch seconds */ extractedAt: number };
+  /** The records as newline-delimited JSON, every one already checked (pipeline/flatten.ts): DuckDB parses them. */
+  ndjson: { bytes: Buffer; count: number; /** epoch seconds */ extractedAt: number };
   rejected: readonly RejectedRecord[];
   runId: string;
 }
@@ -61,7 +50,6 @@ export interface CommitResult {
 interface QueuedCommit {
   account: string;
   window: Window;
-  batch?: RowBatch;
   file?: RecordFile;
   rejected: readonly RejectedRecord[];
   runId: string;
@@ -79,48 +67,90 @@ export class CommitQueue {
     private readonly writes: SerialQueue,
     private readonly layout: StoreLayout,
     private readonly sink: Sink,
-    /** A many-account store: committed rows carry their account. */
-    private readonly many: boolean,
   ) {}
-
-  /** The temporary table the precise path's rows are appended to before a commit (per connection). */
-  static createStaging(conn: DuckDBConnection): Promise<unknown> {
-    return conn.run(STAGING_DDL);
-  }
 
   /**
    * Commits one window: its rows, its rejected records, its coverage interval, in one transaction,
    * grouped with the windows that arrive while a commit is running.
    */
   async commitWindow(commit: WindowCommit): Promise<CommitResult> {
-    let file: RecordFile | undefined;
-    if (commit.ndjson && commit.ndjson.count > 0) {
-      // Written now, so the body's memory is free while the window waits for its group. When the
-      // file itself is what the transaction commits (by name), it must be durable first.
-      const keep = this.sink.keepsFiles;
-      if (keep && !this.pendingDirMade) {
-        await mkdir(this.layout.pendingDir, { recursive: true, mode: DIR_MODE });
-        this.pendingDirMade = true;
-      }
-      // Named by window start: a merge reads its files in that order, so rows land in the table roughly by time.
-      // Created new (never over a leftover, never through a link), with an unguessable end.
-      const dir = keep ? this.layout.pendingDir : this.layout.tmpDir;
-      const name = `rows-${String(commit.window.start).padStart(12, '0')}-${process.pid}-${++this.fileSeq}`;
-      const path = await writeNewFile((suffix) => join(dir, `${name}-${suffix}.ndjson`), commit.ndjson.bytes, { mode: FILE_MODE, sync: keep });
-      file = { path, count: commit.ndjson.count, extractedAt: commit.ndjson.extractedAt, account: commit.account };
-    }
+    // Written now, so the body's memory is free while the window waits for its group.
+    const file = commit.ndjson.count > 0 ? await this.writeFile(commit.window.start, commit.ndjson, commit.account) : undefined;
     const queued: QueuedCommit = {
       account: commit.account,
       window: commit.window,
       rejected: commit.rejected,
       runId: commit.runId,
-      ...(commit.batch ? { batch: commit.batch } : {}),
       ...(file ? { file } : {}),
     };
     return new Promise<CommitResult>((resolve, reject) => {
       this.waiting.push({ commit: queued, resolve, reject });
       if (!this.groupRunning) void this.drainGroups();
     });
+  }
+
+  /**
+   * One window's records as a file. When the file itself is what the transaction commits (by name),
+   * it is made durable first. Named by window start: a merge reads its files in that order, so rows
+   * land in the table roughly by time. Created new (never over a leftover, never through a link),
+   * with an unguessable end.
+   */
+  private async writeFile(start: number, ndjson: WindowCommit['ndjson'], account: string): Promise<RecordFile> {
+    const keep = this.sink.keepsFiles;
+    if (keep && !this.pendingDirMade) {
+      await mkdir(this.layout.pendingDir, { recursive: true, mode: DIR_MODE });
+      this.pendingDirMade = true;
+    }
+    const dir = keep ? this.layout.pendingDir : this.layout.tmpDir;
+    const name = `rows-${String(start).padStart(12, '0')}-${process.pid}-${++this.fileSeq}`;
+    const path = await writeNewFile((suffix) => join(dir, `${name}-${suffix}.ndjson`), ndjson.bytes, { mode: FILE_MODE, sync: keep });
+    return { path, count: ndjson.count, extractedAt: ndjson.extractedAt, account };
+  }
+
+  /**
+   * A store an earlier version wrote may hold committed rows in `_pending_rows` (its slow path, a
+   * verify's repair) waiting for the merge into `sessions`. They become record files like any
+   * window's, one per account and fetch time, listed and removed from `_pending_rows` in one
+   * transaction: a crash before it leaves the rows where they were (the files, unlisted, are removed
+   * at the next open), after it the files hold them. Only for a store that keeps its files (the
+   * table's); a Parquet-only store's rows wait in `_pending_rows` by design.
+   */
+  async adoptPendingRows(shape: StoreShape): Promise<void> {
+    if (!this.sink.keepsFiles) return;
+    const c = this.conn;
+    const any = await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM (SELECT 1 FROM _pending_rows LIMIT 1)');
+    if (Number(any[0]?.n ?? 0) === 0) return;
+    const account = shape.many ? 'account' : `''`;
+    await c.run(
+      `CREATE OR REPLACE TEMP TABLE _adopt AS SELECT dense_rank() OVER (ORDER BY ${account}, extracted_at) AS g, ${account} AS a,
+         coalesce(epoch(extracted_at), 0) AS e, ${RECORD_LINE_OF_ROW} AS l, started_at, session_id FROM _pending_rows`,
+    );
+    const files: RecordFile[] = [];
+    try {
+      const groups = await queryRows<{ g: bigint; a: string; e: number; s: number | null }>(
+        c,
+        'SELECT g, any_value(a) AS a, any_value(e) AS e, min(epoch(started_at)) AS s FROM _adopt GROUP BY g ORDER BY g',
+      );
+      for (const g of groups) {
+        const lines = await queryRows<{ l: string }>(c, `SELECT l FROM _adopt WHERE g = ${g.g} ORDER BY started_at, session_id`);
+        const bytes = Buffer.from(lines.map((r) => r.l).join('\n'), 'utf8');
+        files.push(await this.writeFile(Math.floor(g.s ?? 0), { bytes, count: lines.length, extractedAt: Number(g.e) }, g.a));
+      }
+      await c.run('BEGIN TRANSACTION');
+      try {
+        await this.sink.commitFiles(c, files);
+        await c.run('DELETE FROM _pending_rows');
+        await c.run('COMMIT');
+      } catch (err) {
+        await c.run('ROLLBACK').catch(() => {});
+        throw wrapWriteError(err, 'turning the rows an earlier version left in _pending_rows into record files');
+      }
+    } catch (err) {
+      for (const f of files) await rm(f.path, { force: true }).catch(() => {});
+      throw err;
+    } finally {
+      await c.run('DROP TABLE IF EXISTS _adopt').catch(() => {});
+    }
   }
 
   private async drainGroups(): Promise<void> {
@@ -146,16 +176,11 @@ export class CommitQueue {
 
   private async commitGroup(commits: QueuedCommit[]): Promise<void> {
     const c = this.conn;
-    for (const x of commits) if (x.batch) await this.stage(x.batch, x.account);
     const files = commits.flatMap((x) => (x.file ? [x.file] : []));
-    const staged = commits.some((x) => x.batch && x.batch.length > 0);
     if (files.length) await this.sink.beforeCommit?.(files);
     await c.run('BEGIN TRANSACTION');
     try {
       if (files.length) await this.sink.commitFiles(c, files);
-      if (staged) {
-        await c.run(`INSERT INTO _pending_rows SELECT ${this.many ? 'account, ' : ''}${STAGING_SELECT}, ${PARTITION_OF_STAGED} FROM _staging`);
-      }
       for (const x of commits) {
         for (const r of x.rejected) {
           await c.run(
@@ -176,27 +201,6 @@ export class CommitQueue {
       await c.run('ROLLBACK').catch(() => {});
       const w = commits.map((x) => describeWindow(x.window)).join(', ');
       throw wrapWriteError(err, `committing window${commits.length > 1 ? 's' : ''} ${w}`);
-    } finally {
-      if (staged) await c.run('DELETE FROM _staging').catch(() => {});
-    }
-  }
-
-  private async stage(batch: RowBatch, account: string): Promise<void> {
-    if (batch.length === 0) return;
-    const appender = await this.conn.createAppender('_staging', null, 'temp');
-    try {
-      for (let off = 0; off < batch.length; off += CHUNK_ROWS) {
-        const n = Math.min(CHUNK_ROWS, batch.length - off);
-        const chunk = DuckDBDataChunk.create(STAGING_TYPES, n);
-        chunk.setColumns([
-          new Array<string>(n).fill(account),
-          ...batch.columns.map((col) => (off === 0 && n === col.length ? col : col.slice(off, off + n))),
-        ] as never);
-        appender.appendDataChunk(chunk);
-      }
-      appender.flushSync();
-    } finally {
-      appender.closeSync();
     }
   }
 }
@@ -220,7 +224,7 @@ export async function dropUncommittedFiles(conn: DuckDBConnection, pendingDir: s
 }
 
 function rowsOf(c: QueuedCommit): number {
-  return (c.batch?.length ?? 0) + (c.file?.count ?? 0);
+  return c.file?.count ?? 0;
 }
 
 function safeJson(v: unknown): string {

@@ -1,6 +1,6 @@
 /**
- * Moving committed rows from the pending record files (and rows the precise path staged) into the
- * `sessions` table, one bounded slice per transaction.
+ * Moving committed rows from the pending record files into the `sessions` table, one bounded slice
+ * per transaction.
  */
 import { readFile, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
@@ -52,7 +52,7 @@ export interface MergeContext {
 
 /**
  * One bounded merge, one transaction: appends at most sliceRows(ctx) rows of the oldest pending files
- * (plus any rows the precise path staged) to the sessions table straight from read_json (no
+ * to the sessions table straight from read_json (no
  * intermediate copy, no sort: the files are read in window order, and each is sorted by start),
  * then keeps one row per session: among the versions of each session id the slice brought, the
  * newest extracted_at wins (ties: the row just fetched), but with the extracted_at of the stored
@@ -61,7 +61,7 @@ export interface MergeContext {
  * session read again unchanged) are marked for a Parquet rewrite and the files forgotten, in the
  * same transaction. Memory is bounded by the slice and DuckDB's memory limit, never by the history.
  * Runs on its own connection, so windows keep committing meanwhile: the snapshot of this
- * transaction decides which files and staged rows it takes.
+ * transaction decides which files it takes.
  */
 export async function mergeSlice(
   c: DuckDBConnection,
@@ -82,8 +82,7 @@ export async function mergeSlice(
   let drop: string[] = [];
   try {
     const files = await queryRows<PendingFile>(c, 'SELECT file, extracted_at, rows, account FROM _pending_files ORDER BY file');
-    const staged = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _pending_rows'))[0]?.n ?? 0);
-    if (files.length === 0 && staged === 0) {
+    if (files.length === 0) {
       await c.run('ROLLBACK');
       return none;
     }
@@ -91,7 +90,7 @@ export async function mergeSlice(
     // (DuckDB numbers a transaction's own rows after every committed one); checked below.
     const before = BigInt((await queryRows<{ m: bigint }>(c, 'SELECT coalesce(max(rowid), -1) AS m FROM sessions'))[0]?.m ?? -1n);
     let take = 0;
-    let rows = staged;
+    let rows = 0;
     /** A file cut in two: its first rows go into this slice, the rest stays pending under a new name. */
     let cut: { head: string; tail: PendingFile } | undefined;
     // Exactly enough rows to fill the table's row groups: merges then append whole row groups,
@@ -102,7 +101,7 @@ export async function mergeSlice(
     ctx.groupBase ??= await groupBase(c, before, ctx.rowGroupRows);
     const groupRows = BigInt(ctx.rowGroupRows);
     const target = ctx.rowGroupRows - Number((((before + 1n - ctx.groupBase) % groupRows) + groupRows) % groupRows);
-    const pending = files.reduce((n, f) => n + Number(f.rows), staged);
+    const pending = files.reduce((n, f) => n + Number(f.rows), 0);
     if (opts.waitForRowGroup && pending < target && opts.waitForRowGroup(pending, target)) {
       await c.run('ROLLBACK');
       return { ...none, waiting: true };
@@ -112,16 +111,16 @@ export async function mergeSlice(
     // fit, the one to cut and one more; otherwise the slice.
     let candidates = 0;
     if (aligned) {
-      let r = staged;
+      let r = 0;
       while (candidates < files.length && r + Number(files[candidates]!.rows) <= target) r += Number(files[candidates++]!.rows);
       candidates = Math.min(files.length, candidates + 2);
     } else {
       while (candidates < files.length && (candidates === 0 || rows + Number(files[candidates]!.rows) <= sliceRows(ctx))) rows += Number(files[candidates++]!.rows);
       take = candidates;
     }
-    const older = await olderVersions(c, ctx, files.slice(0, candidates), staged);
+    const older = await olderVersions(c, ctx, files.slice(0, candidates));
     if (aligned) {
-      rows = staged - older.count(STAGED);
+      rows = 0;
       const counted = (i: number) => Number(files[i]!.rows) - older.count(i);
       while (take < candidates && rows + counted(take) <= target) rows += counted(take++);
       if (rows < target && take < candidates) {
@@ -133,17 +132,10 @@ export async function mergeSlice(
     const slice = files.slice(0, take);
     paths = slice.map((f, i) => join(ctx.pendingDir, cut && i === take - 1 ? cut.head : f.file));
     drop = cut ? [join(ctx.pendingDir, cut.head), join(ctx.pendingDir, cut.tail.file)] : [];
-    const sources = [
-      ...(slice.length
-        ? [
-            `SELECT ${ndjsonSelect(shape.many)}, f.k FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
-               format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
-             JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${slice[i]!.extracted_at}, ${i}, ${sqlString(slice[i]!.account)})`).join(', ')})
-               f(filename, extracted, k, account) USING (filename)`,
-          ]
-        : []),
-      ...(staged ? [`SELECT *, ${STAGED} AS k FROM _pending_rows`] : []),
-    ];
+    const source = `SELECT ${ndjsonSelect(shape.many)}, f.k FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
+        format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
+      JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${slice[i]!.extracted_at}, ${i}, ${sqlString(slice[i]!.account)})`).join(', ')})
+        f(filename, extracted, k, account) USING (filename)`;
     // A session the files looked at bring more than once goes in only from the source of its newest
     // version (newest extracted_at, then the later source); the others are left out.
     const newest = older.any
@@ -154,7 +146,7 @@ export async function mergeSlice(
     // slice's are not needed any more (a merge that fails reads them again).
     for (const f of files.slice(0, take)) ctx.ids?.delete(f.file);
     prefetchIds(ctx, files.slice(take));
-    const added = Number((await c.run(`INSERT INTO sessions SELECT ${shape.columnList} FROM (${sources.join(' UNION ALL ')})${newest}`)).rowsChanged);
+    const added = Number((await c.run(`INSERT INTO sessions SELECT ${shape.columnList} FROM (${source})${newest}`)).rowsChanged);
     const seen = Number((await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM sessions WHERE rowid > ${before}`))[0]?.n ?? 0);
     if (seen !== added) throw new Error(`internal check failed: appended ${added} rows, found ${seen} above row id ${before}`);
     // Every version of the sessions this slice brought (narrow: ids, times, row ids).
@@ -215,8 +207,7 @@ export async function mergeSlice(
       }
     }
     await c.run('DROP TABLE _versions; DROP TABLE _losers; DROP TABLE _same; DROP TABLE IF EXISTS _dups');
-    if (staged) await c.run('DELETE FROM _pending_rows');
-    if (slice.length) await c.run(`DELETE FROM _pending_files WHERE file IN (SELECT unnest($1::VARCHAR[]))`, [listValue(slice.map((f) => f.file))]);
+    await c.run(`DELETE FROM _pending_files WHERE file IN (SELECT unnest($1::VARCHAR[]))`, [listValue(slice.map((f) => f.file))]);
     if (cut) {
       await c.run('INSERT INTO _pending_files (file, extracted_at, rows, account) VALUES ($1, $2, $3, $4)', [
         cut.tail.file, cut.tail.extracted_at, cut.tail.rows, cut.tail.account,
@@ -315,12 +306,9 @@ function splitKey(key: string): { account: string; id: string } {
 
 /** Pending files read at once while looking for sessions brought twice. */
 const READS_IN_FLIGHT = 4;
-/** The source number of the rows the precise path staged (after every file's). */
-const STAGED = 1_000_000;
 
 /**
- * Sessions the given pending files (numbered by position) and the staged rows bring more than
- * once (a session that starts on a window's boundary is in both windows): kept in the temporary
+ * Sessions the given pending files (numbered by position) bring more than once (a session that starts on a window's boundary is in both windows): kept in the temporary
  * table `_dups` as (session_id, k: the source of the newest version). The merge leaves the older
  * versions out of its insert: deleting rows of its own appends afterwards made DuckDB write the
  * whole slice through the WAL instead of straight to the file as whole row groups, and compress it
@@ -330,14 +318,12 @@ async function olderVersions(
   c: DuckDBConnection,
   ctx: MergeContext,
   files: readonly PendingFile[],
-  staged: number,
 ): Promise<{ any: boolean; count(k: number): number; idsIn(k: number): Set<string> }> {
   const none = { any: false, count: () => 0, idsIn: () => new Set<string>() };
-  if (files.length + (staged ? 1 : 0) < 2) return none;
-  /** The source (file position, or STAGED) where each id was first seen; ids seen again: every source holding them. */
+  if (files.length < 2) return none;
+  /** The source (file position) where each id was first seen; ids seen again: every source holding them. */
   const first = new Map<string, number>();
   const again = new Map<string, number[]>();
-  const stagedAt = new Map<string, number>();
   const see = (id: string, k: number) => {
     const f = first.get(id);
     if (f === undefined) first.set(id, k);
@@ -363,20 +349,12 @@ async function olderVersions(
     const account = files[k]!.account;
     for (const id of list) see(keyOf(account, id), k);
   });
-  if (staged) {
-    const account = ctx.shape.many ? 'account' : "''";
-    for (const r of await queryRows<{ a: string; id: string; e: number }>(c, `SELECT ${account} AS a, session_id AS id, epoch(extracted_at) AS e FROM _pending_rows`)) {
-      const key = keyOf(r.a, r.id);
-      see(key, STAGED);
-      stagedAt.set(key, Math.max(Number(r.e), stagedAt.get(key) ?? -Infinity));
-    }
-  }
   first.clear();
   if (again.size === 0) return none;
-  const extractedAt = (id: string, k: number) => (k === STAGED ? stagedAt.get(id)! : Number(files[k]!.extracted_at));
+  const extractedAt = (k: number) => Number(files[k]!.extracted_at);
   const dups = [...again].map(([key, ks]) => {
     let win = ks[0]!;
-    for (const k of ks) if (extractedAt(key, k) > extractedAt(key, win) || (extractedAt(key, k) === extractedAt(key, win) && k > win)) win = k;
+    for (const k of ks) if (extractedAt(k) > extractedAt(win) || (extractedAt(k) === extractedAt(win) && k > win)) win = k;
     return { key, k: win, ks };
   });
   const parts = dups.map((d) => (ctx.shape.many ? splitKey(d.key) : { account: '', id: d.key }));

@@ -1,11 +1,36 @@
 /**
- * How DuckDB reads the records of a `sessions` answer written as newline-delimited JSON (one record
- * per line, as reporting/sessions-body.ts leaves them): the explicit column types of read_json and
- * the select list that maps them onto the contract, both derived from SESSION_COLUMNS' sources.
+ * The one shape committed records take, and how it becomes columns: newline-delimited JSON, one
+ * reporting record per line. The body scanner leaves a fast-shaped answer in it as it is
+ * (reporting/sessions-body.ts); a record validated one by one is written in it by `recordLine`
+ * (pipeline/flatten.ts). DuckDB reads it with the explicit column types of read_json and the select
+ * list that maps them onto the contract, all derived from the fields table (schema/session-fields.ts).
  * Explicit types matter twice: no sampling, and a value that does not fit its type is an error.
  */
+import { RECORD_SHAPE, type FieldDef, type SessionRecord } from '../schema/session-fields.js';
 import { SESSION_COLUMNS } from './contract.js';
 import { NULL_PARTITION } from './layout.js';
+
+/**
+ * A validated record as its line: every field of the table in selection order (the scanner's
+ * shape), null when absent, unknown fields left out; an object is written whole (its fields null)
+ * when it is null or absent. So two records with the same columns have the same line, which is how
+ * an exact duplicate in one answer is told from a conflicting one.
+ */
+export function recordLine(rec: SessionRecord): string {
+  const r = rec as unknown as Record<string, unknown>;
+  const o: Record<string, unknown> = {};
+  for (const n of RECORD_SHAPE) {
+    if (n.kind === 'leaf') {
+      o[n.name] = r[n.name] ?? null;
+      continue;
+    }
+    const from = r[n.name] as Record<string, unknown> | null | undefined;
+    const to: Record<string, unknown> = {};
+    for (const c of n.children) to[c.name] = from?.[c.name] ?? null;
+    o[n.name] = to;
+  }
+  return JSON.stringify(o);
+}
 
 /**
  * read_json's `maximum_object_size`, 16 MiB: twice the largest record accepted
@@ -52,3 +77,16 @@ const NDJSON_SELECT = [
   }),
   `COALESCE(strftime(to_timestamp(r.started), '%Y-%m-%d'), '${NULL_PARTITION}') AS partition`,
 ].join(', ');
+
+/**
+ * The reverse, in SQL: a row of the contract's columns as its record's line (`recordLine`'s shape;
+ * timestamps back to epoch seconds), so that rows the store holds can be committed again as a file
+ * (a verify's repair, a row an older version left in `_pending_rows`).
+ */
+export const RECORD_LINE_OF_ROW = `to_json({${RECORD_SHAPE.map((n) =>
+  n.kind === 'leaf' ? `'${n.name}': ${columnValue(n.field)}` : `'${n.name}': {${n.children.map((c) => `'${c.name}': ${columnValue(c.field)}`).join(', ')}}`,
+).join(', ')}})::VARCHAR`;
+
+function columnValue(f: FieldDef): string {
+  return f.type === 'TIMESTAMPTZ' ? `CAST(epoch(${f.column}) AS BIGINT)` : f.column;
+}

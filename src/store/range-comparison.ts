@@ -13,7 +13,7 @@
  * At the end a session found "missing" whose id the store holds elsewhere (its start moved) is
  * changed, and a "gone" one the source returned in another window is not gone. `repair` then makes
  * the store equal the source: each window's missing and changed rows committed with its coverage,
- * as a backfill's commit does (in groups of windows, each all or nothing), and with
+ * as a backfill's commit does (one record file per window, all or nothing), and with
  * `deleteMissing` the gone sessions removed; the store's flush merges them and rewrites the days.
  */
 import { rm } from 'node:fs/promises';
@@ -23,9 +23,9 @@ import type { Window } from '../time/windows.js';
 import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
 import { queryRows, sqlString } from './duckdb.js';
 import { exists } from './durable-fs.js';
-import { wrapWriteError } from './errors.js';
 import { partitionDir, type OutputFormat, type StoreLayout } from './layout.js';
-import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
+import type { CommitResult, WindowCommit } from './commit-queue.js';
+import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, RECORD_LINE_OF_ROW, ndjsonSelect } from './ndjson.js';
 import type { StoreShape } from './shape.js';
 
 /**
@@ -33,7 +33,7 @@ import type { StoreShape } from './shape.js';
  * kept the peak RSS of a 300 k-session verify below its backfill's (docs/benchmarks.md, "Verify").
  */
 const SLICE_ROWS = 65_536;
-/** Windows committed in one transaction by a repair (as the commit queue groups them). */
+/** Windows of a repair handed to the commit queue before waiting for their commits. */
 const REPAIR_GROUP = 64;
 
 /** The contract's columns a verify compares: the record's fields, not when they were fetched. */
@@ -67,6 +67,8 @@ export interface ComparedStore {
   readonly layout: StoreLayout;
   /** A connection of its own (closed by the comparison). */
   openConnection(): Promise<DuckDBConnection>;
+  /** Commits one window's records with its coverage (the store's commit queue). */
+  commitWindow(commit: WindowCommit): Promise<CommitResult>;
   /** Removes sessions of an account and rewrites their days (the store's write queue). Returns those removed. */
   removeSessions(account: string, ids: readonly string[], days: readonly string[]): Promise<number>;
 }
@@ -79,7 +81,7 @@ export class RangeComparison {
   private queuedRows = 0;
   private comparing: Promise<void> = Promise.resolve();
   private failure: unknown;
-  private readonly fetched: Window[] = [];
+  private readonly fetched: Array<{ window: Window; extractedAt: number }> = [];
   private readonly counts = new Map<string, { source: number; stored: number }>();
   private closed = false;
 
@@ -110,7 +112,7 @@ export class RangeComparison {
    */
   async add(w: FetchedWindow): Promise<void> {
     if (this.failure !== undefined) throw this.failure;
-    this.fetched.push(w.window);
+    this.fetched.push({ window: w.window, extractedAt: w.extractedAt });
     this.waiting.push(w);
     this.waitingRows += w.count;
     if (this.waitingRows >= SLICE_ROWS) this.compareWaiting();
@@ -263,17 +265,16 @@ export class RangeComparison {
   /** Every day the fetched windows touch. */
   private async allDays(): Promise<Set<string>> {
     const rows = await queryRows<{ p: string }>(this.conn, 'SELECT DISTINCT partition AS p FROM _vfix');
-    return new Set([...daysOf(this.fetched), ...rows.map((r) => r.p)]);
+    return new Set([...daysOf(this.fetched.map((f) => f.window)), ...rows.map((r) => r.p)]);
   }
 
   /**
    * Makes the store equal the source for the compared windows: with `deleteMissing` the gone
    * sessions (of `deleteDays` only, when given) are removed first (their days rewritten by the store); then every fetched window is
-   * committed with its missing and changed sessions and its coverage, in groups of windows, each
-   * group one transaction. The store's next flush merges the rows and rewrites their days.
+   * committed with its missing and changed sessions and its coverage, as a backfill commits a window.
+   * The store's next flush merges the rows and rewrites their days.
    */
   async repair(o: { runId: string; deleteMissing: boolean; deleteDays?: ReadonlySet<string> }): Promise<{ repaired: number; deleted: number }> {
-    const { shape } = this.store;
     const c = this.conn;
     let deleted = 0;
     if (o.deleteMissing) {
@@ -281,27 +282,29 @@ export class RangeComparison {
       const gone = (await queryRows<{ id: string; day: string }>(c, 'SELECT session_id AS id, day FROM _vgone')).filter((g) => !o.deleteDays || o.deleteDays.has(g.day));
       if (gone.length) deleted = await this.store.removeSessions(this.account, gone.map((g) => g.id), [...new Set(gone.map((g) => g.day))]);
     }
-    const pendingCols = [...shape.columns, 'partition'].join(', ');
     const repaired = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _vfix'))[0]?.n ?? 0);
-    const windows = [...this.fetched].sort((a, b) => a.start - b.start);
-    for (let i = 0; i < windows.length; i += REPAIR_GROUP) {
-      const group = windows.slice(i, i + REPAIR_GROUP);
-      const values = group.map((w) => `(${w.start}, ${w.end})`).join(', ');
-      await c.run('BEGIN TRANSACTION');
-      try {
-        await c.run(
-          `INSERT INTO _pending_rows (${pendingCols}) SELECT ${pendingCols} FROM _vfix SEMI JOIN (VALUES ${values}) g(ws, we) USING (ws, we)`,
-        );
-        await c.run(
-          `INSERT INTO _coverage (start_s, end_s, run_id, committed_at, account) SELECT ws, we, $1, now(), $2 FROM (VALUES ${values}) g(ws, we)`,
-          [o.runId, this.account],
-        );
-        await c.run('COMMIT');
-      } catch (err) {
-        await c.run('ROLLBACK').catch(() => {});
-        throw wrapWriteError(err, `committing the repair of ${group.length} window(s) from ${new Date(group[0]!.start * 1000).toISOString()}`);
-      }
+    // Each window's missing and changed rows as its record file, committed with its coverage as a
+    // backfill's window is (the commit queue groups the windows waiting into one transaction).
+    const windows = [...this.fetched].sort((a, b) => a.window.start - b.window.start);
+    const waiting: Array<Promise<unknown>> = [];
+    for (const w of windows) {
+      const lines = await queryRows<{ l: string }>(
+        c,
+        `SELECT ${RECORD_LINE_OF_ROW} AS l FROM _vfix WHERE ws = ${w.window.start} AND we = ${w.window.end} ORDER BY started_at, session_id`,
+      );
+      const bytes = Buffer.from(lines.map((r) => r.l).join('\n'), 'utf8');
+      const commit = this.store.commitWindow({
+        account: this.account,
+        window: w.window,
+        ndjson: { bytes, count: lines.length, extractedAt: w.extractedAt },
+        rejected: [],
+        runId: o.runId,
+      });
+      commit.catch(() => {});
+      waiting.push(commit);
+      if (waiting.length >= REPAIR_GROUP) await Promise.all(waiting.splice(0));
     }
+    await Promise.all(waiting);
     return { repaired, deleted };
   }
 

@@ -115,7 +115,7 @@ export class SessionStore {
             (partitions) => logger.debug({ partitions }, 'finished days written to Parquet while fetching'),
             (fn) => this.gate.exclusive(fn),
           );
-    this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink, this.shape.many);
+    this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink);
   }
 
   get conn(): DuckDBConnection {
@@ -158,8 +158,8 @@ export class SessionStore {
       if (!readOnly) {
         if (existed) await prepareDirs(layout);
         await ensureSchema(db.conn, format, !existed, accounts);
-        await CommitQueue.createStaging(db.conn);
         await dropUncommittedFiles(db.conn, layout.pendingDir);
+        await store.commits.adoptPendingRows(store.shape);
       }
       return store;
     } catch (err) {

@@ -1,8 +1,8 @@
 /**
  * Where committed rows go, one implementation per output format: `TableSink` (formats duckdb and
  * both: record files merged into the `sessions` table, and with both, its days rewritten to Parquet)
- * and `ParquetOnlySink` (format parquet: rows wait in `_pending_rows` until their partition's file
- * is rewritten). The store's facade and its commit queue talk to this interface only.
+ * and `ParquetOnlySink` (format parquet: a commit loads the files into `_pending_rows`, where rows wait
+ * until their partition's file is rewritten). Either way a committed window arrives as one record file. The store's facade and its commit queue talk to this interface only.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 
