@@ -31,7 +31,7 @@ export class PatternLexer {
     return cp;
   }
 
-  protected escape(inClass: boolean): Escape {
+  protected escape({ inClass }: { inClass: boolean }): Escape {
     const at = this.i;
     this.i++; // backslash
     const c = this.peek();

@@ -102,7 +102,7 @@ export class JavaPatternReader extends PatternLexer {
       case '{':
         return this.fail(at, '"{" has nothing to repeat (after another quantifier, Java would silently ignore it)', 'a character, class or group before "{n,m}", or "\\{" for the character');
       case '\\': {
-        const e = this.escape(false);
+        const e = this.escape({ inClass: false });
         switch (e.kind) {
           case 'char': return { type: 'set', set: this.literal(e.cp) };
           case 'set': return { type: 'set', set: this.escapeSet(e) };
@@ -299,7 +299,7 @@ export class JavaPatternReader extends PatternLexer {
   private classAtom(): number | CodePointSet {
     if (this.peek() !== '\\') return this.take();
     const at = this.i;
-    const e = this.escape(true);
+    const e = this.escape({ inClass: true });
     switch (e.kind) {
       case 'char': return e.cp;
       case 'set': return this.escapeSet(e);
