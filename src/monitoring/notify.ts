@@ -18,12 +18,12 @@ import { silentLogger, type Logger } from '../util/logger.js';
 import { oneLine } from '../util/terminal-text.js';
 import { redact, redactDeep } from '../util/redact.js';
 import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
-import { deliverAll, NOTIFY_DEFAULTS, type Delivery, type SendOptions } from './notify-delivery.js';
+import { deadlineOf, deliverAll, type Delivery, type SendOptions } from './notify-delivery.js';
 import { readNotifyState, writeNotifyState, type NotifyState } from './notify-state.js';
 import { describeAnomaly, type VolumeAnomaly } from '../store/volume-anomalies.js';
 import { dayArgs, suggestedCommand } from '../util/suggested-command.js';
 
-export { NOTIFY_DEFAULTS, type Delivery, type SendOptions };
+export { type Delivery, type SendOptions };
 
 export type NotifyEvent = 'run_failed' | 'run_recovered' | 'lag_exceeded' | 'volume_anomaly';
 
@@ -88,8 +88,6 @@ export interface NotifySettings {
 export interface NotifyDeps extends SendOptions {
   logger?: Logger;
   host?: string;
-  /** The whole notification step, all events together, ms. Default 15 000. */
-  budgetMs?: number;
 }
 
 // Defined in util/notify-url.ts so the configuration can use them without importing monitoring.
@@ -251,8 +249,7 @@ export function notifyRunEnd(settings: NotifySettings, end: RunEnd, deps: Notify
  */
 export async function notifyRunEnds(settings: NotifySettings, notices: readonly RunEndNotice[], deps: NotifyDeps = {}): Promise<void> {
   const receiver = receiverOf(settings.url);
-  const now = deps.now ?? Date.now;
-  const deadlineMs = deps.deadlineMs ?? now() + (deps.budgetMs ?? NOTIFY_DEFAULTS.budgetMs);
+  const deadlineMs = deadlineOf(deps);
   const host = deps.host ?? hostname();
   const loggerOf = (n: RunEndNotice) => n.logger ?? deps.logger ?? silentLogger;
   try {
