@@ -24,7 +24,8 @@ import { redact } from '../util/redact.js';
 import { ExitCode, exitCodeOf } from './exit-codes.js';
 import { createCliLogger } from './logging.js';
 import { metricsFileOfShard } from './monitoring-options.js';
-import { pipelineOptions } from './run-options.js';
+import { accountConcurrency, type AccountFlags } from './account-options.js';
+import { notifySettings, pipelineOptions, type CommonFlags } from './run-options.js';
 import { installStopSignals } from './stop-signals.js';
 import { formatSummary } from './summary.js';
 import { UsageError } from './usage-error.js';
@@ -53,6 +54,23 @@ export interface AccountsRunOptions {
   metricsFile?: string | undefined;
   /** notifyUrl: each account's run end is judged on its own (its own failing/recovered state); all are posted under one budget. */
   notify?: NotifySettings | undefined;
+}
+
+/** The flags of a command that runs accounts (backfill, export, verify). */
+export type AccountsRunFlags = CommonFlags & AccountFlags & { metricsFile?: string };
+
+/** The accounts run a command's flags and configuration ask for. */
+export function accountsRunOptions(command: AccountsRunOptions['command'], loaded: LoadedConfig, flags: AccountsRunFlags): AccountsRunOptions {
+  return {
+    command,
+    json: Boolean(flags.json),
+    logLevel: loaded.config.logLevel,
+    waitFlags: flags,
+    concurrency: accountConcurrency(flags),
+    shard: flags.shard,
+    metricsFile: flags.metricsFile,
+    notify: notifySettings(loaded),
+  };
 }
 
 export interface AccountOutcome {
