@@ -167,7 +167,7 @@ export function buildPayload(
   const about = [end.job ? `job ${end.job}` : '', end.account !== undefined ? `account ${end.account}` : ''].filter(Boolean).join(', ');
   const what = `session-etl ${end.command}${about ? ` (${about})` : ''}`;
   const where = `on ${o.host} (data ${end.dataDir})`;
-  const behind = checkpoint ? `checkpoint ${checkpoint}${lagSeconds !== null ? `, ${formatLag(lagSeconds)} behind` : ''}` : 'nothing stored yet';
+  const behind = checkpoint ? `checkpoint ${checkpoint}${lagSeconds !== null ? `, ${humanDuration(lagSeconds)} behind` : ''}` : 'nothing stored yet';
   const sessions = end.summary ? `${end.summary.sessions.written} sessions written` : undefined;
   const anomaly = event === 'volume_anomaly' ? (o.anomaly ?? null) : null;
   const text =
@@ -178,7 +178,7 @@ export function buildPayload(
       ? `${what} FAILED ${where}: ${clipText(error ?? 'unknown error', 400)} [${behind}; exit ${end.exitCode}]`
       : event === 'run_recovered'
         ? `${what} RECOVERED ${where}: ${outcome}${o.failingSince ? ` after failing since ${o.failingSince}` : ''}; ${[sessions, behind].filter(Boolean).join(', ')}`
-        : `${what} LAG ${where}: data is ${lagSeconds !== null ? formatLag(lagSeconds) : '?'} behind, over the ${formatLag(o.maxLagSeconds)} limit [${behind}; last run ${outcome}]`;
+        : `${what} LAG ${where}: data is ${lagSeconds !== null ? humanDuration(lagSeconds) : '?'} behind, over the ${humanDuration(o.maxLagSeconds)} limit [${behind}; last run ${outcome}]`;
   return redactDeep({
     event,
     text: chatText(text),
@@ -313,6 +313,3 @@ function errorTextOf(end: RunEnd): string {
   }
   return clipText(redact(parts.join('; caused by: ') || `exit code ${end.exitCode}`), MAX_ERROR_CHARS);
 }
-
-/** 90 → "1m 30s", 97200 → "1d 3h": the two largest units (as `status` and /healthz show a lag). */
-export const formatLag = humanDuration;
