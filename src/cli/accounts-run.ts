@@ -60,7 +60,7 @@ export interface AccountsRunOptions {
 export type AccountsRunFlags = CommonFlags & AccountFlags & { metricsFile?: string };
 
 /** The accounts run a command's flags and configuration ask for. */
-export function accountsRunOptions(command: AccountsRunOptions['command'], loaded: LoadedConfig, flags: AccountsRunFlags): AccountsRunOptions {
+function accountsRunOptions(command: AccountsRunOptions['command'], loaded: LoadedConfig, flags: AccountsRunFlags): AccountsRunOptions {
   return {
     command,
     json: Boolean(flags.json),
@@ -81,8 +81,15 @@ export interface AccountOutcome {
   exitCode: number;
 }
 
-/** Runs the accounts, prints the summaries, refreshes all-accounts.duckdb, and returns the exit code. */
-export async function executeAccountsRun(loaded: LoadedConfig, names: string[], jobOf: AccountJobOf, o: AccountsRunOptions): Promise<number> {
+/** Runs the accounts `command`'s flags chose, prints the summaries, refreshes all-accounts.duckdb, and returns the exit code. */
+export async function executeAccountsRun(
+  command: AccountsRunOptions['command'],
+  loaded: LoadedConfig,
+  flags: AccountsRunFlags,
+  names: string[],
+  jobOf: AccountJobOf,
+): Promise<number> {
+  const o = accountsRunOptions(command, loaded, flags);
   const shard = o.shard !== undefined ? parseShard(o.shard) : undefined;
   const metricsFile = o.metricsFile !== undefined ? metricsFileOfShard(o.metricsFile, shard) : undefined;
   if (shard && names.length === 0) {

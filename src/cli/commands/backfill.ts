@@ -32,13 +32,12 @@ export function register(program: Command): void {
     const loaded = configFromFlags(flags);
     const accounts = chosenAccounts(loaded, flags);
     if (accounts) {
-      const { accountsRunOptions, executeAccountsRun } = await import('../accounts-run.js');
-      process.exitCode = await executeAccountsRun(
-        loaded,
-        accounts,
-        (a, o) => ({ account: a.name, kind: 'backfill', opts: { ...o, from, to, ...(flags.newestFirst ? { newestFirst: true } : {}) } }),
-        accountsRunOptions('backfill', loaded, flags),
-      );
+      const { executeAccountsRun } = await import('../accounts-run.js');
+      process.exitCode = await executeAccountsRun('backfill', loaded, flags, accounts, (a, o) => ({
+        account: a.name,
+        kind: 'backfill',
+        opts: { ...o, from, to, ...(flags.newestFirst ? { newestFirst: true } : {}) },
+      }));
       return;
     }
     const base = pipelineOptions(loaded, flags);

@@ -32,17 +32,12 @@ export function register(program: Command): void {
     const accounts = chosenAccounts(loaded, flags);
     if (accounts) {
       const since = sinceFlag;
-      const { accountsRunOptions, executeAccountsRun } = await import('../accounts-run.js');
-      process.exitCode = await executeAccountsRun(
-        loaded,
-        accounts,
-        (a, o) => {
-          const c = a.loaded.config;
-          const start = since ?? (c.startDate != null ? instant(String(c.startDate), `account ${a.name}: startDate`) : undefined);
-          return { account: a.name, kind: 'export', opts: { ...o, lookbackSeconds: parseDuration(c.lookback, 'lookback'), warnIfSinceUnused, ...(start !== undefined ? { since: start } : {}) } };
-        },
-        accountsRunOptions('export', loaded, flags),
-      );
+      const { executeAccountsRun } = await import('../accounts-run.js');
+      process.exitCode = await executeAccountsRun('export', loaded, flags, accounts, (a, o) => {
+        const c = a.loaded.config;
+        const start = since ?? (c.startDate != null ? instant(String(c.startDate), `account ${a.name}: startDate`) : undefined);
+        return { account: a.name, kind: 'export', opts: { ...o, lookbackSeconds: parseDuration(c.lookback, 'lookback'), warnIfSinceUnused, ...(start !== undefined ? { since: start } : {}) } };
+      });
       return;
     }
     const base = pipelineOptions(loaded, flags);

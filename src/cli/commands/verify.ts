@@ -62,13 +62,8 @@ export function register(program: Command): void {
     const loaded = configFromFlags(flags);
     const accounts = chosenAccounts(loaded, flags);
     if (accounts) {
-      const { accountsRunOptions, executeAccountsRun } = await import('../accounts-run.js');
-      process.exitCode = await executeAccountsRun(
-        loaded,
-        accounts,
-        (a, o) => ({ account: a.name, kind: 'verify', opts: { ...o, ...own } }),
-        accountsRunOptions('verify', loaded, flags),
-      );
+      const { executeAccountsRun } = await import('../accounts-run.js');
+      process.exitCode = await executeAccountsRun('verify', loaded, flags, accounts, (a, o) => ({ account: a.name, kind: 'verify', opts: { ...o, ...own } }));
       return;
     }
     const base = pipelineOptions(loaded, flags);
