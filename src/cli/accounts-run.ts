@@ -24,7 +24,8 @@ import { redact } from '../util/redact.js';
 import { ExitCode, exitCodeOf } from './exit-codes.js';
 import { createCliLogger } from './logging.js';
 import { metricsFileOfShard } from './monitoring-options.js';
-import { pipelineOptions } from './run-options.js';
+import { accountConcurrency, type AccountFlags } from './account-options.js';
+import { notifySettings, pipelineOptions, type CommonFlags } from './run-options.js';
 import { installStopSignals } from './stop-signals.js';
 import { formatSummary } from './summary.js';
 import { UsageError } from './usage-error.js';
@@ -55,6 +56,23 @@ export interface AccountsRunOptions {
   notify?: NotifySettings | undefined;
 }
 
+/** The flags of a command that runs accounts (backfill, export, verify). */
+export type AccountsRunFlags = CommonFlags & AccountFlags & { metricsFile?: string };
+
+/** The accounts run a command's flags and configuration ask for. */
+function accountsRunOptions(command: AccountsRunOptions['command'], loaded: LoadedConfig, flags: AccountsRunFlags): AccountsRunOptions {
+  return {
+    command,
+    json: Boolean(flags.json),
+    logLevel: loaded.config.logLevel,
+    waitFlags: flags,
+    concurrency: accountConcurrency(flags),
+    shard: flags.shard,
+    metricsFile: flags.metricsFile,
+    notify: notifySettings(loaded),
+  };
+}
+
 export interface AccountOutcome {
   account: string;
   outcome: RunSummary['outcome'] | 'failed' | 'not-started';
@@ -63,8 +81,15 @@ export interface AccountOutcome {
   exitCode: number;
 }
 
-/** Runs the accounts, prints the summaries, refreshes all-accounts.duckdb, and returns the exit code. */
-export async function executeAccountsRun(loaded: LoadedConfig, names: string[], jobOf: AccountJobOf, o: AccountsRunOptions): Promise<number> {
+/** Runs the accounts `command`'s flags chose, prints the summaries, refreshes all-accounts.duckdb, and returns the exit code. */
+export async function executeAccountsRun(
+  command: AccountsRunOptions['command'],
+  loaded: LoadedConfig,
+  flags: AccountsRunFlags,
+  names: string[],
+  jobOf: AccountJobOf,
+): Promise<number> {
+  const o = accountsRunOptions(command, loaded, flags);
   const shard = o.shard !== undefined ? parseShard(o.shard) : undefined;
   const metricsFile = o.metricsFile !== undefined ? metricsFileOfShard(o.metricsFile, shard) : undefined;
   if (shard && names.length === 0) {

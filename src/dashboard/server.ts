@@ -118,7 +118,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     account: { name: string; configArg?: string } | undefined;
     demo: boolean;
   }
-  const openView = async (source: DashboardSource, account: View['account'], demo: boolean): Promise<View> => ({
+  const openView = async (source: DashboardSource, account: View['account'], demo = false): Promise<View> => ({
     reader: await ParquetReader.open(source.parquetRoot, {
       timeoutMs: o.queryTimeoutMs ?? 10_000,
       ...(source.account !== undefined ? { account: source.account } : {}),
@@ -137,7 +137,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const viewOfAccount = (name: string): Promise<View> => {
     let v = views.get(name);
     if (!v) {
-      v = all!.sourceOf(name).then((source) => openView(source, { name, ...(all!.configArg ? { configArg: all!.configArg } : {}) }, false));
+      v = all!.sourceOf(name).then((source) => openView(source, { name, ...(all!.configArg ? { configArg: all!.configArg } : {}) }));
       views.set(name, v);
       v.catch(() => views.delete(name));
     }
@@ -322,14 +322,14 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     }
     url.searchParams.delete('ticket');
     if (url.pathname === '/api/accounts') {
-      if (req.method === 'HEAD') return send(res, 200, '', 'application/json; charset=utf-8', { 'Cache-Control': 'no-store' }, true);
+      if (req.method === 'HEAD') return send(res, 200, '', 'application/json; charset=utf-8', { 'Cache-Control': 'no-store' });
       return json(res, await accountsOverview());
     }
     const route = api[url.pathname];
     if (!route) return json(res, { error: `no such page: ${url.pathname}` }, 404);
     const view = await viewOf(url.searchParams, res);
     if (!view) return;
-    if (req.method === 'HEAD') return send(res, 200, '', 'application/json; charset=utf-8', { 'Cache-Control': 'no-store' }, true);
+    if (req.method === 'HEAD') return send(res, 200, '', 'application/json; charset=utf-8', { 'Cache-Control': 'no-store' });
     await route(url.searchParams, res, view);
   }
 

@@ -38,8 +38,8 @@ export function validateFaults(f: EmulatorFaults): void {
       throw new RangeError(`faults.faultKinds must list some of ${DRAWN_FAULT_KINDS.join(', ')}; got ${JSON.stringify(f.faultKinds)}`);
     }
   }
-  checkSchedule('rateLimitSchedule', f.rateLimitSchedule, false);
-  checkSchedule('sharedQuotaSchedule', f.sharedQuotaSchedule, true);
+  checkSchedule('rateLimitSchedule', f.rateLimitSchedule, { zeroAllowed: false });
+  checkSchedule('sharedQuotaSchedule', f.sharedQuotaSchedule, { zeroAllowed: true });
   if (f.sharedQuotaSchedule && f.rateLimitRps === undefined && !f.rateLimitSchedule) {
     throw new RangeError('faults.sharedQuotaSchedule needs a quota to share: set rateLimitRps or rateLimitSchedule');
   }
@@ -55,7 +55,7 @@ export function validateFaults(f: EmulatorFaults): void {
   validateLateData(f.holdBack, f.amend);
 }
 
-function checkSchedule(name: string, s: Schedule | undefined, zeroAllowed: boolean): void {
+function checkSchedule(name: string, s: Schedule | undefined, { zeroAllowed }: { zeroAllowed: boolean }): void {
   if (s === undefined) return;
   const ok =
     Array.isArray(s) && s.length > 0 &&

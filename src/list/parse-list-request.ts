@@ -78,7 +78,7 @@ export function parseListRequest(params: ListParams, options: ParseListOptions =
 
 function readParams(params: ListParams, options: ParseListOptions): Map<ListParameter, Param> {
   const out = new Map<ListParameter, Param>();
-  const add = (name: string, raw: string, decode: boolean): void => {
+  const add = (name: string, raw: string, { percentDecoded }: { percentDecoded: boolean }): void => {
     if (!(LIST_PARAMETERS as readonly string[]).includes(name)) {
       if (options.ignoreUnknownParameters) return;
       throw new ListSyntaxError({ parameter: name, input: raw, position: null, problem: `unknown list parameter "${name}"`, expected: `one of ${LIST_PARAMETERS.join(', ')}` });
@@ -87,15 +87,15 @@ function readParams(params: ListParams, options: ParseListOptions): Map<ListPara
     if (out.has(key)) {
       throw new ListSyntaxError({ parameter: name, input: raw, position: null, problem: 'parameter given more than once', expected: 'each parameter once' });
     }
-    const { value, rawIndex } = decode ? percentDecode(raw) : { value: raw, rawIndex: null };
+    const { value, rawIndex } = !percentDecoded ? percentDecode(raw) : { value: raw, rawIndex: null };
     // An empty value (a blank form field, an empty flag) counts as not given.
     if (value.trim() !== '') out.set(key, { name: key, raw, value, rawIndex });
   };
   if (typeof params === 'string' || params instanceof URLSearchParams) {
     const search = typeof params === 'string' ? new URLSearchParams(params.startsWith('?') ? params.slice(1) : params) : params;
-    for (const [name, value] of search) add(name, value, false);
+    for (const [name, value] of search) add(name, value, { percentDecoded: true });
   } else {
-    for (const [name, value] of Object.entries(params)) if (value !== undefined) add(name, value, true);
+    for (const [name, value] of Object.entries(params)) if (value !== undefined) add(name, value, { percentDecoded: false });
   }
   return out;
 }
@@ -173,7 +173,7 @@ function fieldName(text: string, at: number, fail: Fail, what: string): { name: 
   return { name: text, field: resolveField(text) };
 }
 
-function sortKey(text: string, at: number, descending: boolean, fail: Fail): SortKey {
+function sortKey(text: string, at: number, { descending }: { descending: boolean }, fail: Fail): SortKey {
   const { name, field } = fieldName(text, at, fail, 'field name');
   if (field?.kind === 'object') {
     fail(at, `cannot sort by "${name}", an object`, `one of its fields: ${field.children.map((c) => c.path).join(', ')}`);
@@ -200,7 +200,7 @@ function readSort(got: Map<ListParameter, Param>): SortKey[] {
     const fail = failFor(source);
     if (source.name === 'ascending') keys = readAscending(source.value, fail);
     else if (source.name === 'sort') keys = readSortItems(source.value, fail);
-    else keys = items(source.value).map((it) => sortKey(it.text, it.at, true, fail));
+    else keys = items(source.value).map((it) => sortKey(it.text, it.at, { descending: true }, fail));
     checkDuplicates(keys, source, fail);
   }
   if (keys.length === 0) keys = [{ name: ID_FIELD.path, field: ID_FIELD, descending: false }];
@@ -214,7 +214,7 @@ function readAscending(value: string, fail: Fail): SortKey[] {
     const [, name = '', eq, bool = ''] = m;
     if (!eq) fail(at + name.length, `"${name}" has no direction`, '"=true" (ascending) or "=false" (descending)');
     if (bool !== 'true' && bool !== 'false') fail(at + text.length - bool.length, `"${bool}" is not a direction`, 'true or false');
-    return sortKey(name, at, bool === 'false', fail);
+    return sortKey(name, at, { descending: bool === 'false' }, fail);
   });
 }
 
@@ -236,7 +236,7 @@ function readSortItems(value: string, fail: Fail): SortKey[] {
     if (!m || (dir !== undefined && !/^(asc|desc)$/i.test(dir))) {
       fail(at + name.length + (text.slice(name.length).length - text.slice(name.length).trimStart().length), `unexpected "${text.slice(name.length).trim()}" after the field name`, '"asc", "desc", "," or the end');
     }
-    keys.push(sortKey(name, at, dir?.toLowerCase() === 'desc', fail));
+    keys.push(sortKey(name, at, { descending: dir?.toLowerCase() === 'desc' }, fail));
     explicit = dir !== undefined;
   }
   return keys;

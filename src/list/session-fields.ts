@@ -1,4 +1,4 @@
-import { SESSION_FIELDS, type ColumnType, type SessionRecord } from '../schema/session-fields.js';
+import { RECORD_SHAPE, SESSION_FIELDS, type ColumnType, type SessionRecord } from '../schema/session-fields.js';
 
 /**
  * How a field is compared, matched and returned.
@@ -41,24 +41,14 @@ const KIND_OF_TYPE: Record<ColumnType, LeafField['kind']> = {
  */
 export const LEAF_FIELDS: readonly LeafField[] = SESSION_FIELDS.map((f) => ({ kind: KIND_OF_TYPE[f.type], path: f.path, column: f.column }));
 
-/** Top-level fields of the record in interface order: leaves and the two objects. */
-export const TOP_LEVEL_FIELDS: readonly SessionField[] = (() => {
-  const out: SessionField[] = [];
-  const objects = new Map<string, LeafField[]>();
-  for (const leaf of LEAF_FIELDS) {
-    const dot = leaf.path.indexOf('.');
-    if (dot < 0) { out.push(leaf); continue; }
-    const parent = leaf.path.slice(0, dot);
-    let children = objects.get(parent);
-    if (!children) {
-      children = [];
-      objects.set(parent, children);
-      out.push({ kind: 'object', path: parent, children });
-    }
-    children.push(leaf);
-  }
-  return out;
-})();
+const LEAF_OF_PATH = new Map(LEAF_FIELDS.map((leaf) => [leaf.path, leaf]));
+
+/** Top-level fields of the record in interface order: leaves and the two objects (schema/session-fields.ts RECORD_SHAPE). */
+export const TOP_LEVEL_FIELDS: readonly SessionField[] = RECORD_SHAPE.map((n) =>
+  n.kind === 'leaf'
+    ? LEAF_OF_PATH.get(n.field.path)!
+    : { kind: 'object', path: n.name, children: n.children.map((c) => LEAF_OF_PATH.get(c.field.path)!) },
+);
 
 const BY_NAME = new Map<string, SessionField>();
 for (const f of TOP_LEVEL_FIELDS) {

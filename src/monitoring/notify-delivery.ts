@@ -25,6 +25,8 @@ export interface SendOptions {
   attemptTimeoutMs?: number;
   /** No attempt starts, and none runs, past this instant (ms since the epoch). */
   deadlineMs?: number;
+  /** Without `deadlineMs`: the deadline this many ms from now. Default 15 000. */
+  budgetMs?: number;
   /** POSTs in flight at once. */
   concurrency?: number;
   /** Aborts the attempts in flight and starts no other (a stopping scheduler). */
@@ -32,6 +34,11 @@ export interface SendOptions {
 }
 
 export const NOTIFY_DEFAULTS = { attempts: 3, backoffMs: [1_000, 2_000], attemptTimeoutMs: 5_000, budgetMs: 15_000, concurrency: 8 } as const;
+
+/** The instant a delivery (or a notification step) must be over: `deadlineMs`, or `budgetMs` from now. */
+export function deadlineOf(o: SendOptions): number {
+  return o.deadlineMs ?? (o.now ?? Date.now)() + (o.budgetMs ?? NOTIFY_DEFAULTS.budgetMs);
+}
 
 export interface Delivery {
   delivered: boolean;
@@ -53,7 +60,7 @@ export async function deliverAll(url: string, bodies: readonly string[], o: Send
   const attempts = o.attempts ?? NOTIFY_DEFAULTS.attempts;
   const backoff = o.backoffMs ?? NOTIFY_DEFAULTS.backoffMs;
   const perAttempt = o.attemptTimeoutMs ?? NOTIFY_DEFAULTS.attemptTimeoutMs;
-  const deadline = o.deadlineMs ?? now() + NOTIFY_DEFAULTS.budgetMs;
+  const deadline = deadlineOf(o);
   const stop = o.stopSignal;
   const results: Delivery[] = bodies.map(() => ({ delivered: false, attempts: 0, error: 'no time left for an attempt' }));
   const attempt = async (i: number): Promise<{ retryable: boolean }> => {

@@ -18,12 +18,12 @@ import { silentLogger, type Logger } from '../util/logger.js';
 import { oneLine } from '../util/terminal-text.js';
 import { redact, redactDeep } from '../util/redact.js';
 import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
-import { deliverAll, NOTIFY_DEFAULTS, type Delivery, type SendOptions } from './notify-delivery.js';
+import { deadlineOf, deliverAll, type Delivery, type SendOptions } from './notify-delivery.js';
 import { readNotifyState, writeNotifyState, type NotifyState } from './notify-state.js';
 import { describeAnomaly, type VolumeAnomaly } from '../store/volume-anomalies.js';
 import { dayArgs, suggestedCommand } from '../util/suggested-command.js';
 
-export { NOTIFY_DEFAULTS, type Delivery, type SendOptions };
+export { type Delivery, type SendOptions };
 
 export type NotifyEvent = 'run_failed' | 'run_recovered' | 'lag_exceeded' | 'volume_anomaly';
 
@@ -88,8 +88,6 @@ export interface NotifySettings {
 export interface NotifyDeps extends SendOptions {
   logger?: Logger;
   host?: string;
-  /** The whole notification step, all events together, ms. Default 15 000. */
-  budgetMs?: number;
 }
 
 // Defined in util/notify-url.ts so the configuration can use them without importing monitoring.
@@ -169,7 +167,7 @@ export function buildPayload(
   const about = [end.job ? `job ${end.job}` : '', end.account !== undefined ? `account ${end.account}` : ''].filter(Boolean).join(', ');
   const what = `session-etl ${end.command}${about ? ` (${about})` : ''}`;
   const where = `on ${o.host} (data ${end.dataDir})`;
-  const behind = checkpoint ? `checkpoint ${checkpoint}${lagSeconds !== null ? `, ${formatLag(lagSeconds)} behind` : ''}` : 'nothing stored yet';
+  const behind = checkpoint ? `checkpoint ${checkpoint}${lagSeconds !== null ? `, ${humanDuration(lagSeconds)} behind` : ''}` : 'nothing stored yet';
   const sessions = end.summary ? `${end.summary.sessions.written} sessions written` : undefined;
   const anomaly = event === 'volume_anomaly' ? (o.anomaly ?? null) : null;
   const text =
@@ -180,7 +178,7 @@ export function buildPayload(
       ? `${what} FAILED ${where}: ${clipText(error ?? 'unknown error', 400)} [${behind}; exit ${end.exitCode}]`
       : event === 'run_recovered'
         ? `${what} RECOVERED ${where}: ${outcome}${o.failingSince ? ` after failing since ${o.failingSince}` : ''}; ${[sessions, behind].filter(Boolean).join(', ')}`
-        : `${what} LAG ${where}: data is ${lagSeconds !== null ? formatLag(lagSeconds) : '?'} behind, over the ${formatLag(o.maxLagSeconds)} limit [${behind}; last run ${outcome}]`;
+        : `${what} LAG ${where}: data is ${lagSeconds !== null ? humanDuration(lagSeconds) : '?'} behind, over the ${humanDuration(o.maxLagSeconds)} limit [${behind}; last run ${outcome}]`;
   return redactDeep({
     event,
     text: chatText(text),
@@ -251,8 +249,7 @@ export function notifyRunEnd(settings: NotifySettings, end: RunEnd, deps: Notify
  */
 export async function notifyRunEnds(settings: NotifySettings, notices: readonly RunEndNotice[], deps: NotifyDeps = {}): Promise<void> {
   const receiver = receiverOf(settings.url);
-  const now = deps.now ?? Date.now;
-  const deadlineMs = deps.deadlineMs ?? now() + (deps.budgetMs ?? NOTIFY_DEFAULTS.budgetMs);
+  const deadlineMs = deadlineOf(deps);
   const host = deps.host ?? hostname();
   const loggerOf = (n: RunEndNotice) => n.logger ?? deps.logger ?? silentLogger;
   try {
@@ -316,6 +313,3 @@ function errorTextOf(end: RunEnd): string {
   }
   return clipText(redact(parts.join('; caused by: ') || `exit code ${end.exitCode}`), MAX_ERROR_CHARS);
 }
-
-/** 90 → "1m 30s", 97200 → "1d 3h": the two largest units (as `status` and /healthz show a lag). */
-export const formatLag = humanDuration;

@@ -12,6 +12,7 @@
  * (resolve-options.ts): below, nothing defaults again.
  */
 import { hostname } from 'node:os';
+import pLimit from 'p-limit';
 import { holdsStore } from '../store/layout.js';
 import { DataDirError } from '../store/errors.js';
 import type { Lock } from '../store/lock.js';
@@ -171,24 +172,22 @@ function progressOf(parts: readonly Part[]): Progress {
   };
 }
 
-/** The accounts' parts, at most `concurrency` at a time; none starts after a stop. A part's failure is its own. */
+/** The accounts' parts, at most `concurrency` at a time, in order; none starts after a stop. A part's failure is its own. */
 async function eachAccount(parts: Part[], concurrency: number, stop: AbortSignal | undefined, fn: (p: Part) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < parts.length) {
-      const part = parts[next++]!;
-      if (stop?.aborted && parts.length > 1) {
-        part.error = new AccountNotStartedError(part.job.account);
-        continue;
-      }
-      try {
-        await fn(part);
-      } catch (err) {
-        part.error = err;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, parts.length)) }, worker));
+  const limit = pLimit(Math.max(1, concurrency));
+  await Promise.all(
+    parts.map((part) =>
+      limit(async () => {
+        if (stop?.aborted && parts.length > 1) {
+          part.error = new AccountNotStartedError(part.job.account);
+          return;
+        }
+        await fn(part).catch((err: unknown) => {
+          part.error = err;
+        });
+      }),
+    ),
+  );
 }
 
 /** An account not started because the command was stopped (SIGINT/SIGTERM) first. */

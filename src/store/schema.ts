@@ -88,15 +88,22 @@ export async function checkOwnership(conn: DuckDBConnection, dbPath: string): Pr
  * Creates the state tables (and the sessions table unless the format is parquet), migrating older
  * schemas, in one transaction. Every creating statement is idempotent (IF NOT EXISTS), so they run
  * in one call with the transaction's start (each statement run on its own costs a round trip, which
- * many small accounts pay once each: docs/benchmarks.md "Many accounts"). `fresh`: the file was
- * just created (holds no table), so there is nothing to migrate.
+ * many small accounts pay once each: docs/benchmarks.md "Many accounts").
  */
-export async function ensureSchema(c: DuckDBConnection, format: OutputFormat, fresh = false, accounts: StoreAccounts = 'single'): Promise<void> {
+export async function ensureSchema(
+  c: DuckDBConnection,
+  { format, accounts, newFile }: {
+    format: OutputFormat;
+    accounts: StoreAccounts;
+    /** The file was just created (holds no table): there is nothing to migrate. */
+    newFile: boolean;
+  },
+): Promise<void> {
   const many = accounts === 'many';
   const ddl = [...STATE_DDL, pendingRowsDdl(many), format !== 'parquet' ? sessionsTableDdl('sessions', many) : sessionDaysDdl(many)];
   try {
     await c.run(`BEGIN TRANSACTION;\n${ddl.join(';\n')}`);
-    if (!fresh) await migrate(c, format);
+    if (!newFile) await migrate(c, format);
     await c.run(`${metaInsert(format, accounts)};\nCOMMIT`);
   } catch (err) {
     await c.run('ROLLBACK').catch(() => {});

@@ -106,15 +106,18 @@ export class SessionStore {
     this.sink =
       format === 'parquet'
         ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset, db.rowGroupRows)
-        : new TableSink(db, layout, this.shape, dataset, format === 'both', (conn, partitions) => this.readyDays(conn, partitions), (err) =>
-            logger.warn(
-              { err: err instanceof Error ? err.message : String(err) },
-              'background merge or Parquet rewrite failed; the flush at the end of the run tries again',
-            ),
+        : new TableSink(db, layout, this.shape, dataset, {
+            format,
+            readyDays: (conn, partitions) => this.readyDays(conn, partitions),
+            onBackgroundError: (err) =>
+              logger.warn(
+                { err: err instanceof Error ? err.message : String(err) },
+                'background merge or Parquet rewrite failed; the flush at the end of the run tries again',
+              ),
             alignedWaitMs,
-            (partitions) => logger.debug({ partitions }, 'finished days written to Parquet while fetching'),
-            (fn) => this.gate.exclusive(fn),
-          );
+            onRewritten: (partitions) => logger.debug({ partitions }, 'finished days written to Parquet while fetching'),
+            quiet: (fn) => this.gate.exclusive(fn),
+          });
     this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink);
   }
 
@@ -157,7 +160,7 @@ export class SessionStore {
       if (readOnly && existed) store.schemaReading = await readAsCurrentSchema(db.conn, format, accounts);
       if (!readOnly) {
         if (existed) await prepareDirs(layout);
-        await ensureSchema(db.conn, format, !existed, accounts);
+        await ensureSchema(db.conn, { format, accounts, newFile: !existed });
         await dropUncommittedFiles(db.conn, layout.pendingDir);
         await store.commits.adoptPendingRows(store.shape);
       }

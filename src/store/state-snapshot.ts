@@ -144,7 +144,7 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
     const pendingRows = Number(counts?.pending ?? 0);
     const lastRuns = (
       await queryRows(conn, `SELECT * FROM _runs ORDER BY started_at DESC LIMIT ${Math.max(1, Math.floor(runs))}`)
-    ).map((r) => plainRow(r, many));
+    ).map((r) => plainRow(r, { keepAccount: many }));
     const pendingPartitions = await store.pendingPartitions(conn);
     const common = { format: store.format, rows, pendingPartitions, pendingRows, rejected, lastRuns };
     const anomalies = o.anomalies ?? (await readVolumeAnomalies(conn, store, o.volume ?? DEFAULT_VOLUME_RULE));
@@ -197,7 +197,7 @@ async function accountStates(store: SessionStore, conn: DuckDBConnection): Promi
   const latest = new Map(
     (await queryRows(conn, 'SELECT * FROM _runs QUALIFY row_number() OVER (PARTITION BY account ORDER BY started_at DESC) = 1')).map((r) => [
       String(r.account),
-      plainRow(r, true),
+      plainRow(r, { keepAccount: true }),
     ]),
   );
   return names.map((account) => {
@@ -217,12 +217,12 @@ async function accountStates(store: SessionStore, conn: DuckDBConnection): Promi
 
 /**
  * A `_runs` row as JSON values: BIGINTs as numbers, timestamps as ISO strings, the error bounded
- * (boundRunError); every column kept (but a single-account store's `account`, which is always '').
+ * (boundRunError); every column kept, `account` only with `keepAccount` (a single-account store's is always '').
  */
-export function plainRow(r: Record<string, unknown>, many: boolean): Record<string, unknown> {
+export function plainRow(r: Record<string, unknown>, { keepAccount }: { keepAccount: boolean }): Record<string, unknown> {
   const o: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(r)) {
-    if (k === 'account' && !many) continue;
+    if (k === 'account' && !keepAccount) continue;
     o[k] = typeof v === 'bigint' ? Number(v) : v instanceof Date ? v.toISOString() : v;
   }
   // A row recorded before errors were bounded may hold a server's whole 2 MB answer, or escape sequences.

@@ -252,7 +252,7 @@ async function readState(
     state = { ...state, lastRuns: await died(state.lastRuns) };
     const runsByAccount = new Map<string, Array<Record<string, unknown>>>();
     if (store.shape.many) {
-      for (const r of await died((await store.lastRunsByAccount(runs)).map((x) => plainRow(x, true)))) {
+      for (const r of await died((await store.lastRunsByAccount(runs)).map((x) => plainRow(x, { keepAccount: true })))) {
         const list = runsByAccount.get(String(r.account)) ?? runsByAccount.set(String(r.account), []).get(String(r.account))!;
         list.push(r);
       }

@@ -34,6 +34,20 @@ async function fileHead(path: string, bytes: number): Promise<string> {
   }
 }
 
+export interface TableSinkOptions {
+  /** both: the days merges touch are rewritten to Parquet; duckdb: the table only. */
+  format: 'duckdb' | 'both';
+  /** Of the days waiting for a rewrite, those whose data is complete (every account of the run covers them whole). */
+  readyDays: (conn: DuckDBConnection, partitions: string[]) => Promise<string[]>;
+  onBackgroundError: (err: unknown) => void;
+  /** How long committed rows wait for a whole row group (default ALIGNED_WAIT_MS). */
+  alignedWaitMs?: number | undefined;
+  /** Told the finished days each background rewrite wrote (none: not called). */
+  onRewritten?: (partitions: string[]) => void;
+  /** Runs `fn` with no reader using the store's connections (session-store.ts gate). */
+  quiet?: <T>(fn: () => Promise<T>) => Promise<T>;
+}
+
 export class TableSink implements Sink {
   readonly keepsFiles = true;
   private readonly work: BackgroundWork;
@@ -45,6 +59,7 @@ export class TableSink implements Sink {
   private kickTimer: NodeJS.Timeout | undefined;
   /** Whether the row groups were sized from the rows (at the first commit of a store that held none). */
   private sized = false;
+  private readonly quiet: <T>(fn: () => Promise<T>) => Promise<T>;
 
   constructor(
     private readonly db: Db,
@@ -52,17 +67,11 @@ export class TableSink implements Sink {
     shape: StoreShape,
     /** Where the day files go (format both). */
     dataset: Dataset,
-    /** Format both: the days merges touch are rewritten to Parquet. */
-    withParquet: boolean,
-    /** Of the days waiting for a rewrite, those whose data is complete (every account of the run covers them whole). */
-    readyDays: (conn: DuckDBConnection, partitions: string[]) => Promise<string[]>,
-    onBackgroundError: (err: unknown) => void,
-    alignedWaitMs = ALIGNED_WAIT_MS,
-    /** Told the finished days each background rewrite wrote (none: not called). */
-    onRewritten: (partitions: string[]) => void = () => {},
-    /** Runs `fn` with no reader using the store's connections (session-store.ts gate). */
-    private readonly quiet: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
+    o: TableSinkOptions,
   ) {
+    const { readyDays, onBackgroundError, alignedWaitMs = ALIGNED_WAIT_MS, onRewritten = () => {} } = o;
+    const withParquet = o.format === 'both';
+    this.quiet = o.quiet ?? ((fn) => fn());
     this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset) : undefined;
     this.merge = { pendingDir: layout.pendingDir, rowGroupRows: db.rowGroupRows, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
     const rewriter = this.rewriter;

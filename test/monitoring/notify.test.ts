@@ -184,6 +184,27 @@ describe('delivery: retries, backoff and the time budget (fake clock)', () => {
     expect(timeouts).toEqual([5000, 5000, 2000]);
     expect(t.now() - fakeTime().now()).toBe(15_000);
   });
+
+  it('a budget of its own (budgetMs) bounds a single post as it bounds a notification step: 5 s + 1 s + what is left of 7 s', async () => {
+    const t = fakeTime();
+    const timeouts: number[] = [];
+    const d = await postNotification('https://hooks.example.com/x', payload, {
+      now: t.now,
+      sleep: t.sleep,
+      budgetMs: 7_000,
+      timeoutSignal: (ms) => {
+        timeouts.push(ms);
+        return AbortSignal.abort(new Error('timeout'));
+      },
+      fetch: async (_u, init) => {
+        t.advance(timeouts[timeouts.length - 1]!);
+        throw (init!.signal as AbortSignal).reason;
+      },
+    });
+    expect(d).toMatchObject({ delivered: false, attempts: 2, error: 'no answer within 1000 ms' });
+    expect(timeouts).toEqual([5000, 1000]);
+    expect(t.now() - fakeTime().now()).toBe(7_000);
+  });
 });
 
 // ---- end to end: real receiver, emulator, CLI -----------------------------------------------------

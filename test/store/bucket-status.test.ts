@@ -44,21 +44,23 @@ describe('status of a Parquet-only store with its dataset in a bucket', () => {
     }
   });
 
-  it('lists the bucket\'s day files once, and gives their number and size from that listing', async () => {
+  it('lists the bucket\'s day files once, and gives their number and size from that listing (on the machine that wrote them and on a fresh one)', async () => {
     const root = await fx.tempDir();
     const url = 's3://lake/listed';
-    const env = { ...fx.env(join(root, 'data')), ...s3.env };
-    const b = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env);
+    const env = (dir: string) => ({ ...fx.env(join(root, dir)), ...s3.env });
+    const b = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env('data'));
     expect(b.code, b.stderr).toBe(0);
-    const from = s3.requests.length;
-    const st = await runCli(['status', '--parquet-url', url, '--json'], env);
-    expect(st.code, st.stderr).toBe(0);
-    const lists = s3.requests.slice(from).filter((r) => r.method === 'GET' && /[?&]list-type=2/.test(r.path) && decodeURIComponent(r.path).includes('prefix=listed/date='));
-    expect(lists).toHaveLength(1);
     const days = s3.requests.filter((r) => r.method === 'PUT' && decodeURIComponent(r.path).includes('/listed/date='));
-    const s = JSON.parse(st.stdout) as { partitions: number; bytes: { parquet: number } };
-    expect(s.partitions).toBe(new Set(days.map((r) => r.path)).size);
-    expect(s.bytes.parquet).toBeGreaterThan(0);
+    for (const dir of ['data', 'fresh']) {
+      const from = s3.requests.length;
+      const st = await runCli(['status', '--parquet-url', url, '--json'], env(dir));
+      expect(st.code, st.stderr).toBe(0);
+      const lists = s3.requests.slice(from).filter((r) => r.method === 'GET' && /[?&]list-type=2/.test(r.path) && decodeURIComponent(r.path).includes('prefix=listed/date='));
+      expect(lists, dir).toHaveLength(1);
+      const s = JSON.parse(st.stdout) as { partitions: number; bytes: { parquet: number } };
+      expect(s.partitions).toBe(new Set(days.map((r) => r.path)).size);
+      expect(s.bytes.parquet).toBeGreaterThan(0);
+    }
   });
 
   it('many accounts: each account its own rows, and the total theirs', async () => {

@@ -2,9 +2,9 @@ import { Command } from 'commander';
 import { parseInstant } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
 import { withMetricsFile } from '../monitoring-options.js';
-import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
+import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
 import { UsageError } from '../usage-error.js';
-import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
+import { addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 
 interface BackfillFlags extends CommonFlags, AccountFlags {
   metricsFile?: string;
@@ -32,22 +32,12 @@ export function register(program: Command): void {
     const loaded = configFromFlags(flags);
     const accounts = chosenAccounts(loaded, flags);
     if (accounts) {
-      const concurrency = accountConcurrency(flags);
-      process.exitCode = await (await import('../accounts-run.js')).executeAccountsRun(
-        loaded,
-        accounts,
-        (a, o) => ({ account: a.name, kind: 'backfill', opts: { ...o, from, to, ...(flags.newestFirst ? { newestFirst: true } : {}) } }),
-        {
-          command: 'backfill',
-          json: Boolean(flags.json),
-          logLevel: loaded.config.logLevel,
-          waitFlags: flags,
-          concurrency,
-          shard: flags.shard,
-          metricsFile: flags.metricsFile,
-          notify: notifySettings(loaded),
-        },
-      );
+      const { executeAccountsRun } = await import('../accounts-run.js');
+      process.exitCode = await executeAccountsRun('backfill', loaded, flags, accounts, (a, o) => ({
+        account: a.name,
+        kind: 'backfill',
+        opts: { ...o, from, to, ...(flags.newestFirst ? { newestFirst: true } : {}) },
+      }));
       return;
     }
     const base = pipelineOptions(loaded, flags);

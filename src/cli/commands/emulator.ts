@@ -178,8 +178,8 @@ export function emulatorOptionsFromFlags(flags: EmulatorFlags): EmulatorOptions 
   set('truncateResultsTo', optional(flags.truncateResultsTo, (t) => integer('--truncate-results-to', t, 0, Number.MAX_SAFE_INTEGER)));
   set('faultRate', optional(flags.faultRate, (t) => number('--fault-rate', t, 0, 1)));
   set('faultKinds', optional(flags.faultKinds, (t) => t.split(',').map((k) => oneOf('--fault-kinds', k.trim(), DRAWN_FAULT_KINDS))));
-  set('rateLimitSchedule', optional(flags.rateLimitSchedule, (t) => schedule('--rate-limit-schedule', t, false)));
-  set('sharedQuotaSchedule', optional(flags.sharedQuotaSchedule, (t) => schedule('--shared-quota-schedule', t, true)));
+  set('rateLimitSchedule', optional(flags.rateLimitSchedule, (t) => schedule('--rate-limit-schedule', t, { zeroAllowed: false })));
+  set('sharedQuotaSchedule', optional(flags.sharedQuotaSchedule, (t) => schedule('--shared-quota-schedule', t, { zeroAllowed: true })));
   set('concurrencyLimit', optional(flags.concurrencyLimit, (t) => integer('--concurrency-limit', t, 1, 1_000_000)));
   set('rateLimitHeaders', optional(flags.rateLimitHeaders, (t) => oneOf('--rate-limit-headers', t, ['ietf', 'x'] as const)));
   if (flags.retryAfterFormat !== undefined && flags.retryAfterFormat !== 'seconds') {
@@ -260,7 +260,7 @@ function accountsOf(flags: EmulatorFlags, seed: number): EmulatorAccount[] | und
   return list;
 }
 
-function schedule(flag: string, text: string, zeroAllowed: boolean): Array<{ atSeconds: number; rps: number }> {
+function schedule(flag: string, text: string, { zeroAllowed }: { zeroAllowed: boolean }): Array<{ atSeconds: number; rps: number }> {
   let s: Array<{ atSeconds: number; rps: number }>;
   try {
     s = parseSchedule(text);

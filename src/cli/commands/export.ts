@@ -2,9 +2,9 @@ import { Command } from 'commander';
 import { parseDuration } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
 import { withMetricsFile } from '../monitoring-options.js';
-import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
+import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
 import { UsageError } from '../usage-error.js';
-import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
+import { addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 import { instant } from './backfill.js';
 
 interface ExportFlags extends CommonFlags, AccountFlags {
@@ -31,27 +31,13 @@ export function register(program: Command): void {
     const loaded = configFromFlags(flags, { lookback: flags.lookback });
     const accounts = chosenAccounts(loaded, flags);
     if (accounts) {
-      const concurrency = accountConcurrency(flags);
       const since = sinceFlag;
-      process.exitCode = await (await import('../accounts-run.js')).executeAccountsRun(
-        loaded,
-        accounts,
-        (a, o) => {
-          const c = a.loaded.config;
-          const start = since ?? (c.startDate != null ? instant(String(c.startDate), `account ${a.name}: startDate`) : undefined);
-          return { account: a.name, kind: 'export', opts: { ...o, lookbackSeconds: parseDuration(c.lookback, 'lookback'), warnIfSinceUnused, ...(start !== undefined ? { since: start } : {}) } };
-        },
-        {
-          command: 'export',
-          json: Boolean(flags.json),
-          logLevel: loaded.config.logLevel,
-          waitFlags: flags,
-          concurrency,
-          shard: flags.shard,
-          metricsFile: flags.metricsFile,
-          notify: notifySettings(loaded),
-        },
-      );
+      const { executeAccountsRun } = await import('../accounts-run.js');
+      process.exitCode = await executeAccountsRun('export', loaded, flags, accounts, (a, o) => {
+        const c = a.loaded.config;
+        const start = since ?? (c.startDate != null ? instant(String(c.startDate), `account ${a.name}: startDate`) : undefined);
+        return { account: a.name, kind: 'export', opts: { ...o, lookbackSeconds: parseDuration(c.lookback, 'lookback'), warnIfSinceUnused, ...(start !== undefined ? { since: start } : {}) } };
+      });
       return;
     }
     const base = pipelineOptions(loaded, flags);

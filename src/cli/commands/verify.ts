@@ -5,9 +5,9 @@
  */
 import { Command } from 'commander';
 import { executeRun } from '../execute-run.js';
-import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
+import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
 import { UsageError } from '../usage-error.js';
-import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
+import { addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 import { instant } from './backfill.js';
 
 interface VerifyFlags extends CommonFlags, AccountFlags {
@@ -62,20 +62,8 @@ export function register(program: Command): void {
     const loaded = configFromFlags(flags);
     const accounts = chosenAccounts(loaded, flags);
     if (accounts) {
-      process.exitCode = await (await import('../accounts-run.js')).executeAccountsRun(
-        loaded,
-        accounts,
-        (a, o) => ({ account: a.name, kind: 'verify', opts: { ...o, ...own } }),
-        {
-          command: 'verify',
-          json: Boolean(flags.json),
-          logLevel: loaded.config.logLevel,
-          waitFlags: flags,
-          concurrency: accountConcurrency(flags),
-          shard: flags.shard,
-          notify: notifySettings(loaded),
-        },
-      );
+      const { executeAccountsRun } = await import('../accounts-run.js');
+      process.exitCode = await executeAccountsRun('verify', loaded, flags, accounts, (a, o) => ({ account: a.name, kind: 'verify', opts: { ...o, ...own } }));
       return;
     }
     const base = pipelineOptions(loaded, flags);

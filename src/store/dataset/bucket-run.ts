@@ -156,7 +156,7 @@ export class BucketRun {
     try {
       await this.client.send(new ListObjectsV2Command({ Bucket: this.location.bucket, Prefix: stateFolder(this.location, '') }));
     } catch (err) {
-      throw bucketError(err, this.location, 'listing the bucket', true);
+      throw bucketError(err, this.location, 'listing the bucket', { atStart: true });
     }
   }
 
@@ -207,7 +207,7 @@ export class BucketRun {
           const now = await this.readLock(Key);
           throw now ? this.held(now) : new BucketLockHeldError(`another writer took the lock of ${this.location.url} at the same time; try again`);
         }
-        throw bucketError(err, this.location, `writing the lock ${Key}`, true);
+        throw bucketError(err, this.location, `writing the lock ${Key}`, { atStart: true });
       }
       if (current) {
         const was = current.holder ? `its holder stopped refreshing it (pid ${current.holder.pid} on ${current.holder.host})` : 'it was not a lock session-etl wrote, and was not written for 2 minutes';
@@ -234,7 +234,7 @@ export class BucketRun {
       );
     } catch (err) {
       const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-      if (status !== 412 && status !== 409) throw bucketError(err, this.location, `writing the lock ${Key}`, true);
+      if (status !== 412 && status !== 409) throw bucketError(err, this.location, `writing the lock ${Key}`, { atStart: true });
     }
   }
 
@@ -256,7 +256,7 @@ export class BucketRun {
     } catch (err) {
       const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
       if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return null;
-      throw bucketError(err, this.location, 'reading the lock', true);
+      throw bucketError(err, this.location, 'reading the lock', { atStart: true });
     }
   }
 
@@ -419,7 +419,7 @@ export class BucketRun {
         throw this.lost;
       }
       if (err instanceof BucketWriteError) throw err;
-      throw bucketError(err, this.location, `writing the state under ${stateFolder(this.location, this.store)}`, false);
+      throw bucketError(err, this.location, `writing the state under ${stateFolder(this.location, this.store)}`);
     }
     this.remote = null;
     await this.writeGeneration(generation);
@@ -433,7 +433,7 @@ export class BucketRun {
       await this.client
         .send(new PutObjectCommand({ Bucket: this.location.bucket, Key, Body: snapshot, ContentLength: snapshot.length, ContentType: 'application/json' }))
         .catch((err: unknown) => {
-          throw bucketError(err, this.location, `writing ${Key}`, false);
+          throw bucketError(err, this.location, `writing ${Key}`);
         });
     }
   }

@@ -132,7 +132,7 @@ async function readManifest(client: S3Client, l: S3Location, folder: string): Pr
     etag = String(r.ETag ?? '');
   } catch (err) {
     if (notFound(err)) return null;
-    throw bucketError(err, l, `reading ${Key}`, true);
+    throw bucketError(err, l, `reading ${Key}`, { atStart: true });
   }
   let json: unknown;
   try {
@@ -160,7 +160,7 @@ async function headLegacy(client: S3Client, l: S3Location, key: string): Promise
     return Number.isFinite(g) ? g : 0;
   } catch (err) {
     if (notFound(err)) return null;
-    throw bucketError(err, l, `reading ${key}`, true);
+    throw bucketError(err, l, `reading ${key}`, { atStart: true });
   }
 }
 
@@ -193,7 +193,7 @@ function stateTables(accounts: StoreAccounts): Promise<TableShape[]> {
     p = (async () => {
       const db = await openDb(':memory:', { allowedDirectories: [] });
       try {
-        await ensureSchema(db.conn, 'parquet', true, accounts);
+        await ensureSchema(db.conn, { format: 'parquet', accounts, newFile: true });
         const rows = await queryRows<{ t: string; c: string; type: string }>(
           db.conn,
           `SELECT table_name AS t, column_name AS c, data_type AS type FROM duckdb_columns()
@@ -253,7 +253,7 @@ export async function loadRemoteState(
     const db = await openDb(made, { allowedDirectories: [dir] });
     try {
       const c = db.conn;
-      await ensureSchema(c, 'parquet', true, manifest.accounts);
+      await ensureSchema(c, { format: 'parquet', accounts: manifest.accounts, newFile: true });
       await c.run('BEGIN TRANSACTION');
       await c.run('DELETE FROM _session_etl_meta');
       for (const shape of expected) {
@@ -352,7 +352,7 @@ export async function uploadState(
       try {
         await client.send(new PutObjectCommand({ Bucket: l.bucket, Key, Body: bytes, ContentLength: bytes.length, ContentType: 'application/vnd.apache.parquet' }));
       } catch (err) {
-        throw bucketError(err, l, `writing the state ${Key}`, false);
+        throw bucketError(err, l, `writing the state ${Key}`);
       }
     }
     const manifest: StateManifest = {
@@ -381,7 +381,7 @@ export async function uploadState(
     } catch (err) {
       const status = statusOf(err);
       if (status === 412 || status === 409) throw new StateConflictError(`s3://${l.bucket}/${Key}`, { cause: err });
-      throw bucketError(err, l, `writing the state ${Key}`, false);
+      throw bucketError(err, l, `writing the state ${Key}`);
     }
     // The objects of other generations (this writer's older ones, or a run cut short) go.
     const keep = generationDir(folder, gen);

@@ -1,7 +1,7 @@
 /**
- * Where a store's day files go, as one small interface (ARCHITECTURE.md, "Where the dataset goes is
- * a port"): put a complete file for a day, read the one there, list them. The local directory and an
- * S3-compatible bucket implement it; nothing above the store knows which one it talks to.
+ * Where a store's day files go, as one small interface (a port): put a complete file for a day, read
+ * the one there, list them. The local directory (here) and an S3-compatible bucket (s3-dataset.ts)
+ * implement it; nothing above the store knows which one it talks to.
  */
 import { join } from 'node:path';
 import { exists } from '../durable-fs.js';

@@ -96,7 +96,7 @@ function redactedCredentials(chain: CredentialProvider): CredentialProvider {
  * secret). `atStart`: the check before any fetch (a setting to fix, exit 2); otherwise a run's
  * failure (exit 1).
  */
-export function bucketError(err: unknown, l: S3Location, what: string, atStart: boolean): Error {
+export function bucketError(err: unknown, l: S3Location, what: string, { atStart = false }: { atStart?: boolean } = {}): Error {
   const e = err as { name?: string; Code?: string; message?: string; $metadata?: { httpStatusCode?: number }; code?: string; cause?: { code?: string } };
   const code = e.Code ?? e.name ?? '';
   const status = e.$metadata?.httpStatusCode;

@@ -76,7 +76,7 @@ export class S3Dataset implements Dataset {
       crashPoint('after-parquet-rename');
     } catch (err) {
       if (err instanceof BucketLockLostError) throw err;
-      throw bucketError(err, this.location, `writing ${Key}`, false);
+      throw bucketError(err, this.location, `writing ${Key}`);
     } finally {
       await rm(localFile, { force: true }).catch(() => {});
     }
@@ -113,7 +113,7 @@ export async function downloadTo(client: S3Client, l: S3Location, Key: string, p
   } catch (err) {
     const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
     if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return false;
-    throw bucketError(err, l, `reading ${Key}`, false);
+    throw bucketError(err, l, `reading ${Key}`);
   }
   try {
     await mkdir(dirname(path), { recursive: true, mode: 0o750 });
@@ -121,7 +121,7 @@ export async function downloadTo(client: S3Client, l: S3Location, Key: string, p
     await writeNewStream(path, body, FILE_MODE);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw err;
-    throw bucketError(err, l, `reading ${Key}`, false);
+    throw bucketError(err, l, `reading ${Key}`);
   }
   return true;
 }
@@ -140,7 +140,7 @@ export async function listDataset(
     try {
       page = await client.send(new ListObjectsV2Command({ Bucket: l.bucket, Prefix: prefix, ...(token ? { ContinuationToken: token } : {}) }));
     } catch (err) {
-      throw bucketError(err, l, 'listing the dataset', false);
+      throw bucketError(err, l, 'listing the dataset');
     }
     for (const o of page.Contents ?? []) {
       const rel = o.Key!.slice(prefix.length - 'date='.length);

@@ -1,0 +1,66 @@
+/**
+ * A PatternNode tree written out for the two engines — JavaScript `RegExp` (`u` flag) and RE2 —
+ * with every set as explicit code-point escapes, after the checks of RE2's limits.
+ */
+import type { CodePointSet } from './code-point-set.js';
+import { SURROGATES } from './java-pattern-classes.js';
+import { MAX_REPEAT, type PatternFail, type PatternNode } from './java-pattern-tree.js';
+
+/** Rough instruction budget, well below where DuckDB's RE2 gives up with "pattern too large". */
+export const MAX_PROGRAM_SIZE = 100_000;
+
+/** RE2 refuses a count above 1000, and nested counts whose product along a path exceeds 1000. */
+export function checkRepetition(node: PatternNode, product: number, fail: PatternFail): void {
+  switch (node.type) {
+    case 'seq': node.items.forEach((n) => checkRepetition(n, product, fail)); return;
+    case 'alt': node.alts.forEach((n) => checkRepetition(n, product, fail)); return;
+    case 'repeat': {
+      // `*`, `+`, `?` count as 0, 1, 1: neutral.
+      const count = node.max ?? node.min;
+      const next = count > 0 ? product * count : product;
+      if (next > MAX_REPEAT) {
+        fail(node.at, `nested repetition counts multiply to more than ${MAX_REPEAT} (DuckDB's RE2 limit)`, 'smaller counts, or "*" / "+" for open-ended repetition');
+      }
+      checkRepetition(node.body, next, fail);
+      return;
+    }
+    default: return;
+  }
+}
+
+export function programSize(node: PatternNode): number {
+  switch (node.type) {
+    case 'set': return 1 + 4 * node.set.ranges.length;
+    case 'seq': return node.items.reduce((n, item) => n + programSize(item), 0);
+    case 'alt': return node.alts.reduce((n, alt) => n + programSize(alt) + 1, 0);
+    case 'repeat': return 1 + programSize(node.body) * Math.max(1, node.max ?? node.min + 1);
+  }
+}
+
+export function emit(node: PatternNode, target: 'js' | 're2'): string {
+  switch (node.type) {
+    case 'set': return emitSet(node.set, target);
+    case 'seq': return node.items.map((n) => emit(n, target)).join('');
+    case 'alt': return `(?:${node.alts.map((n) => emit(n, target)).join('|')})`;
+    case 'repeat': {
+      const body = node.body.type === 'set' ? emit(node.body, target) : `(?:${emit(node.body, target)})`;
+      const { min, max } = node;
+      const q = max === null
+        ? (min === 0 ? '*' : min === 1 ? '+' : `{${min},}`)
+        : (min === 0 && max === 1 ? '?' : min === max ? `{${min}}` : `{${min},${max}}`);
+      return body + q;
+    }
+  }
+}
+
+/**
+ * Code points are written as escapes so no character means anything to either engine; surrogates
+ * are left out because no valid string (and no DuckDB VARCHAR) holds a lone one.
+ */
+function emitSet(input: CodePointSet, target: 'js' | 're2'): string {
+  const set = input.minus(SURROGATES);
+  const esc = (cp: number): string => (target === 'js' ? `\\u{${cp.toString(16)}}` : `\\x{${cp.toString(16)}}`);
+  if (set.isEmpty) return target === 'js' ? '[]' : '[^\\x{0}-\\x{10ffff}]';
+  if (set.single !== null) return esc(set.single);
+  return `[${set.ranges.map(([lo, hi]) => (lo === hi ? esc(lo) : `${esc(lo)}-${esc(hi)}`)).join('')}]`;
+}
