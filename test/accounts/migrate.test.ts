@@ -15,11 +15,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { openDb, queryRows } from '../../src/store/duckdb.js';
 import { REPO_ROOT, runCli } from '../helpers/cli.js';
+import { D } from '../helpers/time.js';
 
 // As make.mjs wrote them.
 const FROM = Date.parse('2026-01-05T00:00:00Z') / 1000;
 const NOW = Date.parse('2026-01-20T00:00:00Z') / 1000;
-const D = 86_400;
 const ACCOUNTS = [
   { name: 'acme', apiKey: 'legacy-key-acme', seed: 101, sessionsPerDay: 30 },
   { name: 'globex', apiKey: 'legacy-key-globex', seed: 102, sessionsPerDay: 20 },

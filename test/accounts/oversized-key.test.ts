@@ -14,12 +14,11 @@ import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runCli, type CliResult } from '../helpers/cli.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { filesUnder } from '../reliability/secrets.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 5 * D;
 const TO = FROM + 2 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 // Distinctive keys with '/' and '+' (their JSON, URL and base64 forms differ from the plain text).
 const KEYS = {
@@ -109,7 +108,7 @@ describe('a key larger than any key (issue 28)', () => {
       },
     }));
     const env = { GLOBEX_KEY: KEYS.globex, INITECH_KEY: KEYS.initech };
-    const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'debug'], env);
+    const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'debug'], env);
 
     expect(r.code, r.stderr.slice(0, 2000)).toBe(1);
     expect(r.stderr).toMatch(/1 of 4 accounts failed: umbrella/);
@@ -139,7 +138,7 @@ describe('a key larger than any key (issue 28)', () => {
       accounts: { acme: { apiKeyEnv: 'ACME_KEY' }, globex: { apiKeyEnv: 'GLOBEX_KEY' }, initech: { apiKeyEnv: 'INITECH_KEY' } },
     }));
     const env = { ACME_KEY: KEYS.acme, GLOBEX_KEY: HUGE.slice(0, 30_000), INITECH_KEY: KEYS.initech };
-    const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'debug'], env);
+    const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'debug'], env);
     expect(r.code, r.stderr.slice(0, 2000)).toBe(1);
     expect(r.stderr).toContain('  globex: its key in environment variable GLOBEX_KEY (apiKeyEnv) is longer than 4 KiB (4,096 bytes)');
     const out = JSON.parse(r.stdout) as { accounts: Array<{ account: string; outcome: string }> };
@@ -155,7 +154,7 @@ describe('a key larger than any key (issue 28)', () => {
       REPORTING_URL: emu.url, REPORTING_API_KEY_FILE: join(root, 'huge.key'), SESSION_ETL_DATA_DIR: data,
       SESSION_ETL_NOTIFY_URL: hook.url, OAUTH_CLIENT_SECRET: KEYS.globex,
     };
-    for (const args of [['export', '--since', iso(FROM), '--log-level', 'debug'], ['status']]) {
+    for (const args of [['export', '--since', isoDay(FROM), '--log-level', 'debug'], ['status']]) {
       const r = await runCli(args, env);
       expect(r.code, `${args[0]}: ${r.stderr.slice(0, 2000)}`).toBe(2);
       expect(r.stderr).toContain(`REPORTING_API_KEY_FILE ${join(root, 'huge.key')} holds more than 4 KiB (4,096 bytes)`);
@@ -170,7 +169,7 @@ describe('a key larger than any key (issue 28)', () => {
     );
     expect(await leaks(shown, data, { oversizedKey: HUGE, webhookToken: HOOK_TOKEN, clientSecret: KEYS.globex })).toEqual([]);
     // The same key given in the variable itself.
-    const r = await runCli(['export', '--since', iso(FROM)], { ...env, REPORTING_API_KEY_FILE: '', REPORTING_API_KEY: HUGE.slice(0, 10_000) });
+    const r = await runCli(['export', '--since', isoDay(FROM)], { ...env, REPORTING_API_KEY_FILE: '', REPORTING_API_KEY: HUGE.slice(0, 10_000) });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('the API key (REPORTING_API_KEY) is longer than 4 KiB (4,096 bytes)');
     expect(await leaks(r, data, { oversizedKey: HUGE.slice(0, 10_000), webhookToken: HOOK_TOKEN })).toEqual([]);

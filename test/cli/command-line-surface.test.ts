@@ -9,8 +9,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { runBackfill } from '../../src/pipeline/run.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { REPO_ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 4 * D;
 const TO = FROM + 2 * D;
@@ -121,8 +121,8 @@ describe('sessions: a table a person can read', () => {
     const dir = await fx.tempDir();
     const cfg = join(dir, 'accounts.json');
     await writeFile(cfg, JSON.stringify({ dataDir: join(dir, 'data'), accounts: { acme: { apiKeyEnv: 'EMU_KEY', reportingUrl: fx.emu.url }, globex: { apiKeyEnv: 'EMU_KEY', reportingUrl: fx.emu.url } } }));
-    const day = new Date(FROM * 1000).toISOString().slice(0, 10);
-    const to = new Date((FROM + D) * 1000).toISOString().slice(0, 10);
+    const day = isoDay(FROM);
+    const to = isoDay(FROM + D);
     const b = await runCli(['backfill', '--config', cfg, '--from', day, '--to', to, '--no-progress'], { EMU_KEY: fx.emu.apiKey });
     expect(b.code).toBe(0);
     const t = await runCli(['sessions', '--config', cfg, '--output', 'table', '--page-size', '1000']);

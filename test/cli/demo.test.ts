@@ -12,6 +12,7 @@ import { startEmulator } from '../../src/emulator/index.js';
 import { runBackfill } from '../../src/pipeline/run.js';
 import { runCli } from '../helpers/cli.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
 const dirs: string[] = [];
 async function tempDir(): Promise<string> {
@@ -44,7 +45,6 @@ async function tree(dir: string): Promise<Record<string, string>> {
 
 describe('demo never deletes what it did not write', () => {
   it('refuses a real export (exit 2, naming it), with or without --keep, and leaves it exactly as it was', async () => {
-    const D = 86_400;
     const now = Math.floor(Date.now() / 1000);
     const from = Math.floor(now / D) * D - 3 * D;
     const emu = await startEmulator({ seed: 9, from, to: now, now, sessionsPerDay: 30 });

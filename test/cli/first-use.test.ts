@@ -12,8 +12,8 @@ import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runBackfill } from '../../src/pipeline/run.js';
 import { baseEnv, BIN, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
 import { parseCsvWithPython } from '../helpers/python-csv.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 5 * D;
 const TO = FROM + 3 * D;
@@ -93,8 +93,8 @@ describe('flags a new user tries', () => {
 describe('a range in the future', () => {
   it('a backfill whose --from is in the future is refused with exit 2, nothing written', async () => {
     const dir = join(tmpdir(), `session-etl-future-${process.pid}`);
-    const from = new Date((NOW + 2 * D) * 1000).toISOString().slice(0, 10);
-    const to = new Date((NOW + 40 * D) * 1000).toISOString().slice(0, 10);
+    const from = isoDay(NOW + 2 * D);
+    const to = isoDay(NOW + 40 * D);
     const r = await runCli(['backfill', '--from', from, '--to', to], {
       REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dir,
     });
@@ -142,8 +142,8 @@ describe('sessions for a person', () => {
   });
 
   it('kebab-case flags and the vendor\'s camelCase spellings give the same answer; --format still means --output here', async () => {
-    const kebab = await runCli([...base(), '--output', 'json', '--page-size', '4', '--attribute-names', 'id,duration', '--from-date', new Date((FROM + D) * 1000).toISOString().slice(0, 10)]);
-    const camel = await runCli([...base(), '--format', 'json', '--pageSize', '4', '--attributeNames', 'id,duration', '--fromDate', new Date((FROM + D) * 1000).toISOString().slice(0, 10)]);
+    const kebab = await runCli([...base(), '--output', 'json', '--page-size', '4', '--attribute-names', 'id,duration', '--from-date', isoDay(FROM + D)]);
+    const camel = await runCli([...base(), '--format', 'json', '--pageSize', '4', '--attributeNames', 'id,duration', '--fromDate', isoDay(FROM + D)]);
     expect(kebab.code).toBe(0);
     expect(kebab.stderr).toBe('');
     expect(camel.stderr).toBe('');
@@ -162,7 +162,7 @@ describe('days only partly covered', () => {
   it('status marks the day after a backfill to midnight as partial (only its 00:00:00 sessions are stored)', async () => {
     const r = await runCli(['status', '--data-dir', dataDir]);
     expect(r.code).toBe(0);
-    const toDay = new Date(TO * 1000).toISOString().slice(0, 10);
+    const toDay = isoDay(TO);
     expect(r.stdout).toContain(`partial days    ${toDay} (covered 00:00:00 only)\n`);
     const json = await runCli(['status', '--data-dir', dataDir, '--json']);
     expect(JSON.parse(json.stdout).partialDays).toEqual([{ date: toDay, covered: ['00:00:00 only'] }]);

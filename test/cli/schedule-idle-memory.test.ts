@@ -20,8 +20,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { startCli } from '../helpers/cli.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const DAYS = 10;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - DAYS * D;
@@ -57,7 +57,7 @@ const mib = (b: number) => `${(b / MiB).toFixed(0)} MiB`;
 describe.runIf(process.platform === 'linux')('the scheduler between runs', () => {
   it(`after each of ${RUNS} scheduled runs it returns to its idle size, and does not grow run over run`, async () => {
     const config = join(dir, 'config.json');
-    await writeFile(config, JSON.stringify({ startDate: new Date(FROM * 1000).toISOString().slice(0, 10), lookback: `${DAYS + 1}d` }));
+    await writeFile(config, JSON.stringify({ startDate: isoDay(FROM), lookback: `${DAYS + 1}d` }));
     const s = startCli(['schedule', '--cron', '*/4 * * * * *', '--config', config, '--json', '--log-level', 'warn', '--no-progress'], {
       REPORTING_URL: emu.url,
       REPORTING_API_KEY: emu.apiKey,

@@ -8,8 +8,8 @@ import { runBackfill } from '../../src/pipeline/run.js';
 import { openDb } from '../../src/store/duckdb.js';
 import { runCli } from '../helpers/cli.js';
 import { parseCsvWithPython } from '../helpers/python-csv.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const TO = FROM + 62 * D; // through February
 const NOW = TO + D;

@@ -12,12 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
 import { startDashboardCli, type RunningDashboard } from './fixture.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 5 * D;
 const TO = FROM + 3 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator(
   {
@@ -53,12 +52,12 @@ beforeAll(async () => {
   };
   // Every account backfilled; then acme once more (nothing new), globex over a range that leaves
   // a hole after its first backfill (stale), and initech's failing (failing).
-  await ok(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO)]);
-  await ok(['backfill', '--config', config, '--account', 'acme', '--from', iso(FROM), '--to', iso(TO)]);
-  await ok(['backfill', '--config', config, '--account', 'globex', '--from', iso(TO + D), '--to', iso(TO + 2 * D)]);
+  await ok(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO)]);
+  await ok(['backfill', '--config', config, '--account', 'acme', '--from', isoDay(FROM), '--to', isoDay(TO)]);
+  await ok(['backfill', '--config', config, '--account', 'globex', '--from', isoDay(TO + D), '--to', isoDay(TO + 2 * D)]);
   // initech's last run fails (every request answered 500): failing.
   fx.emu.setFaults({ serverErrorRate: 1 });
-  const failed = await runCli(['backfill', '--config', config, '--account', 'initech', '--from', iso(TO), '--to', iso(TO + D), '--max-attempts', '1', '--log-level', 'error'], env);
+  const failed = await runCli(['backfill', '--config', config, '--account', 'initech', '--from', isoDay(TO), '--to', isoDay(TO + D), '--max-attempts', '1', '--log-level', 'error'], env);
   fx.emu.setFaults({});
   if (failed.code !== 1) throw new Error(`the failing backfill exited ${failed.code}: ${failed.stderr}`);
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });

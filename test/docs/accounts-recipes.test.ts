@@ -13,11 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runCli } from '../helpers/cli.js';
 import { addSessionWithoutStart, PYTHON_READERS, pythonHas, recipes as recipesOf, runPythonRecipe, TYPES_PROBE } from './recipes.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 5 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 const DOC_PATH = '/var/lib/session-etl';
 const recipes = () => recipesOf('accounts.md');
 
@@ -35,7 +34,7 @@ beforeAll(async () => {
   const config = join(root, 'config.json');
   await writeFile(config, JSON.stringify({ dataDir: data, reportingUrl: emu.url, accounts: Object.fromEntries(accounts.map((a) => [a.name, { apiKeyEnv: `K_${a.name.toUpperCase()}` }])) }));
   const env = Object.fromEntries(accounts.map((a) => [`K_${a.name.toUpperCase()}`, a.apiKey]));
-  const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + 3 * D), '--json', '--log-level', 'error'], env);
+  const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(FROM + 3 * D), '--json', '--log-level', 'error'], env);
   expect(r.code).toBe(0);
   await addSessionWithoutStart(data, { start: FROM, end: FROM + D }, 'acme');
   const st = JSON.parse((await runCli(['status', '--config', config, '--json'], env)).stdout) as { accounts: Array<{ account: string; status: { rows: number } }> };

@@ -8,11 +8,10 @@ import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
 import { runCli } from '../helpers/cli.js';
 import { checkExposition, samples, value } from './helpers.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 6 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 let emu: Emulator;
 let dir: string;
@@ -34,7 +33,7 @@ describe('--metrics-file (textfile collector)', () => {
     await mkdir(textfiles);
     const file = join(textfiles, 'session_etl.prom');
 
-    const b = await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + 2 * D), '--metrics-file', file, '--no-progress'], env(dataDir));
+    const b = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 2 * D), '--metrics-file', file, '--no-progress'], env(dataDir));
     expect(b.code, b.stderr).toBe(0);
     let text = await readFile(file, 'utf8');
     const stored = (await readDuckDbSessions(dataDir)).length;
@@ -94,7 +93,7 @@ describe('--metrics-file (textfile collector)', () => {
 
   it('a path whose directory does not exist exits 2 before the run', async () => {
     const dataDir = join(dir, 'never');
-    const r = await runCli(['export', '--since', iso(FROM), '--metrics-file', join(dir, 'no-such-dir', 'x.prom')], env(dataDir));
+    const r = await runCli(['export', '--since', isoDay(FROM), '--metrics-file', join(dir, 'no-such-dir', 'x.prom')], env(dataDir));
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--metrics-file .*no-such-dir.* does not exist/);
     expect(existsSync(dataDir)).toBe(false);

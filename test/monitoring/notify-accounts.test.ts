@@ -12,10 +12,9 @@ import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import type { NotifyPayload } from '../../src/monitoring/notify.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 /** docs/monitoring.md's promise: a receiver that never answers delays a run by 15 s at most. */
 const BUDGET_MS = 15_000;
 const NAMES = ['acme', 'globex', 'hooli', 'initech', 'umbrella'];
@@ -44,7 +43,7 @@ async function setup(notifyUrl: string) {
   dirs.push(root);
   const config = join(root, 'config.json');
   const accounts = Object.fromEntries(NAMES.map((n) => [n, { apiKeyEnv: `${n.toUpperCase()}_KEY`, reportingUrl: emu.url }]));
-  await writeFile(config, JSON.stringify({ dataDir: join(root, 'data'), startDate: iso(NOW - 2 * D), notifyUrl, accounts }), { mode: 0o600 });
+  await writeFile(config, JSON.stringify({ dataDir: join(root, 'data'), startDate: isoDay(NOW - 2 * D), notifyUrl, accounts }), { mode: 0o600 });
   return { root, config, data: join(root, 'data') };
 }
 
@@ -112,7 +111,7 @@ describe('notifications of many accounts', () => {
     const failed = await runCli(['export', '--no-progress', '--log-level', 'warn'], env);
     expect(failed.code).toBe(2);
     expect(failed.stderr).not.toMatch(/could not record what was notified/);
-    const ok = await runCli(['export', '--since', iso(NOW - 2 * D), '--no-progress', '--log-level', 'warn'], env);
+    const ok = await runCli(['export', '--since', isoDay(NOW - 2 * D), '--no-progress', '--log-level', 'warn'], env);
     expect(ok.code, ok.stderr).toBe(0);
     expect(answering.posts.slice(before).map((p) => [p.json.event, p.json.account, p.json.dataDir])).toEqual([
       ['run_failed', null, data],

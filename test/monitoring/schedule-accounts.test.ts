@@ -12,11 +12,10 @@ import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { startCli, waitFor } from '../helpers/cli.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { checkExposition, value } from './helpers.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 3 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const emus: Record<string, Emulator> = {};
 const dirs: string[] = [];
@@ -43,7 +42,7 @@ async function scheduleAccounts(env: Record<string, string>) {
     config,
     JSON.stringify({
       dataDir: join(root, 'data'),
-      startDate: iso(FROM),
+      startDate: isoDay(FROM),
       notifyUrl: receiver.url,
       accounts: { acme: { apiKeyEnv: 'ACME_KEY', reportingUrl: emus.acme!.url }, globex: { apiKeyEnv: 'GLOBEX_KEY', reportingUrl: emus.globex!.url } },
     }),

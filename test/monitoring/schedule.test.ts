@@ -14,13 +14,12 @@ import { readStateSnapshot } from '../../src/store/state-snapshot.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { checkExposition, startPrometheus, value } from './helpers.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 4 * D;
 const TO = FROM + 3 * D;
 const SETTLE = 600;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 let emu: Emulator;
 let dir: string;
@@ -33,7 +32,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'session-etl-monitoring-'));
   dataDir = join(dir, 'data');
   config = join(dir, 'config.json');
-  await writeFile(config, JSON.stringify({ startDate: iso(FROM) }));
+  await writeFile(config, JSON.stringify({ startDate: isoDay(FROM) }));
 });
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');

@@ -8,8 +8,8 @@ import { runBackfill, runExport, type PipelineOptions } from '../../src/pipeline
 import { RunFailedError, RunInterruptedError } from '../../src/pipeline/errors.js';
 import { countWindows, cutWindows, MAX_PLANNED_WINDOWS } from '../../src/time/windows.js';
 import { expectedRow, parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const DAYS = 6;
 const TO = FROM + DAYS * D;

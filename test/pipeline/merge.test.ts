@@ -14,8 +14,8 @@ import { runBackfill, type PipelineOptions } from '../../src/pipeline/run.js';
 import { completeDays, SCHEMA_VERSION } from '../../src/store/session-store.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { expectedRow, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const DAYS = 6;
 const TO = FROM + DAYS * D;

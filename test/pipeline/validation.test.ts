@@ -7,8 +7,8 @@ import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { RunFailedError } from '../../src/pipeline/errors.js';
 import { runBackfill, type PipelineOptions } from '../../src/pipeline/run.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const NOW = FROM + 3 * D;
 

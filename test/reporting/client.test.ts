@@ -11,9 +11,9 @@ import {
 } from '../../src/reporting/errors/index.js';
 import { validateRecord } from '../../src/reporting/record-schema.js';
 import { allText, captureLogger, fakeTime } from '../helpers/capture.js';
+import { D } from '../helpers/time.js';
 
 const JAN1 = 1767225600;
-const D = 86_400;
 const KEY = 'test-key-Zq8vX2mP4tR7';
 
 let emu: Emulator;

@@ -9,12 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
 import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 6 * D;
 const TO = FROM + 3 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator({ seed: 41, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 50 }, { prefix: 'session-etl-bucket-status-' });
 let s3: S3TestServer;
@@ -31,7 +30,7 @@ describe('status of a Parquet-only store with its dataset in a bucket', () => {
     const root = await fx.tempDir();
     const url = 's3://lake/one';
     const env = (dir: string) => ({ ...fx.env(dir), ...s3.env });
-    const b = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(join(root, 'writer')));
+    const b = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(join(root, 'writer')));
     expect(b.code, b.stderr).toBe(0);
     const stored = (JSON.parse(b.stdout) as { sessions: { new: number } }).sessions.new;
     expect(stored).toBeGreaterThan(100);
@@ -48,7 +47,7 @@ describe('status of a Parquet-only store with its dataset in a bucket', () => {
     const root = await fx.tempDir();
     const url = 's3://lake/listed';
     const env = { ...fx.env(join(root, 'data')), ...s3.env };
-    const b = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env);
+    const b = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env);
     expect(b.code, b.stderr).toBe(0);
     const from = s3.requests.length;
     const st = await runCli(['status', '--parquet-url', url, '--json'], env);
@@ -67,7 +66,7 @@ describe('status of a Parquet-only store with its dataset in a bucket', () => {
     const accounts = { acme: { apiKeyEnv: 'K' }, globex: { apiKeyEnv: 'K' } };
     await writeFile(config, JSON.stringify({ dataDir: join(root, 'data'), format: 'parquet', parquetUrl: 's3://lake/many', accounts }));
     const env = { ...s3.env, REPORTING_URL: fx.emu.url, K: fx.emu.apiKey };
-    const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'error'], env);
+    const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'error'], env);
     expect(r.code, r.stderr).toBe(0);
     const written = (JSON.parse(r.stdout) as { accounts: Array<{ account: string; summary: { sessions: { new: number } } }> }).accounts;
     const st = await runCli(['status', '--config', config, '--json'], env);

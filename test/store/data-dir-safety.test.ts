@@ -16,8 +16,8 @@ import { DataDirError } from '../../src/store/errors.js';
 import { readStatus } from '../../src/store/status.js';
 import { baseEnv, BIN, runCli } from '../helpers/cli.js';
 import { readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const NOW = FROM + 4 * D;
 const DAY1 = '2026-01-02';

@@ -19,8 +19,8 @@ import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
 import { readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
 import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const TO = FROM + 3 * D;
 const NOW = TO + 3 * 3600;
@@ -108,7 +108,7 @@ async function partitionsById(dataDir: string): Promise<Map<string, string[]>> {
 }
 
 function dayOf(t: number | null): string {
-  return t === null ? 'date=__HIVE_DEFAULT_PARTITION__' : `date=${new Date(t * 1000).toISOString().slice(0, 10)}`;
+  return t === null ? 'date=__HIVE_DEFAULT_PARTITION__' : `date=${isoDay(t)}`;
 }
 
 describe.each(['parquet', 'both', 'duckdb'] as const)('format %s', (format) => {
@@ -209,11 +209,10 @@ describe('a bucket dataset (format parquet), each run on a fresh machine', () =>
   it('a session whose start moves to the day before leaves its old day in the bucket', async () => {
     change = undefined;
     const url = 's3://lake/sessions/moved';
-    const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
     const run = async () => {
       const dir = await fx.tempDir();
       const r = await runCli(
-        ['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'],
+        ['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'],
         { ...fx.env(dir), REPORTING_URL: proxyUrl, ...s3.env },
       );
       expect(r.code, r.stderr).toBe(0);
