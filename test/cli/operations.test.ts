@@ -90,11 +90,9 @@ describe('CLI operations (real processes)', () => {
   it('a lock left by kill -9 is taken over, and the re-run completes exactly', async () => {
     const dataDir = await tempDir();
     fx.emu.setFaults({ latencyMs: 200 });
-    const victim = startCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--concurrency', '1'], env(dataDir));
-    await waitFor(() => existsSync(join(dataDir, '.session-etl.lock', 'holder.json')), 20_000, 'lock');
-    await new Promise((r) => setTimeout(r, 700));
-    victim.kill('SIGKILL');
-    await victim.result;
+    // Killed with SIGKILL, as kill -9 would, at a known step: right after its second window is committed.
+    const victim = startCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--concurrency', '1'], env(dataDir, { SESSION_ETL_CRASH_AT: 'after-commit:2' }));
+    expect((await victim.result).signal).toBe('SIGKILL');
     expect(existsSync(join(dataDir, '.session-etl.lock'))).toBe(true);
     fx.emu.setFaults({});
     const again = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--json'], env(dataDir));
@@ -106,9 +104,11 @@ describe('CLI operations (real processes)', () => {
   it('SIGTERM stops the run with 143, commits what finished, and the next run completes exactly', async () => {
     const dataDir = await tempDir();
     fx.emu.setFaults({ latencyMs: 200 });
+    const served = fx.emu.stats().recordsServed;
     const run = startCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--concurrency', '1', '--json'], env(dataDir));
-    await waitFor(() => existsSync(join(dataDir, 'sessions.duckdb')), 20_000, 'the store');
-    await new Promise((r) => setTimeout(r, 800));
+    // Stopped at a known step: the emulator has answered the first two days' windows (of ten, one at a time).
+    const twoDays = truthBetween(FROM, FROM + 2 * D).length;
+    await waitFor(() => fx.emu.stats().recordsServed - served >= twoDays, 20_000, 'the first two windows answered');
     run.kill('SIGTERM');
     const r = await run.result;
     expect(r.code).toBe(143);
