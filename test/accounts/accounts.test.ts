@@ -15,6 +15,7 @@ import { compressors } from 'hyparquet-compressors';
 import { fnv1a32, shardOf } from '../../src/accounts/select.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { openDb, queryRows } from '../../src/store/duckdb.js';
+import { writeAccountsConfig, sameKey } from '../helpers/accounts-config.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { startDashboardCli } from '../dashboard/fixture.js';
 import { D, isoDay } from '../helpers/time.js';
@@ -176,7 +177,7 @@ describe('many accounts', () => {
     const names = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark-industries'];
     const config = join(root, 'config.json');
     const data = join(root, 'data');
-    await writeFile(config, JSON.stringify({ dataDir: data, accounts: Object.fromEntries(names.map((n) => [n, { apiKeyEnv: 'K', reportingUrl: emus.acme!.url }])) }));
+    await writeAccountsConfig(config, { dataDir: data }, sameKey(names, 'K', { reportingUrl: emus.acme!.url }));
     const env = { K: emus.acme!.apiKey };
     const s = { config, env };
     // The documented hash: FNV-1a 32-bit over the UTF-8 bytes (published test vectors).

@@ -4,9 +4,9 @@
  * dashboard lists them (its all-accounts page) and the scheduler refuses it naming them, as `export` does. With the configuration,
  * the figures the accounts share are marked as the whole store's, and last runs show the unchanged count.
  */
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
 import { startDashboardCli } from '../dashboard/fixture.js';
@@ -35,7 +35,7 @@ describe('a many-account data directory without its configuration', () => {
     const root = await fx.tempDir();
     const data = join(root, 'data');
     const config = join(root, 'config.json');
-    await writeFile(config, JSON.stringify({ dataDir: data, reportingUrl: fx.emu.url, accounts: { acme: { apiKeyEnv: 'A' }, globex: { apiKeyEnv: 'G' } } }));
+    await writeAccountsConfig(config, { dataDir: data, reportingUrl: fx.emu.url }, { acme: 'A', globex: 'G' });
     const env = { A: 'held-key-acme-1', G: 'held-key-globex-1' };
     const b = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'error'], env);
     expect(b.code, b.stderr).toBe(0);
@@ -81,7 +81,7 @@ describe('a many-account data directory without its configuration', () => {
     const root = await fx.tempDir();
     const data = join(root, 'data');
     const config = join(root, 'config.json');
-    await writeFile(config, JSON.stringify({ dataDir: data, reportingUrl: fx.emu.url, accounts: { acme: { apiKeyEnv: 'A' }, globex: { apiKeyEnv: 'G' } } }));
+    await writeAccountsConfig(config, { dataDir: data, reportingUrl: fx.emu.url }, { acme: 'A', globex: 'G' });
     const b = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(FROM + D), '--json', '--log-level', 'error'], { A: 'held-key-acme-1', G: 'held-key-globex-1' });
     expect(b.code, b.stderr).toBe(0);
     // With the endpoint and a key given, so that nothing else stops it first.

@@ -7,6 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runBackfill } from '../../src/pipeline/run.js';
+import { writeAccountsConfig, sameKey } from '../helpers/accounts-config.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { REPO_ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
 import { D, isoDay } from '../helpers/time.js';
@@ -120,7 +121,7 @@ describe('sessions: a table a person can read', () => {
   it('reading many accounts, each session says its account (first column; json and csv too)', async () => {
     const dir = await fx.tempDir();
     const cfg = join(dir, 'accounts.json');
-    await writeFile(cfg, JSON.stringify({ dataDir: join(dir, 'data'), accounts: { acme: { apiKeyEnv: 'EMU_KEY', reportingUrl: fx.emu.url }, globex: { apiKeyEnv: 'EMU_KEY', reportingUrl: fx.emu.url } } }));
+    await writeAccountsConfig(cfg, { dataDir: join(dir, 'data') }, sameKey(['acme', 'globex'], 'EMU_KEY', { reportingUrl: fx.emu.url }));
     const day = isoDay(FROM);
     const to = isoDay(FROM + D);
     const b = await runCli(['backfill', '--config', cfg, '--from', day, '--to', to, '--no-progress'], { EMU_KEY: fx.emu.apiKey });

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { AMENDED_NOTE } from '../../src/emulator/late-data.js';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { expectedRow, parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
@@ -152,7 +153,7 @@ describe('many accounts', () => {
       ],
     });
     root = await fx.tempDir();
-    await writeFile(join(root, 'config.json'), JSON.stringify({ dataDir: join(root, 'data'), reportingUrl: emu.url, accounts: { acme: { apiKeyEnv: 'ACME_KEY' }, globex: { apiKeyEnv: 'GLOBEX_KEY' } } }));
+    await writeAccountsConfig(join(root, 'config.json'), { dataDir: join(root, 'data'), reportingUrl: emu.url }, { acme: 'ACME_KEY', globex: 'GLOBEX_KEY' });
     env = { ACME_KEY: 'key-acme', GLOBEX_KEY: 'key-globex' };
   });
   afterAll(async () => emu?.close());

@@ -5,10 +5,10 @@
  * each account's page is /?account=NAME on the same server. A real many-account backfill from the
  * emulator, the dashboard as a real process, and a real Chromium.
  */
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
 import { startDashboardCli, type RunningDashboard } from './fixture.js';
@@ -42,10 +42,7 @@ beforeAll(async () => {
   const root = await fx.tempDir();
   data = join(root, 'data');
   config = join(root, 'config.json');
-  await writeFile(
-    config,
-    JSON.stringify({ dataDir: data, reportingUrl: fx.emu.url, accounts: { acme: { apiKeyEnv: 'A' }, globex: { apiKeyEnv: 'G' }, initech: { apiKeyEnv: 'I' } } }),
-  );
+  await writeAccountsConfig(config, { dataDir: data, reportingUrl: fx.emu.url }, { acme: 'A', globex: 'G', initech: 'I' });
   const ok = async (args: string[]) => {
     const r = await runCli([...args, '--json', '--log-level', 'error'], env);
     if (r.code !== 0) throw new Error(`session-etl ${args.join(' ')} exited ${r.code}: ${r.stderr}`);

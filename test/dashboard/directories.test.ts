@@ -5,13 +5,14 @@
  * charts are empty), and one account of many (named on the page).
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { runCli } from '../helpers/cli.js';
 import { D, day } from './fixture.js';
 import { startDashboardCli, type RunningDashboard } from './fixture.js';
@@ -94,10 +95,7 @@ describe('the page over other data directories', () => {
   it('dashboard --account: the page names the account', async () => {
     const dir = join(root, 'accounts');
     const config = join(root, 'accounts.json');
-    await writeFile(
-      config,
-      JSON.stringify({ dataDir: dir, accounts: { acme: { apiKeyEnv: 'ACME_KEY', reportingUrl: emu.url }, globex: { apiKeyEnv: 'GLOBEX_KEY', reportingUrl: emu.url } } }),
-    );
+    await writeAccountsConfig(config, { dataDir: dir }, { acme: { apiKeyEnv: 'ACME_KEY', reportingUrl: emu.url }, globex: { apiKeyEnv: 'GLOBEX_KEY', reportingUrl: emu.url } });
     const env = { ACME_KEY: emu.apiKey, GLOBEX_KEY: emu.apiKey };
     const r = await runCli(['backfill', '--config', config, '--from', day(FROM), '--to', day(FROM + 2 * D)], env);
     expect(r.code, r.stderr).toBe(0);

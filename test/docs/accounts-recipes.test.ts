@@ -5,12 +5,13 @@
  * ones (Polars, pyarrow, pandas; required under CI, which installs them). Each prints every account
  * with its number of sessions on one line, and types `date` and `agent_group_id` as data.md's do.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { runCli } from '../helpers/cli.js';
 import { addSessionWithoutStart, PYTHON_READERS, pythonHas, recipes as recipesOf, runPythonRecipe, TYPES_PROBE } from './recipes.js';
 import { D, isoDay } from '../helpers/time.js';
@@ -32,7 +33,7 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'session-etl-recipes-'));
   data = join(root, 'data');
   const config = join(root, 'config.json');
-  await writeFile(config, JSON.stringify({ dataDir: data, reportingUrl: emu.url, accounts: Object.fromEntries(accounts.map((a) => [a.name, { apiKeyEnv: `K_${a.name.toUpperCase()}` }])) }));
+  await writeAccountsConfig(config, { dataDir: data, reportingUrl: emu.url }, Object.fromEntries(accounts.map((a) => [a.name, `K_${a.name.toUpperCase()}`])));
   const env = Object.fromEntries(accounts.map((a) => [`K_${a.name.toUpperCase()}`, a.apiKey]));
   const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(FROM + 3 * D), '--json', '--log-level', 'error'], env);
   expect(r.code).toBe(0);

@@ -5,10 +5,10 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
-import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { S3_ACCESS_KEY, S3_SECRET_KEY, useS3 } from '../helpers/s3-server.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { D, isoDay } from '../helpers/time.js';
 
@@ -17,13 +17,7 @@ const FROM = Math.floor(NOW / D) * D - 4 * D;
 const SESSION_TOKEN = 'IQoJb3JpZ2luX2VjEProfileSessionToken0042xyz';
 
 const fx = useEmulator({ seed: 7, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 20 }, { prefix: 'session-etl-creds-' });
-let s3: S3TestServer;
-beforeAll(async () => {
-  s3 = await startS3();
-});
-afterAll(async () => {
-  await s3?.close();
-});
+const s3 = useS3();
 
 describe('credentials of a profile', () => {
   it('a store error echoing the session token of a profile: redacted on stderr and in the webhook payload', async () => {

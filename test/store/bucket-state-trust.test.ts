@@ -9,13 +9,13 @@
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
-import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { useS3 } from '../helpers/s3-server.js';
 import { D, isoDay } from '../helpers/time.js';
 
 const NOW = Math.floor(Date.now() / 1000);
@@ -23,22 +23,11 @@ const FROM = Math.floor(NOW / D) * D - 6 * D;
 const TO = FROM + 3 * D;
 
 const fx = useEmulator({ seed: 38, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 30 }, { prefix: 'session-etl-trust-' });
-let s3: S3TestServer;
-beforeAll(async () => {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-  s3 = await startS3();
-});
-afterAll(async () => {
-  await s3?.close();
-});
-
-function client(): S3Client {
-  return new S3Client({ endpoint: s3.url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
-}
+const s3 = useS3();
 
 /** Every object of the bucket: key → bytes. */
 async function allObjects(): Promise<Map<string, Buffer>> {
-  const c = client();
+  const c = s3.client();
   try {
     const out = new Map<string, Buffer>();
     let token: string | undefined;
@@ -57,7 +46,7 @@ async function allObjects(): Promise<Map<string, Buffer>> {
 }
 
 async function put(Key: string, Body: Buffer | string, Metadata?: Record<string, string>): Promise<void> {
-  const c = client();
+  const c = s3.client();
   try {
     await c.send(new PutObjectCommand({ Bucket: 'lake', Key, Body, ...(Metadata ? { Metadata } : {}) }));
   } finally {

@@ -10,7 +10,7 @@
 import { createServer, request, type Server } from 'node:http';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ import { runBackfill } from '../../src/pipeline/run.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
 import { readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
-import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { useS3 } from '../helpers/s3-server.js';
 import { D, isoDay } from '../helpers/time.js';
 
 const FROM = 1767225600; // 2026-01-01
@@ -180,18 +180,11 @@ it('format parquet: a store whose day index is empty (made before it was kept) b
 });
 
 describe('a bucket dataset (format parquet), each run on a fresh machine', () => {
-  let s3: S3TestServer;
-  beforeAll(async () => {
-    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-    s3 = await startS3({ buckets: ['lake'] });
-  });
-  afterAll(async () => {
-    await s3?.close();
-  });
+  const s3 = useS3({ buckets: ['lake'] });
 
   /** The bucket's day files, downloaded into `dir`/parquet/sessions/ (read then with hyparquet). */
   async function download(prefix: string, dir: string): Promise<void> {
-    const c = new S3Client({ endpoint: s3.url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+    const c = s3.client();
     try {
       const list = await c.send(new ListObjectsV2Command({ Bucket: 'lake', Prefix: `${prefix}/` }));
       for (const o of list.Contents ?? []) {

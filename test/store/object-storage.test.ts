@@ -6,12 +6,13 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { writeAccountsConfig, sameKey } from '../helpers/accounts-config.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
-import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { startS3, useS3 } from '../helpers/s3-server.js';
 import { startDashboardCli } from '../dashboard/fixture.js';
 import { D, isoDay } from '../helpers/time.js';
 
@@ -22,24 +23,13 @@ const TO = FROM + 4 * D;
 const SESSION_TOKEN = 'FwoGZXIvYXdzEXAMPLE-session-token-4711';
 
 const fx = useEmulator({ seed: 31, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 60 }, { prefix: 'session-etl-s3-' });
-let s3: S3TestServer;
-beforeAll(async () => {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-  s3 = await startS3({ buckets: ['lake', 'other'] });
-});
-afterAll(async () => {
-  await s3?.close();
-});
+const s3 = useS3({ buckets: ['lake', 'other'] });
 
 const env = (dataDir: string, extra: Record<string, string> = {}) => ({ ...fx.env(dataDir), ...s3.env, AWS_SESSION_TOKEN: SESSION_TOKEN, ...extra });
 
-function client(): S3Client {
-  return new S3Client({ endpoint: s3.url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
-}
-
 /** Every object under a prefix: key → bytes. */
 async function objects(bucket: string, prefix: string): Promise<Map<string, Buffer>> {
-  const c = client();
+  const c = s3.client();
   try {
     const out = new Map<string, Buffer>();
     const list = await c.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix }));
@@ -246,7 +236,7 @@ describe('the dataset in a bucket', () => {
   it('many accounts: one date-partitioned dataset in the bucket, its rows carrying the account', async () => {
     const root = await fx.tempDir();
     const config = join(root, 'config.json');
-    await writeFile(config, JSON.stringify({ dataDir: join(root, 'data'), format: 'parquet', parquetUrl: 's3://lake/accounts', accounts: { acme: { apiKeyEnv: 'K' }, globex: { apiKeyEnv: 'K' } } }));
+    await writeAccountsConfig(config, { dataDir: join(root, 'data'), format: 'parquet', parquetUrl: 's3://lake/accounts' }, { acme: 'K', globex: 'K' });
     const accountsEnv = { ...s3.env, REPORTING_URL: fx.emu.url, K: fx.emu.apiKey };
     const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'error'], accountsEnv);
     expect(r.stderr).toBe('');
@@ -264,7 +254,7 @@ describe('the dataset in a bucket', () => {
       inst.closeSync();
     }
     // Another machine reads each account's state from the bucket.
-    await writeFile(config, JSON.stringify({ dataDir: join(root, 'elsewhere'), format: 'parquet', parquetUrl: 's3://lake/accounts', accounts: { acme: { apiKeyEnv: 'K' }, globex: { apiKeyEnv: 'K' } } }));
+    await writeAccountsConfig(config, { dataDir: join(root, 'elsewhere'), format: 'parquet', parquetUrl: 's3://lake/accounts' }, { acme: 'K', globex: 'K' });
     const st = await runCli(['status', '--config', config, '--json'], accountsEnv);
     expect(st.stderr).toBe('');
     expect(st.code).toBe(0);
@@ -277,7 +267,7 @@ describe('the dataset in a bucket', () => {
     const names = ['acme', 'globex', 'initech', 'umbrella', 'hooli'];
     const config = join(root, 'config.json');
     const write = (dataDir: string) =>
-      writeFile(config, JSON.stringify({ dataDir, format: 'parquet', parquetUrl: 's3://lake/sharded', accounts: Object.fromEntries(names.map((n) => [n, { apiKeyEnv: 'K' }])) }));
+      writeAccountsConfig(config, { dataDir, format: 'parquet', parquetUrl: 's3://lake/sharded' }, sameKey(names, 'K'));
     const e = { ...s3.env, REPORTING_URL: fx.emu.url, K: fx.emu.apiKey };
     const run = async (i: number, n: number, night: string) => {
       await write(join(root, `${night}-${i}-of-${n}`));

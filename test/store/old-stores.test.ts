@@ -7,11 +7,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmulator } from '../../src/emulator/index.js';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { REPO_ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
 import { startDashboardCli } from '../dashboard/fixture.js';
 
@@ -160,7 +161,7 @@ describe('a many-account data directory of the layout before schema 3 (test/fixt
     execFileSync('tar', ['-xzf', join(REPO_ROOT, 'test', 'fixtures', 'legacy-accounts', 'legacy-accounts.tar.gz'), '-C', root, format]);
     const data = join(root, format);
     const config = join(root, 'config.json');
-    await writeFile(config, JSON.stringify({ dataDir: data, accounts: { acme: { apiKeyEnv: 'K' }, globex: { apiKeyEnv: 'K' }, initech: { apiKeyEnv: 'K' } } }));
+    await writeAccountsConfig(config, { dataDir: data }, { acme: 'K', globex: 'K', initech: 'K' });
     const before = await fingerprint(data);
 
     const status = await runCli(['status', '--config', config, '--json'], { ...env, K: 'unused-key-0000' });

@@ -5,13 +5,14 @@
  * day file, locally or in the bucket, and the stored rows keep their extracted_at.
  */
 import { createHash } from 'node:crypto';
-import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
-import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { useS3 } from '../helpers/s3-server.js';
 import { D, isoDay } from '../helpers/time.js';
 
 const NOW = Math.floor(Date.now() / 1000);
@@ -32,14 +33,7 @@ const fx = useEmulator(
   },
   { prefix: 'session-etl-unchanged-cli-' },
 );
-let s3: S3TestServer;
-beforeAll(async () => {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-  s3 = await startS3({ buckets: ['lake'] });
-});
-afterAll(async () => {
-  await s3?.close();
-});
+const s3 = useS3({ buckets: ['lake'] });
 
 /** Every local Parquet day file: inode, mtime and a hash of its bytes, by path under the dataset. */
 async function dayFiles(root: string): Promise<Map<string, { ino: number; mtimeMs: number; sha: string }>> {
@@ -63,7 +57,7 @@ describe.each(['both', 'parquet'] as const)('many accounts, format %s', (format)
     const root = await fx.tempDir();
     const data = join(root, 'data');
     const config = join(root, 'config.json');
-    await writeFile(config, JSON.stringify({ dataDir: data, format, reportingUrl: fx.emu.url, accounts: { acme: { apiKeyEnv: 'A' }, globex: { apiKeyEnv: 'G' } } }));
+    await writeAccountsConfig(config, { dataDir: data, format, reportingUrl: fx.emu.url }, { acme: 'A', globex: 'G' });
     const env = { A: 'unchanged-key-acme-1', G: 'unchanged-key-globex-1' };
     const args = ['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'error'];
     const first = await runCli(args, env);
