@@ -10,7 +10,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli, type CliResult } from '../helpers/cli.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { filesUnder } from '../reliability/secrets.js';
@@ -30,20 +30,17 @@ const HOOK_TOKEN = `hookToken${randomBytes(12).toString('hex')}`;
 /** ~100 KB of base64 text: what a wrong file (a certificate, say) holds. */
 const HUGE = randomBytes(75_000).toString('base64');
 
-let emu: Emulator;
+const fx = useEmulator(
+  { seed: 28, accounts: Object.entries(KEYS).map(([name, apiKey]) => ({ name, apiKey })), from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 30 },
+  { prefix: 'session-etl-oversized-key-' },
+);
 let hook: WebhookReceiver;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  emu = await startEmulator({
-    seed: 28,
-    accounts: Object.entries(KEYS).map(([name, apiKey]) => ({ name, apiKey })),
-    from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 30,
-  });
   hook = await startWebhookReceiver(`/services/T0/B0/${HOOK_TOKEN}`);
 });
 afterAll(async () => {
-  await emu.close();
   await hook.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
@@ -98,7 +95,7 @@ describe('a key larger than any key (issue 28)', () => {
     const config = join(root, 'config.json');
     await writeFile(config, JSON.stringify({
       dataDir: data,
-      reportingUrl: emu.url,
+      reportingUrl: fx.emu.url,
       notifyUrl: hook.url,
       accounts: {
         acme: { apiKeyFile: join(root, 'acme.key') },
@@ -119,7 +116,7 @@ describe('a key larger than any key (issue 28)', () => {
     ]);
     for (const name of ['acme', 'globex', 'initech'] as const) {
       // The vendor's windows are closed (docs/data.md "Partial days"): a session starting exactly at TO is stored too.
-      expect(out.accounts.find((a) => a.account === name)!.summary!.sessions.written).toBe(emu.accounts.find((a) => a.name === name)!.dataset.sessionsStartedIn(FROM, TO + 1).length);
+      expect(out.accounts.find((a) => a.account === name)!.summary!.sessions.written).toBe(fx.emu.accounts.find((a) => a.name === name)!.dataset.sessionsStartedIn(FROM, TO + 1).length);
     }
     expect(r.stderr.length).toBeLessThan(20_000);
     expect(await leaks(r, data, { ...KEYS, webhookToken: HOOK_TOKEN, oversizedKey: HUGE })).toEqual([]);
@@ -134,7 +131,7 @@ describe('a key larger than any key (issue 28)', () => {
     const data = join(root, 'data');
     const config = join(root, 'config.json');
     await writeFile(config, JSON.stringify({
-      dataDir: data, reportingUrl: emu.url, notifyUrl: hook.url,
+      dataDir: data, reportingUrl: fx.emu.url, notifyUrl: hook.url,
       accounts: { acme: { apiKeyEnv: 'ACME_KEY' }, globex: { apiKeyEnv: 'GLOBEX_KEY' }, initech: { apiKeyEnv: 'INITECH_KEY' } },
     }));
     const env = { ACME_KEY: KEYS.acme, GLOBEX_KEY: HUGE.slice(0, 30_000), INITECH_KEY: KEYS.initech };
@@ -151,7 +148,7 @@ describe('a key larger than any key (issue 28)', () => {
     const data = join(root, 'data');
     await writeFile(join(root, 'huge.key'), HUGE, { mode: 0o600 });
     const env = {
-      REPORTING_URL: emu.url, REPORTING_API_KEY_FILE: join(root, 'huge.key'), SESSION_ETL_DATA_DIR: data,
+      REPORTING_URL: fx.emu.url, REPORTING_API_KEY_FILE: join(root, 'huge.key'), SESSION_ETL_DATA_DIR: data,
       SESSION_ETL_NOTIFY_URL: hook.url, OAUTH_CLIENT_SECRET: KEYS.globex,
     };
     for (const args of [['export', '--since', isoDay(FROM), '--log-level', 'debug'], ['status']]) {

@@ -7,8 +7,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { BIN, baseEnv, runCli } from '../helpers/cli.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { startCorruptingProxy } from '../reliability/corrupting-proxy.js';
@@ -21,14 +21,10 @@ const TO = FROM + 3 * D;
 const hasScript = spawnSync('script', ['--version']).status === 0;
 const BAR = /[\u2588\u2591]|windows \|/;
 
-let emu: Emulator;
+const fx = useEmulator({ seed: 8, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-terminal-output-' });
 const dirs: string[] = [];
 
-beforeAll(async () => {
-  emu = await startEmulator({ seed: 8, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 });
-});
 afterAll(async () => {
-  await emu.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
@@ -46,7 +42,7 @@ async function onTerminal(
   const child = spawn('script', ['-qfec', cmd, '/dev/null'], {
     env: {
       ...baseEnv(), TERM: 'xterm',
-      REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir,
+      REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dataDir,
     },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -68,11 +64,11 @@ function summaryOf(screen: string[]): string[] {
 
 describe.skipIf(!hasScript)('progress bar and log lines on a terminal', () => {
   it('retry warnings print on their own lines above the bar; the summary starts on a clean line', async () => {
-    emu.setFaults({ serverErrorRate: 0.3 });
+    fx.emu.setFaults({ serverErrorRate: 0.3 });
     const from = isoDay(FROM);
     const to = isoDay(TO);
     const r = await onTerminal(['backfill', '--from', from, '--to', to, '--chunk', '3h', '--concurrency', '1']);
-    emu.setFaults({});
+    fx.emu.setFaults({});
     expect(r.code, r.screen.join('\n')).toBe(0);
     expect(r.raw).toMatch(BAR); // the bar was drawn while the run went on
     const summary = summaryOf(r.screen);
@@ -112,7 +108,7 @@ describe.skipIf(!hasScript)('progress bar and log lines on a terminal', () => {
   });
 
   it('Ctrl-C: the stopping warning and the interrupted summary are clean lines, no bar left', async () => {
-    emu.setFaults({ latencyMs: 150 });
+    fx.emu.setFaults({ latencyMs: 150 });
     const from = isoDay(FROM);
     const to = isoDay(TO);
     let typed = false;
@@ -122,7 +118,7 @@ describe.skipIf(!hasScript)('progress bar and log lines on a terminal', () => {
         type('\x03');
       }
     });
-    emu.setFaults({});
+    fx.emu.setFaults({});
     expect(typed).toBe(true);
     expect(r.code, r.screen.join('\n')).toBe(130);
     const stopping = r.screen.filter((l) => l.includes('stopping: no new windows'));
@@ -158,13 +154,13 @@ describe("a hostile server's text", () => {
    */
   async function failWith(message: string) {
     let hostile = false;
-    const proxy = await startCorruptingProxy(emu.url, {
+    const proxy = await startCorruptingProxy(fx.emu.url, {
       respond: (req) => (hostile && req.window ? { status: 200, body: JSON.stringify({ errors: [{ message }], data: null }) } : undefined),
     });
     const hook = await startWebhookReceiver<{ text: string; error: string }>('/hooks/hostile-token-1234');
     try {
       const dir = await dataDir();
-      const env = { REPORTING_URL: proxy.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dir, SESSION_ETL_NOTIFY_URL: hook.url };
+      const env = { REPORTING_URL: proxy.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dir, SESSION_ETL_NOTIFY_URL: hook.url };
       // A first day stored, so that status has a data directory to show; then the server turns hostile.
       expect((await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + D), '--log-level', 'error'], env)).code).toBe(0);
       hostile = true;
@@ -214,13 +210,13 @@ describe("a hostile server's text", () => {
   });
 
   it('sessions --output table: control sequences in the records are shown as U+FFFD, never sent to the terminal', async () => {
-    const proxy = await startCorruptingProxy(emu.url, {
+    const proxy = await startCorruptingProxy(fx.emu.url, {
       rewrite: (records) =>
         records.map((r) => ({ ...r, externalFields: { ...(r.externalFields as object), customerName: `Evil${CONTROL} Corp`, notes: 'line one\r\u001b[1Aline two' } })),
     });
     try {
       const dir = await dataDir();
-      const env = { REPORTING_URL: proxy.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dir };
+      const env = { REPORTING_URL: proxy.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dir };
       const run = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + D), '--chunk', '1d', '--log-level', 'error'], env);
       expect(run.code, run.stderr).toBe(0);
       const table = await runCli(['sessions', '--output', 'table', '--attribute-names', 'id,externalFields.customerName,externalFields.notes', '--page-size', '5'], env);

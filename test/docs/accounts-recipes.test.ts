@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { runCli } from '../helpers/cli.js';
 import { addSessionWithoutStart, PYTHON_READERS, pythonHas, recipes as recipesOf, runPythonRecipe, TYPES_PROBE } from './recipes.js';
@@ -21,19 +21,18 @@ const FROM = Math.floor(NOW / D) * D - 5 * D;
 const DOC_PATH = '/var/lib/session-etl';
 const recipes = () => recipesOf('accounts.md');
 
-let emu: Emulator;
+const accounts = ['acme', 'globex', 'initech'].map((name, i) => ({ name, apiKey: `recipe-key-${name}`, seed: 40 + i, sessionsPerDay: 20 + 10 * i }));
+const fx = useEmulator({ seed: 4, from: FROM - D, to: NOW, now: NOW, accounts }, { prefix: 'session-etl-accounts-recipes-' });
 let root: string;
 let data: string;
 /** Sessions per account, as the store counted them. */
 let expected: Map<string, number>;
 
 beforeAll(async () => {
-  const accounts = ['acme', 'globex', 'initech'].map((name, i) => ({ name, apiKey: `recipe-key-${name}`, seed: 40 + i, sessionsPerDay: 20 + 10 * i }));
-  emu = await startEmulator({ seed: 4, from: FROM - D, to: NOW, now: NOW, accounts });
   root = await mkdtemp(join(tmpdir(), 'session-etl-recipes-'));
   data = join(root, 'data');
   const config = join(root, 'config.json');
-  await writeAccountsConfig(config, { dataDir: data, reportingUrl: emu.url }, Object.fromEntries(accounts.map((a) => [a.name, `K_${a.name.toUpperCase()}`])));
+  await writeAccountsConfig(config, { dataDir: data, reportingUrl: fx.emu.url }, Object.fromEntries(accounts.map((a) => [a.name, `K_${a.name.toUpperCase()}`])));
   const env = Object.fromEntries(accounts.map((a) => [`K_${a.name.toUpperCase()}`, a.apiKey]));
   const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(FROM + 3 * D), '--json', '--log-level', 'error'], env);
   expect(r.code).toBe(0);
@@ -43,7 +42,6 @@ beforeAll(async () => {
   expect([...expected.values()].every((n) => n > 0)).toBe(true);
 }, 120_000);
 afterAll(async () => {
-  await emu?.close();
   if (root) await rm(root, { recursive: true, force: true });
 });
 

@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeRun } from '../../src/cli/execute-run.js';
 import { describeConfig, loadConfig } from '../../src/config/load.js';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import {
   buildPayload,
   decideNotifications,
@@ -22,6 +21,7 @@ import {
 import { EMPTY_NOTIFY_STATE, type NotifyState } from '../../src/monitoring/notify-state.js';
 import { runExport, type RunSummary } from '../../src/pipeline/run.js';
 import { registerSecret } from '../../src/util/redact.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { captureLogger, captureStream, fakeTime } from '../helpers/capture.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
@@ -190,7 +190,7 @@ describe('delivery: retries, backoff and the time budget (fake clock)', () => {
 type Receiver = WebhookReceiver<NotifyPayload>;
 const startReceiver = (answer = true) => startWebhookReceiver<NotifyPayload>(`services/${HOOK_TOKEN}`, { answer });
 
-let emu: Emulator;
+const fx = useEmulator({ seed: 16, from: NOW - 5 * D, to: NOW, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-notify-' });
 let receiver: Receiver;
 const dirs: string[] = [];
 async function tempDir(): Promise<string> {
@@ -200,20 +200,18 @@ async function tempDir(): Promise<string> {
 }
 
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 16, from: NOW - 5 * D, to: NOW, now: NOW, sessionsPerDay: 40 });
   receiver = await startReceiver();
 });
 afterAll(async () => {
-  await emu.close();
   await receiver.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
 function env(dataDir: string, extra: Record<string, string> = {}) {
-  return { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir, SESSION_ETL_NOTIFY_URL: receiver.url, ...extra };
+  return { REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dataDir, SESSION_ETL_NOTIFY_URL: receiver.url, ...extra };
 }
 /** Every form of every secret of these tests. */
-const SECRETS = () => [emu.apiKey, WRONG_KEY, HOOK_TOKEN, 'xoxwebhooktoken4711'].flatMap((s) => [s, encodeURIComponent(s), Buffer.from(s).toString('base64')]);
+const SECRETS = () => [fx.emu.apiKey, WRONG_KEY, HOOK_TOKEN, 'xoxwebhooktoken4711'].flatMap((s) => [s, encodeURIComponent(s), Buffer.from(s).toString('base64')]);
 function expectNoSecret(text: string) {
   for (const s of SECRETS()) expect(text).not.toContain(s);
   expect(text.toLowerCase()).not.toContain('bearer');
@@ -335,7 +333,7 @@ describe('notifications end to end (CLI, emulator, real receiver)', () => {
       const stdout = captureStream();
       const stderr = captureStream();
       const code = await executeRun(
-        { reportingUrl: emu.url, apiKey: WRONG_KEY, dataDir, format: 'duckdb' },
+        { reportingUrl: fx.emu.url, apiKey: WRONG_KEY, dataDir, format: 'duckdb' },
         (o) => runExport({ ...o, since: NOW - 2 * D }),
         {
           json: true,
