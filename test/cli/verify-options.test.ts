@@ -7,8 +7,7 @@
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { AMENDED_NOTE } from '../../src/emulator/late-data.js';
 import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
@@ -137,26 +136,28 @@ describe('--sample and the options refused', () => {
 });
 
 describe('many accounts', () => {
-  let emu: Emulator;
-  let root: string;
-  let env: Record<string, string>;
-  const cfg = () => ['--config', join(root, 'config.json')];
-  beforeAll(async () => {
-    // The backfill's 43 one-day windows: acme's endpoint answers them without most of its latest
-    // weekday; after them, both accounts' endpoints amend two sessions of a day.
-    const amend = [{ day: isoDay(AMENDED_MANY), count: 2, fromRequests: 43 }];
-    emu = await startEmulator({
+  // The backfill's 43 one-day windows: acme's endpoint answers them without most of its latest
+  // weekday; after them, both accounts' endpoints amend two sessions of a day.
+  const amend = [{ day: isoDay(AMENDED_MANY), count: 2, fromRequests: 43 }];
+  const many = useEmulator(
+    {
       seed: 36, from: FROM - 35 * D, to: TODAY, now: NOW, sessionsPerDay: 60,
       accounts: [
         { name: 'acme', apiKey: 'key-acme', faults: { holdBack: [{ day: isoDay(lastWeekday()), fraction: 0.85, untilRequests: 43 }], amend } },
         { name: 'globex', apiKey: 'key-globex', faults: { amend } },
       ],
-    });
+    },
+    { prefix: 'session-etl-verify-many-' },
+  );
+  let root: string;
+  let env: Record<string, string>;
+  const cfg = () => ['--config', join(root, 'config.json')];
+  beforeAll(async () => {
+    const emu = many.emu;
     root = await fx.tempDir();
     await writeAccountsConfig(join(root, 'config.json'), { dataDir: join(root, 'data'), reportingUrl: emu.url }, { acme: 'ACME_KEY', globex: 'GLOBEX_KEY' });
     env = { ACME_KEY: 'key-acme', GLOBEX_KEY: 'key-globex' };
   });
-  afterAll(async () => emu?.close());
 
   function lastWeekday(): number {
     for (let t = END - D; ; t -= D) if (![0, 6].includes(new Date(t * 1000).getUTCDay())) return t;
@@ -226,16 +227,18 @@ describe('the weekly job (jobs/weekly-verify.ts)', () => {
 });
 
 describe('format parquet: anomalies counted from the dataset', () => {
-  let emu: Emulator;
-  afterAll(async () => emu?.close());
+  const from = FROM - 35 * D;
+  const windows = (END - from) / D;
+  let held = END - D;
+  while ([0, 6].includes(new Date(held * 1000).getUTCDay())) held -= D;
+  // The backfill's one-day windows answer without most of the day; the next requests with all of it.
+  const short = useEmulator(
+    { seed: 37, from, to: TODAY, now: NOW, sessionsPerDay: 60, faults: { holdBack: [{ day: isoDay(held), fraction: 0.85, untilRequests: windows }] } },
+    { prefix: 'session-etl-verify-parquet-' },
+  );
 
   it('a short day of a Parquet-only store is flagged from its day files, and a repair clears it', async () => {
-    const from = FROM - 35 * D;
-    const windows = (END - from) / D;
-    let held = END - D;
-    while ([0, 6].includes(new Date(held * 1000).getUTCDay())) held -= D;
-    // The backfill's one-day windows answer without most of the day; the next requests with all of it.
-    emu = await startEmulator({ seed: 37, from, to: TODAY, now: NOW, sessionsPerDay: 60, faults: { holdBack: [{ day: isoDay(held), fraction: 0.85, untilRequests: windows }] } });
+    const emu = short.emu;
     const dataDir = join(await fx.tempDir(), 'data');
     const env = { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir };
     expect((await runCli(['backfill', '--from', isoDay(from), '--to', isoDay(END), '--format', 'parquet', '--no-progress'], env)).code).toBe(0);
