@@ -13,8 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { fnv1a32, shardOf } from '../../src/accounts/select.js';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import type { Emulator } from '../../src/emulator/index.js';
 import { openDb, queryRows } from '../../src/store/duckdb.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { writeAccountsConfig, sameKey } from '../helpers/accounts-config.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { startDashboardCli } from '../dashboard/fixture.js';
@@ -32,14 +33,13 @@ async function tempDir(): Promise<string> {
   return d;
 }
 
-beforeAll(async () => {
-  let seed = 11;
-  for (const name of ['acme', 'globex', 'initech']) {
-    emus[name] = await startEmulator({ seed: seed++, apiKey: `key-of-${name}`, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 });
-  }
+const fxs = ['acme', 'globex', 'initech'].map(
+  (name, i) => [name, useEmulator({ seed: 11 + i, apiKey: `key-of-${name}`, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-accounts-' })] as const,
+);
+beforeAll(() => {
+  for (const [name, f] of fxs) emus[name] = f.emu;
 });
 afterAll(async () => {
-  for (const e of Object.values(emus)) await e.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
