@@ -138,7 +138,7 @@ describe('volume anomalies and verify, as a user meets them', () => {
     expect(missing).toBeGreaterThan(0);
     const found = await runCli(['verify', ...range, '--no-progress'], env);
     expect(found.code).toBe(1);
-    expect(found.stderr).toContain(`the store differs from the source on 1 isoDay(s): ${isoDay(HELD)}: ${missing} missing;`);
+    expect(found.stderr).toContain(`the store differs from the source on 1 day(s): ${isoDay(HELD)}: ${missing} missing;`);
     expect(found.stdout).toMatch(new RegExp(`${isoDay(HELD)} +${heldBack + missing} +${heldBack} +${missing} +0 +0 .*differs`));
     const report = (await json(['verify', ...range, '--json'])).json;
     expect(report.verify.days.filter((d: any) => d.missing + d.gone + d.changed > 0).map((d: any) => [d.date, d.missing, d.gone, d.changed])).toEqual([[isoDay(HELD), missing, 0, 0]]);
