@@ -13,16 +13,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { fnv1a32, shardOf } from '../../src/accounts/select.js';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import type { Emulator } from '../../src/emulator/index.js';
 import { openDb, queryRows } from '../../src/store/duckdb.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
+import { writeAccountsConfig, sameKey } from '../helpers/accounts-config.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { startDashboardCli } from '../dashboard/fixture.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 6 * D;
 const TO = FROM + 3 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const emus: Record<string, Emulator> = {};
 const dirs: string[] = [];
@@ -32,14 +33,13 @@ async function tempDir(): Promise<string> {
   return d;
 }
 
-beforeAll(async () => {
-  let seed = 11;
-  for (const name of ['acme', 'globex', 'initech']) {
-    emus[name] = await startEmulator({ seed: seed++, apiKey: `key-of-${name}`, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 });
-  }
+const fxs = ['acme', 'globex', 'initech'].map(
+  (name, i) => [name, useEmulator({ seed: 11 + i, apiKey: `key-of-${name}`, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-accounts-' })] as const,
+);
+beforeAll(() => {
+  for (const [name, f] of fxs) emus[name] = f.emu;
 });
 afterAll(async () => {
-  for (const e of Object.values(emus)) await e.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
@@ -103,7 +103,7 @@ async function storedAccounts(s: { config: string; env: Record<string, string> }
 }
 
 const backfill = (s: { config: string; env: Record<string, string> }, ...args: string[]) =>
-  runCli(['backfill', '--config', s.config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'error', ...args], s.env);
+  runCli(['backfill', '--config', s.config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'error', ...args], s.env);
 
 describe('many accounts', () => {
   it('backfills every account into one store and one date-partitioned dataset whose rows carry the account, read by DuckDB and hyparquet', async () => {
@@ -177,7 +177,7 @@ describe('many accounts', () => {
     const names = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark-industries'];
     const config = join(root, 'config.json');
     const data = join(root, 'data');
-    await writeFile(config, JSON.stringify({ dataDir: data, accounts: Object.fromEntries(names.map((n) => [n, { apiKeyEnv: 'K', reportingUrl: emus.acme!.url }])) }));
+    await writeAccountsConfig(config, { dataDir: data }, sameKey(names, 'K', { reportingUrl: emus.acme!.url }));
     const env = { K: emus.acme!.apiKey };
     const s = { config, env };
     // The documented hash: FNV-1a 32-bit over the UTF-8 bytes (published test vectors).
@@ -185,7 +185,7 @@ describe('many accounts', () => {
     expect(fnv1a32('a')).toBe(0xe40c292c);
     expect(fnv1a32('foobar')).toBe(0xbf9cf968);
     const N = 3;
-    const shardArgs = (i: number, n: number = N) => ['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + D), '--shard', `${i}/${n}`, '--json', '--log-level', 'error'];
+    const shardArgs = (i: number, n: number = N) => ['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(FROM + D), '--shard', `${i}/${n}`, '--json', '--log-level', 'error'];
     // Shard 0 alone: its own store and, in each day, its own file holding its accounts only.
     const first = await runCli(shardArgs(0), env);
     expect(first.code).toBe(0);
@@ -247,7 +247,7 @@ describe('many accounts', () => {
     expect((await storedAccounts(s)).sort()).toEqual([...names].sort());
 
     for (const shard of ['3/3', '1/0', 'x', '-1/2', '1/2/3']) {
-      const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + D), '--shard', shard], env);
+      const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(FROM + D), '--shard', shard], env);
       expect({ shard, code: r.code }).toEqual({ shard, code: 2 });
       expect(r.stderr).toMatch(/--shard/);
     }
@@ -301,10 +301,10 @@ describe('many accounts', () => {
 
   it('an account added later is backfilled from its startDate on the next export', async () => {
     const s = await setup(['acme']);
-    const first = await runCli(['export', '--config', s.config, '--since', iso(FROM), '--json', '--log-level', 'error'], s.env);
+    const first = await runCli(['export', '--config', s.config, '--since', isoDay(FROM), '--json', '--log-level', 'error'], s.env);
     expect(first.code).toBe(0);
     const start = FROM + 2 * D;
-    await s.write({ ...s.accounts, globex: { apiKeyEnv: 'GLOBEX_KEY', reportingUrl: emus.globex!.url, startDate: iso(start) } });
+    await s.write({ ...s.accounts, globex: { apiKeyEnv: 'GLOBEX_KEY', reportingUrl: emus.globex!.url, startDate: isoDay(start) } });
     const second = await runCli(['export', '--config', s.config, '--json', '--log-level', 'error'], { ...s.env, GLOBEX_KEY: emus.globex!.apiKey });
     expect(second.stderr).toBe('');
     expect(second.code).toBe(0);
@@ -360,7 +360,7 @@ describe('many accounts', () => {
 
   it('adopts a single-account data directory as one account, in place, without fetching again', async () => {
     const s = await setup(['acme']);
-    const single = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--log-level', 'error'], {
+    const single = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--log-level', 'error'], {
       REPORTING_URL: emus.acme!.url,
       REPORTING_API_KEY: emus.acme!.apiKey,
       SESSION_ETL_DATA_DIR: s.data,
@@ -391,7 +391,7 @@ describe('many accounts', () => {
   });
 
   it('schedule runs the nightly job once per account (--run-now), each from its own startDate, and reports each', async () => {
-    const s = await setup(['acme', 'globex'], { acme: { startDate: iso(FROM) }, globex: { startDate: iso(FROM + D) } });
+    const s = await setup(['acme', 'globex'], { acme: { startDate: isoDay(FROM) }, globex: { startDate: isoDay(FROM + D) } });
     const p = startCli(['schedule', '--config', s.config, '--cron', '0 0 1 1 *', '--run-now', '--json', '--log-level', 'warn'], s.env);
     await waitFor(() => /"job":"nightly-export","accounts"/.test(p.output()), 60_000, 'the scheduled run over the accounts');
     p.kill('SIGTERM');
@@ -400,8 +400,8 @@ describe('many accounts', () => {
     const line = r.stdout.split('\n').find((l) => l.includes('"accounts"'))!;
     const out = JSON.parse(line) as { accounts: Array<{ account: string; outcome: string; summary: { range: { from: string } } }>; total: { failed: number } };
     expect(out.accounts.map((a) => [a.account, a.outcome, a.summary.range.from.slice(0, 10)])).toEqual([
-      ['acme', 'succeeded', iso(FROM)],
-      ['globex', 'succeeded', iso(FROM + D)],
+      ['acme', 'succeeded', isoDay(FROM)],
+      ['globex', 'succeeded', isoDay(FROM + D)],
     ]);
     const rows = await readDataset(s.data);
     expect(storedIn(rows, 'acme')).toEqual(truth('acme'));

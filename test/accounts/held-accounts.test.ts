@@ -4,18 +4,17 @@
  * dashboard lists them (its all-accounts page) and the scheduler refuses it naming them, as `export` does. With the configuration,
  * the figures the accounts share are marked as the whole store's, and last runs show the unchanged count.
  */
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
 import { startDashboardCli } from '../dashboard/fixture.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 5 * D;
 const TO = FROM + 3 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator(
   {
@@ -36,12 +35,12 @@ describe('a many-account data directory without its configuration', () => {
     const root = await fx.tempDir();
     const data = join(root, 'data');
     const config = join(root, 'config.json');
-    await writeFile(config, JSON.stringify({ dataDir: data, reportingUrl: fx.emu.url, accounts: { acme: { apiKeyEnv: 'A' }, globex: { apiKeyEnv: 'G' } } }));
+    await writeAccountsConfig(config, { dataDir: data, reportingUrl: fx.emu.url }, { acme: 'A', globex: 'G' });
     const env = { A: 'held-key-acme-1', G: 'held-key-globex-1' };
-    const b = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'error'], env);
+    const b = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'error'], env);
     expect(b.code, b.stderr).toBe(0);
     // Run twice: the second reads every session again, unchanged.
-    const again = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'error'], env);
+    const again = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'error'], env);
     expect(again.code, again.stderr).toBe(0);
 
     const withConfig = JSON.parse((await runCli(['status', '--config', config, '--json'], env)).stdout) as { accounts: Array<{ account: string; status: { rows: number; checkpoint: string } }> };
@@ -82,8 +81,8 @@ describe('a many-account data directory without its configuration', () => {
     const root = await fx.tempDir();
     const data = join(root, 'data');
     const config = join(root, 'config.json');
-    await writeFile(config, JSON.stringify({ dataDir: data, reportingUrl: fx.emu.url, accounts: { acme: { apiKeyEnv: 'A' }, globex: { apiKeyEnv: 'G' } } }));
-    const b = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + D), '--json', '--log-level', 'error'], { A: 'held-key-acme-1', G: 'held-key-globex-1' });
+    await writeAccountsConfig(config, { dataDir: data, reportingUrl: fx.emu.url }, { acme: 'A', globex: 'G' });
+    const b = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(FROM + D), '--json', '--log-level', 'error'], { A: 'held-key-acme-1', G: 'held-key-globex-1' });
     expect(b.code, b.stderr).toBe(0);
     // With the endpoint and a key given, so that nothing else stops it first.
     const sched = await runCli(['schedule', '--data-dir', data, '--http-port', '0', '--cron', '0 2 * * *'], { REPORTING_URL: fx.emu.url, REPORTING_API_KEY: 'held-key-acme-1' });

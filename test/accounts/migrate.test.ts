@@ -11,15 +11,15 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import { openDb, queryRows } from '../../src/store/duckdb.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { REPO_ROOT, runCli } from '../helpers/cli.js';
+import { D } from '../helpers/time.js';
 
 // As make.mjs wrote them.
 const FROM = Date.parse('2026-01-05T00:00:00Z') / 1000;
 const NOW = Date.parse('2026-01-20T00:00:00Z') / 1000;
-const D = 86_400;
 const ACCOUNTS = [
   { name: 'acme', apiKey: 'legacy-key-acme', seed: 101, sessionsPerDay: 30 },
   { name: 'globex', apiKey: 'legacy-key-globex', seed: 102, sessionsPerDay: 20 },
@@ -28,13 +28,9 @@ const ACCOUNTS = [
 const ENV = { ACME_KEY: 'legacy-key-acme', GLOBEX_KEY: 'legacy-key-globex', INITECH_KEY: 'legacy-key-initech' };
 const FIXTURE = join(REPO_ROOT, 'test', 'fixtures', 'legacy-accounts', 'legacy-accounts.tar.gz');
 
-let emu: Emulator;
+const fx = useEmulator({ seed: 100, from: FROM - D, to: NOW, now: NOW, accounts: ACCOUNTS }, { prefix: 'session-etl-migrate-' });
 const dirs: string[] = [];
-beforeAll(async () => {
-  emu = await startEmulator({ seed: 100, from: FROM - D, to: NOW, now: NOW, accounts: ACCOUNTS });
-});
 afterAll(async () => {
-  await emu.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
@@ -46,7 +42,7 @@ async function legacyDir(format: 'both' | 'parquet'): Promise<{ data: string; co
   const data = join(root, format);
   const config = join(root, 'config.json');
   const accounts = Object.fromEntries(ACCOUNTS.map((a) => [a.name, { apiKeyEnv: `${a.name.toUpperCase()}_KEY` }]));
-  await writeFile(config, JSON.stringify({ dataDir: data, reportingUrl: emu.url, accounts }));
+  await writeFile(config, JSON.stringify({ dataDir: data, reportingUrl: fx.emu.url, accounts }));
   return { data, config };
 }
 
@@ -144,7 +140,7 @@ describe.each(['both', 'parquet'] as const)('a many-account directory of the lay
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout) as { accounts: Array<{ account: string; summary: { sessions: { written: number; new: number; updated: number; unchanged: number } } }> };
     for (const a of out.accounts) {
-      const day = emu.account(a.account).dataset.sessionsStartedIn(FROM + 2 * D, FROM + 3 * D).length;
+      const day = fx.emu.account(a.account).dataset.sessionsStartedIn(FROM + 2 * D, FROM + 3 * D).length;
       expect(a.summary.sessions.new).toBe(0);
       // The moved rows are the same sessions as the server's: read again, not changed.
       expect(a.summary.sessions.updated).toBe(0);

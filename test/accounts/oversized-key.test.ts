@@ -10,16 +10,15 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli, type CliResult } from '../helpers/cli.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { filesUnder } from '../reliability/secrets.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 5 * D;
 const TO = FROM + 2 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 // Distinctive keys with '/' and '+' (their JSON, URL and base64 forms differ from the plain text).
 const KEYS = {
@@ -31,20 +30,17 @@ const HOOK_TOKEN = `hookToken${randomBytes(12).toString('hex')}`;
 /** ~100 KB of base64 text: what a wrong file (a certificate, say) holds. */
 const HUGE = randomBytes(75_000).toString('base64');
 
-let emu: Emulator;
+const fx = useEmulator(
+  { seed: 28, accounts: Object.entries(KEYS).map(([name, apiKey]) => ({ name, apiKey })), from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 30 },
+  { prefix: 'session-etl-oversized-key-' },
+);
 let hook: WebhookReceiver;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  emu = await startEmulator({
-    seed: 28,
-    accounts: Object.entries(KEYS).map(([name, apiKey]) => ({ name, apiKey })),
-    from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 30,
-  });
   hook = await startWebhookReceiver(`/services/T0/B0/${HOOK_TOKEN}`);
 });
 afterAll(async () => {
-  await emu.close();
   await hook.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
@@ -99,7 +95,7 @@ describe('a key larger than any key (issue 28)', () => {
     const config = join(root, 'config.json');
     await writeFile(config, JSON.stringify({
       dataDir: data,
-      reportingUrl: emu.url,
+      reportingUrl: fx.emu.url,
       notifyUrl: hook.url,
       accounts: {
         acme: { apiKeyFile: join(root, 'acme.key') },
@@ -109,7 +105,7 @@ describe('a key larger than any key (issue 28)', () => {
       },
     }));
     const env = { GLOBEX_KEY: KEYS.globex, INITECH_KEY: KEYS.initech };
-    const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'debug'], env);
+    const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'debug'], env);
 
     expect(r.code, r.stderr.slice(0, 2000)).toBe(1);
     expect(r.stderr).toMatch(/1 of 4 accounts failed: umbrella/);
@@ -120,7 +116,7 @@ describe('a key larger than any key (issue 28)', () => {
     ]);
     for (const name of ['acme', 'globex', 'initech'] as const) {
       // The vendor's windows are closed (docs/data.md "Partial days"): a session starting exactly at TO is stored too.
-      expect(out.accounts.find((a) => a.account === name)!.summary!.sessions.written).toBe(emu.accounts.find((a) => a.name === name)!.dataset.sessionsStartedIn(FROM, TO + 1).length);
+      expect(out.accounts.find((a) => a.account === name)!.summary!.sessions.written).toBe(fx.emu.accounts.find((a) => a.name === name)!.dataset.sessionsStartedIn(FROM, TO + 1).length);
     }
     expect(r.stderr.length).toBeLessThan(20_000);
     expect(await leaks(r, data, { ...KEYS, webhookToken: HOOK_TOKEN, oversizedKey: HUGE })).toEqual([]);
@@ -135,11 +131,11 @@ describe('a key larger than any key (issue 28)', () => {
     const data = join(root, 'data');
     const config = join(root, 'config.json');
     await writeFile(config, JSON.stringify({
-      dataDir: data, reportingUrl: emu.url, notifyUrl: hook.url,
+      dataDir: data, reportingUrl: fx.emu.url, notifyUrl: hook.url,
       accounts: { acme: { apiKeyEnv: 'ACME_KEY' }, globex: { apiKeyEnv: 'GLOBEX_KEY' }, initech: { apiKeyEnv: 'INITECH_KEY' } },
     }));
     const env = { ACME_KEY: KEYS.acme, GLOBEX_KEY: HUGE.slice(0, 30_000), INITECH_KEY: KEYS.initech };
-    const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'debug'], env);
+    const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'debug'], env);
     expect(r.code, r.stderr.slice(0, 2000)).toBe(1);
     expect(r.stderr).toContain('  globex: its key in environment variable GLOBEX_KEY (apiKeyEnv) is longer than 4 KiB (4,096 bytes)');
     const out = JSON.parse(r.stdout) as { accounts: Array<{ account: string; outcome: string }> };
@@ -152,10 +148,10 @@ describe('a key larger than any key (issue 28)', () => {
     const data = join(root, 'data');
     await writeFile(join(root, 'huge.key'), HUGE, { mode: 0o600 });
     const env = {
-      REPORTING_URL: emu.url, REPORTING_API_KEY_FILE: join(root, 'huge.key'), SESSION_ETL_DATA_DIR: data,
+      REPORTING_URL: fx.emu.url, REPORTING_API_KEY_FILE: join(root, 'huge.key'), SESSION_ETL_DATA_DIR: data,
       SESSION_ETL_NOTIFY_URL: hook.url, OAUTH_CLIENT_SECRET: KEYS.globex,
     };
-    for (const args of [['export', '--since', iso(FROM), '--log-level', 'debug'], ['status']]) {
+    for (const args of [['export', '--since', isoDay(FROM), '--log-level', 'debug'], ['status']]) {
       const r = await runCli(args, env);
       expect(r.code, `${args[0]}: ${r.stderr.slice(0, 2000)}`).toBe(2);
       expect(r.stderr).toContain(`REPORTING_API_KEY_FILE ${join(root, 'huge.key')} holds more than 4 KiB (4,096 bytes)`);
@@ -170,7 +166,7 @@ describe('a key larger than any key (issue 28)', () => {
     );
     expect(await leaks(shown, data, { oversizedKey: HUGE, webhookToken: HOOK_TOKEN, clientSecret: KEYS.globex })).toEqual([]);
     // The same key given in the variable itself.
-    const r = await runCli(['export', '--since', iso(FROM)], { ...env, REPORTING_API_KEY_FILE: '', REPORTING_API_KEY: HUGE.slice(0, 10_000) });
+    const r = await runCli(['export', '--since', isoDay(FROM)], { ...env, REPORTING_API_KEY_FILE: '', REPORTING_API_KEY: HUGE.slice(0, 10_000) });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('the API key (REPORTING_API_KEY) is longer than 4 KiB (4,096 bytes)');
     expect(await leaks(r, data, { oversizedKey: HUGE.slice(0, 10_000), webhookToken: HOOK_TOKEN })).toEqual([]);

@@ -8,6 +8,7 @@ import { FileTokenStore } from '../../src/auth/file-token-store.js';
 import { TokenManager } from '../../src/auth/token-manager.js';
 import { MemoryTokenStore, type TokenStore } from '../../src/auth/token-store.js';
 import { signIn, startTestEmulator, type TestEmulator } from './helpers.js';
+import { D as DAY } from '../helpers/time.js';
 
 let t: TestEmulator;
 let dir: string;
@@ -27,7 +28,6 @@ async function signedInManager(store: TokenStore = new MemoryTokenStore()) {
 }
 
 const HOUR = 3600;
-const DAY = 86400;
 
 describe('rotation', () => {
   it('a refresh near the refresh token’s expiry stores the new refresh token; the old one is then refused', async () => {

@@ -7,10 +7,11 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runBackfill } from '../../src/pipeline/run.js';
+import { writeAccountsConfig, sameKey } from '../helpers/accounts-config.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { REPO_ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 4 * D;
 const TO = FROM + 2 * D;
@@ -120,9 +121,9 @@ describe('sessions: a table a person can read', () => {
   it('reading many accounts, each session says its account (first column; json and csv too)', async () => {
     const dir = await fx.tempDir();
     const cfg = join(dir, 'accounts.json');
-    await writeFile(cfg, JSON.stringify({ dataDir: join(dir, 'data'), accounts: { acme: { apiKeyEnv: 'EMU_KEY', reportingUrl: fx.emu.url }, globex: { apiKeyEnv: 'EMU_KEY', reportingUrl: fx.emu.url } } }));
-    const day = new Date(FROM * 1000).toISOString().slice(0, 10);
-    const to = new Date((FROM + D) * 1000).toISOString().slice(0, 10);
+    await writeAccountsConfig(cfg, { dataDir: join(dir, 'data') }, sameKey(['acme', 'globex'], 'EMU_KEY', { reportingUrl: fx.emu.url }));
+    const day = isoDay(FROM);
+    const to = isoDay(FROM + D);
     const b = await runCli(['backfill', '--config', cfg, '--from', day, '--to', to, '--no-progress'], { EMU_KEY: fx.emu.apiKey });
     expect(b.code).toBe(0);
     const t = await runCli(['sessions', '--config', cfg, '--output', 'table', '--page-size', '1000']);

@@ -8,10 +8,11 @@ import { lstat, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startEmulator } from '../../src/emulator/index.js';
+import { withEmulator } from '../helpers/emulator-fixture.js';
 import { runBackfill } from '../../src/pipeline/run.js';
 import { runCli } from '../helpers/cli.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
 const dirs: string[] = [];
 async function tempDir(): Promise<string> {
@@ -44,16 +45,12 @@ async function tree(dir: string): Promise<Record<string, string>> {
 
 describe('demo never deletes what it did not write', () => {
   it('refuses a real export (exit 2, naming it), with or without --keep, and leaves it exactly as it was', async () => {
-    const D = 86_400;
     const now = Math.floor(Date.now() / 1000);
     const from = Math.floor(now / D) * D - 3 * D;
-    const emu = await startEmulator({ seed: 9, from, to: now, now, sessionsPerDay: 30 });
     const dataDir = join(await tempDir(), 'export');
-    try {
-      await runBackfill({ reportingUrl: emu.url, apiKey: emu.apiKey, dataDir, format: 'both', from, to: from + 2 * D });
-    } finally {
-      await emu.close();
-    }
+    await withEmulator({ seed: 9, from, to: now, now, sessionsPerDay: 30 }, (emu) =>
+      runBackfill({ reportingUrl: emu.url, apiKey: emu.apiKey, dataDir, format: 'both', from, to: from + 2 * D }),
+    );
     const before = await tree(dataDir);
     const rows = (await readDuckDbSessions(dataDir)).length;
     expect(rows).toBeGreaterThan(0);

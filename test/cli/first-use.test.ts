@@ -8,27 +8,25 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runBackfill } from '../../src/pipeline/run.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { baseEnv, BIN, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
 import { parseCsvWithPython } from '../helpers/python-csv.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 5 * D;
 const TO = FROM + 3 * D;
-let emu: Emulator;
+const fx = useEmulator({ seed: 13, from: FROM, to: NOW, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-first-use-' });
 let dataDir: string;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 13, from: FROM, to: NOW, now: NOW, sessionsPerDay: 40 });
   dataDir = await mkdtemp(join(tmpdir(), 'session-etl-first-use-'));
   dirs.push(dataDir);
-  await runBackfill({ reportingUrl: emu.url, apiKey: emu.apiKey, dataDir, format: 'both', from: FROM, to: TO, now: () => NOW * 1000 });
+  await runBackfill({ reportingUrl: fx.emu.url, apiKey: fx.emu.apiKey, dataDir, format: 'both', from: FROM, to: TO, now: () => NOW * 1000 });
 });
 afterAll(async () => {
-  await emu.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
@@ -93,10 +91,10 @@ describe('flags a new user tries', () => {
 describe('a range in the future', () => {
   it('a backfill whose --from is in the future is refused with exit 2, nothing written', async () => {
     const dir = join(tmpdir(), `session-etl-future-${process.pid}`);
-    const from = new Date((NOW + 2 * D) * 1000).toISOString().slice(0, 10);
-    const to = new Date((NOW + 40 * D) * 1000).toISOString().slice(0, 10);
+    const from = isoDay(NOW + 2 * D);
+    const to = isoDay(NOW + 40 * D);
     const r = await runCli(['backfill', '--from', from, '--to', to], {
-      REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dir,
+      REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dir,
     });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`--from (${from}) is in the future`);
@@ -107,7 +105,7 @@ describe('a range in the future', () => {
     const dir = await mkdtemp(join(tmpdir(), 'session-etl-settle-'));
     dirs.push(dir);
     const r = await runCli(['backfill', '--from', String(NOW - 120), '--to', String(NOW + 3600), '--json'], {
-      REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dir,
+      REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dir,
     });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain('nothing to fetch: the whole range starts at or after now - settle');
@@ -124,7 +122,7 @@ describe('sessions for a person', () => {
     expect(r.code).toBe(0);
     const lines = r.stdout.split('\n');
     expect(lines[0]!.split(/\s+/)).toEqual(['started', 'id', 'agent.email', 'pin']);
-    const first = emu.dataset.sessionsStartedIn(FROM, TO).sort((a, b) => a.started! - b.started!)[0]!;
+    const first = fx.emu.dataset.sessionsStartedIn(FROM, TO).sort((a, b) => a.started! - b.started!)[0]!;
     const iso = new Date(first.started! * 1000).toISOString().replace('.000Z', 'Z');
     expect(lines[2]!.startsWith(`${iso}  ${first.id}`)).toBe(true);
   });
@@ -142,8 +140,8 @@ describe('sessions for a person', () => {
   });
 
   it('kebab-case flags and the vendor\'s camelCase spellings give the same answer; --format still means --output here', async () => {
-    const kebab = await runCli([...base(), '--output', 'json', '--page-size', '4', '--attribute-names', 'id,duration', '--from-date', new Date((FROM + D) * 1000).toISOString().slice(0, 10)]);
-    const camel = await runCli([...base(), '--format', 'json', '--pageSize', '4', '--attributeNames', 'id,duration', '--fromDate', new Date((FROM + D) * 1000).toISOString().slice(0, 10)]);
+    const kebab = await runCli([...base(), '--output', 'json', '--page-size', '4', '--attribute-names', 'id,duration', '--from-date', isoDay(FROM + D)]);
+    const camel = await runCli([...base(), '--format', 'json', '--pageSize', '4', '--attributeNames', 'id,duration', '--fromDate', isoDay(FROM + D)]);
     expect(kebab.code).toBe(0);
     expect(kebab.stderr).toBe('');
     expect(camel.stderr).toBe('');
@@ -162,7 +160,7 @@ describe('days only partly covered', () => {
   it('status marks the day after a backfill to midnight as partial (only its 00:00:00 sessions are stored)', async () => {
     const r = await runCli(['status', '--data-dir', dataDir]);
     expect(r.code).toBe(0);
-    const toDay = new Date(TO * 1000).toISOString().slice(0, 10);
+    const toDay = isoDay(TO);
     expect(r.stdout).toContain(`partial days    ${toDay} (covered 00:00:00 only)\n`);
     const json = await runCli(['status', '--data-dir', dataDir, '--json']);
     expect(JSON.parse(json.stdout).partialDays).toEqual([{ date: toDay, covered: ['00:00:00 only'] }]);

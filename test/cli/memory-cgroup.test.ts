@@ -20,12 +20,11 @@ import { MIN_BUDGET, MiB } from '../../src/config/memory-budget.js';
 import { baseEnv, BIN, type CliResult } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 10 * D;
 const TO = FROM + 6 * D;
-const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 /** A memory cgroup this test may create children in: v1's memory controller, or a cgroup2 mount with memory enabled. */
 function cgroupParent(): { dir: string; version: 1 | 2 } | string {
@@ -114,7 +113,7 @@ describe.skipIf(skip)(`memory budget in a real memory cgroup${typeof parent === 
     expect(memory).toMatchObject({ bytes: 384 * MiB, source: 'cgroup' });
     expect(memory.from).toContain(cg.split('/').pop());
 
-    const r = await runInCgroup(cg, ['backfill', '--from', day(FROM), '--to', day(TO), '--json', '--log-level', 'debug'], env);
+    const r = await runInCgroup(cg, ['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'debug'], env);
     expect(r.signal, 'killed (the kernel OOM-kills with SIGKILL)').toBeNull();
     expect(r.code, r.stderr.slice(-2000)).toBe(0);
     // The debug log says the budget and its split.
@@ -130,7 +129,7 @@ describe.skipIf(skip)(`memory budget in a real memory cgroup${typeof parent === 
   it(`the budget's floor (MIN_BUDGET, ${MIN_BUDGET / MiB} MiB), no memory setting: the long-text backfill completes, never killed, every session stored`, async () => {
     const cg = makeCgroup(MIN_BUDGET);
     const dataDir = join(await fx.tempDir(), 'data');
-    const r = await runInCgroup(cg, ['backfill', '--from', day(FROM), '--to', day(TO), '--json', '--log-level', 'debug'], fx.env(dataDir));
+    const r = await runInCgroup(cg, ['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'debug'], fx.env(dataDir));
     expect(r.signal, `killed (the kernel OOM-kills with SIGKILL): ${r.stderr.slice(-3000)}`).toBeNull();
     expect(r.code, r.stderr.slice(-2000)).toBe(0);
     expect(r.stderr).toMatch(new RegExp(`memory budget: ${MIN_BUDGET / MiB} MiB from cgroup v\\d limit .*row groups of`));
@@ -145,7 +144,7 @@ describe.skipIf(skip)(`memory budget in a real memory cgroup${typeof parent === 
   it('96 MiB: refused at start (exit 2) naming the minimum and how to give more; nothing written', async () => {
     const cg = makeCgroup(96 * MiB);
     const dataDir = join(await fx.tempDir(), 'data');
-    const r = await runInCgroup(cg, ['backfill', '--from', day(FROM), '--to', day(TO)], fx.env(dataDir));
+    const r = await runInCgroup(cg, ['backfill', '--from', isoDay(FROM), '--to', isoDay(TO)], fx.env(dataDir));
     expect(r.signal).toBeNull();
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toContain('the memory budget is 96 MiB (cgroup v');
@@ -157,7 +156,7 @@ describe.skipIf(skip)(`memory budget in a real memory cgroup${typeof parent === 
     const cg = makeCgroup(384 * MiB);
     const dir = await fx.tempDir();
     const config = join(dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ startDate: day(FROM), lookback: `${Math.ceil((NOW - FROM) / D) + 1}d` }));
+    writeFileSync(config, JSON.stringify({ startDate: isoDay(FROM), lookback: `${Math.ceil((NOW - FROM) / D) + 1}d` }));
     const s = startInCgroup(cg, ['schedule', '--cron', '*/10 * * * * *', '--config', config, '--json', '--log-level', 'warn', '--no-progress'], fx.env(join(dir, 'data')));
     const summaries = () => s.stdout().split('\n').filter((l) => l.startsWith('{') && l.includes('"outcome"'));
     try {

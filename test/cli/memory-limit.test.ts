@@ -11,11 +11,10 @@ import { describe, expect, it } from 'vitest';
 import { MIN_BUDGET, MiB, readCgroupLimit } from '../../src/config/memory-budget.js';
 import { runCli } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 4 * D;
-const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 const fx = useEmulator({ seed: 311, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 50 }, { prefix: 'session-etl-memory-limit-' });
 // This machine's own container limit, if it has one smaller than the settings below, wins: the tests then say less.
 const container = readCgroupLimit()?.bytes ?? Infinity;
@@ -33,7 +32,7 @@ describe('the memory budget from a setting', () => {
 
   it('a run with a budget below the minimum refuses at start (exit 2), naming the minimum and the flag; nothing is written', async () => {
     const dataDir = join(await fx.tempDir(), 'data');
-    const r = await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + 2 * D), '--memory-limit', '200MiB'], fx.env(dataDir));
+    const r = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 2 * D), '--memory-limit', '200MiB'], fx.env(dataDir));
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toContain('the memory budget is 200 MiB (--memory-limit)');
     expect(r.stderr).toContain(`set --memory-limit (or SESSION_ETL_MEMORY_LIMIT, or memoryLimit in the configuration) to at least ${MIN_BUDGET / MiB}MiB`);
@@ -44,7 +43,7 @@ describe('the memory budget from a setting', () => {
     const dir = await fx.tempDir();
     const file = join(dir, 'c.json');
     await writeFile(file, JSON.stringify({ memoryLimit: 'lots' }));
-    const r = await runCli(['backfill', '--config', file, '--from', day(FROM), '--to', day(FROM + D)], fx.env(join(dir, 'data')));
+    const r = await runCli(['backfill', '--config', file, '--from', isoDay(FROM), '--to', isoDay(FROM + D)], fx.env(join(dir, 'data')));
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/memoryLimit.*c\.json.*expected a size such as "384MiB"/s);
     expect(existsSync(join(dir, 'data'))).toBe(false);
@@ -52,10 +51,10 @@ describe('the memory budget from a setting', () => {
 
   it('--memory-limit 10 (no unit) and 999…TB are refused (exit 2), asking for a unit, before anything is written', async () => {
     const dir = await fx.tempDir();
-    const r = await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + D), '--memory-limit', '10'], fx.env(join(dir, 'data')));
+    const r = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + D), '--memory-limit', '10'], fx.env(join(dir, 'data')));
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toContain('--memory-limit (from command line): "10" has no unit: a size needs one, such as "10MiB" or "10GB"');
-    const huge = await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + D)], { ...fx.env(join(dir, 'data')), SESSION_ETL_MEMORY_LIMIT: `${'9'.repeat(30)}TB` });
+    const huge = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + D)], { ...fx.env(join(dir, 'data')), SESSION_ETL_MEMORY_LIMIT: `${'9'.repeat(30)}TB` });
     expect(huge.code, huge.stderr).toBe(2);
     expect(huge.stderr).toContain(`SESSION_ETL_MEMORY_LIMIT (from environment): "${'9'.repeat(30)}TB" is more than 1TiB, the largest size taken`);
     expect(existsSync(join(dir, 'data'))).toBe(false);
@@ -63,7 +62,7 @@ describe('the memory budget from a setting', () => {
 
   it('a budget that fits: the run completes and its debug log says the budget and its split', async () => {
     const dataDir = join(await fx.tempDir(), 'data');
-    const r = await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + 2 * D), '--memory-limit', '400MiB', '--log-level', 'debug', '--json'], fx.env(dataDir));
+    const r = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 2 * D), '--memory-limit', '400MiB', '--log-level', 'debug', '--json'], fx.env(dataDir));
     expect(r.code, r.stderr).toBe(0);
     if (container >= 400 * MiB) expect(r.stderr).toMatch(/memory budget: 400 MiB from --memory-limit; DuckDB 163 MiB, answers in flight \d+ MiB/);
     expect(JSON.parse(r.stdout).sessions.written).toBe(fx.emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D + 1).length);

@@ -9,13 +9,12 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const TODAY = Math.floor(NOW / D) * D;
 const FROM = TODAY - 8 * D;
 const END = TODAY - 2 * D;
-const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator({ seed: 39, from: FROM, to: TODAY, now: NOW, sessionsPerDay: 50, faults: { latencyMs: 700 } }, { prefix: 'session-etl-memory-trace-' });
 
@@ -23,7 +22,7 @@ describe('SESSION_ETL_MEMORY_TRACE', () => {
   it('samples the run once a second into the file', async () => {
     const dir = await fx.tempDir();
     const trace = join(dir, 'trace.ndjson');
-    const r = await runCli(['backfill', '--from', day(FROM), '--to', day(END), '--concurrency', '1', '--no-progress'], fx.env(join(dir, 'data'), { SESSION_ETL_MEMORY_TRACE: trace }));
+    const r = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(END), '--concurrency', '1', '--no-progress'], fx.env(join(dir, 'data'), { SESSION_ETL_MEMORY_TRACE: trace }));
     expect(r.code, r.stderr).toBe(0);
     const lines = readFileSync(trace, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.length).toBeGreaterThanOrEqual(2);

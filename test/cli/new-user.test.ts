@@ -11,12 +11,11 @@ import { readStateSnapshot } from '../../src/store/state-snapshot.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli, startCli, waitFor, type CliResult } from '../helpers/cli.js';
 import { parseCsvWithPython } from '../helpers/python-csv.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 5 * D;
 const TO = FROM + 3 * D;
-const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator({ seed: 28, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 80 }, { prefix: 'session-etl-new-user-' });
 let dataDir: string;
@@ -41,7 +40,7 @@ async function runBounded(args: string[], env: Record<string, string>, ms = 20_0
 
 describe('a data directory that cannot be created', () => {
   it('under /proc: exit 2 "cannot be created" at once, not a loop at full CPU', async () => {
-    const r = await runBounded(['export', '--since', day(FROM), '--data-dir', '/proc/session-etl-test/data'], { REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey });
+    const r = await runBounded(['export', '--since', isoDay(FROM), '--data-dir', '/proc/session-etl-test/data'], { REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey });
     expect(r.signal).toBeNull();
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('data directory /proc/session-etl-test/data cannot be created: /proc does not accept new directories');
@@ -84,9 +83,9 @@ describe('sessions: the table for a person', () => {
   });
 
   it('--from in the future prints one clear "no sessions" line, not blank lines', async () => {
-    const r = await runCli(['sessions', '--data-dir', dataDir, '--output', 'table', '--from', day(NOW + 30 * D)]);
+    const r = await runCli(['sessions', '--data-dir', dataDir, '--output', 'table', '--from', isoDay(NOW + 30 * D)]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe(`no sessions match (--from ${day(NOW + 30 * D)}T00:00:00Z is in the future)\n`);
+    expect(r.stdout).toBe(`no sessions match (--from ${isoDay(NOW + 30 * D)}T00:00:00Z is in the future)\n`);
   });
 
   it('an unknown field in --attribute-names is kept as an empty column (it counts as null), with a did-you-mean', async () => {
@@ -108,22 +107,22 @@ describe('sessions: the table for a person', () => {
 describe('export: a start that cannot be used, a chunk that cannot be split', () => {
   it('--since in the future is refused (exit 2), as backfill refuses a --from in the future; nothing is written', async () => {
     const dir = join(await fx.tempDir(), 'never');
-    const r = await runCli(['export', '--since', day(NOW + 3 * D)], fx.env(dir));
+    const r = await runCli(['export', '--since', isoDay(NOW + 3 * D)], fx.env(dir));
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`--since (${day(NOW + 3 * D)}) is in the future: there is nothing to export yet`);
+    expect(r.stderr).toContain(`--since (${isoDay(NOW + 3 * D)}) is in the future: there is nothing to export yet`);
     expect(existsSync(dir)).toBe(false);
   });
 
   it('--since on a data directory with a checkpoint says it is not used, naming the checkpoint and the backfill that reads it', async () => {
     const dir = await fx.tempDir();
     await runBackfill({ reportingUrl: fx.emu.url, apiKey: fx.emu.apiKey, dataDir: dir, format: 'duckdb', from: TO, to: TO + D, now: () => NOW * 1000 });
-    const r = await runCli(['export', '--since', day(FROM), '--json'], fx.env(dir));
+    const r = await runCli(['export', '--since', isoDay(FROM), '--json'], fx.env(dir));
     expect(r.code).toBe(0);
-    expect(r.stderr).toContain(`--since ${day(FROM)}T00:00:00Z is not used: this data directory has a checkpoint (${day(TO + D)}T00:00:00Z)`);
-    expect(r.stderr).toContain(`session-etl backfill --from ${day(FROM)} --to ${day(TO)}`);
+    expect(r.stderr).toContain(`--since ${isoDay(FROM)}T00:00:00Z is not used: this data directory has a checkpoint (${isoDay(TO + D)}T00:00:00Z)`);
+    expect(r.stderr).toContain(`session-etl backfill --from ${isoDay(FROM)} --to ${isoDay(TO)}`);
     // A configured startDate is for the first run only: no warning for it on later runs.
     const config = join(dir, 'config.json');
-    await writeFile(config, JSON.stringify({ startDate: day(FROM) }));
+    await writeFile(config, JSON.stringify({ startDate: isoDay(FROM) }));
     const later = await runCli(['export', '--json', '--config', config], fx.env(dir));
     expect(later.code).toBe(0);
     expect(later.stderr).not.toContain('is not used');
@@ -131,11 +130,11 @@ describe('export: a start that cannot be used, a chunk that cannot be split', ()
 
   it('--chunk shorter than --min-chunk is refused (exit 2) before anything is written, not 345,600 windows in silence', async () => {
     const dir = join(await fx.tempDir(), 'never');
-    const r = await runCli(['backfill', '--from', day(FROM), '--to', day(TO), '--chunk', '1s'], fx.env(dir));
+    const r = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--chunk', '1s'], fx.env(dir));
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--chunk 1s is shorter than --min-chunk 1m (the smallest window bisection makes): give a --chunk of at least 1m');
     expect(existsSync(dir)).toBe(false);
-    const e = await runCli(['export', '--since', day(FROM), '--chunk', '30s'], fx.env(dir));
+    const e = await runCli(['export', '--since', isoDay(FROM), '--chunk', '30s'], fx.env(dir));
     expect(e.code).toBe(2);
     expect(existsSync(dir)).toBe(false);
   });
@@ -146,7 +145,7 @@ describe('an interrupted backfill, and status during and after it', () => {
     const dir = await fx.tempDir();
     fx.emu.setFaults({ latencyMs: 700 });
     try {
-      const run = startCli(['backfill', '--from', day(FROM - D), '--to', day(TO), '--chunk', '6h', '--concurrency', '1', '--data-dir', dir], fx.env(dir));
+      const run = startCli(['backfill', '--from', isoDay(FROM - D), '--to', isoDay(TO), '--chunk', '6h', '--concurrency', '1', '--data-dir', dir], fx.env(dir));
       await waitFor(async () => ((await readStateSnapshot(dir).catch(() => null))?.running?.progress?.windowsDone ?? 0) >= 1, 30_000, 'a window to commit');
       const during = await runCli(['status', '--data-dir', dir]);
       expect(during.stdout).toMatch(/^running now {5}pid \d+ on .*; ([1-9]|1[0-5]) of 16 windows done, \d+ records fetched \(as of \S+\)$/m);
@@ -155,11 +154,11 @@ describe('an interrupted backfill, and status during and after it', () => {
       run.kill('SIGINT');
       const r = await run.result;
       expect(r.code).toBe(130);
-      const resume = `session-etl backfill --from ${day(FROM - D)} --to ${day(TO)} --data-dir ${dir}`;
+      const resume = `session-etl backfill --from ${isoDay(FROM - D)} --to ${isoDay(TO)} --data-dir ${dir}`;
       expect(r.stderr).toContain(`to resume it, run \`${resume}\``);
 
       const after = await runCli(['status', '--data-dir', dir]);
-      expect(after.stdout).toMatch(new RegExp(`^backfills {7}${day(FROM - D)}T00:00:00Z – ${day(TO)}T00:00:00Z unfinished \\(run backfill-\\S+\\): .* not loaded; resume: ${resume.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`, 'm'));
+      expect(after.stdout).toMatch(new RegExp(`^backfills {7}${isoDay(FROM - D)}T00:00:00Z – ${isoDay(TO)}T00:00:00Z unfinished \\(run backfill-\\S+\\): .* not loaded; resume: ${resume.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`, 'm'));
       const json = JSON.parse((await runCli(['status', '--data-dir', dir, '--json'])).stdout) as { unfinishedBackfills: Array<{ resume: string }> };
       expect(json.unfinishedBackfills).toEqual([expect.objectContaining({ resume })]);
 
@@ -227,7 +226,7 @@ describe('an account whose key cannot be read', () => {
     await writeFile(config, JSON.stringify({
       dataDir: join(dir, 'data'),
       reportingUrl: fx.emu.url,
-      startDate: day(TO),
+      startDate: isoDay(TO),
       accounts: { acme: { apiKeyEnv: 'ACME_KEY' }, initech: { apiKeyFile: missing } },
     }));
     const r = await runCli(['export', '--config', config], { ACME_KEY: fx.emu.apiKey });
@@ -241,7 +240,7 @@ describe('an account whose key cannot be read', () => {
 describe('a failed run tells its error once', () => {
   it('a first run with a wrong key: the error once (after the summary), no file named that it has just removed', async () => {
     const dir = join(await fx.tempDir(), 'data');
-    const r = await runCli(['export', '--since', day(TO)], fx.env(dir, { REPORTING_API_KEY: 'wrong-key-28' }));
+    const r = await runCli(['export', '--since', isoDay(TO)], fx.env(dir, { REPORTING_API_KEY: 'wrong-key-28' }));
     expect(r.code).toBe(1);
     const all = r.stdout + r.stderr;
     expect(all.split('refused the API key').length - 1).toBe(1);
@@ -249,7 +248,7 @@ describe('a failed run tells its error once', () => {
     expect(r.stdout).toContain('  files          none kept: the run committed nothing, so it removed what it had created\n');
     expect(r.stdout).not.toMatch(/^ {2}(duckdb|parquet) /m);
     expect(existsSync(dir)).toBe(false);
-    const json = await runCli(['export', '--since', day(TO), '--json'], fx.env(dir, { REPORTING_API_KEY: 'wrong-key-28' }));
+    const json = await runCli(['export', '--since', isoDay(TO), '--json'], fx.env(dir, { REPORTING_API_KEY: 'wrong-key-28' }));
     expect(JSON.parse(json.stdout)).toMatchObject({ outcome: 'failed', files: { duckdb: null, parquet: null, removed: true } });
   });
 });
@@ -264,7 +263,7 @@ describe('lag, one way of writing it', () => {
     expect(check.stdout).toContain(`is ${lag} behind now, more than the allowed 1s (--max-lag)`);
     expect(check.stderr).toContain('warning: --max-lag 1s is not longer than settle 10m: the checkpoint always stays at least settle behind now');
     const fine = await runCli(['status', '--check', '--data-dir', dataDir, '--max-lag', '30d']);
-    expect(fine.stdout).toBe(`OK: checkpoint ${day(TO)}T00:00:00Z (${lag} behind now), last run succeeded\n`);
+    expect(fine.stdout).toBe(`OK: checkpoint ${isoDay(TO)}T00:00:00Z (${lag} behind now), last run succeeded\n`);
     expect(fine.stderr).toBe('');
   });
 });

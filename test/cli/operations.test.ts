@@ -5,12 +5,11 @@ import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { expectedRow, readDuckDbSessions } from '../helpers/read-store.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 12 * D;
 const TO = FROM + 10 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator({ seed: 5, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 80 }, { prefix: 'session-etl-cli-' });
 const tempDir = () => fx.tempDir();
@@ -57,13 +56,13 @@ describe('CLI operations (real processes)', () => {
     const root = await tempDir();
     const file = join(root, 'a-file');
     await writeFile(file, 'x');
-    const r1 = await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + D)], env(join(file, 'sub')));
+    const r1 = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + D)], env(join(file, 'sub')));
     expect(r1.code).toBe(2);
     expect(r1.stderr).toMatch(/data directory .* cannot be/);
     const other = join(root, 'other');
     await mkdir(other);
     await writeFile(join(other, 'sessions.duckdb'), 'not a database at all, just text');
-    const r2 = await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + D)], env(other));
+    const r2 = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + D)], env(other));
     expect(r2.code).toBe(2);
     expect(r2.stderr).toMatch(/not a session-etl DuckDB file/);
   });
@@ -71,9 +70,9 @@ describe('CLI operations (real processes)', () => {
   it('two writers at once: one refuses with exit 3 naming the holder; the data is intact', async () => {
     const dataDir = await tempDir();
     fx.emu.setFaults({ latencyMs: 150 });
-    const first = startCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--concurrency', '1'], env(dataDir));
+    const first = startCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--concurrency', '1'], env(dataDir));
     await waitFor(() => existsSync(join(dataDir, '.session-etl.lock', 'holder.json')), 20_000, 'the first run to take the lock');
-    const second = await runCli(['export', '--since', iso(FROM)], env(dataDir));
+    const second = await runCli(['export', '--since', isoDay(FROM)], env(dataDir));
     expect(second.code).toBe(3);
     expect(second.stderr).toMatch(new RegExp(`pid ${first.pid}`));
     const r = await first.result;
@@ -81,9 +80,9 @@ describe('CLI operations (real processes)', () => {
     expect(r.code).toBe(0);
     expect(await storedBetween(dataDir, FROM, TO)).toEqual(truthBetween(FROM, TO));
     // --wait queues behind a holder instead.
-    const a = startCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + 2 * D), '--concurrency', '1'], env(dataDir));
+    const a = startCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 2 * D), '--concurrency', '1'], env(dataDir));
     await waitFor(() => existsSync(join(dataDir, '.session-etl.lock', 'holder.json')), 20_000, 'lock');
-    const b = await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + 2 * D), '--wait'], env(dataDir));
+    const b = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 2 * D), '--wait'], env(dataDir));
     expect((await a.result).code).toBe(0);
     expect(b.code).toBe(0);
   });
@@ -91,14 +90,12 @@ describe('CLI operations (real processes)', () => {
   it('a lock left by kill -9 is taken over, and the re-run completes exactly', async () => {
     const dataDir = await tempDir();
     fx.emu.setFaults({ latencyMs: 200 });
-    const victim = startCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--concurrency', '1'], env(dataDir));
-    await waitFor(() => existsSync(join(dataDir, '.session-etl.lock', 'holder.json')), 20_000, 'lock');
-    await new Promise((r) => setTimeout(r, 700));
-    victim.kill('SIGKILL');
-    await victim.result;
+    // Killed with SIGKILL, as kill -9 would, at a known step: right after its second window is committed.
+    const victim = startCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--concurrency', '1'], env(dataDir, { SESSION_ETL_CRASH_AT: 'after-commit:2' }));
+    expect((await victim.result).signal).toBe('SIGKILL');
     expect(existsSync(join(dataDir, '.session-etl.lock'))).toBe(true);
     fx.emu.setFaults({});
-    const again = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--json'], env(dataDir));
+    const again = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--json'], env(dataDir));
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout).resumed).toBe(true);
     expect(await storedBetween(dataDir, FROM, TO)).toEqual(truthBetween(FROM, TO));
@@ -107,9 +104,11 @@ describe('CLI operations (real processes)', () => {
   it('SIGTERM stops the run with 143, commits what finished, and the next run completes exactly', async () => {
     const dataDir = await tempDir();
     fx.emu.setFaults({ latencyMs: 200 });
-    const run = startCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--concurrency', '1', '--json'], env(dataDir));
-    await waitFor(() => existsSync(join(dataDir, 'sessions.duckdb')), 20_000, 'the store');
-    await new Promise((r) => setTimeout(r, 800));
+    const served = fx.emu.stats().recordsServed;
+    const run = startCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--concurrency', '1', '--json'], env(dataDir));
+    // Stopped at a known step: the emulator has answered the first two days' windows (of ten, one at a time).
+    const twoDays = truthBetween(FROM, FROM + 2 * D).length;
+    await waitFor(() => fx.emu.stats().recordsServed - served >= twoDays, 20_000, 'the first two windows answered');
     run.kill('SIGTERM');
     const r = await run.result;
     expect(r.code).toBe(143);
@@ -121,7 +120,7 @@ describe('CLI operations (real processes)', () => {
     const st = await runCli(['status', '--json'], env(dataDir));
     expect(st.code).toBe(0);
     expect(JSON.parse(st.stdout).lastRuns[0].outcome).toBe('interrupted');
-    const again = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO)], env(dataDir));
+    const again = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO)], env(dataDir));
     expect(again.code).toBe(0);
     expect(await storedBetween(dataDir, FROM, TO)).toEqual(truthBetween(FROM, TO));
   });
@@ -132,7 +131,7 @@ describe('CLI operations (real processes)', () => {
     // The first export needs a start: given through a configuration file.
     const cfg = join(dataDir, 'config.json');
     await mkdir(dataDir, { recursive: true });
-    await writeFile(cfg, JSON.stringify({ startDate: iso(NOW - 3 * D) }));
+    await writeFile(cfg, JSON.stringify({ startDate: isoDay(NOW - 3 * D) }));
     const s = startCli(['schedule', '--cron', '*/1 * * * * *', '--concurrency', '1', '--config', cfg], env(dataDir));
     await waitFor(() => /this tick is skipped/.test(s.output()), 30_000, 'a skipped tick');
     await waitFor(() => /job finished/.test(s.output()), 30_000, 'a finished job');
@@ -149,12 +148,12 @@ describe('CLI operations (real processes)', () => {
 
   it('status reports checkpoint, lag, holes and runs; config shows sources with the key redacted', async () => {
     const dataDir = await tempDir();
-    expect((await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + 2 * D)], env(dataDir))).code).toBe(0);
-    expect((await runCli(['backfill', '--from', iso(FROM + 4 * D), '--to', iso(FROM + 5 * D)], env(dataDir))).code).toBe(0);
+    expect((await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 2 * D)], env(dataDir))).code).toBe(0);
+    expect((await runCli(['backfill', '--from', isoDay(FROM + 4 * D), '--to', isoDay(FROM + 5 * D)], env(dataDir))).code).toBe(0);
     const st = await runCli(['status'], env(dataDir));
     expect(st.code).toBe(0);
-    expect(st.stdout).toMatch(new RegExp(`checkpoint\\s+${iso(FROM + 2 * D)}T00:00:00Z  — \\d+d( \\d+h)? behind now`));
-    expect(st.stdout).toMatch(new RegExp(`coverage holes\\s+${iso(FROM + 2 * D)}T00:00:00Z – ${iso(FROM + 4 * D)}T00:00:00Z`));
+    expect(st.stdout).toMatch(new RegExp(`checkpoint\\s+${isoDay(FROM + 2 * D)}T00:00:00Z  — \\d+d( \\d+h)? behind now`));
+    expect(st.stdout).toMatch(new RegExp(`coverage holes\\s+${isoDay(FROM + 2 * D)}T00:00:00Z – ${isoDay(FROM + 4 * D)}T00:00:00Z`));
     expect(st.stdout).toMatch(/backfill\s+succeeded/);
     const cfg = await runCli(['config'], env(dataDir, { REPORTING_API_KEY: 'visible-secret-123' }));
     expect(cfg.stdout).toMatch(/apiKey\s+"\[REDACTED\]"\s+env/);
@@ -164,7 +163,7 @@ describe('CLI operations (real processes)', () => {
   it('config shows the format the data directory recorded, not the default for a new one', async () => {
     const dataDir = await tempDir();
     expect((await runCli(['config', '--json'], env(dataDir))).stdout).toContain('{"key":"format","value":"both","source":"default"}');
-    expect((await runCli(['backfill', '--format', 'parquet', '--from', iso(FROM), '--to', iso(FROM + D)], env(dataDir))).code).toBe(0);
+    expect((await runCli(['backfill', '--format', 'parquet', '--from', isoDay(FROM), '--to', isoDay(FROM + D)], env(dataDir))).code).toBe(0);
     const cfg = await runCli(['config'], env(dataDir));
     expect(cfg.stdout).toMatch(/^format\s+"parquet"\s+recorded in the data directory$/m);
     const given = await runCli(['config', '--json'], env(dataDir, { SESSION_ETL_FORMAT: 'duckdb' }));

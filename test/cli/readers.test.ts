@@ -9,12 +9,11 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { REPO_ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 12 * D;
 const TO = FROM + 10 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const children: ChildProcess[] = [];
 const fx = useEmulator(
@@ -71,10 +70,10 @@ async function runsTable(dataDir: string): Promise<Array<{ run_id: string; outco
 describe('readers beside a run (real processes)', () => {
   it('a reader holding sessions.duckdb: a run fails naming it (exit 3); with --wait it waits and succeeds once it closes', async () => {
     const dataDir = await tempDir();
-    expect((await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + 2 * D)], env(dataDir))).code).toBe(0);
+    expect((await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 2 * D)], env(dataDir))).code).toBe(0);
     const reader = await openReader(join(dataDir, 'sessions.duckdb'));
 
-    const refused = await runCli(['backfill', '--from', iso(FROM + 2 * D), '--to', iso(FROM + 3 * D)], env(dataDir));
+    const refused = await runCli(['backfill', '--from', isoDay(FROM + 2 * D), '--to', isoDay(FROM + 3 * D)], env(dataDir));
     expect(refused.code).toBe(3);
     expect(refused.stderr).toContain(`held open by pid ${reader.pid}`);
     expect(refused.stderr).toMatch(/a reader/);
@@ -84,7 +83,7 @@ describe('readers beside a run (real processes)', () => {
     // The lock is released: nothing is left held.
     expect(existsSync(join(dataDir, '.session-etl.lock'))).toBe(false);
 
-    const waiting = startCli(['backfill', '--from', iso(FROM + 2 * D), '--to', iso(FROM + 3 * D), '--wait', '--json'], env(dataDir));
+    const waiting = startCli(['backfill', '--from', isoDay(FROM + 2 * D), '--to', isoDay(FROM + 3 * D), '--wait', '--json'], env(dataDir));
     await waitFor(() => /waiting for pid \d+ \(\S+\), a reader, to close the DuckDB file/.test(waiting.output()), 20_000, 'the run to wait');
     expect(waiting.exitCode).toBe(null);
     reader.stdin!.write('close\n');
@@ -94,7 +93,7 @@ describe('readers beside a run (real processes)', () => {
 
     // --wait gives up after --wait-timeout, with exit 3 naming the reader.
     const again = await openReader(join(dataDir, 'sessions.duckdb'));
-    const gaveUp = await runCli(['backfill', '--from', iso(FROM + 3 * D), '--to', iso(FROM + 4 * D), '--wait', '--wait-timeout', '2s'], env(dataDir));
+    const gaveUp = await runCli(['backfill', '--from', isoDay(FROM + 3 * D), '--to', isoDay(FROM + 4 * D), '--wait', '--wait-timeout', '2s'], env(dataDir));
     again.stdin!.write('close\n');
     expect(gaveUp.code).toBe(3);
     expect(gaveUp.stderr).toContain(`pid ${again.pid}`);
@@ -103,9 +102,9 @@ describe('readers beside a run (real processes)', () => {
 
   it('status and sessions while a run holds the file: status shows the snapshot and the run; sessions reads Parquet or says why not', async () => {
     const dataDir = await tempDir();
-    expect((await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + 2 * D)], env(dataDir))).code).toBe(0);
+    expect((await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 2 * D)], env(dataDir))).code).toBe(0);
     fx.emu.setFaults({ latencyMs: 1500 });
-    const run = startCli(['backfill', '--from', iso(FROM + 2 * D), '--to', iso(TO), '--concurrency', '1'], env(dataDir));
+    const run = startCli(['backfill', '--from', isoDay(FROM + 2 * D), '--to', isoDay(TO), '--concurrency', '1'], env(dataDir));
     try {
       await waitFor(() => runningSnapshot(dataDir)?.running?.pid === run.pid, 20_000, 'the run to publish its state');
       const st = await runCli(['status'], env(dataDir));
@@ -145,7 +144,7 @@ describe('readers beside a run (real processes)', () => {
   it('after kill -9, status says the run died (not running now), and the next run records it as died', async () => {
     const dataDir = await tempDir();
     fx.emu.setFaults({ latencyMs: 200 });
-    const victim = startCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--concurrency', '1', '--json'], env(dataDir));
+    const victim = startCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--concurrency', '1', '--json'], env(dataDir));
     try {
       await waitFor(() => runningSnapshot(dataDir)?.running?.pid === victim.pid, 20_000, 'the run to start');
       const victimRun = runningSnapshot(dataDir)!.running!.runId;
@@ -161,7 +160,7 @@ describe('readers beside a run (real processes)', () => {
       expect(json.runningNow).toBe(null);
       expect(json.lastRuns[0]).toMatchObject({ run_id: victimRun, outcome: 'died' });
 
-      const next = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--json'], env(dataDir));
+      const next = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--json'], env(dataDir));
       expect(next.code).toBe(0);
       expect(JSON.parse(next.stdout).resumed).toBe(true);
       const runs = await runsTable(dataDir);
@@ -177,14 +176,14 @@ describe('readers beside a run (real processes)', () => {
 
   it('a plan too large to hold, or a request rate that would never send, is refused with exit 2 before anything is written', async () => {
     const dataDir = join(await tempDir(), 'never');
-    const huge = await runCli(['backfill', '--from', '1970-01-01', '--to', iso(FROM), '--chunk', '1s', '--min-chunk', '1s'], env(dataDir));
+    const huge = await runCli(['backfill', '--from', '1970-01-01', '--to', isoDay(FROM), '--chunk', '1s', '--min-chunk', '1s'], env(dataDir));
     expect(huge.code).toBe(2);
     expect(huge.stderr).toMatch(/makes [\d,]+ windows, more than the 1,000,000 one run can plan: give a bigger --chunk \(at least \d+[mhd]/);
     const firstExport = await runCli(['export', '--since', '1970-01-01', '--chunk', '1m'], env(dataDir));
     expect(firstExport.code).toBe(2);
     expect(firstExport.stderr).toMatch(/more than the 1,000,000/);
     for (const rate of ['1e-300', '0.001']) {
-      const slow = await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + D), '--max-requests-per-second', rate], env(dataDir));
+      const slow = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + D), '--max-requests-per-second', rate], env(dataDir));
       expect({ rate, code: slow.code }).toEqual({ rate, code: 2 });
       expect(slow.stderr).toMatch(/max-requests-per-second .*at least 0\.01/);
     }

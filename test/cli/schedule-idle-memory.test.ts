@@ -18,10 +18,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { startCli } from '../helpers/cli.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const DAYS = 10;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - DAYS * D;
@@ -34,15 +34,13 @@ const IDLE_RSS_BOUND = 96 * MiB;
 /** The last pause's RssAnon over the first's, at most: no growth run over run. */
 const GROWTH_BOUND = 16 * MiB;
 
-let emu: Emulator;
+const fx = useEmulator({ seed: 5, from: FROM, to: NOW, now: NOW, sessionsPerDay: 2000 }, { prefix: 'session-etl-schedule-idle-memory-' });
 let dir: string;
 
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 5, from: FROM, to: NOW, now: NOW, sessionsPerDay: 2000 });
   dir = await mkdtemp(join(tmpdir(), 'session-etl-idle-'));
 });
 afterAll(async () => {
-  await emu?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -57,10 +55,10 @@ const mib = (b: number) => `${(b / MiB).toFixed(0)} MiB`;
 describe.runIf(process.platform === 'linux')('the scheduler between runs', () => {
   it(`after each of ${RUNS} scheduled runs it returns to its idle size, and does not grow run over run`, async () => {
     const config = join(dir, 'config.json');
-    await writeFile(config, JSON.stringify({ startDate: new Date(FROM * 1000).toISOString().slice(0, 10), lookback: `${DAYS + 1}d` }));
+    await writeFile(config, JSON.stringify({ startDate: isoDay(FROM), lookback: `${DAYS + 1}d` }));
     const s = startCli(['schedule', '--cron', '*/4 * * * * *', '--config', config, '--json', '--log-level', 'warn', '--no-progress'], {
-      REPORTING_URL: emu.url,
-      REPORTING_API_KEY: emu.apiKey,
+      REPORTING_URL: fx.emu.url,
+      REPORTING_API_KEY: fx.emu.apiKey,
       SESSION_ETL_DATA_DIR: join(dir, 'data'),
     });
     try {

@@ -2,27 +2,25 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { evaluateInMemory, parseListRequest } from '../../src/list/index.js';
 import { runBackfill } from '../../src/pipeline/run.js';
 import { openDb } from '../../src/store/duckdb.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
 import { parseCsvWithPython } from '../helpers/python-csv.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const TO = FROM + 62 * D; // through February
 const NOW = TO + D;
-let emu: Emulator;
+const fx = useEmulator({ seed: 21, from: FROM, to: NOW, now: NOW, sessionsPerDay: 60 }, { prefix: 'session-etl-sessions-' });
 let dataDir: string;
 
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 21, from: FROM, to: NOW, now: NOW, sessionsPerDay: 60 });
   dataDir = await mkdtemp(join(tmpdir(), 'session-etl-sessions-'));
-  await runBackfill({ reportingUrl: emu.url, apiKey: emu.apiKey, dataDir, format: 'both', from: FROM, to: TO, now: () => NOW * 1000 });
+  await runBackfill({ reportingUrl: fx.emu.url, apiKey: fx.emu.apiKey, dataDir, format: 'both', from: FROM, to: TO, now: () => NOW * 1000 });
 });
 afterAll(async () => {
-  await emu.close();
   await rm(dataDir, { recursive: true, force: true });
 });
 
@@ -51,7 +49,7 @@ describe('session-etl sessions', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const got = JSON.parse(r.stdout);
-    const truth = emu.dataset.sessionsStartedIn(FROM, TO);
+    const truth = fx.emu.dataset.sessionsStartedIn(FROM, TO);
     const expected = evaluateInMemory(truth, parseListRequest(question));
     expect(got.items).toEqual(expected.items);
     expect(got.total).toBe(expected.total);
@@ -65,7 +63,7 @@ describe('session-etl sessions', () => {
   });
 
   it('csv and ndjson, and sessions get <id>', async () => {
-    const id = emu.dataset.sessionsStartedIn(FROM, FROM + D)[0]!.id;
+    const id = fx.emu.dataset.sessionsStartedIn(FROM, FROM + D)[0]!.id;
     const csv = await runCli(['sessions', '--data-dir', dataDir, '--format', 'csv', '--attributeNames', 'id,pin', '--pageSize', '3'], {});
     expect(csv.code).toBe(0);
     const records = parseCsvWithPython(csv.stdout);
@@ -75,7 +73,7 @@ describe('session-etl sessions', () => {
     expect(nd.stdout.trim().split('\n').map((l) => JSON.parse(l))).toHaveLength(2);
     const one = await runCli(['sessions', 'get', id, '--data-dir', dataDir], {});
     expect(one.code).toBe(0);
-    expect(JSON.parse(one.stdout)).toEqual(emu.dataset.byId(id));
+    expect(JSON.parse(one.stdout)).toEqual(fx.emu.dataset.byId(id));
     const none = await runCli(['sessions', 'get', '00000000-0000-4000-8000-000000000000', '--data-dir', dataDir], {});
     expect(none.code).toBe(1);
   });
@@ -93,7 +91,7 @@ describe('session-etl sessions', () => {
     // Customer names are typed by end customers: five of them as an attacker would type them (the
     // last two for a spreadsheet that splits on `;`, as in most European locales, or on tabs).
     const hostile = ['-1+HYPERLINK("http://evil.example/")', "-2+3+cmd|' /C calc'!A0", '=1+1', "x;=cmd|' /C calc'!A0", 'a\t=1+1'];
-    const ids = emu.dataset.sessionsStartedIn(TO - D, TO).slice(0, hostile.length).map((s) => s.id);
+    const ids = fx.emu.dataset.sessionsStartedIn(TO - D, TO).slice(0, hostile.length).map((s) => s.id);
     const db = await openDb(join(dataDir, 'sessions.duckdb'), { allowedDirectories: [dataDir] });
     const before = new Map<string, unknown>();
     try {
@@ -120,7 +118,7 @@ describe('session-etl sessions', () => {
       const byId = new Map(records.slice(1).map((cells) => [cells[0]!, cells]));
       const neutralised = ['\'-1+HYPERLINK("http://evil.example/")', "'-2+3+cmd|' /C calc'!A0", "'=1+1", "x;'=cmd|' /C calc'!A0", "a\t'=1+1"];
       for (const [i, id] of ids.entries()) {
-        const session = emu.dataset.byId(id)!;
+        const session = fx.emu.dataset.byId(id)!;
         expect(byId.get(id)).toEqual([id, neutralised[i], String(session.duration), new Date(session.started! * 1000).toISOString().replace('.000Z', 'Z')]);
       }
       // The durations, plain numbers, are not quoted; as a spreadsheet splitting on `;` or a tab reads

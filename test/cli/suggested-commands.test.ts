@@ -11,14 +11,13 @@ import { describe, expect, it } from 'vitest';
 import { shellQuote, suggestedCommand } from '../../src/util/suggested-command.js';
 import { BIN, baseEnv, runCli } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const TODAY = Math.floor(NOW / D) * D;
 const FROM = TODAY - 8 * D;
 const END = TODAY - 2 * D;
 const AMENDED = FROM + 2 * D;
-const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator({ seed: 40, from: FROM, to: TODAY, now: NOW, sessionsPerDay: 30 }, { prefix: 'session-etl-suggest-' });
 
@@ -46,8 +45,8 @@ describe('suggested commands', () => {
     const flags = ['--data-dir', "my data's dir", '--config', "conf dir/it's.json"];
     const cli = (args: string[]) => runCli([...args, ...flags], env, root);
 
-    expect((await cli(['backfill', '--from', day(FROM), '--to', day(AMENDED), '--no-progress'])).code).toBe(0);
-    expect((await cli(['backfill', '--from', day(AMENDED + D), '--to', day(END), '--no-progress'])).code).toBe(0);
+    expect((await cli(['backfill', '--from', isoDay(FROM), '--to', isoDay(AMENDED), '--no-progress'])).code).toBe(0);
+    expect((await cli(['backfill', '--from', isoDay(AMENDED + D), '--to', isoDay(END), '--no-progress'])).code).toBe(0);
 
     // status --check: a coverage hole, and the status command that shows it.
     const check = await cli(['status', '--check', '--max-lag', '30d']);
@@ -59,16 +58,16 @@ describe('suggested commands', () => {
     expect(shown.stdout).toContain(`coverage holes  ${new Date(AMENDED * 1000).toISOString().replace('.000Z', 'Z')}`);
 
     // verify: two sessions amended at the source; the command it suggests repairs them in that store.
-    expect((await cli(['backfill', '--from', day(AMENDED), '--to', day(AMENDED + D), '--no-progress'])).code).toBe(0);
-    fx.emu.setFaults({ amend: [{ day: day(AMENDED), count: 2 }] });
-    const found = await cli(['verify', '--from', day(FROM), '--to', day(END), '--no-progress']);
+    expect((await cli(['backfill', '--from', isoDay(AMENDED), '--to', isoDay(AMENDED + D), '--no-progress'])).code).toBe(0);
+    fx.emu.setFaults({ amend: [{ day: isoDay(AMENDED), count: 2 }] });
+    const found = await cli(['verify', '--from', isoDay(FROM), '--to', isoDay(END), '--no-progress']);
     expect(found.code).toBe(1);
     const repair = /with `([^`]+ --repair)`/.exec(found.stderr)?.[1];
-    expect(repair).toBe(`session-etl verify --from ${day(FROM)} --to ${day(END)} --data-dir 'my data'\\''s dir' --config 'conf dir/it'\\''s.json' --repair`);
+    expect(repair).toBe(`session-etl verify --from ${isoDay(FROM)} --to ${isoDay(END)} --data-dir 'my data'\\''s dir' --config 'conf dir/it'\\''s.json' --repair`);
     const repaired = await paste(`${repair} --no-progress`, root, bin, env);
     expect(repaired.code, repaired.stderr).toBe(0);
     expect(repaired.stdout).toContain('repaired       2 session(s) committed');
-    expect((await cli(['verify', '--from', day(FROM), '--to', day(END), '--no-progress'])).code).toBe(0);
+    expect((await cli(['verify', '--from', isoDay(FROM), '--to', isoDay(END), '--no-progress'])).code).toBe(0);
   });
 
   it.each([

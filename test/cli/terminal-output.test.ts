@@ -7,28 +7,24 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { BIN, baseEnv, runCli } from '../helpers/cli.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { startCorruptingProxy } from '../reliability/corrupting-proxy.js';
 import { renderScreen } from '../helpers/terminal-screen.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 4 * D;
 const TO = FROM + 3 * D;
 const hasScript = spawnSync('script', ['--version']).status === 0;
 const BAR = /[\u2588\u2591]|windows \|/;
 
-let emu: Emulator;
+const fx = useEmulator({ seed: 8, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-terminal-output-' });
 const dirs: string[] = [];
 
-beforeAll(async () => {
-  emu = await startEmulator({ seed: 8, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 });
-});
 afterAll(async () => {
-  await emu.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
@@ -46,7 +42,7 @@ async function onTerminal(
   const child = spawn('script', ['-qfec', cmd, '/dev/null'], {
     env: {
       ...baseEnv(), TERM: 'xterm',
-      REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir,
+      REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dataDir,
     },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -68,11 +64,11 @@ function summaryOf(screen: string[]): string[] {
 
 describe.skipIf(!hasScript)('progress bar and log lines on a terminal', () => {
   it('retry warnings print on their own lines above the bar; the summary starts on a clean line', async () => {
-    emu.setFaults({ serverErrorRate: 0.3 });
-    const from = new Date(FROM * 1000).toISOString().slice(0, 10);
-    const to = new Date(TO * 1000).toISOString().slice(0, 10);
+    fx.emu.setFaults({ serverErrorRate: 0.3 });
+    const from = isoDay(FROM);
+    const to = isoDay(TO);
     const r = await onTerminal(['backfill', '--from', from, '--to', to, '--chunk', '3h', '--concurrency', '1']);
-    emu.setFaults({});
+    fx.emu.setFaults({});
     expect(r.code, r.screen.join('\n')).toBe(0);
     expect(r.raw).toMatch(BAR); // the bar was drawn while the run went on
     const summary = summaryOf(r.screen);
@@ -89,8 +85,8 @@ describe.skipIf(!hasScript)('progress bar and log lines on a terminal', () => {
   });
 
   it("the bar's last frame shows the summary's counts: a backfill's windows and records, and a verify's (issue 42 #4)", async () => {
-    const from = new Date(FROM * 1000).toISOString().slice(0, 10);
-    const to = new Date(TO * 1000).toISOString().slice(0, 10);
+    const from = isoDay(FROM);
+    const to = isoDay(TO);
     /** The counts of the last frame drawn before the bar was cleared. */
     const lastFrame = (raw: string) => [...raw.matchAll(/(\d+)\/(\d+) windows \| (\d+) records fetched/g)].map((m) => m.slice(1, 4).map(Number)).at(-1);
     const r = await onTerminal(['backfill', '--from', from, '--to', to, '--chunk', '3h', '--concurrency', '4']);
@@ -112,9 +108,9 @@ describe.skipIf(!hasScript)('progress bar and log lines on a terminal', () => {
   });
 
   it('Ctrl-C: the stopping warning and the interrupted summary are clean lines, no bar left', async () => {
-    emu.setFaults({ latencyMs: 150 });
-    const from = new Date(FROM * 1000).toISOString().slice(0, 10);
-    const to = new Date(TO * 1000).toISOString().slice(0, 10);
+    fx.emu.setFaults({ latencyMs: 150 });
+    const from = isoDay(FROM);
+    const to = isoDay(TO);
     let typed = false;
     const r = await onTerminal(['backfill', '--from', from, '--to', to, '--chunk', '1h', '--concurrency', '1'], (raw, type) => {
       if (!typed && /[1-9]\d*\/72 windows/.test(raw)) {
@@ -122,7 +118,7 @@ describe.skipIf(!hasScript)('progress bar and log lines on a terminal', () => {
         type('\x03');
       }
     });
-    emu.setFaults({});
+    fx.emu.setFaults({});
     expect(typed).toBe(true);
     expect(r.code, r.screen.join('\n')).toBe(130);
     const stopping = r.screen.filter((l) => l.includes('stopping: no new windows'));
@@ -145,7 +141,6 @@ describe("a hostile server's text", () => {
   // Retitles the terminal, clears it, and shows "click" as a hyperlink to evil.example.
   const CONTROL = '\u001b]0;pwned\u0007\u001b[2J\u001b]8;;http://evil.example/\u001b\\click\u001b]8;;\u001b\\\u009b31m';
   const RAW_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
-  const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
   async function dataDir(): Promise<string> {
     const d = await mkdtemp(join(tmpdir(), 'session-etl-hostile-'));
@@ -159,17 +154,17 @@ describe("a hostile server's text", () => {
    */
   async function failWith(message: string) {
     let hostile = false;
-    const proxy = await startCorruptingProxy(emu.url, {
+    const proxy = await startCorruptingProxy(fx.emu.url, {
       respond: (req) => (hostile && req.window ? { status: 200, body: JSON.stringify({ errors: [{ message }], data: null }) } : undefined),
     });
     const hook = await startWebhookReceiver<{ text: string; error: string }>('/hooks/hostile-token-1234');
     try {
       const dir = await dataDir();
-      const env = { REPORTING_URL: proxy.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dir, SESSION_ETL_NOTIFY_URL: hook.url };
+      const env = { REPORTING_URL: proxy.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dir, SESSION_ETL_NOTIFY_URL: hook.url };
       // A first day stored, so that status has a data directory to show; then the server turns hostile.
-      expect((await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + D), '--log-level', 'error'], env)).code).toBe(0);
+      expect((await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + D), '--log-level', 'error'], env)).code).toBe(0);
       hostile = true;
-      const run = await runCli(['backfill', '--from', day(FROM + D), '--to', day(FROM + 2 * D), '--chunk', '1d', '--min-chunk', '1d', '--log-level', 'info'], env);
+      const run = await runCli(['backfill', '--from', isoDay(FROM + D), '--to', isoDay(FROM + 2 * D), '--chunk', '1d', '--min-chunk', '1d', '--log-level', 'info'], env);
       expect(run.code).toBe(1);
       const json = await runCli(['status', '--json'], env);
       const lastRun = (JSON.parse(json.stdout) as { lastRuns: Array<{ outcome: string; error: string }> }).lastRuns[0]!;
@@ -215,14 +210,14 @@ describe("a hostile server's text", () => {
   });
 
   it('sessions --output table: control sequences in the records are shown as U+FFFD, never sent to the terminal', async () => {
-    const proxy = await startCorruptingProxy(emu.url, {
+    const proxy = await startCorruptingProxy(fx.emu.url, {
       rewrite: (records) =>
         records.map((r) => ({ ...r, externalFields: { ...(r.externalFields as object), customerName: `Evil${CONTROL} Corp`, notes: 'line one\r\u001b[1Aline two' } })),
     });
     try {
       const dir = await dataDir();
-      const env = { REPORTING_URL: proxy.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dir };
-      const run = await runCli(['backfill', '--from', day(FROM), '--to', day(FROM + D), '--chunk', '1d', '--log-level', 'error'], env);
+      const env = { REPORTING_URL: proxy.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dir };
+      const run = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + D), '--chunk', '1d', '--log-level', 'error'], env);
       expect(run.code, run.stderr).toBe(0);
       const table = await runCli(['sessions', '--output', 'table', '--attribute-names', 'id,externalFields.customerName,externalFields.notes', '--page-size', '5'], env);
       expect(table.code, table.stderr).toBe(0);

@@ -11,15 +11,14 @@ import { refusedDeletes } from '../../src/pipeline/verify.js';
 import { runCli } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const TODAY = Math.floor(NOW / D) * D;
 const FROM = TODAY - 9 * D;
 const END = TODAY - 2 * D;
 const HALVED = FROM + 2 * D;
-const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
-const range = ['--from', day(FROM), '--to', day(END)];
+const range = ['--from', isoDay(FROM), '--to', isoDay(END)];
 
 const fx = useEmulator({ seed: 38, from: FROM, to: TODAY, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-verify-guard-' });
 
@@ -39,7 +38,7 @@ describe('verify --repair --delete-missing on a bad answer', () => {
     expect(capped.stdout).toMatch(/^verify \S+: failed: removals refused/);
     const wouldGo = Number(/refused +(\d+) removal\(s\) on 7 day\(s\), nothing removed from them: /.exec(capped.stdout)?.[1]);
     expect(wouldGo).toBeGreaterThan(stored / 2);
-    expect(capped.stderr).toMatch(new RegExp(`${day(FROM)}: \\d+ no longer returned by the source, removal refused \\(its answer held exactly 3 records, as 7 of the 7 answers did: the source may cut its answers at 3 \\(set --max-results-per-query 3`));
+    expect(capped.stderr).toMatch(new RegExp(`${isoDay(FROM)}: \\d+ no longer returned by the source, removal refused \\(its answer held exactly 3 records, as 7 of the 7 answers did: the source may cut its answers at 3 \\(set --max-results-per-query 3`));
     expect(capped.stderr).toContain(`nothing was removed from those 7 days (${wouldGo} session(s) would have gone); if the source is right to have dropped them, allow it with`);
     expect(capped.stderr).toMatch(new RegExp(`--repair --delete-missing --max-delete ${wouldGo}\``));
     // The long error is printed once (on stderr, after the summary), as an export's is (issue 42 #6).
@@ -53,19 +52,19 @@ describe('verify --repair --delete-missing on a bad answer', () => {
     const empty = await runCli(['verify', ...range, '--repair', '--delete-missing', '--no-progress', '--json'], env);
     expect(empty.code, empty.stderr).toBe(5);
     const refused = JSON.parse(empty.stdout).verify.refused as Array<{ date: string; wouldDelete: number; reasons: string[] }>;
-    expect(refused.map((r) => r.date)).toEqual(Array.from({ length: 7 }, (_, i) => day(FROM + i * D)));
+    expect(refused.map((r) => r.date)).toEqual(Array.from({ length: 7 }, (_, i) => isoDay(FROM + i * D)));
     expect(refused.every((r) => r.reasons.some((x) => x.startsWith('the source returned no session of the day while the store holds')))).toBe(true);
     expect(await ids()).toEqual(before);
 
     // Half of one day dropped: more than 5 % of it would go.
-    fx.emu.setFaults({ holdBack: [{ day: day(HALVED), fraction: 0.5 }] });
-    const halvedStored = (await readDuckDbSessions(dataDir)).filter((r) => day(Number(r.started_at)) === day(HALVED)).length;
+    fx.emu.setFaults({ holdBack: [{ day: isoDay(HALVED), fraction: 0.5 }] });
+    const halvedStored = (await readDuckDbSessions(dataDir)).filter((r) => isoDay(Number(r.started_at)) === isoDay(HALVED)).length;
     const dropped = halvedStored - fx.emu.dataset.sessionsStartedIn(HALVED, HALVED + D).length;
     expect(dropped).toBeGreaterThan(halvedStored * 0.05);
     const half = await runCli(['verify', ...range, '--repair', '--delete-missing', '--no-progress'], env);
     expect(half.code, half.stderr).toBe(5);
     expect(half.stderr).toContain(
-      `${day(HALVED)}: ${dropped} no longer returned by the source, removal refused (${dropped} of its ${halvedStored} stored sessions would go, more than 5 % of the day (${Math.floor(halvedStored * 0.05)}))`,
+      `${isoDay(HALVED)}: ${dropped} no longer returned by the source, removal refused (${dropped} of its ${halvedStored} stored sessions would go, more than 5 % of the day (${Math.floor(halvedStored * 0.05)}))`,
     );
     expect(await ids()).toEqual(before);
 

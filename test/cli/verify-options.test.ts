@@ -7,14 +7,14 @@
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { AMENDED_NOTE } from '../../src/emulator/late-data.js';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { expectedRow, parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const TODAY = Math.floor(NOW / D) * D;
 const FROM = TODAY - 10 * D;
@@ -22,8 +22,7 @@ const END = TODAY - 2 * D;
 const DROPPED = FROM + 3 * D;
 const AMENDED = FROM + 5 * D;
 const AMENDED_MANY = FROM + D;
-const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
-const range = ['--from', day(FROM), '--to', day(END)];
+const range = ['--from', isoDay(FROM), '--to', isoDay(END)];
 
 const fx = useEmulator({ seed: 35, from: FROM, to: TODAY, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-verify-opts-' });
 
@@ -49,7 +48,7 @@ describe.each(['both', 'parquet'] as const)('format %s', (format) => {
       expect(full).toEqual(sourceRows());
 
       // The source drops half of one day and amends two sessions of another after the fact.
-      fx.emu.setFaults({ holdBack: [{ day: day(DROPPED), fraction: 0.5 }], amend: [{ day: day(AMENDED), count: 2 }] });
+      fx.emu.setFaults({ holdBack: [{ day: isoDay(DROPPED), fraction: 0.5 }], amend: [{ day: isoDay(AMENDED), count: 2 }] });
       const gone = fx.emu.dataset.sessionsStartedIn(FROM, END).length;
       const dropped = full.length - gone;
       expect(dropped).toBeGreaterThan(0);
@@ -57,14 +56,14 @@ describe.each(['both', 'parquet'] as const)('format %s', (format) => {
       expect(found.code).toBe(1);
       const days = JSON.parse(found.stdout).verify.days.filter((d: any) => d.missing + d.gone + d.changed);
       expect(days.map((d: any) => [d.date, d.missing, d.gone, d.changed, d.changedFields])).toEqual([
-        [day(DROPPED), 0, dropped, 0, {}],
-        [day(AMENDED), 0, 0, 2, { external_notes: 2 }],
+        [isoDay(DROPPED), 0, dropped, 0, {}],
+        [isoDay(AMENDED), 0, 0, 2, { external_notes: 2 }],
       ]);
 
       // --repair commits the amended sessions and keeps the gone ones (exit 1: the store still differs).
       const kept = await runCli(['verify', ...range, '--repair', '--no-progress'], env);
       expect(kept.code).toBe(1);
-      expect(kept.stderr).toMatch(new RegExp(`${day(DROPPED)}: ${dropped} no longer returned by the source; sessions the source no longer returns are kept: remove them with \`session-etl verify .* --repair --delete-missing\``));
+      expect(kept.stderr).toMatch(new RegExp(`${isoDay(DROPPED)}: ${dropped} no longer returned by the source; sessions the source no longer returns are kept: remove them with \`session-etl verify .* --repair --delete-missing\``));
       const afterKeep = await stored();
       expect(afterKeep).toHaveLength(full.length);
       expect(afterKeep.filter((r) => String(r.external_notes).includes(AMENDED_NOTE))).toHaveLength(2);
@@ -108,7 +107,7 @@ describe('--sample and the options refused', () => {
     const s = JSON.parse(r.stdout);
     expect(s.kind).toBe('verify');
     expect(new Set(s.verify.sampled).size).toBe(3);
-    for (const d of s.verify.sampled) expect(d >= day(FROM) && d < day(END)).toBe(true);
+    for (const d of s.verify.sampled) expect(d >= isoDay(FROM) && d < isoDay(END)).toBe(true);
     expect(s.verify.days.map((d: any) => d.date)).toEqual(s.verify.sampled);
     expect(s.windows).toMatchObject({ total: 3, done: 3 });
     const sources = s.verify.days.map((d: any) => d.source);
@@ -120,7 +119,7 @@ describe('--sample and the options refused', () => {
   it.each([
     [['--delete-missing'], /--delete-missing goes with --repair/],
     [['--sample', '0'], /--sample must be a positive whole number/],
-    [['--from', day(END), '--to', day(FROM)], /must be before --to/],
+    [['--from', isoDay(END), '--to', isoDay(FROM)], /must be before --to/],
   ])('refuses %j with exit 2', async (flags, message) => {
     const r = await runCli(['verify', ...range, ...flags], env);
     expect(r.code).toBe(2);
@@ -137,26 +136,28 @@ describe('--sample and the options refused', () => {
 });
 
 describe('many accounts', () => {
-  let emu: Emulator;
+  // The backfill's 43 one-day windows: acme's endpoint answers them without most of its latest
+  // weekday; after them, both accounts' endpoints amend two sessions of a day.
+  const amend = [{ day: isoDay(AMENDED_MANY), count: 2, fromRequests: 43 }];
+  const many = useEmulator(
+    {
+      seed: 36, from: FROM - 35 * D, to: TODAY, now: NOW, sessionsPerDay: 60,
+      accounts: [
+        { name: 'acme', apiKey: 'key-acme', faults: { holdBack: [{ day: isoDay(lastWeekday()), fraction: 0.85, untilRequests: 43 }], amend } },
+        { name: 'globex', apiKey: 'key-globex', faults: { amend } },
+      ],
+    },
+    { prefix: 'session-etl-verify-many-' },
+  );
   let root: string;
   let env: Record<string, string>;
   const cfg = () => ['--config', join(root, 'config.json')];
   beforeAll(async () => {
-    // The backfill's 43 one-day windows: acme's endpoint answers them without most of its latest
-    // weekday; after them, both accounts' endpoints amend two sessions of a day.
-    const amend = [{ day: day(AMENDED_MANY), count: 2, fromRequests: 43 }];
-    emu = await startEmulator({
-      seed: 36, from: FROM - 35 * D, to: TODAY, now: NOW, sessionsPerDay: 60,
-      accounts: [
-        { name: 'acme', apiKey: 'key-acme', faults: { holdBack: [{ day: day(lastWeekday()), fraction: 0.85, untilRequests: 43 }], amend } },
-        { name: 'globex', apiKey: 'key-globex', faults: { amend } },
-      ],
-    });
+    const emu = many.emu;
     root = await fx.tempDir();
-    await writeFile(join(root, 'config.json'), JSON.stringify({ dataDir: join(root, 'data'), reportingUrl: emu.url, accounts: { acme: { apiKeyEnv: 'ACME_KEY' }, globex: { apiKeyEnv: 'GLOBEX_KEY' } } }));
+    await writeAccountsConfig(join(root, 'config.json'), { dataDir: join(root, 'data'), reportingUrl: emu.url }, { acme: 'ACME_KEY', globex: 'GLOBEX_KEY' });
     env = { ACME_KEY: 'key-acme', GLOBEX_KEY: 'key-globex' };
   });
-  afterAll(async () => emu?.close());
 
   function lastWeekday(): number {
     for (let t = END - D; ; t -= D) if (![0, 6].includes(new Date(t * 1000).getUTCDay())) return t;
@@ -164,23 +165,23 @@ describe('many accounts', () => {
 
   it("each account's anomalies and differences are its own; --account verifies and repairs one", async () => {
     const held = lastWeekday();
-    const backfill = await runCli(['backfill', '--from', day(FROM - 35 * D), '--to', day(END), '--account-concurrency', '1', '--no-progress', ...cfg()], env);
+    const backfill = await runCli(['backfill', '--from', isoDay(FROM - 35 * D), '--to', isoDay(END), '--account-concurrency', '1', '--no-progress', ...cfg()], env);
     expect(backfill.code, backfill.stderr).toBe(0);
     const check = await runCli(['status', '--check', '--max-lag', '30d', ...cfg()], env);
     expect(check.code).toBe(1);
-    expect(check.stdout.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^UNHEALTHY: account acme: volume anomaly: ${day(held)} holds \\d+ sessions`))]);
+    expect(check.stdout.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^UNHEALTHY: account acme: volume anomaly: ${isoDay(held)} holds \\d+ sessions`))]);
 
     // acme's held-back sessions have arrived, and both endpoints amended two sessions.
     const amended = AMENDED_MANY;
-    const both = await runCli(['verify', '--from', day(FROM), '--to', day(END), '--no-progress', ...cfg()], env);
+    const both = await runCli(['verify', '--from', isoDay(FROM), '--to', isoDay(END), '--no-progress', ...cfg()], env);
     expect(both.code).toBe(1);
     expect(both.stderr).toMatch(/2 of 2 accounts failed: acme, globex/);
-    expect(both.stderr).toMatch(new RegExp(`acme: .*${day(amended)}: 2 changed; ${day(held)}: \\d+ missing`));
-    expect(both.stderr).toMatch(new RegExp(`globex: .*${day(amended)}: 2 changed; make the store equal the source with \`session-etl verify --from ${day(FROM)} --to ${day(END)} --data-dir ${join(root, 'data')} --config ${join(root, 'config.json')} --account globex --repair\``));
+    expect(both.stderr).toMatch(new RegExp(`acme: .*${isoDay(amended)}: 2 changed; ${isoDay(held)}: \\d+ missing`));
+    expect(both.stderr).toMatch(new RegExp(`globex: .*${isoDay(amended)}: 2 changed; make the store equal the source with \`session-etl verify --from ${isoDay(FROM)} --to ${isoDay(END)} --data-dir ${join(root, 'data')} --config ${join(root, 'config.json')} --account globex --repair\``));
 
-    const acme = await runCli(['verify', '--from', day(FROM), '--to', day(END), '--account', 'acme', '--repair', '--no-progress', ...cfg()], env);
+    const acme = await runCli(['verify', '--from', isoDay(FROM), '--to', isoDay(END), '--account', 'acme', '--repair', '--no-progress', ...cfg()], env);
     expect(acme.code, acme.stderr).toBe(0);
-    const after = await runCli(['verify', '--from', day(FROM), '--to', day(END), '--json', ...cfg()], env);
+    const after = await runCli(['verify', '--from', isoDay(FROM), '--to', isoDay(END), '--json', ...cfg()], env);
     expect(after.code).toBe(1);
     const outcomes = JSON.parse(after.stdout).accounts.map((a: any) => [a.account, a.outcome, a.summary.verify.totals.changed]);
     expect(outcomes).toEqual([['acme', 'succeeded', 0], ['globex', 'failed', 2]]);
@@ -226,27 +227,29 @@ describe('the weekly job (jobs/weekly-verify.ts)', () => {
 });
 
 describe('format parquet: anomalies counted from the dataset', () => {
-  let emu: Emulator;
-  afterAll(async () => emu?.close());
+  const from = FROM - 35 * D;
+  const windows = (END - from) / D;
+  let held = END - D;
+  while ([0, 6].includes(new Date(held * 1000).getUTCDay())) held -= D;
+  // The backfill's one-day windows answer without most of the day; the next requests with all of it.
+  const short = useEmulator(
+    { seed: 37, from, to: TODAY, now: NOW, sessionsPerDay: 60, faults: { holdBack: [{ day: isoDay(held), fraction: 0.85, untilRequests: windows }] } },
+    { prefix: 'session-etl-verify-parquet-' },
+  );
 
   it('a short day of a Parquet-only store is flagged from its day files, and a repair clears it', async () => {
-    const from = FROM - 35 * D;
-    const windows = (END - from) / D;
-    let held = END - D;
-    while ([0, 6].includes(new Date(held * 1000).getUTCDay())) held -= D;
-    // The backfill's one-day windows answer without most of the day; the next requests with all of it.
-    emu = await startEmulator({ seed: 37, from, to: TODAY, now: NOW, sessionsPerDay: 60, faults: { holdBack: [{ day: day(held), fraction: 0.85, untilRequests: windows }] } });
+    const emu = short.emu;
     const dataDir = join(await fx.tempDir(), 'data');
     const env = { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir };
-    expect((await runCli(['backfill', '--from', day(from), '--to', day(END), '--format', 'parquet', '--no-progress'], env)).code).toBe(0);
-    const stored = (await readParquetDataset(dataDir)).find((p) => p.partition === `date=${day(held)}`)!.rows.length;
+    expect((await runCli(['backfill', '--from', isoDay(from), '--to', isoDay(END), '--format', 'parquet', '--no-progress'], env)).code).toBe(0);
+    const stored = (await readParquetDataset(dataDir)).find((p) => p.partition === `date=${isoDay(held)}`)!.rows.length;
     const st = JSON.parse((await runCli(['status', '--json'], env)).stdout);
     expect(st.format).toBe('parquet');
-    expect(st.volumeAnomalies).toEqual([{ date: day(held), sessions: stored, expected: expect.any(Number) }]);
+    expect(st.volumeAnomalies).toEqual([{ date: isoDay(held), sessions: stored, expected: expect.any(Number) }]);
     expect(stored).toBeLessThan(st.volumeAnomalies[0].expected / 2);
-    const repair = await runCli(['verify', '--from', day(held), '--to', day(held + D), '--repair', '--no-progress'], env);
+    const repair = await runCli(['verify', '--from', isoDay(held), '--to', isoDay(held + D), '--repair', '--no-progress'], env);
     expect(repair.code, repair.stderr).toBe(0);
     expect(JSON.parse((await runCli(['status', '--json'], env)).stdout).volumeAnomalies).toEqual([]);
-    expect((await readParquetDataset(dataDir)).find((p) => p.partition === `date=${day(held)}`)!.rows.length).toBe(emu.dataset.sessionsStartedIn(held, held + D).length);
+    expect((await readParquetDataset(dataDir)).find((p) => p.partition === `date=${isoDay(held)}`)!.rows.length).toBe(emu.dataset.sessionsStartedIn(held, held + D).length);
   });
 });

@@ -16,21 +16,20 @@ import { expectedRow, parquetRowsComparable, readDuckDbSessions, readParquetData
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { startDashboardCli, type RunningDashboard } from '../dashboard/fixture.js';
 import { value } from '../monitoring/helpers.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const TODAY = Math.floor(NOW / D) * D;
 /** Six weeks of history: four weeks before the held day are enough to judge it. */
 const FROM = TODAY - 42 * D;
 const END = TODAY - 2 * D;
-const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 /** The latest weekday before END: weekdays hold ~78 sessions here, weekends ~15 (too few to judge). */
 const HELD = (() => {
   for (let t = END - D; ; t -= D) if (![0, 6].includes(new Date(t * 1000).getUTCDay())) return t;
 })();
 
 const fx = useEmulator(
-  { seed: 34, from: FROM, to: TODAY, now: NOW, sessionsPerDay: 60, faults: { holdBack: [{ day: day(HELD), fraction: 0.85 }] } },
+  { seed: 34, from: FROM, to: TODAY, now: NOW, sessionsPerDay: 60, faults: { holdBack: [{ day: isoDay(HELD), fraction: 0.85 }] } },
   { prefix: 'session-etl-verify-' },
 );
 let dataDir: string;
@@ -47,7 +46,7 @@ afterAll(async () => {
   await hook?.close();
 });
 
-const range = ['--from', day(FROM), '--to', day(END)];
+const range = ['--from', isoDay(FROM), '--to', isoDay(END)];
 const json = async (args: string[]) => {
   const r = await runCli(args, env);
   return { ...r, json: JSON.parse(r.stdout) };
@@ -79,41 +78,41 @@ describe('volume anomalies and verify, as a user meets them', () => {
     // The backfill stores the short day as covered: only the volume tells.
     const backfill = await runCli(['backfill', ...range, '--no-progress', '--notify-url', hook.url], env);
     expect(backfill.code, backfill.stderr).toBe(0);
-    expect(backfill.stdout).toMatch(new RegExp(`volume +1 anomaly: ${day(HELD)}: ${heldBack} sessions, expected about \\d+`));
+    expect(backfill.stdout).toMatch(new RegExp(`volume +1 anomaly: ${isoDay(HELD)}: ${heldBack} sessions, expected about \\d+`));
 
     const st = await json(['status', '--json']);
-    expect(st.json.volumeAnomalies).toEqual([{ date: day(HELD), sessions: heldBack, expected: expect.any(Number) }]);
+    expect(st.json.volumeAnomalies).toEqual([{ date: isoDay(HELD), sessions: heldBack, expected: expect.any(Number) }]);
     const expected = st.json.volumeAnomalies[0].expected as number;
     expect(expected).toBeGreaterThan(2 * heldBack);
-    expect((await runCli(['status'], env)).stdout).toContain(`volume          1 anomaly: ${day(HELD)} (${heldBack} sessions, expected about ${expected})`);
+    expect((await runCli(['status'], env)).stdout).toContain(`volume          1 anomaly: ${isoDay(HELD)} (${heldBack} sessions, expected about ${expected})`);
 
     const check = await runCli(['status', '--check', '--max-lag', '30d'], env);
     expect(check.code).toBe(1);
     expect(check.stdout.trim().split('\n')).toEqual([
-      `UNHEALTHY: volume anomaly: ${day(HELD)} holds ${heldBack} sessions, expected about ${expected} (the median of its weekday over the previous weeks): ` +
-        `the endpoint may have answered without part of that day; compare it with the source: \`session-etl verify --from ${day(HELD)} --to ${day(HELD + D)} --data-dir ${dataDir}\``,
+      `UNHEALTHY: volume anomaly: ${isoDay(HELD)} holds ${heldBack} sessions, expected about ${expected} (the median of its weekday over the previous weeks): ` +
+        `the endpoint may have answered without part of that day; compare it with the source: \`session-etl verify --from ${isoDay(HELD)} --to ${isoDay(HELD + D)} --data-dir ${dataDir}\``,
     ]);
 
     // One volume_anomaly notification for the day, and not again for the next run that still finds it.
     const anomalyPosts = () => hook.posts.filter((p) => p.json.event === 'volume_anomaly');
-    expect(anomalyPosts().map((p) => p.json.volumeAnomaly)).toEqual([{ date: day(HELD), sessions: heldBack, expected }]);
+    expect(anomalyPosts().map((p) => p.json.volumeAnomaly)).toEqual([{ date: isoDay(HELD), sessions: heldBack, expected }]);
     expect(anomalyPosts()[0]!.json.text).toContain(`VOLUME ANOMALY`);
-    const again = await runCli(['backfill', '--from', day(END - D), '--to', day(END), '--no-progress', '--notify-url', hook.url], env);
+    const again = await runCli(['backfill', '--from', isoDay(END - D), '--to', isoDay(END), '--no-progress', '--notify-url', hook.url], env);
     expect(again.code, again.stderr).toBe(0);
     expect(anomalyPosts()).toHaveLength(1);
 
     const before = await scheduler();
     expect(before.healthz.status).toBe(503);
-    expect(before.healthz.body.reasons).toEqual([expect.stringContaining(`volume anomaly: ${day(HELD)} holds ${heldBack} sessions`)]);
+    expect(before.healthz.body.reasons).toEqual([expect.stringContaining(`volume anomaly: ${isoDay(HELD)} holds ${heldBack} sessions`)]);
     expect(value(before.metrics, 'session_etl_volume_anomalies')).toBe(1);
 
     dash = await startDashboardCli(['--data-dir', dataDir], env);
     const coverage = async () => (await (await dash!.fetch('/api/coverage')).json()) as { days: Array<{ date: string; anomaly?: unknown }> };
     expect((await coverage()).days.filter((d) => d.anomaly)).toEqual([
       expect.objectContaining({
-        date: day(HELD),
+        date: isoDay(HELD),
         state: 'covered',
-        anomaly: { sessions: heldBack, expected, command: `session-etl verify --from ${day(HELD)} --to ${day(HELD + D)} --data-dir ${dataDir}` },
+        anomaly: { sessions: heldBack, expected, command: `session-etl verify --from ${isoDay(HELD)} --to ${isoDay(HELD + D)} --data-dir ${dataDir}` },
       }),
     ]);
 
@@ -124,11 +123,11 @@ describe('volume anomalies and verify, as a user meets them', () => {
       await page.goto(dash.printed);
       const marked = page.locator('[data-testid=coverage-day].anomaly');
       await marked.first().waitFor();
-      expect(await marked.evaluateAll((cells) => cells.map((c) => c.getAttribute('data-date')))).toEqual([day(HELD)]);
+      expect(await marked.evaluateAll((cells) => cells.map((c) => c.getAttribute('data-date')))).toEqual([isoDay(HELD)]);
       expect(await marked.getAttribute('title')).toContain(`volume anomaly: ${heldBack} sessions, expected about ${expected}`);
       await marked.click();
       expect(await page.locator('[data-testid=day-anomaly]').innerText()).toContain(`Volume anomaly: ${heldBack} sessions, expected about ${expected}`);
-      expect(await page.locator('[data-testid=anomaly-command]').innerText()).toBe(`session-etl verify --from ${day(HELD)} --to ${day(HELD + D)} --data-dir ${dataDir}`);
+      expect(await page.locator('[data-testid=anomaly-command]').innerText()).toBe(`session-etl verify --from ${isoDay(HELD)} --to ${isoDay(HELD + D)} --data-dir ${dataDir}`);
     } finally {
       await browser.close();
     }
@@ -139,10 +138,10 @@ describe('volume anomalies and verify, as a user meets them', () => {
     expect(missing).toBeGreaterThan(0);
     const found = await runCli(['verify', ...range, '--no-progress'], env);
     expect(found.code).toBe(1);
-    expect(found.stderr).toContain(`the store differs from the source on 1 day(s): ${day(HELD)}: ${missing} missing;`);
-    expect(found.stdout).toMatch(new RegExp(`${day(HELD)} +${heldBack + missing} +${heldBack} +${missing} +0 +0 .*differs`));
+    expect(found.stderr).toContain(`the store differs from the source on 1 day(s): ${isoDay(HELD)}: ${missing} missing;`);
+    expect(found.stdout).toMatch(new RegExp(`${isoDay(HELD)} +${heldBack + missing} +${heldBack} +${missing} +0 +0 .*differs`));
     const report = (await json(['verify', ...range, '--json'])).json;
-    expect(report.verify.days.filter((d: any) => d.missing + d.gone + d.changed > 0).map((d: any) => [d.date, d.missing, d.gone, d.changed])).toEqual([[day(HELD), missing, 0, 0]]);
+    expect(report.verify.days.filter((d: any) => d.missing + d.gone + d.changed > 0).map((d: any) => [d.date, d.missing, d.gone, d.changed])).toEqual([[isoDay(HELD), missing, 0, 0]]);
     expect(report.verify.totals.days).toBe((END - FROM) / D);
 
     // --repair: the table and the dataset equal the source.

@@ -5,19 +5,18 @@
  * each account's page is /?account=NAME on the same server. A real many-account backfill from the
  * emulator, the dashboard as a real process, and a real Chromium.
  */
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
 import { startDashboardCli, type RunningDashboard } from './fixture.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 5 * D;
 const TO = FROM + 3 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator(
   {
@@ -43,22 +42,19 @@ beforeAll(async () => {
   const root = await fx.tempDir();
   data = join(root, 'data');
   config = join(root, 'config.json');
-  await writeFile(
-    config,
-    JSON.stringify({ dataDir: data, reportingUrl: fx.emu.url, accounts: { acme: { apiKeyEnv: 'A' }, globex: { apiKeyEnv: 'G' }, initech: { apiKeyEnv: 'I' } } }),
-  );
+  await writeAccountsConfig(config, { dataDir: data, reportingUrl: fx.emu.url }, { acme: 'A', globex: 'G', initech: 'I' });
   const ok = async (args: string[]) => {
     const r = await runCli([...args, '--json', '--log-level', 'error'], env);
     if (r.code !== 0) throw new Error(`session-etl ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
   };
   // Every account backfilled; then acme once more (nothing new), globex over a range that leaves
   // a hole after its first backfill (stale), and initech's failing (failing).
-  await ok(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO)]);
-  await ok(['backfill', '--config', config, '--account', 'acme', '--from', iso(FROM), '--to', iso(TO)]);
-  await ok(['backfill', '--config', config, '--account', 'globex', '--from', iso(TO + D), '--to', iso(TO + 2 * D)]);
+  await ok(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO)]);
+  await ok(['backfill', '--config', config, '--account', 'acme', '--from', isoDay(FROM), '--to', isoDay(TO)]);
+  await ok(['backfill', '--config', config, '--account', 'globex', '--from', isoDay(TO + D), '--to', isoDay(TO + 2 * D)]);
   // initech's last run fails (every request answered 500): failing.
   fx.emu.setFaults({ serverErrorRate: 1 });
-  const failed = await runCli(['backfill', '--config', config, '--account', 'initech', '--from', iso(TO), '--to', iso(TO + D), '--max-attempts', '1', '--log-level', 'error'], env);
+  const failed = await runCli(['backfill', '--config', config, '--account', 'initech', '--from', isoDay(TO), '--to', isoDay(TO + D), '--max-attempts', '1', '--log-level', 'error'], env);
   fx.emu.setFaults({});
   if (failed.code !== 1) throw new Error(`the failing backfill exited ${failed.code}: ${failed.stderr}`);
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });

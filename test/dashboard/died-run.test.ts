@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
 import { D, day } from './fixture.js';
@@ -19,18 +19,16 @@ import { startDashboardCli } from './fixture.js';
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 10 * D;
 
-let emu: Emulator;
+const fx = useEmulator({ seed: 5, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-died-run-' });
 let dataDir: string;
 let browser: Browser;
-const env = () => ({ REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir });
+const env = () => ({ REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dataDir });
 
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 5, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 });
   dataDir = await mkdtemp(join(tmpdir(), 'session-etl-dashboard-died-'));
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
-  await emu?.close();
   await rm(dataDir, { recursive: true, force: true });
 });
 
@@ -62,7 +60,7 @@ describe('after a run dies', () => {
   it('the page shows the figures `status` shows, and says where they come from; a run beside it still succeeds', async () => {
     // Launched here: the tests below ask the dashboard's API only.
     browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
-    emu.setFaults({ latencyMs: 250 });
+    fx.emu.setFaults({ latencyMs: 250 });
     const run = startCli(['backfill', '--from', day(FROM), '--to', day(FROM + 8 * D), '--chunk', '6h', '--concurrency', '1'], env());
     let early: { text: string; json: any } | null = null;
     await waitFor(async () => {
@@ -73,7 +71,7 @@ describe('after a run dies', () => {
     await waitFor(async () => ((await snapshotNow())?.json.running?.progress?.windowsDone ?? 0) >= early!.json.running.progress.windowsDone + 4, 60_000, 'four more commits');
     run.kill('SIGKILL');
     await run.result;
-    emu.setFaults({});
+    fx.emu.setFaults({});
     await writeFile(join(dataDir, 'state.json'), early!.text);
 
     const status = await runCli(['status', '--json', '--data-dir', dataDir]);
@@ -117,7 +115,7 @@ describe('after a run dies', () => {
     async (format) => {
       const dir = await mkdtemp(join(tmpdir(), 'session-etl-dashboard-killed-'));
       try {
-        const e = { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dir };
+        const e = { REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dir };
         // The process kills itself (SIGKILL, as kill -9) right after its third commit: no outcome, no figures recorded.
         const args = ['backfill', '--from', day(FROM), '--to', day(FROM + 8 * D), '--chunk', '6h', '--concurrency', '1', '--format', format];
         const killed = await runCli(args, { ...e, SESSION_ETL_CRASH_AT: 'after-commit:3' });

@@ -5,13 +5,14 @@
  * charts are empty), and one account of many (named on the page).
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { runCli } from '../helpers/cli.js';
 import { D, day } from './fixture.js';
 import { startDashboardCli, type RunningDashboard } from './fixture.js';
@@ -20,16 +21,14 @@ const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 4 * D;
 
 let root: string;
-let emu: Emulator;
+const fx = useEmulator({ seed: 9, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-directories-' });
 let browser: Browser;
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'session-etl-dashboard-dirs-'));
-  emu = await startEmulator({ seed: 9, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 40 });
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
-  await emu?.close();
   await rm(root, { recursive: true, force: true });
 });
 
@@ -69,7 +68,7 @@ describe('the page over other data directories', () => {
 
   it('a format duckdb store: the page says why there are no charts and no sessions, beside its stored sessions', async () => {
     const dir = join(root, 'duck');
-    const env = { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey };
+    const env = { REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey };
     const r = await runCli(['backfill', '--format', 'duckdb', '--data-dir', dir, '--from', day(FROM), '--to', day(FROM + 3 * D)], env);
     expect(r.code, r.stderr).toBe(0);
     const dash = await startDashboardCli(['--data-dir', dir], {});
@@ -94,11 +93,8 @@ describe('the page over other data directories', () => {
   it('dashboard --account: the page names the account', async () => {
     const dir = join(root, 'accounts');
     const config = join(root, 'accounts.json');
-    await writeFile(
-      config,
-      JSON.stringify({ dataDir: dir, accounts: { acme: { apiKeyEnv: 'ACME_KEY', reportingUrl: emu.url }, globex: { apiKeyEnv: 'GLOBEX_KEY', reportingUrl: emu.url } } }),
-    );
-    const env = { ACME_KEY: emu.apiKey, GLOBEX_KEY: emu.apiKey };
+    await writeAccountsConfig(config, { dataDir: dir }, { acme: { apiKeyEnv: 'ACME_KEY', reportingUrl: fx.emu.url }, globex: { apiKeyEnv: 'GLOBEX_KEY', reportingUrl: fx.emu.url } });
+    const env = { ACME_KEY: fx.emu.apiKey, GLOBEX_KEY: fx.emu.apiKey };
     const r = await runCli(['backfill', '--config', config, '--from', day(FROM), '--to', day(FROM + 2 * D)], env);
     expect(r.code, r.stderr).toBe(0);
     const dash = await startDashboardCli(['--config', config, '--account', 'globex'], env);

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCli, waitFor } from '../helpers/cli.js';
 import { startDashboardCli, type RunningDashboard } from './fixture.js';
 
 const DOWNLOADS = 8;
@@ -75,15 +75,17 @@ describe('large CSV downloads', () => {
   it(`${DOWNLOADS} at once: each whole or turned away with Retry-After, the overview answers meanwhile, the memory stays bounded`, async () => {
     expect(stored).toBeGreaterThan(MAX_CSV_ROWS);
     const before = peakRssMib(dash.pid);
+    let answered = 0;
     let finished = 0;
     const downloads = Array.from({ length: DOWNLOADS }, async () => {
       const res = await dash.fetch('api/sessions.csv');
+      answered++;
       const body = await res.text();
       finished++;
       return { status: res.status, headers: res.headers, body };
     });
-    // While they run, the page still gets its overview.
-    await new Promise((r) => setTimeout(r, 500));
+    // While they run (each one answered: its headers sent, the whole ones still streaming), the page still gets its overview.
+    await waitFor(() => answered === DOWNLOADS, 120_000, 'every download answered or turned away');
     const overview = await dash.fetch('api/overview');
     expect(overview.status).toBe(200);
     expect(((await overview.json()) as { totalSessions: number }).totalSessions).toBe(stored);

@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { runCli, startCli, waitFor, type CliResult } from '../helpers/cli.js';
+import { D, isoDay as day } from '../helpers/time.js';
 
-export const D = 86_400;
+export { D, day };
 export const NOW = Math.floor(Date.now() / 1000);
 /** The first day stored: 12 days before today (UTC). */
 export const FROM = Math.floor(NOW / D) * D - 12 * D;
-export const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 /** The hole: days FROM+3 and FROM+4. */
 export const HOLE = { from: FROM + 3 * D, to: FROM + 5 * D };
 /** The day the second backfill ends in: a partial day (fx.partialEnd: just after its first session). */

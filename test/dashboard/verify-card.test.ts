@@ -10,13 +10,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { startDashboardCli, type RunningDashboard } from './fixture.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const TODAY = Math.floor(NOW / D) * D;
 const FROM = TODAY - 5 * D;
 const END = TODAY - 2 * D;
-const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator({ seed: 42, from: FROM - 30 * D, to: TODAY, now: NOW, sessionsPerDay: 30 }, { prefix: 'session-etl-verify-card-' });
 let dash: RunningDashboard | undefined;
@@ -28,10 +27,10 @@ describe('the dashboard after a failed verify', () => {
   it('its card says what failed and what to run, its bar is full, the health box says Failing once', async () => {
     const dataDir = join(await fx.tempDir(), 'data');
     const env = fx.env(dataDir);
-    const range = ['--from', day(FROM), '--to', day(END)];
+    const range = ['--from', isoDay(FROM), '--to', isoDay(END)];
     // A long backfill first, so that the verify is not the longest run.
-    expect((await runCli(['backfill', '--from', day(FROM - 20 * D), '--to', day(END), '--chunk', '6h', '--no-progress'], env)).code).toBe(0);
-    fx.emu.setFaults({ amend: [{ day: day(FROM + D), count: 2 }] });
+    expect((await runCli(['backfill', '--from', isoDay(FROM - 20 * D), '--to', isoDay(END), '--chunk', '6h', '--no-progress'], env)).code).toBe(0);
+    fx.emu.setFaults({ amend: [{ day: isoDay(FROM + D), count: 2 }] });
     const verify = await runCli(['verify', ...range, '--no-progress'], env);
     expect(verify.code).toBe(1);
     expect(verify.stdout).toContain('windows        3 of 3 fetched');

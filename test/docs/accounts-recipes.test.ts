@@ -5,37 +5,36 @@
  * ones (Polars, pyarrow, pandas; required under CI, which installs them). Each prints every account
  * with its number of sessions on one line, and types `date` and `agent_group_id` as data.md's do.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { runCli } from '../helpers/cli.js';
 import { addSessionWithoutStart, PYTHON_READERS, pythonHas, recipes as recipesOf, runPythonRecipe, TYPES_PROBE } from './recipes.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 5 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 const DOC_PATH = '/var/lib/session-etl';
 const recipes = () => recipesOf('accounts.md');
 
-let emu: Emulator;
+const accounts = ['acme', 'globex', 'initech'].map((name, i) => ({ name, apiKey: `recipe-key-${name}`, seed: 40 + i, sessionsPerDay: 20 + 10 * i }));
+const fx = useEmulator({ seed: 4, from: FROM - D, to: NOW, now: NOW, accounts }, { prefix: 'session-etl-accounts-recipes-' });
 let root: string;
 let data: string;
 /** Sessions per account, as the store counted them. */
 let expected: Map<string, number>;
 
 beforeAll(async () => {
-  const accounts = ['acme', 'globex', 'initech'].map((name, i) => ({ name, apiKey: `recipe-key-${name}`, seed: 40 + i, sessionsPerDay: 20 + 10 * i }));
-  emu = await startEmulator({ seed: 4, from: FROM - D, to: NOW, now: NOW, accounts });
   root = await mkdtemp(join(tmpdir(), 'session-etl-recipes-'));
   data = join(root, 'data');
   const config = join(root, 'config.json');
-  await writeFile(config, JSON.stringify({ dataDir: data, reportingUrl: emu.url, accounts: Object.fromEntries(accounts.map((a) => [a.name, { apiKeyEnv: `K_${a.name.toUpperCase()}` }])) }));
+  await writeAccountsConfig(config, { dataDir: data, reportingUrl: fx.emu.url }, Object.fromEntries(accounts.map((a) => [a.name, `K_${a.name.toUpperCase()}`])));
   const env = Object.fromEntries(accounts.map((a) => [`K_${a.name.toUpperCase()}`, a.apiKey]));
-  const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(FROM + 3 * D), '--json', '--log-level', 'error'], env);
+  const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(FROM + 3 * D), '--json', '--log-level', 'error'], env);
   expect(r.code).toBe(0);
   await addSessionWithoutStart(data, { start: FROM, end: FROM + D }, 'acme');
   const st = JSON.parse((await runCli(['status', '--config', config, '--json'], env)).stdout) as { accounts: Array<{ account: string; status: { rows: number } }> };
@@ -43,7 +42,6 @@ beforeAll(async () => {
   expect([...expected.values()].every((n) => n > 0)).toBe(true);
 }, 120_000);
 afterAll(async () => {
-  await emu?.close();
   if (root) await rm(root, { recursive: true, force: true });
 });
 

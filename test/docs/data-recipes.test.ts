@@ -14,9 +14,9 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { addSessionWithoutStart, PYTHON_READERS, pythonHas, recipes, runPythonRecipe, TYPES_PROBE } from './recipes.js';
+import { D } from '../helpers/time.js';
 
 const DOC_DATA_DIR = 'data/demo';
-const D = 86_400;
 let root: string;
 let demo: string;
 /** Sessions per UTC day of `started_at` ('null' for those without), from the DuckDB table. */

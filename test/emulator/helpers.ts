@@ -1,6 +1,8 @@
 import type { Emulator } from '../../src/emulator/index.js';
+import { D } from '../helpers/time.js';
 
-export const D = 86_400;
+export { D };
+
 /** Thursday 2026-01-15 14:00:00Z: mid-afternoon on a weekday, so sessions are running. */
 export const NOW = Date.UTC(2026, 0, 15, 14) / 1000;
 export const TODAY = NOW - 14 * 3_600;

@@ -4,11 +4,12 @@ import { emulatorOptionsFromFlags, type EmulatorFlags } from '../../src/cli/comm
 import { UsageError } from '../../src/cli/usage-error.js';
 import { startEmulator, type Emulator, type EmulatorFaults } from '../../src/emulator/index.js';
 import { AMENDED_NOTE } from '../../src/emulator/late-data.js';
+import { isoDay } from '../helpers/time.js';
 import { D, FROM, NOW, post, sessionsQuery } from './helpers.js';
 
 /** The Monday before NOW's Thursday: a whole past day of the emulator's data. */
 const DAY = NOW - 14 * 3_600 - 3 * D;
-const DATE = new Date(DAY * 1000).toISOString().slice(0, 10);
+const DATE = isoDay(DAY);
 const FIELDS = 'id started externalFields { notes }';
 
 let emu: Emulator;

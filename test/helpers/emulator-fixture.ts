@@ -44,3 +44,16 @@ export function useEmulator(options: EmulatorOptions, o: { prefix: string; befor
     },
   };
 }
+
+/**
+ * An emulator for one test whose options only that test knows (its own faults or data): started,
+ * handed to `fn`, and closed when `fn` ends, even by throwing.
+ */
+export async function withEmulator<T>(options: EmulatorOptions, fn: (emu: Emulator) => Promise<T>): Promise<T> {
+  const emu = await startEmulator(options);
+  try {
+    return await fn(emu);
+  } finally {
+    await emu.close();
+  }
+}

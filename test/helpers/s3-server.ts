@@ -10,7 +10,9 @@ import { createServer, request, type IncomingMessage, type Server, type ServerRe
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface S3TestServer {
   /** The endpoint (AWS_ENDPOINT_URL_S3). */
@@ -173,4 +175,50 @@ export async function startS3(o: { buckets?: string[]; conditionalWrites?: boole
   };
   await api.start();
   return api;
+}
+
+/** The file's S3 server (from `useS3`): the server's own API, and an SDK client for it. */
+export interface S3Fixture extends S3TestServer {
+  /** A new SDK client of the server (path style, its credentials); `destroy()` it when done. */
+  client(): S3Client;
+}
+
+/**
+ * One S3 server for a test file: started in beforeAll (with the AWS SDK's Node-version warning
+ * silenced, as every bucket test wants), closed in afterAll. Call it at the file's top level or in a
+ * describe; use what it returns inside tests.
+ */
+export function useS3(o: { buckets?: string[]; conditionalWrites?: boolean } = {}): S3Fixture {
+  let server: S3TestServer | undefined;
+  beforeAll(async () => {
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+    server = await startS3(o);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  const s = (): S3TestServer => {
+    if (!server) throw new Error('the S3 server is started in beforeAll: use it inside a test');
+    return server;
+  };
+  return {
+    get url() {
+      return s().url;
+    },
+    get env() {
+      return s().env;
+    },
+    get requests() {
+      return s().requests;
+    },
+    slowDown: (n) => s().slowDown(n),
+    stop: () => s().stop(),
+    start: () => s().start(),
+    stopAfterPuts: (n) => s().stopAfterPuts(n),
+    refusePuts: (match) => s().refusePuts(match),
+    echoSessionToken: (on) => s().echoSessionToken(on),
+    close: () => s().close(),
+    client: () =>
+      new S3Client({ endpoint: s().url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY } }),
+  };
 }

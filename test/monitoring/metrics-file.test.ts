@@ -4,28 +4,25 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
 import { runCli } from '../helpers/cli.js';
 import { checkExposition, samples, value } from './helpers.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 6 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
-let emu: Emulator;
+const fx = useEmulator({ seed: 12, from: FROM, to: FROM + 5 * D, now: NOW, sessionsPerDay: 50 }, { prefix: 'session-etl-metrics-file-' });
 let dir: string;
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 12, from: FROM, to: FROM + 5 * D, now: NOW, sessionsPerDay: 50 });
   dir = await mkdtemp(join(tmpdir(), 'session-etl-metrics-file-'));
 });
 afterAll(async () => {
-  await emu.close();
   await rm(dir, { recursive: true, force: true });
 });
 
-const env = (dataDir: string, key = emu.apiKey) => ({ REPORTING_URL: emu.url, REPORTING_API_KEY: key, SESSION_ETL_DATA_DIR: dataDir });
+const env = (dataDir: string, key = fx.emu.apiKey) => ({ REPORTING_URL: fx.emu.url, REPORTING_API_KEY: key, SESSION_ETL_DATA_DIR: dataDir });
 
 describe('--metrics-file (textfile collector)', () => {
   it('is written after a backfill and an export, failed ones included, atomically and without process metrics', async () => {
@@ -34,13 +31,13 @@ describe('--metrics-file (textfile collector)', () => {
     await mkdir(textfiles);
     const file = join(textfiles, 'session_etl.prom');
 
-    const b = await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + 2 * D), '--metrics-file', file, '--no-progress'], env(dataDir));
+    const b = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 2 * D), '--metrics-file', file, '--no-progress'], env(dataDir));
     expect(b.code, b.stderr).toBe(0);
     let text = await readFile(file, 'utf8');
     const stored = (await readDuckDbSessions(dataDir)).length;
     // The vendor's windows are closed (docs/data.md, "Partial days"): a session that started exactly at
     // --to's midnight is stored too. The dataset moves with the date, so some days have one.
-    expect(stored).toBe(emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D + 1).length);
+    expect(stored).toBe(fx.emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D + 1).length);
     expect(value(text, 'session_etl_runs_total', { command: 'backfill', outcome: 'succeeded' })).toBe(1);
     expect(value(text, 'session_etl_sessions_written_total')).toBe(stored);
     expect(value(text, 'session_etl_stored_sessions')).toBe(stored);
@@ -54,7 +51,7 @@ describe('--metrics-file (textfile collector)', () => {
     expect(e.code, e.stderr).toBe(0);
     text = await readFile(file, 'utf8');
     const total = (await readDuckDbSessions(dataDir)).length;
-    expect(total).toBe(emu.dataset.sessionsStartedIn(FROM, FROM + 5 * D).length);
+    expect(total).toBe(fx.emu.dataset.sessionsStartedIn(FROM, FROM + 5 * D).length);
     expect(value(text, 'session_etl_runs_total', { command: 'export', outcome: 'succeeded' })).toBe(1);
     expect(samples(text).some((s) => s.labels.command === 'backfill')).toBe(false);
     expect(value(text, 'session_etl_stored_sessions')).toBe(total);
@@ -94,7 +91,7 @@ describe('--metrics-file (textfile collector)', () => {
 
   it('a path whose directory does not exist exits 2 before the run', async () => {
     const dataDir = join(dir, 'never');
-    const r = await runCli(['export', '--since', iso(FROM), '--metrics-file', join(dir, 'no-such-dir', 'x.prom')], env(dataDir));
+    const r = await runCli(['export', '--since', isoDay(FROM), '--metrics-file', join(dir, 'no-such-dir', 'x.prom')], env(dataDir));
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--metrics-file .*no-such-dir.* does not exist/);
     expect(existsSync(dataDir)).toBe(false);

@@ -8,31 +8,28 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import type { NotifyPayload } from '../../src/monitoring/notify.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 /** docs/monitoring.md's promise: a receiver that never answers delays a run by 15 s at most. */
 const BUDGET_MS = 15_000;
 const NAMES = ['acme', 'globex', 'hooli', 'initech', 'umbrella'];
 
-let emu: Emulator;
+const fx = useEmulator({ seed: 31, apiKey: 'key-of-the-emulator-0123', from: NOW - 4 * D, to: NOW, now: NOW, sessionsPerDay: 20 }, { prefix: 'session-etl-notify-accounts-' });
 let silent: WebhookReceiver<NotifyPayload>;
 let answering: WebhookReceiver<NotifyPayload>;
 const dirs: string[] = [];
 const children: Array<ReturnType<typeof startCli>> = [];
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 31, apiKey: 'key-of-the-emulator-0123', from: NOW - 4 * D, to: NOW, now: NOW, sessionsPerDay: 20 });
   silent = await startWebhookReceiver<NotifyPayload>('hook/silent-token-4711', { answer: false });
   answering = await startWebhookReceiver<NotifyPayload>('hook/answering-token-4711');
 });
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  await emu.close();
   await silent.close();
   await answering.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
@@ -43,8 +40,8 @@ async function setup(notifyUrl: string) {
   const root = await mkdtemp(join(tmpdir(), 'session-etl-notify-accounts-'));
   dirs.push(root);
   const config = join(root, 'config.json');
-  const accounts = Object.fromEntries(NAMES.map((n) => [n, { apiKeyEnv: `${n.toUpperCase()}_KEY`, reportingUrl: emu.url }]));
-  await writeFile(config, JSON.stringify({ dataDir: join(root, 'data'), startDate: iso(NOW - 2 * D), notifyUrl, accounts }), { mode: 0o600 });
+  const accounts = Object.fromEntries(NAMES.map((n) => [n, { apiKeyEnv: `${n.toUpperCase()}_KEY`, reportingUrl: fx.emu.url }]));
+  await writeFile(config, JSON.stringify({ dataDir: join(root, 'data'), startDate: isoDay(NOW - 2 * D), notifyUrl, accounts }), { mode: 0o600 });
   return { root, config, data: join(root, 'data') };
 }
 
@@ -95,7 +92,7 @@ describe('notifications of many accounts', () => {
     expect(f.map((p) => [p.event, p.account, p.dataDir])).toEqual([['run_failed', 'globex', s.data]]);
     expect(f[0]!.text).toMatch(/^session-etl export \(account globex\) FAILED on /);
 
-    const ok = await runCli(['export', '--config', s.config, '--account', 'globex', '--log-level', 'warn'], { GLOBEX_KEY: emu.apiKey });
+    const ok = await runCli(['export', '--config', s.config, '--account', 'globex', '--log-level', 'warn'], { GLOBEX_KEY: fx.emu.apiKey });
     expect(ok.code, ok.stderr).toBe(0);
     const after = answering.posts.slice(before + 1).map((p) => p.json);
     expect(after.map((p) => [p.event, p.account])).toEqual([['run_recovered', 'globex']]);
@@ -106,13 +103,13 @@ describe('notifications of many accounts', () => {
     const root = await mkdtemp(join(tmpdir(), 'session-etl-notify-accounts-'));
     dirs.push(root);
     const data = join(root, 'data');
-    const env = { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: data, SESSION_ETL_NOTIFY_URL: answering.url };
+    const env = { REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: data, SESSION_ETL_NOTIFY_URL: answering.url };
     const before = answering.posts.length;
     // A first export without --since fails before it creates anything (exit 2).
     const failed = await runCli(['export', '--no-progress', '--log-level', 'warn'], env);
     expect(failed.code).toBe(2);
     expect(failed.stderr).not.toMatch(/could not record what was notified/);
-    const ok = await runCli(['export', '--since', iso(NOW - 2 * D), '--no-progress', '--log-level', 'warn'], env);
+    const ok = await runCli(['export', '--since', isoDay(NOW - 2 * D), '--no-progress', '--log-level', 'warn'], env);
     expect(ok.code, ok.stderr).toBe(0);
     expect(answering.posts.slice(before).map((p) => [p.json.event, p.json.account, p.json.dataDir])).toEqual([
       ['run_failed', null, data],

@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeRun } from '../../src/cli/execute-run.js';
 import { describeConfig, loadConfig } from '../../src/config/load.js';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import {
   buildPayload,
   decideNotifications,
@@ -22,14 +21,14 @@ import {
 import { EMPTY_NOTIFY_STATE, type NotifyState } from '../../src/monitoring/notify-state.js';
 import { runExport, type RunSummary } from '../../src/pipeline/run.js';
 import { registerSecret } from '../../src/util/redact.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { captureLogger, captureStream, fakeTime } from '../helpers/capture.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const H = 3_600;
 const NOW = Math.floor(Date.now() / 1000);
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 /** The webhook's secret part, as in a Slack URL's path. */
 const HOOK_TOKEN = 'T0NOTIFY/B0NOTIFY/xoxwebhooktoken4711';
 const WRONG_KEY = 'wrong-reporting-key-8e1f';
@@ -212,7 +211,7 @@ describe('delivery: retries, backoff and the time budget (fake clock)', () => {
 type Receiver = WebhookReceiver<NotifyPayload>;
 const startReceiver = (answer = true) => startWebhookReceiver<NotifyPayload>(`services/${HOOK_TOKEN}`, { answer });
 
-let emu: Emulator;
+const fx = useEmulator({ seed: 16, from: NOW - 5 * D, to: NOW, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-notify-' });
 let receiver: Receiver;
 const dirs: string[] = [];
 async function tempDir(): Promise<string> {
@@ -222,20 +221,18 @@ async function tempDir(): Promise<string> {
 }
 
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 16, from: NOW - 5 * D, to: NOW, now: NOW, sessionsPerDay: 40 });
   receiver = await startReceiver();
 });
 afterAll(async () => {
-  await emu.close();
   await receiver.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
 function env(dataDir: string, extra: Record<string, string> = {}) {
-  return { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir, SESSION_ETL_NOTIFY_URL: receiver.url, ...extra };
+  return { REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dataDir, SESSION_ETL_NOTIFY_URL: receiver.url, ...extra };
 }
 /** Every form of every secret of these tests. */
-const SECRETS = () => [emu.apiKey, WRONG_KEY, HOOK_TOKEN, 'xoxwebhooktoken4711'].flatMap((s) => [s, encodeURIComponent(s), Buffer.from(s).toString('base64')]);
+const SECRETS = () => [fx.emu.apiKey, WRONG_KEY, HOOK_TOKEN, 'xoxwebhooktoken4711'].flatMap((s) => [s, encodeURIComponent(s), Buffer.from(s).toString('base64')]);
 function expectNoSecret(text: string) {
   for (const s of SECRETS()) expect(text).not.toContain(s);
   expect(text.toLowerCase()).not.toContain('bearer');
@@ -245,7 +242,7 @@ describe('notifications end to end (CLI, emulator, real receiver)', () => {
   it('a failed export posts run_failed; the next success posts run_recovered; a second success posts nothing', async () => {
     const dataDir = await tempDir();
     const start = receiver.posts.length;
-    const first = await runCli(['export', '--since', iso(NOW - 3 * D), '--no-progress'], env(dataDir, { SESSION_ETL_NOTIFY_URL: '' }));
+    const first = await runCli(['export', '--since', isoDay(NOW - 3 * D), '--no-progress'], env(dataDir, { SESSION_ETL_NOTIFY_URL: '' }));
     expect(first.code).toBe(0);
 
     const failed = await runCli(['export', '--no-progress'], env(dataDir, { REPORTING_API_KEY: WRONG_KEY }));
@@ -284,7 +281,7 @@ describe('notifications end to end (CLI, emulator, real receiver)', () => {
   it('a failed backfill posts run_failed as backfill', async () => {
     const dataDir = await tempDir();
     const start = receiver.posts.length;
-    const r = await runCli(['backfill', '--from', iso(NOW - 3 * D), '--to', iso(NOW - D), '--no-progress'], env(dataDir, { REPORTING_API_KEY: WRONG_KEY }));
+    const r = await runCli(['backfill', '--from', isoDay(NOW - 3 * D), '--to', isoDay(NOW - D), '--no-progress'], env(dataDir, { REPORTING_API_KEY: WRONG_KEY }));
     expect(r.code).toBe(1);
     expect(receiver.posts.slice(start).map((p) => p.json)).toMatchObject([{ event: 'run_failed', command: 'backfill', dataDir, exitCode: 1 }]);
     expect(receiver.posts[start]!.json.runId).toMatch(/^backfill-/);
@@ -295,7 +292,7 @@ describe('notifications end to end (CLI, emulator, real receiver)', () => {
     const start = receiver.posts.length;
     const events = () => receiver.posts.slice(start).map((p) => p.json.event);
     // --settle 3h keeps the checkpoint 3 h behind now: over a 1 h limit.
-    const a = await runCli(['export', '--since', iso(NOW - 2 * D), '--settle', '3h', '--max-lag', '1h', '--no-progress'], env(dataDir));
+    const a = await runCli(['export', '--since', isoDay(NOW - 2 * D), '--settle', '3h', '--max-lag', '1h', '--no-progress'], env(dataDir));
     expect(a.code).toBe(0);
     expect(events()).toEqual(['lag_exceeded']);
     const lag = receiver.posts[start]!.json;
@@ -319,7 +316,7 @@ describe('notifications end to end (CLI, emulator, real receiver)', () => {
     const dataDir = await tempDir();
     await mkdir(dataDir, { recursive: true });
     const cfg = join(dataDir, 'config.json');
-    await writeFile(cfg, JSON.stringify({ startDate: iso(NOW - 2 * D) }));
+    await writeFile(cfg, JSON.stringify({ startDate: isoDay(NOW - 2 * D) }));
     const start = receiver.posts.length;
     const s = startCli(['schedule', '--run-now', '--config', cfg], env(dataDir, { REPORTING_API_KEY: WRONG_KEY }));
     await waitFor(() => /notification sent/.test(s.output()), 30_000, 'a notification');
@@ -337,13 +334,13 @@ describe('notifications end to end (CLI, emulator, real receiver)', () => {
     const down = await startReceiver();
     await down.close(); // connection refused from now on
     const dataDir = await tempDir();
-    const run = await runCli(['export', '--since', iso(NOW - 2 * D), '--no-progress'], env(dataDir, { REPORTING_API_KEY: WRONG_KEY, SESSION_ETL_NOTIFY_URL: down.url }));
+    const run = await runCli(['export', '--since', isoDay(NOW - 2 * D), '--no-progress'], env(dataDir, { REPORTING_API_KEY: WRONG_KEY, SESSION_ETL_NOTIFY_URL: down.url }));
     expect(run.code).toBe(1);
     const port = new URL(down.url).port;
     expect(run.stderr).toMatch(new RegExp(`"event":"run_failed","receiver":"http://127\\.0\\.0\\.1:${port}","attempts":3,"error":"ECONNREFUSED[^"]*".*notification not delivered`));
     expectNoSecret(run.stdout + run.stderr);
     // The same with a successful run: exit 0 stays 0.
-    const okRun = await runCli(['export', '--since', iso(NOW - 2 * D), '--no-progress'], env(dataDir, { SESSION_ETL_NOTIFY_URL: down.url }));
+    const okRun = await runCli(['export', '--since', isoDay(NOW - 2 * D), '--no-progress'], env(dataDir, { SESSION_ETL_NOTIFY_URL: down.url }));
     expect(okRun.code).toBe(0);
     expect(okRun.stderr).toMatch(/"event":"run_recovered".*"attempts":3.*notification not delivered/);
   });
@@ -357,7 +354,7 @@ describe('notifications end to end (CLI, emulator, real receiver)', () => {
       const stdout = captureStream();
       const stderr = captureStream();
       const code = await executeRun(
-        { reportingUrl: emu.url, apiKey: WRONG_KEY, dataDir, format: 'duckdb' },
+        { reportingUrl: fx.emu.url, apiKey: WRONG_KEY, dataDir, format: 'duckdb' },
         (o) => runExport({ ...o, since: NOW - 2 * D }),
         {
           json: true,

@@ -8,29 +8,38 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import type { Emulator } from '../../src/emulator/index.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { startCli, waitFor } from '../helpers/cli.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { checkExposition, value } from './helpers.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 3 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
-const emus: Record<string, Emulator> = {};
+const fxs = {
+  acme: useEmulator({ seed: 21, apiKey: 'key-of-acme-0123456789', from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 30 }, { prefix: 'session-etl-schedule-accounts-' }),
+  globex: useEmulator({ seed: 22, apiKey: 'key-of-globex-0123456789', from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 30 }, { prefix: 'session-etl-schedule-accounts-' }),
+};
+/** Each account's emulator (after beforeAll). */
+const emus: Record<'acme' | 'globex', Emulator> = {
+  get acme() {
+    return fxs.acme.emu;
+  },
+  get globex() {
+    return fxs.globex.emu;
+  },
+};
 const dirs: string[] = [];
 const children: Array<ReturnType<typeof startCli>> = [];
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  emus.acme = await startEmulator({ seed: 21, apiKey: 'key-of-acme-0123456789', from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 30 });
-  emus.globex = await startEmulator({ seed: 22, apiKey: 'key-of-globex-0123456789', from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 30 });
   receiver = await startWebhookReceiver('hook/secret-hook-token-4711');
 });
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  for (const e of Object.values(emus)) await e.close();
   await receiver.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
@@ -43,7 +52,7 @@ async function scheduleAccounts(env: Record<string, string>) {
     config,
     JSON.stringify({
       dataDir: join(root, 'data'),
-      startDate: iso(FROM),
+      startDate: isoDay(FROM),
       notifyUrl: receiver.url,
       accounts: { acme: { apiKeyEnv: 'ACME_KEY', reportingUrl: emus.acme!.url }, globex: { apiKeyEnv: 'GLOBEX_KEY', reportingUrl: emus.globex!.url } },
     }),

@@ -9,40 +9,37 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { readStateSnapshot } from '../../src/store/state-snapshot.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
 import { checkExposition, startPrometheus, value } from './helpers.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 4 * D;
 const TO = FROM + 3 * D;
 const SETTLE = 600;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
-let emu: Emulator;
+const fx = useEmulator({ seed: 11, from: FROM, to: TO, now: NOW, sessionsPerDay: 60 }, { prefix: 'session-etl-schedule-' });
 let dir: string;
 let dataDir: string;
 let config: string;
 const children: Array<ReturnType<typeof startCli>> = [];
 
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 11, from: FROM, to: TO, now: NOW, sessionsPerDay: 60 });
   dir = await mkdtemp(join(tmpdir(), 'session-etl-monitoring-'));
   dataDir = join(dir, 'data');
   config = join(dir, 'config.json');
-  await writeFile(config, JSON.stringify({ startDate: iso(FROM) }));
+  await writeFile(config, JSON.stringify({ startDate: isoDay(FROM) }));
 });
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  await emu.close();
   await rm(dir, { recursive: true, force: true });
 });
 
 function env(extra: Record<string, string> = {}) {
-  return { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir, ...extra };
+  return { REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dataDir, ...extra };
 }
 
 /** Starts the scheduler (its cron never fires during a test) and returns it with its endpoint's base URL. */
@@ -75,7 +72,7 @@ describe('schedule --http-port (real processes, emulator, Prometheus)', () => {
   let checkpoint = 0;
 
   it('serves /metrics and /healthz during and after a run; a real Prometheus scrapes it', async () => {
-    emu.setFaults({ latencyMs: 300 });
+    fx.emu.setFaults({ latencyMs: 300 });
     const { s, base } = await schedule(['--run-now', '--concurrency', '1']);
     expect(s.output().split('\n')[0]).toMatch(/^Metrics: http:\/\/127\.0\.0\.1:\d+\/metrics/);
 
@@ -92,8 +89,8 @@ describe('schedule --http-port (real processes, emulator, Prometheus)', () => {
     // After it: the counters and the gauges agree with what the emulator served and what is stored.
     let after = '';
     await waitFor(async () => value((after = await scrape(base)), 'session_etl_runs_total', { command: 'export', outcome: 'succeeded' }) === 1, 60_000, 'the run to end');
-    emu.setFaults({});
-    const served = emu.dataset.sessionsStartedIn(FROM, TO).length;
+    fx.emu.setFaults({});
+    const served = fx.emu.dataset.sessionsStartedIn(FROM, TO).length;
     expect(served).toBeGreaterThan(100);
     written = value(after, 'session_etl_sessions_written_total');
     expect(written).toBe(served);
@@ -187,7 +184,7 @@ describe('schedule --http-port (real processes, emulator, Prometheus)', () => {
 
   it('a clean stop (SIGTERM) while a run is going exits 0, not 143: the run commits its windows and is recorded as interrupted', async () => {
     const own = join(dir, 'stopped-mid-run');
-    emu.setFaults({ latencyMs: 700 });
+    fx.emu.setFaults({ latencyMs: 700 });
     const { s, base } = await schedule(['--run-now', '--concurrency', '1'], { SESSION_ETL_DATA_DIR: own });
     try {
       // Stopped once a window has committed (stopped before the first one, a first run leaves nothing).
@@ -207,7 +204,7 @@ describe('schedule --http-port (real processes, emulator, Prometheus)', () => {
       expect(r.stdout).toMatch(/^ {2}windows {8}\d+ of \d+ done, \d+ not started$/m);
       expect(r.stdout).toMatch(/^ {2}checkpoint {5}\d{4}-/m);
     } finally {
-      emu.setFaults({});
+      fx.emu.setFaults({});
     }
     const status = await runCli(['status', '--json'], env({ SESSION_ETL_DATA_DIR: own }));
     expect(status.code, status.stderr).toBe(0);

@@ -11,11 +11,10 @@ import type { RunSummary } from '../../src/pipeline/run.js';
 import { runCli } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { samples, value } from './helpers.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 4 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 // The emulator's clock pinned: what it serves does not change between the two exports.
 const fx = useEmulator({ seed: 31, from: FROM - D, now: NOW, sessionsPerDay: 60 }, { prefix: 'session-etl-written-' });
@@ -27,7 +26,7 @@ describe('an export where nothing changed', () => {
     await mkdir(join(dir, 'textfile'));
     const file = join(dir, 'textfile', 'session_etl.prom');
 
-    const first = await runCli(['export', '--since', iso(FROM), '--json', '--no-progress', '--metrics-file', file], fx.env(dataDir));
+    const first = await runCli(['export', '--since', isoDay(FROM), '--json', '--no-progress', '--metrics-file', file], fx.env(dataDir));
     expect(first.code).toBe(0);
     const s1 = (JSON.parse(first.stdout) as RunSummary).sessions;
     // Records fetched = sessions written + unchanged + second copies of the sessions on a window boundary.

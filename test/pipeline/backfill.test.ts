@@ -2,14 +2,15 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { Emulator } from '../../src/emulator/index.js';
 import { runBackfill, runExport, type PipelineOptions } from '../../src/pipeline/run.js';
 import { RunFailedError, RunInterruptedError } from '../../src/pipeline/errors.js';
 import { countWindows, cutWindows, MAX_PLANNED_WINDOWS } from '../../src/time/windows.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { expectedRow, parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const DAYS = 6;
 const TO = FROM + DAYS * D;
@@ -46,19 +47,15 @@ function strip<T extends Record<string, unknown>>(rows: T[]): Array<Omit<T, 'ext
 }
 
 describe.each(['closed', 'half-open', 'overlap'] as const)('backfill under the %s window rule', (windowRule) => {
-  let emu: Emulator;
-  beforeAll(async () => {
-    emu = await startEmulator({ seed: 3, from: FROM - 2 * D, to: NOW, now: NOW, sessionsPerDay: 120, windowRule });
-  });
-  afterAll(async () => emu.close());
+  const fx = useEmulator({ seed: 3, from: FROM - 2 * D, to: NOW, now: NOW, sessionsPerDay: 120, windowRule }, { prefix: 'session-etl-backfill-' });
 
   it('stores exactly the emulator data, once each, in DuckDB and Parquet', async () => {
     const dataDir = await tempDir();
-    const s = await runBackfill({ ...base(emu, dataDir, { chunkSeconds: 6 * 3600 }), from: FROM, to: TO });
+    const s = await runBackfill({ ...base(fx.emu, dataDir, { chunkSeconds: 6 * 3600 }), from: FROM, to: TO });
     expect(s.outcome).toBe('succeeded');
     expect(s.windows.total).toBe(DAYS * 4);
 
-    const truth = emu.dataset.sessionsStartedIn(FROM, TO);
+    const truth = fx.emu.dataset.sessionsStartedIn(FROM, TO);
     expect(truth.length).toBeGreaterThan(300);
     const expected = sortById(truth.map(expectedRow));
     const db = await readDuckDbSessions(dataDir);
@@ -69,7 +66,7 @@ describe.each(['closed', 'half-open', 'overlap'] as const)('backfill under the %
     expect(strip(inRange)).toEqual(expected);
     // Anything else the server's rule returned (the session at exactly `to`, or sessions overlapping the range) is the server's own data.
     for (const r of db.filter((x) => !inRange.includes(x))) {
-      expect(strip([r])[0]).toEqual(expectedRow(emu.dataset.byId(r.session_id as string)!));
+      expect(strip([r])[0]).toEqual(expectedRow(fx.emu.dataset.byId(r.session_id as string)!));
     }
     for (const r of db) expect(r.extracted_at).toBeCloseTo(NOW, 0);
 
@@ -87,19 +84,15 @@ describe.each(['closed', 'half-open', 'overlap'] as const)('backfill under the %
 });
 
 describe('backfill behaviours', () => {
-  let emu: Emulator;
-  beforeAll(async () => {
-    emu = await startEmulator({ seed: 11, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 150 });
-  });
-  afterAll(async () => emu.close());
+  const fx = useEmulator({ seed: 11, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 150 }, { prefix: 'session-etl-backfill-' });
   afterEach(() => {
-    emu.setFaults({});
-    emu.setNow(NOW);
+    fx.emu.setFaults({});
+    fx.emu.setNow(NOW);
   });
 
   it('writes Parquet with UTC-adjusted timestamps, strings that keep leading zeros, zstd', async () => {
     const dataDir = await tempDir();
-    await runBackfill({ ...base(emu, dataDir), from: FROM, to: FROM + 2 * D });
+    await runBackfill({ ...base(fx.emu, dataDir), from: FROM, to: FROM + 2 * D });
     const parts = await readParquetDataset(dataDir);
     const schema = parts[0]!.schema;
     const col = (name: string) => schema.children.find((c) => c.element.name === name)!.element;
@@ -118,20 +111,20 @@ describe('backfill behaviours', () => {
   it('the progress and the summary count the same thing: records fetched (a session on a window boundary twice); written counts sessions once', async () => {
     const dataDir = await tempDir();
     let last = -1;
-    const s = await runBackfill({ ...base(emu, dataDir), from: FROM, to: FROM + 3 * D, onProgress: (p) => (last = p.sessions) });
-    const truth = emu.dataset.sessionsStartedIn(FROM, FROM + 3 * D);
+    const s = await runBackfill({ ...base(fx.emu, dataDir), from: FROM, to: FROM + 3 * D, onProgress: (p) => (last = p.sessions) });
+    const truth = fx.emu.dataset.sessionsStartedIn(FROM, FROM + 3 * D);
     // The windows end inclusive (closed rule): a session starting at an inner midnight comes twice.
     const twice = truth.filter((t) => t.started! % D === 0 && t.started! > FROM).length;
     expect(s.sessions.fetched).toBe(last);
-    expect(s.sessions.fetched).toBe(truth.length + twice + emu.dataset.sessionsStartedIn(FROM + 3 * D, FROM + 3 * D + 1).length);
-    expect(s.sessions.written).toBe(truth.length + emu.dataset.sessionsStartedIn(FROM + 3 * D, FROM + 3 * D + 1).length);
+    expect(s.sessions.fetched).toBe(truth.length + twice + fx.emu.dataset.sessionsStartedIn(FROM + 3 * D, FROM + 3 * D + 1).length);
+    expect(s.sessions.written).toBe(truth.length + fx.emu.dataset.sessionsStartedIn(FROM + 3 * D, FROM + 3 * D + 1).length);
   });
 
   it('re-running is idempotent: same rows, no duplicates, everything counted as re-read unchanged (not updated)', async () => {
     const dataDir = await tempDir();
-    const first = await runBackfill({ ...base(emu, dataDir), from: FROM, to: FROM + 3 * D });
+    const first = await runBackfill({ ...base(fx.emu, dataDir), from: FROM, to: FROM + 3 * D });
     const before = await readDuckDbSessions(dataDir);
-    const second = await runBackfill({ ...base(emu, dataDir), from: FROM, to: FROM + 3 * D });
+    const second = await runBackfill({ ...base(fx.emu, dataDir), from: FROM, to: FROM + 3 * D });
     expect(second.resumed).toBe(false);
     const after = await readDuckDbSessions(dataDir);
     expect(first.sessions.new).toBe(before.length);
@@ -144,15 +137,15 @@ describe('backfill behaviours', () => {
 
   it('parquet-only re-runs never duplicate either', async () => {
     const dataDir = await tempDir();
-    await runBackfill({ ...base(emu, dataDir, { format: 'parquet' }), from: FROM, to: FROM + 2 * D });
-    const s2 = await runBackfill({ ...base(emu, dataDir, { format: 'parquet' }), from: FROM, to: FROM + 2 * D });
+    await runBackfill({ ...base(fx.emu, dataDir, { format: 'parquet' }), from: FROM, to: FROM + 2 * D });
+    const s2 = await runBackfill({ ...base(fx.emu, dataDir, { format: 'parquet' }), from: FROM, to: FROM + 2 * D });
     expect(s2.sessions.new).toBe(0);
     const rows = parquetRowsComparable(await readParquetDataset(dataDir));
     // Read again as stored in the Parquet files: unchanged, not updated.
     expect(s2.sessions).toMatchObject({ updated: 0, unchanged: rows.length });
     const ids = rows.map((r) => r.session_id);
     expect(new Set(ids).size).toBe(ids.length);
-    const truth = emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).map(expectedRow);
+    const truth = fx.emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).map(expectedRow);
     expect(strip(rows.filter((r) => (r.started_at as number) < FROM + 2 * D) as never)).toEqual(sortById(truth));
     expect((await readdir(dataDir)).sort()).toEqual(['.tmp', 'parquet', 'state.duckdb', 'state.json']);
   });
@@ -163,19 +156,19 @@ describe('backfill behaviours', () => {
     ['a silent truncation, with --max-results-per-query', { truncateResultsTo: 40 }, { maxResultsPerQuery: 40 }],
   ])('bisects under %s and still stores everything', async (_name, faults, extra) => {
     const dataDir = await tempDir();
-    emu.setFaults(faults);
-    const s = await runBackfill({ ...base(emu, dataDir, extra), from: FROM, to: FROM + 2 * D });
+    fx.emu.setFaults(faults);
+    const s = await runBackfill({ ...base(fx.emu, dataDir, extra), from: FROM, to: FROM + 2 * D });
     expect(s.outcome).toBe('succeeded');
     expect(s.bisections).toBeGreaterThan(0);
-    const truth = sortById(emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).map(expectedRow));
+    const truth = sortById(fx.emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).map(expectedRow));
     const db = await readDuckDbSessions(dataDir);
     expect(strip(db.filter((r) => (r.started_at as number) < FROM + 2 * D))).toEqual(truth);
   });
 
   it('fails, naming the window and the server message, when even the smallest window is refused', async () => {
     const dataDir = await tempDir();
-    emu.setFaults({ maxResults: 1 });
-    const err = await runBackfill({ ...base(emu, dataDir, { minChunkSeconds: 6 * 3600 }), from: FROM, to: FROM + D }).catch((e: unknown) => e);
+    fx.emu.setFaults({ maxResults: 1 });
+    const err = await runBackfill({ ...base(fx.emu, dataDir, { minChunkSeconds: 6 * 3600 }), from: FROM, to: FROM + D }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RunFailedError);
     expect((err as Error).message).toMatch(/window 2026-01-01T\d\d:00:00Z–2026-01-01T\d\d:00:00Z failed/);
     expect((err as Error).message).toMatch(/maximum result size/);
@@ -186,12 +179,12 @@ describe('backfill behaviours', () => {
     const dataDir = await tempDir();
     // A weekday at 15:00 UTC: busy hours, so some sessions are still running.
     const early = TO - D + 15 * 3600;
-    emu.setNow(early);
-    await runBackfill({ ...base(emu, dataDir, { now: () => early * 1000, settleSeconds: 0 }), from: TO - 2 * D, to: early });
+    fx.emu.setNow(early);
+    await runBackfill({ ...base(fx.emu, dataDir, { now: () => early * 1000, settleSeconds: 0 }), from: TO - 2 * D, to: early });
     const running = (await readDuckDbSessions(dataDir)).filter((r) => r.ended_at === null);
     expect(running.length).toBeGreaterThan(0);
-    emu.setNow(NOW);
-    const s = await runExport({ ...base(emu, dataDir) });
+    fx.emu.setNow(NOW);
+    const s = await runExport({ ...base(fx.emu, dataDir) });
     // Updated: exactly the sessions whose content changed (the running ones, now ended); the rest of
     // the lookback was read again as stored and counts as unchanged.
     expect(s.sessions.updated).toBe(running.length);
@@ -201,7 +194,7 @@ describe('backfill behaviours', () => {
       const now = after.get(r.session_id)!;
       expect(now.ended_at).not.toBeNull();
       expect(now.extracted_at).toBeGreaterThan(r.extracted_at);
-      expect(now).toMatchObject(expectedRow(emu.dataset.byId(r.session_id)!));
+      expect(now).toMatchObject(expectedRow(fx.emu.dataset.byId(r.session_id)!));
     }
   });
 
@@ -209,7 +202,7 @@ describe('backfill behaviours', () => {
     const dataDir = await tempDir();
     const stop = new AbortController();
     const err = await runBackfill({
-      ...base(emu, dataDir, { concurrency: 1, stopSignal: stop.signal }),
+      ...base(fx.emu, dataDir, { concurrency: 1, stopSignal: stop.signal }),
       from: FROM,
       to: FROM + 6 * D,
       onProgress: (p) => {
@@ -217,31 +210,31 @@ describe('backfill behaviours', () => {
       },
     }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RunInterruptedError);
-    const before = emu.stats().requests;
-    const s = await runBackfill({ ...base(emu, dataDir, { concurrency: 1 }), from: FROM, to: FROM + 6 * D });
+    const before = fx.emu.stats().requests;
+    const s = await runBackfill({ ...base(fx.emu, dataDir, { concurrency: 1 }), from: FROM, to: FROM + 6 * D });
     expect(s.resumed).toBe(true);
     expect(s.windows.total).toBeLessThan(6);
-    expect(emu.stats().requests - before).toBe(s.windows.total);
-    const truth = sortById(emu.dataset.sessionsStartedIn(FROM, FROM + 6 * D).map(expectedRow));
+    expect(fx.emu.stats().requests - before).toBe(s.windows.total);
+    const truth = sortById(fx.emu.dataset.sessionsStartedIn(FROM, FROM + 6 * D).map(expectedRow));
     const db = await readDuckDbSessions(dataDir);
     expect(strip(db.filter((r) => (r.started_at as number) < FROM + 6 * D))).toEqual(truth);
     // Once complete, the same backfill runs whole again (a refresh).
-    const again = await runBackfill({ ...base(emu, dataDir, { concurrency: 1 }), from: FROM, to: FROM + 6 * D });
+    const again = await runBackfill({ ...base(fx.emu, dataDir, { concurrency: 1 }), from: FROM, to: FROM + 6 * D });
     expect(again.resumed).toBe(false);
     expect(again.windows.total).toBe(6);
   });
 
   it('export: the first run needs --since, later runs continue from the checkpoint minus lookback', async () => {
     const dataDir = await tempDir();
-    await expect(runExport(base(emu, dataDir))).rejects.toThrow(/--since/);
+    await expect(runExport(base(fx.emu, dataDir))).rejects.toThrow(/--since/);
     expect(await readdir(dataDir)).toEqual([]);
-    const first = await runExport({ ...base(emu, dataDir, { now: () => (FROM + 2 * D) * 1000 }), since: FROM });
+    const first = await runExport({ ...base(fx.emu, dataDir, { now: () => (FROM + 2 * D) * 1000 }), since: FROM });
     expect(first.range).toEqual({ from: '2026-01-01T00:00:00Z', to: '2026-01-02T23:50:00Z' });
     expect(first.checkpoint).toBe('2026-01-02T23:50:00Z');
-    const second = await runExport({ ...base(emu, dataDir, { now: () => (FROM + 4 * D) * 1000 }) });
+    const second = await runExport({ ...base(fx.emu, dataDir, { now: () => (FROM + 4 * D) * 1000 }) });
     expect(second.range).toEqual({ from: '2026-01-01T23:50:00Z', to: '2026-01-04T23:50:00Z' });
     expect(second.checkpoint).toBe('2026-01-04T23:50:00Z');
-    const truth = sortById(emu.dataset.sessionsStartedIn(FROM, FROM + 4 * D - 600).map(expectedRow));
+    const truth = sortById(fx.emu.dataset.sessionsStartedIn(FROM, FROM + 4 * D - 600).map(expectedRow));
     const db = await readDuckDbSessions(dataDir);
     expect(strip(db.filter((r) => (r.started_at as number) < FROM + 4 * D - 600))).toEqual(truth);
   });

@@ -7,26 +7,21 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Emulator } from '../../src/emulator/index.js';
 import { RunFailedError } from '../../src/pipeline/errors.js';
 import { runBackfill, type PipelineOptions } from '../../src/pipeline/run.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const NOW = FROM + 4 * D;
 
-let clean: Emulator;
-let lone: Emulator;
+const clean = useEmulator({ seed: 19, from: FROM, to: NOW, now: NOW, sessionsPerDay: 150, longNotes: true }, { prefix: 'session-etl-long-text-' });
+const lone = useEmulator({ seed: 19, from: FROM, to: NOW, now: NOW, sessionsPerDay: 150, longNotes: { loneSurrogateRate: 0.05 } }, { prefix: 'session-etl-long-text-' });
 const dirs: string[] = [];
-beforeAll(async () => {
-  clean = await startEmulator({ seed: 19, from: FROM, to: NOW, now: NOW, sessionsPerDay: 150, longNotes: true });
-  lone = await startEmulator({ seed: 19, from: FROM, to: NOW, now: NOW, sessionsPerDay: 150, longNotes: { loneSurrogateRate: 0.05 } });
-});
 afterAll(async () => {
-  await clean.close();
-  await lone.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
@@ -50,7 +45,7 @@ async function stored(dataDir: string): Promise<{ table: Map<string, unknown>; p
 
 describe('long notes', () => {
   it('every note of 1–2 KB (escapes, control characters, emoji) round-trips exactly into DuckDB and Parquet', async () => {
-    const expected = truth(clean);
+    const expected = truth(clean.emu);
     const notes = [...expected.values()].filter((n): n is string => typeof n === 'string');
     // The data is what the case is about: long, and holding every awkward kind of character.
     expect(notes.length).toBeGreaterThan(200);
@@ -58,7 +53,7 @@ describe('long notes', () => {
     const all = notes.join('');
     for (const ch of ['"', '\\', '\n', '\t', '\r', '\u0000', '\u0007', '\u001b', '\u2028', '😀', '👨\u200d👩\u200d👧', 'é', '顧']) expect(all).toContain(ch);
 
-    const o = await opts(clean);
+    const o = await opts(clean.emu);
     const s = await runBackfill({ ...o, from: FROM, to: NOW });
     expect(s.outcome).toBe('succeeded');
     const got = await stored(o.dataDir);
@@ -69,9 +64,9 @@ describe('long notes', () => {
   });
 
   it('a note with a lone surrogate fails the run, naming the session and the field', async () => {
-    const bad = [...truth(lone)].filter(([, n]) => typeof n === 'string' && !(n as unknown as { isWellFormed(): boolean }).isWellFormed()).map(([id]) => id);
+    const bad = [...truth(lone.emu)].filter(([, n]) => typeof n === 'string' && !(n as unknown as { isWellFormed(): boolean }).isWellFormed()).map(([id]) => id);
     expect(bad.length).toBeGreaterThan(0);
-    const o = await opts(lone, { concurrency: 1 });
+    const o = await opts(lone.emu, { concurrency: 1 });
     const err = await runBackfill({ ...o, from: FROM, to: NOW }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RunFailedError);
     const message = (err as Error).message;
@@ -80,9 +75,9 @@ describe('long notes', () => {
   });
 
   it('quarantine: notes with a lone surrogate go to rejected_sessions, every other note round-trips exactly', async () => {
-    const expected = truth(lone);
+    const expected = truth(lone.emu);
     const bad = new Set([...expected].filter(([, n]) => typeof n === 'string' && !(n as unknown as { isWellFormed(): boolean }).isWellFormed()).map(([id]) => id));
-    const o = await opts(lone, { onInvalid: 'quarantine' });
+    const o = await opts(lone.emu, { onInvalid: 'quarantine' });
     const s = await runBackfill({ ...o, from: FROM, to: NOW });
     expect(s.outcome).toBe('succeeded');
     expect(s.sessions.rejected).toBe(bad.size);

@@ -8,14 +8,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import { runBackfill, type PipelineOptions } from '../../src/pipeline/run.js';
 import { completeDays, SCHEMA_VERSION } from '../../src/store/session-store.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { expectedRow, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const DAYS = 6;
 const TO = FROM + DAYS * D;
@@ -28,17 +28,13 @@ async function tempDir(): Promise<string> {
   return d;
 }
 
-let emu: Emulator;
-beforeAll(async () => {
-  emu = await startEmulator({ seed: 11, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 150 });
-});
+const fx = useEmulator({ seed: 11, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 150 }, { prefix: 'session-etl-merge-' });
 afterAll(async () => {
-  await emu.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
 function base(dataDir: string, extra: Partial<PipelineOptions> = {}): PipelineOptions {
-  return { reportingUrl: emu.url, apiKey: emu.apiKey, dataDir, format: 'both', now: () => NOW * 1000, sleep: async () => {}, ...extra };
+  return { reportingUrl: fx.emu.url, apiKey: fx.emu.apiKey, dataDir, format: 'both', now: () => NOW * 1000, sleep: async () => {}, ...extra };
 }
 
 async function sql<T>(path: string, query: string, readOnly = true): Promise<T[]> {
@@ -94,11 +90,11 @@ describe('merging while fetching', () => {
     const s = await runBackfill({ ...base(dataDir, { concurrency: 1, fetch: fetchHolding, chunkSeconds: D, logger }), from: FROM, to: TO });
     expect(s.outcome).toBe('succeeded');
     // Merged in several slices, boundary sessions returned by two windows included: each counted once, as new.
-    expect(s.sessions).toMatchObject({ new: emu.dataset.sessionsStartedIn(FROM, TO).length, updated: 0 });
+    expect(s.sessions).toMatchObject({ new: fx.emu.dataset.sessionsStartedIn(FROM, TO).length, updated: 0 });
     expect(requests).toBe(DAYS);
     expect(sawEarly).toBe(true);
     expect(seenRowsEarly).toBeGreaterThan(0);
-    const truth = emu.dataset.sessionsStartedIn(FROM, TO);
+    const truth = fx.emu.dataset.sessionsStartedIn(FROM, TO);
     expect(seenRowsEarly).toBeLessThan(truth.length);
     // In the end: every session once, in both outputs.
     const table = await readDuckDbSessions(dataDir);
@@ -121,7 +117,7 @@ describe('merging while fetching', () => {
       false,
     );
     const s = await runBackfill({ ...base(dataDir), from: FROM, to: TO });
-    const truth = emu.dataset.sessionsStartedIn(FROM, TO);
+    const truth = fx.emu.dataset.sessionsStartedIn(FROM, TO);
     const rows = await readDuckDbSessions(dataDir);
     expect(rows.length).toBe(truth.length);
     const kept = rows.filter((r) => r.session_id === one!.session_id);
@@ -166,7 +162,7 @@ describe('merging while fetching', () => {
     expect(await sql(db, 'SELECT partition, gen FROM _parquet_pending')).toEqual([]);
     expect(await sql(db, `SELECT 1 FROM duckdb_constraints() WHERE table_name = 'sessions' AND constraint_type = 'PRIMARY KEY'`)).toHaveLength(0);
     expect(await sql<{ value: string }>(db, `SELECT value FROM _session_etl_meta WHERE key = 'schema_version'`)).toEqual([{ value: String(SCHEMA_VERSION) }]);
-    const truth = emu.dataset.sessionsStartedIn(FROM, TO);
+    const truth = fx.emu.dataset.sessionsStartedIn(FROM, TO);
     const rows = await readDuckDbSessions(dataDir);
     expect(rows.length).toBe(truth.length);
     const byId = new Map(rows.map((r) => [r.session_id, r]));

@@ -9,11 +9,10 @@ import { describe, expect, it } from 'vitest';
 import type { RunSummary } from '../../src/pipeline/run.js';
 import { runCli } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 4 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator({ seed: 41, from: FROM - D, now: NOW, sessionsPerDay: 30 }, { prefix: 'session-etl-streams-' });
 
@@ -35,7 +34,7 @@ describe('the summary goes to stdout, the logs to stderr only', () => {
       for (const json of [true, false]) {
         const dataDir = join(await fx.tempDir(), 'store');
         const r = await runCli(
-          ['backfill', '--from', iso(FROM), '--to', iso(FROM + 3 * D), '--concurrency', '1', '--log-level', 'debug', '--no-progress', ...extra, ...(json ? ['--json'] : [])],
+          ['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 3 * D), '--concurrency', '1', '--log-level', 'debug', '--no-progress', ...extra, ...(json ? ['--json'] : [])],
           fx.env(dataDir),
         );
         // The first case may succeed or have a window give up: the streams are the same either way.

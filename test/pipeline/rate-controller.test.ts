@@ -395,19 +395,18 @@ describe('RateController: every attempt gives back its place in flight (real HTT
     body: (c: { client: import('../../src/reporting/client.js').ReportingClient; controller: RateController }) => Promise<void>,
     extra: { path?: string; maxAttempts?: number; maxRateLimitWaits?: number } = {},
   ): Promise<void> {
-    const { startEmulator } = await import('../../src/emulator/index.js');
+    const { withEmulator } = await import('../helpers/emulator-fixture.js');
     const { ReportingClient } = await import('../../src/reporting/client.js');
     const { realSleep } = await import('../../src/util/sleep.js');
-    const emu = await startEmulator({ seed: 5, from: FROM, to: FROM + 86_400, now: FROM + 2 * 86_400, sessionsPerDay: 20, faults: faults as never });
-    const controller = new RateController({ maxConcurrency: 1, now: Date.now, sleep: realSleep });
-    const hooks = {
-      beforeAttempt: (signal?: AbortSignal) => controller.beforeAttempt(signal),
-      onSuccess: () => controller.onSuccess(),
-      onRateLimited: (ms: number | undefined) => controller.onRateLimited(ms),
-    };
-    const { path, ...retry } = extra;
-    const client = new ReportingClient({ url: new URL(path ?? '/', emu.url).href, apiKey: emu.apiKey, hooks, baseDelayMs: 1, ...retry });
-    try {
+    await withEmulator({ seed: 5, from: FROM, to: FROM + 86_400, now: FROM + 2 * 86_400, sessionsPerDay: 20, faults: faults as never }, async (emu) => {
+      const controller = new RateController({ maxConcurrency: 1, now: Date.now, sleep: realSleep });
+      const hooks = {
+        beforeAttempt: (signal?: AbortSignal) => controller.beforeAttempt(signal),
+        onSuccess: () => controller.onSuccess(),
+        onRateLimited: (ms: number | undefined) => controller.onRateLimited(ms),
+      };
+      const { path, ...retry } = extra;
+      const client = new ReportingClient({ url: new URL(path ?? '/', emu.url).href, apiKey: emu.apiKey, hooks, baseDelayMs: 1, ...retry });
       await body({ client, controller });
       expect(controller.attemptsInFlight).toBe(0);
       // With one allowed in flight, a slot still held would keep this one waiting for ever.
@@ -415,9 +414,7 @@ describe('RateController: every attempt gives back its place in flight (real HTT
       emu.setFaults({});
       expect((await ok.fetchSessionsBody(FROM, FROM + 3_600)).attempts).toBe(1);
       expect(controller.attemptsInFlight).toBe(0);
-    } finally {
-      await emu.close();
-    }
+    });
   }
 
   it('after a failure that is not retried (HTTP 404)', async () => {
@@ -795,32 +792,32 @@ describe('RateController reports what it did', () => {
 
 describe('a run reports its rate control (real HTTP, real store)', () => {
   it('the summary, the _runs table and status give the 429s met, the time paused and the pace learned', async () => {
-    const { startEmulator } = await import('../../src/emulator/index.js');
+    const { withEmulator } = await import('../helpers/emulator-fixture.js');
     const { runBackfill } = await import('../../src/pipeline/run.js');
     const { readStatus } = await import('../../src/store/status.js');
     const { mkdtemp, rm } = await import('node:fs/promises');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
     const FROM = 1767225600; // 2026-01-01
-    const emu = await startEmulator({ seed: 4, from: FROM, to: FROM + 4 * 86_400, now: FROM + 5 * 86_400, sessionsPerDay: 20 });
     const dir = await mkdtemp(join(tmpdir(), 'session-etl-rate-'));
     try {
-      const opts = { reportingUrl: emu.url, apiKey: emu.apiKey, format: 'duckdb' as const, from: FROM, to: FROM + 2 * 86_400, chunkSeconds: 7_200 };
-      const free = await runBackfill({ ...opts, dataDir: join(dir, 'free') });
-      expect(free).toMatchObject({ rateLimited: 0, pausedMs: 0, pace: null });
-      emu.setFaults({ rateLimitRps: 8 });
-      const limited = await runBackfill({ ...opts, dataDir: join(dir, 'limited') });
-      expect(limited.rateLimited).toBeGreaterThan(0);
-      // Every 429 of the emulator's refused Retry-After: 1 s or more, so at least a second paused.
-      expect(limited.pausedMs).toBeGreaterThanOrEqual(1000);
-      expect(limited.pausedMs).toBeLessThan(limited.durationMs);
-      expect(limited.pace).toBeGreaterThan(4);
-      expect(limited.pace).toBeLessThanOrEqual(8);
-      expect(limited.sessions.new).toBe(free.sessions.new);
-      const status = await readStatus(join(dir, 'limited'));
-      expect(status.lastRuns[0]).toMatchObject({ rate_limited: limited.rateLimited, paused_ms: limited.pausedMs, pace: limited.pace });
+      await withEmulator({ seed: 4, from: FROM, to: FROM + 4 * 86_400, now: FROM + 5 * 86_400, sessionsPerDay: 20 }, async (emu) => {
+        const opts = { reportingUrl: emu.url, apiKey: emu.apiKey, format: 'duckdb' as const, from: FROM, to: FROM + 2 * 86_400, chunkSeconds: 7_200 };
+        const free = await runBackfill({ ...opts, dataDir: join(dir, 'free') });
+        expect(free).toMatchObject({ rateLimited: 0, pausedMs: 0, pace: null });
+        emu.setFaults({ rateLimitRps: 8 });
+        const limited = await runBackfill({ ...opts, dataDir: join(dir, 'limited') });
+        expect(limited.rateLimited).toBeGreaterThan(0);
+        // Every 429 of the emulator's refused Retry-After: 1 s or more, so at least a second paused.
+        expect(limited.pausedMs).toBeGreaterThanOrEqual(1000);
+        expect(limited.pausedMs).toBeLessThan(limited.durationMs);
+        expect(limited.pace).toBeGreaterThan(4);
+        expect(limited.pace).toBeLessThanOrEqual(8);
+        expect(limited.sessions.new).toBe(free.sessions.new);
+        const status = await readStatus(join(dir, 'limited'));
+        expect(status.lastRuns[0]).toMatchObject({ rate_limited: limited.rateLimited, paused_ms: limited.pausedMs, pace: limited.pace });
+      });
     } finally {
-      await emu.close();
       await rm(dir, { recursive: true, force: true });
     }
   });

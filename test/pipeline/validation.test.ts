@@ -2,23 +2,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RunFailedError } from '../../src/pipeline/errors.js';
 import { runBackfill, type PipelineOptions } from '../../src/pipeline/run.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const NOW = FROM + 3 * D;
 
-let emu: Emulator;
+const fx = useEmulator({ seed: 21, from: FROM, to: NOW, now: NOW, sessionsPerDay: 60 }, { prefix: 'session-etl-validation-' });
 const dirs: string[] = [];
-beforeAll(async () => {
-  emu = await startEmulator({ seed: 21, from: FROM, to: NOW, now: NOW, sessionsPerDay: 60 });
-});
 afterAll(async () => {
-  await emu.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
@@ -43,7 +39,7 @@ function spoilingFetch(): { fetch: PipelineOptions['fetch']; badId: () => string
 async function opts(extra: Partial<PipelineOptions>): Promise<PipelineOptions> {
   const dataDir = await mkdtemp(join(tmpdir(), 'session-etl-validation-'));
   dirs.push(dataDir);
-  return { reportingUrl: emu.url, apiKey: emu.apiKey, dataDir, format: 'both', now: () => NOW * 1000, sleep: async () => {}, ...extra };
+  return { reportingUrl: fx.emu.url, apiKey: fx.emu.apiKey, dataDir, format: 'both', now: () => NOW * 1000, sleep: async () => {}, ...extra };
 }
 
 describe('invalid records on the fast path', () => {
@@ -62,7 +58,7 @@ describe('invalid records on the fast path', () => {
     expect(s.outcome).toBe('succeeded');
     expect(s.sessions.rejected).toBe(1);
     const stored = await readDuckDbSessions(o.dataDir);
-    const truth = emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).map((r) => r.id).filter((id) => id !== spoil.badId());
+    const truth = fx.emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).map((r) => r.id).filter((id) => id !== spoil.badId());
     expect(stored.map((r) => r.session_id)).toEqual(expect.arrayContaining(truth));
     expect(stored.some((r) => r.session_id === spoil.badId())).toBe(false);
     const inst = await DuckDBInstance.create(join(o.dataDir, 'sessions.duckdb'), { access_mode: 'READ_ONLY' });

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Emulator } from '../../src/emulator/index.js';
 import { expectedRow, type ExpectedRow } from '../helpers/read-store.js';
+import { D as DAY, isoDay } from '../helpers/time.js';
 
 /** One line of the table: what was tried, how often, and what was found. */
 export interface ScenarioResult {
@@ -70,14 +71,13 @@ export class Rng {
   }
 }
 
-export const DAY = 86_400;
+export { DAY, isoDay };
 
 /** Midnight UTC of the day `daysAgo` days before today. */
 export function dayStart(daysAgo: number, nowS = Math.floor(Date.now() / 1000)): number {
   return Math.floor(nowS / DAY) * DAY - daysAgo * DAY;
 }
 
-export const isoDay = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 export const isoTime = (t: number) => new Date(t * 1000).toISOString().replace('.000Z', 'Z');
 
 export { BIN, REPO_ROOT } from '../helpers/cli.js';

@@ -12,11 +12,10 @@ import { RunFailedError } from '../../src/pipeline/errors.js';
 import { captureLogger } from '../helpers/capture.js';
 import { runCli } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 5 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator({ seed: 8, from: FROM - D, now: NOW, sessionsPerDay: 30 }, { prefix: 'session-etl-first-contact-' });
 
@@ -66,7 +65,7 @@ describe('the first connection of a run is refused', () => {
   ])('%s: exit 2 at once, naming the URL and the setting, nothing retried', async (_what, urlOf, reason) => {
     const url = await urlOf();
     const dataDir = await fx.tempDir();
-    const r = await runCli(['export', '--since', iso(FROM), '--no-progress'], { REPORTING_URL: url, REPORTING_API_KEY: 'k', SESSION_ETL_DATA_DIR: join(dataDir, 'store') });
+    const r = await runCli(['export', '--since', isoDay(FROM), '--no-progress'], { REPORTING_URL: url, REPORTING_API_KEY: 'k', SESSION_ETL_DATA_DIR: join(dataDir, 'store') });
     expect(r.code).toBe(2);
     expect(r.stderr).not.toContain('retrying a request');
     expect(r.stderr).toContain(`cannot connect to the reporting endpoint ${url}: ${reason}`);

@@ -14,11 +14,10 @@ import type { RunSummary } from '../../src/pipeline/run.js';
 import { runCli } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { value } from '../monitoring/helpers.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 10 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator({ seed: 21, from: FROM - D, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-retry-count-' });
 
@@ -41,12 +40,12 @@ async function backfillUnder(faults: EmulatorFaults, maxAttempts: number): Promi
   await mkdir(join(dataDir, 'textfile'), { recursive: true });
   // A day stored first, without faults: the store stays even if the run under test commits nothing
   // (a first run that commits nothing removes what it created), so its _runs row can be read.
-  const seed = await runCli(['backfill', '--from', iso(FROM - D), '--to', iso(FROM), '--no-progress'], fx.env(join(dataDir, 'store')));
+  const seed = await runCli(['backfill', '--from', isoDay(FROM - D), '--to', isoDay(FROM), '--no-progress'], fx.env(join(dataDir, 'store')));
   expect(seed.code, seed.stderr).toBe(0);
   fx.emu.setFaults(faults);
   fx.emu.resetStats();
   const r = await runCli(
-    ['backfill', '--from', iso(FROM), '--to', iso(FROM + 8 * D), '--chunk', '12h', '--concurrency', '1', '--max-attempts', String(maxAttempts), '--json', '--no-progress', '--metrics-file', file],
+    ['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 8 * D), '--chunk', '12h', '--concurrency', '1', '--max-attempts', String(maxAttempts), '--json', '--no-progress', '--metrics-file', file],
     fx.env(join(dataDir, 'store')),
   );
   const received = fx.emu.stats().requests;

@@ -5,26 +5,19 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
-import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { S3_ACCESS_KEY, S3_SECRET_KEY, useS3 } from '../helpers/s3-server.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 4 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 const SESSION_TOKEN = 'IQoJb3JpZ2luX2VjEProfileSessionToken0042xyz';
 
 const fx = useEmulator({ seed: 7, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 20 }, { prefix: 'session-etl-creds-' });
-let s3: S3TestServer;
-beforeAll(async () => {
-  s3 = await startS3();
-});
-afterAll(async () => {
-  await s3?.close();
-});
+const s3 = useS3();
 
 describe('credentials of a profile', () => {
   it('a store error echoing the session token of a profile: redacted on stderr and in the webhook payload', async () => {
@@ -34,7 +27,7 @@ describe('credentials of a profile', () => {
     const hook = await startWebhookReceiver('hook/t0ken');
     s3.echoSessionToken(true);
     try {
-      const r = await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + 2 * D), '--format', 'parquet', '--parquet-url', 's3://lake/creds', '--log-level', 'error'], {
+      const r = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 2 * D), '--format', 'parquet', '--parquet-url', 's3://lake/creds', '--log-level', 'error'], {
         ...fx.env(join(root, 'data')),
         AWS_ENDPOINT_URL_S3: s3.url,
         AWS_REGION: 'us-east-1',

@@ -9,37 +9,25 @@
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
-import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { useS3 } from '../helpers/s3-server.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 6 * D;
 const TO = FROM + 3 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator({ seed: 38, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 30 }, { prefix: 'session-etl-trust-' });
-let s3: S3TestServer;
-beforeAll(async () => {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-  s3 = await startS3();
-});
-afterAll(async () => {
-  await s3?.close();
-});
-
-function client(): S3Client {
-  return new S3Client({ endpoint: s3.url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
-}
+const s3 = useS3();
 
 /** Every object of the bucket: key → bytes. */
 async function allObjects(): Promise<Map<string, Buffer>> {
-  const c = client();
+  const c = s3.client();
   try {
     const out = new Map<string, Buffer>();
     let token: string | undefined;
@@ -58,7 +46,7 @@ async function allObjects(): Promise<Map<string, Buffer>> {
 }
 
 async function put(Key: string, Body: Buffer | string, Metadata?: Record<string, string>): Promise<void> {
-  const c = client();
+  const c = s3.client();
   try {
     await c.send(new PutObjectCommand({ Bucket: 'lake', Key, Body, ...(Metadata ? { Metadata } : {}) }));
   } finally {
@@ -101,13 +89,13 @@ describe('the state a bucket keeps is data', () => {
     const outside = join(root, 'elsewhere');
     const env = (dataDir: string) => ({ REPORTING_URL: fx.emu.url, REPORTING_API_KEY_FILE: keyFile, SESSION_ETL_DATA_DIR: dataDir, ...s3.env });
     const backfill = (dataDir: string, url: string) =>
-      runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(dataDir));
+      runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(dataDir));
     const exportFrom = (dataDir: string, url: string) => runCli(['export', '--parquet-url', url, '--json', '--log-level', 'error'], env(dataDir));
 
     // 1. An earlier release's state.duckdb, planted with a macro replacing strftime (which the
     //    partition of every stored row goes through) by a read of the key file, and a view doing the same.
     const local = join(root, 'local');
-    expect((await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--log-level', 'error'], env(local))).code).toBe(0);
+    expect((await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--log-level', 'error'], env(local))).code).toBe(0);
     await sql(join(local, 'state.duckdb'), [
       `CREATE MACRO strftime(t, f) AS (SELECT 'LEAK-' || content FROM read_text('${keyFile}'))`,
       `CREATE VIEW leak AS SELECT content FROM read_text('${keyFile}')`,
@@ -178,7 +166,7 @@ describe('the state a bucket keeps is data', () => {
     const root = await fx.tempDir();
     const dataDir = join(root, 'data');
     const env = { ...fx.env(dataDir) };
-    expect((await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--log-level', 'error'], env)).code).toBe(0);
+    expect((await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--log-level', 'error'], env)).code).toBe(0);
     await sql(join(dataDir, 'state.duckdb'), [`INSERT INTO _parquet_pending VALUES ('x/../../../elsewhere/evil', 99)`]);
     const r = await runCli(['export', '--log-level', 'error'], env);
     expect(r.code, r.stderr).toBe(2);
@@ -195,12 +183,12 @@ describe('the state a bucket keeps is data', () => {
     await writeFile(keyFile, fx.emu.apiKey);
     await chmod(keyFile, 0o600);
     const env = { REPORTING_URL: fx.emu.url, REPORTING_API_KEY_FILE: keyFile, SESSION_ETL_DATA_DIR: dataDir };
-    expect((await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--log-level', 'error'], env)).code).toBe(0);
+    expect((await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--log-level', 'error'], env)).code).toBe(0);
     await sql(join(dataDir, 'state.duckdb'), [
       `CREATE MACRO strftime(t, f) AS (SELECT 'LEAK-' || content FROM read_text('${keyFile}'))`,
       `CREATE MACRO hash(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u) AS (SELECT length(content) FROM read_text('${keyFile}'))`,
     ]);
-    const r = await runCli(['backfill', '--from', iso(FROM - D), '--to', iso(TO), '--log-level', 'error'], env);
+    const r = await runCli(['backfill', '--from', isoDay(FROM - D), '--to', isoDay(TO), '--log-level', 'error'], env);
     expect(r.stdout + r.stderr).not.toContain(fx.emu.apiKey);
     expect((await filesUnder(root)).filter((p) => p.includes('LEAK'))).toEqual([]);
     for (const f of await filesUnder(dataDir)) expect((await readFile(join(dataDir, f))).includes(Buffer.from(fx.emu.apiKey)), f).toBe(false);
@@ -210,7 +198,7 @@ describe('the state a bucket keeps is data', () => {
     const root = await fx.tempDir();
     const dataDir = join(root, 'data');
     const env = { ...fx.env(dataDir), ...s3.env };
-    expect((await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--log-level', 'error'], env)).code).toBe(0);
+    expect((await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--log-level', 'error'], env)).code).toBe(0);
     // As an earlier release left it: its state in the bucket under the prefix, and the generation it uploaded here.
     await put('trust/upgrade/_session_etl/state.duckdb', await readFile(join(dataDir, 'state.duckdb')), { generation: '3' });
     await put('trust/upgrade/_session_etl/state.json', '{}');

@@ -3,35 +3,27 @@
  * the day files, as it does for a local dataset: on the machine that wrote it, on a fresh one, and
  * in the many-account total. Before, the state's own count (none for format parquet) said 0.
  */
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
-import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { useS3 } from '../helpers/s3-server.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 6 * D;
 const TO = FROM + 3 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator({ seed: 41, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 50 }, { prefix: 'session-etl-bucket-status-' });
-let s3: S3TestServer;
-beforeAll(async () => {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-  s3 = await startS3({ buckets: ['lake'] });
-});
-afterAll(async () => {
-  await s3?.close();
-});
+const s3 = useS3({ buckets: ['lake'] });
 
 describe('status of a Parquet-only store with its dataset in a bucket', () => {
   it('counts the rows of its day files, on the machine that wrote them and on a fresh one', async () => {
     const root = await fx.tempDir();
     const url = 's3://lake/one';
     const env = (dir: string) => ({ ...fx.env(dir), ...s3.env });
-    const b = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(join(root, 'writer')));
+    const b = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(join(root, 'writer')));
     expect(b.code, b.stderr).toBe(0);
     const stored = (JSON.parse(b.stdout) as { sessions: { new: number } }).sessions.new;
     expect(stored).toBeGreaterThan(100);
@@ -48,7 +40,7 @@ describe('status of a Parquet-only store with its dataset in a bucket', () => {
     const root = await fx.tempDir();
     const url = 's3://lake/listed';
     const env = (dir: string) => ({ ...fx.env(join(root, dir)), ...s3.env });
-    const b = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env('data'));
+    const b = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env('data'));
     expect(b.code, b.stderr).toBe(0);
     const days = s3.requests.filter((r) => r.method === 'PUT' && decodeURIComponent(r.path).includes('/listed/date='));
     for (const dir of ['data', 'fresh']) {
@@ -66,10 +58,9 @@ describe('status of a Parquet-only store with its dataset in a bucket', () => {
   it('many accounts: each account its own rows, and the total theirs', async () => {
     const root = await fx.tempDir();
     const config = join(root, 'config.json');
-    const accounts = { acme: { apiKeyEnv: 'K' }, globex: { apiKeyEnv: 'K' } };
-    await writeFile(config, JSON.stringify({ dataDir: join(root, 'data'), format: 'parquet', parquetUrl: 's3://lake/many', accounts }));
+    await writeAccountsConfig(config, { dataDir: join(root, 'data'), format: 'parquet', parquetUrl: 's3://lake/many' }, { acme: 'K', globex: 'K' });
     const env = { ...s3.env, REPORTING_URL: fx.emu.url, K: fx.emu.apiKey };
-    const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'error'], env);
+    const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'error'], env);
     expect(r.code, r.stderr).toBe(0);
     const written = (JSON.parse(r.stdout) as { accounts: Array<{ account: string; summary: { sessions: { new: number } } }> }).accounts;
     const st = await runCli(['status', '--config', config, '--json'], env);

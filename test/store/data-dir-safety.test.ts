@@ -9,36 +9,32 @@ import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import { runBackfill, type PipelineOptions } from '../../src/pipeline/run.js';
 import { DataDirError } from '../../src/store/errors.js';
 import { readStatus } from '../../src/store/status.js';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 import { baseEnv, BIN, runCli } from '../helpers/cli.js';
 import { readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const NOW = FROM + 4 * D;
 const DAY1 = '2026-01-02';
 
-let emu: Emulator;
+const fx = useEmulator({ seed: 13, from: FROM, to: NOW, now: NOW, sessionsPerDay: 60 }, { prefix: 'session-etl-data-dir-safety-' });
 const dirs: string[] = [];
 async function tempDir(): Promise<string> {
   const d = await mkdtemp(join(tmpdir(), 'session-etl-safety-'));
   dirs.push(d);
   return d;
 }
-beforeAll(async () => {
-  emu = await startEmulator({ seed: 13, from: FROM, to: NOW, now: NOW, sessionsPerDay: 60 });
-});
 afterAll(async () => {
-  await emu.close();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
 function opts(dataDir: string, extra: Partial<PipelineOptions> = {}): PipelineOptions {
-  return { reportingUrl: emu.url, apiKey: emu.apiKey, dataDir, now: () => NOW * 1000, sleep: async () => {}, parquetFlushSeconds: 0, ...extra };
+  return { reportingUrl: fx.emu.url, apiKey: fx.emu.apiKey, dataDir, now: () => NOW * 1000, sleep: async () => {}, parquetFlushSeconds: 0, ...extra };
 }
 
 /** Every path under `dir` (recursively, links not followed) with its contents or mode. */
@@ -115,7 +111,7 @@ describe('cleanup removes only files session-etl can prove are its own', () => {
     }
     const after = await tree(dataDir);
     for (const [p, v] of Object.entries(theirs)) expect({ p, v: after[p] }).toEqual({ p, v });
-    expect((await readDuckDbSessions(dataDir)).length).toBe(emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).length);
+    expect((await readDuckDbSessions(dataDir)).length).toBe(fx.emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).length);
   });
 
   it('our own leftovers in .tmp/ (a state snapshot or a Parquet file a kill -9 cut short) are removed by the next run', async () => {
@@ -144,18 +140,18 @@ describe('a data directory keeps its format', () => {
     }
     expect(existsSync(join(dataDir, 'parquet'))).toBe(false);
     expect(existsSync(join(dataDir, 'state.duckdb'))).toBe(false);
-    expect((await readDuckDbSessions(dataDir)).length).toBe(emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).length);
+    expect((await readDuckDbSessions(dataDir)).length).toBe(fx.emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D).length);
   });
 
   it('the CLI: a later backfill without --format keeps a parquet directory whole; an explicit other format is refused', async () => {
     const dataDir = join(await tempDir(), 'data');
-    const env = { REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey, SESSION_ETL_DATA_DIR: dataDir };
+    const env = { REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey, SESSION_ETL_DATA_DIR: dataDir };
     const at = (t: number) => new Date(t * 1000).toISOString();
     const first = await runCli(['backfill', '--from', at(FROM), '--to', at(FROM + 3 * D), '--format', 'parquet', '--no-progress'], env);
     expect(first.code).toBe(0);
     const perDay = async () => Object.fromEntries((await readParquetDataset(dataDir)).map((p) => [p.partition, p.rows.length]));
     const before = await perDay();
-    expect(before[`date=${DAY1}`]).toBe(emu.dataset.sessionsStartedIn(FROM + D, FROM + 2 * D).length);
+    expect(before[`date=${DAY1}`]).toBe(fx.emu.dataset.sessionsStartedIn(FROM + D, FROM + 2 * D).length);
     // Part of one day again, format not given: the directory's own (parquet) is used.
     const part = ['backfill', '--from', at(FROM + D + 6 * 3600), '--to', at(FROM + D + 9 * 3600), '--no-progress'];
     const again = await runCli(part, env);
@@ -218,7 +214,7 @@ describe('a first run that commits nothing leaves nothing', () => {
 describe('file modes: directories 0750 and files 0640 at most, whatever the umask', () => {
   it.each(['000', '022'])('umask %s: every file and directory the CLI writes (DuckDB WAL and pending files included)', async (umask) => {
     const dataDir = join(await tempDir(), 'data');
-    const env = { ...baseEnv(), REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey };
+    const env = { ...baseEnv(), REPORTING_URL: fx.emu.url, REPORTING_API_KEY: fx.emu.apiKey };
     const sh = (args: string, extra: Record<string, string> = {}) =>
       new Promise<{ status: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) => {
         const child = spawn('sh', ['-c', `umask ${umask}; exec "${process.execPath}" "${BIN}" ${args}`], { env: { ...env, ...extra } });

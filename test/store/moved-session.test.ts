@@ -10,7 +10,7 @@
 import { createServer, request, type Server } from 'node:http';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,9 +18,9 @@ import { runBackfill } from '../../src/pipeline/run.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
 import { readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
-import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { useS3 } from '../helpers/s3-server.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const TO = FROM + 3 * D;
 const NOW = TO + 3 * 3600;
@@ -108,7 +108,7 @@ async function partitionsById(dataDir: string): Promise<Map<string, string[]>> {
 }
 
 function dayOf(t: number | null): string {
-  return t === null ? 'date=__HIVE_DEFAULT_PARTITION__' : `date=${new Date(t * 1000).toISOString().slice(0, 10)}`;
+  return t === null ? 'date=__HIVE_DEFAULT_PARTITION__' : `date=${isoDay(t)}`;
 }
 
 describe.each(['parquet', 'both', 'duckdb'] as const)('format %s', (format) => {
@@ -180,18 +180,11 @@ it('format parquet: a store whose day index is empty (made before it was kept) b
 });
 
 describe('a bucket dataset (format parquet), each run on a fresh machine', () => {
-  let s3: S3TestServer;
-  beforeAll(async () => {
-    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-    s3 = await startS3({ buckets: ['lake'] });
-  });
-  afterAll(async () => {
-    await s3?.close();
-  });
+  const s3 = useS3({ buckets: ['lake'] });
 
   /** The bucket's day files, downloaded into `dir`/parquet/sessions/ (read then with hyparquet). */
   async function download(prefix: string, dir: string): Promise<void> {
-    const c = new S3Client({ endpoint: s3.url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+    const c = s3.client();
     try {
       const list = await c.send(new ListObjectsV2Command({ Bucket: 'lake', Prefix: `${prefix}/` }));
       for (const o of list.Contents ?? []) {
@@ -209,11 +202,10 @@ describe('a bucket dataset (format parquet), each run on a fresh machine', () =>
   it('a session whose start moves to the day before leaves its old day in the bucket', async () => {
     change = undefined;
     const url = 's3://lake/sessions/moved';
-    const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
     const run = async () => {
       const dir = await fx.tempDir();
       const r = await runCli(
-        ['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'],
+        ['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'],
         { ...fx.env(dir), REPORTING_URL: proxyUrl, ...s3.env },
       );
       expect(r.code, r.stderr).toBe(0);

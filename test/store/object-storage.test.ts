@@ -6,41 +6,30 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { writeAccountsConfig, sameKey } from '../helpers/accounts-config.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
-import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { startS3, useS3 } from '../helpers/s3-server.js';
 import { startDashboardCli } from '../dashboard/fixture.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 8 * D;
 const TO = FROM + 4 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 /** A session token no byte session-etl writes or prints may hold (the store ignores it). */
 const SESSION_TOKEN = 'FwoGZXIvYXdzEXAMPLE-session-token-4711';
 
 const fx = useEmulator({ seed: 31, from: FROM - D, to: NOW, now: NOW, sessionsPerDay: 60 }, { prefix: 'session-etl-s3-' });
-let s3: S3TestServer;
-beforeAll(async () => {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-  s3 = await startS3({ buckets: ['lake', 'other'] });
-});
-afterAll(async () => {
-  await s3?.close();
-});
+const s3 = useS3({ buckets: ['lake', 'other'] });
 
 const env = (dataDir: string, extra: Record<string, string> = {}) => ({ ...fx.env(dataDir), ...s3.env, AWS_SESSION_TOKEN: SESSION_TOKEN, ...extra });
 
-function client(): S3Client {
-  return new S3Client({ endpoint: s3.url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
-}
-
 /** Every object under a prefix: key → bytes. */
 async function objects(bucket: string, prefix: string): Promise<Map<string, Buffer>> {
-  const c = client();
+  const c = s3.client();
   try {
     const out = new Map<string, Buffer>();
     const list = await c.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix }));
@@ -99,7 +88,7 @@ describe('the dataset in a bucket', () => {
     const root = await fx.tempDir();
     const first = join(root, 'first');
     const url = 's3://lake/sessions/continue';
-    const b = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(first));
+    const b = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(first));
     expect(b.stderr).toBe('');
     expect(b.code).toBe(0);
     const summary = JSON.parse(b.stdout) as { files: { parquet: string }; checkpoint: string };
@@ -139,7 +128,7 @@ describe('the dataset in a bucket', () => {
     const status = JSON.parse(st.stdout) as { checkpoint: string; partitions: number; format: string };
     expect(status).toMatchObject({ format: 'parquet', partitions: (await objects('lake', 'sessions/continue/date=')).size });
     expect(Date.parse(status.checkpoint) / 1000).toBeGreaterThan(NOW - 3600);
-    const list = await runCli(['sessions', '--parquet-url', url, '--source', 'parquet', '--output', 'ndjson', '--page-size', '10000', '--from', iso(FROM), '--to', iso(TO), '--attribute-names', 'id'], env(join(root, 'reader')));
+    const list = await runCli(['sessions', '--parquet-url', url, '--source', 'parquet', '--output', 'ndjson', '--page-size', '10000', '--from', isoDay(FROM), '--to', isoDay(TO), '--attribute-names', 'id'], env(join(root, 'reader')));
     expect(list.code).toBe(0);
     expect(list.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id).sort()).toEqual(truth());
     // The dashboard of yet another machine: the figures of the run's state, the sessions of the dataset.
@@ -155,19 +144,19 @@ describe('the dataset in a bucket', () => {
   it('a wrong access key, a missing bucket: refused before any fetch (exit 2), naming the bucket and the cause; the bucket unchanged', async () => {
     const root = await fx.tempDir();
     const url = 's3://lake/sessions/refused';
-    expect((await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + D), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env(join(root, 'a')))).code).toBe(0);
+    expect((await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + D), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env(join(root, 'a')))).code).toBe(0);
     const before = await objects('lake', 'sessions/refused/');
     fx.emu.resetStats();
     const secret = 'wJalrXUtnFEMI-wrong-secret-0000';
-    const wrong = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url], env(join(root, 'b'), { AWS_ACCESS_KEY_ID: 'AKIAWRONGKEY', AWS_SECRET_ACCESS_KEY: secret }));
+    const wrong = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url], env(join(root, 'b'), { AWS_ACCESS_KEY_ID: 'AKIAWRONGKEY', AWS_SECRET_ACCESS_KEY: secret }));
     expect(wrong.code).toBe(2);
     expect(wrong.stderr).toMatch(/bucket lake \(prefix sessions\/refused\/\) refused the credentials \(InvalidAccessKeyId\)/);
     expect(await everything(wrong, join(root, 'b'))).not.toContain(secret);
     expect(fx.emu.stats().requests).toBe(0);
-    const missing = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--parquet-url', 's3://no-such-bucket/x'], env(join(root, 'c')));
+    const missing = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--parquet-url', 's3://no-such-bucket/x'], env(join(root, 'c')));
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/bucket no-such-bucket \(prefix x\/\) does not exist/);
-    const bad = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--parquet-url', 'https://lake.example.com/x'], env(join(root, 'd')));
+    const bad = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--parquet-url', 'https://lake.example.com/x'], env(join(root, 'd')));
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/s3:\/\/BUCKET/);
     expect(fx.emu.stats().requests).toBe(0);
@@ -180,7 +169,7 @@ describe('the dataset in a bucket', () => {
     const root = await fx.tempDir();
     const url = 's3://lake/sessions/slowdown';
     s3.slowDown(4);
-    const r = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(join(root, 'd')));
+    const r = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(join(root, 'd')));
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(s3.requests.filter((q) => q.status === 503).length).toBeGreaterThanOrEqual(4);
@@ -194,12 +183,12 @@ describe('the dataset in a bucket', () => {
     const url = 's3://lake/sessions/gone';
     const dir = join(root, 'd');
     s3.stopAfterPuts(2);
-    const r = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env(dir));
+    const r = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env(dir));
     expect(r.stderr, JSON.stringify(s3.requests.filter((q) => q.method === 'PUT').map((q) => [q.path, q.status]))).toMatch(/cannot be reached|failed/);
     expect(r.code).toBe(1);
     expect(r.stderr).not.toMatch(/at .*\.js:\d+/);
     await s3.start();
-    const again = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(dir));
+    const again = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(dir));
     expect(again.stderr).toBe('');
     expect(again.code).toBe(0);
     const rows = await datasetRows('lake', 'sessions/gone', join(root, 'read'));
@@ -211,9 +200,9 @@ describe('the dataset in a bucket', () => {
     const root = await fx.tempDir();
     const url = 's3://lake/sessions/locked';
     const slowEmu = env(join(root, 'a'), { REPORTING_URL: fx.emu.url });
-    const first = startCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--concurrency', '1', '--max-requests-per-second', '0.5', '--log-level', 'info', '--no-progress'], slowEmu);
+    const first = startCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--concurrency', '1', '--max-requests-per-second', '0.5', '--log-level', 'info', '--no-progress'], slowEmu);
     await waitFor(() => /backfill started/.test(first.output()), 30_000, 'the first writer to start');
-    const second = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url], env(join(root, 'b')));
+    const second = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url], env(join(root, 'b')));
     expect(second.code).toBe(3);
     expect(second.stderr).toMatch(new RegExp(`another session-etl run writes ${url.replace(/\//g, '\\/')}: pid ${first.pid}`));
     first.kill('SIGTERM');
@@ -221,7 +210,7 @@ describe('the dataset in a bucket', () => {
 
     const plain = await startS3({ conditionalWrites: false });
     try {
-      const r = await runCli(['backfill', '--from', iso(FROM), '--to', iso(FROM + D), '--format', 'parquet', '--parquet-url', 's3://lake/x', '--log-level', 'warn'], { ...env(join(root, 'c')), ...plain.env });
+      const r = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + D), '--format', 'parquet', '--parquet-url', 's3://lake/x', '--log-level', 'warn'], { ...env(join(root, 'c')), ...plain.env });
       expect(r.code).toBe(0);
       expect(r.stderr).toMatch(/does not honour conditional writes \(If-None-Match\): one writer per prefix is not enforced/);
     } finally {
@@ -233,10 +222,10 @@ describe('the dataset in a bucket', () => {
     const root = await fx.tempDir();
     const url = 's3://lake/sessions/killed';
     // The 3rd day file's upload never happens: the process is killed there.
-    const killed = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env(join(root, 'a'), { SESSION_ETL_CRASH_AT: 'mid-parquet-rewrite:3' }));
+    const killed = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--log-level', 'error'], env(join(root, 'a'), { SESSION_ETL_CRASH_AT: 'mid-parquet-rewrite:3' }));
     expect(killed.signal).toBe('SIGKILL');
     // A new machine (an empty data directory): the same backfill again completes it, exact.
-    const again = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(join(root, 'b')));
+    const again = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', 'parquet', '--parquet-url', url, '--json', '--log-level', 'error'], env(join(root, 'b')));
     expect(again.stderr).toBe('');
     expect(again.code).toBe(0);
     const rows = await datasetRows('lake', 'sessions/killed', join(root, 'read'));
@@ -247,9 +236,9 @@ describe('the dataset in a bucket', () => {
   it('many accounts: one date-partitioned dataset in the bucket, its rows carrying the account', async () => {
     const root = await fx.tempDir();
     const config = join(root, 'config.json');
-    await writeFile(config, JSON.stringify({ dataDir: join(root, 'data'), format: 'parquet', parquetUrl: 's3://lake/accounts', accounts: { acme: { apiKeyEnv: 'K' }, globex: { apiKeyEnv: 'K' } } }));
+    await writeAccountsConfig(config, { dataDir: join(root, 'data'), format: 'parquet', parquetUrl: 's3://lake/accounts' }, { acme: 'K', globex: 'K' });
     const accountsEnv = { ...s3.env, REPORTING_URL: fx.emu.url, K: fx.emu.apiKey };
-    const r = await runCli(['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'error'], accountsEnv);
+    const r = await runCli(['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'error'], accountsEnv);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const dir = join(root, 'read');
@@ -265,7 +254,7 @@ describe('the dataset in a bucket', () => {
       inst.closeSync();
     }
     // Another machine reads each account's state from the bucket.
-    await writeFile(config, JSON.stringify({ dataDir: join(root, 'elsewhere'), format: 'parquet', parquetUrl: 's3://lake/accounts', accounts: { acme: { apiKeyEnv: 'K' }, globex: { apiKeyEnv: 'K' } } }));
+    await writeAccountsConfig(config, { dataDir: join(root, 'elsewhere'), format: 'parquet', parquetUrl: 's3://lake/accounts' }, { acme: 'K', globex: 'K' });
     const st = await runCli(['status', '--config', config, '--json'], accountsEnv);
     expect(st.stderr).toBe('');
     expect(st.code).toBe(0);
@@ -278,11 +267,11 @@ describe('the dataset in a bucket', () => {
     const names = ['acme', 'globex', 'initech', 'umbrella', 'hooli'];
     const config = join(root, 'config.json');
     const write = (dataDir: string) =>
-      writeFile(config, JSON.stringify({ dataDir, format: 'parquet', parquetUrl: 's3://lake/sharded', accounts: Object.fromEntries(names.map((n) => [n, { apiKeyEnv: 'K' }])) }));
+      writeAccountsConfig(config, { dataDir, format: 'parquet', parquetUrl: 's3://lake/sharded' }, sameKey(names, 'K'));
     const e = { ...s3.env, REPORTING_URL: fx.emu.url, K: fx.emu.apiKey };
     const run = async (i: number, n: number, night: string) => {
       await write(join(root, `${night}-${i}-of-${n}`));
-      const r = await runCli(['backfill', '--config', config, '--shard', `${i}/${n}`, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'error'], e);
+      const r = await runCli(['backfill', '--config', config, '--shard', `${i}/${n}`, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'error'], e);
       if (r.stderr && !/holds none of the/.test(r.stderr)) expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
     };
@@ -314,7 +303,7 @@ describe('the dataset in a bucket', () => {
   it('format both: the table stays in the data directory, the day files go to the bucket', async () => {
     const root = await fx.tempDir();
     const dir = join(root, 'd');
-    const r = await runCli(['backfill', '--from', iso(FROM), '--to', iso(TO), '--parquet-url', 's3://other/both', '--json', '--log-level', 'error'], env(dir));
+    const r = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--parquet-url', 's3://other/both', '--json', '--log-level', 'error'], env(dir));
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(readdirSync(dir)).toContain('sessions.duckdb');

@@ -7,11 +7,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startEmulator } from '../../src/emulator/index.js';
+import { withEmulator } from '../helpers/emulator-fixture.js';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { REPO_ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
 import { startDashboardCli } from '../dashboard/fixture.js';
 
@@ -136,8 +137,7 @@ describe('verify on a store of an earlier release', () => {
     // make.mjs's emulator: the same sessions.
     const FROM = Date.parse('2026-01-05T00:00:00Z') / 1000;
     const NOW = Date.parse('2026-01-20T00:00:00Z') / 1000;
-    const emu = await startEmulator({ seed: 7, from: FROM - 86_400, to: NOW, now: NOW, sessionsPerDay: 40, apiKey: 'old-store-key' });
-    try {
+    await withEmulator({ seed: 7, from: FROM - 86_400, to: NOW, now: NOW, sessionsPerDay: 40, apiKey: 'old-store-key' }, async (emu) => {
       const data = await unpack('schema1', 'both');
       const v = await runCli(['verify', '--data-dir', data, '--from', '2026-01-05', '--to', '2026-01-08'], { ...env, REPORTING_URL: emu.url, REPORTING_API_KEY: 'old-store-key' });
       expect(v.code, v.stderr).toBe(0);
@@ -147,9 +147,7 @@ describe('verify on a store of an earlier release', () => {
       expect(status.code, status.stderr).toBe(0);
       expect(status.stdout).not.toMatch(/earlier release/);
       expect(status.stdout).toMatch(/^last verified\s+2026-/m);
-    } finally {
-      await emu.close();
-    }
+    });
   }, 120_000);
 });
 
@@ -160,7 +158,7 @@ describe('a many-account data directory of the layout before schema 3 (test/fixt
     execFileSync('tar', ['-xzf', join(REPO_ROOT, 'test', 'fixtures', 'legacy-accounts', 'legacy-accounts.tar.gz'), '-C', root, format]);
     const data = join(root, format);
     const config = join(root, 'config.json');
-    await writeFile(config, JSON.stringify({ dataDir: data, accounts: { acme: { apiKeyEnv: 'K' }, globex: { apiKeyEnv: 'K' }, initech: { apiKeyEnv: 'K' } } }));
+    await writeAccountsConfig(config, { dataDir: data }, { acme: 'K', globex: 'K', initech: 'K' });
     const before = await fingerprint(data);
 
     const status = await runCli(['status', '--config', config, '--json'], { ...env, K: 'unused-key-0000' });

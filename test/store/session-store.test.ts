@@ -12,8 +12,8 @@ import { SessionStore, type FlushResult } from '../../src/store/session-store.js
 import type { OutputFormat } from '../../src/store/layout.js';
 import { captureLogger } from '../helpers/capture.js';
 import { parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const DAY1 = 1767225600; // 2026-01-01T00:00:00Z
 const dirs: string[] = [];
 async function tempDir(): Promise<string> {

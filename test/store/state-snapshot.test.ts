@@ -8,8 +8,8 @@ import { DataDirError } from '../../src/store/errors.js';
 import { readStateSnapshot } from '../../src/store/state-snapshot.js';
 import { readStatus } from '../../src/store/status.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01
 const NOW = FROM + 5 * D;
 

@@ -5,19 +5,19 @@
  * day file, locally or in the bucket, and the stored rows keep their extracted_at.
  */
 import { createHash } from 'node:crypto';
-import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { writeAccountsConfig } from '../helpers/accounts-config.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { runCli } from '../helpers/cli.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
-import { startS3, type S3TestServer } from '../helpers/s3-server.js';
+import { useS3 } from '../helpers/s3-server.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - 6 * D;
 const TO = FROM + 3 * D;
-const iso = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 const fx = useEmulator(
   {
@@ -33,14 +33,7 @@ const fx = useEmulator(
   },
   { prefix: 'session-etl-unchanged-cli-' },
 );
-let s3: S3TestServer;
-beforeAll(async () => {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-  s3 = await startS3({ buckets: ['lake'] });
-});
-afterAll(async () => {
-  await s3?.close();
-});
+const s3 = useS3({ buckets: ['lake'] });
 
 /** Every local Parquet day file: inode, mtime and a hash of its bytes, by path under the dataset. */
 async function dayFiles(root: string): Promise<Map<string, { ino: number; mtimeMs: number; sha: string }>> {
@@ -64,9 +57,9 @@ describe.each(['both', 'parquet'] as const)('many accounts, format %s', (format)
     const root = await fx.tempDir();
     const data = join(root, 'data');
     const config = join(root, 'config.json');
-    await writeFile(config, JSON.stringify({ dataDir: data, format, reportingUrl: fx.emu.url, accounts: { acme: { apiKeyEnv: 'A' }, globex: { apiKeyEnv: 'G' } } }));
+    await writeAccountsConfig(config, { dataDir: data, format, reportingUrl: fx.emu.url }, { acme: 'A', globex: 'G' });
     const env = { A: 'unchanged-key-acme-1', G: 'unchanged-key-globex-1' };
-    const args = ['backfill', '--config', config, '--from', iso(FROM), '--to', iso(TO), '--json', '--log-level', 'error'];
+    const args = ['backfill', '--config', config, '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'error'];
     const first = await runCli(args, env);
     expect(first.code, first.stderr).toBe(0);
     const dataset = join(data, 'parquet', 'sessions');
@@ -93,7 +86,7 @@ describe.each(['both', 'parquet'] as const)('the dataset in a bucket, format %s'
     const root = await fx.tempDir();
     const url = `s3://lake/unchanged-${format}/sessions`;
     const env = { ...fx.env(join(root, 'data')), ...s3.env };
-    const args = ['backfill', '--from', iso(FROM), '--to', iso(TO), '--format', format, '--parquet-url', url, '--json', '--log-level', 'error'];
+    const args = ['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--format', format, '--parquet-url', url, '--json', '--log-level', 'error'];
     const first = await runCli(args, env);
     expect(first.code, first.stderr).toBe(0);
     const dayWrites = () => s3.requests.filter((r) => r.method !== 'GET' && r.method !== 'HEAD' && decodeURIComponent(r.path).includes(`/unchanged-${format}/sessions/date=`));

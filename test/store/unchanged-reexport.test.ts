@@ -12,8 +12,8 @@ import { runBackfill, runExport, type PipelineOptions } from '../../src/pipeline
 import type { RunSummary } from '../../src/pipeline/options.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { parquetRowsComparable, readDuckDbSessions, readParquetDataset } from '../helpers/read-store.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 const FROM = 1767225600; // 2026-01-01, a Thursday
 const TO = FROM + 4 * D;
 const NOW = TO + 3 * 3600;
@@ -52,7 +52,7 @@ async function extractedAt(dataDir: string, format: Format): Promise<Map<string,
 }
 
 function dayOf(t: number): string {
-  return `date=${new Date(t * 1000).toISOString().slice(0, 10)}`;
+  return `date=${isoDay(t)}`;
 }
 
 function written(s: RunSummary): string[] {

@@ -1,18 +1,17 @@
 /** The volume-anomaly rule, table-driven: which finished days it flags, and which it leaves alone. */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_VOLUME_RULE, findVolumeAnomalies, wholeDays, type VolumeRule } from '../../src/store/volume-anomalies.js';
+import { D, isoDay } from '../helpers/time.js';
 
-const D = 86_400;
 /** A Wednesday. */
 const WED = Date.parse('2026-03-04T00:00:00Z') / 1000;
-const date = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
 
 /** Five weeks of days ending with the Wednesday WED (included): weekdays `weekday` sessions, weekends `weekend`. */
 function weeks(weekday: number, weekend: number, edits: Record<string, number> = {}): Map<string, number> {
   const m = new Map<string, number>();
   for (let t = WED - 35 * D; t <= WED + 6 * D; t += D) {
     const dow = new Date(t * 1000).getUTCDay();
-    m.set(date(t), dow === 0 || dow === 6 ? weekend : weekday);
+    m.set(isoDay(t), dow === 0 || dow === 6 ? weekend : weekday);
   }
   for (const [k, v] of Object.entries(edits)) m.set(k, v);
   return m;
@@ -53,6 +52,6 @@ describe('findVolumeAnomalies', () => {
   });
 
   it('coverage in adjacent pieces covers a day whole', () => {
-    expect([...wholeDays([{ start: WED, end: WED + D / 2 }, { start: WED + D / 2, end: WED + 2 * D + 5 }])].map(date)).toEqual(['2026-03-04', '2026-03-05']);
+    expect([...wholeDays([{ start: WED, end: WED + D / 2 }, { start: WED + D / 2, end: WED + 2 * D + 5 }])].map(isoDay)).toEqual(['2026-03-04', '2026-03-05']);
   });
 });

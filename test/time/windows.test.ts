@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { alignDown, bisect, cutWindows, parseDuration, parseInstant } from '../../src/time/windows.js';
 import { checkpointOf, holes, mergeIntervals, subtractIntervals } from '../../src/time/intervals.js';
+import { D } from '../helpers/time.js';
 
-const D = 86_400;
 const JAN1 = 1767225600; // 2026-01-01T00:00:00Z
 
 describe('parseInstant', () => {
