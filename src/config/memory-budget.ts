@@ -245,6 +245,12 @@ export interface MemorySplit {
   /** Windows fetched and waiting for their commit, at most. */
   commitSlots: number;
   /**
+   * The bytes of the answers held at once: those fetched and waiting for their commit, and those
+   * being read (each counted as the largest of the recent answers). The bodies' share, at least one
+   * body; the run starts no request that would go beyond it, unless nothing is held (pipeline/answer-bytes.ts).
+   */
+  answerBytes: number;
+  /**
    * The bytes of rows in one row group: what DuckDB compresses at once outside its pool when a merge
    * commits or the store checkpoints, and what a Parquet COPY builds in memory (store/row-groups.ts
    * turns it into rows from the rows' measured size).
@@ -305,6 +311,9 @@ export function splitBudget(
     maxBodyBytes: bodyEach,
     // A waiting window's body is written to a file as soon as its commit takes it: twice the bodies' share.
     commitSlots: Math.max(2, Math.min(2 * concurrency, Math.floor((2 * bodies) / bodyEach))),
+    // In flight and waiting together: within the bodies' share (the waiting ones were 50–60 MiB
+    // beyond it at 1 M long text in 320 MiB, docs/benchmarks.md "The remaining cause at 320 MiB").
+    answerBytes: Math.max(bodyEach, Math.floor(bodies)),
     rowGroupBytes: Math.floor(spare * ROW_GROUP_SHARE),
   };
 }
@@ -334,6 +343,6 @@ export function describeSplit(budget: MemoryBudget, split: MemorySplit): string 
     `DuckDB ${split.duckdbFrom === 'budget' ? formatSize(split.duckdbBytes) : `${split.duckdbMemoryLimit} (SESSION_ETL_DUCKDB_MEMORY_LIMIT)`}, ` +
     `answers in flight ${formatSize(split.bodiesBytes)} (${formatSize(split.maxBodyBytes)} each at most), ` +
     `row groups of ${formatSize(split.rowGroupBytes)} at most, ` +
-    `${split.commitSlots} windows waiting for their commit, ${formatSize(split.fixed)} for Node and DuckDB's code`
+    `${split.commitSlots} windows waiting for their commit, answers held ${formatSize(split.answerBytes)} at most, ${formatSize(split.fixed)} for Node and DuckDB's code`
   );
 }

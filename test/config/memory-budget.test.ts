@@ -156,6 +156,9 @@ describe('the budget', () => {
       expect(s.bodiesBytes).toBe(4 * s.maxBodyBytes);
       expect(s.duckdbMemoryLimit).toBe(`${Math.floor(s.duckdbBytes / MiB)}MiB`);
       expect(s.commitSlots).toBeGreaterThanOrEqual(2);
+      // The answers held (in flight and waiting for their commit) within the bodies' share, at least one body.
+      expect(s.answerBytes).toBeGreaterThanOrEqual(s.maxBodyBytes);
+      expect(s.fixed + s.duckdbBytes + s.answerBytes, `${mib} MiB`).toBeLessThanOrEqual(mib * MiB);
     }
     const small = splitBudget({ bytes: 384 * MiB, source: 'cgroup', from: 'x' }, { concurrency: 4, maxBodyBytes: 256 * MiB });
     const big = splitBudget({ bytes: 2048 * MiB, source: 'cgroup', from: 'x' }, { concurrency: 4, maxBodyBytes: 256 * MiB });
