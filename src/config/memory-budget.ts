@@ -251,6 +251,12 @@ export interface MemorySplit {
    */
   answerBytes: number;
   /**
+   * Parquet rewrites (COPY … ORDER BY of a day) run side by side: 2 when what the budget leaves
+   * outside DuckDB's pool holds two row groups (each COPY builds one there), 1 below (DuckDB's pool
+   * at its 128 MiB floor takes from that part: budgets below 342 MiB at the default split).
+   */
+  parquetRewrites: 1 | 2;
+  /**
    * The bytes of rows in one row group: what DuckDB compresses at once outside its pool when a merge
    * commits or the store checkpoints, and what a Parquet COPY builds in memory (store/row-groups.ts
    * turns it into rows from the rows' measured size).
@@ -301,10 +307,14 @@ export function splitBudget(
   // The configuration's maxBodyBytes stays the cap, even below the budget's floor of MIN_BODY_BYTES per body.
   const bodyEach = Math.min(opts.maxBodyBytes, Math.max(MIN_BODY_BYTES, Math.floor(bodies / concurrency)));
   const override = opts.duckdbOverride?.trim();
+  const duckdb = override ? parseSize(override, 'SESSION_ETL_DUCKDB_MEMORY_LIMIT') : duckdbBytes;
+  const rowGroupBytes = Math.floor(spare * ROW_GROUP_SHARE);
+  // At the default split the part outside the pool is two row groups exactly: a KiB of slack for the rounding.
+  const outsidePool = spare - duckdb - bodies;
   return {
     budget: budget.bytes,
     fixed: FIXED_BYTES,
-    duckdbBytes: override ? parseSize(override, 'SESSION_ETL_DUCKDB_MEMORY_LIMIT') : duckdbBytes,
+    duckdbBytes: duckdb,
     duckdbMemoryLimit: override || `${Math.floor(duckdbBytes / MiB)}MiB`,
     duckdbFrom: override ? 'SESSION_ETL_DUCKDB_MEMORY_LIMIT' : 'budget',
     bodiesBytes: bodyEach * concurrency,
@@ -314,7 +324,8 @@ export function splitBudget(
     // In flight and waiting together: within the bodies' share (the waiting ones were 50–60 MiB
     // beyond it at 1 M long text in 320 MiB, docs/benchmarks.md "The remaining cause at 320 MiB").
     answerBytes: Math.max(bodyEach, Math.floor(bodies)),
-    rowGroupBytes: Math.floor(spare * ROW_GROUP_SHARE),
+    rowGroupBytes,
+    parquetRewrites: outsidePool + 1024 >= 2 * rowGroupBytes ? 2 : 1,
   };
 }
 
@@ -343,6 +354,7 @@ export function describeSplit(budget: MemoryBudget, split: MemorySplit): string 
     `DuckDB ${split.duckdbFrom === 'budget' ? formatSize(split.duckdbBytes) : `${split.duckdbMemoryLimit} (SESSION_ETL_DUCKDB_MEMORY_LIMIT)`}, ` +
     `answers in flight ${formatSize(split.bodiesBytes)} (${formatSize(split.maxBodyBytes)} each at most), ` +
     `row groups of ${formatSize(split.rowGroupBytes)} at most, ` +
+    `Parquet rewrites ${split.parquetRewrites === 1 ? 'one at a time' : `${split.parquetRewrites} at a time`}, ` +
     `${split.commitSlots} windows waiting for their commit, answers held ${formatSize(split.answerBytes)} at most, ${formatSize(split.fixed)} for Node and DuckDB's code`
   );
 }

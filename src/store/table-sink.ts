@@ -11,7 +11,7 @@ import { queryRows, type Db } from './duckdb.js';
 import { checkPartition, type StoreLayout } from './layout.js';
 import { mergeSlice, type MergeContext } from './merge.js';
 import { ndjsonValueBytes } from './row-groups.js';
-import { ParquetRewriter } from './parquet-rewriter.js';
+import { ParquetRewriter, type RewriteOptions } from './parquet-rewriter.js';
 import type { StoreShape } from './shape.js';
 import type { Dataset } from './dataset/dataset.js';
 import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type Sink } from './sink.js';
@@ -62,8 +62,10 @@ export class TableSink implements Sink {
     onRewritten: (partitions: string[]) => void = () => {},
     /** Runs `fn` with no reader using the store's connections (session-store.ts gate). */
     private readonly quiet: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
+    /** How many Parquet rewrites run side by side (the memory budget's). */
+    rewrites?: RewriteOptions,
   ) {
-    this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset) : undefined;
+    this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset, rewrites) : undefined;
     this.merge = { pendingDir: layout.pendingDir, rowGroupRows: db.rowGroupRows, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
     const rewriter = this.rewriter;
     this.work = new BackgroundWork(

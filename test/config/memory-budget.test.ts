@@ -170,6 +170,17 @@ describe('the budget', () => {
     expect(splitBudget({ bytes: 300 * MiB, source: 'default', from: 'x' }, { concurrency: 4, maxBodyBytes: 8192 }).maxBodyBytes).toBe(8192);
   });
 
+  it('Parquet rewrites side by side only when the part outside DuckDB\'s pool holds two row groups', () => {
+    const at = (mib: number, duckdbOverride?: string) =>
+      splitBudget({ bytes: mib * MiB, source: 'setting', from: 'x' }, { concurrency: 4, maxBodyBytes: 256 * MiB, duckdbOverride }).parquetRewrites;
+    // DuckDB's pool at its 128 MiB floor (budgets below 342 MiB, the default 300 MB among them): one at a time.
+    expect([272, 300e6 / MiB, 320, 341].map((m) => at(m))).toEqual([1, 1, 1, 1]);
+    expect([342, 384, 512, 2048].map((m) => at(m))).toEqual([2, 2, 2, 2]);
+    // A smaller pool set by hand leaves room outside it; a larger one takes it.
+    expect(at(320, '80MiB')).toBe(2);
+    expect(at(512, '400MiB')).toBe(1);
+  });
+
   it('SESSION_ETL_DUCKDB_MEMORY_LIMIT replaces DuckDB\'s share as given', () => {
     const s = splitBudget({ bytes: 384 * MiB, source: 'cgroup', from: 'x' }, { concurrency: 4, maxBodyBytes: 256 * MiB, duckdbOverride: '200MB' });
     expect(s).toMatchObject({ duckdbMemoryLimit: '200MB', duckdbBytes: 200e6, duckdbFrom: 'SESSION_ETL_DUCKDB_MEMORY_LIMIT' });
