@@ -41,6 +41,23 @@ export const MIN_BODY_BYTES = 4 * MiB;
 /** The smallest budget a run can work in. */
 export const MIN_BUDGET = FIXED_BYTES + MIN_DUCKDB_BYTES + 4 * MIN_BODY_BYTES;
 
+/**
+ * glibc's allocator settings every launcher we ship sets (Dockerfile, config/systemd, config/kubernetes):
+ * two arenas, allocations of 128 KiB and more mapped on their own and unmapped at free, the heap
+ * trimmed from 128 KiB, so that freed memory goes back to the kernel. glibc reads them once at start,
+ * so they cannot be set from inside the process (docs/configuration.md "glibc's allocator").
+ */
+export const GLIBC_SETTINGS: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '131072',
+  MALLOC_TRIM_THRESHOLD_: '131072',
+};
+
+/** The glibc settings not set as GLIBC_SETTINGS says in `env` (for the run's debug log). */
+export function glibcSettingsMissing(env: NodeJS.ProcessEnv = process.env): string[] {
+  return Object.entries(GLIBC_SETTINGS).filter(([k]) => env[k] === undefined).map(([k, v]) => `${k}=${v}`);
+}
+
 /** A budget, a setting or a size that cannot be used: exit 2, before anything is written. */
 export class MemoryBudgetError extends Error {
   override readonly name = 'MemoryBudgetError';
