@@ -109,7 +109,7 @@ export class SessionStore {
     this.shape = storeShape(accounts === 'many');
     this.sink =
       format === 'parquet'
-        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset, db.rowGroupRows)
+        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset, db, (fn) => this.gate.exclusive(fn))
         : new TableSink(db, layout, this.shape, dataset, format === 'both', (conn, partitions) => this.readyDays(conn, partitions), (err) =>
             logger.warn(
               { err: err instanceof Error ? err.message : String(err) },
