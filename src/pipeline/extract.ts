@@ -10,7 +10,7 @@ import { GraphQLResponseError } from '../reporting/errors/graphql-response-error
 import { ReportingError } from '../reporting/errors/reporting-error.js';
 import type { ReportingClient } from '../reporting/client.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
-import { AnswerBytes } from './answer-bytes.js';
+import type { AnswerBytes } from './answer-bytes.js';
 import { WindowFailedError } from './errors.js';
 import type { RateController } from './rate-controller.js';
 import { bisect, describeWindow, type Window } from '../time/windows.js';
