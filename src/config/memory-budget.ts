@@ -41,6 +41,23 @@ export const MIN_BODY_BYTES = 4 * MiB;
 /** The smallest budget a run can work in. */
 export const MIN_BUDGET = FIXED_BYTES + MIN_DUCKDB_BYTES + 4 * MIN_BODY_BYTES;
 
+/**
+ * glibc's allocator settings every launcher we ship sets (Dockerfile, config/systemd, config/kubernetes):
+ * two arenas, allocations of 128 KiB and more mapped on their own and unmapped at free, the heap
+ * trimmed from 128 KiB, so that freed memory goes back to the kernel. glibc reads them once at start,
+ * so they cannot be set from inside the process (docs/configuration.md "glibc's allocator").
+ */
+export const GLIBC_SETTINGS: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '131072',
+  MALLOC_TRIM_THRESHOLD_: '131072',
+};
+
+/** The glibc settings not set as GLIBC_SETTINGS says in `env` (for the run's debug log). */
+export function glibcSettingsMissing(env: NodeJS.ProcessEnv = process.env): string[] {
+  return Object.entries(GLIBC_SETTINGS).filter(([k]) => env[k] === undefined).map(([k, v]) => `${k}=${v}`);
+}
+
 /** A budget, a setting or a size that cannot be used: exit 2, before anything is written. */
 export class MemoryBudgetError extends Error {
   override readonly name = 'MemoryBudgetError';
@@ -245,6 +262,18 @@ export interface MemorySplit {
   /** Windows fetched and waiting for their commit, at most. */
   commitSlots: number;
   /**
+   * The bytes of the answers held at once: those fetched and waiting for their commit, and those
+   * being read (each counted as the largest of the recent answers). The bodies' share, at least one
+   * body; the run starts no request that would go beyond it, unless nothing is held (pipeline/answer-bytes.ts).
+   */
+  answerBytes: number;
+  /**
+   * Parquet rewrites (COPY … ORDER BY of a day) run side by side: 2 when what the budget leaves
+   * outside DuckDB's pool holds two row groups (each COPY builds one there), 1 below (DuckDB's pool
+   * at its 128 MiB floor takes from that part: budgets below 342 MiB at the default split).
+   */
+  parquetRewrites: 1 | 2;
+  /**
    * The bytes of rows in one row group: what DuckDB compresses at once outside its pool when a merge
    * commits or the store checkpoints, and what a Parquet COPY builds in memory (store/row-groups.ts
    * turns it into rows from the rows' measured size).
@@ -295,17 +324,25 @@ export function splitBudget(
   // The configuration's maxBodyBytes stays the cap, even below the budget's floor of MIN_BODY_BYTES per body.
   const bodyEach = Math.min(opts.maxBodyBytes, Math.max(MIN_BODY_BYTES, Math.floor(bodies / concurrency)));
   const override = opts.duckdbOverride?.trim();
+  const duckdb = override ? parseSize(override, 'SESSION_ETL_DUCKDB_MEMORY_LIMIT') : duckdbBytes;
+  const rowGroupBytes = Math.floor(spare * ROW_GROUP_SHARE);
+  // At the default split the part outside the pool is two row groups exactly: a KiB of slack for the rounding.
+  const outsidePool = spare - duckdb - bodies;
   return {
     budget: budget.bytes,
     fixed: FIXED_BYTES,
-    duckdbBytes: override ? parseSize(override, 'SESSION_ETL_DUCKDB_MEMORY_LIMIT') : duckdbBytes,
+    duckdbBytes: duckdb,
     duckdbMemoryLimit: override || `${Math.floor(duckdbBytes / MiB)}MiB`,
     duckdbFrom: override ? 'SESSION_ETL_DUCKDB_MEMORY_LIMIT' : 'budget',
     bodiesBytes: bodyEach * concurrency,
     maxBodyBytes: bodyEach,
     // A waiting window's body is written to a file as soon as its commit takes it: twice the bodies' share.
     commitSlots: Math.max(2, Math.min(2 * concurrency, Math.floor((2 * bodies) / bodyEach))),
-    rowGroupBytes: Math.floor(spare * ROW_GROUP_SHARE),
+    // In flight and waiting together: within the bodies' share (the waiting ones were 50–60 MiB
+    // beyond it at 1 M long text in 320 MiB, docs/benchmarks.md "The remaining cause at 320 MiB").
+    answerBytes: Math.max(bodyEach, Math.floor(bodies)),
+    rowGroupBytes,
+    parquetRewrites: outsidePool + 1024 >= 2 * rowGroupBytes ? 2 : 1,
   };
 }
 
@@ -334,6 +371,7 @@ export function describeSplit(budget: MemoryBudget, split: MemorySplit): string 
     `DuckDB ${split.duckdbFrom === 'budget' ? formatSize(split.duckdbBytes) : `${split.duckdbMemoryLimit} (SESSION_ETL_DUCKDB_MEMORY_LIMIT)`}, ` +
     `answers in flight ${formatSize(split.bodiesBytes)} (${formatSize(split.maxBodyBytes)} each at most), ` +
     `row groups of ${formatSize(split.rowGroupBytes)} at most, ` +
-    `${split.commitSlots} windows waiting for their commit, ${formatSize(split.fixed)} for Node and DuckDB's code`
+    `Parquet rewrites ${split.parquetRewrites === 1 ? 'one at a time' : `${split.parquetRewrites} at a time`}, ` +
+    `${split.commitSlots} windows waiting for their commit, answers held ${formatSize(split.answerBytes)} at most, ${formatSize(split.fixed)} for Node and DuckDB's code`
   );
 }

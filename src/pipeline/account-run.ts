@@ -3,6 +3,7 @@
  * 2 to 4 for it: plan its windows (plan.ts), extract them under its own rate control (extract.ts),
  * and load each one as it comes (window-loader.ts; a verify compares it instead: verify.ts).
  */
+import { formatSize } from '../config/memory-budget.js';
 import { ReportingClient } from '../reporting/client.js';
 import type { SessionStore } from '../store/session-store.js';
 import { describeWindow } from '../time/windows.js';
@@ -98,6 +99,7 @@ export async function fetchAccount(store: SessionStore, part: Part, batch: Resol
     controller,
     maxConcurrency: opts.concurrency,
     commitSlots: batch.memory.commitSlots,
+    answers: batch.answers,
     maxResultsPerQuery: opts.maxResultsPerQuery,
     minChunkSeconds: opts.minChunkSeconds,
     stopSignal: opts.stopSignal,
@@ -108,6 +110,8 @@ export async function fetchAccount(store: SessionStore, part: Part, batch: Resol
     onLog: (event, fields) => logger.info(clipStrings(fields), event),
     onWindow: verifier ? verifier.onWindow(committed) : (w, body, at) => loader.load(w, body, at),
   });
+  const a = batch.answers;
+  logger.debug({ answers: { peakBytes: a.peak, limitBytes: a.limit, waits: a.waits } }, `answers held at most ${formatSize(a.peak)} of the ${formatSize(a.limit)} share`);
   return { plan, controller, outcome: verifier ? await verifier.settleAfter(outcome, logger) : outcome };
 }
 

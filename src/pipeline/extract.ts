@@ -10,6 +10,7 @@ import { GraphQLResponseError } from '../reporting/errors/graphql-response-error
 import { ReportingError } from '../reporting/errors/reporting-error.js';
 import type { ReportingClient } from '../reporting/client.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
+import type { AnswerBytes } from './answer-bytes.js';
 import { WindowFailedError } from './errors.js';
 import type { RateController } from './rate-controller.js';
 import { bisect, describeWindow, type Window } from '../time/windows.js';
@@ -32,6 +33,11 @@ export interface ExtractOptions {
   maxConcurrency: number;
   /** Windows fetched and waiting for their commit, at most (default 2 × maxConcurrency; the memory budget sets it). */
   commitSlots?: number;
+  /**
+   * The bytes of answers held (read or being read, not yet committed), shared by the accounts of a
+   * run; the memory budget sizes it (answer-bytes.ts). Absent: not bounded in bytes.
+   */
+  answers?: AnswerBytes;
   maxResultsPerQuery?: number;
   minChunkSeconds: number;
   /** Stop starting windows when aborted (soft stop: running ones finish). */
@@ -43,8 +49,8 @@ export interface ExtractOptions {
   /**
    * Receives every complete leaf window with its body (as the scanner read it) and when it was
    * fetched (ms); resolves once the window is committed. The runner does not wait for the commit
-   * before fetching the next window (at most 2 × maxConcurrency windows wait for theirs), so commit
-   * latency overlaps the next requests; a failed commit fails the run like a failed request.
+   * before fetching the next window (at most `commitSlots` windows, and `answers`' bytes, wait for
+   * theirs), so commit latency overlaps the next requests; a failed commit fails the run like a failed request.
    */
   onWindow(window: Window, body: SessionsBody, fetchedAtMs: number): Promise<void>;
   onLog?(event: string, fields: Record<string, unknown>): void;
@@ -92,15 +98,19 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
       if (opts.abortSignal?.aborted) throw opts.abortSignal.reason;
       let body: SessionsBody;
       let count: number;
+      // Held from the request until the window is committed (or the answer is dropped).
+      const ticket = await opts.answers?.begin(abort);
       try {
         const r = await opts.client.fetchSessionsBody(cur.start, cur.end, abort);
         body = r.value;
+        ticket?.answered(body.bytes);
         count = body.kind === 'ndjson' ? body.count : body.records.length;
         if (opts.maxResultsPerQuery !== undefined && count >= opts.maxResultsPerQuery) {
           lastMessage = `the answer held ${count} records, at least --max-results-per-query (${opts.maxResultsPerQuery}), so it may be capped`;
           throw new SplitNeeded(lastMessage);
         }
       } catch (err) {
+        ticket?.release();
         // A body over maxBodyBytes splits too: a shorter window gives a smaller body.
         if (err instanceof SplitNeeded || err instanceof GraphQLResponseError || err instanceof BodyTooLargeError) {
           lastMessage = err instanceof SplitNeeded ? lastMessage : err.message;
@@ -128,7 +138,14 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
         }
         throw err;
       }
-      const committed = opts.onWindow(cur, body, opts.now());
+      let committed: Promise<void>;
+      try {
+        committed = opts.onWindow(cur, body, opts.now());
+      } catch (err) {
+        ticket?.release();
+        throw err;
+      }
+      if (ticket) void committed.then(ticket.release, ticket.release);
       committed.catch(() => {}); // observed below
       leaves.push(committed);
     }

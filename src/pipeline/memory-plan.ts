@@ -3,7 +3,7 @@
  * opened, so that a budget too small to work in is refused (exit 2) with nothing written; each
  * job's largest body is capped by the budget's share, and the split is logged (debug).
  */
-import { describeSplit, resolveMemory, type MemoryBudget, type MemorySplit } from '../config/memory-budget.js';
+import { describeSplit, glibcSettingsMissing, resolveMemory, type MemoryBudget, type MemorySplit } from '../config/memory-budget.js';
 import { checkWriterSettings } from '../store/session-store.js';
 import type { Logger } from '../util/logger.js';
 import type { BatchOptions, ResolvedJob } from './options.js';
@@ -32,6 +32,8 @@ export function planMemory(batch: Pick<BatchOptions, 'memoryLimit'> & { concurre
     ...(root ? { root } : {}),
   });
   logger.debug({ memory: { ...split, from: budget.from } }, `memory budget: ${describeSplit(budget, split)}`);
+  const unset = process.platform === 'linux' ? glibcSettingsMissing() : [];
+  if (unset.length) logger.debug({ unset }, `glibc's allocator keeps freed memory: ${unset.join(' ')} not set (docs/configuration.md "glibc's allocator")`);
   const capped = jobs.map((j) => (j.opts.maxBodyBytes > split.maxBodyBytes ? ({ ...j, opts: { ...j.opts, maxBodyBytes: split.maxBodyBytes } } as ResolvedJob) : j));
   return { budget, split, jobs: capped };
 }

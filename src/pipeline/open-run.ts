@@ -129,7 +129,7 @@ async function openWhenFree(opts: ResolvedBatch, logger: Logger, beforeUpload?: 
         ...(opts.shard ? { shard: opts.shard } : {}),
         ...(opts.dataset ? { dataset: opts.dataset } : {}),
         ...(beforeUpload ? { beforeUpload } : {}),
-        ...(opts.memory ? { memoryLimit: opts.memory.duckdbMemoryLimit, rowGroupBytes: opts.memory.rowGroupBytes } : {}),
+        ...(opts.memory ? { memoryLimit: opts.memory.duckdbMemoryLimit, rowGroupBytes: opts.memory.rowGroupBytes, parquetRewrites: opts.memory.parquetRewrites } : {}),
       });
     } catch (err) {
       if (err instanceof StoreBusyError && opts.stopSignal?.aborted) {

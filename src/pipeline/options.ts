@@ -14,6 +14,7 @@ import { parseDuration } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
 import type { Sleep } from '../util/sleep.js';
 import type { InvalidPolicy } from './flatten.js';
+import type { AnswerBytes } from './answer-bytes.js';
 
 export interface PipelineOptions {
   /** Reporting endpoint (REPORTING_URL). */
@@ -302,6 +303,8 @@ export type ResolvedBatch = Omit<BatchOptions, 'now' | 'sleep' | 'logger' | 'par
   volumeRule: VolumeRule;
   stopExitCode: () => number;
   memory: MemorySplit;
+  /** The bytes of answers held, bounded by memory.answerBytes: one for the accounts of the run. */
+  answers: AnswerBytes;
 };
 
 export function newRunId(kind: string, nowMs: number): string {

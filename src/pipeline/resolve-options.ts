@@ -10,24 +10,38 @@ import { checkPlanSize, chunkBelowMinChunk, isoOf } from '../time/windows.js';
 import { silentLogger } from '../util/logger.js';
 import { realSleep } from '../util/sleep.js';
 import { DEFAULTS, type AccountJob, type BatchOptions, type PipelineOptions, type ResolvedBatch, type ResolvedJob, type VerifyOptions } from './options.js';
-import type { MemorySplit } from '../config/memory-budget.js';
+import { formatSize, type MemorySplit } from '../config/memory-budget.js';
+import { AnswerBytes } from './answer-bytes.js';
 
 /** Lowest --max-requests-per-second accepted: below it a run would seem to hang (docs/configuration.md). */
 export const MIN_REQUESTS_PER_SECOND = 0.01;
 
 /** The batch's options with their defaults, and the memory split worked out for it. */
 export function resolveBatch(given: BatchOptions, memory: MemorySplit): ResolvedBatch {
+  const logger = given.logger ?? silentLogger;
+  let told = false;
+  const answers = new AnswerBytes(memory.answerBytes, memory.maxBodyBytes, (f) => {
+    // Once a run, when the answers waiting alone fill the share (at long text the next request
+    // waits for a commit nearly every time).
+    if (told || f.readingRequests > 0) return;
+    told = true;
+    logger.debug(
+      { answers: f },
+      `answers waiting for their commit hold ${formatSize(f.heldBytes)}, the memory budget's share is ${formatSize(f.limitBytes)}: the next request waits for a commit`,
+    );
+  });
   return {
     ...given,
     now: given.now ?? Date.now,
     sleep: given.sleep ?? realSleep,
-    logger: given.logger ?? silentLogger,
+    logger,
     parquetFlushSeconds: given.parquetFlushSeconds ?? DEFAULTS.parquetFlushSeconds,
     concurrency: given.concurrency ?? 1,
     volumeRule: given.volumeRule ?? DEFAULT_VOLUME_RULE,
     // Read when a stop is reported: the caller's may be a getter a signal handler sets.
     stopExitCode: () => given.stopExitCode ?? DEFAULTS.stopExitCode,
     memory,
+    answers,
   };
 }
 

@@ -26,9 +26,9 @@ import { MAX_RECORD_BYTES } from './record-size.js';
 
 export type SessionsBody =
   /** Every record checked: `ndjson` holds one record per line (a view of the body's bytes). */
-  | { kind: 'ndjson'; ndjson: Buffer; count: number }
+  | { kind: 'ndjson'; ndjson: Buffer; count: number; /** The body's length, bytes (what the answer holds). */ bytes: number }
   /** The records as parsed: validate them one by one. */
-  | { kind: 'records'; records: unknown[] };
+  | { kind: 'records'; records: unknown[]; /** The body's length, bytes (the records parsed from it hold more). */ bytes: number };
 
 type FieldKind = 'id' | 'str' | 'int' | 'bool' | 'obj';
 interface FieldSpec {
@@ -98,7 +98,7 @@ function slowPath(body: Buffer, what: string): SessionsBody {
   if (!Array.isArray(sessions)) {
     throw new InvalidResponseError(`the reporting endpoint answered without a data.sessions list for ${what}`);
   }
-  return { kind: 'records', records: sessions };
+  return { kind: 'records', records: sessions, bytes: body.length };
 }
 
 /** The fast path; undefined when the body is not in the fast shape. */
@@ -137,7 +137,7 @@ function scan(b: Buffer): SessionsBody | undefined {
     // it merges the file, long after the commit: the slow path names the session and the field.
     if (!escapesValid(b, first, last)) throw NOT_FAST;
     for (const s of separators) b[s] = 0x0a;
-    return { kind: 'ndjson', ndjson: b.subarray(first, last), count: ids.size };
+    return { kind: 'ndjson', ndjson: b.subarray(first, last), count: ids.size, bytes: b.length };
   } catch (err) {
     if (err === NOT_FAST) return undefined;
     throw err;

@@ -15,8 +15,18 @@ import type { Dataset } from './dataset/dataset.js';
 import { NULL_PARTITION, type StoreLayout } from './layout.js';
 import type { StoreShape } from './shape.js';
 
-/** Connections that rewrite Parquet partitions side by side (each COPY is mostly one thread plus fixed costs). */
-const REWRITE_CONNECTIONS = 2;
+/**
+ * Connections that rewrite Parquet partitions side by side (each COPY is mostly one thread plus fixed
+ * costs), unless the memory budget says fewer (MemorySplit.parquetRewrites: each COPY sorts its day
+ * and builds a row group, largely outside DuckDB's pool).
+ */
+export const REWRITE_CONNECTIONS = 2;
+
+/** How rewrites run: side by side at most `sideBySide`; `log` is told each rewrite of several days. */
+export interface RewriteOptions {
+  sideBySide: number;
+  log?: (fields: object, msg: string) => void;
+}
 
 export class ParquetRewriter {
   private extra: DuckDBConnection[] = [];
@@ -29,6 +39,7 @@ export class ParquetRewriter {
     private readonly shape: StoreShape,
     /** Where the day files go (the data directory, or a bucket). */
     private readonly dataset: Dataset,
+    private readonly rewrites: RewriteOptions = { sideBySide: REWRITE_CONNECTIONS },
   ) {}
 
   /**
@@ -38,7 +49,7 @@ export class ParquetRewriter {
    */
   async rewritePending(partitions: string[]): Promise<string[]> {
     if (partitions.length === 0) return [];
-    const conns = await this.connections(Math.min(REWRITE_CONNECTIONS, partitions.length));
+    const conns = await this.connections(Math.max(1, Math.min(this.rewrites.sideBySide, partitions.length)));
     // The marks as they stand before any COPY: each COPY then reads at least the data they stand for.
     const seen = await queryRows<{ p: string; g: bigint | number }>(
       conns[0]!,
@@ -52,11 +63,14 @@ export class ParquetRewriter {
     // One COPY a connection at a time; after a failure, none more starts.
     const free = [...conns];
     const limit = pLimit(conns.length);
+    let running = 0;
+    let most = 0;
     await Promise.all(
       partitions.map((p) =>
         limit(async () => {
           if (failure !== undefined) return;
           const conn = free.pop()!;
+          most = Math.max(most, ++running);
           try {
             const finish = this.copyPartition(conn, p).then((fin) => fin());
             // The COPY itself is awaited here; the rest (fsync, rename) runs on.
@@ -65,12 +79,19 @@ export class ParquetRewriter {
           } catch (err) {
             failure ??= err;
           } finally {
+            running--;
             free.push(conn);
           }
         }),
       ),
     );
     await Promise.all(finishing);
+    if (partitions.length > 1) {
+      this.rewrites.log?.(
+        { partitions: partitions.length, copiesAtOnce: most, sideBySide: this.rewrites.sideBySide },
+        `${partitions.length} Parquet days rewritten, ${most} at a time at most (the memory budget allows ${this.rewrites.sideBySide})`,
+      );
+    }
     const cleared = done.filter((p) => gens.has(p));
     if (cleared.length) {
       // Only the marks seen above: a merge committed since then keeps its mark, and its rows are

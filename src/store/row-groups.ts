@@ -5,6 +5,7 @@
  * "Memory and threads"): the memory budget gives it a share in bytes (config/memory-budget.ts
  * `rowGroupBytes`), and the rows' measured size turns that into rows.
  */
+import { open } from 'node:fs/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { queryRows } from './duckdb.js';
 
@@ -78,6 +79,21 @@ export function ndjsonValueBytes(text: string): number | undefined {
     }
   }
   return rows === 0 ? undefined : Math.ceil(bytes / rows);
+}
+
+/** How much of a record file is read to measure its rows. */
+const SAMPLE_BYTES = 4 * 2 ** 20;
+
+/** ndjsonValueBytes of the first megabytes of a record file (a store's first window: table-sink.ts, parquet-only-sink.ts). */
+export async function ndjsonFileValueBytes(path: string): Promise<number | undefined> {
+  const f = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(SAMPLE_BYTES);
+    const { bytesRead } = await f.read(buf, 0, SAMPLE_BYTES, 0);
+    return ndjsonValueBytes(buf.subarray(0, bytesRead).toString('utf8'));
+  } finally {
+    await f.close();
+  }
 }
 
 /** The options of every Parquet COPY of ours: zstd, and row groups of the store's size (a COPY builds each in memory). */

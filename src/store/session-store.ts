@@ -27,6 +27,7 @@ import { DataDirError } from './errors.js';
 import type { OutputFormat, ShardId, StoreLayout } from './layout.js';
 import { openDataDir, prepareDirs } from './open-data-dir.js';
 import { ParquetOnlySink } from './parquet-only-sink.js';
+import { REWRITE_CONNECTIONS } from './parquet-rewriter.js';
 import * as runLog from './run-log.js';
 import { checkOwnership, ensureSchema, readAsCurrentSchema, recordedAccounts, recordedFormat, type SchemaReading, type StoreAccounts } from './schema.js';
 import { SerialQueue } from './serial-queue.js';
@@ -77,6 +78,8 @@ export interface OpenStoreOptions {
   readDirs?: readonly string[];
   /** How long committed rows wait for a whole row group before a background merge takes them anyway (default 4 s; tests set it). */
   alignedWaitMs?: number;
+  /** Parquet rewrites side by side at most (the run's memory budget's: config/memory-budget.ts; default 2). */
+  parquetRewrites?: number;
 }
 
 export class SessionStore {
@@ -101,11 +104,12 @@ export class SessionStore {
     /** Where the day files go. */
     readonly dataset: Dataset,
     alignedWaitMs?: number,
+    parquetRewrites = REWRITE_CONNECTIONS,
   ) {
     this.shape = storeShape(accounts === 'many');
     this.sink =
       format === 'parquet'
-        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset, db.rowGroupRows)
+        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset, db, (fn) => this.gate.exclusive(fn))
         : new TableSink(db, layout, this.shape, dataset, {
             format,
             readyDays: (conn, partitions) => this.readyDays(conn, partitions),
@@ -117,6 +121,7 @@ export class SessionStore {
             alignedWaitMs,
             onRewritten: (partitions) => logger.debug({ partitions }, 'finished days written to Parquet while fetching'),
             quiet: (fn) => this.gate.exclusive(fn),
+            rewrites: { sideBySide: parquetRewrites, log: (fields, msg) => logger.debug(fields, msg) },
           });
     this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink);
   }
@@ -154,7 +159,7 @@ export class SessionStore {
       const accounts = existed ? await recordedAccounts(db.conn) : (opts.accounts ?? 'single');
       if (opts.accounts && opts.accounts !== accounts) throw accountsMismatch(layout, accounts);
       const dataset = await openDataset(opts.dataset ?? { kind: 'local', root: layout.parquetDir }, layout, opts.beforeUpload);
-      const store = new SessionStore(layout, format, accounts, db, readOnly, opts.logger ?? silentLogger, dataset, opts.alignedWaitMs);
+      const store = new SessionStore(layout, format, accounts, db, readOnly, opts.logger ?? silentLogger, dataset, opts.alignedWaitMs, opts.parquetRewrites);
       store.created.push(...created);
       // A reader of a store of an earlier schema sees it as this one's, without writing (schema.ts).
       if (readOnly && existed) store.schemaReading = await readAsCurrentSchema(db.conn, format, accounts);

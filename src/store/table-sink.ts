@@ -3,36 +3,20 @@
  * `_pending_files` by the commit); merges move the files' rows into the `sessions` table in the
  * background and at each flush; with both, the days they touch are then rewritten to Parquet.
  */
-import { open } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { BackgroundWork } from './background-work.js';
 import { queryRows, type Db } from './duckdb.js';
 import { checkPartition, type StoreLayout } from './layout.js';
 import { mergeSlice, type MergeContext } from './merge.js';
-import { ndjsonValueBytes } from './row-groups.js';
-import { ParquetRewriter } from './parquet-rewriter.js';
+import { ndjsonFileValueBytes } from './row-groups.js';
+import { ParquetRewriter, type RewriteOptions } from './parquet-rewriter.js';
 import type { StoreShape } from './shape.js';
 import type { Dataset } from './dataset/dataset.js';
 import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type Sink } from './sink.js';
 
 /** How long committed rows wait for a whole row group's worth before a background merge takes them anyway. */
 const ALIGNED_WAIT_MS = 4_000;
-
-/** How much of a new store's first record file is read to measure its rows. */
-const SAMPLE_BYTES = 4 * 2 ** 20;
-
-/** The first `bytes` of a file, as text. */
-async function fileHead(path: string, bytes: number): Promise<string> {
-  const f = await open(path, 'r');
-  try {
-    const buf = Buffer.alloc(bytes);
-    const { bytesRead } = await f.read(buf, 0, bytes, 0);
-    return buf.subarray(0, bytesRead).toString('utf8');
-  } finally {
-    await f.close();
-  }
-}
 
 export interface TableSinkOptions {
   /** both: the days merges touch are rewritten to Parquet; duckdb: the table only. */
@@ -46,6 +30,8 @@ export interface TableSinkOptions {
   onRewritten?: (partitions: string[]) => void;
   /** Runs `fn` with no reader using the store's connections (session-store.ts gate). */
   quiet?: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** How many Parquet rewrites run side by side (the memory budget's). */
+  rewrites?: RewriteOptions;
 }
 
 export class TableSink implements Sink {
@@ -72,7 +58,7 @@ export class TableSink implements Sink {
     const { readyDays, onBackgroundError, alignedWaitMs = ALIGNED_WAIT_MS, onRewritten = () => {} } = o;
     const withParquet = o.format === 'both';
     this.quiet = o.quiet ?? ((fn) => fn());
-    this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset) : undefined;
+    this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset, o.rewrites) : undefined;
     this.merge = { pendingDir: layout.pendingDir, rowGroupRows: db.rowGroupRows, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
     const rewriter = this.rewriter;
     this.work = new BackgroundWork(
@@ -135,8 +121,7 @@ export class TableSink implements Sink {
     const any = await queryRows<{ n: bigint }>(this.db.conn, 'SELECT count(*) AS n FROM (SELECT 1 FROM sessions LIMIT 1)');
     if (Number(any[0]?.n ?? 0) > 0) return;
     // The values' bytes of the first window's records (a sample of its first megabytes).
-    const head = await fileHead(files[0]!.path, SAMPLE_BYTES);
-    const rowBytes = ndjsonValueBytes(head);
+    const rowBytes = await ndjsonFileValueBytes(files[0]!.path);
     if (rowBytes === undefined) return;
     await this.work.merging(() =>
       this.quiet(async () => {

@@ -67,4 +67,23 @@ describe('the memory budget from a setting', () => {
     if (container >= 400 * MiB) expect(r.stderr).toMatch(/memory budget: 400 MiB from --memory-limit; DuckDB 163 MiB, answers in flight \d+ MiB/);
     expect(JSON.parse(r.stdout).sessions.written).toBe(fx.emu.dataset.sessionsStartedIn(FROM, FROM + 2 * D + 1).length);
   });
+
+  it('Parquet days are rewritten one at a time in 320 MiB, two side by side in 512 MiB; config says which', async () => {
+    const rewrites = async (budget: string) => {
+      const dataDir = join(await fx.tempDir(), 'data');
+      const r = await runCli(['backfill', '--from', isoDay(FROM), '--to', isoDay(FROM + 4 * D), '--memory-limit', budget, '--log-level', 'debug'], fx.env(dataDir));
+      expect(r.code, r.stderr).toBe(0);
+      return [...r.stderr.matchAll(/(\d+) Parquet days rewritten, (\d+) at a time at most \(the memory budget allows (\d+)\)/g)].map((m) => ({ days: Number(m[1]), most: Number(m[2]), allowed: Number(m[3]) }));
+    };
+    const small = await rewrites('320MiB');
+    expect(small.length).toBeGreaterThan(0);
+    for (const x of small) expect(x).toMatchObject({ most: 1, allowed: 1 });
+    const c = await runCli(['config'], { SESSION_ETL_MEMORY_LIMIT: '320MiB' });
+    if (container >= 320 * MiB) expect(c.stdout).toMatch(/^memory budget: 320 MiB .*Parquet rewrites one at a time/m);
+    if (container >= 512 * MiB) {
+      const big = await rewrites('512MiB');
+      expect(big.some((x) => x.most === 2 && x.allowed === 2 && x.days >= 2)).toBe(true);
+      expect((await runCli(['config'], { SESSION_ETL_MEMORY_LIMIT: '512MiB' })).stdout).toMatch(/^memory budget: 512 MiB .*Parquet rewrites 2 at a time/m);
+    }
+  });
 });

@@ -11,6 +11,8 @@ import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { GLIBC_SETTINGS } from '../../src/config/memory-budget.js';
 import { BIN, REPO_ROOT, runCli, startCli, waitFor } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 
@@ -35,6 +37,24 @@ function serviceSettings(text: string): Map<string, string[]> {
   }
   return out;
 }
+
+describe('glibc\'s allocator settings (issue 39)', () => {
+  it('every launcher we ship sets them: the Dockerfile, the systemd unit and the Kubernetes CronJob', async () => {
+    const dockerfile = await readFile(join(REPO_ROOT, 'Dockerfile'), 'utf8');
+    const dockerEnv = Object.fromEntries(
+      [...dockerfile.matchAll(/^ENV (.+)$/gm)].flatMap((m) => m[1]!.trim().split(/\s+/).map((kv) => kv.split('=') as [string, string])),
+    );
+    const unit = Object.fromEntries(serviceSettings(await readFile(UNIT, 'utf8')).get('Environment')!.map((e) => e.split('=') as [string, string]));
+    const docs = parseAllDocuments(await readFile(join(CONFIG, 'kubernetes', 'cronjob.yaml'), 'utf8')).map((d) => d.toJS() as Record<string, any>);
+    const job = docs.find((d) => d.kind === 'CronJob')!;
+    const k8s = Object.fromEntries(
+      (job.spec.jobTemplate.spec.template.spec.containers[0].env as Array<{ name: string; value?: string }>).map((e) => [e.name, e.value]),
+    );
+    for (const [where, env] of [['Dockerfile', dockerEnv], ['systemd unit', unit], ['CronJob', k8s]] as const) {
+      for (const [k, v] of Object.entries(GLIBC_SETTINGS)) expect(env[k], `${where}: ${k}`).toBe(v);
+    }
+  });
+});
 
 describe('config/examples', () => {
   it('every example configuration is accepted by `session-etl config --config FILE`, as the docs show it', async () => {

@@ -156,6 +156,9 @@ describe('the budget', () => {
       expect(s.bodiesBytes).toBe(4 * s.maxBodyBytes);
       expect(s.duckdbMemoryLimit).toBe(`${Math.floor(s.duckdbBytes / MiB)}MiB`);
       expect(s.commitSlots).toBeGreaterThanOrEqual(2);
+      // The answers held (in flight and waiting for their commit) within the bodies' share, at least one body.
+      expect(s.answerBytes).toBeGreaterThanOrEqual(s.maxBodyBytes);
+      expect(s.fixed + s.duckdbBytes + s.answerBytes, `${mib} MiB`).toBeLessThanOrEqual(mib * MiB);
     }
     const small = splitBudget({ bytes: 384 * MiB, source: 'cgroup', from: 'x' }, { concurrency: 4, maxBodyBytes: 256 * MiB });
     const big = splitBudget({ bytes: 2048 * MiB, source: 'cgroup', from: 'x' }, { concurrency: 4, maxBodyBytes: 256 * MiB });
@@ -165,6 +168,17 @@ describe('the budget', () => {
     expect(splitBudget({ bytes: 2048 * MiB, source: 'cgroup', from: 'x' }, { concurrency: 4, maxBodyBytes: 8 * MiB }).maxBodyBytes).toBe(8 * MiB);
     // Even below the budget's floor per body (4 MiB): a configuration asking for smaller bodies gets them.
     expect(splitBudget({ bytes: 300 * MiB, source: 'default', from: 'x' }, { concurrency: 4, maxBodyBytes: 8192 }).maxBodyBytes).toBe(8192);
+  });
+
+  it('Parquet rewrites side by side only when the part outside DuckDB\'s pool holds two row groups', () => {
+    const at = (mib: number, duckdbOverride?: string) =>
+      splitBudget({ bytes: mib * MiB, source: 'setting', from: 'x' }, { concurrency: 4, maxBodyBytes: 256 * MiB, duckdbOverride }).parquetRewrites;
+    // DuckDB's pool at its 128 MiB floor (budgets below 342 MiB, the default 300 MB among them): one at a time.
+    expect([272, 300e6 / MiB, 320, 341].map((m) => at(m))).toEqual([1, 1, 1, 1]);
+    expect([342, 384, 512, 2048].map((m) => at(m))).toEqual([2, 2, 2, 2]);
+    // A smaller pool set by hand leaves room outside it; a larger one takes it.
+    expect(at(320, '80MiB')).toBe(2);
+    expect(at(512, '400MiB')).toBe(1);
   });
 
   it('SESSION_ETL_DUCKDB_MEMORY_LIMIT replaces DuckDB\'s share as given', () => {

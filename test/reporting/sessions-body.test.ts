@@ -55,7 +55,7 @@ describe('readSessionsBody', () => {
     expect(readSessionsBody(reordered, 'w').kind).toBe('records');
     const twice = body({ data: { sessions: [rec('a'), rec('a')] } });
     const r = readSessionsBody(twice, 'w');
-    expect(r).toEqual({ kind: 'records', records: [rec('a'), rec('a')] });
+    expect(r).toEqual({ kind: 'records', records: [rec('a'), rec('a')], bytes: twice.length });
   });
 
   it('refuses data that comes with errors, and answers without data.sessions', () => {
