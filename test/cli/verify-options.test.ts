@@ -84,7 +84,8 @@ describe.each(['both', 'parquet'] as const)('format %s', (format) => {
       const back = await runCli(['verify', ...range, '--json'], env);
       expect(back.code).toBe(1);
       expect(JSON.parse(back.stdout).verify.totals).toMatchObject({ missing: dropped, gone: 0, changed: 2 });
-      expect((await runCli(['verify', ...range, '--repair', '--no-progress'], env)).code).toBe(0);
+      const repaired = await runCli(['verify', ...range, '--repair', '--no-progress'], env);
+      expect(repaired.code, repaired.stderr).toBe(0);
       expect(await stored()).toEqual(sourceRows());
     } finally {
       fx.emu.setFaults({});
