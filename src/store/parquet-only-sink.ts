@@ -4,7 +4,7 @@
  * partition's old file into a new file, newest version of each session first.
  */
 import { rm } from 'node:fs/promises';
-import { ndjsonFileValueBytes, parquetCopyOptions } from './row-groups.js';
+import { parquetCopyOptions } from './row-groups.js';
 import { join } from 'node:path';
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { unguessable } from '../util/temp-file.js';
@@ -21,8 +21,6 @@ import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type 
 export class ParquetOnlySink implements Sink {
   readonly keepsFiles = false;
   private fileSeq = 0;
-  /** Whether the row groups were sized from the rows (at the first commit). */
-  private sized = false;
 
   constructor(
     /** The store's main connection, and the queue that serialises writes on it. */
@@ -34,31 +32,7 @@ export class ParquetOnlySink implements Sink {
     private readonly dataset: Dataset,
     /** The store's DuckDB file: its row group size (store/row-groups.ts) is each day file's too. */
     private readonly db: Db,
-    /** Runs `fn` with no reader using the store's connections (session-store.ts gate). */
-    private readonly quiet: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
   ) {}
-
-  /**
-   * The row groups sized from the rows at a run's first commit, as a new table store does
-   * (table-sink.ts): a Parquet-only store holds no sessions table to measure when it is opened, so
-   * it starts with groups sized for long text. When nothing is pending (every earlier row is in the
-   * day files, which each flush writes whole), the first window's records tell the rows' size and
-   * the file is attached again with the row groups they fit (its `_pending_rows` and the day files'
-   * COPY both use it): short records get groups several times larger. On the commit's connection
-   * before its transaction (the write queue holds flushes out), readers held out (a DETACH under a
-   * running statement crashes DuckDB).
-   */
-  async beforeCommit(files: readonly RecordFile[]): Promise<void> {
-    if (this.sized) return;
-    this.sized = true;
-    const fit = this.db.fitRowGroups;
-    if (!fit || files.reduce((n, f) => n + f.count, 0) === 0) return;
-    const any = await queryRows<{ n: bigint }>(this.conn, 'SELECT count(*) AS n FROM (SELECT 1 FROM _pending_rows LIMIT 1)');
-    if (Number(any[0]?.n ?? 0) > 0) return;
-    const rowBytes = await ndjsonFileValueBytes(files[0]!.path);
-    if (rowBytes === undefined) return;
-    await this.quiet(() => fit(rowBytes));
-  }
 
   async commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void> {
     // DuckDB parses the records itself, with explicit types (the scanner checked them).

@@ -103,40 +103,6 @@ describe('a writer attaches its file with the row group size', () => {
     await again.close();
   }, 120_000);
 
-  it('a Parquet-only store sizes its groups from the first rows committed too: the day file\'s row groups and the next run\'s', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'session-etl-rowgroups-'));
-    dirs.push(dir);
-    const bytes = 4 * MiB;
-    const store = await SessionStore.open({ dataDir: dir, format: 'parquet', rowGroupBytes: bytes });
-    // No sessions table to measure: sized for long text.
-    expect(store.rowGroupRows).toBe(rowGroupRows(bytes));
-    const valueBytes = 7 + 2 + 10 + 10 + 2 + 2 + 3 + 15 + 20;
-    const rows = rowGroupRows(bytes, valueBytes);
-    await commitRecords(store, rows + 100, 20);
-    expect(store.rowGroupRows).toBe(rows);
-    await store.close();
-    const groups = async () => {
-      const inst = await DuckDBInstance.create(':memory:');
-      const c = await inst.connect();
-      try {
-        const r = await c.runAndReadAll(
-          `SELECT row_group_id, any_value(row_group_num_rows) AS n FROM parquet_metadata('${join(dir, 'parquet', 'sessions', '**', '*.parquet')}') GROUP BY 1 ORDER BY 1`,
-        );
-        return r.getRowObjectsJS().map((x) => Number(x.n));
-      } finally {
-        c.closeSync();
-        inst.closeSync();
-      }
-    };
-    expect(await groups()).toEqual([rows, 100]);
-    // Opened again (long text's size until it measures), the next run's first commit sizes them again: long text now.
-    const again = await SessionStore.open({ dataDir: dir, format: 'parquet', rowGroupBytes: bytes });
-    expect(again.rowGroupRows).toBe(rowGroupRows(bytes));
-    await commitRecords(again, 10, 20);
-    expect(again.rowGroupRows).toBe(rows);
-    await again.close();
-  }, 120_000);
-
   it('readers of the store running through its first commit (the re-attach) all answer', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'session-etl-rowgroups-'));
     dirs.push(dir);
