@@ -8,7 +8,7 @@ import { parquetCopyOptions } from './row-groups.js';
 import { join } from 'node:path';
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { unguessable } from '../util/temp-file.js';
-import { queryRows, sqlString, type Db } from './duckdb.js';
+import { queryRows, sqlString } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
 import { checkPartition, type StoreLayout } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
@@ -30,8 +30,8 @@ export class ParquetOnlySink implements Sink {
     private readonly shape: StoreShape,
     /** Where the day files are (the data directory, or a bucket). */
     private readonly dataset: Dataset,
-    /** The store's DuckDB file: its row group size (store/row-groups.ts) is each day file's too. */
-    private readonly db: Db,
+    /** The store's row group size (store/row-groups.ts): each day file's row groups. */
+    private readonly rowGroupRows: number,
   ) {}
 
   async commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void> {
@@ -225,7 +225,7 @@ export class ParquetOnlySink implements Sink {
     let copied: { rowsChanged: number | bigint };
     try {
       copied = await c.run(
-        `COPY (${source} ORDER BY ${fileOrder}) TO ${sqlString(tmp)} (${parquetCopyOptions(this.db.rowGroupRows)})`,
+        `COPY (${source} ORDER BY ${fileOrder}) TO ${sqlString(tmp)} (${parquetCopyOptions(this.rowGroupRows)})`,
       );
     } catch (err) {
       await rm(tmp, { force: true }).catch(() => {});

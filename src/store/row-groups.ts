@@ -84,7 +84,7 @@ export function ndjsonValueBytes(text: string): number | undefined {
 /** How much of a record file is read to measure its rows. */
 const SAMPLE_BYTES = 4 * 2 ** 20;
 
-/** ndjsonValueBytes of the first megabytes of a record file (a store's first window: table-sink.ts, parquet-only-sink.ts). */
+/** ndjsonValueBytes of the first megabytes of a record file (a new table store's first window: table-sink.ts). */
 export async function ndjsonFileValueBytes(path: string): Promise<number | undefined> {
   const f = await open(path, 'r');
   try {

@@ -109,7 +109,7 @@ export class SessionStore {
     this.shape = storeShape(accounts === 'many');
     this.sink =
       format === 'parquet'
-        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset, db)
+        ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset, db.rowGroupRows)
         : new TableSink(db, layout, this.shape, dataset, {
             format,
             readyDays: (conn, partitions) => this.readyDays(conn, partitions),
