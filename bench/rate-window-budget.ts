@@ -123,6 +123,14 @@ export class WindowBudgetController {
     return m === undefined ? learned : Math.min(m, learned ?? Infinity);
   }
 
+  /** For the family's diagnostic: no limit learned yet, a probe's growth in the budget, or neither. */
+  get phase(): 'learning' | 'probing' | 'steady' {
+    return !this.diag.settled ? 'learning' : this.probe.extra > 0 || this.diag.probedUp ? 'probing' : 'steady';
+  }
+
+  /** For `phase`: a limit has held until a probe's time (learning is over); the limit stands where a probe raised it. */
+  private diag = { settled: false, probedUp: false };
+
   /** The pace learned (without a probe's growth), requests per second, or null when never limited. */
   get learnedRate(): number | null {
     return this.limit === undefined ? null : (this.limit * 1000) / this.spanMs();
@@ -211,6 +219,7 @@ export class WindowBudgetController {
     const at = Math.max(n < b ? now : (this.released[n - b] as number) + span, n ? (this.released[n - 1] as number) + span / b : now);
     // Held back by the budget: a probe's time has come, or the next step of one that met no 429.
     if (at > now && now >= this.probe.from && now >= this.probe.stepAt) {
+      this.diag = { settled: true, probedUp: false };
       this.probe.extra = 2 * this.probe.extra + 1;
       this.probe.stepAt = now + span;
       return this.budgetOpensAt(now);
@@ -334,6 +343,7 @@ export class WindowBudgetController {
     const log = (verdict: string) => this.opts.log?.({ verdict, count, limit: this.limit ?? null, windowMs: w, refused: p.refused });
     if (p.probing && count >= (this.limit ?? 0)) {
       // The probe met the limit: the count is what the window holds (more than before: room found).
+      if (count > (this.limit ?? 0)) this.diag.probedUp = true;
       this.setLimit(Math.max(count, this.limit ?? 0), now);
       return log('a probe met the limit');
     }
@@ -359,6 +369,7 @@ export class WindowBudgetController {
     }
     this.pauseUntil(now, p.at + p.retryMs);
     this.setLimit(Math.min(this.limit ?? Infinity, most), now);
+    this.diag.probedUp = false;
     log('the quota');
   }
 
