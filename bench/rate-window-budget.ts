@@ -392,9 +392,13 @@ export class WindowBudgetController {
     for (const w of [...this.waiters]) w();
   }
 
-  /** How much of [from, to) was spent paused or before the first attempt, ms. */
+  /**
+   * How much of [from, to) was spent paused, ms. The time before the first attempt is not: the
+   * server's window held none of ours then, so what it took since is its count (a 429 in the first
+   * second of a run was never counted, and a small quota was learned by another burst).
+   */
   private idleMs(from: number, to: number): number {
-    let idle = Math.max(0, Math.min(to, this.firstRelease ?? to) - from);
+    let idle = 0;
     for (const p of this.pauses) idle += Math.max(0, Math.min(to, p.until) - Math.max(from, p.from, this.firstRelease ?? from));
     return Math.min(to - from, idle);
   }
