@@ -4,7 +4,8 @@
  * rate-limit headers and beats today's controller on every figure without them, where it still
  * misses three goals (the 429 share, the stray bound, one lowered pool not raised again); put in
  * place of today's controller it fails 24 of the 71 tests of test/pipeline/rate-controller.test.ts
- * (docs/benchmarks.md, "A window-budget model").
+ * (docs/benchmarks.md, "A window-budget model"; its third round splits the 429s without headers by
+ * cause and measures what was tried against them).
  * `RATE_FAMILY_CONTROLLER=window-budget npm run bench -- --only rate-family` measures it.
  *
  * One model, a window budget. The server counts our requests over a window W. The client mirrors
