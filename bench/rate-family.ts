@@ -327,10 +327,25 @@ export interface RunResult {
   restoredAtMs: number | undefined;
   seconds: Second[];
   finished: boolean;
+  /** The quota's 429s by what caused them (see `Cause`). */
+  quota429By: Record<Cause, number>;
 }
 
+/**
+ * What a quota 429 came from, judged when its request was let go: `probe`, the controller was looking
+ * past the limit it had learned (its `phase`); `lowered`, the quota for us stood below the one before
+ * (a drop, or another client's share) — the controller meeting a lower quota; `learning`, the
+ * controller had learned no limit yet (its `phase`, or no pace); `steady`, the rest (at the pace it
+ * learned: timing, a limit learned too high, the quota come back).
+ */
+export type Cause = 'learning' | 'probe' | 'lowered' | 'steady';
+export const CAUSES: readonly Cause[] = ['learning', 'probe', 'lowered', 'steady'];
+
 /** What the client and the pool use of a controller (RateController, or another under test). */
-export type FamilyController = Pick<RateController, 'beforeAttempt' | 'onSuccess' | 'onRateLimited' | 'onRateLimitHint' | 'concurrency' | 'pace' | 'onConcurrencyChange'>;
+export type FamilyController = Pick<RateController, 'beforeAttempt' | 'onSuccess' | 'onRateLimited' | 'onRateLimitHint' | 'concurrency' | 'pace' | 'onConcurrencyChange'> & {
+  /** For the diagnostic only (a controller need not say): learning its first limit, probing past it, or neither. */
+  readonly phase?: 'learning' | 'probing' | 'steady';
+};
 
 export type ControllerFactory = (o: { maxConcurrency: number; now: () => number; sleep: (ms: number, signal?: AbortSignal) => Promise<void> }) => FamilyController;
 
@@ -356,7 +371,14 @@ export async function runScenario(s: Scenario, o: { strays?: boolean; controller
   const strayShare = o.strays === false ? 0 : s.strays;
   const res: RunResult = {
     durationMs: 0, attempts: 0, accepted: 0, quota429: 0, stray429: 0, strayRetryMs: 0, raisedAccepted: 0, raisedUsable: 0,
-    lowered: false, restoredAtMs: undefined, seconds: [], finished: false,
+    lowered: false, restoredAtMs: undefined, seconds: [], finished: false, quota429By: { learning: 0, probe: 0, lowered: 0, steady: 0 },
+  };
+  const causeNow = (): Cause => {
+    const t = clock.now - start;
+    const phase = controller.phase ?? (controller.pace === undefined ? 'learning' : 'steady');
+    if (phase === 'probing') return 'probe';
+    if ((s.story === 'drop' || s.story === 'shared') && t >= s.fromMs && t < s.toMs) return 'lowered';
+    return phase === 'learning' ? 'learning' : 'steady';
   };
   const second = (now: number): Second => {
     const i = Math.floor((now - start) / 1000);
@@ -384,6 +406,7 @@ export async function runScenario(s: Scenario, o: { strays?: boolean; controller
   const request = async (): Promise<void> => {
     for (;;) {
       const slot = await controller.beforeAttempt();
+      const cause = causeNow();
       res.attempts++;
       // Half the latency out, half back; a 429 has no body and comes back at once.
       const lat = s.latencyMs * (0.75 + 0.5 * latency.next());
@@ -416,6 +439,7 @@ export async function runScenario(s: Scenario, o: { strays?: boolean; controller
         sec.strays++;
       } else {
         res.quota429++;
+        res.quota429By[cause]++;
         sec.refused++;
       }
       await clock.sleep(retryMs ?? 1000);
@@ -462,6 +486,9 @@ export interface Measured {
   used: number;
   /** Quota refusals over attempts. */
   quota429Share: number;
+  /** The run with strays: its attempts and its quota refusals by cause. */
+  attempts: number;
+  quota429By: Record<Cause, number>;
   /** With strays: T, T₀ (the same scenario without strays), n (their Retry-After total), all ms; and T ≤ 1.5 T₀ + n + 2 s. */
   stray?: { t: number; t0: number; n: number; ok: boolean };
   /** A raise that the run lasted through: the used share over its 5th to 10th second (at most 1: a bucket's stored burst can exceed it). */
@@ -487,6 +514,7 @@ export async function measure(seed: number, controller?: ControllerFactory): Pro
     seed, headers: s.headers !== undefined, story: s.story,
     used: r0.accepted / Math.max(1, usable(s, 0, r0.durationMs)),
     quota429Share: r.quota429 / Math.max(1, r.attempts),
+    attempts: r.attempts, quota429By: r.quota429By,
   };
   if (s.strays > 0) {
     m.stray = { t: r.durationMs, t0: r0.durationMs, n: r.strayRetryMs, ok: r.finished && r.durationMs <= 1.5 * r0.durationMs + r.strayRetryMs + 2000 };
@@ -577,6 +605,37 @@ export function renderGoals(rows: GoalRow[]): string {
     const value = (v: number) => (r.goal.startsWith('strays') ? v.toFixed(2) : pct(v));
     const worst = r.worst.map((w) => `${w.seed} (${value(w.value)})`).join(', ');
     lines.push(`| ${r.goal} | ${r.half} | ${r.scenarios} | ${r.figure} | ${worst} | ${r.met ? 'yes' : '**no**'} |`);
+  }
+  return lines.join('\n');
+}
+
+/**
+ * The quota's 429s by cause (`Cause`) in each scenario over `over` of its attempts, then the totals
+ * over those and over the whole half: where the 429 share is lost.
+ */
+export function renderCauses(all: Measured[], over = 0.05): string {
+  const lines = ['| servers | seed | story | quota | attempts | quota 429s | learning | probe | lowered | steady |', '|---|---:|---|---|---:|---:|---:|---:|---:|---:|'];
+  const total = (ms: Measured[]) => {
+    const t: Record<Cause, number> = { learning: 0, probe: 0, lowered: 0, steady: 0 };
+    for (const m of ms) for (const c of CAUSES) t[c] += m.quota429By[c];
+    return t;
+  };
+  const row = (half: string, seed: string, story: string, quota: string, ms: Measured[]) => {
+    const t = total(ms);
+    const n = CAUSES.reduce((x, c) => x + t[c], 0);
+    const attempts = ms.reduce((x, m) => x + m.attempts, 0);
+    const cell = (c: Cause) => `${t[c]}${ms.length > 1 && n ? ` (${Math.round((100 * t[c]) / n)} %)` : ''}`;
+    lines.push(`| ${half} | ${seed} | ${story} | ${quota} | ${attempts} | ${n} (${pct(n / Math.max(1, attempts))}) | ${CAUSES.map(cell).join(' | ')} |`);
+  };
+  for (const half of ['headers', 'no headers'] as const) {
+    const ms = all.filter((m) => m.headers === (half === 'headers'));
+    const failing = ms.filter((m) => m.quota429Share > over).sort((x, y) => y.quota429Share - x.quota429Share);
+    for (const m of failing) {
+      const s = scenarioOf(m.seed);
+      row(half, String(m.seed), s.story, `${s.kind} ${s.limit}/${s.windowMs / 1000} s`, [m]);
+    }
+    row(half, `all ${failing.length} over ${pct(over)}`, '', '', failing);
+    row(half, `all ${ms.length}`, '', '', ms);
   }
   return lines.join('\n');
 }

@@ -4,7 +4,8 @@
  * rate-limit headers and beats today's controller on every figure without them, where it still
  * misses three goals (the 429 share, the stray bound, one lowered pool not raised again); put in
  * place of today's controller it fails 24 of the 71 tests of test/pipeline/rate-controller.test.ts
- * (docs/benchmarks.md, "A window-budget model").
+ * (docs/benchmarks.md, "A window-budget model"; its third round splits the 429s without headers by
+ * cause and measures what was tried against them).
  * `RATE_FAMILY_CONTROLLER=window-budget npm run bench -- --only rate-family` measures it.
  *
  * One model, a window budget. The server counts our requests over a window W. The client mirrors
@@ -123,6 +124,14 @@ export class WindowBudgetController {
     return m === undefined ? learned : Math.min(m, learned ?? Infinity);
   }
 
+  /** For the family's diagnostic: no limit learned yet, a probe's growth in the budget, or neither. */
+  get phase(): 'learning' | 'probing' | 'steady' {
+    return !this.diag.settled ? 'learning' : this.probe.extra > 0 || this.diag.probedUp ? 'probing' : 'steady';
+  }
+
+  /** For `phase`: a limit has held until a probe's time (learning is over); the limit stands where a probe raised it. */
+  private diag = { settled: false, probedUp: false };
+
   /** The pace learned (without a probe's growth), requests per second, or null when never limited. */
   get learnedRate(): number | null {
     return this.limit === undefined ? null : (this.limit * 1000) / this.spanMs();
@@ -211,6 +220,7 @@ export class WindowBudgetController {
     const at = Math.max(n < b ? now : (this.released[n - b] as number) + span, n ? (this.released[n - 1] as number) + span / b : now);
     // Held back by the budget: a probe's time has come, or the next step of one that met no 429.
     if (at > now && now >= this.probe.from && now >= this.probe.stepAt) {
+      this.diag = { settled: true, probedUp: false };
       this.probe.extra = 2 * this.probe.extra + 1;
       this.probe.stepAt = now + span;
       return this.budgetOpensAt(now);
@@ -334,6 +344,7 @@ export class WindowBudgetController {
     const log = (verdict: string) => this.opts.log?.({ verdict, count, limit: this.limit ?? null, windowMs: w, refused: p.refused });
     if (p.probing && count >= (this.limit ?? 0)) {
       // The probe met the limit: the count is what the window holds (more than before: room found).
+      if (count > (this.limit ?? 0)) this.diag.probedUp = true;
       this.setLimit(Math.max(count, this.limit ?? 0), now);
       return log('a probe met the limit');
     }
@@ -359,6 +370,7 @@ export class WindowBudgetController {
     }
     this.pauseUntil(now, p.at + p.retryMs);
     this.setLimit(Math.min(this.limit ?? Infinity, most), now);
+    this.diag.probedUp = false;
     log('the quota');
   }
 
@@ -381,9 +393,13 @@ export class WindowBudgetController {
     for (const w of [...this.waiters]) w();
   }
 
-  /** How much of [from, to) was spent paused or before the first attempt, ms. */
+  /**
+   * How much of [from, to) was spent paused, ms. The time before the first attempt is not: the
+   * server's window held none of ours then, so what it took since is its count (a 429 in the first
+   * second of a run was never counted, and a small quota was learned by another burst).
+   */
   private idleMs(from: number, to: number): number {
-    let idle = Math.max(0, Math.min(to, this.firstRelease ?? to) - from);
+    let idle = 0;
     for (const p of this.pauses) idle += Math.max(0, Math.min(to, p.until) - Math.max(from, p.from, this.firstRelease ?? from));
     return Math.min(to - from, idle);
   }

@@ -40,7 +40,7 @@ import { accountsBench, writeAccountsDoc, type AccountsBenchContext } from './ac
 import { longTextCase } from './long-text.js';
 import { verifyRows } from './verify.js';
 import { memoryCase } from './memory.js';
-import { judge, measureFamily, paceFigure, renderGoals } from './rate-family.js';
+import { judge, measureFamily, paceFigure, renderCauses, renderGoals } from './rate-family.js';
 import { WindowBudgetController } from './rate-window-budget.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -268,8 +268,9 @@ async function main(): Promise<void> {
     const seeds = Number(process.env.RATE_FAMILY_SEEDS ?? 500);
     // RATE_FAMILY_CONTROLLER=window-budget measures the candidate of bench/rate-window-budget.ts instead (no figure written).
     const candidate = process.env.RATE_FAMILY_CONTROLLER === 'window-budget';
-    const table = renderGoals(judge(await measureFamily(seeds, 1, candidate ? (o) => new WindowBudgetController(o) : undefined)));
-    process.stdout.write(`${seeds} seeds${candidate ? ' (window-budget candidate)' : ''}\n${table}\n`);
+    const measured = await measureFamily(seeds, 1, candidate ? (o) => new WindowBudgetController(o) : undefined);
+    const table = renderGoals(judge(measured));
+    process.stdout.write(`${seeds} seeds${candidate ? ' (window-budget candidate)' : ''}\n${table}\n\nquota 429s by cause, scenarios over 5 %\n${renderCauses(measured)}\n`);
     if (!candidate) await writeFile(join(ROOT, 'docs', 'rate-pace.svg'), await paceFigure());
     log(`rate family finished in ${secs(performance.now() - began)}`);
     return;
