@@ -5,6 +5,7 @@
  */
 import { basename } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { memoryTraceOn, traced } from '../util/memory-trace.js';
 import { BackgroundWork } from './background-work.js';
 import { queryRows, type Db } from './duckdb.js';
 import { checkPartition, type StoreLayout } from './layout.js';
@@ -13,7 +14,7 @@ import { ndjsonFileValueBytes } from './row-groups.js';
 import { ParquetRewriter, type RewriteOptions } from './parquet-rewriter.js';
 import type { StoreShape } from './shape.js';
 import type { Dataset } from './dataset/dataset.js';
-import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type Sink } from './sink.js';
+import { addCounts, type AccountCounts, type FlushResult, type MergeBacklog, type RecordFile, type Sink } from './sink.js';
 
 /** How long committed rows wait for a whole row group's worth before a background merge takes them anyway. */
 const ALIGNED_WAIT_MS = 4_000;
@@ -34,8 +35,13 @@ export interface TableSinkOptions {
   rewrites?: RewriteOptions;
 }
 
-export class TableSink implements Sink {
+export class TableSink implements Sink, MergeBacklog {
   readonly keepsFiles = true;
+  readonly backlog: MergeBacklog = this;
+  /** Rows of the record files committed and not merged yet (MergeBacklog.rows). */
+  private unmerged = 0;
+  private mergeWaiters: Array<() => void> = [];
+  private stopped = false;
   private readonly work: BackgroundWork;
   private readonly rewriter: ParquetRewriter | undefined;
   private readonly merge: MergeContext;
@@ -55,7 +61,7 @@ export class TableSink implements Sink {
     dataset: Dataset,
     o: TableSinkOptions,
   ) {
-    const { readyDays, onBackgroundError, alignedWaitMs = ALIGNED_WAIT_MS, onRewritten = () => {} } = o;
+    const { readyDays, alignedWaitMs = ALIGNED_WAIT_MS, onRewritten = () => {} } = o;
     const withParquet = o.format === 'both';
     this.quiet = o.quiet ?? ((fn) => fn());
     this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset, o.rewrites) : undefined;
@@ -76,7 +82,10 @@ export class TableSink implements Sink {
             },
           });
           if (m.waiting) this.kickLater(alignedWaitMs);
-          else this.lastMerge = began;
+          else {
+            this.lastMerge = began;
+            this.tookOff(m.taken);
+          }
           return m;
         },
         ...(rewriter
@@ -90,8 +99,41 @@ export class TableSink implements Sink {
             }
           : {}),
       },
-      onBackgroundError,
+      (err) => {
+        o.onBackgroundError(err);
+        this.wakeMergeWaiters();
+      },
     );
+  }
+
+  get rows(): number {
+    return this.unmerged;
+  }
+
+  get rowGroupRows(): number {
+    return this.merge.rowGroupRows;
+  }
+
+  get stalled(): boolean {
+    return this.stopped || this.work.error !== undefined;
+  }
+
+  merged(): Promise<void> {
+    if (this.stalled) return Promise.resolve();
+    return new Promise((resolve) => this.mergeWaiters.push(resolve));
+  }
+
+  /** A merge took `rows` of the pending files' rows into the table. */
+  private tookOff(rows: number): void {
+    this.unmerged = Math.max(0, this.unmerged - rows);
+    if (memoryTraceOn) traced.unmergedRows = this.unmerged;
+    this.wakeMergeWaiters();
+  }
+
+  private wakeMergeWaiters(): void {
+    const w = this.mergeWaiters;
+    this.mergeWaiters = [];
+    for (const f of w) f();
   }
 
   async commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void> {
@@ -132,7 +174,9 @@ export class TableSink implements Sink {
     );
   }
 
-  async afterCommit(): Promise<void> {
+  async afterCommit(files: readonly RecordFile[]): Promise<void> {
+    for (const f of files) this.unmerged += f.count;
+    if (memoryTraceOn) traced.unmergedRows = this.unmerged;
     this.work.kick();
   }
 
@@ -152,8 +196,12 @@ export class TableSink implements Sink {
    */
   async beginRunCounts(): Promise<void> {
     await this.work.merging(async () => {
-      const r = await queryRows<{ m: bigint }>(await this.mergeConnection(), 'SELECT coalesce(max(rowid), -1) AS m FROM sessions');
+      const c = await this.mergeConnection();
+      const r = await queryRows<{ m: bigint }>(c, 'SELECT coalesce(max(rowid), -1) AS m FROM sessions');
       this.merge.runRowidFloor = BigInt(r[0]?.m ?? -1n);
+      // What is pending already (left by an earlier run, or moved in before the run) counts in the backlog.
+      const p = await queryRows<{ n: bigint | number }>(c, 'SELECT coalesce(sum(rows), 0) AS n FROM _pending_files');
+      this.unmerged = Number(p[0]?.n ?? 0);
     });
   }
 
@@ -174,6 +222,8 @@ export class TableSink implements Sink {
   }
 
   stop(): void {
+    this.stopped = true;
+    this.wakeMergeWaiters();
     this.work.stop();
     clearTimeout(this.kickTimer);
   }
@@ -205,6 +255,7 @@ export class TableSink implements Sink {
       const conn = await this.mergeConnection();
       for (;;) {
         const m = await mergeSlice(conn, this.merge);
+        this.tookOff(m.taken);
         addCounts(total, m.counts);
         if (!m.more) return total;
       }

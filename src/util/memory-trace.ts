@@ -13,7 +13,7 @@ const PATH = process.env.SESSION_ETL_MEMORY_TRACE || undefined;
 export const memoryTraceOn = PATH !== undefined;
 
 /** Counters the transport and the window loader keep while the trace is on. */
-export const traced = { requests: 0, requestBytes: 0, answers: 0, answerBytes: 0, commits: 0 };
+export const traced = { requests: 0, requestBytes: 0, answers: 0, answerBytes: 0, commits: 0, unmergedRows: 0, loaderWaiting: 0 };
 
 const instances = new Map<DuckDBInstance, Promise<DuckDBConnection | undefined>>();
 let timer: NodeJS.Timeout | undefined;
@@ -95,6 +95,8 @@ async function sample(): Promise<void> {
       answers: traced.answers,
       answerBytes: Math.round(traced.answerBytes / MiB),
       commits: traced.commits,
+      unmergedRows: traced.unmergedRows,
+      loaderWaiting: traced.loaderWaiting,
     };
     appendFileSync(PATH, `${JSON.stringify(line)}\n`);
   } catch {
