@@ -18,7 +18,6 @@ import { RateController } from './rate-controller.js';
 import { readRateLimitHeaders } from './rate-limit-headers.js';
 import { RunTally } from './run-tally.js';
 import { AccountVerifier } from './verify.js';
-import type { MergeRoom } from './merge-room.js';
 import { WindowLoader } from './window-loader.js';
 
 /** One account's part of a run: what it counts, and where it got to. */
@@ -60,7 +59,7 @@ export function begin(job: ResolvedJob, runId: string | undefined): Pick<Part, '
 }
 
 /** One account: plan its windows, record its start, fetch and load (or compare) every window. */
-export async function fetchAccount(store: SessionStore, part: Part, batch: ResolvedBatch, committed: () => void, room?: MergeRoom): Promise<Fetched> {
+export async function fetchAccount(store: SessionStore, part: Part, batch: ResolvedBatch, committed: () => void): Promise<Fetched> {
   const { job, tally, logger } = part;
   const opts = job.opts;
   if (job.refused) {
@@ -91,7 +90,7 @@ export async function fetchAccount(store: SessionStore, part: Part, batch: Resol
   const loader = new WindowLoader(store, job.account, tally.runId, opts.onInvalid, tally, logger, () => {
     committed();
     opts.onProgress?.({ windowsTotal: windows.length, windowsDone: tally.stats.windowsDone, sessions: tally.totals.fetched });
-  }, room);
+  });
   // A verify compares each window with the store instead of committing it.
   const verifier = job.kind === 'verify' ? (part.verifier = await AccountVerifier.open(store, job.account, job.opts, tally)) : undefined;
   const outcome = await extractWindows({
@@ -101,7 +100,6 @@ export async function fetchAccount(store: SessionStore, part: Part, batch: Resol
     maxConcurrency: opts.concurrency,
     commitSlots: batch.memory.commitSlots,
     answers: batch.answers,
-    mergeRoom: verifier ? undefined : room,
     maxResultsPerQuery: opts.maxResultsPerQuery,
     minChunkSeconds: opts.minChunkSeconds,
     stopSignal: opts.stopSignal,
@@ -114,12 +112,6 @@ export async function fetchAccount(store: SessionStore, part: Part, batch: Resol
   });
   const a = batch.answers;
   logger.debug({ answers: { peakBytes: a.peak, limitBytes: a.limit, waits: a.waits } }, `answers held at most ${formatSize(a.peak)} of the ${formatSize(a.limit)} share`);
-  if (room) {
-    logger.debug(
-      { mergeBacklog: { peakRows: room.peakRows, limitRows: room.limitRows, waits: room.waits } },
-      `rows waiting for their merge at most ${room.peakRows} (the bound: ${room.limitRows}, two row groups); windows that waited for a merge: ${room.waits}`,
-    );
-  }
   return { plan, controller, outcome: verifier ? await verifier.settleAfter(outcome, logger) : outcome };
 }
 

@@ -11,7 +11,6 @@ import { ReportingError } from '../reporting/errors/reporting-error.js';
 import type { ReportingClient } from '../reporting/client.js';
 import type { SessionsBody } from '../reporting/sessions-body.js';
 import type { AnswerBytes } from './answer-bytes.js';
-import type { MergeRoom } from './merge-room.js';
 import { WindowFailedError } from './errors.js';
 import type { RateController } from './rate-controller.js';
 import { bisect, describeWindow, type Window } from '../time/windows.js';
@@ -39,8 +38,6 @@ export interface ExtractOptions {
    * run; the memory budget sizes it (answer-bytes.ts). Absent: not bounded in bytes.
    */
   answers?: AnswerBytes;
-  /** No request starts while the merges lag behind the commits (merge-room.ts). */
-  mergeRoom?: MergeRoom | undefined;
   maxResultsPerQuery?: number;
   minChunkSeconds: number;
   /** Stop starting windows when aborted (soft stop: running ones finish). */
@@ -102,7 +99,6 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
       let body: SessionsBody;
       let count: number;
       // Held from the request until the window is committed (or the answer is dropped).
-      await opts.mergeRoom?.open(abort);
       const ticket = await opts.answers?.begin(abort);
       try {
         const r = await opts.client.fetchSessionsBody(cur.start, cur.end, abort);

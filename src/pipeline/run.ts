@@ -21,7 +21,6 @@ import { StatePublisher } from '../store/state-snapshot.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { redact } from '../util/redact.js';
 import { begin, fetchAccount, newPart, type Part } from './account-run.js';
-import { MergeRoom } from './merge-room.js';
 import { errorText, finish } from './finish-run.js';
 import { planMemory } from './memory-plan.js';
 import { closeRun, openRun } from './open-run.js';
@@ -137,11 +136,10 @@ export async function runBatch(given: BatchOptions, jobsGiven: readonly AccountJ
       publisher.soon(pr);
       batch.onProgress?.(pr);
     };
-    // Steps 2 to 4, for each account: plan, extract, load (the accounts' loaders wait for the same merges).
-    const room = store.mergeBacklog ? new MergeRoom(store.mergeBacklog) : undefined;
+    // Steps 2 to 4, for each account: plan, extract, load.
     await eachAccount(parts, batch.concurrency, batch.stopSignal, async (part) => {
       if (!single) Object.assign(part, begin(part.job, undefined));
-      part.fetched = await fetchAccount(store, part, batch, committed, room);
+      part.fetched = await fetchAccount(store, part, batch, committed);
     });
     stopFlushing();
     // Steps 5 and 6: the last flush, each account's run recorded.

@@ -10,7 +10,6 @@ import { describeWindow, type Window } from '../time/windows.js';
 import type { Logger } from '../util/logger.js';
 import { memoryTraceOn, traced } from '../util/memory-trace.js';
 import { checkedRecords, type InvalidPolicy } from './flatten.js';
-import type { MergeRoom } from './merge-room.js';
 import type { RunTally } from './run-tally.js';
 
 export class WindowLoader {
@@ -24,8 +23,6 @@ export class WindowLoader {
     private readonly logger: Logger,
     /** Told after each commit (the state snapshot, the progress bar). */
     private readonly committed: () => void,
-    /** Holds a window back while the merges lag behind the commits (formats duckdb and both; shared by the run's accounts). */
-    private readonly room?: MergeRoom,
   ) {}
 
   /** Commits one window with its records; resolves once it is committed. */
@@ -49,17 +46,13 @@ export class WindowLoader {
   private async commit(w: Window, body: SessionsBody, fetchedAtMs: number): Promise<void> {
     // A body in the fast shape goes as it is; any other is validated record by record first.
     const flat = checkedRecords(body, this.policy);
-    // A pause while the merges catch up: the answer waits here (counted in its share), in order.
-    const ticket = await this.room?.enter(flat.count);
-    const r = await this.store
-      .commitWindow({
-        account: this.account,
-        window: w,
-        ndjson: { bytes: flat.ndjson, count: flat.count, extractedAt: fetchedAtMs / 1000 },
-        rejected: flat.rejected,
-        runId: this.runId,
-      })
-      .finally(() => ticket?.release());
+    const r = await this.store.commitWindow({
+      account: this.account,
+      window: w,
+      ndjson: { bytes: flat.ndjson, count: flat.count, extractedAt: fetchedAtMs / 1000 },
+      rejected: flat.rejected,
+      runId: this.runId,
+    });
     this.tally.totals.rejected += flat.rejected.length;
     this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
     if (flat.rejected.length) this.logger.warn({ window: describeWindow(w), rejected: flat.rejected.length }, 'records quarantined in rejected_sessions');

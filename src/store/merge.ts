@@ -62,7 +62,8 @@ export interface MergeContext {
  * same transaction. Memory is bounded by the slice and DuckDB's memory limit, never by the history.
  * Runs on its own connection, so windows keep committing meanwhile: the snapshot of this
  * transaction decides which files it takes. `taken`: the rows of the pending files it took off the
- * list (of a cut file, its head), what the window loader's back-pressure counts (pipeline/merge-room.ts).
+ * list (of a cut file, its head), which the memory trace's count of rows waiting for their merge
+ * goes down by (table-sink.ts).
  */
 export async function mergeSlice(
   c: DuckDBConnection,

@@ -35,7 +35,7 @@ import type { Dataset } from './dataset/dataset.js';
 import type { DatasetLocation } from './dataset/location.js';
 import { openDataset } from './dataset/open-dataset.js';
 import { storeShape, type StoreShape } from './shape.js';
-import type { FlushResult, MergeBacklog, Sink } from './sink.js';
+import type { FlushResult, Sink } from './sink.js';
 import { TableSink } from './table-sink.js';
 import { readVolumeAnomalies } from './read-volume-anomalies.js';
 import { removeSessions } from './remove-sessions.js';
@@ -48,7 +48,7 @@ export { completeDays } from './coverage.js';
 export type { RunRow } from './run-log.js';
 export type { CommitResult, WindowCommit } from './commit-queue.js';
 export type { TransferSource } from './account-transfer.js';
-export type { AccountCounts, FlushResult, MergeBacklog, MergeResult } from './sink.js';
+export type { AccountCounts, FlushResult, MergeResult } from './sink.js';
 export type { StoreAccounts } from './schema.js';
 export { SINGLE_ACCOUNT } from './shape.js';
 
@@ -128,11 +128,6 @@ export class SessionStore {
 
   get conn(): DuckDBConnection {
     return this.db.conn;
-  }
-
-  /** The rows committed and waiting for their merge (formats duckdb and both; undefined for parquet, which has no merges). */
-  get mergeBacklog(): MergeBacklog | undefined {
-    return this.sink.backlog;
   }
 
   /** The rows of the row groups this store writes (store/row-groups.ts). */

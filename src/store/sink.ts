@@ -46,24 +46,7 @@ export function addCounts(into: AccountCounts, more: AccountCounts): AccountCoun
   return into;
 }
 
-/**
- * The rows committed and waiting for their merge into the table (formats duckdb and both): what the
- * window loader holds the fetch back on (pipeline/merge-room.ts), so that the merges keep up with it.
- */
-export interface MergeBacklog {
-  /** Rows of the record files committed and not merged yet. */
-  readonly rows: number;
-  /** The rows of one merge at most (the table's row group: store/row-groups.ts). */
-  readonly rowGroupRows: number;
-  /** Background merges stopped (a failure, which the flush at the end tries again, or the close): nothing to wait for. */
-  readonly stalled: boolean;
-  /** Resolves after the next merge ends, or when merges stall. */
-  merged(): Promise<void>;
-}
-
 export interface Sink {
-  /** Present when committed rows wait for merges (TableSink); absent when a commit is all there is (ParquetOnlySink). */
-  readonly backlog?: MergeBacklog;
   /**
    * Whether a record file is itself the committed data (written under pending/ and fsynced before
    * the commit, kept until merged), or only a way to hand the records to DuckDB (written under .tmp/).

@@ -14,7 +14,7 @@ import { ndjsonFileValueBytes } from './row-groups.js';
 import { ParquetRewriter, type RewriteOptions } from './parquet-rewriter.js';
 import type { StoreShape } from './shape.js';
 import type { Dataset } from './dataset/dataset.js';
-import { addCounts, type AccountCounts, type FlushResult, type MergeBacklog, type RecordFile, type Sink } from './sink.js';
+import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type Sink } from './sink.js';
 
 /** How long committed rows wait for a whole row group's worth before a background merge takes them anyway. */
 const ALIGNED_WAIT_MS = 4_000;
@@ -35,13 +35,10 @@ export interface TableSinkOptions {
   rewrites?: RewriteOptions;
 }
 
-export class TableSink implements Sink, MergeBacklog {
+export class TableSink implements Sink {
   readonly keepsFiles = true;
-  readonly backlog: MergeBacklog = this;
-  /** Rows of the record files committed and not merged yet (MergeBacklog.rows). */
+  /** Rows of the record files committed and not merged yet: the memory trace's unmergedRows (util/memory-trace.ts). */
   private unmerged = 0;
-  private mergeWaiters: Array<() => void> = [];
-  private stopped = false;
   private readonly work: BackgroundWork;
   private readonly rewriter: ParquetRewriter | undefined;
   private readonly merge: MergeContext;
@@ -61,7 +58,7 @@ export class TableSink implements Sink, MergeBacklog {
     dataset: Dataset,
     o: TableSinkOptions,
   ) {
-    const { readyDays, alignedWaitMs = ALIGNED_WAIT_MS, onRewritten = () => {} } = o;
+    const { readyDays, onBackgroundError, alignedWaitMs = ALIGNED_WAIT_MS, onRewritten = () => {} } = o;
     const withParquet = o.format === 'both';
     this.quiet = o.quiet ?? ((fn) => fn());
     this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset, o.rewrites) : undefined;
@@ -99,41 +96,14 @@ export class TableSink implements Sink, MergeBacklog {
             }
           : {}),
       },
-      (err) => {
-        o.onBackgroundError(err);
-        this.wakeMergeWaiters();
-      },
+      onBackgroundError,
     );
-  }
-
-  get rows(): number {
-    return this.unmerged;
-  }
-
-  get rowGroupRows(): number {
-    return this.merge.rowGroupRows;
-  }
-
-  get stalled(): boolean {
-    return this.stopped || this.work.error !== undefined;
-  }
-
-  merged(): Promise<void> {
-    if (this.stalled) return Promise.resolve();
-    return new Promise((resolve) => this.mergeWaiters.push(resolve));
   }
 
   /** A merge took `rows` of the pending files' rows into the table. */
   private tookOff(rows: number): void {
     this.unmerged = Math.max(0, this.unmerged - rows);
     if (memoryTraceOn) traced.unmergedRows = this.unmerged;
-    this.wakeMergeWaiters();
-  }
-
-  private wakeMergeWaiters(): void {
-    const w = this.mergeWaiters;
-    this.mergeWaiters = [];
-    for (const f of w) f();
   }
 
   async commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void> {
@@ -199,9 +169,11 @@ export class TableSink implements Sink, MergeBacklog {
       const c = await this.mergeConnection();
       const r = await queryRows<{ m: bigint }>(c, 'SELECT coalesce(max(rowid), -1) AS m FROM sessions');
       this.merge.runRowidFloor = BigInt(r[0]?.m ?? -1n);
-      // What is pending already (left by an earlier run, or moved in before the run) counts in the backlog.
-      const p = await queryRows<{ n: bigint | number }>(c, 'SELECT coalesce(sum(rows), 0) AS n FROM _pending_files');
-      this.unmerged = Number(p[0]?.n ?? 0);
+      if (memoryTraceOn) {
+        // What is pending already (left by an earlier run, or moved in before the run) is counted too.
+        const p = await queryRows<{ n: bigint | number }>(c, 'SELECT coalesce(sum(rows), 0) AS n FROM _pending_files');
+        this.unmerged = Number(p[0]?.n ?? 0);
+      }
     });
   }
 
@@ -222,8 +194,6 @@ export class TableSink implements Sink, MergeBacklog {
   }
 
   stop(): void {
-    this.stopped = true;
-    this.wakeMergeWaiters();
     this.work.stop();
     clearTimeout(this.kickTimer);
   }
