@@ -61,7 +61,9 @@ export interface MergeContext {
  * session read again unchanged) are marked for a Parquet rewrite and the files forgotten, in the
  * same transaction. Memory is bounded by the slice and DuckDB's memory limit, never by the history.
  * Runs on its own connection, so windows keep committing meanwhile: the snapshot of this
- * transaction decides which files it takes.
+ * transaction decides which files it takes. `taken`: the rows of the pending files it took off the
+ * list (of a cut file, its head), which the memory trace's count of rows waiting for their merge
+ * goes down by (table-sink.ts).
  */
 export async function mergeSlice(
   c: DuckDBConnection,
@@ -74,8 +76,8 @@ export async function mergeSlice(
      */
     waitForRowGroup?: (pending: number, target: number) => boolean;
   } = {},
-): Promise<MergeResult & { more: boolean; waiting?: boolean }> {
-  const none = { counts: new Map() as AccountCounts, more: false };
+): Promise<MergeResult & { more: boolean; waiting?: boolean; taken: number }> {
+  const none = { counts: new Map() as AccountCounts, more: false, taken: 0 };
   const { shape } = ctx;
   await c.run('BEGIN TRANSACTION');
   let paths: string[] = [];
@@ -220,7 +222,8 @@ export async function mergeSlice(
     // all at once: removed one after the other, each removal waited for turns of an event loop busy
     // with the fetching, ~1 s a merge while windows still arrived (docs/benchmarks.md, fourth pass).
     await Promise.all([...new Set([...paths, ...slice.map((f) => join(ctx.pendingDir, f.file))])].map((p) => rm(p, { force: true })));
-    return { counts, more: take < files.length || cut !== undefined };
+    const taken = slice.reduce((n, f) => n + Number(f.rows), 0) - (cut ? Number(cut.tail.rows) : 0);
+    return { counts, more: take < files.length || cut !== undefined, taken };
   } catch (err) {
     await c.run('ROLLBACK').catch(() => {});
     // Neither part of a cut file was committed: the whole file is still pending.

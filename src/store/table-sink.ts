@@ -5,6 +5,7 @@
  */
 import { basename } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { memoryTraceOn, traced } from '../util/memory-trace.js';
 import { BackgroundWork } from './background-work.js';
 import { queryRows, type Db } from './duckdb.js';
 import { checkPartition, type StoreLayout } from './layout.js';
@@ -36,6 +37,8 @@ export interface TableSinkOptions {
 
 export class TableSink implements Sink {
   readonly keepsFiles = true;
+  /** Rows of the record files committed and not merged yet: the memory trace's unmergedRows (util/memory-trace.ts). */
+  private unmerged = 0;
   private readonly work: BackgroundWork;
   private readonly rewriter: ParquetRewriter | undefined;
   private readonly merge: MergeContext;
@@ -76,7 +79,10 @@ export class TableSink implements Sink {
             },
           });
           if (m.waiting) this.kickLater(alignedWaitMs);
-          else this.lastMerge = began;
+          else {
+            this.lastMerge = began;
+            this.tookOff(m.taken);
+          }
           return m;
         },
         ...(rewriter
@@ -92,6 +98,12 @@ export class TableSink implements Sink {
       },
       onBackgroundError,
     );
+  }
+
+  /** A merge took `rows` of the pending files' rows into the table. */
+  private tookOff(rows: number): void {
+    this.unmerged = Math.max(0, this.unmerged - rows);
+    if (memoryTraceOn) traced.unmergedRows = this.unmerged;
   }
 
   async commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void> {
@@ -132,7 +144,9 @@ export class TableSink implements Sink {
     );
   }
 
-  async afterCommit(): Promise<void> {
+  async afterCommit(files: readonly RecordFile[]): Promise<void> {
+    for (const f of files) this.unmerged += f.count;
+    if (memoryTraceOn) traced.unmergedRows = this.unmerged;
     this.work.kick();
   }
 
@@ -152,8 +166,14 @@ export class TableSink implements Sink {
    */
   async beginRunCounts(): Promise<void> {
     await this.work.merging(async () => {
-      const r = await queryRows<{ m: bigint }>(await this.mergeConnection(), 'SELECT coalesce(max(rowid), -1) AS m FROM sessions');
+      const c = await this.mergeConnection();
+      const r = await queryRows<{ m: bigint }>(c, 'SELECT coalesce(max(rowid), -1) AS m FROM sessions');
       this.merge.runRowidFloor = BigInt(r[0]?.m ?? -1n);
+      if (memoryTraceOn) {
+        // What is pending already (left by an earlier run, or moved in before the run) is counted too.
+        const p = await queryRows<{ n: bigint | number }>(c, 'SELECT coalesce(sum(rows), 0) AS n FROM _pending_files');
+        this.unmerged = Number(p[0]?.n ?? 0);
+      }
     });
   }
 
@@ -205,6 +225,7 @@ export class TableSink implements Sink {
       const conn = await this.mergeConnection();
       for (;;) {
         const m = await mergeSlice(conn, this.merge);
+        this.tookOff(m.taken);
         addCounts(total, m.counts);
         if (!m.more) return total;
       }

@@ -3,8 +3,8 @@
  * second to <file> (synchronously, so the lines survive an OOM kill): process.memoryUsage(), the
  * kernel's view (/proc/self/status VmRSS, VmHWM, RssAnon, RssFile), DuckDB's pool (the sum of
  * duckdb_memory() over every open instance, read on a connection of its own) and the memory_limit in
- * effect, the requests in flight with the bytes their bodies have read so far, and the answers
- * waiting for (or in) their commit with their bytes. Off (no timer, no connection) without the variable.
+ * effect, the requests in flight with the bytes their bodies have read so far, the answers
+ * waiting for (or in) their commit with their bytes, and the rows committed and not merged yet. Off (no timer, no connection) without the variable.
  */
 import { appendFileSync, readFileSync } from 'node:fs';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
@@ -12,8 +12,8 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 const PATH = process.env.SESSION_ETL_MEMORY_TRACE || undefined;
 export const memoryTraceOn = PATH !== undefined;
 
-/** Counters the transport and the window loader keep while the trace is on. */
-export const traced = { requests: 0, requestBytes: 0, answers: 0, answerBytes: 0, commits: 0 };
+/** Counters the transport, the window loader and the table's merges (rows committed, not merged yet) keep while the trace is on. */
+export const traced = { requests: 0, requestBytes: 0, answers: 0, answerBytes: 0, commits: 0, unmergedRows: 0 };
 
 const instances = new Map<DuckDBInstance, Promise<DuckDBConnection | undefined>>();
 let timer: NodeJS.Timeout | undefined;
@@ -95,6 +95,7 @@ async function sample(): Promise<void> {
       answers: traced.answers,
       answerBytes: Math.round(traced.answerBytes / MiB),
       commits: traced.commits,
+      unmergedRows: traced.unmergedRows,
     };
     appendFileSync(PATH, `${JSON.stringify(line)}\n`);
   } catch {

@@ -2,7 +2,7 @@
  * SESSION_ETL_MEMORY_TRACE (issue 39's debug hook, docs/development.md): a backfill through the real
  * CLI and the emulator, slowed so that it lasts a few seconds, appends one JSON line a second with
  * Node's memory, the kernel's RSS split, DuckDB's pool and memory_limit, and the answers in flight
- * and waiting.
+ * and waiting, and the rows committed and not merged yet.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,7 +27,7 @@ describe('SESSION_ETL_MEMORY_TRACE', () => {
     const lines = readFileSync(trace, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.length).toBeGreaterThanOrEqual(2);
     for (const l of lines) {
-      for (const k of ['rss', 'heapUsed', 'heapTotal', 'external', 'arrayBuffers', 'duckdbPool', 'requests', 'requestBytes', 'answers', 'answerBytes', 'commits']) expect(typeof l[k], k).toBe('number');
+      for (const k of ['rss', 'heapUsed', 'heapTotal', 'external', 'arrayBuffers', 'duckdbPool', 'requests', 'requestBytes', 'answers', 'answerBytes', 'commits', 'unmergedRows']) expect(typeof l[k], k).toBe('number');
       expect(l.memoryLimit).toMatch(/iB$/);
       if (process.platform === 'linux') expect(l.RssAnon).toBeGreaterThan(0);
     }
