@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listen } from '../util/listen.js';
 import { buildAuthorizeUrl } from './authorize-url.js';
 import { createPkcePair } from './pkce.js';
 import { AuthorizationResponseError } from './errors/authorization-response-error.js';
@@ -48,10 +48,9 @@ export async function loginWithLoopback(opts: LoopbackLoginOptions): Promise<Loo
   const state = randomBytes(24).toString('base64url');
   const pkce = opts.client.variant === 'oldest' ? undefined : createPkcePair();
   const server = createServer();
-  await listen(server, opts.redirectPort ?? 0);
+  const url = await listen(server, opts.redirectPort ?? 0, '127.0.0.1');
   try {
-    const port = (server.address() as AddressInfo).port;
-    const redirectUri = `http://127.0.0.1:${port}/callback`;
+    const redirectUri = `${url}callback`;
     const authorizeUrl = buildAuthorizeUrl({
       baseUrl: opts.client.baseUrl,
       clientId: opts.client.clientId,
@@ -73,16 +72,6 @@ export async function loginWithLoopback(opts: LoopbackLoginOptions): Promise<Loo
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
-}
-
-function listen(server: Server, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
 }
 
 function waitForCallback(

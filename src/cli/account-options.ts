@@ -9,6 +9,11 @@ import { parseShard, selectAccounts } from '../accounts/select.js';
 import type { LoadedConfig } from '../config/load.js';
 import { UsageError } from './usage-error.js';
 
+/** commander's value parser for a repeatable option: every value given, in order. */
+export function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
 export interface AccountFlags {
   account?: string[];
   shard?: string;
@@ -24,7 +29,7 @@ export function addAccountOptions(cmd: Command): Command {
 /** --account and --shard (commands that read: status, sessions). */
 export function addAccountSelection(cmd: Command): Command {
   return cmd
-    .option('--account <name>', 'with an accounts map: only this account (repeatable; default all)', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--account <name>', 'with an accounts map: only this account (repeatable; default all)', collect)
     .option('--shard <i/n>', 'with an accounts map: only the accounts whose FNV-1a 32-bit hash of the name modulo N is I (docs/accounts.md)');
 }
 

@@ -12,10 +12,10 @@ import { datasetRoot } from '../accounts/layout.js';
 import { legacyFormat } from '../accounts/legacy.js';
 import type { OutputFormat } from '../store/layout.js';
 import { resolveAccounts, type ResolvedAccount } from '../accounts/resolve.js';
-import { parseShard } from '../accounts/select.js';
+import { parseShard, type Shard } from '../accounts/select.js';
 import { byStore, shardCount } from '../accounts/stores.js';
 import type { LoadedConfig } from '../config/load.js';
-import { notifyRunEnds, runEndOf, type NotifySettings } from '../monitoring/notify.js';
+import { notifyRunEnds, runEndOf } from '../monitoring/notify.js';
 import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
 import type { AccountJob, AccountResult, RunSummary } from '../pipeline/run.js';
 import type { JobContext, JobDefinition } from '../scheduler/job.js';
@@ -40,38 +40,8 @@ export class AccountKeyError extends Error {
 /** What one account's part of a run is, from its resolved configuration (the command's flags applied). */
 export type AccountJobOf = (account: ResolvedAccount, opts: ReturnType<typeof pipelineOptions>) => AccountJob;
 
-export interface AccountsRunOptions {
-  command: 'backfill' | 'export' | 'verify';
-  json: boolean;
-  logLevel: string;
-  waitFlags: { wait?: boolean; waitTimeout?: string };
-  concurrency: number;
-  /** --shard I/N, as given. */
-  shard?: string | undefined;
-  /** Grace period after the first signal before running requests are aborted, ms. */
-  graceMs?: number;
-  /** --metrics-file: written after every account has ended (counters with an account label); `{shard}` in it stands for the shard. */
-  metricsFile?: string | undefined;
-  /** notifyUrl: each account's run end is judged on its own (its own failing/recovered state); all are posted under one budget. */
-  notify?: NotifySettings | undefined;
-}
-
 /** The flags of a command that runs accounts (backfill, export, verify). */
 export type AccountsRunFlags = CommonFlags & AccountFlags & { metricsFile?: string };
-
-/** The accounts run a command's flags and configuration ask for. */
-function accountsRunOptions(command: AccountsRunOptions['command'], loaded: LoadedConfig, flags: AccountsRunFlags): AccountsRunOptions {
-  return {
-    command,
-    json: Boolean(flags.json),
-    logLevel: loaded.config.logLevel,
-    waitFlags: flags,
-    concurrency: accountConcurrency(flags),
-    shard: flags.shard,
-    metricsFile: flags.metricsFile,
-    notify: notifySettings(loaded),
-  };
-}
 
 export interface AccountOutcome {
   account: string;
@@ -81,17 +51,21 @@ export interface AccountOutcome {
   exitCode: number;
 }
 
-/** Runs the accounts `command`'s flags chose, prints the summaries, refreshes all-accounts.duckdb, and returns the exit code. */
+/**
+ * Runs the accounts `command`'s flags chose, prints the summaries, refreshes all-accounts.duckdb, and
+ * returns the exit code. --metrics-file is written after every account has ended (`{shard}` in it
+ * stands for the shard); each account's run end is judged on its own for notifyUrl, all posted under one budget.
+ */
 export async function executeAccountsRun(
-  command: AccountsRunOptions['command'],
+  command: 'backfill' | 'export' | 'verify',
   loaded: LoadedConfig,
   flags: AccountsRunFlags,
   names: string[],
   jobOf: AccountJobOf,
 ): Promise<number> {
-  const o = accountsRunOptions(command, loaded, flags);
-  const shard = o.shard !== undefined ? parseShard(o.shard) : undefined;
-  const metricsFile = o.metricsFile !== undefined ? metricsFileOfShard(o.metricsFile, shard) : undefined;
+  const shard = flags.shard !== undefined ? parseShard(flags.shard) : undefined;
+  const metricsFile = flags.metricsFile !== undefined ? metricsFileOfShard(flags.metricsFile, shard) : undefined;
+  const notify = notifySettings(loaded);
   if (shard && names.length === 0) {
     const configured = Object.keys(loaded.config.accounts ?? {}).length;
     process.stderr.write(
@@ -99,10 +73,9 @@ export async function executeAccountsRun(
         'Shards are cut by a hash of the account name (docs/accounts.md); with few accounts some shards are empty. `session-etl accounts list --shards N` shows each account\'s shard.\n',
     );
   }
-  const logger = createCliLogger(o.logLevel);
+  const logger = createCliLogger(loaded.config.logLevel);
   const signals = installStopSignals({
     logger,
-    ...(o.graceMs !== undefined ? { graceMs: o.graceMs } : {}),
     stopping: 'stopping: no new accounts or windows; running ones finish and commit (send again to exit at once)',
   });
   const { stop, abort } = signals;
@@ -110,9 +83,9 @@ export async function executeAccountsRun(
   let results: AccountResultOf[];
   try {
     results = await runManyAccounts(loaded, names, jobOf, {
-      concurrency: o.concurrency,
-      shard: o.shard,
-      waitFlags: o.waitFlags,
+      concurrency: accountConcurrency(flags),
+      shard,
+      waitFlags: flags,
       logger,
       stopSignal: stop.signal,
       abortSignal: abort.signal,
@@ -123,41 +96,31 @@ export async function executeAccountsRun(
   }
   const outcomes = results.map(outcomeOf);
   const root = loaded.config.dataDir;
-  if (o.notify) {
+  // Each account's end: what the notifications and the metrics file say of it.
+  const ends = results.map((r, i) => ({
+    account: r.account,
+    durationMs: r.durationMs,
+    ...(outcomes[i]!.summary ? { summary: outcomes[i]!.summary! } : {}),
+    ...(r.ok ? {} : { error: r.error }),
+  }));
+  if (notify) {
     // Every account's notifications at once, under one budget (15 s however many accounts failed).
     const endedMs = Date.now();
     await notifyRunEnds(
-      o.notify,
-      results.map((r, i) => ({
-        end: runEndOf({
-          command: o.command,
-          dataDir: root,
-          account: r.account,
-          startedMs: endedMs - r.durationMs,
-          endedMs,
-          exitCode: outcomes[i]!.exitCode,
-          ...(outcomes[i]!.summary ? { summary: outcomes[i]!.summary! } : {}),
-          ...(r.ok ? {} : { error: r.error }),
-        }),
-        logger: logger.child?.({ account: r.account }) ?? logger,
+      notify,
+      ends.map(({ durationMs, ...end }, i) => ({
+        end: runEndOf({ ...end, command, dataDir: root, startedMs: endedMs - durationMs, endedMs, exitCode: outcomes[i]!.exitCode }),
+        logger: logger.child?.({ account: end.account }) ?? logger,
       })),
       { logger },
     );
   }
   if (metricsFile !== undefined) {
     const { writeAccountsMetrics } = await import('../monitoring/metrics-file.js');
-    await writeAccountsMetrics(
-      metricsFile,
-      o.command,
-      root,
-      results.map((r, i) => ({
-        account: r.account,
-        durationMs: r.durationMs,
-        ...(outcomes[i]!.summary ? { summary: outcomes[i]!.summary! } : {}),
-        ...(r.ok ? {} : { error: r.error }),
-      })),
-      { ...(shard ? { shard: `${shard.index}/${shard.count}` } : {}), volume: volumeRuleOf(loaded.config) },
-    );
+    await writeAccountsMetrics(metricsFile, command, root, ends, {
+      ...(shard ? { shard: `${shard.index}/${shard.count}` } : {}),
+      volume: volumeRuleOf(loaded.config),
+    });
   }
   let view: string | null = null;
   try {
@@ -166,7 +129,7 @@ export async function executeAccountsRun(
     process.stderr.write(`warning: could not write ${root}/all-accounts.duckdb (${redact((err as Error).message)}); the view's SQL: ${allAccountsViewSql(root)}\n`);
   }
   const total = totalOf(outcomes, Date.now() - t0);
-  if (o.json) process.stdout.write(JSON.stringify({ command: o.command, accounts: outcomes, total, allAccountsDb: view }) + '\n');
+  if (flags.json) process.stdout.write(JSON.stringify({ command, accounts: outcomes, total, allAccountsDb: view }) + '\n');
   else process.stdout.write(formatAccounts(outcomes, total));
   const failed = outcomes.filter((r) => r.outcome === 'failed');
   const stopped = outcomes.filter((r) => r.outcome === 'interrupted' || r.outcome === 'not-started');
@@ -190,7 +153,7 @@ type AccountResultOf = AccountResult & { account: string };
 
 interface ManyOptions {
   concurrency: number;
-  shard?: string | undefined;
+  shard?: Shard | undefined;
   waitFlags: { wait?: boolean; waitTimeout?: string };
   logger: Logger;
   stopSignal?: AbortSignal;
@@ -222,8 +185,7 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
       throw new UsageError(`account ${a.name}: ${(err as Error).message}`, { cause: err });
     }
   }
-  const given = o.shard !== undefined ? parseShard(o.shard) : undefined;
-  const count = await shardCount(root, given);
+  const count = await shardCount(root, o.shard);
   const { runBatch, datasetOf } = await import('../pipeline/run.js');
   const results = new Map<string, AccountResultOf>();
   const anyJob = [...jobs.values()].find((j) => !j.refused) ?? jobs.values().next().value as AccountJob | undefined;
@@ -375,7 +337,7 @@ export function accountsJob(
         },
         {
           concurrency,
-          shard: flags.shard,
+          shard: flags.shard !== undefined ? parseShard(flags.shard) : undefined,
           waitFlags: flags,
           logger: ctx.pipeline.logger ?? createCliLogger(loaded.config.logLevel),
           ...(ctx.pipeline.stopSignal ? { stopSignal: ctx.pipeline.stopSignal } : {}),

@@ -10,7 +10,7 @@ import { setDotEnvNames } from '../config/load.js';
 import { dropOutputOnEpipe } from './epipe.js';
 import { ExitCode } from './exit-codes.js';
 import { reportFailure } from './report-failure.js';
-import { suggestBeforeRequired } from './suggest-options.js';
+import { suggestOptions } from './suggest-options.js';
 import { packageRoot } from '../util/package-root.js';
 
 type Registrar = { register(program: Command): void };
@@ -47,12 +47,9 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     .description('Export remote-support session records from the GraphQL reporting endpoint into DuckDB and Parquet.')
     .version(packageVersion(), '-V, --version', 'print the version (also -v)')
     .showHelpAfterError('(run with --help for usage)')
-    .exitOverride();
+    .exitOverride()
+    .hook('preSubcommand', suggestOptions);
   for (const load of COMMANDS) (await load()).register(program);
-  program.commands.forEach((c) => {
-    c.exitOverride();
-    suggestBeforeRequired(c);
-  });
   // `-v` is what most tools take for the version (commander's is -V): both print it.
   const args = argv[2] === '-v' ? [...argv.slice(0, 2), '-V', ...argv.slice(3)] : argv;
   try {

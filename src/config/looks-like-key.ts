@@ -1,17 +1,9 @@
 /**
  * Whether a value given as a variable name or a file path (apiKeyEnv, apiKeyFile) looks like a key
- * pasted in its place: `config`, `accounts list`, errors, notifications and /healthz print those
- * settings, so a key there would be shown everywhere. Refused values are never echoed.
- *
- * Random keys switch between lower case, upper case and digits at most characters; names, words
- * and dates do not (ACME_REPORTING_KEY, MyReportingKey, backup20240101). The rule: a run of 16 or
- * more letters and digits that switches between letters and digits 4 times or more, or between
- * lower case, upper case and digits at half its characters or more. For a path, the rule is applied
- * to the file's own name (directories may have random names); a file named by a hash (hex) is taken
- * for a key too: link it under another name. A key written in `_`-separated groups
- * (`Kx9mP2qL_7vR4nT8_…`, each group shorter than 16) is taken as one run, its switches counted within
- * the groups only: a variable name's words and numbers (SHARD_1_OF_4_KEY, Acme_Prod_Key) switch at
- * the `_` and hardly inside.
+ * pasted in its place (the rule: docs/accounts.md): those settings are printed everywhere, so a key
+ * there would be shown. Random keys switch between lower case, upper case and digits at most
+ * characters; names, words and dates do not. A key in `_`-separated groups (`Kx9mP2qL_7vR4nT8_…`)
+ * is one run, its switches counted within the groups: a variable name switches at the `_`.
  */
 export function looksLikeKey(value: string): boolean {
   for (const run of value.match(/[A-Za-z0-9_]+/g) ?? []) {

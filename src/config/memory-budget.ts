@@ -64,25 +64,12 @@ export class MemoryBudgetError extends Error {
   readonly exitCode = ExitCode.usage;
 }
 
-const UNITS: Record<string, number> = {
-  b: 1,
-  k: 1e3,
-  kb: 1e3,
-  m: 1e6,
-  mb: 1e6,
-  g: 1e9,
-  gb: 1e9,
-  t: 1e12,
-  tb: 1e12,
-  ki: 2 ** 10,
-  kib: 2 ** 10,
-  mi: 2 ** 20,
-  mib: 2 ** 20,
-  gi: 2 ** 30,
-  gib: 2 ** 30,
-  ti: 2 ** 40,
-  tib: 2 ** 40,
-};
+/** Unit → bytes: B; K(B), M(B), G(B), T(B) decimal; Ki(B), Mi(B), Gi(B), Ti(B) binary. */
+const UNITS: Record<string, number> = { b: 1 };
+['k', 'm', 'g', 't'].forEach((p, i) => {
+  UNITS[p] = UNITS[`${p}b`] = 1000 ** (i + 1);
+  UNITS[`${p}i`] = UNITS[`${p}ib`] = 1024 ** (i + 1);
+});
 
 /** The largest size taken (1 TiB): a memory budget beyond any machine this runs on is a typo. */
 export const MAX_SIZE = 2 ** 40;

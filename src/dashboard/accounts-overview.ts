@@ -3,7 +3,7 @@
  * from that account's own overview (overview.ts), so that the row and the account's page always
  * agree, and its health is `status --check`'s verdict (monitoring/health.ts) for that account.
  */
-import type { Overview } from './overview.js';
+import type { DashboardRun, Overview } from './overview.js';
 
 export interface AccountRow {
   account: string;
@@ -21,18 +21,10 @@ export interface AccountRow {
    */
   health: { state: 'ok' | 'stale' | 'failing'; healthy: boolean; reasons: string[]; summary: string };
   /** The latest finished run (a died one included), as `status` shows it. */
-  lastRun: {
-    runId: string;
-    kind: string;
-    outcome: string;
-    startedAt: string;
-    endedAt: string | null;
-    sessionsWritten: number | null;
-    sessionsNew: number | null;
-    sessionsUpdated: number | null;
+  lastRun: (Pick<DashboardRun, 'runId' | 'kind' | 'outcome' | 'startedAt' | 'endedAt' | 'sessionsWritten' | 'sessionsNew' | 'sessionsUpdated'> & {
     /** Written, neither new nor updated (read again as stored); null when not counted. */
     sessionsUnchanged: number | null;
-  } | null;
+  }) | null;
   /** A run of the account going now. */
   running: boolean;
 }

@@ -167,3 +167,20 @@ function dateOf(t: number): string {
 function iso(t: number): string {
   return new Date(t * 1000).toISOString().replace('.000Z', 'Z');
 }
+
+/**
+ * The ranges of backfills that ended without succeeding (failed, interrupted, died), newest first,
+ * but not the run going now nor one a later backfill of the same range completed.
+ */
+export function unfinishedBackfills(runs: ReadonlyArray<Record<string, unknown>>, live: string | null): Array<{ from: string; to: string }> {
+  const out: Array<{ from: string; to: string }> = [];
+  const done = new Set<string>();
+  for (const r of runs) {
+    if (r.kind !== 'backfill' || !r.range_from || !r.range_to || r.run_id === live) continue;
+    const key = `${String(r.range_from)}|${String(r.range_to)}`;
+    // A row still marked running that is not the live run died: unfinished too.
+    if (r.outcome === 'succeeded' || r.outcome === 'nothing-to-do') done.add(key);
+    else if (!done.has(key)) out.push({ from: String(r.range_from), to: String(r.range_to) });
+  }
+  return out;
+}

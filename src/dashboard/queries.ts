@@ -6,7 +6,7 @@
  */
 import type { DuckDBValue } from '@duckdb/node-api';
 import { compileToSql, isListSyntaxError, parseListRequest, type LeafField, type ListPage, type ListRequest } from '../list/index.js';
-import { resolveWindow, shapeRecord } from '../list/list-request.js';
+import { pageOf, shapeRecord } from '../list/list-request.js';
 import { ParquetReader } from './data-source.js';
 
 
@@ -144,18 +144,10 @@ export async function countSessions(reader: ParquetReader, req: ListRequest): Pr
 /** One page of sessions matching the request, from the Parquet dataset. */
 export async function querySessions(reader: ParquetReader, req: ListRequest): Promise<ListPage> {
   if (!reader.hasData()) return { items: [], total: 0, offset: 0, pageSize: 0, paging: req.paging };
-  const compiled = sessionsSql(reader, req);
-  const { sql, params } = compiled;
-  const total = await countSessions(reader, req);
-  const window = resolveWindow(req.paging, total);
-  const rows = window.limit > 0 ? await reader.rows(sql, [...params, window.limit, window.offset]) : [];
-  return {
-    items: rows.map((row) => shapeRecord(compiled.leaves, (leaf) => row[leaf.path] ?? null)),
-    total,
-    offset: window.offset,
-    pageSize: window.pageSize,
-    paging: req.paging,
-  };
+  const { sql, params, leaves } = sessionsSql(reader, req);
+  return pageOf(req, await countSessions(reader, req), async (limit, offset) =>
+    (await reader.rows(sql, [...params, limit, offset])).map((row) => shapeRecord(leaves, (leaf) => row[leaf.path] ?? null)),
+  );
 }
 
 /** The columns asked for (attributeNames) in the order asked, as flat paths; undefined for all. */

@@ -6,14 +6,12 @@
  * request must present the access token or a live browser session as `Authorization: Bearer …`,
  * and a CSV download a one-use ticket (access-token.ts). No cookie is ever set or read.
  */
-import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { listen } from '../util/listen.js';
 import { bearerToken, DownloadTickets, SESSION_TTL_MS, SessionIds, tokenMatches } from './access-token.js';
 import { chartDays } from './chart-days.js';
-import { coverageCalendar, type CoverageCalendar } from './coverage-calendar.js';
+import { loadAssets, SECURITY_HEADERS } from './assets.js';
+import { coverageCalendar, unfinishedBackfills, type CoverageCalendar } from './coverage-calendar.js';
 import type { CommandTarget } from '../util/suggested-command.js';
 import { ParquetReader, QueryTimeoutError, type DashboardSource } from './data-source.js';
 import { StateReader, type StateReading } from './state-reader.js';
@@ -21,9 +19,9 @@ import { accountRow, type AccountRow } from './accounts-overview.js';
 import { buildOverview, type Overview } from './overview.js';
 import { askedColumns, BadRequestError, charts, countSessions, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay } from './queries.js';
 import { RequestGate } from './request-gate.js';
+import { ClientGoneError, json, send, unauthorized, writeOrWait } from './responses.js';
 import { writeSessionsCsv } from './sessions-csv.js';
 import { hostOfHeader, isLoopback } from '../util/loopback.js';
-import { packageRoot } from '../util/package-root.js';
 import { releaseRunMemory } from '../util/release-memory.js';
 
 export interface DashboardOptions {
@@ -71,37 +69,6 @@ export interface Dashboard {
   /** The queries of the page's heavy requests (sessions, charts) running now, and the most so far. */
   heavy(): { inFlight: number; peak: number };
   close(): Promise<void>;
-}
-
-const SECURITY_HEADERS: Record<string, string> = {
-  'Content-Security-Policy':
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-  'X-Content-Type-Options': 'nosniff',
-  'X-Frame-Options': 'DENY',
-  'Referrer-Policy': 'no-referrer',
-  'Cross-Origin-Opener-Policy': 'same-origin',
-  'Cross-Origin-Resource-Policy': 'same-origin',
-};
-
-interface Asset {
-  type: string;
-  body: Buffer;
-}
-
-/** The page's files, read once: ours from src/dashboard/assets, uPlot's from its package. */
-function loadAssets(): Map<string, Asset> {
-  const root = packageRoot();
-  const own = join(root, 'src', 'dashboard', 'assets');
-  const uplot = join(dirname(createRequire(import.meta.url).resolve('uplot/package.json')), 'dist');
-  const files: Array<[string, string, string]> = [
-    ['/', join(own, 'index.html'), 'text/html; charset=utf-8'],
-    ['/assets/app.js', join(own, 'app.js'), 'text/javascript; charset=utf-8'],
-    ['/assets/style.css', join(own, 'style.css'), 'text/css; charset=utf-8'],
-    ['/assets/uplot.js', join(uplot, 'uPlot.iife.min.js'), 'text/javascript; charset=utf-8'],
-    ['/assets/uplot.css', join(uplot, 'uPlot.min.css'), 'text/css; charset=utf-8'],
-    ['/favicon.ico', join(own, 'favicon.svg'), 'image/svg+xml'],
-  ];
-  return new Map(files.map(([path, file, type]) => [path, { type, body: readFileSync(file) }]));
 }
 
 export { isLoopback };
@@ -371,17 +338,8 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     return tokenMatches(o.token, presented) ? 'live' : sessions.check(presented);
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address() as AddressInfo;
-  const shownHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
-    url: `http://${shownHost}:${addr.port}/`,
+    url: await listen(server, o.port, o.host),
     server,
     heavy: () => ({ ...heavy }),
     async close() {
@@ -394,75 +352,8 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   };
 }
 
-/**
- * The ranges of backfills that ended without succeeding (failed, interrupted, died), newest first,
- * but not the run going now nor one a later backfill of the same range completed.
- */
-function unfinishedBackfills(runs: ReadonlyArray<Record<string, unknown>>, live: string | null): Array<{ from: string; to: string }> {
-  const out: Array<{ from: string; to: string }> = [];
-  const done = new Set<string>();
-  for (const r of runs) {
-    if (r.kind !== 'backfill' || !r.range_from || !r.range_to || r.run_id === live) continue;
-    const key = `${String(r.range_from)}|${String(r.range_to)}`;
-    // A row still marked running that is not the live run died: unfinished too.
-    if (r.outcome === 'succeeded' || r.outcome === 'nothing-to-do') done.add(key);
-    else if (!done.has(key)) out.push({ from: String(r.range_from), to: String(r.range_to) });
-  }
-  return out;
-}
-
 /** Seconds a download turned away is told to wait (Retry-After). */
 const DOWNLOAD_RETRY_AFTER_S = 5;
 /** Seconds a query turned away is told to wait (Retry-After). */
 const QUERY_RETRY_AFTER_S = 2;
 
-/** The client of a download left, or stopped reading: nothing to answer. */
-class ClientGoneError extends Error {}
-
-/**
- * Writes `text` to the response; when its buffer is full, waits until the client has read it
- * (backpressure). A client gone, or reading nothing for `stallMs`, ends the download.
- */
-function writeOrWait(res: ServerResponse, text: string, stallMs: number): Promise<void> {
-  if (res.destroyed) return Promise.reject(new ClientGoneError('the client left'));
-  if (res.write(text)) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const done = (err?: Error) => {
-      clearTimeout(stall);
-      res.off('drain', onDrain);
-      res.off('close', onClose);
-      if (err) reject(err);
-      else resolve();
-    };
-    const onDrain = () => done();
-    const onClose = () => done(new ClientGoneError('the client left'));
-    const stall = setTimeout(() => {
-      res.destroy();
-      done(new ClientGoneError(`the client read nothing for ${stallMs / 1000} s`));
-    }, stallMs);
-    res.once('drain', onDrain);
-    res.once('close', onClose);
-  });
-}
-
-/** 401: JSON for the API, a line of text for a person who opened the page without the token. */
-function unauthorized(res: ServerResponse, path: string, expired = false): void {
-  res.setHeader('WWW-Authenticate', 'Bearer realm="session-etl dashboard"');
-  const reason = expired
-    ? 'this browser session of the dashboard has expired: open the address the dashboard printed (Dashboard: http://…/?token=…) again'
-    : 'an access token is required: open the address the dashboard printed (Dashboard: http://…/?token=…), or send Authorization: Bearer <token>';
-  if (path.startsWith('/api/')) return json(res, { error: reason }, 401);
-  send(res, 401, `session-etl dashboard: ${reason}\n`, 'text/plain; charset=utf-8', { 'Cache-Control': 'no-store' });
-}
-
-function json(res: ServerResponse, body: unknown, status = 200): void {
-  send(res, status, JSON.stringify(body), 'application/json; charset=utf-8', { 'Cache-Control': 'no-store' });
-}
-
-function send(res: ServerResponse, status: number, body: string | Buffer, type: string, headers: Record<string, string> = {}, headOnly = false): void {
-  res.statusCode = status;
-  res.setHeader('Content-Type', type);
-  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-  res.setHeader('Content-Length', Buffer.byteLength(body));
-  res.end(headOnly ? undefined : body);
-}

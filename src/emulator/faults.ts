@@ -197,12 +197,18 @@ export class RateLimiter {
     admit(nowMs);
   }
 
-  /** Counts the request and returns undefined, or returns the Retry-After in whole seconds (>= 1). */
-  take(nowMs: number): number | undefined {
+  /** The window at `nowMs`, with the other client's requests added and those out of the window dropped. */
+  private advance(nowMs: number): { windowMs: number; limit: number } {
     if (this.start === undefined) this.start = nowMs;
     this.others(nowMs);
-    const { windowMs, limit } = this.quota(nowMs);
-    this.drop(nowMs, windowMs);
+    const q = this.quota(nowMs);
+    this.drop(nowMs, q.windowMs);
+    return q;
+  }
+
+  /** Counts the request and returns undefined, or returns the Retry-After in whole seconds (>= 1). */
+  take(nowMs: number): number | undefined {
+    const { windowMs, limit } = this.advance(nowMs);
     if (this.stamps.length - this.head < limit) {
       this.stamps.push(nowMs);
       return undefined;
@@ -217,10 +223,7 @@ export class RateLimiter {
    * and the seconds to that, rounded up.
    */
   state(nowMs: number): { limit: number; remaining: number; resetSeconds: number; resetAtMs: number } {
-    if (this.start === undefined) this.start = nowMs;
-    this.others(nowMs);
-    const { windowMs, limit } = this.quota(nowMs);
-    this.drop(nowMs, windowMs);
+    const { windowMs, limit } = this.advance(nowMs);
     const used = this.stamps.length - this.head;
     const oldest = this.stamps[this.head];
     const resetSeconds = oldest === undefined ? 0 : Math.max(1, Math.ceil((oldest + windowMs - nowMs) / 1_000));

@@ -248,13 +248,7 @@ function writeExternalFields(w: JsonBytes, rng: Random, long: LongNoteStream | u
     w.byte(QUOTE);
   }
   w.raw(F.externalCaseId);
-  const c = rng.next();
-  if (c < 0.6) {
-    w.ascii('"CASE-');
-    w.padded(rng.int(1_000_000), 6);
-    w.byte(QUOTE);
-  } else if (c < 0.85) w.quoted('');
-  else w.null();
+  writeCode(w, rng, 'CASE-', 6, 0.6, 0.85);
   w.raw(F.notes);
   if (rng.chance(0.7)) {
     const short = rng.int(NOTES_JSON.length);
@@ -262,13 +256,7 @@ function writeExternalFields(w: JsonBytes, rng: Random, long: LongNoteStream | u
     else w.raw(NOTES_JSON[short] as Uint8Array);
   } else w.null();
   w.raw(F.accountingInfo);
-  const a = rng.next();
-  if (a < 0.2) {
-    w.ascii('"CC-');
-    w.padded(rng.int(10_000), 4);
-    w.byte(QUOTE);
-  } else if (a < 0.7) w.quoted('');
-  else w.null();
+  writeCode(w, rng, 'CC-', 4, 0.2, 0.7);
   w.raw(F.customerDeviceType);
   const device = pickCumulative(rng, DEVICE_CUMULATIVE);
   w.raw(DEVICE_JSON[device] as Uint8Array);
@@ -276,6 +264,17 @@ function writeExternalFields(w: JsonBytes, rng: Random, long: LongNoteStream | u
   const systems = OS_JSON.get(DEVICE_TYPES[device] as string) as Uint8Array[];
   w.raw(systems[rng.int(systems.length)] as Uint8Array);
   w.byte(0x7d);
+}
+
+/** `"PREFIX0042"` (`digits` digits) below `code`, `""` below `empty`, else null: one draw, then the number's. */
+function writeCode(w: JsonBytes, rng: Random, prefix: string, digits: number, code: number, empty: number): void {
+  const r = rng.next();
+  if (r < code) {
+    w.ascii(`"${prefix}`);
+    w.padded(rng.int(10 ** digits), digits);
+    w.byte(QUOTE);
+  } else if (r < empty) w.quoted('');
+  else w.null();
 }
 
 interface LongNoteStream {

@@ -3,27 +3,26 @@
  * statistics and the request log. Query handling lives in ReportingEndpoint, data in SessionDataset.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { listen } from '../util/listen.js';
 import { BodyCache } from './body-cache.js';
 import { FAULT_KINDS, FaultDice, RateLimiter, validateFaults, type FaultKind } from './faults.js';
-import { DRAWN_FAULT_KINDS } from './options.js';
 import { DAY_SECONDS } from './generate-day.js';
 import { handleInterfaceRequest, type InterfaceContext } from './interface/index.js';
 import {
-  DEFAULT_EMULATOR_API_KEY,
+  DEFAULT_EMULATOR_API_KEY, DRAWN_FAULT_KINDS,
   type Emulator, type EmulatorAccount, type EmulatorAccountStats, type EmulatorAccountView, type EmulatorDataset,
   type EmulatorFaults, type EmulatorOptions, type EmulatorStats,
 } from './options.js';
 import { accountOverrides, accountSeed, checkAccounts } from './accounts.js';
-import { ReportingEndpoint, type Answer, type ReportingRequest } from './reporting-endpoint.js';
+import { ReportingEndpoint, type Answer } from './reporting-endpoint.js';
+import { cutInHalf, MAX_BODY_BYTES, parseRequest, pathnameOf, readBody, sendChunks, sendJson, sendServerError, sendTooMany, setRateLimitHeaders } from './http-answers.js';
 import { reportingSchema, type ArgTypes } from './schema.js';
 import { SessionDataset, SharedDayCache, type WindowRule } from './session-dataset.js';
 import { lateDataView } from './late-data.js';
 
 const REPORTING_PATHS = new Set(['/', '/graphql', '/graphql/']);
 const INTERFACE_PREFIXES = ['/oauth', '/identity', '/api/'];
-const MAX_BODY_BYTES = 1 << 20;
 const DEFAULT_CACHE_BYTES = 1 << 30;
 /** Generated days kept over all accounts (an estimate: text plus parsed objects), about 64 busy days' worth. */
 const SHARED_DAY_CACHE_BYTES = 256 << 20;
@@ -31,7 +30,6 @@ const SHARED_DAY_CACHE_BYTES = 256 << 20;
 const MAX_INSTANT = 2_147_483_647;
 const WINDOW_RULES: readonly WindowRule[] = ['closed', 'half-open', 'overlap'];
 const ARG_TYPES: readonly ArgTypes[] = ['Int!', 'Int', 'String!'];
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** One account: its key, data, quota, faults, dice and counters. Without `accounts` there is one, unnamed. */
 interface Tenant {
@@ -256,22 +254,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   // at the moment the server drops it met "other side closed" and retried, a race of the emulator.
   server.keepAliveTimeout = 65_000;
   server.on('clientError', (_err, socket) => socket.destroy());
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
 
   const accountViews: EmulatorAccountView[] = tenants.filter((t) => t.name !== undefined).map((t) => ({
     name: t.name as string, apiKey: t.apiKey, revoked: t.revoked, seed: t.seed, dataset: datasetOf(t.store),
   }));
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${host}:${address.port}/`,
+    url,
     apiKey: first.apiKey,
     accounts: multi ? accountViews : [],
     account(name) {
@@ -354,33 +344,6 @@ function limiterOf(f: EmulatorFaults): RateLimiter | undefined {
   });
 }
 
-/**
- * 429 with Retry-After as whole seconds, or as an HTTP date: the moment a retry is accepted
- * (`retryAtMs`) rounded up to the date's whole second, once (it was rounded twice: the seconds
- * rounded up, then now plus them rounded up again, up to 2 s late).
- */
-function sendTooMany(res: ServerResponse, seconds: number, retryAtMs: number, message: string, format: 'seconds' | 'http-date' = 'seconds'): void {
-  res.setHeader('Retry-After', format === 'http-date' ? new Date(Math.ceil(retryAtMs / 1000) * 1000).toUTCString() : String(seconds));
-  sendJson(res, 429, { errors: [{ message }] });
-}
-
-/**
- * The quota's headers. X-RateLimit-Reset is the reset as epoch seconds rounded up once, as
- * express-rate-limit writes it (`Math.ceil(resetTime / 1000)`) and GitHub's is a whole second;
- * it was the current second rounded up plus the seconds to go rounded up, up to 2 s late.
- */
-function setRateLimitHeaders(res: ServerResponse, kind: 'ietf' | 'x', st: { limit: number; remaining: number; resetSeconds: number; resetAtMs: number }): void {
-  if (kind === 'ietf') {
-    res.setHeader('RateLimit-Limit', String(st.limit));
-    res.setHeader('RateLimit-Remaining', String(st.remaining));
-    res.setHeader('RateLimit-Reset', String(st.resetSeconds));
-  } else {
-    res.setHeader('X-RateLimit-Limit', String(st.limit));
-    res.setHeader('X-RateLimit-Remaining', String(st.remaining));
-    res.setHeader('X-RateLimit-Reset', String(Math.ceil(st.resetAtMs / 1000)));
-  }
-}
-
 function checkOptions(
   o: EmulatorOptions,
   v: { seed: number; windowRule: string; argTypes: string; sessionsPerDay: number; apiKey: string },
@@ -407,74 +370,4 @@ function emptyStats(inFlight: number): EmulatorStats {
     maxInFlight: inFlight,
     recordsServed: 0,
   };
-}
-
-function pathnameOf(url: string | undefined): string {
-  const raw = url ?? '/';
-  const q = raw.indexOf('?');
-  return q === -1 ? raw : raw.slice(0, q);
-}
-
-/** The whole body, or 'too-large' (the rest is read and dropped so the connection stays usable). */
-async function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size <= MAX_BODY_BYTES) chunks.push(chunk);
-  }
-  return size > MAX_BODY_BYTES ? 'too-large' : Buffer.concat(chunks);
-}
-
-/** The request body as {query, variables?, operationName?}, or the message of a 400 answer. */
-function parseRequest(body: Buffer): ReportingRequest | string {
-  let payload: unknown;
-  try {
-    payload = JSON.parse(body.toString('utf8'));
-  } catch {
-    return 'The request body is not valid JSON.';
-  }
-  if (!payload || typeof payload !== 'object' || Array.isArray(payload)) return 'The request body must be a JSON object.';
-  const { query, variables, operationName } = payload as Record<string, unknown>;
-  if (typeof query !== 'string') return 'Must provide query string.';
-  if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) {
-    return 'Variables must be an object.';
-  }
-  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') {
-    return 'operationName must be a string.';
-  }
-  return { query, variables: variables as Record<string, unknown> | null | undefined, operationName: operationName as string | null | undefined };
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const buf = Buffer.from(JSON.stringify(body), 'utf8');
-  sendChunks(res, status, JSON_TYPE, [buf]);
-}
-
-function sendChunks(res: ServerResponse, status: number, contentType: string, chunks: Buffer[]): void {
-  let length = 0;
-  for (const c of chunks) length += c.length;
-  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': length });
-  res.cork();
-  for (const c of chunks) res.write(c);
-  res.end();
-}
-
-/** 500 in the endpoint's own JSON; 502 and 503 as the plain pages a proxy in front would send. */
-function sendServerError(res: ServerResponse, status: 500 | 502 | 503): void {
-  if (status === 500) return sendJson(res, 500, { errors: [{ message: 'Internal server error' }] });
-  const text = status === 502 ? '502 Bad Gateway\n' : '503 Service Temporarily Unavailable\n';
-  sendChunks(res, status, 'text/plain; charset=utf-8', [Buffer.from(text)]);
-}
-
-/** The first half of the body's bytes (never valid JSON: the brackets are left open). */
-function cutInHalf(chunks: Buffer[], bytes: number): Buffer[] {
-  let remaining = Math.floor(bytes / 2);
-  const out: Buffer[] = [];
-  for (const c of chunks) {
-    if (remaining <= 0) break;
-    out.push(c.length <= remaining ? c : c.subarray(0, remaining));
-    remaining -= c.length;
-  }
-  return out;
 }

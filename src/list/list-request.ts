@@ -83,6 +83,13 @@ export function resolveWindow(paging: Paging, total: number): { offset: number; 
   return { offset, limit: offset >= total ? 0 : Math.min(paging.size, total - offset), pageSize: paging.size };
 }
 
+/** The page a request gets of `total` matches; `read(limit, offset)` gives its items (not called for an empty page). */
+export async function pageOf(req: ListRequest, total: number, read: (limit: number, offset: number) => Promise<SessionView[]>): Promise<ListPage> {
+  const window = resolveWindow(req.paging, total);
+  const items = window.limit > 0 ? await read(window.limit, window.offset) : [];
+  return { items, total, offset: window.offset, pageSize: window.pageSize, paging: req.paging };
+}
+
 /** The leaves a request returns, in interface order. */
 export function selectedLeaves(req: ListRequest): LeafField[] {
   const wanted = req.attributes ?? TOP_LEVEL_FIELDS;

@@ -59,25 +59,21 @@ class FilterReader {
   }
 
   private or(): FilterExpr {
-    const operands = [this.and()];
-    for (;;) {
-      this.skipSpace();
-      if (this.text[this.i] !== '|') break;
-      this.i++;
-      operands.push(this.and());
-    }
-    return operands.length === 1 ? operands[0]! : { type: 'or', operands };
+    return this.joined('|', 'or', () => this.and());
   }
 
   private and(): FilterExpr {
-    const operands = [this.factor()];
-    for (;;) {
-      this.skipSpace();
-      if (this.text[this.i] !== '&') break;
+    return this.joined('&', 'and', () => this.factor());
+  }
+
+  /** `operand (op operand)*`: the operand alone, or all of them under `type`. */
+  private joined(op: string, type: 'or' | 'and', operand: () => FilterExpr): FilterExpr {
+    const operands = [operand()];
+    for (this.skipSpace(); this.text[this.i] === op; this.skipSpace()) {
       this.i++;
-      operands.push(this.factor());
+      operands.push(operand());
     }
-    return operands.length === 1 ? operands[0]! : { type: 'and', operands };
+    return operands.length === 1 ? operands[0]! : { type, operands };
   }
 
   private factor(): FilterExpr {

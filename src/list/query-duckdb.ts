@@ -1,6 +1,6 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { ACCOUNT_COLUMN, compileToSql, type ListSource } from './compile-to-sql.js';
-import { resolveWindow, shapeRecord, type ListPage, type ListRequest } from './list-request.js';
+import { pageOf, shapeRecord, type ListPage, type ListRequest } from './list-request.js';
 
 /**
  * Answers a list request in DuckDB: counts the matching sessions, applies the truncation rules,
@@ -11,22 +11,14 @@ export async function queryDuckDb(connection: DuckDBConnection, req: ListRequest
   const params = compiled.params as DuckDBValue[];
   const countRows = (await connection.runAndReadAll(compiled.countSql, params)).getRowObjectsJS();
   const total = Number(countRows[0]?.['total'] ?? 0);
-  const window = resolveWindow(req.paging, total);
-  let rows: Record<string, unknown>[] = [];
-  if (window.limit > 0) {
-    rows = (await connection.runAndReadAll(compiled.sql, [...params, window.limit, window.offset])).getRowObjectsJS();
-  }
-  return {
+  return pageOf(req, total, async (limit, offset) => {
+    const rows = (await connection.runAndReadAll(compiled.sql, [...params, limit, offset])).getRowObjectsJS();
     // With `withAccount`, the account comes first: it says whose session the rest is.
-    items: rows.map((row) => ({
+    return rows.map((row) => ({
       ...(source.withAccount ? { [ACCOUNT_COLUMN]: fromSql(row[ACCOUNT_COLUMN]) } : {}),
       ...shapeRecord(compiled.leaves, (leaf) => fromSql(row[leaf.path])),
-    })),
-    total,
-    offset: window.offset,
-    pageSize: window.pageSize,
-    paging: req.paging,
-  };
+    }));
+  });
 }
 
 /** BIGINT arrives as bigint; the interface's integers are numbers. */

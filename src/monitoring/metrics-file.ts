@@ -11,7 +11,7 @@ import type { RunSummary } from '../pipeline/run.js';
 import { writeFileAtomic } from '../store/durable-fs.js';
 import type { VolumeRule } from '../store/volume-anomalies.js';
 import { combineAccountStates } from './accounts-state.js';
-import { createMetrics, summaryOf } from './metrics.js';
+import { createMetrics, summaryOf, type SessionEtlMetrics } from './metrics.js';
 import { readAccountsMonitoredStates, readMonitoredState, type MonitoredState } from './read-state.js';
 
 /**
@@ -35,11 +35,7 @@ export async function writeMetricsAfter(
     } catch (err) {
       process.stderr.write(`warning: the metrics file's gauges could not read ${dataDir}: ${(err as Error).message}\n`);
     }
-    try {
-      await writeFileAtomic(path, await metrics.metrics(), { mode: 0o644, exactMode: true });
-    } catch (err) {
-      process.stderr.write(`warning: could not write --metrics-file ${path}: ${(err as Error).message}\n`);
-    }
+    await writeMetricsFile(path, metrics);
   };
   let summary: RunSummary;
   try {
@@ -95,6 +91,11 @@ export async function writeAccountsMetrics(
     states = [...own.values()];
   }
   metrics.setState(combineAccountStates(states, failed));
+  await writeMetricsFile(path, metrics);
+}
+
+/** The metrics' text to `path` (0644: node_exporter's textfile collector reads it); a failure is a warning. */
+async function writeMetricsFile(path: string, metrics: SessionEtlMetrics): Promise<void> {
   try {
     await writeFileAtomic(path, await metrics.metrics(), { mode: 0o644, exactMode: true });
   } catch (err) {

@@ -13,6 +13,7 @@ import type { Logger } from '../util/logger.js';
 import { checkAccountsHealth, combineAccountStates } from './accounts-state.js';
 import { checkHealth } from './health.js';
 import { startMonitoringServer } from './http-server.js';
+import type { AccountRun } from './metrics-file.js';
 import { createMetrics, refreshedState, stateAfterRun, summaryOf, type RunRecord, type SessionEtlMetrics } from './metrics.js';
 import { EMPTY_STATE, readAccountsMonitoredStates, readMonitoredState, type MonitoredState } from './read-state.js';
 
@@ -30,21 +31,13 @@ export interface SchedulerMonitorOptions {
   volume?: VolumeRule;
 }
 
-/** One account's part of a scheduled run over many accounts. */
-export interface AccountRunEnd {
-  account: string;
-  summary?: RunSummary;
-  error?: unknown;
-  durationMs: number;
-}
-
 export interface SchedulerMonitor {
   /** Base URL of the endpoint. */
   url: string;
   metrics: SessionEtlMetrics;
   onRunStart(job: string): void;
   /** A run ended; with accounts, `accounts` holds each account's part of it. */
-  onRunEnd(job: string, result: { summary?: RunSummary; error?: unknown; durationMs: number }, accounts?: readonly AccountRunEnd[]): Promise<void>;
+  onRunEnd(job: string, result: { summary?: RunSummary; error?: unknown; durationMs: number }, accounts?: readonly AccountRun[]): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -1,17 +1,8 @@
 /**
- * Named crash points for the reliability suite: with SESSION_ETL_CRASH_AT=<point>[:<n>] the process
- * kills itself with SIGKILL the n-th time (default 1st) it reaches <point>, exactly as `kill -9`
- * would. Unset (always, outside the suite), a crash point costs one property read.
- *
- * Points: fetch (a request sent, its answer not read), mid-transaction (rows written inside an
- * open transaction, not committed), after-commit (committed, Parquet not rewritten yet), mid-merge
- * (committed rows being merged into the sessions table, not committed), after-merge (merged, the
- * merged pending files not removed yet), mid-parquet-rewrite (the new file written to .tmp, not
- * renamed into place), after-parquet-rename (the new file in place, its partition still marked pending).
- *
- * Test only, too: SESSION_ETL_FAULT=enospc:<point>[:<n>] makes the n-th passage through
- * mid-transaction or mid-parquet-rewrite throw ENOSPC, as a full disk would there (the suite's
- * fallback where it cannot mount a small file system).
+ * Named crash points for the reliability suite (docs/reliability.md "Test-only hooks"):
+ * SESSION_ETL_CRASH_AT=<point>[:<n>] SIGKILLs the process the n-th time it reaches <point>, as
+ * `kill -9` would; SESSION_ETL_FAULT=enospc:<point>[:<n>] throws ENOSPC there instead. Unset
+ * (always, outside the suite), a crash point costs one property read.
  */
 export type CrashPointName =
   | 'fetch'

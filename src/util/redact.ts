@@ -3,19 +3,11 @@
  * the password of a URL) is registered here, and every log line and error message passes through
  * `redact()` before it leaves the process.
  *
- * A server may echo a secret back in another form, so each is hidden in every form it may take:
- * as is, JSON-escaped (`/` as `\/` too, or every character as `\u00NN`), URL- and form-encoded (also
- * every byte as `%NN`), hex (`4b78…`, every byte as `\xNN` too), HTML entities (every character as
- * `&#NN;` or `&#xNN;`, only its punctuation so, or `&amp;` `&lt;` `&gt;` `&quot;` `&#39;` for the
- * characters HTML escapes), in any letter case (those matched case-insensitively: hex and entities
- * in lower and upper case), and base64 / base64url (case-sensitive), also when it sits at any offset
- * inside a longer base64 text (`Basic base64(id:secret)`): the part of the encoding that depends on
- * the secret alone is matched. The user:password part of any URL is hidden whatever it holds.
- *
- * Redaction never throws and fails closed: a text it cannot check is withheld whole (UNCHECKED).
- * Secrets of any length and number are matched (./secret-matcher.ts: bounded patterns for short
- * forms, substring search for long ones); a key larger than any real key is refused where it is
- * read (./secret-size.ts), but one that gets registered anyway is still hidden.
+ * A server may echo a secret back in another form, so each is hidden in every form it may take
+ * (docs/monitoring.md lists them: escaped, encoded, hex, HTML entities, any letter case, base64 also
+ * at any offset inside a longer base64 text, as in `Basic base64(id:secret)`). The user:password
+ * part of any URL is hidden whatever it holds. Redaction never throws and fails closed: a text it
+ * cannot check is withheld whole (UNCHECKED). Matching: ./secret-matcher.ts.
  */
 import { mergeRanges, secretMatcher, MATCHER_LIMITS, type MatcherLimits, type SecretMatcher } from './secret-matcher.js';
 

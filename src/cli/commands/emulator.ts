@@ -9,6 +9,7 @@ import { checkAccounts, emulatorAccounts } from '../../emulator/accounts.js';
 import { parseSchedule } from '../../emulator/faults.js';
 import { DRAWN_FAULT_KINDS } from '../../emulator/options.js';
 import { parseInstant } from '../../time/windows.js';
+import { collect } from '../account-options.js';
 import { UsageError } from '../usage-error.js';
 
 export interface EmulatorFlags {
@@ -191,10 +192,6 @@ export function emulatorOptionsFromFlags(flags: EmulatorFlags): EmulatorOptions 
   }
   if (Object.keys(faults).length > 0) options.faults = faults;
   return options;
-}
-
-function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
 }
 
 /** --hold-back and --amend with their release and start (docs/emulator.md, "Late and amended data"). */

@@ -13,6 +13,7 @@ import {
 } from '../../control/session-control-client.js';
 import type { SessionWebhook } from '../../control/requests.js';
 import { registerSecret } from '../../util/redact.js';
+import { collect } from '../account-options.js';
 import { UsageError } from '../usage-error.js';
 import { defaultDeps, loadConfig, println, TOKEN_SETTINGS, type InterfaceCommandDeps } from './auth.js';
 
@@ -111,10 +112,6 @@ async function asUsage<T>(fn: () => Promise<T>): Promise<T> {
     if (err instanceof InvalidControlRequestError) throw new UsageError(err.message, { cause: err });
     throw err;
   }
-}
-
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
 }
 
 function parseInteger(v: string): number {

@@ -4,7 +4,7 @@ import { Command, Option } from 'commander';
 import { loadConfig } from '../../config/load.js';
 import { UsageError } from '../usage-error.js';
 import { outputStillRead } from '../epipe.js';
-import { chosenAccounts } from '../account-options.js';
+import { chosenAccounts, collect } from '../account-options.js';
 import { sessionsCsv } from '../../util/csv-cell.js';
 import { oneLine } from '../../util/terminal-text.js';
 import { didYouMean } from '../../util/did-you-mean.js';
@@ -72,7 +72,7 @@ export function register(program: Command): void {
     .addOption(new Option('--fromDate <time>').hideHelp())
     .addOption(new Option('--to-date <time>').hideHelp())
     .addOption(new Option('--toDate <time>').hideHelp())
-    .option('--account <name>', 'with an accounts map: this account only (default: the whole dataset, every account)', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--account <name>', 'with an accounts map: this account only (default: the whole dataset, every account)', collect)
     .action(async (get: string | undefined, id: string | undefined, flags: SessionsFlags) => {
       const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir, parquetUrl: flags.parquetUrl } });
       const { config } = loaded;
