@@ -32,7 +32,7 @@ import { sessionsQuery } from '../src/reporting/query.js';
 import { readSessionsBody } from '../src/reporting/sessions-body.js';
 import { validateRecord } from '../src/reporting/record-schema.js';
 import { SESSION_COLUMNS, sessionsTableDdl } from '../src/store/contract.js';
-import { NDJSON_COLUMNS, ndjsonSelect } from '../src/store/ndjson.js';
+import { NDJSON_COLUMNS, NDJSON_SELECT } from '../src/store/ndjson.js';
 import { measureDashboard } from './dashboard.js';
 import { runMeasured, type Row } from './measured-process.js';
 import { objectStorageCase } from './object-storage.js';
@@ -191,7 +191,7 @@ async function nativeConvert(ndjson: string, dir: string): Promise<{ loadMs: num
   await db.conn.run(sessionsTableDdl('sessions'));
   await db.conn.run(
     `INSERT INTO sessions SELECT ${COLUMN_LIST} FROM (
-       SELECT ${ndjsonSelect(false)} FROM read_json(${sql(ndjson)}, columns = ${NDJSON_COLUMNS}, format = 'newline_delimited') r, (SELECT ${Date.now() / 1000} AS extracted) f
+       SELECT ${NDJSON_SELECT} FROM read_json(${sql(ndjson)}, columns = ${NDJSON_COLUMNS}, format = 'newline_delimited') r, (SELECT ${Date.now() / 1000} AS extracted) f
        QUALIFY row_number() OVER (PARTITION BY session_id ORDER BY extracted_at DESC) = 1)
      ORDER BY started_at, session_id`,
   );
@@ -564,7 +564,7 @@ async function profile(emu: EmulatorProc, stored: number): Promise<void> {
   await db.conn.run(sessionsTableDdl('_pending_rows').replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)'));
   t = performance.now();
   await db.conn.run(
-    `INSERT INTO _pending_rows SELECT ${ndjsonSelect(false)} FROM read_json([${files.map(sql).join(', ')}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited') r, (SELECT 0 AS extracted) f`,
+    `INSERT INTO _pending_rows SELECT ${NDJSON_SELECT} FROM read_json([${files.map(sql).join(', ')}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited') r, (SELECT 0 AS extracted) f`,
   );
   const readJsonMs = performance.now() - t;
   db.close();

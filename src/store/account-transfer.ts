@@ -10,10 +10,9 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { queryRows, sqlString } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
 import type { OutputFormat } from './layout.js';
-import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
-import { sessionsTableDdl } from './contract.js';
+import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, NDJSON_SELECT } from './ndjson.js';
 import { COLUMN_LIST, PARTITION_OF_STORED, pendingRowsDdl } from './schema.js';
-import type { StoreShape } from './shape.js';
+import { storeShape, type StoreShape } from './shape.js';
 import { join } from 'node:path';
 
 /** Where an account's data comes from. */
@@ -77,7 +76,7 @@ export async function importAccount(
     if (files.length) {
       const paths = files.map((f) => join(src.pendingDir, f.file));
       sources.push(
-        `SELECT * EXCLUDE (partition) FROM (SELECT ${ndjsonSelect(false)} FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
+        `SELECT * EXCLUDE (partition) FROM (SELECT ${NDJSON_SELECT} FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
            format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
          JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${files[i]!.extracted_at})`).join(', ')}) f(filename, extracted) USING (filename))`,
       );
@@ -198,13 +197,13 @@ export async function convertToManyAccounts(
     for (const t of [...STATE_TABLES, '_pending_files']) await c.run(`UPDATE ${t} SET account = ${acct}`);
     const gen = await nextGen();
     if (format !== 'parquet') {
-      await c.run(sessionsTableDdl('_sessions_many', true));
+      await c.run(storeShape('many').tableDdl('_sessions_many'));
       await c.run(`INSERT INTO _sessions_many SELECT ${acct}, ${COLUMN_LIST} FROM sessions ORDER BY started_at, session_id`);
       await c.run('DROP TABLE sessions');
       await c.run('ALTER TABLE _sessions_many RENAME TO sessions');
       if (format === 'both') await c.run(`INSERT INTO _parquet_pending SELECT DISTINCT ${PARTITION_OF_STORED}, $1 FROM sessions`, [gen]);
     }
-    await c.run(pendingRowsDdl(true, '_pending_rows_many'));
+    await c.run(pendingRowsDdl(storeShape('many'), '_pending_rows_many'));
     await c.run(`INSERT INTO _pending_rows_many SELECT ${acct}, * FROM _pending_rows`);
     if (format === 'parquet') {
       await c.run(

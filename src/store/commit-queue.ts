@@ -120,7 +120,7 @@ export class CommitQueue {
     const c = this.conn;
     const any = await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM (SELECT 1 FROM _pending_rows LIMIT 1)');
     if (Number(any[0]?.n ?? 0) === 0) return;
-    const account = shape.many ? 'account' : `''`;
+    const account = shape.account();
     await c.run(
       `CREATE OR REPLACE TEMP TABLE _adopt AS SELECT dense_rank() OVER (ORDER BY ${account}, extracted_at) AS g, ${account} AS a,
          coalesce(epoch(extracted_at), 0) AS e, ${RECORD_LINE_OF_ROW} AS l, started_at, session_id FROM _pending_rows`,

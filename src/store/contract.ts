@@ -27,17 +27,18 @@ export const SESSION_COLUMNS: readonly ContractColumn[] = [
 const NOT_NULL = new Set<string>(SESSION_FIELDS.filter((f) => !f.nullable).map((f) => f.column));
 
 /**
- * `CREATE TABLE` statement for the contract, used for the sessions table and its staging twins
- * (`many`: the table of a many-account store, whose rows start with `account`).
+ * `CREATE TABLE` statement for the contract, used for the sessions table and its staging twins:
+ * `accountColumns` before the contract's (a many-account store's rows start with `account`:
+ * store/shape.ts), `extra` ones (`name TYPE`) after them.
  * No PRIMARY KEY index: one row per session is kept by the merge (store/session-store.ts), which is
  * the only writer of the table; an index would make every merge after the first one cost
  * microseconds per row (docs/benchmarks.md).
  */
-export function sessionsTableDdl(table = 'sessions', many = false): string {
+export function sessionsTableDdl(table = 'sessions', accountColumns: readonly string[] = [], extra: readonly string[] = []): string {
   const cols = [
-    // A many-account store's rows carry the account they were fetched for (docs/accounts.md).
-    ...(many ? ['  account VARCHAR NOT NULL'] : []),
+    ...accountColumns.map((c) => `  ${c} VARCHAR NOT NULL`),
     ...SESSION_COLUMNS.map((c) => `  ${c.name} ${c.type}${NOT_NULL.has(c.name) ? ' NOT NULL' : ''}`),
+    ...extra.map((c) => `  ${c}`),
   ];
   return `CREATE TABLE IF NOT EXISTS ${table} (\n${cols.join(',\n')}\n)`;
 }

@@ -10,7 +10,7 @@ import { writeNewFile } from '../util/temp-file.js';
 import { queryRows, sqlString } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
 import { FILE_MODE } from './layout.js';
-import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
+import { NDJSON_ACCOUNT_SELECT, NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES } from './ndjson.js';
 import { SESSION_COLUMNS } from './contract.js';
 import { VECTOR_ROWS } from './row-groups.js';
 import { CONTENT_HASH, PARTITION_OF_STORED } from './schema.js';
@@ -34,7 +34,7 @@ export interface MergeContext {
    * groups keeps them; DuckDB starts the new size after its last group): read at the first merge.
    */
   groupBase?: bigint;
-  /** One account or many: the sessions table's columns and what identifies a session. */
+  /** The sessions table's columns, what identifies a session, and a stored row's account (shape.ts). */
   shape: StoreShape;
   /** Format both: mark the partitions a merge touched for a Parquet rewrite. */
   withParquet: boolean;
@@ -134,27 +134,30 @@ export async function mergeSlice(
     const slice = files.slice(0, take);
     paths = slice.map((f, i) => join(ctx.pendingDir, cut && i === take - 1 ? cut.head : f.file));
     drop = cut ? [join(ctx.pendingDir, cut.head), join(ctx.pendingDir, cut.tail.file)] : [];
-    const source = `SELECT ${ndjsonSelect(shape.many)}, f.k FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
+    const source = `SELECT ${NDJSON_ACCOUNT_SELECT}, f.k FROM read_json([${paths.map(sqlString).join(', ')}], columns = ${NDJSON_COLUMNS},
         format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
       JOIN (VALUES ${paths.map((p, i) => `(${sqlString(p)}, ${slice[i]!.extracted_at}, ${i}, ${sqlString(slice[i]!.account)})`).join(', ')})
         f(filename, extracted, k, account) USING (filename)`;
     // A session the files looked at bring more than once goes in only from the source of its newest
     // version (newest extracted_at, then the later source); the others are left out.
-    const newest = older.any
-      ? ` x ANTI JOIN _dups d ON d.session_id = x.session_id${shape.many ? ' AND d.account = x.account' : ''} AND d.k <> x.k`
-      : '';
+    const newest = older.any ? ' x ANTI JOIN _dups d ON d.session_id = x.session_id AND d.account = x.account AND d.k <> x.k' : '';
     // The next slice's ids are read while this one's statements run (a third of a merge's time
     // after the last answer was this read, on the event loop, before the insert could start); this
     // slice's are not needed any more (a merge that fails reads them again).
     for (const f of files.slice(0, take)) ctx.ids?.delete(f.file);
     prefetchIds(ctx, files.slice(take));
     const added = Number((await c.run(`INSERT INTO sessions SELECT ${shape.columnList} FROM (${source})${newest}`)).rowsChanged);
-    const seen = Number((await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM sessions WHERE rowid > ${before}`))[0]?.n ?? 0);
+    // The rows appended, by account.
+    const appended = await queryRows<{ account: string; n: bigint }>(
+      c,
+      `SELECT ${shape.account()} AS account, count(*) AS n FROM sessions WHERE rowid > ${before} GROUP BY 1`,
+    );
+    const seen = appended.reduce((n, r) => n + Number(r.n), 0);
     if (seen !== added) throw new Error(`internal check failed: appended ${added} rows, found ${seen} above row id ${before}`);
     // Every version of the sessions this slice brought (narrow: ids, times, row ids).
     await c.run(
       `CREATE OR REPLACE TEMP TABLE _versions AS
-       SELECT s.rowid AS rid, s.rowid > ${before} AS fresh, ${shape.many ? 's.account' : "'' AS account"}, s.session_id, s.extracted_at,
+       SELECT s.rowid AS rid, s.rowid > ${before} AS fresh, ${shape.account('s')} AS account, s.session_id, s.extracted_at,
          ${PARTITION_OF_STORED.replace('started_at', 's.started_at')} AS p
        FROM sessions s SEMI JOIN (SELECT DISTINCT ${shape.key} FROM sessions WHERE rowid > ${before}) n USING (${shape.key})`,
     );
@@ -173,9 +176,6 @@ export async function mergeSlice(
     // before the run (updated) or stored by this run already (counted then).
     const perAccount = new Map<string, { added: number; freshLost: number; updated: number; again: number }>();
     const tally = (a: string) => perAccount.get(a) ?? perAccount.set(a, { added: 0, freshLost: 0, updated: 0, again: 0 }).get(a)!;
-    const appended = shape.many
-      ? await queryRows<{ account: string; n: bigint }>(c, `SELECT account, count(*) AS n FROM sessions WHERE rowid > ${before} GROUP BY 1`)
-      : [{ account: '', n: BigInt(added) }];
     for (const r of appended) tally(r.account).added += Number(r.n);
     for (const l of losers) {
       const t = tally(l.account);
@@ -297,14 +297,14 @@ interface PendingFile {
   account: string;
 }
 
-/** What identifies a session while merging: its id, after its account in a many-account store (whose accounts are never ''). */
+/** What identifies a session while merging: its account ('' the one account of a single-account store) and its id. */
 function keyOf(account: string, id: string): string {
-  return account === '' ? id : `${account}\u0000${id}`;
+  return `${account}\u0000${id}`;
 }
 
 function splitKey(key: string): { account: string; id: string } {
   const at = key.indexOf('\u0000');
-  return at < 0 ? { account: '', id: key } : { account: key.slice(0, at), id: key.slice(at + 1) };
+  return { account: key.slice(0, at), id: key.slice(at + 1) };
 }
 
 /** Pending files read at once while looking for sessions brought twice. */
@@ -360,7 +360,7 @@ async function olderVersions(
     for (const k of ks) if (extractedAt(k) > extractedAt(win) || (extractedAt(k) === extractedAt(win) && k > win)) win = k;
     return { key, k: win, ks };
   });
-  const parts = dups.map((d) => (ctx.shape.many ? splitKey(d.key) : { account: '', id: d.key }));
+  const parts = dups.map((d) => splitKey(d.key));
   await c.run(
     'CREATE OR REPLACE TEMP TABLE _dups AS SELECT unnest($1::VARCHAR[]) AS session_id, unnest($2::INTEGER[]) AS k, unnest($3::VARCHAR[]) AS account',
     [listValue(parts.map((p) => p.id)), listValue(dups.map((d) => d.k)), listValue(parts.map((p) => p.account))],

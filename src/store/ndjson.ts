@@ -61,15 +61,8 @@ export const NDJSON_COLUMNS = `{${[...topLevel]
   .map(([k, t]) => `${k}: '${typeof t === 'string' ? t : `STRUCT(${t.map((f) => `${f.field} ${f.type}`).join(', ')})`}'`)
   .join(', ')}}`;
 
-/**
- * The contract's columns then `partition`, from read_json alias `r` and the lineage alias
- * `f(extracted)`; with `many`, `f.account` first (each record file holds one account's window).
- */
-export function ndjsonSelect(many: boolean): string {
-  return many ? `f.account AS account, ${NDJSON_SELECT}` : NDJSON_SELECT;
-}
-
-const NDJSON_SELECT = [
+/** The contract's columns then `partition`, from read_json alias `r` and the lineage alias `f(extracted)`. */
+export const NDJSON_SELECT = [
   ...SESSION_COLUMNS.map((c) => {
     if (c.source === 'lineage') return `to_timestamp(f.extracted) AS ${c.name}`;
     const ref = `r.${c.source}`;
@@ -77,6 +70,13 @@ const NDJSON_SELECT = [
   }),
   `COALESCE(strftime(to_timestamp(r.started), '%Y-%m-%d'), '${NULL_PARTITION}') AS partition`,
 ].join(', ');
+
+/**
+ * The same after `account`, from the lineage's `f(account)`: each record file holds one account's
+ * window ('' in a single-account store), and its rows carry it; a store keeps the columns its shape
+ * has (store/shape.ts `columnList`).
+ */
+export const NDJSON_ACCOUNT_SELECT = `f.account AS account, ${NDJSON_SELECT}`;
 
 /**
  * The reverse, in SQL: a row of the contract's columns as its record's line (`recordLine`'s shape;

@@ -11,7 +11,7 @@ import { unguessable } from '../util/temp-file.js';
 import { queryRows, sqlString } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
 import { checkPartition, type StoreLayout } from './layout.js';
-import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, ndjsonSelect } from './ndjson.js';
+import { NDJSON_ACCOUNT_SELECT, NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES } from './ndjson.js';
 import type { Dataset } from './dataset/dataset.js';
 import { CONTENT_HASH, sessionDaysDdl } from './schema.js';
 import type { StoreShape } from './shape.js';
@@ -39,9 +39,9 @@ export class ParquetOnlySink implements Sink {
     const list = files.map((f) => sqlString(f.path)).join(', ');
     const lineage = files.map((f) => `(${sqlString(f.path)}, ${f.extractedAt}, ${sqlString(f.account)})`).join(', ');
     await c.run(
-      `INSERT INTO _pending_rows SELECT ${ndjsonSelect(this.shape.many)}
+      `INSERT INTO _pending_rows SELECT ${this.shape.columnList}, partition FROM (SELECT ${NDJSON_ACCOUNT_SELECT}
        FROM read_json([${list}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
-       JOIN (VALUES ${lineage}) f(filename, extracted, account) USING (filename)`,
+       JOIN (VALUES ${lineage}) f(filename, extracted, account) USING (filename))`,
     );
   }
 
@@ -88,7 +88,7 @@ export class ParquetOnlySink implements Sink {
            SELECT n.*, i.partition AS was FROM (
              SELECT ${this.shape.key}, partition FROM _pending_rows
              QUALIFY row_number() OVER (PARTITION BY ${this.shape.key} ORDER BY extracted_at DESC) = 1) n
-           LEFT JOIN _session_days i ON ${this.shape.many ? 'i.account = n.account AND ' : ''}i.session_id = n.session_id AND i.partition <> n.partition`,
+           LEFT JOIN _session_days i ON ${this.shape.sameSession('i', 'n')} AND i.partition <> n.partition`,
         );
         const moved = await queryRows<{ p: string }>(c, 'SELECT DISTINCT was AS p FROM _newest_day WHERE was IS NOT NULL');
         if (moved.length) await c.run('INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]), $2', [listValue(moved.map((r) => r.p)), await this.nextGen(c)]);
@@ -106,9 +106,9 @@ export class ParquetOnlySink implements Sink {
       try {
         await c.run(`DELETE FROM _session_days WHERE (${this.shape.key}) IN (SELECT (${this.shape.key}) FROM _newest_day)`);
         await c.run(`INSERT INTO _session_days SELECT DISTINCT ${this.shape.key}, partition FROM _newest_day`);
-        // Every file is rewritten without the accounts moved out: they are forgotten.
-        if (result.partitions.length && this.shape.many) {
-          await c.run('DELETE FROM _session_days WHERE account IN (SELECT account FROM _removed_accounts)');
+        // Every file is rewritten without the accounts moved out (only a many-account store's move out): they are forgotten.
+        if (result.partitions.length) {
+          await c.run(`DELETE FROM _session_days WHERE ${this.shape.account()} IN (SELECT account FROM _removed_accounts)`);
           await c.run('DELETE FROM _removed_accounts');
         }
         if (parts.length) {
@@ -127,26 +127,26 @@ export class ParquetOnlySink implements Sink {
 
   /**
    * `_session_days`: the day of every session in the dataset, kept by each flush. A store made
-   * before it was kept (its table empty, or without the account column a many-account store needs)
-   * builds it once from its day files, reading their ids only.
+   * before it was kept (its table empty, or without the key a many-account store has: its account
+   * and id) builds it once from its day files, reading their ids only.
    */
   private async ensureDayIndex(): Promise<void> {
     const c = this.conn;
-    const hasAccount = (await queryRows(c, "SELECT 1 FROM pragma_table_info('main._session_days') WHERE name = 'account'")).length > 0;
+    const cols = await queryRows<{ c: string }>(c, "SELECT name AS c FROM pragma_table_info('main._session_days') WHERE name <> 'partition' ORDER BY cid");
+    const keyed = cols.map((x) => x.c).join(', ') === this.shape.key;
     const n = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _session_days'))[0]?.n ?? 0);
-    if (n > 0 && hasAccount === this.shape.many) return;
+    if (n > 0 && keyed) return;
     const days = await this.dataset.list();
-    if (days.size === 0 && hasAccount === this.shape.many) return;
+    if (days.size === 0 && keyed) return;
     await c.run('BEGIN TRANSACTION');
     try {
-      if (hasAccount !== this.shape.many) await c.run(`DROP TABLE _session_days; ${sessionDaysDdl(this.shape.many)}`);
-      else await c.run('DELETE FROM _session_days');
+      await c.run(keyed ? 'DELETE FROM _session_days' : `DROP TABLE _session_days; ${sessionDaysDdl(this.shape)}`);
       for (const p of days.keys()) {
         const f = await this.dataset.read(p);
         if (!f) continue;
         try {
           // A many-account store's file made when it had one account has no account column: its rows were loaded as pending rows.
-          if (this.shape.many && !(await hasColumn(c, f.path, 'account'))) continue;
+          if (!(await hasColumns(c, f.path, this.shape.accountColumns))) continue;
           await c.run(`INSERT INTO _session_days SELECT DISTINCT ${this.shape.key}, ${sqlString(p)} FROM read_parquet(${sqlString(f.path)})`);
         } finally {
           await f.done();
@@ -185,10 +185,10 @@ export class ParquetOnlySink implements Sink {
     const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}-${unguessable()}.parquet`);
     // The old file's rows, but those of accounts moved out; a file of a single-account store made one
     // of many (accounts adopt) has no account column, and its rows were all loaded as pending rows.
-    const hasOld = final !== undefined && (!this.shape.many || (await hasColumn(c, final, 'account')));
+    const hasOld = final !== undefined && (await hasColumns(c, final, this.shape.accountColumns));
     // Sessions whose newest version is on another day (they moved) are left out of this day.
     const away = `(${key}) NOT IN (SELECT (${key}) FROM _newest_day WHERE partition <> ${sqlString(p)})`;
-    const keep = this.shape.many ? ` WHERE account NOT IN (SELECT account FROM _removed_accounts) AND ${away}` : ` WHERE ${away}`;
+    const keep = ` WHERE ${this.shape.account()} NOT IN (SELECT account FROM _removed_accounts) AND ${away}`;
     const pending = `SELECT ${columnList}, 0 AS src FROM _pending_rows WHERE partition = ${sqlString(p)} AND ${away}`;
     const all = hasOld ? `${pending} UNION ALL SELECT ${columnList}, 1 AS src FROM read_parquet(${sqlString(final)})${keep}` : pending;
     // The newest version of each session; but a version of the old file with the same content as
@@ -201,7 +201,7 @@ export class ParquetOnlySink implements Sink {
     // Sessions of the pending rows, by account: new to the dataset, or replacing a version the file
     // held or one on another day (a session that moved here); updated when the content (any column
     // but extracted_at) differs from the newest pending version, else re-read unchanged.
-    const account = this.shape.many ? 'p.account' : "''";
+    const account = this.shape.account('p');
     const newest = `SELECT ${key}, ${CONTENT_HASH} AS h FROM _pending_rows WHERE partition = ${sqlString(p)} AND ${away}
                     QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC) = 1`;
     const elsewhere = `SELECT DISTINCT ${key}, true AS moved FROM _newest_day WHERE partition = ${sqlString(p)} AND was IS NOT NULL`;
@@ -220,7 +220,7 @@ export class ParquetOnlySink implements Sink {
     const news = [...counts.values()].some((n) => n.inserted > 0 || n.updated > 0);
     // Nothing new or changed, and nothing else to do to the file (no old file, or one without the
     // account column a many-account store needs, is always written): it stays as it is.
-    const asItWas = hasOld && !news && !(await this.marked(p)) && (!this.shape.many || (await this.noneRemoved()));
+    const asItWas = hasOld && !news && !(await this.marked(p));
     if (asItWas) return { counts, written: false };
     let copied: { rowsChanged: number | bigint };
     try {
@@ -235,23 +235,25 @@ export class ParquetOnlySink implements Sink {
     return { counts, written: true };
   }
 
-  /** Whether the day is marked for a rewrite (an account moved out, or in: account-transfer.ts). */
+  /**
+   * Whether the day is marked for a rewrite (an account moved out, or in: account-transfer.ts), or
+   * an account moved out waits to be left out of the files.
+   */
   private async marked(p: string): Promise<boolean> {
-    const r = await queryRows<{ n: bigint }>(this.conn, 'SELECT count(*) AS n FROM _parquet_pending WHERE partition = $1', [p]);
+    const r = await queryRows<{ n: bigint }>(
+      this.conn,
+      'SELECT (SELECT count(*) FROM _parquet_pending WHERE partition = $1) + (SELECT count(*) FROM _removed_accounts) AS n',
+      [p],
+    );
     return Number(r[0]?.n ?? 0) > 0;
-  }
-
-  /** Whether no account moved out waits to be left out of the files. */
-  private async noneRemoved(): Promise<boolean> {
-    const r = await queryRows<{ n: bigint }>(this.conn, 'SELECT count(*) AS n FROM _removed_accounts');
-    return Number(r[0]?.n ?? 0) === 0;
   }
 }
 
-/** Whether a Parquet file has a column (read from its footer). */
-async function hasColumn(c: DuckDBConnection, file: string, column: string): Promise<boolean> {
-  const r = await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM parquet_schema(${sqlString(file)}) WHERE name = $1`, [column]);
-  return Number(r[0]?.n ?? 0) > 0;
+/** Whether a Parquet file has these columns (read from its footer; none asked: read nothing). */
+async function hasColumns(c: DuckDBConnection, file: string, columns: readonly string[]): Promise<boolean> {
+  if (!columns.length) return true;
+  const r = await queryRows<{ n: bigint }>(c, `SELECT count(DISTINCT name) AS n FROM parquet_schema(${sqlString(file)}) WHERE name IN (SELECT unnest($1::VARCHAR[]))`, [listValue([...columns])]);
+  return Number(r[0]?.n ?? 0) === columns.length;
 }
 
 function sqlList(xs: readonly string[]): string {

@@ -20,12 +20,12 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Window } from '../time/windows.js';
-import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
+import { SESSION_COLUMNS } from './contract.js';
 import { queryRows, sqlString } from './duckdb.js';
 import { exists } from './durable-fs.js';
 import { partitionDir, type OutputFormat, type StoreLayout } from './layout.js';
 import type { CommitResult, WindowCommit } from './commit-queue.js';
-import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, RECORD_LINE_OF_ROW, ndjsonSelect } from './ndjson.js';
+import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, NDJSON_ACCOUNT_SELECT, RECORD_LINE_OF_ROW } from './ndjson.js';
 import type { StoreShape } from './shape.js';
 
 /**
@@ -96,9 +96,9 @@ export class RangeComparison {
     const conn = await store.openConnection();
     const c = new RangeComparison(store, conn, account);
     try {
-      const base = sessionsTableDdl('_vfix', store.shape.many).replace('CREATE TABLE IF NOT EXISTS', 'CREATE OR REPLACE TEMP TABLE');
-      await conn.run(base.replace(/\n\)$/, ',\n  partition VARCHAR, ws BIGINT, we BIGINT, kind VARCHAR, fields VARCHAR[]\n)'));
-      await conn.run(`CREATE OR REPLACE TEMP TABLE _vgone (${store.shape.many ? 'account VARCHAR, ' : ''}session_id VARCHAR, day VARCHAR)`);
+      const fix = store.shape.tableDdl('_vfix', 'partition VARCHAR', 'ws BIGINT', 'we BIGINT', 'kind VARCHAR', 'fields VARCHAR[]');
+      await conn.run(fix.replace('CREATE TABLE IF NOT EXISTS', 'CREATE OR REPLACE TEMP TABLE'));
+      await conn.run('CREATE OR REPLACE TEMP TABLE _vgone (account VARCHAR, session_id VARCHAR, day VARCHAR)');
     } catch (err) {
       conn.closeSync();
       throw err;
@@ -151,7 +151,7 @@ export class RangeComparison {
     // The fetched sessions that started in their own window: once each (windows do not overlap,
     // and an answer holds an id once: the body scanner and flatten.ts see to it).
     const fetched = files.length
-      ? `SELECT ${ndjsonSelect(shape.many)}, f.ws, f.we
+      ? `SELECT ${NDJSON_ACCOUNT_SELECT}, f.ws, f.we
          FROM read_json([${files.map((w) => sqlString(w.file!)).join(', ')}], columns = ${NDJSON_COLUMNS}, format = 'newline_delimited',
            maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
          JOIN (VALUES ${files.map((w) => `(${sqlString(w.file!)}, ${w.extractedAt}, ${sqlString(this.account)}, ${w.window.start}, ${w.window.end})`).join(', ')})
@@ -172,7 +172,7 @@ export class RangeComparison {
     await c.run(
       `INSERT INTO _vfix (${fixCols.join(', ')}, kind, fields) SELECT ${f(fixCols)}, 'changed', ${fields} FROM _vf f JOIN _vs s USING (${key}) WHERE ${differs};
        INSERT INTO _vfix (${fixCols.join(', ')}, kind, fields) SELECT ${f(fixCols)}, 'missing', [] FROM _vf f ANTI JOIN _vs s USING (${key});
-       INSERT INTO _vgone SELECT ${shape.many ? 's.account, ' : ''}s.session_id, strftime(s.started_at, '%Y-%m-%d') FROM _vs s ANTI JOIN _vf f USING (${key})`,
+       INSERT INTO _vgone SELECT ${shape.account('s')}, s.session_id, strftime(s.started_at, '%Y-%m-%d') FROM _vs s ANTI JOIN _vf f USING (${key})`,
     );
     const perDay = await queryRows<{ d: string; src: bigint; st: bigint }>(
       c,
@@ -191,7 +191,7 @@ export class RangeComparison {
   /** The stored sessions of the account that may have started in the slice's windows (the table, or this store's day files). */
   private async storedSql(lo: number, hi: number, slice: readonly FetchedWindow[]): Promise<string> {
     const { shape } = this.store;
-    const own = shape.many ? ` AND account = ${sqlString(this.account)}` : '';
+    const own = ` AND ${shape.account()} = ${sqlString(this.account)}`;
     const range = `started_at >= to_timestamp(${lo}) AND started_at < to_timestamp(${hi})${own}`;
     if (this.store.format !== 'parquet') return `SELECT ${shape.columnList} FROM sessions WHERE ${range}`;
     const files = await this.dayFiles(daysOf(slice.map((w) => w.window)));
@@ -222,7 +222,7 @@ export class RangeComparison {
     const c = this.conn;
     const candidates = Number((await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM _vfix WHERE kind = 'missing'`))[0]?.n ?? 0);
     if (candidates > 0) {
-      const own = shape.many ? ` AND account = ${sqlString(this.account)}` : '';
+      const own = ` AND ${shape.account()} = ${sqlString(this.account)}`;
       const source =
         this.store.format !== 'parquet'
           ? 'sessions'
@@ -235,13 +235,13 @@ export class RangeComparison {
         const fields = `list_filter([${COMPARED.map((col) => `CASE WHEN _vfix.${col} IS DISTINCT FROM l.${col} THEN '${col}' END`).join(', ')}], x -> x IS NOT NULL)`;
         await c.run(
           `UPDATE _vfix SET kind = 'changed', fields = ${fields} FROM _vlook l
-           WHERE _vfix.kind = 'missing' AND _vfix.session_id = l.session_id${shape.many ? ' AND _vfix.account = l.account' : ''};
+           WHERE _vfix.kind = 'missing' AND ${shape.sameSession('_vfix', 'l')};
            DROP TABLE _vlook`,
         );
       }
     }
     await c.run(
-      `DELETE FROM _vgone WHERE EXISTS (SELECT 1 FROM _vfix x WHERE x.session_id = _vgone.session_id${shape.many ? ' AND x.account = _vgone.account' : ''})`,
+      `DELETE FROM _vgone WHERE EXISTS (SELECT 1 FROM _vfix x WHERE ${shape.sameSession('x', '_vgone')})`,
     );
     const kinds = await queryRows<{ d: string; kind: string; n: bigint }>(c, `SELECT partition AS d, kind, count(*) AS n FROM _vfix GROUP BY ALL`);
     const gone = await queryRows<{ d: string; n: bigint }>(c, `SELECT day AS d, count(*) AS n FROM _vgone GROUP BY ALL`);

@@ -25,8 +25,8 @@ export interface CountedStore {
 
 /** Stored sessions per account ('' in a single-account store) and UTC day; `only`: that account's alone. */
 export async function readDayCounts(conn: DuckDBConnection, store: CountedStore, only?: string): Promise<Map<string, Map<string, number>>> {
-  const account = store.shape.many ? 'account' : "''";
-  const own = store.shape.many && only !== undefined ? ` AND account = ${sqlString(only)}` : '';
+  const account = store.shape.account();
+  const own = only !== undefined ? ` AND ${account} = ${sqlString(only)}` : '';
   const sql =
     store.format === 'parquet'
       ? `SELECT ${account} AS a, CAST("date" AS VARCHAR) AS d, count(*) AS n

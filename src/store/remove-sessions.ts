@@ -27,7 +27,7 @@ export async function removeSessions(
 ): Promise<number> {
   if (!ids.length) return 0;
   const { shape } = store;
-  const own = shape.many ? ` AND account = ${sqlString(account)}` : '';
+  const own = ` AND ${shape.account()} = ${sqlString(account)}`;
   if (store.format !== 'parquet') {
     await c.run('BEGIN TRANSACTION');
     try {

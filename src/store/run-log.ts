@@ -109,7 +109,8 @@ export async function recordDiedRuns(
 /** Where a store keeps its committed rows, to count those of a run (committedUnder). */
 export interface CommittedRows {
   format: OutputFormat;
-  many: boolean;
+  /** A stored row's account, as SQL (store/shape.ts `account()`). */
+  account: string;
   /** The store's local day files (format parquet), or null when they are in a bucket. */
   parquet: { dir: string; file: string } | null;
   /** Where committed records wait as files for the merge (_pending_files). */
@@ -117,10 +118,10 @@ export interface CommittedRows {
 }
 
 /** Where a store keeps its committed rows (a SessionStore is one). */
-export function committedRowsOf(store: { format: OutputFormat; shape: { many: boolean }; layout: StoreLayout; dataset: { location: { kind: string } } }): CommittedRows {
+export function committedRowsOf(store: { format: OutputFormat; shape: { account(): string }; layout: StoreLayout; dataset: { location: { kind: string } } }): CommittedRows {
   return {
     format: store.format,
-    many: store.shape.many,
+    account: store.shape.account(),
     parquet: store.dataset.location.kind === 'local' ? { dir: store.layout.parquetDir, file: store.layout.partitionFile } : null,
     pendingDir: store.layout.pendingDir,
   };
@@ -153,9 +154,9 @@ export async function committedUnder(
   }
   const since = run.startedMs / 1000;
   const until = (run.untilMs ?? 8.64e15) / 1000;
-  const own = rows.many ? ` AND account = ${sqlString(run.account)}` : '';
+  const own = ` AND ${rows.account} = ${sqlString(run.account)}`;
   const fetched = `extracted_at >= to_timestamp(${since}) AND extracted_at < to_timestamp(${until})${own}`;
-  const key = rows.many ? `account || '/' || session_id` : 'session_id';
+  const key = `${rows.account} || '/' || session_id`;
   // Each session once: a record fetched in two windows is one session once merged.
   const sources = [`SELECT ${key} AS k FROM _pending_rows WHERE ${fetched}`];
   if (rows.format !== 'parquet') sources.push(`SELECT ${key} AS k FROM sessions WHERE ${fetched}`);
@@ -173,7 +174,7 @@ export async function committedUnder(
     const paths = files.map((f) => join(rows.pendingDir, f.file));
     const lineage = files.map((f, i) => `(${sqlString(paths[i]!)}, ${sqlString(f.account)})`).join(', ');
     sources.push(
-      `SELECT ${rows.many ? `f.account || '/' || r.id` : 'r.id'} AS k FROM read_json([${paths.map(sqlString).join(', ')}], columns = {id: 'VARCHAR'},
+      `SELECT f.account || '/' || r.id AS k FROM read_json([${paths.map(sqlString).join(', ')}], columns = {id: 'VARCHAR'},
          format = 'newline_delimited', maximum_object_size = ${NDJSON_MAX_OBJECT_BYTES}, filename = true) r
        JOIN (VALUES ${lineage}) f(filename, account) USING (filename)`,
     );

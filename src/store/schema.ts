@@ -8,6 +8,7 @@ import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
 import { openDb, queryRows } from './duckdb.js';
 import { DataDirError } from './errors.js';
 import { NULL_PARTITION, type OutputFormat, type StoreLayout } from './layout.js';
+import { storeShape, type StoreAccounts, type StoreShape } from './shape.js';
 import { VERIFIED_DAYS_DDL } from './verify-log.js';
 
 /**
@@ -17,8 +18,7 @@ import { VERIFIED_DAYS_DDL } from './verify-log.js';
  */
 export const SCHEMA_VERSION = 3;
 
-/** Whether a store holds one account or many: recorded as `accounts` in _session_etl_meta (before schema 3: one). */
-export type StoreAccounts = 'single' | 'many';
+export type { StoreAccounts } from './shape.js';
 
 /** The contract's columns, in order, as a select list. */
 export const COLUMN_LIST = SESSION_COLUMNS.map((c) => c.name).join(', ');
@@ -99,10 +99,8 @@ export async function ensureSchema(
     newFile: boolean;
   },
 ): Promise<void> {
-  const many = accounts === 'many';
-  const ddl = [...STATE_DDL, pendingRowsDdl(many), format !== 'parquet' ? sessionsTableDdl('sessions', many) : sessionDaysDdl(many)];
   try {
-    await c.run(`BEGIN TRANSACTION;\n${ddl.join(';\n')}`);
+    await c.run(`BEGIN TRANSACTION;\n${storeDdl(format, storeShape(accounts)).join(';\n')}`);
     if (!newFile) await migrate(c, format);
     await c.run(`${metaInsert(format, accounts)};\nCOMMIT`);
   } catch (err) {
@@ -125,17 +123,22 @@ async function migrate(c: DuckDBConnection, format: OutputFormat): Promise<void>
   if (format !== 'parquet') await dropSessionsPrimaryKey(c);
 }
 
+/** The statements that create a store's tables: the state tables, `_pending_rows`, and `sessions` (or, format parquet, `_session_days`). */
+function storeDdl(format: OutputFormat, shape: StoreShape): string[] {
+  return [...STATE_DDL, pendingRowsDdl(shape), format !== 'parquet' ? shape.tableDdl('sessions') : sessionDaysDdl(shape)];
+}
+
 /**
  * Format parquet: the day of every session in the dataset, kept by each flush, so that a session
  * whose start moves to another day leaves its old day's file (parquet-only-sink.ts).
  */
-export function sessionDaysDdl(many: boolean): string {
-  return `CREATE TABLE IF NOT EXISTS _session_days (${many ? 'account VARCHAR NOT NULL, ' : ''}session_id VARCHAR NOT NULL, partition VARCHAR NOT NULL)`;
+export function sessionDaysDdl(shape: StoreShape): string {
+  return `CREATE TABLE IF NOT EXISTS _session_days (${[...shape.key.split(', '), 'partition'].map((c) => `${c} VARCHAR NOT NULL`).join(', ')})`;
 }
 
 /** Committed rows wait here, without an index, until a flush merges them (see merge.ts). */
-export function pendingRowsDdl(many: boolean, table = '_pending_rows'): string {
-  return sessionsTableDdl(table, many).replace(/\n\)$/, ',\n  partition VARCHAR NOT NULL\n)');
+export function pendingRowsDdl(shape: StoreShape, table = '_pending_rows'): string {
+  return shape.tableDdl(table, 'partition VARCHAR NOT NULL');
 }
 
 function metaInsert(format: OutputFormat, accounts: StoreAccounts): string {
@@ -216,9 +219,7 @@ function expectedTables(format: OutputFormat, accounts: StoreAccounts): Promise<
     found = (async () => {
       const db = await openDb(':memory:', { allowedDirectories: [] });
       try {
-        const many = accounts === 'many';
-        const ddl = [...STATE_DDL, pendingRowsDdl(many), format !== 'parquet' ? sessionsTableDdl('sessions', many) : sessionDaysDdl(many)];
-        await db.conn.run(ddl.join(';\n'));
+        await db.conn.run(storeDdl(format, storeShape(accounts)).join(';\n'));
         const rows = await queryRows<{ t: string; c: string; type: string; dflt: string | null }>(
           db.conn,
           `SELECT table_name AS t, column_name AS c, data_type AS type, column_default AS dflt FROM duckdb_columns()

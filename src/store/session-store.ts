@@ -106,7 +106,7 @@ export class SessionStore {
     alignedWaitMs?: number,
     parquetRewrites = REWRITE_CONNECTIONS,
   ) {
-    this.shape = storeShape(accounts === 'many');
+    this.shape = storeShape(accounts);
     this.sink =
       format === 'parquet'
         ? new ParquetOnlySink(db.conn, this.writes, layout, this.shape, dataset, db.rowGroupRows)

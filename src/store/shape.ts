@@ -2,18 +2,24 @@
  * What differs between a store of one account and a store of many (docs/accounts.md): the `account`
  * column. A many-account store's `sessions` table and dataset files start with it, and a session is
  * identified by its account and its id; a single-account store's are exactly the column contract.
- * Everything else (coverage, checkpoints, runs, backfills, rejected records) carries an account in
- * both, '' being the one account of a single-account store. The SQL that depends on it is built here,
- * once per store, so that the merge, the Parquet writers and the readers share one code path.
+ * Everything else (coverage, checkpoints, runs, backfills, rejected records, record files) carries an
+ * account in both, '' being the one account of a single-account store: one account is many accounts
+ * with one. This is the one place that difference is decided; below it, it is data (the fragments of
+ * SQL here), so that the merge, the Parquet writers and the readers share one code path.
  */
-import { SESSION_COLUMNS } from './contract.js';
+import { sessionsTableDdl, SESSION_COLUMNS } from './contract.js';
 
 /** The account of a single-account store's state rows. */
 export const SINGLE_ACCOUNT = '';
 
+/** Whether a store holds one account or many: recorded as `accounts` in _session_etl_meta (before schema 3: one). */
+export type StoreAccounts = 'single' | 'many';
+
 export interface StoreShape {
-  /** A many-account store: `sessions` and the dataset carry an `account` column. */
+  /** A many-account store: for the layer that decides which shape a store has (session-store.ts's open, accounts/); nothing below it asks. */
   readonly many: boolean;
+  /** The columns a stored row has before the contract's: `account`, or none. */
+  readonly accountColumns: readonly string[];
   /** The columns of `sessions` and of a partition file, in order: the contract's, after `account` with many accounts. */
   readonly columns: readonly string[];
   /** The same as a select list. */
@@ -22,17 +28,30 @@ export interface StoreShape {
   readonly key: string;
   /** The order of a partition file's rows: by start (by account first with many accounts, so that row groups' statistics let a reader skip other accounts). */
   readonly fileOrder: string;
+  /** A stored row's account as an SQL value (of the row aliased `alias`): its `account` column, or '' (the one account). */
+  account(alias?: string): string;
+  /** The condition that stored rows `a` and `b` (aliases) are versions of one session: their key columns are equal. */
+  sameSession(a: string, b: string): string;
+  /** `CREATE TABLE IF NOT EXISTS` of a table of stored rows: the store's columns, then `extra` ones (`name TYPE`). */
+  tableDdl(table: string, ...extra: string[]): string;
 }
 
 const CONTRACT = SESSION_COLUMNS.map((c) => c.name);
 
-export function storeShape(many: boolean): StoreShape {
-  const columns = many ? ['account', ...CONTRACT] : CONTRACT;
+export function storeShape(accounts: StoreAccounts): StoreShape {
+  const many = accounts === 'many';
+  const accountColumns = many ? ['account'] : [];
+  const keyColumns = [...accountColumns, 'session_id'];
+  const columns = [...accountColumns, ...CONTRACT];
   return {
     many,
+    accountColumns,
     columns,
     columnList: columns.join(', '),
-    key: many ? 'account, session_id' : 'session_id',
-    fileOrder: many ? 'account, started_at, session_id' : 'started_at, session_id',
+    key: keyColumns.join(', '),
+    fileOrder: [...accountColumns, 'started_at', 'session_id'].join(', '),
+    account: (alias) => (many ? (alias ? `${alias}.account` : 'account') : `''`),
+    sameSession: (a, b) => keyColumns.map((k) => `${a}.${k} = ${b}.${k}`).join(' AND '),
+    tableDdl: (table, ...extra) => sessionsTableDdl(table, accountColumns, extra),
   };
 }

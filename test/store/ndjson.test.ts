@@ -5,7 +5,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { flattenResponse } from '../../src/pipeline/flatten.js';
 import { sessionsTableDdl } from '../../src/store/contract.js';
-import { NDJSON_COLUMNS, RECORD_LINE_OF_ROW, ndjsonSelect, recordLine } from '../../src/store/ndjson.js';
+import { NDJSON_COLUMNS, NDJSON_SELECT, RECORD_LINE_OF_ROW, recordLine } from '../../src/store/ndjson.js';
 import type { SessionRecord } from '../../src/schema/session-fields.js';
 
 const full: SessionRecord = {
@@ -34,7 +34,7 @@ describe('store/ndjson: one shape for committed records', () => {
       const file = join(dir, 'r.ndjson');
       await writeFile(file, lines.join('\n'));
       await c.run(sessionsTableDdl('t'));
-      await c.run(`INSERT INTO t SELECT * EXCLUDE (partition) FROM (SELECT ${ndjsonSelect(false)} FROM read_json('${file}', columns = ${NDJSON_COLUMNS}, format = 'newline_delimited') r, (SELECT 1000 AS extracted) f)`);
+      await c.run(`INSERT INTO t SELECT * EXCLUDE (partition) FROM (SELECT ${NDJSON_SELECT} FROM read_json('${file}', columns = ${NDJSON_COLUMNS}, format = 'newline_delimited') r, (SELECT 1000 AS extracted) f)`);
       const back = (await c.runAndReadAll(`SELECT ${RECORD_LINE_OF_ROW} AS l FROM t ORDER BY session_id`)).getRowObjects().map((r) => r.l);
       expect(back).toEqual(lines);
     } finally {

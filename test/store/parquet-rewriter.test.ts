@@ -30,7 +30,7 @@ async function setUp(): Promise<{ dir: string; layout: StoreLayout; db: Db; rewr
   await mkdir(layout.tmpDir, { recursive: true });
   const db = await openDb(layout.dbPath, { allowedDirectories: [dir] });
   await ensureSchema(db.conn, { format: 'both', accounts: 'single', newFile: true });
-  const rewriter = new ParquetRewriter(db, layout, storeShape(false), await openDataset({ kind: 'local', root: layout.parquetDir }, layout));
+  const rewriter = new ParquetRewriter(db, layout, storeShape('single'), await openDataset({ kind: 'local', root: layout.parquetDir }, layout));
   cleanup.push(async () => {
     rewriter.closeConnections();
     await db.close();
