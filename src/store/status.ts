@@ -289,8 +289,7 @@ async function withDatasetCounts(
   const any = (await readdir(parquetDir).catch(() => [] as string[])).some((d) => d.startsWith('date=') && existsSync(join(parquetDir, d, store.layout.partitionFile)));
   const rows = new Map<string, number>();
   if (any) {
-    const account = store.shape.many ? 'account' : "''";
-    for (const r of await queryRows<{ a: string; n: bigint }>(store.conn, `SELECT ${account} AS a, count(*) AS n FROM read_parquet(${sqlString(files)}, hive_partitioning = true) GROUP BY ALL`)) {
+    for (const r of await queryRows<{ a: string; n: bigint }>(store.conn, `SELECT ${store.shape.account()} AS a, count(*) AS n FROM read_parquet(${sqlString(files)}, hive_partitioning = true) GROUP BY ALL`)) {
       rows.set(r.a, Number(r.n));
     }
   }
