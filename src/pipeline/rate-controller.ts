@@ -1,51 +1,16 @@
 /**
- * Shared rate control for all workers of a run (issue 14). Two things are kept apart:
- *
- * - **Pausing.** A 429 sets one shared pause (Retry-After, or 1 s when absent) that every worker
- *   waits out before its next attempt, including a worker already waiting for its slot. 429s that
- *   come back during the pause answer requests sent before it: they belong to the same burst.
- *   Rate-limit headers saying that what is left is already in flight pause until their reset.
- * - **Lowering the pace.** Only what the server accepted says where its limit is. When a burst is
- *   over (its pause has ended), the answers accepted in the second before it give an estimate. One
- *   burst is weak evidence (a stray 429, or a count taken right after a pause, when little was
- *   sent): a lower ceiling is believed only when a second burst within 15 s agrees (±25 %) and at
- *   least 2 of the last 30 answers were 429s. When a tenth or more of a burst's second was spent
- *   paused (or before the first request), its count says little (what was sent, not what the
- *   server takes): three such bursts must agree (a first ceiling: near the busiest second seen), or
- *   3 of the last 10 answers be 429s (stray 429s at 4 % reach that about once in 150 tries); two
- *   that counted exactly the same are enough when
- *   no second since the first of them (before any ceiling: of the run) saw more accepted (a quota
- *   refuses at the same count every time; strays agree so by chance, and seldom with the busiest
- *   second). A burst that refused every request in flight at its
- *   first 429 is believed at once: the window was full (stray 429s come one at a time among
- *   accepted answers). It is at most halved (the first ceiling: at least 3/4
- *   of the busiest second seen). Before that, 12 stray 429s walked the pace down to a quarter
- *   request a second (the issue's 402 s backfill). A first burst with one request in flight and an
- *   HTTP date gets a trial: one window paced at its count, then faster, dropped after a second
- *   without a 429 (see judge).
- *
- * The pace is `headroom` × the ceiling, requests spaced evenly. After a hold it grows past the
- * ceiling, cubic in the time since the probe began (as TCP CUBIC and the AWS SDKs' adaptive mode):
- * slow near the old ceiling, fast away from it, in steps scaled by the highest ceiling learned (a
- * probe from a fifth of it finds the room that came back as fast as one from the top). The hold is
- * 8 s after a rise or a fall (4 × `firstHoldMs`), and doubles with each probe that meets the same
- * ceiling, up to `maxHoldMs`: a fixed quota is probed every 40 s or so (each probe costs one 429
- * and its pause), a lowered limit is followed at its second burst, a raised one within a hold and
- * a few seconds of probing. A 429 at the pace (not probing) is timing noise: it trims the ceiling
- * by 2 %, or by 7 % when another came at the pace within 10 s (the pace is too close to the limit:
- * another client's requests bunching in a shared quota).
- *
- * Concurrency: a burst met with more requests in flight than (nearly all) recent accepted answers
- * had points at a concurrency limit rather than a rate: the allowed concurrency drops to the
- * requests that were not refused (the chunk runner resizes its pool through `onConcurrencyChange`),
- * grows back one a second while the pool is what holds the run back, and is probed past the
- * concurrency that met 429s on the same kind of hold (twice as long when several requests were
- * refused at once). `beforeAttempt` holds an attempt while the allowed concurrency is in flight, so
- * the retries of requests already running when it fell keep to it too; each attempt gives its place
- * back through the AttemptSlot it was handed, however it ended.
+ * Shared rate control for all workers of a run (issue 14): one shared pause per burst of 429s, a
+ * pace lowered only on evidence from the answers the server accepted and probed past once it has
+ * held, a concurrency lowered when 429s point at a limit in flight, and rate-limit headers acted on
+ * before a 429. docs/design.md "Rate control" says what each rule does and why; the comments below
+ * name the rule each part implements.
  */
 import type { Sleep } from '../util/sleep.js';
 import type { RateLimitHint } from './rate-limit-headers.js';
+import { AnswerHistory } from './answer-history.js';
+import { InFlight, type AttemptSlot } from './in-flight.js';
+
+export type { AttemptSlot } from './in-flight.js';
 
 export interface RateControllerOptions {
   maxConcurrency: number;
@@ -61,15 +26,6 @@ export interface RateControllerOptions {
   maxHoldMs?: number;
   /** Receives what each burst of 429s was judged to say (for the run's debug log). */
   log?: (fields: Record<string, unknown>) => void;
-}
-
-/**
- * An attempt's hold on one of the requests allowed in flight, given by beforeAttempt. Release it
- * once the attempt has ended, however it ended (an answer of any kind, an error, an abort): a
- * finally block. Releasing twice is harmless; never releasing would hold a worker back forever.
- */
-export interface AttemptSlot {
-  release(): void;
 }
 
 /** An accepted rate this far from the ceiling means the limit has moved (either way). */
@@ -91,22 +47,19 @@ const NOISE_TRIM = 0.98;
 /** ...and what one leaves when another came at the pace within AT_PACE_AGAIN_MS: the pace is too close to the limit. */
 const AGAIN_TRIM = 0.93;
 const AT_PACE_AGAIN_MS = 10_000;
-/** A lower limit needs at least this share of 429s among the last ANSWERS answers. */
+/** A lower limit needs at least this share of 429s among the last answers (ANSWERS, answer-history.ts). */
 const REFUSED_SHARE = 0.06;
 /** Bursts whose count was taken partly while not sending (paused, or before the first request) need this many to agree... */
 const WEAK_BURSTS = 3;
 /** ...or at least this share of 429s among the last STRONG_ANSWERS answers (3 in 10: a stray background of 4 % gives that once in 150 tries). */
 const STRONG_SHARE = 0.3;
 const STRONG_ANSWERS = 10;
-const ANSWERS = 30;
 /** A lower limit is believed when a second burst within this long agrees with the first, ms... */
 const CONFIRM_MS = 15_000;
 /** ...to within this share. */
 const AGREE = 0.25;
 /** Most requests the release-window check looks back over. */
 const MAX_WINDOW = 256;
-/** How far back accepted answers and pauses are kept, ms. */
-const MEMORY_MS = 10_000;
 
 interface Burst {
   /** When its first 429 came back. */
@@ -122,7 +75,7 @@ interface Burst {
 
 export class RateController {
   private pausedUntil = 0;
-  private pauses: Array<{ from: number; until: number }> = [];
+  private readonly history = new AnswerHistory();
   private pausedTotal = 0;
   private nextSlot = 0;
   /** Requests per second the server accepts, learned from 429s; undefined until the first. */
@@ -137,25 +90,20 @@ export class RateController {
   /** When the last 429 at the pace (not probing) came. */
   private lastAtPace = -Infinity;
   private burst: Burst | undefined;
-  /** The last answers, true for a 429. */
-  private answers: boolean[] = [];
   /** A burst that pointed at a lower limit, waiting for a second one to agree. */
   private candidate: { at: number; rate: number; bursts: number; strong: boolean } | undefined;
   /** The ceiling is a trial: one window paced at a first burst's count, then probed past it (see judge). */
   private trial = false;
   /** When the first attempt was let go (the time before it is not a time of sending). */
   private firstRelease: number | undefined;
-  /** Accepted answers: when, and how many requests were in flight then (itself included). */
-  private done: Array<{ at: number; inFlight: number }> = [];
   /** Release times of recent attempts, oldest first. */
   private released: number[] = [];
-  private inFlight = 0;
+  private readonly flight = new InFlight();
   /** The quota the rate-limit headers state (their Limit), once it has run out. */
   private headerLimit: number | undefined;
   /** The quota's window: the longest reset seen, whole seconds rounded down, at least 1 s. */
   private headerWindowMs = 1000;
   /** Attempts waiting for one in flight to end (or for the allowed concurrency to grow). */
-  private slotWaiters = new Set<() => void>();
   private cap: number;
   /** The lowest concurrency the last concurrency burst showed to be refused (one above what it allowed), if a burst pointed at one. */
   private capCeiling: number | undefined;
@@ -218,7 +166,7 @@ export class RateController {
 
   /** Requests in flight now (attempts let go whose slot is not yet released). */
   get attemptsInFlight(): number {
-    return this.inFlight;
+    return this.flight.count;
   }
 
   /**
@@ -239,11 +187,11 @@ export class RateController {
         await this.opts.sleep(this.pausedUntil - now, signal);
         continue;
       }
-      if (this.inFlight >= this.cap) {
+      if (this.flight.count >= this.cap) {
         // A worker that was running when the allowed concurrency fell (its retry after a 429,
         // say) waits here rather than exceed it.
         slot = undefined;
-        await this.slotFreed(signal);
+        await this.flight.freed(signal);
         continue;
       }
       const pace = this.pace;
@@ -257,44 +205,13 @@ export class RateController {
         this.released.push(now);
         this.firstRelease ??= now;
         if (this.released.length > 2 * MAX_WINDOW) this.released.splice(0, this.released.length - MAX_WINDOW);
-        this.inFlight++;
+        const taken = this.flight.take();
         if (!pacedWait) this.poolBound(now);
-        let held = true;
-        return {
-          release: () => {
-            if (!held) return;
-            held = false;
-            this.inFlight--;
-            this.wakeSlotWaiters();
-          },
-        };
+        return taken;
       }
       pacedWait = true;
       await this.opts.sleep(at - now, signal);
     }
-  }
-
-  /** Resolves when an attempt in flight ends or the allowed concurrency grows; rejects when `signal` aborts. */
-  private slotFreed(signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const onAbort = () => {
-        this.slotWaiters.delete(wake);
-        reject(signal?.reason);
-      };
-      const wake = () => {
-        this.slotWaiters.delete(wake);
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      this.slotWaiters.add(wake);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-
-  /** Every waiter looks again (in the order they came): those that find room go, the others wait on. */
-  private wakeSlotWaiters(): void {
-    for (const wake of [...this.slotWaiters]) wake();
   }
 
   /**
@@ -320,7 +237,7 @@ export class RateController {
 
   /** A request went out without waiting for the pace: the pool is what holds the run back. */
   private poolBound(now: number): void {
-    if (this.cap >= this.opts.maxConcurrency || this.inFlight < this.cap || now < this.pausedUntil) return;
+    if (this.cap >= this.opts.maxConcurrency || this.flight.count < this.cap || now < this.pausedUntil) return;
     if (now - this.capChangedAt < 1000) return;
     if (this.capCeiling !== undefined && this.cap + 1 >= this.capCeiling) {
       // Back at the concurrency that met 429s: try it again only when its hold is over.
@@ -336,34 +253,23 @@ export class RateController {
     this.cap = next;
     this.capChangedAt = now;
     this.onConcurrencyChange?.(next);
-    this.wakeSlotWaiters();
+    this.flight.wake();
   }
 
   /** The server answered 429 (call before releasing the attempt's slot). */
   onRateLimited(retryAfterMs: number | undefined, retryAfterIsDate = false): void {
     const now = this.opts.now();
-    this.answered(true);
-    const inFlight = this.inFlight;
-    if (this.burst) {
-      this.burst.count++;
-    } else {
-      let all = 0;
-      let asMany = 0;
-      for (let i = this.done.length - 1; i >= 0 && (this.done[i] as { at: number }).at > now - 2000; i--) {
-        all++;
-        if ((this.done[i] as { inFlight: number }).inFlight >= inFlight) asMany++;
-      }
-      this.burst = { at: now, count: 1, inFlight, acceptedAsMany: all ? asMany / all : 0, date: retryAfterIsDate };
-    }
+    this.history.refused();
+    const inFlight = this.flight.count;
+    if (this.burst) this.burst.count++;
+    else this.burst = { at: now, count: 1, inFlight, acceptedAsMany: this.history.acceptedAsMany(now, inFlight), date: retryAfterIsDate };
     this.pauseUntil(now, now + (retryAfterMs ?? 1000));
   }
 
   /** An attempt was answered and accepted (call before releasing its slot). */
   onSuccess(): void {
     const now = this.opts.now();
-    this.done.push({ at: now, inFlight: this.inFlight });
-    this.answered(false);
-    if (this.done.length > 4096) this.forget(now);
+    this.history.accepted(now, this.flight.count);
   }
 
   /**
@@ -383,7 +289,7 @@ export class RateController {
     // A quota already learned follows the Limit the headers state now (raised or lowered), not
     // only when it runs out again: paced at a Limit, it never runs out.
     if (limit !== undefined && this.headerLimit !== undefined) this.headerLimit = limit;
-    const others = Math.max(0, this.inFlight - 1);
+    const others = Math.max(0, this.flight.count - 1);
     if (h.remaining - others >= 1) return;
     if (limit !== undefined) {
       this.headerLimit = limit;
@@ -395,28 +301,10 @@ export class RateController {
     if (h.resetMs > 0) this.pauseUntil(now, now + h.resetMs);
   }
 
-  private answered(refused: boolean): void {
-    this.answers.push(refused);
-    if (this.answers.length > ANSWERS) this.answers.shift();
-  }
-
-  /** The share of 429s among the last `last` answers. */
-  private refusedShare(last = ANSWERS): number {
-    const answers = this.answers.slice(-last);
-    let n = 0;
-    for (const a of answers) if (a) n++;
-    return answers.length ? n / answers.length : 0;
-  }
-
   private pauseUntil(now: number, until: number): void {
     if (until <= this.pausedUntil) return;
-    if (now >= this.pausedUntil) {
-      this.pauses.push({ from: now, until });
-      this.pausedTotal += until - now;
-    } else {
-      this.pausedTotal += until - this.pausedUntil;
-      (this.pauses.at(-1) as { until: number }).until = until;
-    }
+    this.history.paused(now, until, now < this.pausedUntil);
+    this.pausedTotal += until - Math.max(now, this.pausedUntil);
     this.pausedUntil = until;
     this.nextSlot = Math.max(this.nextSlot, until);
   }
@@ -435,7 +323,7 @@ export class RateController {
   private judge(b: Burst): void {
     this.burst = undefined;
     const now = this.opts.now();
-    this.forget(now);
+    this.history.forget(now);
     if (this.trialOver(b.at)) this.endTrial();
     if (b.inFlight > 1 && b.acceptedAsMany < CONCURRENCY_SHARE) {
       this.concurrencyBurst(b, now);
@@ -448,8 +336,7 @@ export class RateController {
     const spanMs = pace !== undefined && pace < 2 ? 4000 / pace : 1000;
     // What the server accepted in the span before the burst (for the first 429 of a burst, also
     // the answers that it overtook): a count is one request off either way.
-    let n = 0;
-    for (const d of this.done) if (d.at > b.at - spanMs && d.at <= b.at + GRACE_MS) n++;
+    const n = this.history.acceptedWithin(b.at - spanMs, b.at + GRACE_MS);
     const accepted = (n * 1000) / spanMs;
     const slack = 1000 / spanMs;
     // Probing: the pace had grown past the ceiling when the burst came.
@@ -464,12 +351,12 @@ export class RateController {
       // a real one. Such weak bursts must agree three times running, or come with 3 429s in the
       // last 10 answers, well above a stray background (bench R1: two such counts agreed by chance
       // and walked the pace down to a fifth of what the server took).
-      weak = this.idleMs(b.at - spanMs, b.at) > spanMs * (1 - MOVED);
+      weak = this.history.idleMs(b.at - spanMs, b.at, this.firstRelease) > spanMs * (1 - MOVED);
       const c = this.candidate;
       const agreed = c && b.at - c.at <= CONFIRM_MS && Math.abs(accepted - c.rate) <= AGREE * Math.max(accepted, c.rate) + slack;
       const bursts = agreed ? c.bursts + 1 : 1;
       const strong = !weak || (agreed === true && c.strong);
-      const share = this.refusedShare();
+      const share = this.history.refusedShare();
       // Two weak bursts that counted the same number of answers, and no second with more since the
       // first of them (before any ceiling: in the whole run): a quota of that many refuses at that
       // count every time (bench R6: one request in flight at a time over loopback, so the
@@ -477,18 +364,18 @@ export class RateController {
       // and R4: a fall paused once more). Stray 429s agree like that only by chance, and then
       // seldom with the busiest second seen.
       const twin = agreed === true && accepted === (c as { rate: number }).rate &&
-        accepted >= this.peakRate(b.at, this.ceiling === undefined ? -Infinity : (c as { at: number }).at);
+        accepted >= this.history.peakRate(b.at, this.ceiling === undefined ? -Infinity : (c as { at: number }).at);
       // Three weak bursts that agree set the first ceiling only near the busiest second seen: stray
       // 429s soon after pauses agreed at 4 to 20 a second when 70 went through (bench R1 on the
       // virtual clock: over budget in 8 of 80 seeds, 3 with this); a quota refuses at its count.
-      const three = bursts >= WEAK_BURSTS && (this.ceiling !== undefined || accepted >= MOVED * this.peakRate(b.at));
-      const enough = strong || twin || three || this.refusedShare(STRONG_ANSWERS) >= STRONG_SHARE;
+      const three = bursts >= WEAK_BURSTS && (this.ceiling !== undefined || accepted >= MOVED * this.history.peakRate(b.at));
+      const enough = strong || twin || three || this.history.refusedShare(STRONG_ANSWERS) >= STRONG_SHARE;
       // Every request in flight at the first 429 was refused too: the window was full, not a
       // stray (stray 429s come one at a time among accepted answers).
       const full = b.inFlight >= 2 && b.count >= b.inFlight;
       if ((agreed && share >= REFUSED_SHARE && enough) || full) {
         const fell = this.ceiling !== undefined;
-        this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling === undefined ? 0.75 * this.peakRate(b.at) : this.ceiling / 2);
+        this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling === undefined ? 0.75 * this.history.peakRate(b.at) : this.ceiling / 2);
         // A ceiling that fell but was held up by the halving (10 -> 4.9 when the bursts said 4):
         // the evidence stands, and the next burst that agrees with it lowers the pace at once (it
         // took three more weak bursts, three more pauses, at the limit's fall in bench R4). Not so
@@ -561,40 +448,5 @@ export class RateController {
     this.capProbeFrom = this.pausedUntil + this.capHoldMs;
     this.setCap(Math.min(this.cap, allowed), now);
     this.opts.log?.({ concurrency: this.cap, refused: b.count, inFlight: b.inFlight, holdMs: this.capHoldMs });
-  }
-
-  /** How much of [from, to) was spent paused or before the first attempt, ms. */
-  private idleMs(from: number, to: number): number {
-    let idle = this.firstRelease === undefined ? to - from : Math.max(0, Math.min(to, this.firstRelease) - from);
-    for (const p of this.pauses) {
-      const a = Math.max(from, p.from, this.firstRelease ?? from);
-      const z = Math.min(to, p.until);
-      if (z > a) idle += z - a;
-    }
-    return Math.min(to - from, idle);
-  }
-
-  /** The most answers accepted within any one second of the 10 s before `t` (after `from`). */
-  private peakRate(t: number, from = -Infinity): number {
-    let most = 0;
-    let i0 = 0;
-    while (i0 < this.done.length && (this.done[i0] as { at: number }).at <= from) i0++;
-    for (let i = i0, j = i0; i < this.done.length; i++) {
-      const at = (this.done[i] as { at: number }).at;
-      if (at > t) break;
-      while ((this.done[j] as { at: number }).at <= at - 1000) j++;
-      most = Math.max(most, i - j + 1);
-    }
-    return most;
-  }
-
-  private forget(now: number): void {
-    const t = now - MEMORY_MS;
-    let i = 0;
-    while (i < this.done.length && (this.done[i] as { at: number }).at <= t) i++;
-    if (i) this.done.splice(0, i);
-    let j = 0;
-    while (j < this.pauses.length - 1 && (this.pauses[j] as { until: number }).until <= t) j++;
-    if (j) this.pauses.splice(0, j);
   }
 }
