@@ -12,7 +12,7 @@ import { traceInstance } from '../util/memory-trace.js';
 import { ReadGate } from './read-gate.js';
 
 export interface Db {
-  /** Where further connections to this file come from (each opened on this file, as `conn` is). */
+  /** Where further connections to this file come from (each opened on this file, as `conn` is; a writer's pass its gate). */
   instance: Pick<DuckDBInstance, 'connect'>;
   conn: DuckDBConnection;
   path: string;

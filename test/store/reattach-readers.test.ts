@@ -12,9 +12,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { MiB } from '../../src/config/memory-budget.js';
+import { runBatch, type AccountJob } from '../../src/pipeline/run.js';
 import { transactionEffect, type Db } from '../../src/store/duckdb.js';
 import { rowGroupRows } from '../../src/store/row-groups.js';
 import { SessionStore } from '../../src/store/session-store.js';
+import { readStateSnapshot } from '../../src/store/state-snapshot.js';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { useEmulator } from '../helpers/emulator-fixture.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -22,6 +26,9 @@ afterAll(async () => {
 });
 
 const DAY = 1_767_225_600;
+const NOW = DAY + 4 * 86_400 + 3 * 3600;
+
+const fx = useEmulator({ seed: 11, from: DAY - 86_400, to: NOW, now: NOW, sessionsPerDay: 40 }, { prefix: 'session-etl-reattach-run-' });
 
 function window(from: number, n: number) {
   const records = Array.from({ length: n }, (_, i) => ({
@@ -99,6 +106,56 @@ describe("a new store's re-attach under readers on its other connections", () =>
     c.closeSync();
     await store.close();
   });
+});
+
+describe('a first run into a new data directory', () => {
+  it('with a transaction open on another connection of the store at its first commit (verify has one): the run succeeds, the state snapshot is written, nothing warns', async () => {
+    const dataDir = await fx.tempDir();
+    const warnings: string[] = [];
+    const logger = { debug() {}, info() {}, error() {}, warn: (obj: object, msg?: string) => void warnings.push(`${msg} ${JSON.stringify(obj)}`) };
+    let reader: DuckDBConnection | undefined;
+    let ended = false;
+    let heldThroughReattach = false;
+    let watching: Promise<void> = Promise.resolve();
+    const job: AccountJob = {
+      account: '',
+      kind: 'backfill',
+      opts: { reportingUrl: fx.emu.url, apiKey: fx.emu.apiKey, dataDir, from: DAY, to: DAY + 4 * 86_400, now: () => NOW * 1000, sleep: async () => {} },
+    };
+    const results = await runBatch(
+      {
+        dataDir,
+        accounts: 'single',
+        logger,
+        now: () => NOW * 1000,
+        sleep: async () => {},
+        // Once the store is open, before any window: a reader's transaction, ended once the first
+        // commit's re-attach waits for it (or once the run is over, as before the gate covered it).
+        prepare: async (store) => {
+          const c = await store.openConnection();
+          reader = c;
+          await c.run('BEGIN TRANSACTION');
+          await c.run('SELECT count(*) FROM _coverage');
+          watching = vi
+            .waitFor(() => expect(ended || reattachPending(store)).toBe(true), { timeout: 60_000, interval: 5 })
+            .then(async () => {
+              heldThroughReattach = !ended;
+              await c.run('COMMIT');
+            });
+        },
+      },
+      [job],
+    ).finally(() => (ended = true));
+    await watching;
+    reader?.closeSync();
+    expect(results[0]?.error).toBeUndefined();
+    expect(results[0]?.summary?.outcome).toBe('succeeded');
+    expect(heldThroughReattach).toBe(true);
+    expect(warnings).toEqual([]);
+    const state = await readStateSnapshot(dataDir);
+    expect(state?.running).toBeNull();
+    expect(state?.rows).toBeGreaterThan(0);
+  }, 120_000);
 });
 
 describe('transactionEffect', () => {
