@@ -9,18 +9,25 @@
 import { resolve } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { traceInstance } from '../util/memory-trace.js';
+import { ReadGate } from './read-gate.js';
 
 export interface Db {
-  /** Where further connections to this file come from (each opened on this file, as `conn` is). */
+  /** Where further connections to this file come from (each opened on this file, as `conn` is; a writer's pass its gate). */
   instance: Pick<DuckDBInstance, 'connect'>;
   conn: DuckDBConnection;
   path: string;
   /** The rows of a row group DuckDB writes to this file (a writer's choice; DuckDB's default otherwise). */
   rowGroupRows: number;
   /**
+   * A writer's: every statement of every connection this Db hands out passes it (read-gate.ts), so
+   * that resizeRowGroups runs with none running and no transaction open.
+   */
+  gate?: ReadGate;
+  /**
    * Attaches the file again with row groups of `rows` (a writer attached with a row group size:
-   * store/row-groups.ts), then sets rowGroupRows. Only while no connection of this Db is inside a
-   * transaction: the caller holds every writer out (a new store's first commit: table-sink.ts).
+   * store/row-groups.ts), then sets rowGroupRows. Waits for the statements and transactions under
+   * way on the Db's connections to end, and holds new ones until the file is attached again (the
+   * gate); the caller must not be inside a transaction on one of them (it would wait for itself).
    */
   resizeRowGroups?(rows: number): Promise<void>;
   /** A writer's resizeRowGroups for rows of `rowBytes` bytes (its budget's row group bytes: open-data-dir.ts). */
@@ -103,7 +110,8 @@ const ATTACHED = 'store';
 
 /**
  * A file attached with its row group size to an in-memory instance, then locked down as openDb
- * does; every connection of the Db starts in it.
+ * does; every connection of the Db starts in it, and passes its statements through the Db's gate
+ * (gatedConnection), which resizeRowGroups closes while it attaches the file again.
  */
 async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowGroupRows']>, opts: DbSettings): Promise<Db> {
   const instance = await DuckDBInstance.create(':memory:', instanceConfig(opts));
@@ -127,35 +135,116 @@ async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowG
     } finally {
       setup.closeSync();
     }
+    const gate = new ReadGate();
     const connect = async (): Promise<DuckDBConnection> => {
-      const c = await instance.connect();
+      const c = gatedConnection(await instance.connect(), gate);
       await c.run(`USE ${ATTACHED}`);
       return c;
     };
-    const untrace = traceInstance(instance);
+    const untrace = traceInstance(instance, connect);
     const db = dbHandle({ connect }, await connect(), path, chosen, () => {
       untrace();
       instance.closeSync();
     });
+    db.gate = gate;
     db.resizeRowGroups = async (rows: number) => {
       checkRowGroupRows(rows);
       if (rows === db.rowGroupRows) return;
-      // A connection of its own, in the in-memory database: the Db's connections keep the name
-      // ATTACHED as their default and find the file attached again under it (their temp tables stay).
-      const c = await instance.connect();
-      try {
-        await c.run(`DETACH ${ATTACHED}`);
-        await c.run(`ATTACH ${sqlString(path)} AS ${ATTACHED} (ROW_GROUP_SIZE ${rows})`);
-      } finally {
-        c.closeSync();
-      }
-      db.rowGroupRows = rows;
+      await gate.exclusive(async () => {
+        // A connection of its own (not gated), in the in-memory database: the Db's connections keep
+        // the name ATTACHED as their default and find the file attached again under it (their temp
+        // tables stay).
+        const c = await instance.connect();
+        try {
+          await c.run(`DETACH ${ATTACHED}`);
+          try {
+            await c.run(`ATTACH ${sqlString(path)} AS ${ATTACHED} (ROW_GROUP_SIZE ${rows})`);
+          } catch (err) {
+            // Never left without the file: attached again as it was (the error still fails the caller).
+            await c.run(`ATTACH IF NOT EXISTS ${sqlString(path)} AS ${ATTACHED} (ROW_GROUP_SIZE ${db.rowGroupRows})`).catch(() => {});
+            throw err;
+          }
+        } finally {
+          c.closeSync();
+        }
+        db.rowGroupRows = rows;
+      });
     };
     return db;
   } catch (err) {
     instance.closeSync();
     throw err;
   }
+}
+
+/**
+ * The methods of a connection that run a statement to its end (its result read whole) within the
+ * call: on a gated connection each passes the gate. Those that leave a statement running after
+ * they return (stream, start, prepare, an appender...) are refused on it: a writer's code uses none.
+ */
+const WHOLE_STATEMENT = new Set<string | symbol>(['run', 'runAndRead', 'runAndReadAll', 'runAndReadUntil', 'streamAndReadAll']);
+/** The methods that run nothing (or stop what runs): passed through. */
+const NO_STATEMENT = new Set<string | symbol>(['closeSync', 'disconnectSync', 'interrupt', 'progress']);
+
+/**
+ * `c` with every statement passing `gate` (read-gate.ts): a statement enters as a reader and leaves
+ * when it ends; a BEGIN keeps the connection inside until its COMMIT or ROLLBACK (the statements
+ * between run without entering again). Whether a text opens or ends a transaction is read from its
+ * statements' first words (the last that says counts: a text may hold several).
+ */
+function gatedConnection(c: DuckDBConnection, gate: ReadGate): DuckDBConnection {
+  /** Set while the connection is inside a transaction: leaves the gate. */
+  let inTransaction: (() => void) | undefined;
+  const statement = async <T>(sql: unknown, call: () => Promise<T>): Promise<T> => {
+    const effect = typeof sql === 'string' ? transactionEffect(sql) : undefined;
+    if (inTransaction) {
+      try {
+        return await call();
+      } finally {
+        // A COMMIT or ROLLBACK ends the transaction even when it fails (DuckDB rolls back).
+        if (effect === 'end') {
+          inTransaction?.();
+          inTransaction = undefined;
+        }
+      }
+    }
+    const leave = await gate.enter();
+    try {
+      const result = await call();
+      if (effect === 'begin') inTransaction = leave;
+      return result;
+    } finally {
+      if (inTransaction !== leave) leave();
+    }
+  };
+  return new Proxy(c, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== 'function') return value;
+      const fn = value as (...args: unknown[]) => unknown;
+      if (WHOLE_STATEMENT.has(key)) return (...args: unknown[]) => statement(args[0], () => fn.apply(target, args) as Promise<unknown>);
+      if (key === 'closeSync' || key === 'disconnectSync') {
+        return () => {
+          inTransaction?.();
+          inTransaction = undefined;
+          fn.apply(target);
+        };
+      }
+      if (NO_STATEMENT.has(key)) return fn.bind(target);
+      return () => {
+        throw new Error(`DuckDBConnection.${String(key)} is not available on a writer's connection (store/duckdb.ts gatedConnection)`);
+      };
+    },
+  });
+}
+
+/** Whether a SQL text leaves its connection inside a transaction ('begin'), out of one ('end'), or as it was. */
+export function transactionEffect(sql: string): 'begin' | 'end' | undefined {
+  let effect: 'begin' | 'end' | undefined;
+  for (const m of sql.matchAll(/(?:^|;)\s*(BEGIN|START\s+TRANSACTION|COMMIT|END|ROLLBACK|ABORT)\b/gi)) {
+    effect = /^(BEGIN|START)/i.test(m[1]!) ? 'begin' : 'end';
+  }
+  return effect;
 }
 
 function checkRowGroupRows(rows: number): void {

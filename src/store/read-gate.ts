@@ -1,29 +1,56 @@
 /**
- * Readers that use a store's DuckDB connections outside its write queue (the state snapshot, a
- * coverage read) against the one moment nothing may use them: a new store attaching its file again
- * with the row groups its first rows fit (table-sink.ts beforeCommit; duckdb.ts resizeRowGroups).
- * A DETACH while another connection ran a statement failed it ("Catalog "store" does not exist") and
- * then crashed the process (SIGSEGV, measured in the memory bench), so readers wait for it and it
- * waits for the readers.
+ * Every statement on a writer's DuckDB connections against the one moment nothing may use them: a
+ * new store attaching its file again with the row groups its first rows fit (duckdb.ts
+ * resizeRowGroups, at table-sink.ts beforeCommit). A DETACH while another connection of the instance
+ * ran a statement, or held a transaction open, left the old attachment alive: the ATTACH after it
+ * failed ("Unique file handle conflict"), every later statement with it ("Catalog "store" does not
+ * exist"), and the process then crashed (SIGSEGV, in the memory bench and in a CLI test). The Db
+ * owns the gate and passes every statement of every connection it hands out through it
+ * (duckdb.ts gatedConnection): no caller has to remember it.
+ *
+ * A reader is one statement, or a transaction from its BEGIN to its COMMIT or ROLLBACK. The
+ * exclusive moment waits for the readers inside; readers that come meanwhile wait for it (so it is
+ * not starved). Hence the one rule: a connection inside a transaction must not wait for a statement
+ * of another connection of the same Db (that statement would wait for the exclusive moment, which
+ * waits for the transaction). None does: each transaction runs on its own connection alone.
  */
 export class ReadGate {
   private active = 0;
   private closed: Promise<void> | undefined;
   private drained: (() => void) | undefined;
 
-  /** Runs a reader, after the exclusive moment if one is under way. Not nested inside another read. */
-  async read<T>(fn: () => Promise<T>): Promise<T> {
+  /** Whether an exclusive moment is waiting for the readers inside, or running (tests watch it). */
+  get exclusivePending(): boolean {
+    return this.closed !== undefined;
+  }
+
+  /**
+   * Enters as a reader, after the exclusive moment if one is waiting or running; the function
+   * returned leaves (once, however often it is called).
+   */
+  async enter(): Promise<() => void> {
     while (this.closed) await this.closed;
     this.active++;
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      this.active--;
+      if (this.active === 0) this.drained?.();
+    };
+  }
+
+  /** Runs a reader (see enter). */
+  async read<T>(fn: () => Promise<T>): Promise<T> {
+    const leave = await this.enter();
     try {
       return await fn();
     } finally {
-      this.active--;
-      if (this.active === 0) this.drained?.();
+      leave();
     }
   }
 
-  /** Runs `fn` with no reader running: new readers wait, running ones are waited for. */
+  /** Runs `fn` with no reader inside: new readers wait, those inside are waited for. */
   async exclusive<T>(fn: () => Promise<T>): Promise<T> {
     while (this.closed) await this.closed;
     let open!: () => void;

@@ -13,7 +13,6 @@
  * commit-queue.ts, table-sink.ts / parquet-only-sink.ts, merge.ts, parquet-rewriter.ts,
  * background-work.ts, coverage.ts, run-log.ts, durable-fs.ts.
  */
-import { ReadGate } from './read-gate.js';
 import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -85,8 +84,6 @@ export interface OpenStoreOptions {
 export class SessionStore {
   /** Writes on the one main connection. */
   private readonly writes = new SerialQueue();
-  /** Readers outside the write queue, against a new store's one re-attach (read-gate.ts). */
-  readonly gate = new ReadGate();
   private readonly sink: Sink;
   private readonly commits: CommitQueue;
   private closed = false;
@@ -120,7 +117,6 @@ export class SessionStore {
               ),
             alignedWaitMs,
             onRewritten: (partitions) => logger.debug({ partitions }, 'finished days written to Parquet while fetching'),
-            quiet: (fn) => this.gate.exclusive(fn),
             rewrites: { sideBySide: parquetRewrites, log: (fields, msg) => logger.debug(fields, msg) },
           });
     this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink);
@@ -191,17 +187,17 @@ export class SessionStore {
 
   /** An account's merged coverage map: windows whose data is committed ('' in a single-account store). */
   coverage(account: string, conn?: DuckDBConnection): Promise<Window[]> {
-    return conn ? readCoverage(conn, account) : this.gate.read(() => readCoverage(this.conn, account));
+    return readCoverage(conn ?? this.conn, account);
   }
 
   /** Every account's merged coverage map. */
   allCoverage(conn?: DuckDBConnection): Promise<Map<string, Window[]>> {
-    return conn ? readAllCoverage(conn) : this.gate.read(() => readAllCoverage(this.conn));
+    return readAllCoverage(conn ?? this.conn);
   }
 
   /** An account's coverage committed after `sinceMs` (used to resume an interrupted backfill). */
   coverageSince(account: string, sinceMs: number): Promise<Window[]> {
-    return this.gate.read(() => readCoverageSince(this.conn, account, sinceMs));
+    return readCoverageSince(this.conn, account, sinceMs);
   }
 
   /** The accounts the store holds anything of (coverage, runs), sorted. */

@@ -345,12 +345,8 @@ export class StatePublisher {
     await this.inFlight;
   }
 
-  private publish(running: RunningRun | null): Promise<void> {
-    // Outside the write queue: it waits for a new store re-attaching its file (read-gate.ts).
-    return this.store.gate.read(() => this.publishNow(running));
-  }
-
-  private async publishNow(running: RunningRun | null): Promise<void> {
+  /** Outside the write queue, on a connection of its own (a new store re-attaching its file holds its statements: read-gate.ts). */
+  private async publish(running: RunningRun | null): Promise<void> {
     const conn = await this.store.readConnection();
     if (running === null || !this.anomalies) {
       this.anomalies = await readVolumeAnomalies(conn, this.store, this.opts.volume ?? DEFAULT_VOLUME_RULE);

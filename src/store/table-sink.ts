@@ -29,8 +29,6 @@ export interface TableSinkOptions {
   alignedWaitMs?: number | undefined;
   /** Told the finished days each background rewrite wrote (none: not called). */
   onRewritten?: (partitions: string[]) => void;
-  /** Runs `fn` with no reader using the store's connections (session-store.ts gate). */
-  quiet?: <T>(fn: () => Promise<T>) => Promise<T>;
   /** How many Parquet rewrites run side by side (the memory budget's). */
   rewrites?: RewriteOptions;
 }
@@ -48,7 +46,6 @@ export class TableSink implements Sink {
   private kickTimer: NodeJS.Timeout | undefined;
   /** Whether the row groups were sized from the rows (at the first commit of a store that held none). */
   private sized = false;
-  private readonly quiet: <T>(fn: () => Promise<T>) => Promise<T>;
 
   constructor(
     private readonly db: Db,
@@ -60,7 +57,6 @@ export class TableSink implements Sink {
   ) {
     const { readyDays, onBackgroundError, alignedWaitMs = ALIGNED_WAIT_MS, onRewritten = () => {} } = o;
     const withParquet = o.format === 'both';
-    this.quiet = o.quiet ?? ((fn) => fn());
     this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset, o.rewrites) : undefined;
     this.merge = { pendingDir: layout.pendingDir, rowGroupRows: db.rowGroupRows, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
     const rewriter = this.rewriter;
@@ -121,8 +117,9 @@ export class TableSink implements Sink {
    * size (the bytes of their values: row-groups.ts ndjsonValueBytes), and the file is attached again with the row groups those rows
    * fit, before any row group is written: short records get groups several times larger (a smaller
    * file, a faster run), long text keeps small ones. Runs on the commit's connection before its
-   * transaction, with merges and readers held out (store/read-gate.ts): a DETACH under a running
-   * statement crashes DuckDB.
+   * transaction, with merges held out (they keep the row group size in this.merge); the re-attach
+   * itself waits for every other statement and transaction on the store's connections to end, and
+   * holds new ones until it is done (the Db's gate: store/read-gate.ts).
    */
   async beforeCommit(files: readonly RecordFile[]): Promise<void> {
     if (this.sized) return;
@@ -135,13 +132,11 @@ export class TableSink implements Sink {
     // The values' bytes of the first window's records (a sample of its first megabytes).
     const rowBytes = await ndjsonFileValueBytes(files[0]!.path);
     if (rowBytes === undefined) return;
-    await this.work.merging(() =>
-      this.quiet(async () => {
-        await fit(rowBytes);
-        this.merge.rowGroupRows = this.db.rowGroupRows;
-        delete this.merge.groupBase;
-      }),
-    );
+    await this.work.merging(async () => {
+      await fit(rowBytes);
+      this.merge.rowGroupRows = this.db.rowGroupRows;
+      delete this.merge.groupBase;
+    });
   }
 
   async afterCommit(files: readonly RecordFile[]): Promise<void> {

@@ -19,10 +19,13 @@ const instances = new Map<DuckDBInstance, Promise<DuckDBConnection | undefined>>
 let timer: NodeJS.Timeout | undefined;
 const t0 = Date.now();
 
-/** Samples `instance`'s pool while it is open; call the function returned before closing it. */
-export function traceInstance(instance: DuckDBInstance): () => void {
+/**
+ * Samples `instance`'s pool while it is open, on a connection `connect` gives (a writer's passes its
+ * gate: store/read-gate.ts); call the function returned before closing it.
+ */
+export function traceInstance(instance: DuckDBInstance, connect: () => Promise<DuckDBConnection> = () => instance.connect()): () => void {
   if (!memoryTraceOn) return () => {};
-  instances.set(instance, instance.connect().catch(() => undefined));
+  instances.set(instance, connect().catch(() => undefined));
   start();
   return () => {
     const c = instances.get(instance);

@@ -1,4 +1,4 @@
-/** The store's read gate (store/read-gate.ts): a new store's re-attach runs with no reader inside. */
+/** The read gate (store/read-gate.ts) a writer's Db passes every statement through: a new store's re-attach runs with no reader inside. */
 import { describe, expect, it } from 'vitest';
 import { ReadGate } from '../../src/store/read-gate.js';
 

@@ -110,22 +110,34 @@ describe('a writer attaches its file with the row group size', () => {
     const before = store.rowGroupRows;
     let stop = false;
     let reads = 0;
-    // The state snapshot's reads and the planner's coverage reads, in a loop while the first commit attaches the file again.
-    const loop = (async () => {
-      while (!stop) {
-        await store.coverage('');
+    // The state snapshot's transaction, the planner's reads on the main connection outside the write
+    // queue and a connection of its own (verify's), in loops while the first commit attaches the file
+    // again: none of them asks for anything (every connection of the store passes its gate: read-gate.ts).
+    const other = await store.openConnection();
+    const loops = [
+      async () => {
         const conn = await store.readConnection();
-        await store.gate.read(async () => {
-          await conn.run('BEGIN TRANSACTION');
-          await conn.run('SELECT count(*) FROM _coverage');
-          await conn.run('COMMIT');
-        });
+        await conn.run('BEGIN TRANSACTION');
+        await conn.run('SELECT count(*) FROM _coverage');
+        await conn.run('COMMIT');
+      },
+      async () => {
+        await store.coverage('');
+        await store.lastRuns();
+      },
+      async () => {
+        await other.run('SELECT count(*) FROM sessions');
+      },
+    ].map(async (read) => {
+      while (!stop) {
+        await read();
         reads++;
       }
-    })();
+    });
     await commitRecords(store, 5_000, 20);
     stop = true;
-    await loop;
+    await Promise.all(loops);
+    other.closeSync();
     expect(store.rowGroupRows).toBeGreaterThan(before);
     expect(reads).toBeGreaterThan(0);
     await store.close();
