@@ -3,7 +3,7 @@ import { parseInstant } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
 import { withMetricsFile } from '../monitoring-options.js';
 import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
-import { UsageError } from '../usage-error.js';
+import { asUsage, UsageError } from '../usage-error.js';
 import { addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 
 interface BackfillFlags extends CommonFlags, AccountFlags {
@@ -51,9 +51,5 @@ export function register(program: Command): void {
 }
 
 export function instant(text: string, flag: string): number {
-  try {
-    return parseInstant(text, flag);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  return asUsage(() => parseInstant(text, flag));
 }
