@@ -1,27 +1,11 @@
 /**
- * A run's hold on a bucket dataset (docs/object-storage.md): before anything is fetched, the bucket
- * is checked (credentials, existence, region: a clear error naming the bucket, exit 2, nothing
- * written) and its lock object taken; with format parquet, the state a run needs to continue is kept
- * in the bucket too, so that a run on a fresh machine with an empty data directory continues where
- * the last one stopped. Both live beside the dataset's prefix (bucket-state.ts: `stateFolder`).
- *
- * - **The lock**: `…/_session_etl/NAME/[shards/I-of-N/]lock.json`, created with a conditional write
- *   (`If-None-Match: *`): of two writers on one prefix, one gets it and the other exits 3 naming the
- *   holder. The holder refreshes it every HEARTBEAT_MS with `If-Match` on its own ETag; one not
- *   refreshed for STALE_MS (its pod died) is taken over with `If-Match` on the stale one's ETag. A
- *   lock that is not one session-etl wrote (not JSON, no date) is stale STALE_MS after the object
- *   was last written. A holder whose refresh is refused (412: taken over) or fails stops before its
- *   next upload (BucketLockLostError, exit 3). A store that ignores conditional writes is detected
- *   when the lock is taken (a second conditional write succeeds) and said at start: then one
- *   writer per prefix is only the deployment's rule (Kubernetes: concurrencyPolicy: Forbid).
- * - **The state** (format parquet): the store's tables as data (bucket-state.ts), uploaded after
- *   each complete flush and at the end, with a generation number in its manifest; the manifest is
- *   written with `If-Match` on the one this run read at start (`If-None-Match: *` when there was
- *   none), so a state another writer uploaded is never overwritten. Every day file it counts as
- *   written was uploaded before it, so a machine that restores it never counts a window whose data is
- *   not in the bucket; windows committed after the last upload are fetched again (upserted: nothing
- *   counted twice). At start, a missing or older local copy (the generation in `.bucket-generation`)
- *   is replaced by a DuckDB file made here from the bucket's rows.
+ * A run's hold on a bucket dataset: before anything is fetched, the bucket is checked (credentials,
+ * existence, region: exit 2, nothing written) and its lock object taken; with format parquet, the
+ * state a run needs to continue is kept in the bucket too (bucket-state.ts), so a run on a fresh
+ * machine continues where the last one stopped. The lock (conditional writes, heartbeat, takeover,
+ * stores that ignore `If-None-Match`) is docs/object-storage.md "One writer per prefix"; the state's
+ * generations, and why a restored state never counts a window whose data is not in the bucket, "The
+ * state in the bucket".
  */
 import { existsSync } from 'node:fs';
 import { readFile, rename, rm } from 'node:fs/promises';
