@@ -7,6 +7,7 @@ import { loadConfig, type LoadedConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { NotifySettings } from '../monitoring/notify.js';
 import type { PipelineOptions } from '../pipeline/run.js';
+import type { ExecuteRunOptions } from './execute-run.js';
 import { chunkBelowMinChunk, parseDuration } from '../time/windows.js';
 import { warnIfMaxLagBelowSettle } from './monitoring-options.js';
 import { asUsage, UsageError } from './usage-error.js';
@@ -176,6 +177,11 @@ export function notifySettings(loaded: LoadedConfig): NotifySettings | undefined
   const maxLagSeconds = parseDuration(c.maxLag, 'maxLag');
   warnIfMaxLagBelowSettle(maxLagSeconds, c.settle);
   return { url: c.notifyUrl, maxLagSeconds };
+}
+
+/** executeRun's options for a run command (`backfill`, `export`, `verify`): summary form, progress bar, log level, notifications. */
+export function runCommandOptions(loaded: LoadedConfig, flags: { json?: boolean; progress?: boolean }, command: string): ExecuteRunOptions {
+  return { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel, ...withNotify(loaded, command) };
 }
 
 /** The `notify` part of executeRun's options, when notifications are configured. */

@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { parseDuration } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
 import { withMetricsFile } from '../monitoring-options.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
+import { addCommonOptions, configFromFlags, pipelineOptions, runCommandOptions, type CommonFlags } from '../run-options.js';
 import { asUsage, UsageError } from '../usage-error.js';
 import { addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 import { instant } from './backfill.js';
@@ -48,7 +48,7 @@ export function register(program: Command): void {
     process.exitCode = await executeRun(
       base,
       await withMetricsFile(flags.metricsFile, 'export', (o) => runExport({ ...o, lookbackSeconds, warnIfSinceUnused, ...(since !== undefined ? { since } : {}) })),
-      { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel, ...withNotify(loaded, 'export') },
+      runCommandOptions(loaded, flags, 'export'),
     );
   });
 }
