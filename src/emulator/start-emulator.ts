@@ -14,7 +14,7 @@ import {
   type Emulator, type EmulatorAccount, type EmulatorAccountStats, type EmulatorAccountView, type EmulatorDataset,
   type EmulatorFaults, type EmulatorOptions, type EmulatorStats,
 } from './options.js';
-import { accountOverrides, accountSeed, checkAccounts } from './accounts.js';
+import { accountOverrides, accountSeed, checkAccounts, MAX_INSTANT } from './accounts.js';
 import { ReportingEndpoint, type Answer } from './reporting-endpoint.js';
 import { cutInHalf, MAX_BODY_BYTES, parseRequest, pathnameOf, readBody, sendChunks, sendJson, sendServerError, sendTooMany, setRateLimitHeaders } from './http-answers.js';
 import { reportingSchema, type ArgTypes } from './schema.js';
@@ -26,8 +26,6 @@ const INTERFACE_PREFIXES = ['/oauth', '/identity', '/api/'];
 const DEFAULT_CACHE_BYTES = 1 << 30;
 /** Generated days kept over all accounts (an estimate: text plus parsed objects), about 64 busy days' worth. */
 const SHARED_DAY_CACHE_BYTES = 256 << 20;
-/** graphql-js Int is 32-bit: instants after 2038-01-19 cannot be sent or returned. */
-const MAX_INSTANT = 2_147_483_647;
 
 /** One account: its key, data, quota, faults, dice and counters. Without `accounts` there is one, unnamed. */
 interface Tenant {
