@@ -22,7 +22,7 @@ import type { StoreLayout } from '../layout.js';
 import { pidAlive, type LockHolder } from '../lock.js';
 import { findRemoteState, LegacyBucketStateError, legacyStateFolder, loadRemoteState, removeState, StateConflictError, stateFolder, uploadState, type RemoteState } from './bucket-state.js';
 import type { DatasetLocation } from './location.js';
-import { bucketError, BucketLockLostError, BucketWriteError, s3ClientFor } from './s3-client.js';
+import { bucketError, BucketLockLostError, BucketWriteError, conditionRefused, s3ClientFor } from './s3-client.js';
 
 export { BucketLockLostError } from './s3-client.js';
 
@@ -150,7 +150,6 @@ export class BucketRun {
   }
 
   private async lock(): Promise<void> {
-    const { PutObjectCommand } = await import('@aws-sdk/client-s3');
     const Key = this.stateKey('lock.json');
     const legacyKey = `${legacyStateFolder(this.location, this.store)}lock.json`;
     const deadline = Date.now() + (this.o.waitMs ?? 0);
@@ -170,19 +169,9 @@ export class BucketRun {
       }
       const body = JSON.stringify(holder);
       try {
-        const put = await this.client.send(
-          new PutObjectCommand({
-            Bucket: this.location.bucket,
-            Key,
-            Body: body,
-            ContentType: 'application/json',
-            ...(current ? { IfMatch: current.etag } : { IfNoneMatch: '*' }),
-          }),
-        );
-        this.etag = put.ETag;
+        await this.putLock(Key, body, current ? { IfMatch: current.etag } : { IfNoneMatch: '*' });
       } catch (err) {
-        const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-        if (status === 412 || status === 409) {
+        if (conditionRefused(err)) {
           // Taken (or taken over) by another writer in between.
           if (Date.now() < deadline) {
             await new Promise((r) => setTimeout(r, 5_000));
@@ -206,10 +195,8 @@ export class BucketRun {
 
   /** A second create of the lock must be refused; a store that takes it does not honour conditional writes. */
   private async probeConditionalWrites(Key: string, body: string): Promise<void> {
-    const { PutObjectCommand } = await import('@aws-sdk/client-s3');
     try {
-      const again = await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key, Body: body, ContentType: 'application/json', IfNoneMatch: '*' }));
-      this.etag = again.ETag;
+      await this.putLock(Key, body, { IfNoneMatch: '*' });
       this.conditionalWrites = false;
       this.o.logger.warn(
         { bucket: this.location.bucket },
@@ -217,9 +204,14 @@ export class BucketRun {
           'run one writer at a time (Kubernetes: concurrencyPolicy: Forbid; docs/object-storage.md)',
       );
     } catch (err) {
-      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-      if (status !== 412 && status !== 409) throw bucketError(err, this.location, `writing the lock ${Key}`, { atStart: true });
+      if (!conditionRefused(err)) throw bucketError(err, this.location, `writing the lock ${Key}`, { atStart: true });
     }
+  }
+
+  /** Writes the lock object at `Key` under `condition` (If-Match, If-None-Match) and keeps its ETag. */
+  private async putLock(Key: string, Body: string, condition: { IfMatch?: string; IfNoneMatch?: string }): Promise<void> {
+    const { PutObjectCommand } = await import('@aws-sdk/client-s3');
+    this.etag = (await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key, Body, ContentType: 'application/json', ...condition }))).ETag;
   }
 
   /** The lock object at `Key`, or null when there is none. Its body is checked: one that is not a holder reads as null. */
@@ -286,22 +278,11 @@ export class BucketRun {
   }
 
   private async refresh(): Promise<void> {
-    const { PutObjectCommand } = await import('@aws-sdk/client-s3');
-    const Key = this.stateKey('lock.json');
+    const body = JSON.stringify({ ...this.holder(), heartbeatAt: new Date((this.o.now ?? Date.now)()).toISOString() });
     try {
-      const put = await this.client.send(
-        new PutObjectCommand({
-          Bucket: this.location.bucket,
-          Key,
-          Body: JSON.stringify({ ...this.holder(), heartbeatAt: new Date((this.o.now ?? Date.now)()).toISOString() }),
-          ContentType: 'application/json',
-          ...(this.conditionalWrites && this.etag ? { IfMatch: this.etag } : {}),
-        }),
-      );
-      this.etag = put.ETag;
+      await this.putLock(this.stateKey('lock.json'), body, this.conditionalWrites && this.etag ? { IfMatch: this.etag } : {});
     } catch (err) {
-      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-      if (status === 412 || status === 409) throw this.lostError('its lock was taken over by another writer (the refresh was refused: 412)', err);
+      if (conditionRefused(err)) throw this.lostError('its lock was taken over by another writer (the refresh was refused: 412)', err);
       throw err;
     }
   }

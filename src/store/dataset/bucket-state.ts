@@ -19,7 +19,7 @@ import { DataDirError } from '../errors.js';
 import { isPartition } from '../layout.js';
 import { ensureSchema, SCHEMA_VERSION, type StoreAccounts } from '../schema.js';
 import type { DatasetLocation } from './location.js';
-import { bucketError } from './s3-client.js';
+import { bucketError, statusOf } from './s3-client.js';
 import { downloadTo } from './s3-dataset.js';
 
 type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
@@ -99,7 +99,6 @@ function badState(l: S3Location, folder: string, key: string, what: string): Dat
   );
 }
 
-const statusOf = (err: unknown) => (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 const notFound = (err: unknown) => {
   const name = (err as { name?: string }).name;
   return name === 'NoSuchKey' || name === 'NotFound' || statusOf(err) === 404;
