@@ -22,7 +22,7 @@ import type { StoreLayout } from '../layout.js';
 import { pidAlive, type LockHolder } from '../lock.js';
 import { findRemoteState, LegacyBucketStateError, legacyStateFolder, loadRemoteState, removeState, StateConflictError, stateFolder, uploadState, type RemoteState } from './bucket-state.js';
 import type { DatasetLocation } from './location.js';
-import { bucketError, BucketLockLostError, BucketWriteError, conditionRefused, s3ClientFor } from './s3-client.js';
+import { bucketError, BucketLockLostError, BucketWriteError, conditionRefused, noSuchKey, s3ClientFor } from './s3-client.js';
 
 export { BucketLockLostError } from './s3-client.js';
 
@@ -230,8 +230,7 @@ export class BucketRun {
       const modifiedMs = r.LastModified instanceof Date ? r.LastModified.getTime() : (this.o.now ?? Date.now)();
       return { holder, etag: String(r.ETag), modifiedMs, key: Key };
     } catch (err) {
-      const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
-      if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return null;
+      if (noSuchKey(err)) return null;
       throw bucketError(err, this.location, 'reading the lock', { atStart: true });
     }
   }

@@ -45,6 +45,9 @@ export class BucketLockLostError extends Error {
 /** The HTTP status of a failed S3 request, when it was answered. */
 export const statusOf = (err: unknown): number | undefined => (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
+/** A GET of an object that is not there. */
+export const noSuchKey = (err: unknown): boolean => (err as { name?: string }).name === 'NoSuchKey' || statusOf(err) === 404;
+
 /** A conditional write refused: 412 Precondition Failed, or 409 from stores that answer so. */
 export const conditionRefused = (err: unknown): boolean => statusOf(err) === 412 || statusOf(err) === 409;
 
