@@ -9,7 +9,7 @@ import { legacyAccounts } from '../accounts/legacy.js';
 import type { VolumeRule } from '../store/volume-anomalies.js';
 import { ExitCode } from './exit-codes.js';
 import { parseMaxLag, warnIfMaxLagBelowSettle } from './monitoring-options.js';
-import { partialDays } from './partial-days.js';
+import { partialDays } from '../time/partial-days.js';
 
 /** What `status` says of an account still in the layout before schema 3. */
 export const LEGACY_NOTE = 'in the layout before schema 3 (its own store under accounts/): read as it is; the next export or `session-etl accounts migrate` moves it into the shared store';

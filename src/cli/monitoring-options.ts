@@ -6,16 +6,12 @@ import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
 import type { Shard } from '../accounts/select.js';
 import { humanDuration } from '../time/human-duration.js';
 import { parseDuration } from '../time/windows.js';
-import { UsageError } from './usage-error.js';
+import { asUsage, UsageError } from './usage-error.js';
 
 /** --max-lag: a duration such as 26h or 2d; default 26 h. */
 export function parseMaxLag(text: string | undefined): number {
   if (text === undefined) return DEFAULT_MAX_LAG_SECONDS;
-  try {
-    return parseDuration(text, '--max-lag');
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  return asUsage(() => parseDuration(text, '--max-lag'));
 }
 
 /**

@@ -7,9 +7,10 @@ import { loadConfig, type LoadedConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { NotifySettings } from '../monitoring/notify.js';
 import type { PipelineOptions } from '../pipeline/run.js';
+import type { ExecuteRunOptions } from './execute-run.js';
 import { chunkBelowMinChunk, parseDuration } from '../time/windows.js';
 import { warnIfMaxLagBelowSettle } from './monitoring-options.js';
-import { UsageError } from './usage-error.js';
+import { asUsage, UsageError } from './usage-error.js';
 import { addVolumeOptions, volumeConfigFlags, volumeRuleOf, type VolumeFlags } from './volume-options.js';
 
 export interface CommonFlags extends VolumeFlags {
@@ -104,18 +105,13 @@ export function configFromFlags(flags: CommonFlags, extra: Partial<Record<keyof 
 
 /** Where the reporting URL was set, for the advice of a refused first connection. */
 function urlSourceText(loaded: LoadedConfig): string {
-  switch (loaded.sources.reportingUrl) {
-    case 'env':
-      return 'REPORTING_URL in the environment';
-    case 'env-file':
-      return 'REPORTING_URL in the .env file';
-    case 'file':
-      return `reportingUrl in ${loaded.file ?? 'the configuration file'}`;
-    case 'flag':
-      return 'the reporting URL given on the command line';
-    default:
-      return 'REPORTING_URL (or reportingUrl in the configuration file)';
-  }
+  const texts: Record<string, string> = {
+    env: 'REPORTING_URL in the environment',
+    'env-file': 'REPORTING_URL in the .env file',
+    file: `reportingUrl in ${loaded.file ?? 'the configuration file'}`,
+    flag: 'the reporting URL given on the command line',
+  };
+  return texts[loaded.sources.reportingUrl ?? ''] ?? 'REPORTING_URL (or reportingUrl in the configuration file)';
 }
 
 /** PipelineOptions from an effective configuration. The endpoint and key must be set. */
@@ -130,12 +126,7 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
   if (!c.apiKey) {
     throw new UsageError('no reporting API key: set REPORTING_API_KEY in the environment (or apiKeyFile in the configuration)');
   }
-  let waitTimeoutMs: number;
-  try {
-    waitTimeoutMs = parseDuration(flags.waitTimeout ?? DEFAULT_WAIT_TIMEOUT, '--wait-timeout') * 1000;
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const waitTimeoutMs = asUsage(() => parseDuration(flags.waitTimeout ?? DEFAULT_WAIT_TIMEOUT, '--wait-timeout')) * 1000;
   const chunkSeconds = parseDuration(c.chunk);
   const minChunkSeconds = parseDuration(c.minChunk);
   if (chunkSeconds < minChunkSeconds) throw new UsageError(chunkBelowMinChunk(chunkSeconds, minChunkSeconds));
@@ -186,6 +177,11 @@ export function notifySettings(loaded: LoadedConfig): NotifySettings | undefined
   const maxLagSeconds = parseDuration(c.maxLag, 'maxLag');
   warnIfMaxLagBelowSettle(maxLagSeconds, c.settle);
   return { url: c.notifyUrl, maxLagSeconds };
+}
+
+/** executeRun's options for a run command (`backfill`, `export`, `verify`): summary form, progress bar, log level, notifications. */
+export function runCommandOptions(loaded: LoadedConfig, flags: { json?: boolean; progress?: boolean }, command: string): ExecuteRunOptions {
+  return { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel, ...withNotify(loaded, command) };
 }
 
 /** The `notify` part of executeRun's options, when notifications are configured. */

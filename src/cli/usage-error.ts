@@ -9,6 +9,15 @@ export class UsageError extends Error {
   }
 }
 
+/** `fn()`, with what it throws (a bad duration, instant…) rethrown as a UsageError of the same message. */
+export function asUsage<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
 export function isUsageError(e: unknown): e is UsageError {
   return e instanceof UsageError;
 }

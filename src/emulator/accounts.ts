@@ -11,7 +11,7 @@ const KNOWN_FIELDS = new Set<string>([
   'name', 'apiKey', 'seed', 'sessionsPerDay', 'from', 'to', 'rateLimitRps', 'latencyMs', 'faults', 'revoked',
 ]);
 /** graphql-js Int is 32-bit: instants after 2038-01-19 cannot be sent or returned. */
-const MAX_INSTANT = 2_147_483_647;
+export const MAX_INSTANT = 2_147_483_647;
 
 /** The data seed of an account that names none: a hash of the emulator's seed and the name. */
 export function accountSeed(seed: number, name: string): number {

@@ -14,24 +14,14 @@ const COUNTS = ['maxResults', 'maxSpanSeconds', 'truncateResultsTo'] as const;
 
 /** Throws a RangeError naming the first bad setting. */
 export function validateFaults(f: EmulatorFaults): void {
-  for (const k of RATES) {
+  const check = <K extends keyof EmulatorFaults>(k: K, ok: (v: NonNullable<EmulatorFaults[K]>) => boolean, what: string, show: (v: unknown) => string = String): void => {
     const v = f[k];
-    if (v !== undefined && !(Number.isFinite(v) && v >= 0 && v <= 1)) {
-      throw new RangeError(`faults.${k} must be a probability between 0 and 1; got ${v}`);
-    }
-  }
-  for (const k of COUNTS) {
-    const v = f[k];
-    if (v !== undefined && !(Number.isInteger(v) && v >= 0)) {
-      throw new RangeError(`faults.${k} must be a non-negative integer; got ${v}`);
-    }
-  }
-  if (f.latencyMs !== undefined && !(Number.isFinite(f.latencyMs) && f.latencyMs >= 0)) {
-    throw new RangeError(`faults.latencyMs must be a non-negative number; got ${f.latencyMs}`);
-  }
-  if (f.rateLimitRps !== undefined && !(Number.isFinite(f.rateLimitRps) && f.rateLimitRps > 0)) {
-    throw new RangeError(`faults.rateLimitRps must be a positive number; got ${f.rateLimitRps}`);
-  }
+    if (v !== undefined && !ok(v as NonNullable<EmulatorFaults[K]>)) throw new RangeError(`faults.${k} must be ${what}; got ${show(v)}`);
+  };
+  for (const k of RATES) check(k, (v) => Number.isFinite(v) && v >= 0 && v <= 1, 'a probability between 0 and 1');
+  for (const k of COUNTS) check(k, (v) => Number.isInteger(v) && v >= 0, 'a non-negative integer');
+  check('latencyMs', (v) => Number.isFinite(v) && v >= 0, 'a non-negative number');
+  check('rateLimitRps', (v) => Number.isFinite(v) && v > 0, 'a positive number');
   if (f.faultKinds !== undefined) {
     const bad = Array.isArray(f.faultKinds) ? f.faultKinds.find((k) => !DRAWN_FAULT_KINDS.includes(k)) : f.faultKinds;
     if (bad !== undefined || !(f.faultKinds as unknown[]).length) {
@@ -43,15 +33,9 @@ export function validateFaults(f: EmulatorFaults): void {
   if (f.sharedQuotaSchedule && f.rateLimitRps === undefined && !f.rateLimitSchedule) {
     throw new RangeError('faults.sharedQuotaSchedule needs a quota to share: set rateLimitRps or rateLimitSchedule');
   }
-  if (f.concurrencyLimit !== undefined && !(Number.isInteger(f.concurrencyLimit) && f.concurrencyLimit >= 1)) {
-    throw new RangeError(`faults.concurrencyLimit must be a whole number of at least 1; got ${f.concurrencyLimit}`);
-  }
-  if (f.rateLimitHeaders !== undefined && f.rateLimitHeaders !== 'ietf' && f.rateLimitHeaders !== 'x') {
-    throw new RangeError(`faults.rateLimitHeaders must be 'ietf' or 'x'; got ${JSON.stringify(f.rateLimitHeaders)}`);
-  }
-  if (f.retryAfterFormat !== undefined && f.retryAfterFormat !== 'seconds' && f.retryAfterFormat !== 'http-date') {
-    throw new RangeError(`faults.retryAfterFormat must be 'seconds' or 'http-date'; got ${JSON.stringify(f.retryAfterFormat)}`);
-  }
+  check('concurrencyLimit', (v) => Number.isInteger(v) && v >= 1, 'a whole number of at least 1');
+  check('rateLimitHeaders', (v) => v === 'ietf' || v === 'x', "'ietf' or 'x'", JSON.stringify);
+  check('retryAfterFormat', (v) => v === 'seconds' || v === 'http-date', "'seconds' or 'http-date'", JSON.stringify);
   validateLateData(f.holdBack, f.amend);
 }
 

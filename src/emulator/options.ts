@@ -64,6 +64,8 @@ export interface EmulatorFaults {
 /** The faults `faultRate` can draw. */
 export type DrawnFaultKind = 'rateLimited' | 'serverError' | 'reset' | 'truncate';
 export const DRAWN_FAULT_KINDS: readonly DrawnFaultKind[] = ['rateLimited', 'serverError', 'reset', 'truncate'];
+export const WINDOW_RULES: readonly WindowRule[] = ['closed', 'half-open', 'overlap'];
+export const ARG_TYPES: readonly ArgTypes[] = ['Int!', 'Int', 'String!'];
 
 /**
  * One account of a multi-account emulator: its own key, its own seeded data and its own quota and

@@ -10,11 +10,11 @@ import { FAULT_KINDS, FaultDice, RateLimiter, validateFaults, type FaultKind } f
 import { DAY_SECONDS } from './generate-day.js';
 import { handleInterfaceRequest, type InterfaceContext } from './interface/index.js';
 import {
-  DEFAULT_EMULATOR_API_KEY, DRAWN_FAULT_KINDS,
+  ARG_TYPES, DEFAULT_EMULATOR_API_KEY, DRAWN_FAULT_KINDS, WINDOW_RULES,
   type Emulator, type EmulatorAccount, type EmulatorAccountStats, type EmulatorAccountView, type EmulatorDataset,
   type EmulatorFaults, type EmulatorOptions, type EmulatorStats,
 } from './options.js';
-import { accountOverrides, accountSeed, checkAccounts } from './accounts.js';
+import { accountOverrides, accountSeed, checkAccounts, MAX_INSTANT } from './accounts.js';
 import { ReportingEndpoint, type Answer } from './reporting-endpoint.js';
 import { cutInHalf, MAX_BODY_BYTES, parseRequest, pathnameOf, readBody, sendChunks, sendJson, sendServerError, sendTooMany, setRateLimitHeaders } from './http-answers.js';
 import { reportingSchema, type ArgTypes } from './schema.js';
@@ -26,10 +26,6 @@ const INTERFACE_PREFIXES = ['/oauth', '/identity', '/api/'];
 const DEFAULT_CACHE_BYTES = 1 << 30;
 /** Generated days kept over all accounts (an estimate: text plus parsed objects), about 64 busy days' worth. */
 const SHARED_DAY_CACHE_BYTES = 256 << 20;
-/** graphql-js Int is 32-bit: instants after 2038-01-19 cannot be sent or returned. */
-const MAX_INSTANT = 2_147_483_647;
-const WINDOW_RULES: readonly WindowRule[] = ['closed', 'half-open', 'overlap'];
-const ARG_TYPES: readonly ArgTypes[] = ['Int!', 'Int', 'String!'];
 
 /** One account: its key, data, quota, faults, dice and counters. Without `accounts` there is one, unnamed. */
 interface Tenant {

@@ -77,71 +77,21 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
   let state: MonitoredState = EMPTY_STATE;
   const orNaN = (v: number | null) => v ?? Number.NaN;
 
-  new Gauge({
-    name: 'session_etl_checkpoint_timestamp_seconds',
-    help: 'The incremental checkpoint: everything before it is stored without gaps (NaN until the first export)',
-    registers,
-    collect() {
-      this.set(orNaN(state.checkpoint));
-    },
-  });
-  new Gauge({
-    name: 'session_etl_checkpoint_lag_seconds',
-    help: 'Now minus the checkpoint, at scrape time (NaN until the first export)',
-    registers,
-    collect() {
-      this.set(state.checkpoint !== null ? now() / 1000 - state.checkpoint : Number.NaN);
-    },
-  });
-  new Gauge({
-    name: 'session_etl_coverage_holes',
-    help: 'Gaps in the stored coverage after the checkpoint (each needs a backfill)',
-    registers,
-    collect() {
-      this.set(state.coverageHoles);
-    },
-  });
-  new Gauge({
-    name: 'session_etl_last_run_timestamp_seconds',
-    help: 'When the latest run (any outcome) ended, or started when it never finished (NaN when none)',
-    registers,
-    collect() {
-      this.set(state.lastRun ? (state.lastRun.endedAt ?? state.lastRun.startedAt) : Number.NaN);
-    },
-  });
-  new Gauge({
-    name: 'session_etl_last_success_timestamp_seconds',
-    help: 'When the latest succeeded (or nothing-to-do) run ended (NaN when none)',
-    registers,
-    collect() {
-      this.set(orNaN(state.lastSuccessAt));
-    },
-  });
-  new Gauge({
-    name: 'session_etl_last_run_failed',
-    help: '1 when the latest run failed or never finished, else 0',
-    registers,
-    collect() {
-      this.set(state.lastRun?.outcome === 'failed' || state.lastRun?.outcome === 'died' ? 1 : 0);
-    },
-  });
-  new Gauge({
+  // The gauges of the stored state, read at scrape time: name, help, value.
+  const stateGauges: [string, string, (s: MonitoredState) => number][] = [
+    ['session_etl_checkpoint_timestamp_seconds', 'The incremental checkpoint: everything before it is stored without gaps (NaN until the first export)', (s) => orNaN(s.checkpoint)],
+    ['session_etl_checkpoint_lag_seconds', 'Now minus the checkpoint, at scrape time (NaN until the first export)', (s) => (s.checkpoint !== null ? now() / 1000 - s.checkpoint : Number.NaN)],
+    ['session_etl_coverage_holes', 'Gaps in the stored coverage after the checkpoint (each needs a backfill)', (s) => s.coverageHoles],
+    ['session_etl_last_run_timestamp_seconds', 'When the latest run (any outcome) ended, or started when it never finished (NaN when none)', (s) => (s.lastRun ? (s.lastRun.endedAt ?? s.lastRun.startedAt) : Number.NaN)],
+    ['session_etl_last_success_timestamp_seconds', 'When the latest succeeded (or nothing-to-do) run ended (NaN when none)', (s) => orNaN(s.lastSuccessAt)],
+    ['session_etl_last_run_failed', '1 when the latest run failed or never finished, else 0', (s) => (s.lastRun?.outcome === 'failed' || s.lastRun?.outcome === 'died' ? 1 : 0)],
     // A count of days; not `…_days`, which Prometheus' naming rules (promtool check metrics) read as a unit of time.
-    name: 'session_etl_volume_anomalies',
-    help: 'Volume anomalies: finished days holding far fewer sessions than their weekday usually does (docs/data-quality.md "Volume anomalies"); with accounts, summed over them',
-    registers,
-    collect() {
-      this.set(state.volumeAnomalies?.length ?? 0);
-    },
-  });
-  new Gauge({
-    name: 'session_etl_stored_sessions',
-    help: 'Rows of the sessions table (NaN for a Parquet-only store)',
-    registers,
-    collect() {
-      this.set(orNaN(state.storedSessions));
-    },
-  });
+    ['session_etl_volume_anomalies', 'Volume anomalies: finished days holding far fewer sessions than their weekday usually does (docs/data-quality.md "Volume anomalies"); with accounts, summed over them', (s) => s.volumeAnomalies?.length ?? 0],
+    ['session_etl_stored_sessions', 'Rows of the sessions table (NaN for a Parquet-only store)', (s) => orNaN(s.storedSessions)],
+  ];
+  for (const [name, help, value] of stateGauges) {
+    new Gauge({ name, help, registers, collect() { this.set(value(state)); } });
+  }
   const inProgress = new Gauge({ name: 'session_etl_run_in_progress', help: '1 while this process runs an export or backfill', registers });
 
   const acc = o.accounts ? (['account'] as const) : [];

@@ -1,14 +1,8 @@
 /**
- * Run notifications (`notifyUrl`): a JSON POST when a run fails (`run_failed`), when a run succeeds
- * after a failure (`run_recovered`), and when an export finds the lag beyond `maxLag` for the first
- * time since it was last under it (`lag_exceeded`), and once for each day found holding far fewer
- * sessions than its weekday usually does (`volume_anomaly`). The payload's `text` is a readable one-liner,
- * so a Slack or Teams incoming webhook shows it as it is.
- *
- * Delivery never changes a run's outcome: 3 attempts (1 s, then 2 s apart), each given at most
- * 5 s, the whole step at most 15 s however many accounts it notifies (notify-delivery.ts);
- * redirects are not followed; what cannot be delivered is logged (receiver as scheme and host
- * only: the URL's path often is the webhook's secret).
+ * Run notifications (`notifyUrl`): the events (`run_failed`, `run_recovered`, `lag_exceeded`,
+ * `volume_anomaly`) and their delivery are docs/monitoring.md "Notifications". Delivery never
+ * changes a run's outcome (notify-delivery.ts); the receiver is logged as scheme and host only: the
+ * URL's path often is the webhook's secret.
  */
 import { humanDuration } from '../time/human-duration.js';
 import { hostname } from 'node:os';
@@ -203,14 +197,9 @@ export function buildPayload(
 }
 
 /**
- * `text` as chat webhooks read it, with nothing a server's error body quoted in it (or the data)
- * could turn into markup: Slack's incoming webhooks take `&`, `<` and `>` as control characters
- * (`<!channel>` pings a channel, `<url|label>` is a link): they are written as `&amp;`, `&lt;` and
- * `&gt;`, which Slack and Teams both show as the characters. Teams renders markdown: a link
- * `[label](url)` (a label hiding where it leads) is broken as `[label] (url)`. `@here`, `@channel`
- * and `@everyone` get a zero-width space after the `@`, so no receiver takes them for a mention.
- * Line breaks and tabs become spaces, other control characters and bidirectional-text controls
- * U+FFFD (util/terminal-text.ts). `text` and `error` are written so.
+ * `text` (and `error`) as chat webhooks read it, with nothing a server's error body quoted in it
+ * could turn into markup or a mention (`<!channel>`, a `[label](url)` hiding where it leads,
+ * `@here`): the escapes are listed in docs/monitoring.md "Notifications" (Slack, Teams).
  */
 export function chatText(s: string): string {
   return oneLine(s)

@@ -32,11 +32,7 @@ export const DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024;
 
 /** The retry policy with every field given (an absent or undefined one takes its default). */
 export function retryOptions(given: Partial<RetryOptions> = {}): RetryOptions {
-  return {
-    maxAttempts: given.maxAttempts ?? DEFAULT_RETRY.maxAttempts,
-    maxRateLimitWaits: given.maxRateLimitWaits ?? DEFAULT_RETRY.maxRateLimitWaits,
-    baseDelayMs: given.baseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
-    maxDelayMs: given.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
-    maxRetryAfterMs: given.maxRetryAfterMs ?? DEFAULT_RETRY.maxRetryAfterMs,
-  };
+  const out = { ...DEFAULT_RETRY };
+  for (const k of Object.keys(out) as (keyof RetryOptions)[]) out[k] = given[k] ?? out[k];
+  return out;
 }

@@ -1,16 +1,9 @@
 /**
- * The one CSV dialect the tool writes (`sessions --output csv` and the dashboard's download; docs/data.md
- * "CSV"): RFC 4180 with CRLF line ends, a header line (field names bare, as readers that match a header
- * by its text expect; a name that is not a plain identifier is quoted), every text cell quoted (numbers, booleans and
- * an empty value — null — are not), times as ISO 8601 in UTC (`2026-03-01T12:00:00Z`, which a
- * spreadsheet reads as a time), and no formula a spreadsheet would run.
- *
- * Customer names and notes are typed by end customers, so a cell starting with `=`, `+`, `-`, `@`, a
- * tab or a carriage return gets a leading `'` (OWASP's CSV-injection rule), unless the whole cell is
- * a number: `-1+HYPERLINK(…)` is neutralised, `-12.5` is left as it is. A spreadsheet that splits on
- * another separator (`;` in most European locales, a tab when pasted) or ignores the quotes would
- * start a cell after a `;`, a tab or a line break inside the text: a formula character there gets the
- * `'` too, a number's sign included (`x;=cmd|…` becomes `x;'=cmd|…`, `a;-1` becomes `a;'-1`).
+ * The one CSV dialect the tool writes (`sessions --output csv` and the dashboard's download), as
+ * docs/data.md "Querying the exported sessions" states it: RFC 4180 with CRLF, text cells quoted,
+ * times in ISO 8601 UTC, and no formula a spreadsheet would run. Customer names and notes are typed
+ * by end customers (OWASP's CSV-injection rule), and a spreadsheet splitting on `;` or a tab would
+ * start a cell inside the text: hence the `'` after a `;`, a tab or a line break too.
  */
 
 /** The line end of every record (RFC 4180). */

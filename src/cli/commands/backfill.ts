@@ -2,8 +2,8 @@ import { Command } from 'commander';
 import { parseInstant } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
 import { withMetricsFile } from '../monitoring-options.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
-import { UsageError } from '../usage-error.js';
+import { addCommonOptions, configFromFlags, pipelineOptions, runCommandOptions, type CommonFlags } from '../run-options.js';
+import { asUsage, UsageError } from '../usage-error.js';
 import { addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 
 interface BackfillFlags extends CommonFlags, AccountFlags {
@@ -45,15 +45,11 @@ export function register(program: Command): void {
     process.exitCode = await executeRun(
       base,
       await withMetricsFile(flags.metricsFile, 'backfill', (o) => runBackfill({ ...o, from, to, ...(flags.newestFirst ? { newestFirst: true } : {}) })),
-      { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel, ...withNotify(loaded, 'backfill') },
+      runCommandOptions(loaded, flags, 'backfill'),
     );
   });
 }
 
 export function instant(text: string, flag: string): number {
-  try {
-    return parseInstant(text, flag);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  return asUsage(() => parseInstant(text, flag));
 }

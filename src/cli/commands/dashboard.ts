@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { accountNames, hasAccounts, refuseAccountsDir } from '../../accounts/resolve.js';
 import { loadConfig, type LoadedConfig } from '../../config/load.js';
-import { UsageError } from '../usage-error.js';
+import { asUsage, UsageError } from '../usage-error.js';
 import { DEMO_MARKER } from './demo.js';
 
 interface DashboardFlags {
@@ -49,14 +49,8 @@ export function register(program: Command): void {
         throw new UsageError(`with --parquet-url (or parquetUrl), the dashboard shows one account: give --account NAME (one of ${allNames.join(', ')})`);
       }
       const { parseDuration } = await import('../../time/windows.js');
-      let maxLagSeconds: number;
-      let sessionTtlSeconds: number;
-      try {
-        maxLagSeconds = parseDuration(flags.maxLag ?? config.maxLag, '--max-lag');
-        sessionTtlSeconds = parseDuration(flags.sessionTtl ?? '12h', '--session-ttl');
-      } catch (err) {
-        throw new UsageError((err as Error).message);
-      }
+      const maxLagSeconds = asUsage(() => parseDuration(flags.maxLag ?? config.maxLag, '--max-lag'));
+      const sessionTtlSeconds = asUsage(() => parseDuration(flags.sessionTtl ?? '12h', '--session-ttl'));
       let isDir = false;
       try {
         // With a bucket, the data directory only keeps the page's copy of it: made when missing.

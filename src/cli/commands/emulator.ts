@@ -7,7 +7,7 @@ import { Command } from 'commander';
 import type { EmulatorAccount, EmulatorFaults, EmulatorOptions } from '../../emulator/index.js';
 import { checkAccounts, emulatorAccounts } from '../../emulator/accounts.js';
 import { parseSchedule } from '../../emulator/faults.js';
-import { DRAWN_FAULT_KINDS } from '../../emulator/options.js';
+import { ARG_TYPES, DRAWN_FAULT_KINDS, WINDOW_RULES } from '../../emulator/options.js';
 import { parseInstant } from '../../time/windows.js';
 import { collect } from '../account-options.js';
 import { UsageError } from '../usage-error.js';
@@ -51,9 +51,6 @@ export interface EmulatorFlags {
   accounts?: string;
   accountsFile?: string;
 }
-
-const WINDOW_RULES = ['closed', 'half-open', 'overlap'] as const;
-const ARG_TYPES = ['Int!', 'Int', 'String!'] as const;
 
 export function register(program: Command): void {
   program

@@ -2,8 +2,8 @@ import { Command } from 'commander';
 import { parseDuration } from '../../time/windows.js';
 import { executeRun } from '../execute-run.js';
 import { withMetricsFile } from '../monitoring-options.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
-import { UsageError } from '../usage-error.js';
+import { addCommonOptions, configFromFlags, pipelineOptions, runCommandOptions, type CommonFlags } from '../run-options.js';
+import { asUsage, UsageError } from '../usage-error.js';
 import { addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 import { instant } from './backfill.js';
 
@@ -43,17 +43,12 @@ export function register(program: Command): void {
     const base = pipelineOptions(loaded, flags);
     const sinceText = flags.since ?? (loaded.config.startDate != null ? String(loaded.config.startDate) : undefined);
     const since = sinceText !== undefined ? instant(sinceText, flags.since ? '--since' : 'startDate') : undefined;
-    let lookbackSeconds: number;
-    try {
-      lookbackSeconds = parseDuration(loaded.config.lookback, 'lookback');
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
+    const lookbackSeconds = asUsage(() => parseDuration(loaded.config.lookback, 'lookback'));
     const { runExport } = await import('../../pipeline/run.js');
     process.exitCode = await executeRun(
       base,
       await withMetricsFile(flags.metricsFile, 'export', (o) => runExport({ ...o, lookbackSeconds, warnIfSinceUnused, ...(since !== undefined ? { since } : {}) })),
-      { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel, ...withNotify(loaded, 'export') },
+      runCommandOptions(loaded, flags, 'export'),
     );
   });
 }

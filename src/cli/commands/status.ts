@@ -5,7 +5,7 @@ import { holdsStore } from '../../store/layout.js';
 import { DEMO_MARKER } from './demo.js';
 import { loadConfig } from '../../config/load.js';
 import { humanDuration } from '../../time/human-duration.js';
-import { partialDays } from '../partial-days.js';
+import { partialDays } from '../../time/partial-days.js';
 import { UsageError } from '../usage-error.js';
 import type { StoreStatus } from '../../store/status.js';
 import { addAccountSelection, chosenAccounts, type AccountFlags } from '../account-options.js';

@@ -5,7 +5,7 @@
  */
 import { Command } from 'commander';
 import { executeRun } from '../execute-run.js';
-import { addCommonOptions, configFromFlags, pipelineOptions, withNotify, type CommonFlags } from '../run-options.js';
+import { addCommonOptions, configFromFlags, pipelineOptions, runCommandOptions, type CommonFlags } from '../run-options.js';
 import { UsageError } from '../usage-error.js';
 import { addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 import { instant } from './backfill.js';
@@ -68,11 +68,6 @@ export function register(program: Command): void {
     }
     const base = pipelineOptions(loaded, flags);
     const { runVerify } = await import('../../pipeline/run.js');
-    process.exitCode = await executeRun(base, (o) => runVerify({ ...o, ...own }), {
-      json: Boolean(flags.json),
-      progress: flags.progress !== false,
-      logLevel: loaded.config.logLevel,
-      ...withNotify(loaded, 'verify'),
-    });
+    process.exitCode = await executeRun(base, (o) => runVerify({ ...o, ...own }), runCommandOptions(loaded, flags, 'verify'));
   });
 }

@@ -1,27 +1,11 @@
 /**
- * A run's hold on a bucket dataset (docs/object-storage.md): before anything is fetched, the bucket
- * is checked (credentials, existence, region: a clear error naming the bucket, exit 2, nothing
- * written) and its lock object taken; with format parquet, the state a run needs to continue is kept
- * in the bucket too, so that a run on a fresh machine with an empty data directory continues where
- * the last one stopped. Both live beside the dataset's prefix (bucket-state.ts: `stateFolder`).
- *
- * - **The lock**: `…/_session_etl/NAME/[shards/I-of-N/]lock.json`, created with a conditional write
- *   (`If-None-Match: *`): of two writers on one prefix, one gets it and the other exits 3 naming the
- *   holder. The holder refreshes it every HEARTBEAT_MS with `If-Match` on its own ETag; one not
- *   refreshed for STALE_MS (its pod died) is taken over with `If-Match` on the stale one's ETag. A
- *   lock that is not one session-etl wrote (not JSON, no date) is stale STALE_MS after the object
- *   was last written. A holder whose refresh is refused (412: taken over) or fails stops before its
- *   next upload (BucketLockLostError, exit 3). A store that ignores conditional writes is detected
- *   when the lock is taken (a second conditional write succeeds) and said at start: then one
- *   writer per prefix is only the deployment's rule (Kubernetes: concurrencyPolicy: Forbid).
- * - **The state** (format parquet): the store's tables as data (bucket-state.ts), uploaded after
- *   each complete flush and at the end, with a generation number in its manifest; the manifest is
- *   written with `If-Match` on the one this run read at start (`If-None-Match: *` when there was
- *   none), so a state another writer uploaded is never overwritten. Every day file it counts as
- *   written was uploaded before it, so a machine that restores it never counts a window whose data is
- *   not in the bucket; windows committed after the last upload are fetched again (upserted: nothing
- *   counted twice). At start, a missing or older local copy (the generation in `.bucket-generation`)
- *   is replaced by a DuckDB file made here from the bucket's rows.
+ * A run's hold on a bucket dataset: before anything is fetched, the bucket is checked (credentials,
+ * existence, region: exit 2, nothing written) and its lock object taken; with format parquet, the
+ * state a run needs to continue is kept in the bucket too (bucket-state.ts), so a run on a fresh
+ * machine continues where the last one stopped. The lock (conditional writes, heartbeat, takeover,
+ * stores that ignore `If-None-Match`) is docs/object-storage.md "One writer per prefix"; the state's
+ * generations, and why a restored state never counts a window whose data is not in the bucket, "The
+ * state in the bucket".
  */
 import { existsSync } from 'node:fs';
 import { readFile, rename, rm } from 'node:fs/promises';
@@ -38,7 +22,7 @@ import type { StoreLayout } from '../layout.js';
 import { pidAlive, type LockHolder } from '../lock.js';
 import { findRemoteState, LegacyBucketStateError, legacyStateFolder, loadRemoteState, removeState, StateConflictError, stateFolder, uploadState, type RemoteState } from './bucket-state.js';
 import type { DatasetLocation } from './location.js';
-import { bucketError, BucketLockLostError, BucketWriteError, s3ClientFor } from './s3-client.js';
+import { bucketError, BucketLockLostError, BucketWriteError, conditionRefused, noSuchKey, s3ClientFor } from './s3-client.js';
 
 export { BucketLockLostError } from './s3-client.js';
 
@@ -166,7 +150,6 @@ export class BucketRun {
   }
 
   private async lock(): Promise<void> {
-    const { PutObjectCommand } = await import('@aws-sdk/client-s3');
     const Key = this.stateKey('lock.json');
     const legacyKey = `${legacyStateFolder(this.location, this.store)}lock.json`;
     const deadline = Date.now() + (this.o.waitMs ?? 0);
@@ -186,19 +169,9 @@ export class BucketRun {
       }
       const body = JSON.stringify(holder);
       try {
-        const put = await this.client.send(
-          new PutObjectCommand({
-            Bucket: this.location.bucket,
-            Key,
-            Body: body,
-            ContentType: 'application/json',
-            ...(current ? { IfMatch: current.etag } : { IfNoneMatch: '*' }),
-          }),
-        );
-        this.etag = put.ETag;
+        await this.putLock(Key, body, current ? { IfMatch: current.etag } : { IfNoneMatch: '*' });
       } catch (err) {
-        const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-        if (status === 412 || status === 409) {
+        if (conditionRefused(err)) {
           // Taken (or taken over) by another writer in between.
           if (Date.now() < deadline) {
             await new Promise((r) => setTimeout(r, 5_000));
@@ -222,10 +195,8 @@ export class BucketRun {
 
   /** A second create of the lock must be refused; a store that takes it does not honour conditional writes. */
   private async probeConditionalWrites(Key: string, body: string): Promise<void> {
-    const { PutObjectCommand } = await import('@aws-sdk/client-s3');
     try {
-      const again = await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key, Body: body, ContentType: 'application/json', IfNoneMatch: '*' }));
-      this.etag = again.ETag;
+      await this.putLock(Key, body, { IfNoneMatch: '*' });
       this.conditionalWrites = false;
       this.o.logger.warn(
         { bucket: this.location.bucket },
@@ -233,9 +204,14 @@ export class BucketRun {
           'run one writer at a time (Kubernetes: concurrencyPolicy: Forbid; docs/object-storage.md)',
       );
     } catch (err) {
-      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-      if (status !== 412 && status !== 409) throw bucketError(err, this.location, `writing the lock ${Key}`, { atStart: true });
+      if (!conditionRefused(err)) throw bucketError(err, this.location, `writing the lock ${Key}`, { atStart: true });
     }
+  }
+
+  /** Writes the lock object at `Key` under `condition` (If-Match, If-None-Match) and keeps its ETag. */
+  private async putLock(Key: string, Body: string, condition: { IfMatch?: string; IfNoneMatch?: string }): Promise<void> {
+    const { PutObjectCommand } = await import('@aws-sdk/client-s3');
+    this.etag = (await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key, Body, ContentType: 'application/json', ...condition }))).ETag;
   }
 
   /** The lock object at `Key`, or null when there is none. Its body is checked: one that is not a holder reads as null. */
@@ -254,8 +230,7 @@ export class BucketRun {
       const modifiedMs = r.LastModified instanceof Date ? r.LastModified.getTime() : (this.o.now ?? Date.now)();
       return { holder, etag: String(r.ETag), modifiedMs, key: Key };
     } catch (err) {
-      const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
-      if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return null;
+      if (noSuchKey(err)) return null;
       throw bucketError(err, this.location, 'reading the lock', { atStart: true });
     }
   }
@@ -302,22 +277,11 @@ export class BucketRun {
   }
 
   private async refresh(): Promise<void> {
-    const { PutObjectCommand } = await import('@aws-sdk/client-s3');
-    const Key = this.stateKey('lock.json');
+    const body = JSON.stringify({ ...this.holder(), heartbeatAt: new Date((this.o.now ?? Date.now)()).toISOString() });
     try {
-      const put = await this.client.send(
-        new PutObjectCommand({
-          Bucket: this.location.bucket,
-          Key,
-          Body: JSON.stringify({ ...this.holder(), heartbeatAt: new Date((this.o.now ?? Date.now)()).toISOString() }),
-          ContentType: 'application/json',
-          ...(this.conditionalWrites && this.etag ? { IfMatch: this.etag } : {}),
-        }),
-      );
-      this.etag = put.ETag;
+      await this.putLock(this.stateKey('lock.json'), body, this.conditionalWrites && this.etag ? { IfMatch: this.etag } : {});
     } catch (err) {
-      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-      if (status === 412 || status === 409) throw this.lostError('its lock was taken over by another writer (the refresh was refused: 412)', err);
+      if (conditionRefused(err)) throw this.lostError('its lock was taken over by another writer (the refresh was refused: 412)', err);
       throw err;
     }
   }

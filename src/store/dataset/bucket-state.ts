@@ -1,26 +1,11 @@
 /**
  * The state a bucket dataset's writer keeps in the bucket (format parquet), as data: each state
  * table's rows in a Parquet object of its own, and a manifest naming them. Whoever can write the
- * bucket can write these objects, so what comes back is never opened as a DuckDB file (which can
- * carry macros replacing built-in functions, and views): each object is checked against the table's
- * expected columns and types, its rows are loaded into a DuckDB file created here, and values that
- * reach paths or keys (partitions) are checked. Anything else is refused, naming the object and
- * what was wrong (docs/object-storage.md "The state in the bucket").
- *
- * Where (beside the dataset's prefix, never inside it: a reader scanning the prefix as a folder
- * reads every object in it — Polars' `scan_parquet(…, hive_partitioning=True)` fails on one that is
- * not Parquet):
- *
- *   s3://BUCKET/PARENT/NAME             the dataset (date=…/part-….parquet)
- *   s3://BUCKET/PARENT/_session_etl/NAME/[shards/I-of-N/]
- *       lock.json                       the writer's lock (bucket-run.ts)
- *       state.json                      the state snapshot, for readers elsewhere (validated as it is read)
- *       state/manifest.json             the generation, and each table's object with its rows and SHA-256
- *       state/GEN-ID/TABLE.parquet      a table's rows as of that generation (ID: the uploading writer's, random)
- *
- * A dataset at the bucket's root keeps them in `_session_etl/` at the root. Releases before this one
- * kept `state.duckdb` (a DuckDB file) and the rest under `PREFIX/_session_etl/`: a run finds them
- * there, never opens that file, and says how to go on (LegacyBucketStateError).
+ * bucket can write these objects, so what comes back is never opened as a DuckDB file (it can carry
+ * macros and views): each object is checked against the table's columns and types and loaded into a
+ * DuckDB file made here, and values that reach paths or keys are checked. Where the objects go, and
+ * the `state.duckdb` of older releases (LegacyBucketStateError): docs/object-storage.md "Where things
+ * go", "The state in the bucket" and "Upgrading from a release that kept `state.duckdb`".
  */
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, rm } from 'node:fs/promises';
@@ -34,7 +19,7 @@ import { DataDirError } from '../errors.js';
 import { isPartition } from '../layout.js';
 import { ensureSchema, SCHEMA_VERSION, type StoreAccounts } from '../schema.js';
 import type { DatasetLocation } from './location.js';
-import { bucketError } from './s3-client.js';
+import { bucketError, statusOf } from './s3-client.js';
 import { downloadTo } from './s3-dataset.js';
 
 type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
@@ -114,7 +99,6 @@ function badState(l: S3Location, folder: string, key: string, what: string): Dat
   );
 }
 
-const statusOf = (err: unknown) => (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 const notFound = (err: unknown) => {
   const name = (err as { name?: string }).name;
   return name === 'NoSuchKey' || name === 'NotFound' || statusOf(err) === 404;

@@ -42,6 +42,15 @@ export class BucketLockLostError extends Error {
   readonly exitCode = ExitCode.locked;
 }
 
+/** The HTTP status of a failed S3 request, when it was answered. */
+export const statusOf = (err: unknown): number | undefined => (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+
+/** A GET of an object that is not there. */
+export const noSuchKey = (err: unknown): boolean => (err as { name?: string }).name === 'NoSuchKey' || statusOf(err) === 404;
+
+/** A conditional write refused: 412 Precondition Failed, or 409 from stores that answer so. */
+export const conditionRefused = (err: unknown): boolean => statusOf(err) === 412 || statusOf(err) === 409;
+
 export async function s3ClientFor(l: S3Location): Promise<S3Client> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   // The SDK reads them itself; registered so that no message of ours can ever show them.

@@ -16,7 +16,7 @@ import { unguessable, writeNewStream } from '../../util/temp-file.js';
 import { checkPartition, FILE_MODE, isPartition, PARTITION_FILE_NAME, type StoreLayout } from '../layout.js';
 import type { Dataset } from './dataset.js';
 import { keyOf, type DatasetLocation } from './location.js';
-import { bucketError, BucketLockLostError, s3ClientFor } from './s3-client.js';
+import { bucketError, BucketLockLostError, noSuchKey, s3ClientFor } from './s3-client.js';
 
 type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
 
@@ -111,8 +111,7 @@ export async function downloadTo(client: S3Client, l: S3Location, Key: string, p
     const r = await client.send(new GetObjectCommand({ Bucket: l.bucket, Key }));
     body = r.Body as Readable;
   } catch (err) {
-    const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
-    if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return false;
+    if (noSuchKey(err)) return false;
     throw bucketError(err, l, `reading ${Key}`);
   }
   try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { partialDays } from '../../src/cli/partial-days.js';
+import { partialDays } from '../../src/time/partial-days.js';
 
 const span = (from: string, to: string) => ({ from, to });
 
