@@ -183,8 +183,8 @@ async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowG
  * they return (stream, start, prepare, an appender...) are refused on it: a writer's code uses none.
  */
 const WHOLE_STATEMENT = new Set<string | symbol>(['run', 'runAndRead', 'runAndReadAll', 'runAndReadUntil', 'streamAndReadAll']);
-/** The methods that run nothing (or stop what runs): passed through. */
-const NO_STATEMENT = new Set<string | symbol>(['closeSync', 'disconnectSync', 'interrupt', 'progress']);
+/** The methods that run nothing (or stop what runs): passed through (closing leaves the gate first: gatedConnection). */
+const NO_STATEMENT = new Set<string | symbol>(['interrupt', 'progress']);
 
 /**
  * `c` with every statement passing `gate` (read-gate.ts): a statement enters as a reader and leaves

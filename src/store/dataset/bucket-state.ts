@@ -19,7 +19,7 @@ import { DataDirError } from '../errors.js';
 import { isPartition } from '../layout.js';
 import { ensureSchema, SCHEMA_VERSION, type StoreAccounts } from '../schema.js';
 import type { DatasetLocation } from './location.js';
-import { bucketError, statusOf } from './s3-client.js';
+import { bucketError, conditionRefused, statusOf } from './s3-client.js';
 import { downloadTo } from './s3-dataset.js';
 
 type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
@@ -363,8 +363,7 @@ export async function uploadState(
       );
       etag = String(put.ETag ?? '');
     } catch (err) {
-      const status = statusOf(err);
-      if (status === 412 || status === 409) throw new StateConflictError(`s3://${l.bucket}/${Key}`, { cause: err });
+      if (conditionRefused(err)) throw new StateConflictError(`s3://${l.bucket}/${Key}`, { cause: err });
       throw bucketError(err, l, `writing the state ${Key}`);
     }
     // The objects of other generations (this writer's older ones, or a run cut short) go.
