@@ -154,6 +154,17 @@ describe('schedule --http-port (real processes, emulator, Prometheus)', () => {
     expect((await s.result).code).toBe(0);
   });
 
+  it('a SIGINT the moment the metrics URL is printed is a clean stop (exit 0), not the signal\'s default kill', async () => {
+    const s = startCli(['schedule', '--cron', '0 0 1 1 *', '--http-port', '0', '--config', config], env());
+    children.push(s);
+    s.stdout!.on('data', (d: Buffer) => {
+      if (d.toString().includes('Metrics: ')) s.kill('SIGINT');
+    });
+    const r = await s.result;
+    expect(r.stdout).toContain('Metrics: ');
+    expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 0, signal: null });
+  });
+
   it('/healthz and status --check turn unhealthy when a run fails or the checkpoint lags beyond --max-lag', async () => {
     const { s, base } = await schedule(['--run-now', '--max-lag', '5m'], { REPORTING_API_KEY: 'wrong-key-0123456789' });
     let text = '';

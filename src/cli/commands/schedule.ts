@@ -93,7 +93,6 @@ export function register(program: Command): void {
             commands: jobs.some((j) => j.name === 'weekly-verify') ? ['export', 'verify'] : ['export'],
             ...(accounts ? { accounts } : {}),
           });
-    if (monitor) process.stdout.write(`Metrics: ${monitor.url}/metrics  (health: ${monitor.url}/healthz)\n`);
 
     const notify = notifySettings(loaded);
     let stop = new AbortController();
@@ -149,17 +148,10 @@ export function register(program: Command): void {
         } else await notifyScheduledRun(notify, job, base.dataDir, r, logger, stopSignal);
       },
     });
-    process.stderr.write(`scheduler running: ${jobs.map((j) => j.name).join(', ')} at "${c.scheduleCron}" (${c.scheduleTimezone}); Ctrl-C to stop\n`);
-    // When each job runs next, in its time zone and in UTC: a person checks the cron said what they meant.
-    const { nextScheduledRun } = await import('../../dashboard/next-run.js');
-    for (const j of jobs) {
-      const { cron: expr, timezone } = j.schedule(settings);
-      const next = nextScheduledRun(expr, timezone, Date.now());
-      if (next) process.stderr.write(`  ${j.name} runs next at ${wallClock(next.at, timezone)} ${timezone} (${next.at.replace('.000Z', 'Z')})\n`);
-    }
-
-    await new Promise<void>((resolve) => {
-      let signalled = false;
+    // The stop is in place before anything says the scheduler is up: a signal sent as soon as the
+    // metrics URL is printed is a clean stop, never the default action's kill.
+    let signalled = false;
+    const stopped = new Promise<void>((resolve) => {
       const onSignal = (sig: NodeJS.Signals) => {
         const code = sig === 'SIGTERM' ? ExitCode.sigterm : ExitCode.sigint;
         if (signalled) {
@@ -177,8 +169,18 @@ export function register(program: Command): void {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
-      if (flags.runNow) void scheduler.runNow();
     });
+    process.stderr.write(`scheduler running: ${jobs.map((j) => j.name).join(', ')} at "${c.scheduleCron}" (${c.scheduleTimezone}); Ctrl-C to stop\n`);
+    // When each job runs next, in its time zone and in UTC: a person checks the cron said what they meant.
+    const { nextScheduledRun } = await import('../../dashboard/next-run.js');
+    for (const j of jobs) {
+      const { cron: expr, timezone } = j.schedule(settings);
+      const next = nextScheduledRun(expr, timezone, Date.now());
+      if (next) process.stderr.write(`  ${j.name} runs next at ${wallClock(next.at, timezone)} ${timezone} (${next.at.replace('.000Z', 'Z')})\n`);
+    }
+    if (monitor) process.stdout.write(`Metrics: ${monitor.url}/metrics  (health: ${monitor.url}/healthz)\n`);
+    if (flags.runNow && !signalled) void scheduler.runNow();
+    await stopped;
     process.exitCode = ExitCode.ok;
   });
 }
