@@ -25,13 +25,19 @@ import { D, isoDay } from '../helpers/time.js';
 const DAYS = 10;
 const NOW = Math.floor(Date.now() / 1000);
 const FROM = Math.floor(NOW / D) * D - DAYS * D;
-const RUNS = 5;
+const RUNS = 6;
 const MiB = 2 ** 20;
 /** RssAnon between runs, over the scheduler's RssAnon at start, at most (measured: +6 to +38 MiB). */
 const IDLE_ANON_BOUND = 56 * MiB;
 /** VmRSS between runs, over VmRSS at start, at most (DuckDB's code pages included; measured +40 to +45 MiB). */
 const IDLE_RSS_BOUND = 96 * MiB;
-/** The last pause's RssAnon over the first's, at most: no growth run over run. */
+/**
+ * The last two pauses' RssAnon over the first two's (the lesser of each pair), at most: no growth
+ * run over run. A pause is cut short when a run ends just before the next tick (a loaded host: 13
+ * clean-clone runs saw single pauses of +17 to +41 MiB over the others, then back), and its least
+ * sample is then taken while the next run works; a leak raises every pause, so the lesser of two
+ * neighbours is the idle size.
+ */
 const GROWTH_BOUND = 16 * MiB;
 
 const fx = useEmulator({ seed: 5, from: FROM, to: NOW, now: NOW, sessionsPerDay: 2000 }, { prefix: 'session-etl-schedule-idle-memory-' });
@@ -96,7 +102,8 @@ describe.runIf(process.platform === 'linux')('the scheduler between runs', () =>
         expect(p.anon - start.anon, `RssAnon between runs over its size at start: ${shown}`).toBeLessThanOrEqual(IDLE_ANON_BOUND);
         expect(p.rss - start.rss, `VmRSS between runs over its size at start: ${shown}`).toBeLessThanOrEqual(IDLE_RSS_BOUND);
       }
-      expect(pauses.at(-1)!.anon - pauses[0]!.anon, `growth run over run: ${shown}`).toBeLessThanOrEqual(GROWTH_BOUND);
+      const idle = (a: number, b: number) => Math.min(pauses[a]!.anon, pauses[b]!.anon);
+      expect(idle(RUNS - 2, RUNS - 1) - idle(0, 1), `growth run over run: ${shown}`).toBeLessThanOrEqual(GROWTH_BOUND);
       // Every run was a whole export (none failed).
       for (const line of s.output().split('\n').filter((l) => l.startsWith('{') && l.includes('"outcome"'))) {
         expect((JSON.parse(line) as { outcome: string }).outcome).toBe('succeeded');
