@@ -11,6 +11,7 @@
  *   npm run build && node bench/peak-composition.mjs <sessions> <long: 0|1> <runs> \
  *     '[{"label":"main","dir":"/tmp/main"},{"label":"pool96","dir":".","env":{"SESSION_ETL_DUCKDB_MEMORY_LIMIT":"96MiB"},"node":["--max-semi-space-size=1"]}]'
  *
+ * An arm's "args" are added to the backfill's command line (["--concurrency", "2"]).
  * The traces stay in $TMPDIR/peak-composition/ (trace-<label>-<sessions>-<S|L>-<run>.jsonl).
  */
 import { spawn, execFileSync } from 'node:child_process';
@@ -40,7 +41,7 @@ function one(arm, i) {
   const trace = join(OUT, `trace-${arm.label}-${sessions}-${long ? 'L' : 'S'}-${i}.jsonl`);
   rmSync(trace, { force: true });
   return new Promise((res, rej) => {
-    const p = spawn('/usr/bin/time', ['-f', '%e %M %U %S', process.execPath, ...(arm.node ?? []), `${arm.dir}/bin/session-etl.js`, 'backfill', '--from', iso(FROM), '--to', iso(TO), '--data-dir', data, '--json', '--log-level', 'warn'], { env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', REPORTING_URL: url, REPORTING_API_KEY: apiKey, ...(arm.trace === false ? {} : { SESSION_ETL_MEMORY_TRACE: trace }), ...(arm.env ?? {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn('/usr/bin/time', ['-f', '%e %M %U %S', process.execPath, ...(arm.node ?? []), `${arm.dir}/bin/session-etl.js`, 'backfill', '--from', iso(FROM), '--to', iso(TO), '--data-dir', data, '--json', '--log-level', 'warn', ...(arm.args ?? [])], { env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', REPORTING_URL: url, REPORTING_API_KEY: apiKey, ...(arm.trace === false ? {} : { SESSION_ETL_MEMORY_TRACE: trace }), ...(arm.env ?? {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '', err = '';
     p.stdout.on('data', (d) => (out += d)); p.stderr.on('data', (d) => (err += d));
     p.on('exit', (code) => {
