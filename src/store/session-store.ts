@@ -118,6 +118,8 @@ export class SessionStore {
             alignedWaitMs,
             onRewritten: (partitions) => logger.debug({ partitions }, 'finished days written to Parquet while fetching'),
             rewrites: { sideBySide: parquetRewrites, log: (fields, msg) => logger.debug(fields, msg) },
+            checkpointFirst: accounts === 'many',
+            log: (fields, msg) => logger.debug(fields, msg),
           });
     this.commits = new CommitQueue(db.conn, this.writes, layout, this.sink);
   }

@@ -3,6 +3,7 @@
  * `_pending_files` by the commit); merges move the files' rows into the `sessions` table in the
  * background and at each flush; with both, the days they touch are then rewritten to Parquet.
  */
+import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { memoryTraceOn, traced } from '../util/memory-trace.js';
@@ -19,6 +20,16 @@ import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type 
 /** How long committed rows wait for a whole row group's worth before a background merge takes them anyway. */
 const ALIGNED_WAIT_MS = 4_000;
 
+/**
+ * A many-account store rewrites its days when every account of the run covers them: all of them in
+ * the run's last seconds, from a table the run has not checkpointed (duckdb.ts), whose rows then
+ * fill DuckDB's pool while each COPY sorts a day. Before such a rewrite of several days, with at
+ * least this much in the write-ahead log, the table is checkpointed first (the work the closing
+ * checkpoint would do): 200 accounts × 2,000 sessions peaked at 438–468 MiB instead of 480–546
+ * (docs/benchmarks.md "Where the memory goes at 200 × 2,000").
+ */
+export const CHECKPOINT_BEFORE_REWRITE_WAL_BYTES = 4 * 2 ** 20;
+
 export interface TableSinkOptions {
   /** both: the days merges touch are rewritten to Parquet; duckdb: the table only. */
   format: 'duckdb' | 'both';
@@ -31,6 +42,10 @@ export interface TableSinkOptions {
   onRewritten?: (partitions: string[]) => void;
   /** How many Parquet rewrites run side by side (the memory budget's). */
   rewrites?: RewriteOptions;
+  /** Checkpoint before a rewrite of several days (a many-account store: CHECKPOINT_BEFORE_REWRITE_WAL_BYTES). */
+  checkpointFirst?: boolean;
+  /** Told what checkpointFirst did (debug). */
+  log?: (fields: object, msg: string) => void;
 }
 
 export class TableSink implements Sink {
@@ -46,6 +61,8 @@ export class TableSink implements Sink {
   private kickTimer: NodeJS.Timeout | undefined;
   /** Whether the row groups were sized from the rows (at the first commit of a store that held none). */
   private sized = false;
+  private readonly checkpointFirst: boolean;
+  private readonly log: (fields: object, msg: string) => void;
 
   constructor(
     private readonly db: Db,
@@ -56,6 +73,8 @@ export class TableSink implements Sink {
     o: TableSinkOptions,
   ) {
     const { readyDays, onBackgroundError, alignedWaitMs = ALIGNED_WAIT_MS, onRewritten = () => {} } = o;
+    this.checkpointFirst = o.checkpointFirst === true;
+    this.log = o.log ?? (() => {});
     const withParquet = o.format === 'both';
     this.rewriter = withParquet ? new ParquetRewriter(db, layout, shape, dataset, o.rewrites) : undefined;
     this.merge = { pendingDir: layout.pendingDir, rowGroupRows: db.rowGroupRows, shape, withParquet, runRowidFloor: undefined, nextGen: (c) => this.nextGen(c), ids: new Map() };
@@ -85,7 +104,9 @@ export class TableSink implements Sink {
           ? {
               rewriteReady: async () => {
                 const conn = (await rewriter.connections(1))[0]!;
-                const written = await rewriter.rewritePending(await readyDays(conn, await this.pendingPartitions(conn)));
+                const days = await readyDays(conn, await this.pendingPartitions(conn));
+                await this.checkpointBeforeRewrite(days);
+                const written = await rewriter.rewritePending(days);
                 if (written.length) onRewritten(written);
                 return written;
               },
@@ -180,12 +201,54 @@ export class TableSink implements Sink {
     const merged = await this.mergePending();
     const rewriter = this.rewriter;
     const partitions = rewriter
-      ? await this.work.rewriting(async () => rewriter.rewritePending(await this.pendingPartitions(this.db.conn)))
+      ? await this.work.rewriting(async () => {
+          const days = await this.pendingPartitions(this.db.conn);
+          await this.checkpointBeforeRewrite(days);
+          return rewriter.rewritePending(days);
+        })
       : [];
     const result = this.work.takeResult();
     addCounts(result.counts, merged);
     result.partitions.push(...partitions);
     return result;
+  }
+
+  /**
+   * CHECKPOINT before a rewrite of `days` (see CHECKPOINT_BEFORE_REWRITE_WAL_BYTES), between merges.
+   * A checkpoint vacuums deleted rows (a session a later window returned again replaced its row) and
+   * renumbers the rows after them, and a merge tells a session stored before the run from one this
+   * run stored by its row id (merge.ts, runRowidFloor): the run's floor is found again after it, as
+   * the row id of the last row stored before the run (the order of the rows is kept), and the row
+   * group alignment is read again. Refused by DuckDB while another connection writes (a commit): the
+   * rewrite goes on, and the closing checkpoint does the work.
+   */
+  private async checkpointBeforeRewrite(days: readonly string[]): Promise<void> {
+    if (!this.checkpointFirst || days.length < 2) return;
+    const walBytes = () => stat(`${this.db.path}.wal`).then((s) => s.size, () => 0);
+    const wal = await walBytes();
+    if (wal < CHECKPOINT_BEFORE_REWRITE_WAL_BYTES) return;
+    await this.work.merging(async () => {
+      const c = await this.mergeConnection();
+      const floor = this.merge.runRowidFloor;
+      const before =
+        floor === undefined ? 0n : BigInt((await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM sessions WHERE rowid <= ${floor}`))[0]!.n);
+      try {
+        await c.run('CHECKPOINT');
+      } catch (err) {
+        this.log({ walBytes: wal, days: days.length, err: (err as Error).message }, 'no checkpoint before the Parquet rewrite');
+        return;
+      }
+      if (floor !== undefined) {
+        const last =
+          before === 0n ? [{ r: -1n }] : await queryRows<{ r: bigint }>(c, `SELECT rowid AS r FROM sessions ORDER BY rowid LIMIT 1 OFFSET ${before - 1n}`);
+        this.merge.runRowidFloor = BigInt(last[0]?.r ?? -1n);
+      }
+      delete this.merge.groupBase;
+      this.log(
+        { walBytes: wal, walBytesAfter: await walBytes(), days: days.length, runRowidFloor: String(floor), runRowidFloorAfter: String(this.merge.runRowidFloor) },
+        `checkpointed the store before rewriting ${days.length} Parquet days`,
+      );
+    });
   }
 
   stop(): void {

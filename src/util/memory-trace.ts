@@ -5,6 +5,7 @@
  * duckdb_memory() over every open instance, read on a connection of its own) and the memory_limit in
  * effect, the requests in flight with the bytes their bodies have read so far, the answers
  * waiting for (or in) their commit with their bytes, and the rows committed and not merged yet. Off (no timer, no connection) without the variable.
+ * SESSION_ETL_MEMORY_TRACE_MS=N samples every N ms instead of every second; `t` is the sample's epoch ms (to match the log's time).
  */
 import { appendFileSync, readFileSync } from 'node:fs';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
@@ -37,7 +38,7 @@ export function traceInstance(instance: DuckDBInstance, connect: () => Promise<D
 
 function start(): void {
   if (timer || !PATH) return;
-  timer = setInterval(() => void sample(), 1000);
+  timer = setInterval(() => void sample(), Number(process.env.SESSION_ETL_MEMORY_TRACE_MS) || 1000);
   timer.unref();
 }
 
@@ -82,6 +83,7 @@ async function sample(): Promise<void> {
     }
     const line = {
       s: Math.round((Date.now() - t0) / 100) / 10,
+      t: Date.now(),
       rss: Math.round(m.rss / MiB),
       heapUsed: Math.round(m.heapUsed / MiB),
       heapTotal: Math.round(m.heapTotal / MiB),

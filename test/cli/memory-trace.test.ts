@@ -36,4 +36,21 @@ describe('SESSION_ETL_MEMORY_TRACE', () => {
     expect(lines.at(-1)!.commits).toBeGreaterThan(0);
 
   }, 60_000);
+
+  it('samples every SESSION_ETL_MEMORY_TRACE_MS milliseconds, each line with its epoch time', async () => {
+    const dir = await fx.tempDir();
+    const trace = join(dir, 'trace.ndjson');
+    const t0 = Date.now();
+    const r = await runCli(
+      ['backfill', '--from', isoDay(FROM), '--to', isoDay(END), '--concurrency', '1', '--no-progress'],
+      fx.env(join(dir, 'data'), { SESSION_ETL_MEMORY_TRACE: trace, SESSION_ETL_MEMORY_TRACE_MS: '100' }),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const lines = readFileSync(trace, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { t: number });
+    for (const l of lines) expect(l.t).toBeGreaterThanOrEqual(t0);
+    // Six windows answered after 700 ms each: several seconds, so ten times the lines of one a second.
+    const span = lines.at(-1)!.t - lines[0]!.t;
+    expect(span).toBeGreaterThan(2_000);
+    expect(lines.length).toBeGreaterThan(span / 1000 + 5);
+  }, 60_000);
 });
