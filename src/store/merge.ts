@@ -12,7 +12,7 @@ import { wrapWriteError } from './errors.js';
 import { FILE_MODE } from './layout.js';
 import { NDJSON_ACCOUNT_SELECT, NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES } from './ndjson.js';
 import { SESSION_COLUMNS } from './contract.js';
-import { VECTOR_ROWS } from './row-groups.js';
+import { mergeRows, VECTOR_ROWS } from './row-groups.js';
 import { CONTENT_HASH, PARTITION_OF_STORED } from './schema.js';
 import type { StoreShape } from './shape.js';
 import type { AccountCounts, MergeResult } from './sink.js';
@@ -24,9 +24,9 @@ const ID_SOURCE = SESSION_COLUMNS.find((c) => c.name === 'session_id')!.source;
 export interface MergeContext {
   pendingDir: string;
   /**
-   * The store's row group size (store/row-groups.ts): a merge appends whole row groups, which DuckDB
-   * writes compressed once, straight to the file, and takes at most one row group's worth plus a
-   * vector when it cannot align, so that what DuckDB compresses at once stays within the budget.
+   * The store's row group size (store/row-groups.ts): a merge appends whole row groups (up to
+   * row-groups.ts mergeRows), which DuckDB writes compressed once, one at a time, straight to the
+   * file, and takes at most mergeRows plus a vector when it cannot align.
    */
   rowGroupRows: number;
   /**
@@ -102,7 +102,11 @@ export async function mergeSlice(
     // through the WAL.)
     ctx.groupBase ??= await groupBase(c, before, ctx.rowGroupRows);
     const groupRows = BigInt(ctx.rowGroupRows);
-    const target = ctx.rowGroupRows - Number((((before + 1n - ctx.groupBase) % groupRows) + groupRows) % groupRows);
+    // Whole groups (up to mergeRows) when the table's last group is full; otherwise what fills it, alone
+    // (an append of a row group or more after a partly filled group starts a new group, and the partly
+    // filled one would stay so).
+    const inGroup = Number((((before + 1n - ctx.groupBase) % groupRows) + groupRows) % groupRows);
+    const target = inGroup === 0 ? mergeRows(ctx.rowGroupRows) : ctx.rowGroupRows - inGroup;
     const pending = files.reduce((n, f) => n + Number(f.rows), 0);
     if (opts.waitForRowGroup && pending < target && opts.waitForRowGroup(pending, target)) {
       await c.run('ROLLBACK');
@@ -380,11 +384,11 @@ async function olderVersions(
 
 /**
  * Most rows one merge takes from the pending files when it does not align to the row groups (the
- * flush's merges): one row group and a vector, so that DuckDB compresses at most about a row group
- * at its commit. Merges run in the background while windows are fetched (docs/benchmarks.md).
+ * flush's merges): mergeRows and a vector (DuckDB still compresses one row group at a time, at the
+ * checkpoint). Merges run in the background while windows are fetched (docs/benchmarks.md).
  */
 function sliceRows(ctx: MergeContext): number {
-  return ctx.rowGroupRows + VECTOR_ROWS;
+  return mergeRows(ctx.rowGroupRows) + VECTOR_ROWS;
 }
 
 /**

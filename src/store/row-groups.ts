@@ -34,6 +34,29 @@ export function rowGroupRows(rowGroupBytes: number, rowBytes: number = DEFAULT_R
   return Math.min(MAX_ROW_GROUP_ROWS, Math.max(MIN_ROW_GROUP_ROWS, fit));
 }
 
+/**
+ * Most row groups one merge appends (store/merge.ts). DuckDB compresses and writes a transaction's
+ * appended rows one row group at a time, as each fills, so what it compresses at once stays one
+ * group however many a merge appends; but each merge pays a fixed cost (a scan of the table's ids
+ * for the versions it replaces, its statements, its COMMIT): long text's groups of 8,192–12,288
+ * rows, one per merge, cost 1.1–1.2× the CPU of merges of 122,880 (docs/benchmarks.md, "Throughput
+ * against the main issue 40 was filed on"). Bounded so that a merge's own structures (the ids it
+ * compares, its temporary tables) stay small beside a row group.
+ */
+export const MERGE_GROUPS = 4;
+
+/**
+ * Most rows a merge of several groups holds: 4 groups of long text's 12,288 rows (measured). Larger
+ * groups (short records: 40,960 rows and more) merge one at a time, as before: two 53,248-row groups
+ * a merge raised the 1 M short-record peak by 40 MiB and saved no CPU that the host could show.
+ */
+export const MERGE_GROUPS_ROWS = 4 * 12_288;
+
+/** The rows one merge aims at: whole row groups of `rowGroupRows`, up to MERGE_GROUPS of them within MERGE_GROUPS_ROWS (at least one group). */
+export function mergeRows(rowGroupRows: number): number {
+  return rowGroupRows * Math.max(1, Math.min(MERGE_GROUPS, Math.floor(MERGE_GROUPS_ROWS / rowGroupRows)));
+}
+
 /** How many rows are sampled to measure a row's size (the first ones: one read of at most two row groups). */
 const SAMPLE_ROWS = 4_096;
 

@@ -9,7 +9,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_ROW_GROUP_BYTES, MiB, splitBudget } from '../../src/config/memory-budget.js';
 import { SessionStore } from '../../src/store/session-store.js';
-import { DEFAULT_ROW_BYTES, MAX_ROW_GROUP_ROWS, MIN_ROW_GROUP_ROWS, ndjsonValueBytes, rowGroupRows } from '../../src/store/row-groups.js';
+import { DEFAULT_ROW_BYTES, MAX_ROW_GROUP_ROWS, MERGE_GROUPS, MERGE_GROUPS_ROWS, MIN_ROW_GROUP_ROWS, mergeRows, ndjsonValueBytes, rowGroupRows } from '../../src/store/row-groups.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -47,6 +47,23 @@ describe('rowGroupRows', () => {
       expect(rows).toBeLessThanOrEqual(last);
       last = rows;
     }
+  });
+});
+
+describe('mergeRows', () => {
+  it.each([
+    // row group rows, rows a merge aims at
+    [8_192, 8_192 * MERGE_GROUPS],
+    [12_288, 12_288 * MERGE_GROUPS],
+    [16_384, 49_152],
+    [24_576, 49_152],
+    [40_960, 40_960],
+    [57_344, 57_344],
+    [MAX_ROW_GROUP_ROWS, MAX_ROW_GROUP_ROWS],
+  ])('groups of %d rows: merges of %d, whole groups (long text several, short records one)', (groupRows, rows) => {
+    expect(mergeRows(groupRows)).toBe(rows);
+    expect(rows % groupRows).toBe(0);
+    expect(rows).toBeLessThanOrEqual(Math.max(groupRows, MERGE_GROUPS_ROWS));
   });
 });
 
@@ -156,6 +173,32 @@ describe('a writer attaches its file with the row group size', () => {
     const groups = await rowGroups(join(dir, 'sessions.duckdb'));
     expect(groups.reduce((a, b) => a + b, 0)).toBe(20_000);
     expect(Math.max(...groups)).toBeLessThanOrEqual(16_384);
+  }, 120_000);
+
+  it('long text merged several row groups at a time is still written in whole groups of the store\'s size', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'session-etl-rowgroups-'));
+    dirs.push(dir);
+    const DAY = 1_767_225_600;
+    const store = await SessionStore.open({ dataDir: dir, format: 'duckdb', rowGroupBytes: 16 * MiB });
+    await store.beginRunCounts();
+    const perWindow = 5_000;
+    const windows = 9;
+    for (let w = 0; w < windows; w++) {
+      const records = Array.from({ length: perWindow }, (_, i) => record(`s${String(w * perWindow + i).padStart(6, '0')}`, DAY + w * perWindow + i, 'x'.repeat(1_800)));
+      const bytes_ = Buffer.from(records.map((r) => JSON.stringify(r)).join('\n') + '\n');
+      const start = DAY + w * perWindow;
+      await store.commitWindow({ account: '', window: { start, end: start + perWindow }, ndjson: { bytes: bytes_, count: perWindow, extractedAt: 1000 }, rejected: [], runId: 'r1' });
+    }
+    await store.flush();
+    const groupRows = store.rowGroupRows;
+    // About 1.9 KB a row: 16 MiB holds 8,192 of them; a merge takes up to mergeRows of them.
+    expect(groupRows).toBe(8_192);
+    expect(mergeRows(groupRows)).toBeGreaterThan(groupRows);
+    await store.close();
+    const groups = await rowGroups(join(dir, 'sessions.duckdb'));
+    expect(groups.reduce((a, b) => a + b, 0)).toBe(windows * perWindow);
+    expect(Math.max(...groups)).toBeLessThanOrEqual(groupRows);
+    expect(groups.slice(0, -1).every((n) => n === groupRows)).toBe(true);
   }, 120_000);
 
   it('a store written with DuckDB\'s 122,880-row groups keeps them and continues in groups of the budget', async () => {
