@@ -14,47 +14,31 @@
  * An arm's "args" are added to the backfill's command line (["--concurrency", "2"]).
  * The traces stay in $TMPDIR/peak-composition/ (trace-<label>-<sessions>-<S|L>-<run>.jsonl).
  */
-import { spawn, execFileSync } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { mkdtempSync, rmSync, readFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, readFileSync, existsSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DAYS, startBenchEmulator, timedBackfill } from './timed-backfill.mjs';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { sessionsQuery } = await import(join(ROOT, 'dist', 'src', 'reporting', 'query.js'));
 const OUT = join(tmpdir(), 'peak-composition');
 mkdirSync(OUT, { recursive: true });
 const [sessions, long, runs, armsJson] = [Number(process.argv[2]), process.argv[3] === '1', Number(process.argv[4]), process.argv[5]];
 const arms = JSON.parse(armsJson).map((a) => ({ ...a, dir: resolve(a.dir) }));
-const D = 86400, DAYS = 365;
-const TODAY = Math.floor(Date.now() / 1000 / D) * D, FROM = TODAY - (DAYS + 1) * D, TO = FROM + DAYS * D;
-const opts = { seed: 1, from: FROM, to: TO + D, sessionsPerDay: sessions / DAYS, cacheBodies: { maxBytes: 3 * 2 ** 30 }, ...(long ? { longNotes: true } : {}) };
-const child = spawn(process.execPath, [`${ROOT}/dist/bench/emulator-process.js`, JSON.stringify(opts)], { stdio: ['pipe', 'pipe', 'inherit'] });
-const lines = createInterface({ input: child.stdout });
-const { url, apiKey } = JSON.parse(await new Promise((r) => lines.once('line', r)));
-const iso = (t) => new Date(t * 1000).toISOString().slice(0, 10);
+const emu = await startBenchEmulator(ROOT, sessions, long);
+const { url, apiKey, from: FROM, day: D } = emu;
 // Every day fetched once, so that each run is served from the emulator's cache.
 { let next = 0; await Promise.all(Array.from({ length: 4 }, async () => { while (next < DAYS) { const d = next++; const r = await fetch(url, { method: 'POST', headers: { Authorization: apiKey, 'Content-Type': 'application/json' }, body: JSON.stringify({ query: sessionsQuery(FROM + d * D, FROM + (d + 1) * D) }) }); await r.arrayBuffer(); } })); }
-function one(arm, i) {
-  const data = mkdtempSync(join(OUT, 'data-'));
+async function one(arm, i) {
   const trace = join(OUT, `trace-${arm.label}-${sessions}-${long ? 'L' : 'S'}-${i}.jsonl`);
   rmSync(trace, { force: true });
-  return new Promise((res, rej) => {
-    const p = spawn('/usr/bin/time', ['-f', '%e %M %U %S', process.execPath, ...(arm.node ?? []), `${arm.dir}/bin/session-etl.js`, 'backfill', '--from', iso(FROM), '--to', iso(TO), '--data-dir', data, '--json', '--log-level', 'warn', ...(arm.args ?? [])], { env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', REPORTING_URL: url, REPORTING_API_KEY: apiKey, ...(arm.trace === false ? {} : { SESSION_ETL_MEMORY_TRACE: trace }), ...(arm.env ?? {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '', err = '';
-    p.stdout.on('data', (d) => (out += d)); p.stderr.on('data', (d) => (err += d));
-    p.on('exit', (code) => {
-      const last = err.trim().split('\n').pop().split(' ').map(Number);
-      let size = 0; try { size = Number(execFileSync('du', ['-sb', data]).toString().split('\t')[0]); } catch {}
-      rmSync(data, { recursive: true, force: true });
-      if (code !== 0) return res({ fail: `exit ${code}: ${err.slice(-800)}` });
-      const s = JSON.parse(out);
-      let peakSample;
-      if (existsSync(trace)) { for (const l of readFileSync(trace, 'utf8').trim().split('\n')) { const x = JSON.parse(l); if (!peakSample || x.VmRSS > peakSample.VmRSS) peakSample = x; } }
-      res({ wall: last[0], rssMiB: last[1] / 1024, cpu: last[2] + last[3], written: s.sessions.written, bytes: size, peakSample });
-    });
-  });
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', ...(arm.trace === false ? {} : { SESSION_ETL_MEMORY_TRACE: trace }), ...(arm.env ?? {}) };
+  const r = await timedBackfill({ dir: arm.dir, data: mkdtempSync(join(OUT, 'data-')), emu, env, node: arm.node ?? [], args: arm.args ?? [] });
+  if (r.code !== 0) return { fail: `exit ${r.code}: ${r.err.slice(-800)}` };
+  const s = JSON.parse(r.out);
+  let peakSample;
+  if (existsSync(trace)) { for (const l of readFileSync(trace, 'utf8').trim().split('\n')) { const x = JSON.parse(l); if (!peakSample || x.VmRSS > peakSample.VmRSS) peakSample = x; } }
+  return { ...r, written: s.sessions.written, peakSample };
 }
 for (let i = 0; i < runs; i++) {
   const order = i % 2 ? [...arms].reverse() : arms;
@@ -66,4 +50,4 @@ for (let i = 0; i < runs; i++) {
     console.log(`${arm.label} ${sessions} ${long ? 'long' : 'short'} run ${i + 1}: ${r.wall.toFixed(2)} s, peak ${r.rssMiB.toFixed(1)} MiB, cpu ${r.cpu.toFixed(1)} s, written ${r.written}, dir ${(r.bytes / 2 ** 20).toFixed(1)} MiB, load ${la}->${loadavg()[0].toFixed(2)}` + (ps ? ` | peak sample: rss ${ps.VmRSS} file ${ps.RssFile} anon ${ps.RssAnon} heapTot ${ps.heapTotal} heapUsed ${ps.heapUsed} ab ${ps.arrayBuffers} pool ${ps.duckdbPool} tags ${JSON.stringify(ps.duckdbTags)} unmerged ${ps.unmergedRows} answers ${ps.answerBytes} rest ${ps.RssAnon - ps.heapTotal - ps.arrayBuffers - ps.duckdbPool}` : ''));
   }
 }
-child.stdin.end();
+emu.stop();
