@@ -37,7 +37,10 @@ describe('runBatch: the accounts side by side', () => {
     }));
     const results = await runBatch({ dataDir, accounts: 'many', concurrency, stopSignal: stop.signal, sleep: async () => {} }, jobs);
     expect(results.map((r) => r.account)).toEqual(names);
-    expect(asked).toEqual(['a']);
+    // 'a' asked, and stopped the command; with 2 side by side 'b' was started with it and may have
+    // asked first (the order of their first requests is the event loop's). No later account asked.
+    expect(asked).toContain('a');
+    expect(asked.filter((n) => !names.slice(0, concurrency).includes(n))).toEqual([]);
     const notStarted = results.filter((r) => r.error instanceof AccountNotStartedError).map((r) => r.account);
     expect(notStarted).toEqual(names.slice(concurrency));
     for (const r of results.slice(0, concurrency)) expect(r.ok || !(r.error instanceof AccountNotStartedError)).toBe(true);
