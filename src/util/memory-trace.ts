@@ -38,8 +38,18 @@ export function traceInstance(instance: DuckDBInstance, connect: () => Promise<D
 
 function start(): void {
   if (timer || !PATH) return;
-  timer = setInterval(() => void sample(), Number(process.env.SESSION_ETL_MEMORY_TRACE_MS) || 1000);
+  timer = setInterval(() => void sample(), intervalMs());
   timer.unref();
+}
+
+/** SESSION_ETL_MEMORY_TRACE_MS: whole milliseconds, 10 or more; anything else is said on stderr and the trace samples every second. */
+function intervalMs(): number {
+  const text = process.env.SESSION_ETL_MEMORY_TRACE_MS;
+  if (text === undefined || text === '') return 1000;
+  const ms = Number(text);
+  if (Number.isInteger(ms) && ms >= 10) return ms;
+  process.stderr.write(`SESSION_ETL_MEMORY_TRACE_MS=${JSON.stringify(text)} is not a whole number of milliseconds, 10 or more: the memory trace samples every 1000 ms\n`);
+  return 1000;
 }
 
 function status(): Record<string, number> {

@@ -53,4 +53,18 @@ describe('SESSION_ETL_MEMORY_TRACE', () => {
     expect(span).toBeGreaterThan(2_000);
     expect(lines.length).toBeGreaterThan(span / 1000 + 5);
   }, 60_000);
+
+  it('a SESSION_ETL_MEMORY_TRACE_MS that is not a whole number of 10 ms or more is named on stderr, and the trace samples every second', async () => {
+    const dir = await fx.tempDir();
+    const trace = join(dir, 'trace.ndjson');
+    const r = await runCli(
+      ['backfill', '--from', isoDay(FROM), '--to', isoDay(END), '--concurrency', '1', '--no-progress'],
+      fx.env(join(dir, 'data'), { SESSION_ETL_MEMORY_TRACE: trace, SESSION_ETL_MEMORY_TRACE_MS: '-5' }),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('SESSION_ETL_MEMORY_TRACE_MS="-5" is not a whole number of milliseconds, 10 or more');
+    const lines = readFileSync(trace, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { t: number });
+    // One a second: never two within 500 ms (at -5 the timer fired every millisecond).
+    for (let i = 1; i < lines.length; i++) expect(lines[i]!.t - lines[i - 1]!.t).toBeGreaterThan(500);
+  }, 60_000);
 });
