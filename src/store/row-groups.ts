@@ -50,7 +50,7 @@ export const MERGE_GROUPS = 4;
  * groups (short records: 40,960 rows and more) merge one at a time, as before: two 53,248-row groups
  * a merge raised the 1 M short-record peak by 40 MiB and saved no CPU that the host could show.
  */
-export const MERGE_GROUPS_ROWS = 4 * 12_288;
+export const MERGE_GROUPS_ROWS = MERGE_GROUPS * 12_288;
 
 /** The rows one merge aims at: whole row groups of `rowGroupRows`, up to MERGE_GROUPS of them within MERGE_GROUPS_ROWS (at least one group). */
 export function mergeRows(rowGroupRows: number): number {
