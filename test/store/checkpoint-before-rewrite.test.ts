@@ -3,9 +3,9 @@
  * at the end, from a table the run has not checkpointed, whose rows then fill DuckDB's pool while
  * each COPY sorts its day (docs/benchmarks.md "Where the memory goes at 200 × 2,000"). Such a
  * rewrite of several days checkpoints the table first, when its write-ahead log holds 4 MiB or more
- * and no row was ever deleted (row ids then cannot move: the merge's new/updated counts rely on
- * them). A real run of three accounts against the emulator; the WAL file is read when the rewrite
- * of the days has written them.
+ * (a checkpoint may renumber row ids, which the merge's new/updated counts rely on: the run's floor
+ * is found again after it, checkpoint-floor.test.ts). A real run of three accounts against the
+ * emulator; the WAL file is read when the rewrite of the days has written them.
  */
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
