@@ -11,10 +11,13 @@
  *   npm run build && node bench/peak-composition.mjs <sessions> <long: 0|1> <runs> \
  *     '[{"label":"main","dir":"/tmp/main"},{"label":"pool96","dir":".","env":{"SESSION_ETL_DUCKDB_MEMORY_LIMIT":"96MiB"},"node":["--max-semi-space-size=1"]}]'
  *
- * An arm's "args" are added to the backfill's command line (["--concurrency", "2"]).
+ * An arm's "args" are added to the backfill's command line (["--concurrency", "2"]); its "cgroupMiB"
+ * runs it inside a new memory cgroup of that size (v1's memory controller; root), and the line then
+ * also gives the trace's highest RssAnon (what the cgroup charges beside the page cache).
  * The traces stay in $TMPDIR/peak-composition/ (trace-<label>-<sessions>-<S|L>-<run>.jsonl).
  */
-import { mkdirSync, mkdtempSync, rmSync, readFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, rmdirSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,12 +36,22 @@ async function one(arm, i) {
   const trace = join(OUT, `trace-${arm.label}-${sessions}-${long ? 'L' : 'S'}-${i}.jsonl`);
   rmSync(trace, { force: true });
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', ...(arm.trace === false ? {} : { SESSION_ETL_MEMORY_TRACE: trace }), ...(arm.env ?? {}) };
-  const r = await timedBackfill({ dir: arm.dir, data: mkdtempSync(join(OUT, 'data-')), emu, env, node: arm.node ?? [], args: arm.args ?? [] });
-  if (r.code !== 0) return { fail: `exit ${r.code}: ${r.err.slice(-800)}` };
+  let cgroup;
+  if (arm.cgroupMiB) {
+    cgroup = join('/sys/fs/cgroup/memory', `peak-composition-${randomBytes(4).toString('hex')}`);
+    mkdirSync(cgroup);
+    writeFileSync(join(cgroup, 'memory.limit_in_bytes'), String(arm.cgroupMiB * 2 ** 20));
+    if (existsSync(join(cgroup, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(cgroup, 'memory.memsw.limit_in_bytes'), String(arm.cgroupMiB * 2 ** 20));
+  }
+  const r = await timedBackfill({ dir: arm.dir, data: mkdtempSync(join(OUT, 'data-')), emu, env, node: arm.node ?? [], args: arm.args ?? [], cgroup });
+  if (cgroup) { await new Promise((res) => setTimeout(res, 500)); rmdirSync(cgroup); }
+  let maxAnon = 0;
+  if (existsSync(trace)) for (const l of readFileSync(trace, 'utf8').trim().split('\n')) maxAnon = Math.max(maxAnon, JSON.parse(l).RssAnon ?? 0);
+  if (r.code !== 0) return { fail: `${r.killed ? 'KILLED' : `exit ${r.code}`} after ${r.wall} s, highest RssAnon traced ${maxAnon} MiB: ${r.err.slice(-300)}` };
   const s = JSON.parse(r.out);
   let peakSample;
   if (existsSync(trace)) { for (const l of readFileSync(trace, 'utf8').trim().split('\n')) { const x = JSON.parse(l); if (!peakSample || x.VmRSS > peakSample.VmRSS) peakSample = x; } }
-  return { ...r, written: s.sessions.written, peakSample };
+  return { ...r, written: s.sessions.written, peakSample, maxAnon };
 }
 for (let i = 0; i < runs; i++) {
   const order = i % 2 ? [...arms].reverse() : arms;
@@ -47,7 +60,7 @@ for (let i = 0; i < runs; i++) {
     const r = await one(arm, i);
     if (r.fail) { console.log(`${arm.label} run ${i + 1}: FAILED ${r.fail}`); continue; }
     const ps = r.peakSample;
-    console.log(`${arm.label} ${sessions} ${long ? 'long' : 'short'} run ${i + 1}: ${r.wall.toFixed(2)} s, peak ${r.rssMiB.toFixed(1)} MiB, cpu ${r.cpu.toFixed(1)} s, written ${r.written}, dir ${(r.bytes / 2 ** 20).toFixed(1)} MiB, load ${la}->${loadavg()[0].toFixed(2)}` + (ps ? ` | peak sample: rss ${ps.VmRSS} file ${ps.RssFile} anon ${ps.RssAnon} heapTot ${ps.heapTotal} heapUsed ${ps.heapUsed} ab ${ps.arrayBuffers} pool ${ps.duckdbPool} tags ${JSON.stringify(ps.duckdbTags)} unmerged ${ps.unmergedRows} answers ${ps.answerBytes} rest ${ps.RssAnon - ps.heapTotal - ps.arrayBuffers - ps.duckdbPool}` : ''));
+    console.log(`${arm.label} ${sessions} ${long ? 'long' : 'short'} run ${i + 1}: ${r.wall.toFixed(2)} s, peak ${r.rssMiB.toFixed(1)} MiB, cpu ${r.cpu.toFixed(1)} s, written ${r.written}, dir ${(r.bytes / 2 ** 20).toFixed(1)} MiB, load ${la}->${loadavg()[0].toFixed(2)}` + (arm.cgroupMiB ? `, in ${arm.cgroupMiB} MiB: highest RssAnon ${r.maxAnon} MiB` : '') + (ps ? ` | peak sample: rss ${ps.VmRSS} file ${ps.RssFile} anon ${ps.RssAnon} heapTot ${ps.heapTotal} heapUsed ${ps.heapUsed} ab ${ps.arrayBuffers} pool ${ps.duckdbPool} tags ${JSON.stringify(ps.duckdbTags)} unmerged ${ps.unmergedRows} answers ${ps.answerBytes} rest ${ps.RssAnon - ps.heapTotal - ps.arrayBuffers - ps.duckdbPool}` : ''));
   }
 }
 emu.stop();

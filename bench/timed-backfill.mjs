@@ -26,13 +26,15 @@ const iso = (t) => new Date(t * 1000).toISOString().slice(0, 10);
 
 /**
  * `session-etl backfill` of the emulator's days by the build in `dir` into `data` (removed after),
- * with `env` as its whole environment and `node` flags before the script. Resolves the exit code,
+ * with `env` as its whole environment and `node` flags before the script, inside the memory cgroup
+ * directory `cgroup` when given (the shell moves itself in, then becomes the command). Resolves the exit code, whether the OOM killer's signal ended it,
  * stdout, stderr and (from /usr/bin/time) wall seconds, peak MiB and CPU seconds, and the directory's bytes.
  */
-export function timedBackfill({ dir, data, emu, env, node = [], args = [] }) {
+export function timedBackfill({ dir, data, emu, env, node = [], args = [], cgroup }) {
   return new Promise((resolve) => {
     const argv = ['-f', '%e %M %U %S', process.execPath, ...node, `${dir}/bin/session-etl.js`, 'backfill', '--from', iso(emu.from), '--to', iso(emu.to), '--data-dir', data, '--json', '--log-level', 'warn', ...args];
-    const p = spawn('/usr/bin/time', argv, { env: { ...env, REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const cmd = cgroup ? ['sh', ['-c', `echo $$ > '${join(cgroup, 'cgroup.procs')}' && exec "$0" "$@"`, '/usr/bin/time', ...argv]] : ['/usr/bin/time', argv];
+    const p = spawn(cmd[0], cmd[1], { env: { ...env, REPORTING_URL: emu.url, REPORTING_API_KEY: emu.apiKey }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '', err = '';
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (err += d));
@@ -41,7 +43,8 @@ export function timedBackfill({ dir, data, emu, env, node = [], args = [] }) {
       let bytes = 0;
       try { bytes = Number(execFileSync('du', ['-sb', data]).toString().split('\t')[0]); } catch {}
       rmSync(data, { recursive: true, force: true });
-      resolve({ code, out, err, wall, rssMiB: rssKiB / 1024, cpu: user + sys, bytes });
+      // /usr/bin/time names a signal that ended the command (the OOM killer's is 9).
+      resolve({ code, killed: /Command terminated by signal 9/.test(err), out, err, wall, rssMiB: rssKiB / 1024, cpu: user + sys, bytes });
     });
   });
 }

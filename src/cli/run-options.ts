@@ -52,7 +52,7 @@ export function addCommonOptions(cmd: Command): Command {
     .option('--max-requests-per-second <n>', 'upper bound on the request rate')
     .option('--request-timeout <duration>', 'per-request timeout (default 60s)')
     .option('--max-attempts <n>', 'attempts per request for transient errors (default 5)')
-    .option('--memory-limit <size>', "memory budget, such as 384MiB: the smaller of it and the container's limit (default 300MB; below 272MiB the run refuses, exit 2); also SESSION_ETL_MEMORY_LIMIT")
+    .option('--memory-limit <size>', "memory budget, such as 384MiB: the smaller of it and the container's limit (default 300MB; below 272MiB, or in a container below 384MiB, the run refuses, exit 2); also SESSION_ETL_MEMORY_LIMIT")
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']))
     .option('--notify-url <url>', 'POST a JSON notification here when a run fails, recovers or falls behind; also SESSION_ETL_NOTIFY_URL')
     .option('--max-lag <duration>', 'notify when the checkpoint falls further behind now than this (default 26h)')

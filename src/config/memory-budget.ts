@@ -5,8 +5,8 @@
  * `memory.max`, v1 `memory.limit_in_bytes`, the lowest on the way from the process's own cgroup up
  * to the mount's root) and the setting (`--memory-limit`, SESSION_ETL_MEMORY_LIMIT, config
  * `memoryLimit`, in that order). Neither: DEFAULT_BUDGET. Everything that grows with the data is
- * sized from it (splitBudget); below MIN_BUDGET a run refuses to start (exit 2) rather than be
- * killed by the kernel in the middle.
+ * sized from it (splitBudget); in a container below MIN_CONTAINER, or with a budget below
+ * MIN_BUDGET, a run refuses to start (exit 2) rather than be killed by the kernel in the middle.
  *
  * Pure but for readCgroupLimit, which reads files under an injectable root (tests use a temp dir).
  */
@@ -38,8 +38,19 @@ export const MIN_DUCKDB_BYTES = 128 * MiB;
 /** The smallest share for the bodies in flight: at least 4 MiB per body (a window with a larger body is split in two). */
 export const MIN_BODY_BYTES = 4 * MiB;
 
-/** The smallest budget a run can work in. */
+/** The smallest budget a run can work in (a setting below it is refused). */
 export const MIN_BUDGET = FIXED_BYTES + MIN_DUCKDB_BYTES + 4 * MIN_BODY_BYTES;
+
+/**
+ * The smallest container (memory cgroup limit) a run starts in. A budget is a size the shares are
+ * cut from; a container's limit is where the kernel kills, and DuckDB's memory outside its pool (its
+ * merges compress row groups there, and its allocator keeps what it freed for a second) is bounded
+ * by no setting. Measured, not derived, with the 1 M long-text backfill (docs/benchmarks.md "The
+ * container floor"): OOM-killed in 272 MiB (MIN_BUDGET, where the split leaves nothing outside the
+ * pool), in 320 MiB 2 runs of 14, never in 352 MiB (4 of 4) or 384 MiB (14 of 14). Below it a run
+ * refuses to start (exit 2).
+ */
+export const MIN_CONTAINER = 384 * MiB;
 
 /**
  * glibc's allocator settings every launcher we ship sets (Dockerfile, config/systemd, config/kubernetes):
@@ -214,6 +225,8 @@ export interface MemoryBudget {
   from: string;
   /** The other limit, when both were there and this one was smaller. */
   alsoSeen?: string;
+  /** The container's limit when there is one (the budget may be a smaller setting): below MIN_CONTAINER a run refuses. */
+  container?: { bytes: number; from: string };
 }
 
 /**
@@ -224,11 +237,12 @@ export interface MemoryBudget {
 export function chooseBudget(cgroup: CgroupLimit | undefined, setting: { bytes: number; name: string } | undefined): MemoryBudget {
   const cg = cgroup ? { bytes: cgroup.bytes, source: 'cgroup' as const, from: `cgroup v${cgroup.version} limit (${cgroup.file})` } : undefined;
   const set = setting ? { bytes: setting.bytes, source: 'setting' as const, from: setting.name } : undefined;
+  const container = cg ? { container: { bytes: cg.bytes, from: cg.from } } : {};
   if (cg && set) {
     const [win, other] = set.bytes <= cg.bytes ? [set, cg] : [cg, set];
-    return { ...win, alsoSeen: `${other.from}: ${formatSize(other.bytes)}` };
+    return { ...win, alsoSeen: `${other.from}: ${formatSize(other.bytes)}`, ...container };
   }
-  return cg ?? set ?? { bytes: DEFAULT_BUDGET, source: 'default', from: 'default (no container limit or setting)' };
+  return cg ? { ...cg, ...container } : (set ?? { bytes: DEFAULT_BUDGET, source: 'default', from: 'default (no container limit or setting)' });
 }
 
 /** How a budget is spent. */
@@ -285,22 +299,27 @@ export const DEFAULT_ROW_GROUP_BYTES = Math.floor((DEFAULT_BUDGET - FIXED_BYTES)
 const MAX_DUCKDB_BYTES = 1024 * MiB;
 
 /**
- * Splits a budget. Refuses (MemoryBudgetError, exit 2) a budget below MIN_BUDGET, naming the
- * minimum and how to give more; `duckdbOverride` (SESSION_ETL_DUCKDB_MEMORY_LIMIT, as given)
+ * Splits a budget. Refuses (MemoryBudgetError, exit 2) a container below MIN_CONTAINER and a budget
+ * below MIN_BUDGET, naming the minimum and how to give more; `duckdbOverride` (SESSION_ETL_DUCKDB_MEMORY_LIMIT, as given)
  * replaces DuckDB's share; `maxBodyBytes` (the configuration's) caps the body share's per-body size.
  */
 export function splitBudget(
   budget: MemoryBudget,
   opts: { concurrency: number; maxBodyBytes: number; duckdbOverride?: string | undefined },
 ): MemorySplit {
+  const container = budget.container ?? (budget.source === 'cgroup' ? budget : undefined);
+  if (container && container.bytes < MIN_CONTAINER) {
+    throw new MemoryBudgetError(
+      `the container's memory limit is ${formatSize(container.bytes)} (${container.from}), below the ${formatSize(MIN_CONTAINER)} a run needs ` +
+        `not to be killed by the kernel (DuckDB's memory outside its pool needs room beside the budget's shares; docs/configuration.md "Memory and threads"): ` +
+        `give the container at least ${formatSize(MIN_CONTAINER)} of memory (a Kubernetes limit of ${Math.ceil(MIN_CONTAINER / MiB)}Mi or more); nothing was written`,
+    );
+  }
   if (budget.bytes < MIN_BUDGET) {
     throw new MemoryBudgetError(
       `the memory budget is ${formatSize(budget.bytes)} (${budget.from}), below the ${formatSize(MIN_BUDGET)} a run needs at least ` +
         `(${formatSize(FIXED_BYTES)} for Node and DuckDB, ${formatSize(MIN_DUCKDB_BYTES)} for DuckDB's merges, ${formatSize(4 * MIN_BODY_BYTES)} for answers in flight): ` +
-        (budget.source === 'cgroup'
-          ? `give the container at least ${formatSize(MIN_BUDGET)} of memory (a Kubernetes limit of ${Math.ceil(MIN_BUDGET / MiB)}Mi or more)`
-          : `set --memory-limit (or SESSION_ETL_MEMORY_LIMIT, or memoryLimit in the configuration) to at least ${Math.ceil(MIN_BUDGET / MiB)}MiB`) +
-        '; nothing was written',
+        `set --memory-limit (or SESSION_ETL_MEMORY_LIMIT, or memoryLimit in the configuration) to at least ${Math.ceil(MIN_BUDGET / MiB)}MiB; nothing was written`,
     );
   }
   const spare = budget.bytes - FIXED_BYTES;
@@ -336,7 +355,7 @@ export function splitBudget(
 /**
  * The budget and its split for a run: the container's limit (read under `root`) against the setting
  * (`setting.name` says where it came from), split for `concurrency` requests in flight. Throws
- * MemoryBudgetError (exit 2) for a setting that is not a size and for a budget below MIN_BUDGET.
+ * MemoryBudgetError (exit 2) for a setting that is not a size, a container below MIN_CONTAINER and a budget below MIN_BUDGET.
  */
 export function resolveMemory(opts: {
   setting?: { value: string | number; name: string } | undefined;

@@ -155,7 +155,7 @@ export const ConfigSchema = z
       })
       .nullable()
       .describe(
-        "The run's memory budget (env SESSION_ETL_MEMORY_LIMIT), such as \"384MiB\": the smaller of it and the container's memory cgroup limit is used; neither: 300 MB. DuckDB's pool, the answers in flight and the windows waiting for their commit are sized from it; below 272 MiB a run refuses to start (exit 2). `config` shows the budget and its split.",
+        "The run's memory budget (env SESSION_ETL_MEMORY_LIMIT), such as \"384MiB\": the smaller of it and the container's memory cgroup limit is used; neither: 300 MB. DuckDB's pool, the answers in flight and the windows waiting for their commit are sized from it; below 272 MiB, or in a container below 384 MiB, a run refuses to start (exit 2). `config` shows the budget and its split.",
       ),
     startDate: instant.nullable().describe('Where the first export starts when nothing is stored yet (like --since).'),
     scheduleCron: z

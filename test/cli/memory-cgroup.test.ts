@@ -1,12 +1,11 @@
 /**
  * The memory budget inside a real memory cgroup (issue 31): the built CLI runs in a cgroup this test
  * creates (v1's memory controller, or v2's where the memory controller is enabled), with no memory
- * setting at all. In 384 MiB, and in the budget's floor (MIN_BUDGET), a long-text backfill completes and
- * every session is stored; in 96 MiB
+ * setting at all. In the smallest container a run starts in (MIN_CONTAINER, 384 MiB) a long-text
+ * backfill completes and every session is stored; in 96 MiB, 320 MiB and just below MIN_CONTAINER
  * the run refuses at start (exit 2, naming the minimum) and writes nothing; `config` shows the
- * budget read from the cgroup. The scheduler in 384 MiB runs 3 scheduled long-text exports without
- * being killed (in 320 MiB its first run, a whole history of long text, was OOM-killed: the run's
- * own peak, issue 39's row groups, not what the scheduler holds between runs).
+ * budget read from the cgroup. The scheduler in MIN_CONTAINER runs 3 scheduled long-text exports
+ * without being killed.
  *
  * Needs root and a writable memory cgroup hierarchy. Without them the tests are skipped with the
  * reason, except under CI=true, where not being able to create the cgroup fails them.
@@ -16,7 +15,7 @@ import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MIN_BUDGET, MiB } from '../../src/config/memory-budget.js';
+import { MIN_CONTAINER, MiB } from '../../src/config/memory-budget.js';
 import { baseEnv, BIN, type CliResult } from '../helpers/cli.js';
 import { useEmulator } from '../helpers/emulator-fixture.js';
 import { readDuckDbSessions } from '../helpers/read-store.js';
@@ -103,57 +102,45 @@ describe.skipIf(skip)(`memory budget in a real memory cgroup${typeof parent === 
     expect(typeof parent === 'string' ? parent : 'ok').toBe('ok');
   });
 
-  it('384 MiB, no memory setting: config shows the budget from the cgroup, and the long-text backfill completes with every session', async () => {
-    const cg = makeCgroup(384 * MiB);
+  it(`the smallest container a run starts in (MIN_CONTAINER, ${MIN_CONTAINER / MiB} MiB), no memory setting: config shows the budget from the cgroup, and the long-text backfill completes, never killed, every session and note stored`, async () => {
+    const cg = makeCgroup(MIN_CONTAINER);
     const dataDir = join(await fx.tempDir(), 'data');
     const env = fx.env(dataDir);
     const config = await runInCgroup(cg, ['config', '--json'], env);
     expect(config.code, config.stderr).toBe(0);
     const memory = (JSON.parse(config.stdout) as { memory: { bytes: number; source: string; from: string } }).memory;
-    expect(memory).toMatchObject({ bytes: 384 * MiB, source: 'cgroup' });
+    expect(memory).toMatchObject({ bytes: MIN_CONTAINER, source: 'cgroup' });
     expect(memory.from).toContain(cg.split('/').pop());
 
     const r = await runInCgroup(cg, ['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'debug'], env);
-    expect(r.signal, 'killed (the kernel OOM-kills with SIGKILL)').toBeNull();
+    expect(r.signal, `killed (the kernel OOM-kills with SIGKILL): ${r.stderr.slice(-3000)}`).toBeNull();
     expect(r.code, r.stderr.slice(-2000)).toBe(0);
     // The debug log says the budget and its split.
-    expect(r.stderr).toMatch(/memory budget: 384 MiB from cgroup v\d limit .*DuckDB \d+ MiB/);
+    expect(r.stderr).toMatch(new RegExp(`memory budget: ${MIN_CONTAINER / MiB} MiB from cgroup v\\d limit .*DuckDB \\d+ MiB.*row groups of`));
     const stored = await readDuckDbSessions(dataDir);
     const truth = fx.emu.dataset.sessionsStartedIn(FROM, TO + 1);
     expect(truth.length).toBeGreaterThan(10_000);
     expect(stored.map((s) => s.session_id)).toEqual(truth.map((s) => s.id).sort());
+    // The long notes themselves, whole.
+    const notes = new Map(truth.map((t) => [t.id, t.externalFields?.notes ?? null]));
+    expect(stored.filter((s) => s.external_notes !== notes.get(s.session_id)).map((s) => s.session_id)).toEqual([]);
     // DuckDB's spill directory is gone when the run ends.
     expect(existsSync(join(dataDir, '.tmp', 'duckdb'))).toBe(false);
   }, 120_000);
 
-  it(`the budget's floor (MIN_BUDGET, ${MIN_BUDGET / MiB} MiB), no memory setting: the long-text backfill completes, never killed, every session stored`, async () => {
-    const cg = makeCgroup(MIN_BUDGET);
-    const dataDir = join(await fx.tempDir(), 'data');
-    const r = await runInCgroup(cg, ['backfill', '--from', isoDay(FROM), '--to', isoDay(TO), '--json', '--log-level', 'debug'], fx.env(dataDir));
-    expect(r.signal, `killed (the kernel OOM-kills with SIGKILL): ${r.stderr.slice(-3000)}`).toBeNull();
-    expect(r.code, r.stderr.slice(-2000)).toBe(0);
-    expect(r.stderr).toMatch(new RegExp(`memory budget: ${MIN_BUDGET / MiB} MiB from cgroup v\\d limit .*row groups of`));
-    const stored = await readDuckDbSessions(dataDir);
-    const truth = fx.emu.dataset.sessionsStartedIn(FROM, TO + 1);
-    expect(stored.map((s) => s.session_id)).toEqual(truth.map((s) => s.id).sort());
-    // The long notes themselves, whole.
-    const notes = new Map(truth.map((t) => [t.id, t.externalFields?.notes ?? null]));
-    expect(stored.filter((s) => s.external_notes !== notes.get(s.session_id)).map((s) => s.session_id)).toEqual([]);
-  }, 120_000);
-
-  it('96 MiB: refused at start (exit 2) naming the minimum and how to give more; nothing written', async () => {
-    const cg = makeCgroup(96 * MiB);
+  it.each([96, 320, MIN_CONTAINER / MiB - 16])('%d MiB: refused at start (exit 2) naming the minimum and how to give more; nothing written', async (mib) => {
+    const cg = makeCgroup(mib * MiB);
     const dataDir = join(await fx.tempDir(), 'data');
     const r = await runInCgroup(cg, ['backfill', '--from', isoDay(FROM), '--to', isoDay(TO)], fx.env(dataDir));
     expect(r.signal).toBeNull();
     expect(r.code, r.stderr).toBe(2);
-    expect(r.stderr).toContain('the memory budget is 96 MiB (cgroup v');
-    expect(r.stderr).toContain(`give the container at least ${MIN_BUDGET / MiB} MiB`);
+    expect(r.stderr).toContain(`the container's memory limit is ${mib} MiB (cgroup v`);
+    expect(r.stderr).toContain(`give the container at least ${MIN_CONTAINER / MiB} MiB`);
     expect(existsSync(dataDir)).toBe(false);
   }, 60_000);
 
-  it('the scheduler in 384 MiB, no memory setting: 3 scheduled long-text exports, each re-reading every day, none killed, all succeeded', async () => {
-    const cg = makeCgroup(384 * MiB);
+  it('the scheduler in the smallest container (MIN_CONTAINER), no memory setting: 3 scheduled long-text exports, each re-reading every day, none killed, all succeeded', async () => {
+    const cg = makeCgroup(MIN_CONTAINER);
     const dir = await fx.tempDir();
     const config = join(dir, 'config.json');
     writeFileSync(config, JSON.stringify({ startDate: isoDay(FROM), lookback: `${Math.ceil((NOW - FROM) / D) + 1}d` }));

@@ -7,6 +7,7 @@ import {
   DEFAULT_BUDGET,
   MemoryBudgetError,
   MIN_BUDGET,
+  MIN_CONTAINER,
   MiB,
   parseSize,
   readCgroupLimit,
@@ -199,10 +200,24 @@ describe('the budget', () => {
     const fromCgroup = refuse({ bytes: 96 * MiB, source: 'cgroup', from: 'cgroup v1 limit (/sys/fs/cgroup/memory/x/memory.limit_in_bytes)' });
     expect(fromCgroup).toBeInstanceOf(MemoryBudgetError);
     expect(exitCodeOf(fromCgroup)).toBe(2);
-    expect(fromCgroup!.message).toContain('96 MiB (cgroup v1 limit');
-    expect(fromCgroup!.message).toContain(`give the container at least ${MIN_BUDGET / MiB} MiB`);
+    expect(fromCgroup!.message).toContain("the container's memory limit is 96 MiB (cgroup v1 limit");
+    expect(fromCgroup!.message).toContain(`give the container at least ${MIN_CONTAINER / MiB} MiB`);
     const fromFlag = refuse({ bytes: MIN_BUDGET - 1, source: 'setting', from: '--memory-limit' });
     expect(fromFlag!.message).toContain(`set --memory-limit (or SESSION_ETL_MEMORY_LIMIT, or memoryLimit in the configuration) to at least ${MIN_BUDGET / MiB}MiB`);
+  });
+
+  it('a container below MIN_CONTAINER is refused even when the budget is above MIN_BUDGET, or is a smaller setting inside it', () => {
+    const cgroup = (mib: number) => ({ bytes: mib * MiB, version: 1 as const, file: '/sys/fs/cgroup/memory/x/memory.limit_in_bytes' });
+    const split = (budget: ReturnType<typeof chooseBudget>) => () => splitBudget(budget, { concurrency: 4, maxBodyBytes: 256 * MiB });
+    expect(MIN_CONTAINER).toBeGreaterThan(MIN_BUDGET);
+    expect(split(chooseBudget(cgroup(MIN_CONTAINER / MiB), undefined))).not.toThrow();
+    expect(split(chooseBudget(cgroup(MIN_CONTAINER / MiB - 1), undefined))).toThrow(/the container's memory limit is \d+ MiB \(cgroup v1 limit/);
+    // The setting is the smaller, and above MIN_BUDGET: the container still kills.
+    const inside = chooseBudget(cgroup(300), { bytes: 280 * MiB, name: '--memory-limit' });
+    expect(inside).toMatchObject({ bytes: 280 * MiB, source: 'setting', container: { bytes: 300 * MiB } });
+    expect(split(inside)).toThrow(`give the container at least ${MIN_CONTAINER / MiB} MiB`);
+    // No container: the same setting is only a size to cut the shares from.
+    expect(split(chooseBudget(undefined, { bytes: 280 * MiB, name: '--memory-limit' }))).not.toThrow();
   });
 
   it('resolveMemory: the setting against the cgroup under a given root', () => {
