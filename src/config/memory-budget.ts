@@ -47,7 +47,7 @@ export const MIN_BUDGET = FIXED_BYTES + MIN_DUCKDB_BYTES + 4 * MIN_BODY_BYTES;
  * merges compress row groups there, and its allocator keeps what it freed for a second) is bounded
  * by no setting. Measured, not derived, with the 1 M long-text backfill (docs/benchmarks.md "The
  * container floor"): OOM-killed in 272 MiB (MIN_BUDGET, where the split leaves nothing outside the
- * pool), in 320 MiB 2 runs of 14, never in 352 MiB (4 of 4) or 384 MiB (14 of 14). Below it a run
+ * pool), in 320 MiB 2 runs of 14, never in 352 MiB (4 of 4) or 384 MiB (19 of 19). Below it a run
  * refuses to start (exit 2).
  */
 export const MIN_CONTAINER = 384 * MiB;
