@@ -213,7 +213,7 @@ async function counts(dataDir: string): Promise<Counts> {
 const lastLine = (s: string) => s.trim().split('\n').pop()?.slice(0, 300) ?? '';
 
 /** The v1 memory controller's mount or a cgroup2 mount with memory enabled, or why there is none. */
-function memoryCgroupParent(): string | { dir: string; version: 1 | 2 } {
+export function memoryCgroupParent(): string | { dir: string; version: 1 | 2 } {
   if (process.platform !== 'linux') return 'not Linux';
   if (process.getuid?.() !== 0) return 'not root';
   for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
@@ -228,6 +228,17 @@ function memoryCgroupParent(): string | { dir: string; version: 1 | 2 } {
 }
 
 /** A backfill as a real process (peak RSS from rss-probe.js), optionally inside a new memory cgroup of `bytes`. */
+/** A new memory cgroup of `bytes` (no swap) under `parent` (memoryCgroupParent); rmdir it when its tasks have exited. */
+export function makeMemoryCgroup(parent: { dir: string; version: 1 | 2 }, bytes: number): string {
+  const dir = join(parent.dir, `session-etl-bench-${randomBytes(4).toString('hex')}`);
+  mkdirSync(dir);
+  const v1 = parent.version === 1;
+  writeFileSync(join(dir, v1 ? 'memory.limit_in_bytes' : 'memory.max'), String(bytes));
+  if (v1 && existsSync(join(dir, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), String(bytes));
+  if (!v1 && existsSync(join(dir, 'memory.swap.max'))) writeFileSync(join(dir, 'memory.swap.max'), '0');
+  return dir;
+}
+
 async function runIn<E extends Emu>(
   b: MemoryBench<E>,
   emu: E,
@@ -240,12 +251,7 @@ async function runIn<E extends Emu>(
   let dir: string | undefined;
   let cmd = node;
   if (cgroup && typeof cgroup.parent !== 'string') {
-    dir = join(cgroup.parent.dir, `session-etl-bench-${randomBytes(4).toString('hex')}`);
-    mkdirSync(dir);
-    const v1 = cgroup.parent.version === 1;
-    writeFileSync(join(dir, v1 ? 'memory.limit_in_bytes' : 'memory.max'), String(cgroup.bytes));
-    if (v1 && existsSync(join(dir, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), String(cgroup.bytes));
-    if (!v1 && existsSync(join(dir, 'memory.swap.max'))) writeFileSync(join(dir, 'memory.swap.max'), '0');
+    dir = makeMemoryCgroup(cgroup.parent, cgroup.bytes);
     cmd = ['sh', '-c', `echo $$ > '${join(dir, 'cgroup.procs')}' && exec "$0" "$@"`, ...node];
   }
   const t = performance.now();

@@ -12,18 +12,18 @@
  *     '[{"label":"main","dir":"/tmp/main"},{"label":"pool96","dir":".","env":{"SESSION_ETL_DUCKDB_MEMORY_LIMIT":"96MiB"},"node":["--max-semi-space-size=1"]}]'
  *
  * An arm's "args" are added to the backfill's command line (["--concurrency", "2"]); its "cgroupMiB"
- * runs it inside a new memory cgroup of that size (v1's memory controller; root), and the line then
+ * runs it inside a new memory cgroup of that size (bench/memory.ts makeMemoryCgroup; root), and the line then
  * also gives the trace's highest RssAnon (what the cgroup charges beside the page cache).
  * The traces stay in $TMPDIR/peak-composition/ (trace-<label>-<sessions>-<S|L>-<run>.jsonl).
  */
-import { mkdirSync, mkdtempSync, rmSync, rmdirSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, rmdirSync, readFileSync, existsSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DAYS, startBenchEmulator, timedBackfill } from './timed-backfill.mjs';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { sessionsQuery } = await import(join(ROOT, 'dist', 'src', 'reporting', 'query.js'));
+const { makeMemoryCgroup, memoryCgroupParent } = await import(join(ROOT, 'dist', 'bench', 'memory.js'));
 const OUT = join(tmpdir(), 'peak-composition');
 mkdirSync(OUT, { recursive: true });
 const [sessions, long, runs, armsJson] = [Number(process.argv[2]), process.argv[3] === '1', Number(process.argv[4]), process.argv[5]];
@@ -38,19 +38,18 @@ async function one(arm, i) {
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', ...(arm.trace === false ? {} : { SESSION_ETL_MEMORY_TRACE: trace }), ...(arm.env ?? {}) };
   let cgroup;
   if (arm.cgroupMiB) {
-    cgroup = join('/sys/fs/cgroup/memory', `peak-composition-${randomBytes(4).toString('hex')}`);
-    mkdirSync(cgroup);
-    writeFileSync(join(cgroup, 'memory.limit_in_bytes'), String(arm.cgroupMiB * 2 ** 20));
-    if (existsSync(join(cgroup, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(cgroup, 'memory.memsw.limit_in_bytes'), String(arm.cgroupMiB * 2 ** 20));
+    const parent = memoryCgroupParent();
+    if (typeof parent === 'string') return { fail: `no memory cgroup: ${parent}` };
+    cgroup = makeMemoryCgroup(parent, arm.cgroupMiB * 2 ** 20);
   }
   const r = await timedBackfill({ dir: arm.dir, data: mkdtempSync(join(OUT, 'data-')), emu, env, node: arm.node ?? [], args: arm.args ?? [], cgroup });
   if (cgroup) { await new Promise((res) => setTimeout(res, 500)); rmdirSync(cgroup); }
-  let maxAnon = 0;
-  if (existsSync(trace)) for (const l of readFileSync(trace, 'utf8').trim().split('\n')) maxAnon = Math.max(maxAnon, JSON.parse(l).RssAnon ?? 0);
+  // The trace read once: its highest RssAnon, and its sample with the highest RSS.
+  const samples = existsSync(trace) ? readFileSync(trace, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+  const maxAnon = samples.reduce((m, x) => Math.max(m, x.RssAnon ?? 0), 0);
   if (r.code !== 0) return { fail: `${r.killed ? 'KILLED' : `exit ${r.code}`} after ${r.wall} s, highest RssAnon traced ${maxAnon} MiB: ${r.err.slice(-300)}` };
   const s = JSON.parse(r.out);
-  let peakSample;
-  if (existsSync(trace)) { for (const l of readFileSync(trace, 'utf8').trim().split('\n')) { const x = JSON.parse(l); if (!peakSample || x.VmRSS > peakSample.VmRSS) peakSample = x; } }
+  const peakSample = samples.reduce((best, x) => (!best || x.VmRSS > best.VmRSS ? x : best), undefined);
   return { ...r, written: s.sessions.written, peakSample, maxAnon };
 }
 for (let i = 0; i < runs; i++) {
