@@ -225,7 +225,7 @@ export interface MemoryBudget {
   from: string;
   /** The other limit, when both were there and this one was smaller. */
   alsoSeen?: string;
-  /** The container's limit when there is one (the budget may be a smaller setting): below MIN_CONTAINER a run refuses. */
+  /** The container's limit whenever there is one (chooseBudget; the budget may be a smaller setting): below MIN_CONTAINER a run refuses. */
   container?: { bytes: number; from: string };
 }
 
@@ -237,12 +237,11 @@ export interface MemoryBudget {
 export function chooseBudget(cgroup: CgroupLimit | undefined, setting: { bytes: number; name: string } | undefined): MemoryBudget {
   const cg = cgroup ? { bytes: cgroup.bytes, source: 'cgroup' as const, from: `cgroup v${cgroup.version} limit (${cgroup.file})` } : undefined;
   const set = setting ? { bytes: setting.bytes, source: 'setting' as const, from: setting.name } : undefined;
-  const container = cg ? { container: { bytes: cg.bytes, from: cg.from } } : {};
-  if (cg && set) {
-    const [win, other] = set.bytes <= cg.bytes ? [set, cg] : [cg, set];
-    return { ...win, alsoSeen: `${other.from}: ${formatSize(other.bytes)}`, ...container };
-  }
-  return cg ? { ...cg, ...container } : (set ?? { bytes: DEFAULT_BUDGET, source: 'default', from: 'default (no container limit or setting)' });
+  if (!cg) return set ?? { bytes: DEFAULT_BUDGET, source: 'default', from: 'default (no container limit or setting)' };
+  const container = { bytes: cg.bytes, from: cg.from };
+  if (!set) return { ...cg, container };
+  const [win, other] = set.bytes <= cg.bytes ? [set, cg] : [cg, set];
+  return { ...win, alsoSeen: `${other.from}: ${formatSize(other.bytes)}`, container };
 }
 
 /** How a budget is spent. */
@@ -307,7 +306,7 @@ export function splitBudget(
   budget: MemoryBudget,
   opts: { concurrency: number; maxBodyBytes: number; duckdbOverride?: string | undefined },
 ): MemorySplit {
-  const container = budget.container ?? (budget.source === 'cgroup' ? budget : undefined);
+  const { container } = budget;
   if (container && container.bytes < MIN_CONTAINER) {
     throw new MemoryBudgetError(
       `the container's memory limit is ${formatSize(container.bytes)} (${container.from}), below the ${formatSize(MIN_CONTAINER)} a run needs ` +

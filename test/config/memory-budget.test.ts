@@ -197,7 +197,7 @@ describe('the budget', () => {
       return undefined;
     };
     expect(refuse({ bytes: MIN_BUDGET, source: 'setting', from: '--memory-limit' })).toBeUndefined();
-    const fromCgroup = refuse({ bytes: 96 * MiB, source: 'cgroup', from: 'cgroup v1 limit (/sys/fs/cgroup/memory/x/memory.limit_in_bytes)' });
+    const fromCgroup = refuse(chooseBudget({ bytes: 96 * MiB, version: 1, file: '/sys/fs/cgroup/memory/x/memory.limit_in_bytes' }, undefined));
     expect(fromCgroup).toBeInstanceOf(MemoryBudgetError);
     expect(exitCodeOf(fromCgroup)).toBe(2);
     expect(fromCgroup!.message).toContain("the container's memory limit is 96 MiB (cgroup v1 limit");
