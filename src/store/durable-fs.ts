@@ -1,4 +1,4 @@
-/** File-system steps the store makes durable: existence, the head of a file, fsync of files and directories. */
+/** File-system steps the store makes durable: existence and size, the head of a file, fsync of files and directories. */
 import { open, stat } from 'node:fs/promises';
 import { FILE_MODE } from './layout.js';
 
@@ -8,6 +8,15 @@ export async function exists(p: string): Promise<boolean> {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** A file's size in bytes; 0 when it is not there (or cannot be read). */
+export async function sizeOf(p: string): Promise<number> {
+  try {
+    return (await stat(p)).size;
+  } catch {
+    return 0;
   }
 }
 

@@ -1,6 +1,6 @@
 /** What `session-etl status` reports, read from the data directory without writing anything. */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { unguessable } from '../util/temp-file.js';
 import { join } from 'node:path';
 import { subtractIntervals } from '../time/intervals.js';
@@ -12,6 +12,7 @@ import { queryRows, sqlString } from './duckdb.js';
 import { readVolumeAnomalies } from './read-volume-anomalies.js';
 import { committedRowsOf, withDiedRunFigures } from './run-log.js';
 import { DEFAULT_VOLUME_RULE } from './volume-anomalies.js';
+import { sizeOf } from './durable-fs.js';
 import { DataDirError, StoreBusyError } from './errors.js';
 import { holderState, readHolder, type LockHolder } from './lock.js';
 import { layoutOf, type OutputFormat, type ShardId, type StoreLayout } from './layout.js';
@@ -370,14 +371,6 @@ function markDied(r: Record<string, unknown>, alive: LockHolder | null, died: Lo
       ? `its process (pid ${deadHolder.pid} on ${deadHolder.host}) is gone: killed or crashed; the next run records it and resumes its work`
       : 'it is not running (its process is gone): killed or crashed; the next run records it and resumes its work',
   };
-}
-
-async function sizeOf(p: string): Promise<number> {
-  try {
-    return (await stat(p)).size;
-  } catch {
-    return 0;
-  }
 }
 
 async function datasetSize(root: string): Promise<{ count: number; bytes: number }> {

@@ -3,11 +3,11 @@
  * `_pending_files` by the commit); merges move the files' rows into the `sessions` table in the
  * background and at each flush; with both, the days they touch are then rewritten to Parquet.
  */
-import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { memoryTraceOn, traced } from '../util/memory-trace.js';
 import { BackgroundWork } from './background-work.js';
+import { sizeOf } from './durable-fs.js';
 import { queryRows, type Db } from './duckdb.js';
 import { checkPartition, type StoreLayout } from './layout.js';
 import { mergeSlice, type MergeContext } from './merge.js';
@@ -224,7 +224,7 @@ export class TableSink implements Sink {
    */
   private async checkpointBeforeRewrite(days: readonly string[]): Promise<void> {
     if (!this.checkpointFirst || days.length < 2) return;
-    const walBytes = () => stat(`${this.db.path}.wal`).then((s) => s.size, () => 0);
+    const walBytes = () => sizeOf(`${this.db.path}.wal`);
     const wal = await walBytes();
     if (wal < CHECKPOINT_BEFORE_REWRITE_WAL_BYTES) return;
     await this.work.merging(async () => {
