@@ -1,9 +1,6 @@
 /**
  * Where the dashboard reads a data directory, and how it reads the committed Parquet dataset:
- * through an in-memory DuckDB of its own. The state (state.json, the lock's holder, and the store
- * itself after a run died) is read by state-reader.ts. It never takes the writer lock, and opens
- * the store's DuckDB file only when no run holds it (DuckDB lets one process open a file a writer
- * wants: a run starting meanwhile waits for it a few seconds).
+ * through an in-memory DuckDB of its own (the state: state-reader.ts). It never takes the writer lock.
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -14,9 +11,8 @@ import { openDb, type Db } from '../store/duckdb.js';
 import { layoutOf } from '../store/layout.js';
 
 /**
- * The two places the dashboard reads: the directory holding state.json and the lock (the data
- * directory, or the store directory of a shard), and the root of the Hive-partitioned Parquet
- * dataset; with `account`, that account of a many-account store (its state, and its rows of the dataset).
+ * The directory holding state.json and the lock (the data directory, or a shard's store directory),
+ * the root of the Parquet dataset, and with `account`, that account of a many-account store.
  */
 export interface DashboardSource {
   stateDir: string;
@@ -32,10 +28,9 @@ export function sourceOfDataDir(dataDir: string): DashboardSource {
 export class QueryTimeoutError extends Error {}
 
 /**
- * The time a query may spend in DuckDB: it runs out after `ms` of DuckDB's own time, and calls
- * `onTimeout` (which interrupts the connection). Time spent `outside` it (a download making its
- * text and waiting for its client to read it) does not count, so a slow reader is not cut off by
- * the query's limit.
+ * The time a query may spend in DuckDB: after `ms` it calls `onTimeout` (which interrupts the
+ * connection). Time spent `outside` (a download waiting for its client) does not count, so a slow
+ * reader is not cut off by the query's limit.
  */
 export class QueryClock {
   private left: number;
@@ -48,18 +43,13 @@ export class QueryClock {
     this.start();
   }
 
-  /** Runs `fn` (and waits for it) without counting its time. */
   async outside<T>(fn: () => Promise<T>): Promise<T> {
-    this.pause();
+    this.stop();
     try {
       return await fn();
     } finally {
       this.start();
     }
-  }
-
-  stop(): void {
-    this.pause();
   }
 
   private start(): void {
@@ -71,7 +61,7 @@ export class QueryClock {
     }, Math.max(0, this.left));
   }
 
-  private pause(): void {
+  stop(): void {
     if (!this.timer) return;
     clearTimeout(this.timer);
     this.timer = undefined;
@@ -80,10 +70,9 @@ export class QueryClock {
 }
 
 /**
- * Reads the Parquet dataset with SQL in an in-memory DuckDB of its own. Each query runs on a
- * connection of its own (so a slow one does not hold up the others), interrupted after
- * `timeoutMs`; the glob also matches deeper partition levels (account=…/date=…), read as columns
- * (hive_partitioning). Answers can be cached until the dataset's files change (`cached`).
+ * Reads the Parquet dataset with SQL in an in-memory DuckDB of its own, each query on a connection
+ * of its own (so a slow one does not hold up the others); the glob also matches deeper partition
+ * levels (account=…/date=…), read as columns. Answers can be cached until the files change.
  */
 export class ParquetReader {
   private readonly cache = new Map<string, { signature: string; value: Promise<unknown> }>();
@@ -96,10 +85,7 @@ export class ParquetReader {
     readonly account: string | undefined,
   ) {}
 
-  /**
-   * `memoryLimit`: DuckDB's memory_limit (the dashboard gives its budget's DuckDB share,
-   * docs/configuration.md "Idle memory"; default 1GB).
-   */
+  /** `memoryLimit`: DuckDB's memory_limit (docs/configuration.md "Idle memory"; default 1GB). */
   static async open(root: string, opts: { timeoutMs?: number; threads?: number; account?: string; memoryLimit?: string } = {}): Promise<ParquetReader> {
     const db = await openDb(':memory:', { threads: opts.threads ?? 2, memoryLimit: opts.memoryLimit ?? '1GB', allowedDirectories: [root] });
     return new ParquetReader(db, root, opts.timeoutMs ?? 10_000, opts.account);
@@ -110,12 +96,15 @@ export class ParquetReader {
     return join(this.root, '**', '*.parquet');
   }
 
-  /** The dataset as a table expression; its one placeholder is the glob. */
-  static readonly FROM = 'read_parquet(?, hive_partitioning = true, union_by_name = true)';
-
-  /** What this reader reads as a table expression: the dataset, or one account's rows of it (placeholders: the glob, the account). */
+  /** The dataset, or one account's rows of it, as a table expression (placeholders: the glob, the account). */
   get from(): string {
-    return this.account === undefined ? ParquetReader.FROM : `(SELECT * FROM ${ParquetReader.FROM} WHERE account = ?)`;
+    const all = 'read_parquet(?, hive_partitioning = true, union_by_name = true)';
+    return this.account === undefined ? all : `(SELECT * FROM ${all} WHERE account = ?)`;
+  }
+
+  /** `params` after the glob and the account that `from` binds. */
+  private bind(params: DuckDBValue[]): DuckDBValue[] {
+    return [this.glob, ...(this.account === undefined ? [] : [this.account]), ...params];
   }
 
   /** True when the dataset has at least one partition directory. */
@@ -123,10 +112,7 @@ export class ParquetReader {
     return existsSync(this.root);
   }
 
-  /**
-   * What identifies the dataset's content: every file's path, size and modification time (a run
-   * replaces a partition's file by a rename, which changes them). A few ms for a year of partitions.
-   */
+  /** Every file's path, size, mtime and inode (a run replaces a file by a rename). A few ms for a year of partitions. */
   async signature(): Promise<string> {
     const parts: string[] = [];
     const walk = async (dir: string): Promise<void> => {
@@ -149,7 +135,7 @@ export class ParquetReader {
     return createHash('sha256').update(parts.sort().join('\n')).digest('hex');
   }
 
-  /** `compute()`'s answer under `key`, computed again only when the dataset's files have changed. */
+  /** `compute()`'s answer under `key`, computed again when the dataset's files have changed. */
   async cached<T>(key: string, compute: () => Promise<T>): Promise<T> {
     const signature = await this.signature();
     const hit = this.cache.get(key);
@@ -184,11 +170,9 @@ export class ParquetReader {
   }
 
   /**
-   * Streams a query's rows (`params` follow the glob) to `onRows`, one DuckDB chunk (~2,048 rows)
-   * at a time: the next chunk is read only once `onRows` has settled, so a slow consumer holds at
-   * most one chunk. The time `onRows` takes does not count against the query's timeout, which is
-   * `timeoutMs` of DuckDB's time (default the reader's); an interrupted stream throws
-   * QueryTimeoutError, never ends as if complete. No files yet: no rows.
+   * Streams a query's rows to `onRows` one DuckDB chunk (~2,048 rows) at a time, the next read only
+   * once `onRows` has settled, whose time does not count against `timeoutMs`; an interrupted stream
+   * throws QueryTimeoutError, never ends as if complete. No files yet: no rows.
    */
   async stream(
     sql: string,
@@ -201,7 +185,7 @@ export class ParquetReader {
     await this.run(
       async (conn, clock) => {
         try {
-          const result = await conn.stream(sql, [this.glob, ...(this.account === undefined ? [] : [this.account]), ...params]);
+          const result = await conn.stream(sql, this.bind(params));
           const columns = result.columnNames();
           for (;;) {
             const chunk = await result.fetchChunk();
@@ -222,13 +206,14 @@ export class ParquetReader {
     );
   }
 
-  /** Rows as plain objects (BIGINT as number); `params` follow the glob. No files yet: no rows. */
+  /** Rows as plain objects (BIGINT as number). No files yet: no rows. */
   async rows<T = Record<string, unknown>>(sql: string, params: DuckDBValue[] = []): Promise<T[]> {
     if (!this.hasData()) return [];
     return this.run(async (conn) => {
       try {
-        const reader = await conn.runAndReadAll(sql, [this.glob, ...(this.account === undefined ? [] : [this.account]), ...params]);
-        return reader.getRowObjectsJS().map(plain) as T[];
+        const reader = await conn.runAndReadAll(sql, this.bind(params));
+        const plain = ([k, v]: [string, unknown]) => [k, typeof v === 'bigint' ? Number(v) : v];
+        return reader.getRowObjectsJS().map((row) => Object.fromEntries(Object.entries(row).map(plain))) as T[];
       } catch (err) {
         if (/No files found/i.test(String((err as Error)?.message))) return [];
         throw err;
@@ -239,10 +224,4 @@ export class ParquetReader {
   close(): void {
     this.db.close();
   }
-}
-
-function plain(row: Record<string, unknown>): Record<string, unknown> {
-  const o: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(row)) o[k] = typeof v === 'bigint' ? Number(v) : v;
-  return o;
 }

@@ -37,11 +37,14 @@ export function unauthorized(res: ServerResponse, path: string, expired = false)
     ? 'this browser session of the dashboard has expired: open the address the dashboard printed (Dashboard: http://…/?token=…) again'
     : 'an access token is required: open the address the dashboard printed (Dashboard: http://…/?token=…), or send Authorization: Bearer <token>';
   if (path.startsWith('/api/')) return json(res, { error: reason }, 401);
-  send(res, 401, `session-etl dashboard: ${reason}\n`, 'text/plain; charset=utf-8', { 'Cache-Control': 'no-store' });
+  send(res, 401, `session-etl dashboard: ${reason}\n`, 'text/plain; charset=utf-8', NO_STORE);
 }
 
+export const JSON_TYPE = 'application/json; charset=utf-8';
+export const NO_STORE = { 'Cache-Control': 'no-store' };
+
 export function json(res: ServerResponse, body: unknown, status = 200): void {
-  send(res, status, JSON.stringify(body), 'application/json; charset=utf-8', { 'Cache-Control': 'no-store' });
+  send(res, status, JSON.stringify(body), JSON_TYPE, NO_STORE);
 }
 
 export function send(res: ServerResponse, status: number, body: string | Buffer, type: string, headers: Record<string, string> = {}, headOnly = false): void {

@@ -1,10 +1,9 @@
 /**
  * The dashboard's HTTP server: the page and its assets (uPlot from node_modules, nothing from the
- * network), and the JSON API under /api/. Read-only: GET and HEAD only, nothing written anywhere
- * (POST only to open a browser session and to ask for a download ticket, both kept in memory).
- * The page and its scripts hold no data and are served to anyone on an allowed Host; every API
- * request must present the access token or a live browser session as `Authorization: Bearer …`,
- * and a CSV download a one-use ticket (access-token.ts). No cookie is ever set or read.
+ * network), and the read-only JSON API under /api/ (POST only opens a browser session or asks for a
+ * download ticket, both kept in memory). The page holds no data and is served to anyone on an
+ * allowed Host; the API wants the token, a live browser session or a one-use download ticket
+ * (access-token.ts). No cookie is ever set or read.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { listen } from '../util/listen.js';
@@ -19,7 +18,7 @@ import { accountRow, type AccountRow } from './accounts-overview.js';
 import { buildOverview, type Overview } from './overview.js';
 import { askedColumns, BadRequestError, charts, countSessions, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay } from './queries.js';
 import { RequestGate } from './request-gate.js';
-import { ClientGoneError, json, send, unauthorized, writeOrWait } from './responses.js';
+import { ClientGoneError, json, JSON_TYPE, NO_STORE, send, unauthorized, writeOrWait } from './responses.js';
 import { writeSessionsCsv } from './sessions-csv.js';
 import { hostOfHeader, isLoopback } from '../util/loopback.js';
 import { releaseRunMemory } from '../util/release-memory.js';
@@ -28,10 +27,8 @@ export interface DashboardOptions {
   source: DashboardSource;
   host: string;
   port: number;
-  /** The access token every request must prove (access-token.ts). */
   token: string;
   maxLagSeconds: number;
-  /** The next scheduled run, computed when asked. */
   nextRun: (nowMs: number) => Overview['nextRun'];
   /** The data directory as the user gave it, for the commands the page shows (undefined: the default). */
   dataDirArg?: string;
@@ -40,26 +37,25 @@ export interface DashboardOptions {
   /** A demo directory: no command to fill its gaps is offered (its emulator ended with the demo). */
   demo?: boolean;
   /**
-   * Every account of a many-account data directory (no --account): the page at / lists them
-   * (/api/accounts: accounts-overview.ts), `/?account=NAME` is that account's page, and every other
-   * API route takes `account=NAME`. `source` and `account` are then not used.
+   * Every account of a many-account data directory (no --account): / lists them, `/?account=NAME`
+   * is that account's page, every other API route takes `account=NAME`; `source`, `account` unused.
    */
   allAccounts?: { names: string[]; sourceOf: (name: string) => Promise<DashboardSource>; configArg?: string };
   now?: () => number;
   queryTimeoutMs?: number;
-  /** CSV downloads at once, and how many more may wait for a place (default 2 and 8; see request-gate.ts). */
+  /** CSV downloads at once, and how many more may wait for a place (default 2 and 8). */
   downloads?: { running: number; waiting: number; waitMs?: number };
   /** A download whose client reads nothing for this long is cut (default 60 s). */
   stallMs?: number;
   /** DuckDB's time a download may take (default 60 s; other queries: queryTimeoutMs). */
   downloadTimeoutMs?: number;
-  /** How long a browser session lasts from its opening (default 12 h; access-token.ts). */
+  /** How long a browser session lasts from its opening (default 12 h). */
   sessionTtlMs?: number;
-  /** API requests answered at once (the others wait, then 503 with Retry-After; default 4 running, 16 waiting). */
+  /** Heavy API requests answered at once, and how many more may wait (default 4 and 16). */
   requests?: { running: number; waiting: number; waitMs?: number };
   /** Where to report a request that failed inside (its answer says only that it failed). */
   onError?: (err: unknown) => void;
-  /** DuckDB's memory_limit for each dataset reader (`session-etl dashboard` gives its budget's DuckDB share; default 1GB). */
+  /** DuckDB's memory_limit for each dataset reader (default 1GB). */
   duckdbMemoryLimit?: string;
 }
 
@@ -77,7 +73,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const assets = loadAssets();
   const now = o.now ?? Date.now;
 
-  /** What the page shows of one store or account: its dataset's reader, its state, the commands' target. */
+  /** What the page shows of one store or account. */
   interface View {
     reader: ParquetReader;
     state: StateReader;
@@ -134,44 +130,27 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       });
     },
     '/api/sessions.csv': async (q, res, v) => {
-      const reader = v.reader;
       const req = listRequestOf(q, { csv: true });
-      const release = await downloads.enter();
-      if (!release) {
-        res.setHeader('Retry-After', String(DOWNLOAD_RETRY_AFTER_S));
-        return json(res, { error: `${downloads.running} CSV downloads are running, the most at once, and others are waiting: try again in a few seconds` }, 503);
-      }
-      try {
-        if (res.destroyed) return; // the client left while it waited
-        const total = await countSessions(reader, req);
+      await gated(downloads, 'CSV downloads', DOWNLOAD_RETRY_AFTER_S, res, async () => {
+        const total = await countSessions(v.reader, req);
         res.statusCode = 200;
         res.setHeader('Content-Type', 'text/csv; charset=utf-8');
         res.setHeader('Content-Disposition', 'attachment; filename="sessions.csv"');
         res.setHeader('Cache-Control', 'no-store');
         res.setHeader('X-Total-Count', String(total));
         if (total > MAX_CSV_ROWS) res.setHeader('X-Truncated', `first ${MAX_CSV_ROWS} of ${total} rows`);
-        await writeSessionsCsv(reader, req, total, (text) => writeOrWait(res, text, o.stallMs ?? 60_000), o.downloadTimeoutMs ?? 60_000);
+        await writeSessionsCsv(v.reader, req, total, (text) => writeOrWait(res, text, o.stallMs ?? 60_000), o.downloadTimeoutMs ?? 60_000);
         res.end();
-      } finally {
-        release();
-        afterHeavy();
-      }
+      });
     },
   };
 
   /**
-   * A page of sessions or the charts: a query whose answer is held in memory whole (a page of 1,000
-   * sessions is megabytes), so at most `requests.running` at once; others wait for a place, and
-   * beyond that are told to come back (503, Retry-After), so that many at once cannot exhaust memory.
+   * A page of sessions or the charts: an answer held in memory whole (a page of 1,000 sessions is
+   * megabytes), so at most `requests.running` at once, that many at once cannot exhaust memory.
    */
-  async function heavyQuery(res: ServerResponse, run: () => Promise<void>): Promise<void> {
-    const release = await queries.enter();
-    if (!release) {
-      res.setHeader('Retry-After', String(QUERY_RETRY_AFTER_S));
-      return json(res, { error: `${queries.running} queries are running, the most at once, and others are waiting: try again in a few seconds` }, 503);
-    }
-    try {
-      if (res.destroyed) return; // the client left while it waited
+  function heavyQuery(res: ServerResponse, run: () => Promise<void>): Promise<void> {
+    return gated(queries, 'queries', QUERY_RETRY_AFTER_S, res, async () => {
       heavy.inFlight++;
       heavy.peak = Math.max(heavy.peak, heavy.inFlight);
       try {
@@ -179,6 +158,18 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       } finally {
         heavy.inFlight--;
       }
+    });
+  }
+
+  /** Runs `run` in a place of `gate`; others wait for one, and beyond that are told to come back (503, Retry-After). */
+  async function gated(gate: RequestGate, what: string, retryAfterS: number, res: ServerResponse, run: () => Promise<void>): Promise<void> {
+    const release = await gate.enter();
+    if (!release) {
+      res.setHeader('Retry-After', String(retryAfterS));
+      return json(res, { error: `${gate.running} ${what} are running, the most at once, and others are waiting: try again in a few seconds` }, 503);
+    }
+    try {
+      if (!res.destroyed) await run(); // else the client left while it waited
     } finally {
       release();
       afterHeavy();
@@ -201,13 +192,12 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   }
 
   async function overview(v: View): Promise<Overview> {
-    const { reader } = v;
     const reading = await v.state.read();
     const t = now();
-    const parquetRows = reading.snapshot?.rows != null ? null : await parquetRowCount(reader);
+    const parquetRows = reading.snapshot?.rows != null ? null : await parquetRowCount(v.reader);
     // Partitions waiting for their rewrite: the dataset (charts, the sessions list) counts otherwise than the table; say by how much.
     const waiting = reading.snapshot?.rows != null && reading.snapshot.format !== 'duckdb' && reading.snapshot.pendingPartitions.length > 0;
-    const datasetRows = waiting ? await parquetRowCount(reader) : null;
+    const datasetRows = waiting ? await parquetRowCount(v.reader) : null;
     return buildOverview({
       reading,
       parquetRows,
@@ -288,15 +278,13 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       if (!tickets.take(ticket)) return unauthorized(res, url.pathname, who === 'expired');
     }
     url.searchParams.delete('ticket');
-    if (url.pathname === '/api/accounts') {
-      if (req.method === 'HEAD') return send(res, 200, '', 'application/json; charset=utf-8', { 'Cache-Control': 'no-store' });
-      return json(res, await accountsOverview());
-    }
+    const head = req.method === 'HEAD';
+    if (url.pathname === '/api/accounts') return head ? send(res, 200, '', JSON_TYPE, NO_STORE) : json(res, await accountsOverview());
     const route = api[url.pathname];
     if (!route) return json(res, { error: `no such page: ${url.pathname}` }, 404);
     const view = await viewOf(url.searchParams, res);
     if (!view) return;
-    if (req.method === 'HEAD') return send(res, 200, '', 'application/json; charset=utf-8', { 'Cache-Control': 'no-store' });
+    if (head) return send(res, 200, '', JSON_TYPE, NO_STORE);
     await route(url.searchParams, res, view);
   }
 
@@ -333,7 +321,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     return { accounts: rows, readAt };
   }
 
-  /** What an `Authorization: Bearer …` value opens: the token or a live session (`live`), a session past its time, or nothing. */
+  /** What an `Authorization: Bearer …` value opens. */
   function access(presented: string | null): 'live' | 'expired' | 'unknown' {
     return tokenMatches(o.token, presented) ? 'live' : sessions.check(presented);
   }
@@ -352,8 +340,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   };
 }
 
-/** Seconds a download turned away is told to wait (Retry-After). */
+/** Seconds a download or a query turned away is told to wait (Retry-After). */
 const DOWNLOAD_RETRY_AFTER_S = 5;
-/** Seconds a query turned away is told to wait (Retry-After). */
 const QUERY_RETRY_AFTER_S = 2;
 

@@ -1,12 +1,8 @@
-/**
- * The comparison rules of list sorting, for the in-memory evaluator; `compileToSql` writes the
- * same order as SQL (see docs/list-conventions.md, "Sorting").
- */
+/** Sorting's comparisons in memory; `compileToSql` writes the same order (docs/list-conventions.md, "Sorting"). */
 
 /**
- * Compares by Unicode code point, which is also the byte order of UTF-8 and so DuckDB's binary
- * collation. (JavaScript's `<` compares UTF-16 code units, which puts U+E000–U+FFFF after the
- * supplementary characters.)
+ * By code point, the byte order of UTF-8 and so DuckDB's binary collation (JavaScript's `<`
+ * compares UTF-16 code units, which puts U+E000–U+FFFF after the supplementary characters).
  */
 export function compareCodePoints(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
@@ -30,10 +26,8 @@ export function asciiLowerCase(s: string): string {
 }
 
 /**
- * String order: US-ASCII letters compared without case, everything else by code point; strings
- * equal that way are ordered by code point (`A` before `a`). A total order: only identical
- * strings tie. It stands in for "locale-sensitive", which the two evaluators cannot reproduce
- * identically (see the docs).
+ * US-ASCII letters without case, everything else by code point, ties by code point (`A` before
+ * `a`): a total order standing in for "locale-sensitive", which both evaluators cannot reproduce.
  */
 export function compareStrings(a: string, b: string): number {
   return compareCodePoints(asciiLowerCase(a), asciiLowerCase(b)) || compareCodePoints(a, b);
@@ -52,10 +46,8 @@ function typeRank(v: unknown): number {
 }
 
 /**
- * The document's rules, ascending: null (or a field that does not exist) before anything else;
- * numbers numerically; booleans false before true; strings by `compareStrings`; arrays shorter
- * first, equal lengths by their items sorted and compared in turn. Values of different types
- * (which session fields never hold) order by type: boolean, number, string, array, object.
+ * The document's rules, ascending: null (or a field that does not exist) first; false before true;
+ * arrays shorter first, then by their items sorted; different types by `typeRank`.
  */
 export function compareValues(a: unknown, b: unknown): number {
   const ra = typeRank(a);

@@ -3,23 +3,21 @@ import type { FilterExpr } from './parse-filter.js';
 import { ID_FIELD, STARTED_FIELD, type LeafField } from './session-fields.js';
 
 /**
- * Where the sessions are: a table with the contract's columns, or the Parquet dataset; with
- * `account`, only that account's rows of a many-account table or dataset (docs/accounts.md); with
- * `withAccount`, each row also says its account (a many-account table or dataset read whole).
+ * A table with the contract's columns, or the Parquet dataset; with `account`, only that account's
+ * rows (docs/accounts.md); with `withAccount`, each row also says its account.
  */
 export type ListSource = ({ readonly table: string } | { readonly parquetGlob: string }) & { readonly account?: string; readonly withAccount?: boolean };
 
-/** A value bound to a `?` placeholder. */
 export type SqlParam = string | number | boolean | null;
 
 export interface CompiledListQuery {
-  /** The page: selected, filtered, ordered. Placeholders: `params`, then LIMIT, then OFFSET. */
+  /** The page; placeholders: `params`, then LIMIT, then OFFSET. */
   readonly sql: string;
-  /** The number of records that pass the filter and date range. Placeholders: `params`. */
+  /** The number of matches; placeholders: `params`. */
   readonly countSql: string;
   /** Every user-supplied value (regular expressions, dates, the Parquet glob), in placeholder order. */
   readonly params: readonly SqlParam[];
-  /** The leaves `sql` returns, in column order; each column is named after the leaf's interface path. */
+  /** The leaves `sql` returns, in column order, each column named after the leaf's interface path. */
   readonly leaves: readonly LeafField[];
 }
 
@@ -29,25 +27,19 @@ const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 export const ACCOUNT_COLUMN = 'account';
 
 /**
- * Writes a list request as DuckDB SQL over the `sessions` table (or a table of the same columns)
- * or the Parquet dataset, giving the same answer as `evaluateInMemory`. Values travel as bound
- * parameters; the only identifiers written into the text are contract columns and the table
- * name, which must be a plain (optionally schema-qualified) identifier.
- *
- * The truncation rules need the count before the page; `queryDuckDb` runs both.
+ * A list request as DuckDB SQL with the answer of `evaluateInMemory`. Values travel as bound
+ * parameters; the only identifiers in the text are contract columns and the table name, which must
+ * be a plain (optionally schema-qualified) identifier. Truncation needs the count before the page.
  */
 export function compileToSql(req: ListRequest, source: ListSource): CompiledListQuery {
   const params: SqlParam[] = [];
   const from = sourceSql(source, params);
 
   const where: string[] = [];
-  if (req.startedFrom !== null) {
-    where.push(`${q(STARTED_FIELD.column)} >= to_timestamp(?)`);
-    params.push(req.startedFrom);
-  }
-  if (req.startedTo !== null) {
-    where.push(`${q(STARTED_FIELD.column)} < to_timestamp(?)`);
-    params.push(req.startedTo);
+  for (const [bound, op] of [[req.startedFrom, '>='], [req.startedTo, '<']] as const) {
+    if (bound === null) continue;
+    where.push(`${q(STARTED_FIELD.column)} ${op} to_timestamp(?)`);
+    params.push(bound);
   }
   if (req.filter) where.push(filterSql(req.filter, params));
   const whereSql = where.length === 0 ? '' : `\nWHERE ${where.join('\n  AND ')}`;
@@ -57,12 +49,8 @@ export function compileToSql(req: ListRequest, source: ListSource): CompiledList
   const select = columns.length === 0 ? '1 AS "_"' : columns.join(',\n       ');
   const order = orderKeys(req).map(({ field, descending }) => orderSql(field, descending)).join(',\n         ');
 
-  return {
-    sql: `SELECT ${select}\nFROM ${from}${whereSql}\nORDER BY ${order}\nLIMIT ? OFFSET ?`,
-    countSql: `SELECT count(*) AS total\nFROM ${from}${whereSql}`,
-    params,
-    leaves,
-  };
+  const sql = `SELECT ${select}\nFROM ${from}${whereSql}\nORDER BY ${order}\nLIMIT ? OFFSET ?`;
+  return { sql, countSql: `SELECT count(*) AS total\nFROM ${from}${whereSql}`, params, leaves };
 }
 
 function sourceSql(source: ListSource, params: SqlParam[]): string {
@@ -98,11 +86,7 @@ function valueSql(leaf: LeafField): string {
 /** The text a regular expression sees: '' for null, decimal for numbers, true/false for booleans. */
 function textSql(leaf: LeafField | null): string {
   if (!leaf) return "''";
-  switch (leaf.kind) {
-    case 'string': return `coalesce(${q(leaf.column)}, '')`;
-    case 'epoch': return `coalesce(CAST(${epochSeconds(leaf.column)} AS VARCHAR), '')`;
-    default: return `coalesce(CAST(${q(leaf.column)} AS VARCHAR), '')`;
-  }
+  return leaf.kind === 'string' ? `coalesce(${q(leaf.column)}, '')` : `coalesce(CAST(${valueSql(leaf)} AS VARCHAR), '')`;
 }
 
 function filterSql(expr: FilterExpr, params: SqlParam[]): string {
@@ -125,14 +109,8 @@ function orderSql(leaf: LeafField, descending: boolean): string {
   const dir = descending ? 'DESC NULLS LAST' : 'ASC NULLS FIRST';
   const col = q(leaf.column);
   if (leaf === ID_FIELD) return `${col} COLLATE "binary" ${dir}`;
-  switch (leaf.kind) {
-    case 'string':
-      return `${asciiLowerSql(col)} COLLATE "binary" ${dir}, ${col} COLLATE "binary" ${dir}`;
-    case 'epoch':
-      return `${epochSeconds(leaf.column)} ${dir}`;
-    default:
-      return `${col} ${dir}`;
-  }
+  if (leaf.kind === 'string') return `${asciiLowerSql(col)} COLLATE "binary" ${dir}, ${col} COLLATE "binary" ${dir}`;
+  return `${valueSql(leaf)} ${dir}`;
 }
 
 /**

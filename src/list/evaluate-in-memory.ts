@@ -5,12 +5,9 @@ import type { FilterExpr } from './parse-filter.js';
 import { ID_FIELD, STARTED_FIELD, leafText, readLeaf } from './session-fields.js';
 
 /**
- * Answers a list request over records already in memory, with the same result `queryDuckDb`
- * gives over the same records in the `sessions` table. The input array is not modified; records
- * with the same `id` keep their input order among themselves.
- *
- * Regular expressions run on JavaScript's backtracking engine here (RE2 in DuckDB never
- * backtracks): a pathological pattern such as `(a*)*b` over long text can take very long.
+ * Answers a list request over records in memory as `queryDuckDb` does over the `sessions` table;
+ * records with the same `id` keep their input order. JavaScript's engine backtracks (RE2 never
+ * does): a pathological pattern such as `(a*)*b` over long text can take very long here.
  */
 export function evaluateInMemory(records: readonly SessionRecord[], req: ListRequest): ListPage {
   const { startedFrom, startedTo, filter } = req;
@@ -31,36 +28,22 @@ export function evaluateInMemory(records: readonly SessionRecord[], req: ListReq
         const x = a.values[i] ?? null;
         const y = b.values[i] ?? null;
         // `id` is an identifier, not a name: exact code-point order, as SQL's binary session_id.
-        const c = key.field === ID_FIELD ? compareNullableCodePoints(x, y) : compareValues(x, y);
+        const c = key.field === ID_FIELD && typeof x === 'string' && typeof y === 'string' ? compareCodePoints(x, y) : compareValues(x, y);
         if (c !== 0) return key.descending ? -c : c;
       }
       return 0;
     });
 
-  const window = resolveWindow(req.paging, sorted.length);
+  const { offset, limit, pageSize } = resolveWindow(req.paging, sorted.length);
   const leaves = selectedLeaves(req);
-  return {
-    items: sorted.slice(window.offset, window.offset + window.limit)
-      .map(({ record }) => shapeRecord(leaves, (leaf) => readLeaf(record, leaf))),
-    total: sorted.length,
-    offset: window.offset,
-    pageSize: window.pageSize,
-    paging: req.paging,
-  };
+  const items = sorted.slice(offset, offset + limit).map(({ record }) => shapeRecord(leaves, (leaf) => readLeaf(record, leaf)));
+  return { items, total: sorted.length, offset, pageSize, paging: req.paging };
 }
 
 function passes(expr: FilterExpr, record: SessionRecord): boolean {
   switch (expr.type) {
     case 'and': return expr.operands.every((e) => passes(e, record));
     case 'or': return expr.operands.some((e) => passes(e, record));
-    case 'match': {
-      const text = expr.field.field ? leafText(readLeaf(record, expr.field.field)) : '';
-      return expr.pattern.js.test(text) !== expr.negated;
-    }
+    case 'match': return expr.pattern.js.test(expr.field.field ? leafText(readLeaf(record, expr.field.field)) : '') !== expr.negated;
   }
-}
-
-function compareNullableCodePoints(a: unknown, b: unknown): number {
-  if (typeof a === 'string' && typeof b === 'string') return compareCodePoints(a, b);
-  return compareValues(a, b);
 }

@@ -1,20 +1,68 @@
 /**
- * The characters of a Java pattern, and its escapes (`\t`, `\x{…}`, `\d`, `\p{Alpha}`, `\Q…\E`, …)
- * read into a code point, a code-point set, an anchor or a quoted run; constructs the engines
- * cannot agree on are refused here with their position. The structure around them (groups,
- * classes, quantifiers, flags) is java-pattern-reader.ts's.
+ * The characters of a Java pattern and its escapes (`\t`, `\x{…}`, `\d`, `\p{Alpha}`, `\Q…\E`, …),
+ * read into a code point, a code-point set, an anchor or a quoted run; constructs the engines cannot
+ * agree on are refused here with their position. Also the tree the reader builds
+ * (java-pattern-reader.ts), and Java's predefined classes as explicit code-point sets (US-ASCII, as
+ * Java without UNICODE_CHARACTER_CLASS), so that neither engine's own tables come into play.
  */
-import type { CodePointSet } from './code-point-set.js';
-import { CLASS_ESCAPES, POSIX } from './java-pattern-classes.js';
-import type { PatternFail } from './java-pattern-tree.js';
+import { CodePointSet } from './code-point-set.js';
 
-export type Escape =
+/** Reports a problem at `index` (into the pattern) and does not return. */
+export type PatternFail = (index: number, problem: string, expected: string) => never;
+
+/** Deepest nesting of groups and classes accepted, so a hostile pattern cannot exhaust the stack. */
+export const MAX_PATTERN_DEPTH = 100;
+/** RE2's largest repetition count; it also caps the product of nested counts at this value. */
+export const MAX_REPEAT = 1000;
+
+/** A pattern as code-point sets in sequences, alternatives and repetitions; nothing else is left. */
+export type PatternNode =
+  | { readonly type: 'set'; readonly set: CodePointSet }
+  | { readonly type: 'seq'; readonly items: readonly PatternNode[] }
+  | { readonly type: 'alt'; readonly alts: readonly PatternNode[] }
+  | { readonly type: 'repeat'; readonly body: PatternNode; readonly min: number; readonly max: number | null; readonly at: number };
+
+export const SURROGATES = CodePointSet.of([0xd800, 0xdfff]);
+
+const range = (lo: string, hi: string): [number, number] => [lo.codePointAt(0) ?? 0, hi.codePointAt(0) ?? 0];
+const DIGIT = CodePointSet.of(range('0', '9'));
+const LOWER = CodePointSet.of(range('a', 'z'));
+const UPPER = CodePointSet.of(range('A', 'Z'));
+const ALPHA = LOWER.union(UPPER);
+const ALNUM = ALPHA.union(DIGIT);
+const WORD = ALNUM.union(CodePointSet.of(0x5f));
+const SPACE = CodePointSet.of(0x20, [0x09, 0x0d]); // space, \t \n \x0B \f \r
+const PUNCT = CodePointSet.of(range('!', '/'), range(':', '@'), range('[', '`'), range('{', '~'));
+const HORIZONTAL_SPACE = CodePointSet.of(0x20, 0x09, 0xa0, 0x1680, 0x180e, [0x2000, 0x200a], 0x202f, 0x205f, 0x3000);
+const VERTICAL_SPACE = CodePointSet.of([0x0a, 0x0d], 0x85, 0x2028, 0x2029);
+export const LINE_TERMINATORS = CodePointSet.of(0x0a, 0x0d, 0x85, 0x2028, 0x2029);
+
+const POSIX: Record<string, CodePointSet> = {
+  Lower: LOWER,
+  Upper: UPPER,
+  ASCII: CodePointSet.of([0, 0x7f]),
+  Alpha: ALPHA,
+  Digit: DIGIT,
+  Alnum: ALNUM,
+  Punct: PUNCT,
+  Graph: CodePointSet.of([0x21, 0x7e]),
+  Print: CodePointSet.of([0x20, 0x7e]),
+  Blank: CodePointSet.of(0x20, 0x09),
+  Cntrl: CodePointSet.of([0, 0x1f], 0x7f),
+  XDigit: DIGIT.union(CodePointSet.of(range('a', 'f'), range('A', 'F'))),
+  Space: SPACE,
+};
+
+const CLASS_ESCAPES: Record<string, CodePointSet> = {
+  d: DIGIT, w: WORD, s: SPACE, h: HORIZONTAL_SPACE, v: VERTICAL_SPACE,
+};
+
+type Escape =
   | { kind: 'char'; cp: number }
   | { kind: 'set'; set: CodePointSet; negated: boolean }
   | { kind: 'anchor'; end: boolean }
   | { kind: 'quote'; cps: number[] };
 
-/** A cursor over the pattern's text, which reads characters and escapes. */
 export class PatternLexer {
   protected i = 0;
 

@@ -1,13 +1,10 @@
 /**
  * Reads a Java pattern into a PatternNode tree: alternatives, sequences, groups and flags,
  * character classes with their ranges and intersections, quantifiers; every class, `.` and
- * case-insensitive letter turned into an explicit code-point set as it is read (characters and
- * escapes: java-pattern-lexer.ts).
+ * case-insensitive letter turned into an explicit code-point set as it is read.
  */
 import { CodePointSet } from './code-point-set.js';
-import { LINE_TERMINATORS } from './java-pattern-classes.js';
-import { PatternLexer } from './java-pattern-lexer.js';
-import { MAX_PATTERN_DEPTH, MAX_REPEAT, type PatternNode } from './java-pattern-tree.js';
+import { LINE_TERMINATORS, MAX_PATTERN_DEPTH, MAX_REPEAT, PatternLexer, type PatternNode } from './java-pattern-lexer.js';
 
 interface Flags {
   /** CASE_INSENSITIVE: US-ASCII letters only (Java's default without UNICODE_CASE). */

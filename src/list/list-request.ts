@@ -8,60 +8,40 @@ export interface SortKey {
   readonly descending: boolean;
 }
 
-/**
- * Paging as requested: `offset`/`pageSize` (the shared conventions, with truncation) or
- * `page`/`size` (the hypermedia variant, zero-based page number, no truncation).
- */
+/** `offset`/`pageSize` (the shared conventions, with truncation) or `page`/`size` (hypermedia, zero-based, no truncation). */
 export type Paging =
   | { readonly kind: 'offset'; readonly offset: number; readonly pageSize: number }
   | { readonly kind: 'page'; readonly page: number; readonly size: number };
 
 /** A parsed list request, the input of both evaluators. Build it with `parseListRequest`. */
 export interface ListRequest {
-  /** `null`: every record. */
   readonly filter: FilterExpr | null;
-  /**
-   * The order, after defaults and `descending=true` are applied: never empty (by default `id`
-   * ascending). The tie-breaker is not listed; see `orderKeys`.
-   */
+  /** After defaults and `descending=true`: never empty (by default `id` ascending); the tie-breaker is `orderKeys`'. */
   readonly sort: readonly SortKey[];
   /** Fields to return, in the order named; `null`: all fields. */
   readonly attributes: readonly SessionField[] | null;
-  /** Session start, inclusive, whole epoch seconds; `null`: no lower bound. */
+  /** Session start bounds in whole epoch seconds, from inclusive, to exclusive; `null`: unbounded. */
   readonly startedFrom: number | null;
-  /** Session start, exclusive, whole epoch seconds; `null`: no upper bound. */
   readonly startedTo: number | null;
   readonly paging: Paging;
-  /**
-   * Names used in filter, sort or attributeNames that no session field has. They count as null
-   * (the document's rule), which is usually a typo: callers may want to warn.
-   */
+  /** Names no session field has: they count as null (the document's rule), usually a typo callers may warn of. */
   readonly unknownFields: readonly string[];
 }
 
 /** A session in the interface shape, restricted to the requested fields; absent values are null. */
 export type SessionView = Record<string, unknown>;
 
-/** What both evaluators return. */
+/** What both evaluators return: `total` matches before paging, `offset` of the first item after truncation. */
 export interface ListPage {
   readonly items: SessionView[];
-  /** Records that pass the filter and date range, before paging. */
   readonly total: number;
-  /** Position of the first item among those `total` records (after truncation). */
   readonly offset: number;
-  /**
-   * For offset paging, the page size after truncation (= `items.length`); for page paging, the
-   * requested size.
-   */
+  /** Offset paging: the page size after truncation (= `items.length`); page paging: the requested size. */
   readonly pageSize: number;
-  /** The paging of the request, for `toPageResponse`. */
   readonly paging: Paging;
 }
 
-/**
- * The keys both evaluators sort by: the request's known keys, then the tie-breaker `id` ascending
- * unless `id` is already a key. `id` always compares by code point.
- */
+/** The request's known sort keys, then the tie-breaker `id` ascending unless it is a key already. */
 export function orderKeys(req: ListRequest): { field: LeafField; descending: boolean }[] {
   const keys = req.sort.flatMap((k) => (k.field ? [{ field: k.field, descending: k.descending }] : []));
   if (!keys.some((k) => k.field === ID_FIELD)) keys.push({ field: ID_FIELD, descending: false });
@@ -92,35 +72,22 @@ export async function pageOf(req: ListRequest, total: number, read: (limit: numb
 
 /** The leaves a request returns, in interface order. */
 export function selectedLeaves(req: ListRequest): LeafField[] {
-  const wanted = req.attributes ?? TOP_LEVEL_FIELDS;
-  const set = new Set<LeafField>();
-  for (const f of wanted) {
-    if (f.kind === 'object') f.children.forEach((c) => set.add(c));
-    else set.add(f);
-  }
-  return allLeaves().filter((l) => set.has(l));
+  const set = new Set(leavesOf(req.attributes ?? TOP_LEVEL_FIELDS));
+  return leavesOf(TOP_LEVEL_FIELDS).filter((l) => set.has(l));
 }
 
-function allLeaves(): LeafField[] {
-  return TOP_LEVEL_FIELDS.flatMap((f) => (f.kind === 'object' ? [...f.children] : [f]));
+/** The leaves of the fields, an object's in its order. */
+export function leavesOf(fields: readonly SessionField[]): LeafField[] {
+  return fields.flatMap((f) => (f.kind === 'object' ? [...f.children] : [f]));
 }
 
-/**
- * Builds a record in the interface shape from leaf values: `agent.name` comes back as
- * `{ agent: { name } }`; an object is present whenever one of its fields was asked for, with
- * null for the values the record lacks.
- */
+/** A record in the interface shape from leaf values: `agent.name` as `{ agent: { name } }`. */
 export function shapeRecord(leaves: readonly LeafField[], valueOf: (leaf: LeafField) => unknown): SessionView {
   const out: SessionView = {};
   for (const leaf of leaves) {
-    const dot = leaf.path.indexOf('.');
-    if (dot < 0) {
-      out[leaf.path] = valueOf(leaf);
-      continue;
-    }
-    const parent = leaf.path.slice(0, dot);
-    const obj = (out[parent] ??= {}) as Record<string, unknown>;
-    obj[leaf.path.slice(dot + 1)] = valueOf(leaf);
+    const [parent, child] = leaf.path.split('.');
+    if (child === undefined) out[leaf.path] = valueOf(leaf);
+    else ((out[parent!] ??= {}) as Record<string, unknown>)[child] = valueOf(leaf);
   }
   return out;
 }

@@ -1,13 +1,12 @@
 import { ListSyntaxError } from './list-syntax-error.js';
 import type { ListRequest, Paging, SortKey } from './list-request.js';
-import { filterFieldRefs, parseFilter, type FilterExpr } from './parse-filter.js';
+import { filterFieldRefs, parseFilter } from './parse-filter.js';
 import { INSTANT_FORMATS, parseInstant } from './parse-instant.js';
 import { ID_FIELD, resolveField, type SessionField } from './session-fields.js';
 
 /**
  * Page size when the request names none. The document's "default 1" is worded as a default of
- * `offset` and cannot be meant as a page size of one; 100 is a common list default, small enough
- * to print and large enough that paging through a day of sessions takes few calls.
+ * `offset` and cannot be meant as a page size of one; 100 is a common list default.
  */
 export const DEFAULT_PAGE_SIZE = 100;
 
@@ -21,10 +20,7 @@ export type ListParameter = (typeof LIST_PARAMETERS)[number];
 export type ListParams = string | URLSearchParams | Readonly<Record<string, string | undefined>>;
 
 export interface ParseListOptions {
-  /**
-   * Skip parameters that are not list parameters (for a query string that carries others too).
-   * Default false: an unknown parameter is an error, so that a misspelt `pagesize` is not ignored.
-   */
+  /** Skip parameters that are not list parameters; by default they are errors, so a misspelt `pagesize` is not ignored. */
   readonly ignoreUnknownParameters?: boolean;
 }
 
@@ -50,35 +46,18 @@ const FIELD_NAME = /^[A-Za-z0-9_.]+$/;
  */
 export function parseListRequest(params: ListParams, options: ParseListOptions = {}): ListRequest {
   const got = readParams(params, options);
-  const unknownFields = new Set<string>();
-
   const filterParam = got.get('filter');
-  let filter: FilterExpr | null = null;
-  if (filterParam) {
-    filter = parseFilter(filterParam.value, failFor(filterParam));
-    for (const ref of filterFieldRefs(filter)) if (!ref.field) unknownFields.add(ref.name);
-  }
-
+  const filter = filterParam ? parseFilter(filterParam.value, failFor(filterParam)) : null;
   const sort = readSort(got);
-  for (const k of sort) if (!k.field) unknownFields.add(k.name);
-
+  const unknownFields = new Set([...(filter ? filterFieldRefs(filter) : []), ...sort].filter((r) => !r.field).map((r) => r.name));
   const attributes = readAttributes(got.get('attributeNames'), unknownFields);
   const [startedFrom, startedTo] = readDateRange(got);
-
-  return {
-    filter,
-    sort,
-    attributes,
-    startedFrom,
-    startedTo,
-    paging: readPaging(got),
-    unknownFields: [...unknownFields],
-  };
+  return { filter, sort, attributes, startedFrom, startedTo, paging: readPaging(got), unknownFields: [...unknownFields] };
 }
 
 function readParams(params: ListParams, options: ParseListOptions): Map<ListParameter, Param> {
   const out = new Map<ListParameter, Param>();
-  const add = (name: string, raw: string, { percentDecoded }: { percentDecoded: boolean }): void => {
+  const add = (name: string, raw: string, percentDecoded: boolean): void => {
     if (!(LIST_PARAMETERS as readonly string[]).includes(name)) {
       if (options.ignoreUnknownParameters) return;
       throw new ListSyntaxError({ parameter: name, input: raw, position: null, problem: `unknown list parameter "${name}"`, expected: `one of ${LIST_PARAMETERS.join(', ')}` });
@@ -93,9 +72,9 @@ function readParams(params: ListParams, options: ParseListOptions): Map<ListPara
   };
   if (typeof params === 'string' || params instanceof URLSearchParams) {
     const search = typeof params === 'string' ? new URLSearchParams(params.startsWith('?') ? params.slice(1) : params) : params;
-    for (const [name, value] of search) add(name, value, { percentDecoded: true });
+    for (const [name, value] of search) add(name, value, true);
   } else {
-    for (const [name, value] of Object.entries(params)) if (value !== undefined) add(name, value, { percentDecoded: false });
+    for (const [name, value] of Object.entries(params)) if (value !== undefined) add(name, value, false);
   }
   return out;
 }
@@ -121,7 +100,7 @@ export function percentDecode(raw: string): { value: string; rawIndex: number[] 
     try {
       text = decoder.decode(bytes);
     } catch {
-      text = null;
+      // invalid UTF-8: left as written
     }
     if (text === null) {
       for (let k = 0; k < run[0].length; k++) rawIndex.push(i + k);

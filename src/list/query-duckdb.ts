@@ -2,10 +2,7 @@ import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { ACCOUNT_COLUMN, compileToSql, type ListSource } from './compile-to-sql.js';
 import { pageOf, shapeRecord, type ListPage, type ListRequest } from './list-request.js';
 
-/**
- * Answers a list request in DuckDB: counts the matching sessions, applies the truncation rules,
- * then reads the page. Same result as `evaluateInMemory` over the same records.
- */
+/** Answers a list request in DuckDB (the count, then the page): the result of `evaluateInMemory`. */
 export async function queryDuckDb(connection: DuckDBConnection, req: ListRequest, source: ListSource): Promise<ListPage> {
   const compiled = compileToSql(req, source);
   const params = compiled.params as DuckDBValue[];
@@ -23,6 +20,5 @@ export async function queryDuckDb(connection: DuckDBConnection, req: ListRequest
 
 /** BIGINT arrives as bigint; the interface's integers are numbers. */
 function fromSql(v: unknown): unknown {
-  if (typeof v === 'bigint') return Number(v);
-  return v ?? null;
+  return typeof v === 'bigint' ? Number(v) : (v ?? null);
 }

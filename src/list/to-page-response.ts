@@ -20,19 +20,13 @@ export interface PageResponse {
 }
 
 export interface PageResponseOptions {
-  /**
-   * The address of the list, with whatever query parameters it carries (filter, sort, …); the
-   * links keep them and set `page` and `size`. May be relative, e.g. `/sessions?filter=…`.
-   */
+  /** The list's address with its query (filter, sort, …), which the links keep, setting `page` and `size`; may be relative. */
   readonly baseHref: string;
   /** Key of the item list in `_embedded`; default `sessions`. */
   readonly rel?: string;
 }
 
-/**
- * Wraps the result of a `page`/`size` request in the hypermedia shape.
- * @throws TypeError when the request used offset/pageSize paging.
- */
+/** The result of a `page`/`size` request in the hypermedia shape; a TypeError for offset/pageSize paging. */
 export function toPageResponse(result: ListPage, options: PageResponseOptions): PageResponse {
   if (result.paging.kind !== 'page') {
     throw new TypeError('toPageResponse needs a page/size request; this one used offset/pageSize');
@@ -55,12 +49,12 @@ export function toPageResponse(result: ListPage, options: PageResponseOptions): 
 }
 
 function withPage(baseHref: string, page: number, size: number): string {
-  const hash = baseHref.indexOf('#');
-  const base = hash < 0 ? baseHref : baseHref.slice(0, hash);
+  const [base = ''] = baseHref.split('#', 1);
   const mark = base.indexOf('?');
   const path = mark < 0 ? base : base.slice(0, mark);
   const query = new URLSearchParams(mark < 0 ? '' : base.slice(mark + 1));
-  for (const name of ['offset', 'pageSize']) query.delete(name);
+  query.delete('offset');
+  query.delete('pageSize');
   query.set('page', String(page));
   query.set('size', String(size));
   return `${path}?${query.toString()}`;
