@@ -13,13 +13,8 @@ export const SECURITY_HEADERS: Record<string, string> = {
   'Cross-Origin-Resource-Policy': 'same-origin',
 };
 
-export interface Asset {
-  type: string;
-  body: Buffer;
-}
-
 /** The page's files, read once: ours from src/dashboard/assets, uPlot's from its package. */
-export function loadAssets(): Map<string, Asset> {
+export function loadAssets(): Map<string, { type: string; body: Buffer }> {
   const root = packageRoot();
   const own = join(root, 'src', 'dashboard', 'assets');
   const uplot = join(dirname(createRequire(import.meta.url).resolve('uplot/package.json')), 'dist');

@@ -8,7 +8,7 @@ import type { CalendarDay, DayState } from './coverage-calendar.js';
 
 export interface ChartDay {
   date: string;
-  /** Sessions stored that day; null for a day not exported (a hole, or not yet). */
+  /** Null for a day not exported (a hole, or not yet). */
   sessions: number | null;
   medianDurationSeconds: number | null;
   state: DayState;
@@ -16,12 +16,7 @@ export interface ChartDay {
 
 const DAY_MS = 86_400_000;
 
-/**
- * @param counted the dataset's per-day counts and medians (days with sessions only)
- * @param calendar the calendar's days (from the first covered day to today)
- * @param from first day of the range, `YYYY-MM-DD`
- * @param to last day of the range (included)
- */
+/** `counted`: the days with sessions; `calendar`: from the first covered day to today; `from`..`to` both included. */
 export function chartDays(
   counted: ReadonlyArray<{ date: string; sessions: number; medianDurationSeconds: number | null }>,
   calendar: readonly CalendarDay[],

@@ -1,13 +1,8 @@
 /**
- * The coverage calendar: one cell per UTC day, in the words `session-etl status` uses.
- * - `covered`: the whole day is exported.
- * - `partial`: a partial day, as status lists them (time/partial-days.ts): a day that holds data
- *   but is only partly covered, at the edge of an exported range.
- * - `hole`: in a coverage hole, a gap between two exported ranges (status's "coverage holes").
- * - `not-yet`: not exported yet and nothing is wrong: after the checkpoint, or inside the range of
- *   the run going now (a backfill fills it as it goes).
- * Each day carries its stored sessions and, when something of it is missing, the command that
- * fills it (none in a demo directory, whose emulator ended with the demo).
+ * The coverage calendar: one cell per UTC day, in the words `session-etl status` uses: `covered`,
+ * `partial` (time/partial-days.ts), `hole` (a gap between two exported ranges), `not-yet` (after
+ * the checkpoint, or inside the range of the run going now). Each day carries its stored sessions
+ * and, when something of it is missing, the command that fills it (none in a demo directory).
  */
 import { partialDays } from '../time/partial-days.js';
 import { dayArgs, rangeArgs, suggestedCommand, type CommandTarget } from '../util/suggested-command.js';
@@ -20,23 +15,14 @@ export interface CalendarDay {
   date: string;
   state: DayState;
   sessions: number;
-  /** The command that fills what of this day is missing; null when nothing is, or no command can. */
   command: string | null;
-  /**
-   * A volume anomaly (docs/data-quality.md "Volume anomalies"): the day holds far fewer sessions than its weekday
-   * usually does: its sessions then, what it should hold, and the command comparing it with the source.
-   * Absent on other days.
-   */
+  /** A volume anomaly (docs/data-quality.md): its sessions, what it should hold, the command comparing it with the source. */
   anomaly?: { sessions: number; expected: number; command: string | null };
 }
 
 export interface CoverageGap {
   from: string;
   to: string;
-  /**
-   * A hole between two exported ranges, the time after the checkpoint (not exported yet), or a
-   * gap the run going now is exporting.
-   */
   kind: 'hole' | 'after-checkpoint' | 'exporting';
   /** null while a run is exporting it, and in a demo directory. */
   command: string | null;
@@ -48,18 +34,13 @@ export interface CoverageCalendar {
 }
 
 export interface CalendarOptions {
-  /** What the commands run against (the data directory, configuration and account the dashboard was given). */
   target?: CommandTarget;
-  /** No commands (a demo directory: nothing can fill its gaps once the demo's emulator is gone). */
+  /** A demo directory: nothing can fill its gaps once the demo's emulator is gone. */
   noCommands?: boolean;
   /** The range of the run going now (ISO instants): what it has not covered yet is `not-yet`. */
   running?: { from: string; to: string } | null;
-  /** The store's volume anomalies (docs/data-quality.md "Volume anomalies"): those days are marked. */
   anomalies?: ReadonlyArray<{ date: string; sessions: number; expected: number }>;
-  /**
-   * Ranges of backfills that did not finish (ISO instants, newest first): a gap inside one is filled
-   * by running that backfill again, which resumes it (what `session-etl status` says), not by `export`.
-   */
+  /** Backfills that did not finish, newest first: a gap inside one is filled by running it again (as `status` says). */
   unfinished?: ReadonlyArray<{ from: string; to: string }>;
 }
 
@@ -68,24 +49,16 @@ interface Span {
   end: number;
 }
 
-/**
- * @param coverage the coverage intervals (ISO instants)
- * @param sessionsPerDay stored sessions per `YYYY-MM-DD`
- * @param nowMs today is the day of this instant
- */
+/** `coverage` in ISO instants, `sessionsPerDay` by `YYYY-MM-DD`; today is the day of `nowMs`. */
 export function coverageCalendar(
   coverage: ReadonlyArray<{ from: string; to: string }>,
   sessionsPerDay: ReadonlyMap<string, number>,
   nowMs: number,
   opts: CalendarOptions = {},
 ): CoverageCalendar {
-  const spans: Span[] = coverage
-    .map((c) => ({ start: Date.parse(c.from) / 1000, end: Date.parse(c.to) / 1000 }))
-    .filter((s) => Number.isFinite(s.start) && Number.isFinite(s.end) && s.end > s.start)
-    .sort((a, b) => a.start - b.start);
+  const spans = coverage.map(spanOf).filter((s) => s !== null).sort((a, b) => a.start - b.start);
   const now = Math.floor(nowMs / 1000);
-  const run = opts.running ? { start: Date.parse(opts.running.from) / 1000, end: Date.parse(opts.running.to) / 1000 } : null;
-  const running = run && Number.isFinite(run.start) && Number.isFinite(run.end) && run.end > run.start ? run : null;
+  const running = opts.running ? spanOf(opts.running) : null;
   if (!spans.length && !running) return { days: [], gaps: [] };
 
   const gaps: Array<Span & { kind: CoverageGap['kind'] }> = [];
@@ -96,9 +69,7 @@ export function coverageCalendar(
   }
   if (now > reach) gaps.push({ start: reach, end: now, kind: 'after-checkpoint' });
   // Backfills begun and not finished whose range is not wholly covered: their gaps are resumed, as `status` says.
-  const unfinished = (opts.unfinished ?? [])
-    .map((u) => ({ start: Date.parse(u.from) / 1000, end: Date.parse(u.to) / 1000 }))
-    .filter((u) => Number.isFinite(u.start) && Number.isFinite(u.end) && u.end > u.start && !wholly(spans, u));
+  const unfinished = (opts.unfinished ?? []).map(spanOf).filter((u) => u !== null && !wholly(spans, u)) as Span[];
   const resumed = (g: Span) => unfinished.find((u) => overlaps(u, g.start, g.end) && !wholly(spans, { start: Math.max(u.start, g.start), end: Math.min(u.end, g.end) }));
   /** The command for `g`, or for the part `part` of it (a day): an unfinished backfill there is resumed first. */
   const commandOf = (g: Span & { kind: CoverageGap['kind'] }, part: Span = g): string | null => {
@@ -144,6 +115,11 @@ export function coverageCalendar(
   };
 }
 
+/** A range of ISO instants in epoch seconds; null when it is not one. */
+function spanOf(r: { from: string; to: string }): Span | null {
+  const s = { start: Date.parse(r.from) / 1000, end: Date.parse(r.to) / 1000 };
+  return Number.isFinite(s.start) && Number.isFinite(s.end) && s.end > s.start ? s : null;
+}
 
 /** Whether the spans (sorted, merged or not) cover all of `range`. */
 function wholly(spans: Span[], range: Span): boolean {

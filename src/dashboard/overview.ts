@@ -1,12 +1,13 @@
 /**
  * The dashboard's overview: health (healthy / lagging / failing, with the reasons in words), the
- * checkpoint, what is stored, the run going now with its progress, and the run history. A pure
- * function of what the data directory says (data-source.ts), the clock and the schedule.
+ * checkpoint, what is stored, the run going now, and the run history; and the all-accounts page's
+ * row of each account, taken from its overview so that the two always agree.
  */
 import { checkHealth } from '../monitoring/health.js';
 import type { CommandTarget } from '../util/suggested-command.js';
 import type { MonitoredRun, MonitoredState } from '../monitoring/read-state.js';
 import type { LockHolder } from '../store/lock.js';
+import type { RunningRun } from '../store/state-snapshot.js';
 import type { StateReading } from './state-reader.js';
 
 export type HealthState = 'healthy' | 'lagging' | 'failing';
@@ -45,7 +46,6 @@ export interface LiveRun {
   sessions: number | null;
   /** When the progress was reported (the run's last commit). */
   progressAt: string | null;
-  /** Estimated end, from the pace so far; null before the first window. */
   eta: string | null;
 }
 
@@ -57,27 +57,21 @@ export interface Overview {
   totalSessions: number | null;
   /** Committed records not merged into the table yet. */
   pendingRows: number;
-  /** Days (partitions) of the dataset waiting for their rewrite by the next run: the dataset's count differs meanwhile. */
+  /** Days of the dataset waiting for their rewrite by the next run, and meanwhile its count (else null). */
   pendingPartitions: string[];
-  /** The Parquet dataset's sessions while partitions wait for their rewrite (else null: the same as totalSessions). */
   datasetSessions: number | null;
-  /** When the page's figures were read (now, ISO 8601): the page shows it relative, beside the snapshot's time. */
   readAt: string;
   rejected: number;
   format: string | null;
   coverageHoles: number;
-  /** When the figures were read: the snapshot's time, or when the store was read; null when there is none. */
+  /** The snapshot's time, or when the store was read; null when there is none. */
   asOf: string | null;
-  /** Where the figures come from: the snapshot a run published, or the store itself (the snapshot being a dead run's). */
+  /** The snapshot a run published, or the store itself (the snapshot being a dead run's). */
   source: 'snapshot' | 'store';
   running: LiveRun | null;
-  /**
-   * When `session-etl schedule` would run the nightly export, if it runs (the page cannot know
-   * whether a scheduler is running); null in a demo directory.
-   */
+  /** When `session-etl schedule` would run the nightly export, if it runs; null in a demo directory. */
   nextRun: { at: string; cron: string; timezone: string } | null;
   runs: DashboardRun[];
-  /** With accounts: the account shown. */
   account: string | null;
   /** A demo directory (`session-etl demo`): its gaps have no command, nothing schedules it. */
   demo: boolean;
@@ -87,9 +81,8 @@ export interface Overview {
 
 export interface OverviewInput {
   reading: StateReading;
-  /** Rows of the Parquet dataset (counted when the snapshot has no table count). */
+  /** The dataset's rows, when the snapshot has no table count, and while partitions wait for their rewrite. */
   parquetRows: number | null;
-  /** The dataset's rows, read while partitions wait for their rewrite (the table's count differs meanwhile). */
   datasetRows?: number | null;
   nowMs: number;
   maxLagSeconds: number;
@@ -147,7 +140,7 @@ export function buildOverview(i: OverviewInput): Overview {
     coverageHoles: state.coverageHoles,
     asOf: snapshot?.writtenAt ?? null,
     source: i.reading.source,
-    running: live ? liveRunOf(live, i.nowMs) : liveHolder ? { runId: liveHolder.runId ?? '', command: liveHolder.command, pid: liveHolder.pid, startedAt: liveHolder.startedAt, windowsTotal: null, windowsDone: null, sessions: null, progressAt: null, eta: null } : null,
+    running: live || liveHolder ? liveRunOf(live ?? { ...liveHolder!, runId: liveHolder!.runId ?? '' }, i.nowMs) : null,
     nextRun: i.nextRun,
     runs,
     account: i.account ?? null,
@@ -183,10 +176,7 @@ function summaryOf(lag: number | null, last: MonitoredRun | null, holes: number,
   return text[0]!.toUpperCase() + text.slice(1);
 }
 
-/**
- * A duration for a person, in the page's one style (assets/app.js `span`): `4.2 s`, `42 s`,
- * `3 min 04 s`, `5 h 07 min`, `3 d 04 h`.
- */
+/** A duration in the page's one style (assets/app.js `span`): `4.2 s`, `42 s`, `3 min 04 s`, `5 h 07 min`, `3 d 04 h`. */
 export function ago(seconds: number): string {
   const s = Math.max(0, seconds);
   const pad = (n: number) => String(n).padStart(2, '0');
@@ -209,7 +199,8 @@ function sameRun(holder: LockHolder, runId: string): boolean {
   return id === null || id === runId;
 }
 
-function liveRunOf(r: NonNullable<NonNullable<StateReading['snapshot']>['running']>, nowMs: number): LiveRun {
+/** The run going now; the ETA from the pace so far, null before the first window. */
+function liveRunOf(r: Pick<RunningRun, 'runId' | 'command' | 'pid' | 'startedAt' | 'progress'>, nowMs: number): LiveRun {
   const p = r.progress;
   let eta: string | null = null;
   if (p && p.windowsDone > 0 && p.windowsTotal > p.windowsDone) {
@@ -236,8 +227,7 @@ function runOf(r: Record<string, unknown>, liveRunId: string | null, liveHolder:
   const runId = String(r.run_id);
   let outcome = String(r.outcome);
   let error = str(r.error);
-  const holderId = liveHolder ? runIdOf(liveHolder) : null;
-  if (outcome === 'running' && runId !== liveRunId && !(liveHolder && (holderId === null || holderId === runId))) {
+  if (outcome === 'running' && runId !== liveRunId && !(liveHolder && sameRun(liveHolder, runId))) {
     outcome = 'died';
     error = 'its process is gone (killed or crashed) without recording an outcome; the next run records it and resumes its work';
   }
@@ -263,5 +253,50 @@ function runOf(r: Record<string, unknown>, liveRunId: string | null, liveHolder:
     pausedMs: num(r.paused_ms),
     partitionsWritten: num(r.partitions_written) ?? 0,
     error,
+  };
+}
+
+/** A row of the all-accounts page (a many-account dashboard without --account). */
+export interface AccountRow {
+  account: string;
+  link: string;
+  /** Null: not counted, e.g. a Parquet-only store with no dataset here. */
+  sessions: number | null;
+  checkpoint: string | null;
+  lagSeconds: number | null;
+  /** `status --check`'s verdict for the account (monitoring/health.ts), with the account page's reasons. */
+  health: { state: 'ok' | 'stale' | 'failing'; healthy: boolean; reasons: string[]; summary: string };
+  /** The latest finished run (a died one included), as `status` shows it. */
+  lastRun: (Pick<DashboardRun, 'runId' | 'kind' | 'outcome' | 'startedAt' | 'endedAt' | 'sessionsWritten' | 'sessionsNew' | 'sessionsUpdated'> & {
+    /** Written, neither new nor updated (read again as stored); null when not counted. */
+    sessionsUnchanged: number | null;
+  }) | null;
+  running: boolean;
+}
+
+const STATE = { healthy: 'ok', lagging: 'stale', failing: 'failing' } as const;
+
+export function accountRow(account: string, o: Overview): AccountRow {
+  const last = o.runs.find((r) => r.outcome !== 'running') ?? null;
+  const counted = last && last.sessionsWritten !== null && last.sessionsNew !== null && last.sessionsUpdated !== null;
+  return {
+    account,
+    link: `/?account=${encodeURIComponent(account)}`,
+    sessions: o.totalSessions,
+    checkpoint: o.checkpoint,
+    lagSeconds: o.lagSeconds,
+    health: { state: STATE[o.health.state], healthy: o.health.reasons.length === 0, reasons: o.health.reasons, summary: o.health.summary },
+    lastRun: last && {
+      runId: last.runId,
+      kind: last.kind,
+      outcome: last.outcome,
+      startedAt: last.startedAt,
+      endedAt: last.endedAt,
+      sessionsWritten: last.sessionsWritten,
+      sessionsNew: last.sessionsNew,
+      sessionsUpdated: last.sessionsUpdated,
+      sessionsUnchanged: counted ? last.sessionsWritten! - last.sessionsNew! - last.sessionsUpdated! : null,
+    },
+    running: o.running !== null,
   };
 }

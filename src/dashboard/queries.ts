@@ -1,14 +1,12 @@
 /**
- * What the page asks of the Parquet dataset. Every aggregate is computed by DuckDB over the dataset
- * (per day through the `date` partition column, so a date range reads only its partitions); only
- * the aggregated rows, or one bounded page of sessions, reach JavaScript. User input reaches SQL as
- * bound parameters only (the list conventions compile to parameterised SQL: src/list).
+ * What the page asks of the Parquet dataset. DuckDB computes every aggregate (per day through the
+ * `date` partition column, so a date range reads only its partitions); only aggregated rows, or one
+ * bounded page of sessions, reach JavaScript. User input reaches SQL as bound parameters only.
  */
 import type { DuckDBValue } from '@duckdb/node-api';
-import { compileToSql, isListSyntaxError, parseListRequest, type LeafField, type ListPage, type ListRequest } from '../list/index.js';
+import { compileToSql, isListSyntaxError, LIST_PARAMETERS, parseListRequest, type LeafField, type ListPage, type ListRequest } from '../list/index.js';
 import { pageOf, shapeRecord } from '../list/list-request.js';
 import { ParquetReader } from './data-source.js';
-
 
 /** A request the page (or a person typing a URL) got wrong: answered with 400 and this message. */
 export class BadRequestError extends Error {}
@@ -40,10 +38,7 @@ export interface Charts {
   topAgents: Array<{ agent: string; sessions: number }>;
 }
 
-/**
- * The charts over `from`..`to` (UTC dates, both included). Without a range: the latest 30 days
- * that hold data.
- */
+/** The charts over `from`..`to` (UTC dates, both included); without a range, the latest 30 days that hold data. */
 export async function charts(reader: ParquetReader, from?: string, to?: string): Promise<Charts> {
   return reader.cached(`charts:${from ?? ''}:${to ?? ''}`, () => computeCharts(reader, from, to));
 }
@@ -66,44 +61,29 @@ async function computeCharts(reader: ParquetReader, from?: string, to?: string):
   }
   if (from > to) throw new BadRequestError(`from (${from}) is after to (${to})`);
   const range = `"date" BETWEEN CAST(? AS DATE) AND CAST(? AS DATE)`;
-  const p: DuckDBValue[] = [from, to];
-  const perDay = await reader.rows<{ date: string; sessions: number; med: number | null }>(
-    `SELECT CAST("date" AS VARCHAR) AS date, count(*) AS sessions, median(duration_seconds) AS med
-     FROM ${reader.from} WHERE ${range} GROUP BY ALL ORDER BY 1`,
-    p,
-  );
-  const byType = await reader.rows<{ type: string; sessions: number }>(
-    `SELECT coalesce(session_type, '(none)') AS type, count(*) AS sessions FROM ${reader.from} WHERE ${range}
-     GROUP BY ALL ORDER BY sessions DESC, type LIMIT 12`,
-    p,
-  );
-  const topAgents = await reader.rows<{ agent: string; sessions: number }>(
-    `SELECT coalesce(agent_name, agent_email, agent_id, '(no agent)') AS agent, count(*) AS sessions FROM ${reader.from} WHERE ${range}
-     GROUP BY ALL ORDER BY sessions DESC, agent LIMIT 10`,
-    p,
-  );
-  return {
-    from,
-    to,
-    perDay: perDay.map((r) => ({ date: r.date, sessions: r.sessions, medianDurationSeconds: r.med === null ? null : Number(r.med) })),
-    byType,
-    topAgents,
-  };
+  const inRange = <T>(select: string, rest: string) =>
+    reader.rows<T>(`SELECT ${select}, count(*) AS sessions FROM ${reader.from} WHERE ${range}\n     GROUP BY ALL ORDER BY ${rest}`, [from, to]);
+  const perDay = await inRange<{ date: string; sessions: number; med: number | null }>(
+    'CAST("date" AS VARCHAR) AS date, median(duration_seconds) AS med', '1');
+  const byType = await inRange<{ type: string; sessions: number }>("coalesce(session_type, '(none)') AS type", 'sessions DESC, type LIMIT 12');
+  const topAgents = await inRange<{ agent: string; sessions: number }>(
+    "coalesce(agent_name, agent_email, agent_id, '(no agent)') AS agent", 'sessions DESC, agent LIMIT 10');
+  const days = perDay.map((r) => ({ date: r.date, sessions: r.sessions, medianDurationSeconds: r.med === null ? null : Number(r.med) }));
+  return { from, to, perDay: days, byType, topAgents };
 }
 
 /** The largest page the API serves, and the most rows a CSV download holds. */
 export const MAX_PAGE_SIZE = 1000;
 export const MAX_CSV_ROWS = 100_000;
 
-/** The list parameters the sessions API takes (the vendor's names). */
-const LIST_PARAMS = ['filter', 'ascending', 'descending', 'sort', 'attributeNames', 'fromDate', 'toDate', 'pageSize', 'offset', 'page', 'size'];
-
 /** Parses the query string's list parameters (unknown ones refused), with the page bounded. */
 export function listRequestOf(query: URLSearchParams, opts: { csv: boolean }): ListRequest {
   const params: Record<string, string> = {};
   for (const [k, v] of query) {
     if (k === 'token') continue;
-    if (!LIST_PARAMS.includes(k)) throw new BadRequestError(`unknown parameter ${JSON.stringify(k)}: expected ${LIST_PARAMS.join(', ')}`);
+    if (!(LIST_PARAMETERS as readonly string[]).includes(k)) {
+      throw new BadRequestError(`unknown parameter ${JSON.stringify(k)}: expected ${LIST_PARAMETERS.join(', ')}`);
+    }
     if (v !== '') params[k] = v;
   }
   if (opts.csv) {

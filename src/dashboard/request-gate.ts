@@ -1,8 +1,7 @@
 /**
- * Bounds the heavy requests (CSV downloads) running at once, so that however many arrive the
- * dashboard's memory and DuckDB's threads stay shared with the page's own requests: at most
- * `running` at once; up to `waiting` more wait for a place, each at most `waitMs`; the others (and
- * those whose wait ran out) are turned away (the server answers 503 with Retry-After).
+ * Bounds the heavy requests running at once, so that however many arrive memory and DuckDB's
+ * threads stay shared with the page's own requests: at most `running`; up to `waiting` more wait,
+ * each at most `waitMs`; the others are turned away (the server answers 503 with Retry-After).
  */
 export class RequestGate {
   private active = 0;
@@ -14,12 +13,11 @@ export class RequestGate {
     readonly waitMs: number,
   ) {}
 
-  /** Nothing running, nothing waiting. */
   get idle(): boolean {
     return this.active === 0 && this.queue.length === 0;
   }
 
-  /** A place (call the function returned to give it back), or null when there is none. */
+  /** A place (the function returned gives it back), or null. */
   async enter(): Promise<(() => void) | null> {
     if (this.active < this.running) {
       this.active++;

@@ -4,10 +4,7 @@ import type { ServerResponse } from 'node:http';
 /** The client of a download left, or stopped reading: nothing to answer. */
 export class ClientGoneError extends Error {}
 
-/**
- * Writes `text` to the response; when its buffer is full, waits until the client has read it
- * (backpressure). A client gone, or reading nothing for `stallMs`, ends the download.
- */
+/** Writes `text`, waiting while the buffer is full (backpressure); a client gone, or reading nothing for `stallMs`, ends it. */
 export function writeOrWait(res: ServerResponse, text: string, stallMs: number): Promise<void> {
   if (res.destroyed) return Promise.reject(new ClientGoneError('the client left'));
   if (res.write(text)) return Promise.resolve();

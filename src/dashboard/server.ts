@@ -7,15 +7,14 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { listen } from '../util/listen.js';
-import { bearerToken, DownloadTickets, SESSION_TTL_MS, SessionIds, tokenMatches } from './access-token.js';
+import { bearerToken, ExpiringIds, SESSION_TTL_MS, tokenMatches } from './access-token.js';
 import { chartDays } from './chart-days.js';
 import { loadAssets, SECURITY_HEADERS } from './assets.js';
 import { coverageCalendar, unfinishedBackfills, type CoverageCalendar } from './coverage-calendar.js';
 import type { CommandTarget } from '../util/suggested-command.js';
 import { ParquetReader, QueryTimeoutError, type DashboardSource } from './data-source.js';
 import { StateReader, type StateReading } from './state-reader.js';
-import { accountRow, type AccountRow } from './accounts-overview.js';
-import { buildOverview, type Overview } from './overview.js';
+import { accountRow, buildOverview, type AccountRow, type Overview } from './overview.js';
 import { askedColumns, BadRequestError, charts, countSessions, listRequestOf, MAX_CSV_ROWS, parquetRowCount, querySessions, sessionsPerDay } from './queries.js';
 import { RequestGate } from './request-gate.js';
 import { ClientGoneError, json, JSON_TYPE, NO_STORE, send, unauthorized, writeOrWait } from './responses.js';
@@ -212,8 +211,9 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   }
 
   const sessionTtlMs = o.sessionTtlMs ?? SESSION_TTL_MS;
-  const sessions = new SessionIds(sessionTtlMs, now);
-  const tickets = new DownloadTickets(60_000, now);
+  const sessions = new ExpiringIds(sessionTtlMs, now, 1000, 32);
+  // A download ticket is made for a live session, good for a minute and one request.
+  const tickets = new ExpiringIds(60_000, now, 100, 24);
   const downloads = new RequestGate(o.downloads?.running ?? 2, o.downloads?.waiting ?? 8, o.downloads?.waitMs ?? 30_000);
   const queries = new RequestGate(o.requests?.running ?? 4, o.requests?.waiting ?? 16, o.requests?.waitMs ?? 30_000);
   // Once the heavy requests are all answered, what they allocated (answers of megabytes, DuckDB's
@@ -262,7 +262,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     if (req.method === 'POST' && url.pathname === '/api/download') {
       const who = access(presented);
       if (who !== 'live') return unauthorized(res, url.pathname, who === 'expired');
-      return json(res, { ticket: tickets.create() });
+      return json(res, { ticket: tickets.create().id });
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('Allow', 'GET, HEAD');
@@ -275,7 +275,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     if (who !== 'live') {
       // A download the browser makes itself (a link sends no header): a one-use ticket in its address.
       const ticket = url.pathname === '/api/sessions.csv' ? url.searchParams.get('ticket') : null;
-      if (!tickets.take(ticket)) return unauthorized(res, url.pathname, who === 'expired');
+      if (tickets.check(ticket, true) !== 'live') return unauthorized(res, url.pathname, who === 'expired');
     }
     url.searchParams.delete('ticket');
     const head = req.method === 'HEAD';

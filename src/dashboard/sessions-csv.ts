@@ -1,10 +1,8 @@
 /**
- * The sessions download: a list request's matches as CSV (the columns asked for, else every field),
- * in the one dialect `sessions --output csv` writes too (util/csv-cell.ts: CRLF, text quoted, times
- * as ISO 8601 in UTC where the JSON API keeps the interface's epoch seconds),
- * streamed from DuckDB one chunk at a time: a chunk becomes text only once the previous one has
- * been taken by `write` (which waits while the client reads), so a download holds one chunk of
- * rows in memory whatever its size, and the event loop stays free between chunks.
+ * The sessions download: a list request's matches as CSV (the columns asked for, else every field)
+ * in `sessions --output csv`'s dialect (util/csv-cell.ts), streamed from DuckDB a chunk at a time,
+ * each made text once `write` (which waits while the client reads) took the previous: a download
+ * holds one chunk in memory whatever its size, and the event loop stays free between chunks.
  */
 import type { ListRequest } from '../list/index.js';
 import { resolveWindow } from '../list/list-request.js';
@@ -12,10 +10,7 @@ import { sessionsCsv } from '../util/csv-cell.js';
 import type { ParquetReader } from './data-source.js';
 import { askedColumns, sessionsSql } from './queries.js';
 
-/**
- * Writes the header line, then the rows, CRLF-terminated (RFC 4180), through `write`; `total` is
- * the count of matches (the rows written are the first MAX_CSV_ROWS of them (queries.ts), as the page sorts).
- */
+/** `total` is the count of matches, of which the first MAX_CSV_ROWS are written, as the page sorts. */
 export async function writeSessionsCsv(
   reader: ParquetReader,
   req: ListRequest,

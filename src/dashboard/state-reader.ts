@@ -1,13 +1,10 @@
 /**
- * What the data directory says now, read at each request of the page: the state snapshot a run
- * publishes (state.json) and the lock's holder (to tell a live run from a dead one).
- *
- * The snapshot is the dashboard's source, because a run holds the DuckDB file while it goes (DuckDB
- * lets no other process open it meanwhile). But a run publishes at most once a second: one that is
- * killed or crashes leaves a snapshot that says it is running and may be behind the store by its
- * last commits. Then, as no run holds the file, the store itself is read (read-only, briefly, as
- * `session-etl status` reads it), once per change of its files: the page shows status's figures. A
- * run that starts meanwhile waits a few seconds for the file (pipeline/open-run.ts); if it got the
+ * What the data directory says now, read at each request: the state snapshot a run publishes
+ * (state.json) and the lock's holder (a live run or a dead one). The snapshot is the source, as a
+ * run holds the DuckDB file while it goes. But a run killed or crashed leaves a snapshot saying it
+ * is running, maybe behind the store by its last commits (it publishes at most once a second): then
+ * the store itself is read (read-only, briefly, as `status` does), once per change of its files. A
+ * run starting meanwhile waits a few seconds for the file (pipeline/open-run.ts); if it got the
  * file first, the snapshot is shown, saying it is from a run that died.
  */
 import { existsSync } from 'node:fs';
@@ -21,15 +18,12 @@ import { SessionStore } from '../store/session-store.js';
 import { collectState, readStateSnapshot, SNAPSHOT_RUNS, STATE_FILE, STATE_SNAPSHOT_VERSION, type StateSnapshot, type StoreState } from '../store/state-snapshot.js';
 import type { DashboardSource } from './data-source.js';
 
-/** What the state directory says now. */
 export interface StateReading {
-  /** The figures: the snapshot, or the store's own when the snapshot is a dead run's; null when there are none yet. */
+  /** The snapshot, or the store's own figures when the snapshot is a dead run's; null when there are none yet. */
   snapshot: StateSnapshot | null;
-  /** The process holding the writer lock, when it is alive. */
+  /** The writer lock's holder, as its process is alive or gone. */
   liveHolder: LockHolder | null;
-  /** The lock's holder when its process is gone (a run killed or crashed). */
   deadHolder: LockHolder | null;
-  /** Where the figures come from: the snapshot a run published, or the store (the snapshot being a dead run's). */
   source: 'snapshot' | 'store';
   /** The snapshot is a dead run's and the store could not be read instead: the run it names. */
   deadRunSnapshot: { runId: string; writtenAt: string } | null;
@@ -43,7 +37,7 @@ export class StateReader {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** What the state directory says now; with an account, that account's part of it (docs/accounts.md). */
+  /** With an account, that account's part of it (docs/accounts.md). */
   async read(): Promise<StateReading> {
     const r = await this.readStore();
     const account = this.source.account;
