@@ -33,13 +33,11 @@ export class QueryTimeoutError extends Error {}
  * reader is not cut off by the query's limit.
  */
 export class QueryClock {
-  private left: number;
   private since = 0;
   private timer: NodeJS.Timeout | undefined;
   timedOut = false;
 
-  constructor(ms: number, private readonly onTimeout: () => void) {
-    this.left = ms;
+  constructor(private left: number, private readonly onTimeout: () => void) {
     this.start();
   }
 
@@ -116,13 +114,7 @@ export class ParquetReader {
   async signature(): Promise<string> {
     const parts: string[] = [];
     const walk = async (dir: string): Promise<void> => {
-      let entries;
-      try {
-        entries = await readdir(dir, { withFileTypes: true });
-      } catch {
-        return;
-      }
-      for (const e of entries) {
+      for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
         const p = join(dir, e.name);
         if (e.isDirectory()) await walk(p);
         else if (e.name.endsWith('.parquet')) {

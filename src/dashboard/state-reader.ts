@@ -82,13 +82,11 @@ export class StateReader {
 }
 
 async function readStore(source: DashboardSource): Promise<StoreState | null> {
-  let store: SessionStore;
-  try {
-    store = await SessionStore.open({ dataDir: source.stateDir, readOnly: true });
-  } catch (err) {
+  const store = await SessionStore.open({ dataDir: source.stateDir, readOnly: true }).catch((err: unknown) => {
     if (err instanceof StoreBusyError) return null;
     throw err;
-  }
+  });
+  if (!store) return null;
   try {
     // Read while no run holds the store: a run still marked running died; the store says what it committed.
     const state = await collectState(store, store.conn, SNAPSHOT_RUNS);

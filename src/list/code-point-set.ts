@@ -1,5 +1,4 @@
-/** Highest Unicode code point. */
-export const MAX_CODE_POINT = 0x10ffff;
+const MAX_CODE_POINT = 0x10ffff;
 
 /** A set of code points as sorted, disjoint, non-adjacent inclusive ranges. Immutable. */
 export class CodePointSet {
@@ -12,6 +11,7 @@ export class CodePointSet {
     return CodePointSet.fromRanges(items.map((x) => (typeof x === 'number' ? [x, x] as const : x)));
   }
 
+  /** Sorted and merged. */
   static fromRanges(input: readonly (readonly [number, number])[]): CodePointSet {
     const sorted = [...input].filter(([lo, hi]) => lo <= hi).sort((a, b) => a[0] - b[0]);
     const out: [number, number][] = [];
@@ -60,10 +60,7 @@ export class CodePointSet {
     return this.intersect(other.complement());
   }
 
-  /**
-   * Adds the other case of every ASCII letter in the set: Java's CASE_INSENSITIVE without
-   * UNICODE_CASE, which folds US-ASCII only (`(?i)é` does not match `É`).
-   */
+  /** With the other case of its ASCII letters: Java's CASE_INSENSITIVE without UNICODE_CASE (`(?i)é` does not match `É`). */
   withAsciiCaseVariants(): CodePointSet {
     const extra: [number, number][] = [];
     for (const [lo, hi] of this.ranges) {

@@ -1,13 +1,12 @@
 /**
- * The characters of a Java pattern and its escapes (`\t`, `\x{…}`, `\d`, `\p{Alpha}`, `\Q…\E`, …),
- * read into a code point, a code-point set, an anchor or a quoted run; constructs the engines cannot
- * agree on are refused here with their position. Also the tree the reader builds
- * (java-pattern-reader.ts), and Java's predefined classes as explicit code-point sets (US-ASCII, as
- * Java without UNICODE_CHARACTER_CLASS), so that neither engine's own tables come into play.
+ * A Java pattern's characters and escapes (`\t`, `\x{…}`, `\d`, `\p{Alpha}`, `\Q…\E`, …), read into
+ * code points, sets, anchors or quoted runs, refusing what the engines cannot agree on; the tree
+ * java-pattern-reader.ts builds; Java's predefined classes as explicit sets (US-ASCII, as Java
+ * without UNICODE_CHARACTER_CLASS), so that neither engine's own tables come into play.
  */
 import { CodePointSet } from './code-point-set.js';
 
-/** Reports a problem at `index` (into the pattern) and does not return. */
+/** Reports a problem at `index` into the pattern and throws. */
 export type PatternFail = (index: number, problem: string, expected: string) => never;
 
 /** Deepest nesting of groups and classes accepted, so a hostile pattern cannot exhaust the stack. */
@@ -72,7 +71,6 @@ export class PatternLexer {
     return this.src[this.i + offset];
   }
 
-  /** The code point at the cursor, moving past it. */
   protected take(): number {
     const cp = this.src.codePointAt(this.i) ?? 0;
     this.i += cp > 0xffff ? 2 : 1;

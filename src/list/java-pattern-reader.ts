@@ -6,18 +6,13 @@
 import { CodePointSet } from './code-point-set.js';
 import { LINE_TERMINATORS, MAX_PATTERN_DEPTH, MAX_REPEAT, PatternLexer, type PatternNode } from './java-pattern-lexer.js';
 
-interface Flags {
-  /** CASE_INSENSITIVE: US-ASCII letters only (Java's default without UNICODE_CASE). */
-  i: boolean;
-  /** DOTALL. */
-  s: boolean;
-  /** UNIX_LINES: only `\n` ends a line for `.`. */
-  d: boolean;
-}
+/** `*`, `+`, `?` as counts. */
+const SHORT_QUANTIFIERS: Record<string, [number, number | null]> = { '*': [0, null], '+': [1, null], '?': [0, 1] };
 
 export class JavaPatternReader extends PatternLexer {
   private depth = 0;
-  private flags: Flags = { i: false, s: false, d: false };
+  /** CASE_INSENSITIVE (US-ASCII letters only, Java's default without UNICODE_CASE), DOTALL, UNIX_LINES (only `\n` ends a line). */
+  private flags = { i: false, s: false, d: false };
 
   read(): PatternNode {
     const tree = this.alternation();
@@ -132,13 +127,10 @@ export class JavaPatternReader extends PatternLexer {
   private quantified(body: PatternNode): PatternNode {
     const at = this.i;
     const c = this.peek();
-    let min: number;
-    let max: number | null;
-    if (c === '*') { min = 0; max = null; this.i++; }
-    else if (c === '+') { min = 1; max = null; this.i++; }
-    else if (c === '?') { min = 0; max = 1; this.i++; }
-    else if (c === '{') { [min, max] = this.braces(); }
-    else return body;
+    const short = c === undefined ? undefined : SHORT_QUANTIFIERS[c];
+    if (!short && c !== '{') return body;
+    if (short) this.i++;
+    const [min, max] = short ?? this.braces();
     if (this.peek() === '?') this.i++; // reluctant: same answer as greedy for a whole-value match
     else if (this.peek() === '+') {
       this.fail(this.i, 'possessive quantifiers ("*+", "++", "?+", "{n}+") are Java-only', 'a greedy quantifier (drop the "+"); note that greedy can match where possessive would not');
@@ -203,10 +195,7 @@ export class JavaPatternReader extends PatternLexer {
     return body;
   }
 
-  /**
-   * Reads `idmsux-idmsux` after `(?`; returns true for `(?flags)` (which stays in force to the end
-   * of the enclosing group, as in Java), false for `(?flags:` whose group follows.
-   */
+  /** `idmsux-idmsux` after `(?`: true for `(?flags)` (in force to the end of the enclosing group, as in Java), false for `(?flags:`. */
   private flagGroup(at: number): boolean {
     let on = true;
     for (;;) {

@@ -3,17 +3,11 @@ import { MAX_REPEAT, SURROGATES, type PatternFail, type PatternNode } from './ja
 import { JavaPatternReader } from './java-pattern-reader.js';
 
 /**
- * The regular expressions of filter matches: Java `Pattern` syntax, read into a small tree and
- * written out again for the two engines that evaluate it — JavaScript `RegExp` (`u` flag) for the
- * in-memory evaluator and RE2 (DuckDB's `regexp_full_match`) for the SQL one.
- *
- * Nothing of the user's pattern text reaches either engine: every character class, `.`, `\d`,
- * `(?i)` and so on is turned into explicit code-point sets first, so the engines' own (different)
- * ideas of `.`, `\s`, case folding or Unicode tables never come into play. What cannot be written
- * out for both engines with the same meaning is rejected with the position of the construct
- * (see docs/list-conventions.md, "Regular expressions").
- *
- * Matching is whole-value, as Java's `Matcher.matches()`.
+ * A filter's regular expression: Java `Pattern` syntax, read into a small tree and written out for
+ * JavaScript `RegExp` (`u` flag) and RE2 (DuckDB's `regexp_full_match`), whole-value as Java's
+ * `Matcher.matches()`. Every class, `.`, `\d`, `(?i)` … becomes explicit code-point sets, so the
+ * engines' own ideas of `.`, `\s`, case folding or Unicode never come into play; what cannot mean
+ * the same in both is rejected with its position (docs/list-conventions.md, "Regular expressions").
  */
 export interface TranslatedPattern {
   readonly source: string;

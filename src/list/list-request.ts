@@ -77,7 +77,7 @@ export function selectedLeaves(req: ListRequest): LeafField[] {
 }
 
 /** The leaves of the fields, an object's in its order. */
-export function leavesOf(fields: readonly SessionField[]): LeafField[] {
+function leavesOf(fields: readonly SessionField[]): LeafField[] {
   return fields.flatMap((f) => (f.kind === 'object' ? [...f.children] : [f]));
 }
 

@@ -7,20 +7,16 @@ export interface FieldRef {
   readonly field: LeafField | null;
 }
 
-/**
- * A parsed filter. `match` is `field="regex"` (or `!=` with `negated`): the field's text — the
- * empty string when absent or null — matched as a whole against the regular expression.
- */
+/** `match` is `field="regex"` (or `!=`): the field's text ('' when absent or null) matched whole. */
 export type FilterExpr =
   | { readonly type: 'match'; readonly field: FieldRef; readonly negated: boolean; readonly pattern: TranslatedPattern }
   | { readonly type: 'and'; readonly operands: readonly FilterExpr[] }
   | { readonly type: 'or'; readonly operands: readonly FilterExpr[] };
 
-/** Reports a problem at `position` in the filter text and does not return. */
-export type FilterFail = (position: number, problem: string, expected: string) => never;
+type FilterFail = (position: number, problem: string, expected: string) => never;
 
 /** Deepest parenthesis nesting accepted, so a hostile filter cannot exhaust the stack. */
-export const MAX_FILTER_DEPTH = 64;
+const MAX_FILTER_DEPTH = 64;
 
 /**
  * Reads a filter expression:
@@ -59,11 +55,7 @@ class FilterReader {
   }
 
   private or(): FilterExpr {
-    return this.joined('|', 'or', () => this.and());
-  }
-
-  private and(): FilterExpr {
-    return this.joined('&', 'and', () => this.factor());
+    return this.joined('|', 'or', () => this.joined('&', 'and', () => this.factor()));
   }
 
   /** `operand (op operand)*`: the operand alone, or all of them under `type`. */
@@ -105,13 +97,9 @@ class FilterReader {
       this.fail(start, `"${name}" is an object, not a value`, `one of its fields: ${resolved.children.map((c) => c.path).join(', ')}`);
     }
     this.skipSpace();
-    let negated = false;
-    if (this.text.startsWith('!=', this.i)) {
-      negated = true;
-      this.i += 2;
-    } else if (this.text[this.i] === '=') {
-      this.i++;
-    } else {
+    const negated = this.text.startsWith('!=', this.i);
+    if (negated || this.text[this.i] === '=') this.i += negated ? 2 : 1;
+    else {
       const c = this.text[this.i];
       this.fail(this.i, c === undefined ? `the filter ends after the field name "${name}"` : `unexpected "${c}" after the field name "${name}"`, '"=" or "!="');
     }

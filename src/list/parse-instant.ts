@@ -1,22 +1,16 @@
-/** Reports a problem at `position` in the text and does not return. */
-export type InstantFail = (position: number, problem: string, expected: string) => never;
+type InstantFail = (position: number, problem: string, expected: string) => never;
 
 export const INSTANT_FORMATS = 'epoch seconds (1709251200), a date (2024-03-01, midnight UTC) or a date-time (2024-03-01T08:30:00Z, 2024-03-01T10:30+02:00; UTC when no offset is given)';
 
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
 
-/**
- * Reads `fromDate` / `toDate`: epoch seconds, an ISO 8601 date, or an ISO 8601 date-time.
- * Returns seconds since the UNIX epoch (with a fraction when the text has one).
- */
+/** Epoch seconds, an ISO 8601 date or date-time, as seconds since the UNIX epoch (with any fraction). */
 export function parseInstant(text: string, fail: InstantFail): number {
   if (/^[0-9]{1,12}$/.test(text)) return Number(text);
   const m = DATE_TIME.exec(text);
   if (!m) return fail(0, 'unrecognised date', INSTANT_FORMATS);
   const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone = 'Z'] = m;
-  const year = Number(y);
-  const month = Number(mo);
-  const day = Number(d);
+  const [year, month, day] = [Number(y), Number(mo), Number(d)];
   const check = (ok: boolean, position: number, what: string, range: string): void => {
     if (!ok) fail(position, `${what} out of range`, range);
   };

@@ -24,7 +24,7 @@ export interface ParseListOptions {
   readonly ignoreUnknownParameters?: boolean;
 }
 
-/** One parameter value: `value` is what is parsed, `raw` what the caller gave; `rawIndex` maps one to the other. */
+/** `value` is what is parsed, `raw` what the caller gave; `rawIndex` maps one to the other. */
 interface Param {
   readonly name: ListParameter;
   readonly raw: string;
@@ -37,12 +37,8 @@ type Fail = (position: number | null, problem: string, expected: string) => neve
 const FIELD_NAME = /^[A-Za-z0-9_.]+$/;
 
 /**
- * Reads the list parameters into a `ListRequest`. A query string and `URLSearchParams` are
- * URL-decoded once, as usual; the values of a plain record are percent-decoded once (`%3D`, `%22`,
- * `%20`, `%2C`, … — a `%` not followed by two hex digits stays as it is), so encoded forms typed
- * on a command line work too.
- *
- * @throws ListSyntaxError with the parameter, the position in its value and what was expected.
+ * A query string and `URLSearchParams` are URL-decoded once, as usual; a plain record's values are
+ * percent-decoded once, so encoded forms typed on a command line work too. Throws ListSyntaxError.
  */
 export function parseListRequest(params: ListParams, options: ParseListOptions = {}): ListRequest {
   const got = readParams(params, options);
