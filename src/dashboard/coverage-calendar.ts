@@ -85,7 +85,7 @@ export function coverageCalendar(
   const last = Math.floor(now / DAY) * DAY;
   for (let day = first; day <= last; day += DAY) {
     const dayEnd = day + DAY;
-    const date = dateOf(day);
+    const date = new Date(day * 1000).toISOString().slice(0, 10);
     let covered = 0;
     for (const s of spans) covered += Math.max(0, Math.min(s.end, dayEnd) - Math.max(s.start, day));
     const hole = gaps.find((g) => g.kind === 'hole' && g.start < dayEnd && g.end > day);
@@ -134,10 +134,6 @@ function wholly(spans: Span[], range: Span): boolean {
 
 function overlaps(range: Span | null, start: number, end: number): boolean {
   return range !== null && range.start < end && range.end > start;
-}
-
-function dateOf(t: number): string {
-  return new Date(t * 1000).toISOString().slice(0, 10);
 }
 
 function iso(t: number): string {

@@ -100,12 +100,10 @@ export class ParquetReader {
     return this.account === undefined ? all : `(SELECT * FROM ${all} WHERE account = ?)`;
   }
 
-  /** `params` after the glob and the account that `from` binds. */
   private bind(params: DuckDBValue[]): DuckDBValue[] {
     return [this.glob, ...(this.account === undefined ? [] : [this.account]), ...params];
   }
 
-  /** True when the dataset has at least one partition directory. */
   hasData(): boolean {
     return existsSync(this.root);
   }

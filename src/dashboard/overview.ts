@@ -12,42 +12,8 @@ import type { StateReading } from './state-reader.js';
 
 export type HealthState = 'healthy' | 'lagging' | 'failing';
 
-export interface DashboardRun {
-  runId: string;
-  kind: string;
-  /** succeeded, nothing-to-do, interrupted, failed, died, running. */
-  outcome: string;
-  startedAt: string;
-  endedAt: string | null;
-  durationMs: number | null;
-  rangeFrom: string | null;
-  rangeTo: string | null;
-  windows: number;
-  /** Null when not known (a run that died, its sessions in a bucket's day files). */
-  sessionsWritten: number | null;
-  sessionsNew: number | null;
-  sessionsUpdated: number | null;
-  rejected: number;
-  requests: number;
-  retries: number;
-  rateLimited: number;
-  pausedMs: number | null;
-  partitionsWritten: number;
-  error: string | null;
-}
-
-export interface LiveRun {
-  runId: string;
-  command: string;
-  pid: number;
-  startedAt: string;
-  windowsTotal: number | null;
-  windowsDone: number | null;
-  sessions: number | null;
-  /** When the progress was reported (the run's last commit). */
-  progressAt: string | null;
-  eta: string | null;
-}
+export type DashboardRun = ReturnType<typeof runOf>;
+export type LiveRun = ReturnType<typeof liveRunOf>;
 
 export interface Overview {
   health: { state: HealthState; reasons: string[]; summary: string };
@@ -125,12 +91,11 @@ export function buildOverview(i: OverviewInput): Overview {
   const anomalies = state.volumeAnomalies?.length ?? 0;
   const failing = !snapshot || lastRun?.outcome === 'failed' || lastRun?.outcome === 'died' || state.checkpoint === null;
   const healthState: HealthState = reasons.length === 0 ? 'healthy' : failing ? 'failing' : 'lagging';
-  const totalSessions = snapshot?.rows ?? i.parquetRows;
   return {
     health: { state: healthState, reasons, summary: summaryOf(h.lagSeconds, lastRun, state.coverageHoles, live !== null, anomalies) },
     checkpoint: snapshot?.checkpoint ?? null,
     lagSeconds: h.lagSeconds,
-    totalSessions,
+    totalSessions: snapshot?.rows ?? i.parquetRows,
     pendingRows: snapshot?.pendingRows ?? 0,
     pendingPartitions: snapshot?.pendingPartitions ?? [],
     datasetSessions: snapshot?.rows != null && (snapshot.pendingPartitions?.length ?? 0) > 0 ? (i.datasetRows ?? null) : null,
@@ -166,8 +131,7 @@ function noticeOf(r: StateReading): string | null {
 
 /** The health box's line under its word (healthy, lagging, failing), which it does not repeat. */
 function summaryOf(lag: number | null, last: MonitoredRun | null, holes: number, running: boolean, anomalies = 0): string {
-  const parts: string[] = [];
-  parts.push(lag === null ? 'nothing exported yet' : `checkpoint ${ago(lag)} behind now`);
+  const parts = [lag === null ? 'nothing exported yet' : `checkpoint ${ago(lag)} behind now`];
   if (last) parts.push(`last run ${last.outcome}`);
   parts.push(holes ? `${holes} coverage hole(s)` : 'no holes');
   if (anomalies) parts.push(`${anomalies} volume anomal${anomalies === 1 ? 'y' : 'ies'}`);
@@ -199,8 +163,8 @@ function sameRun(holder: LockHolder, runId: string): boolean {
   return id === null || id === runId;
 }
 
-/** The run going now; the ETA from the pace so far, null before the first window. */
-function liveRunOf(r: Pick<RunningRun, 'runId' | 'command' | 'pid' | 'startedAt' | 'progress'>, nowMs: number): LiveRun {
+/** The run going now; `progressAt` is its last commit, the ETA from the pace so far (null before the first window). */
+function liveRunOf(r: Pick<RunningRun, 'runId' | 'command' | 'pid' | 'startedAt' | 'progress'>, nowMs: number) {
   const p = r.progress;
   let eta: string | null = null;
   if (p && p.windowsDone > 0 && p.windowsTotal > p.windowsDone) {
@@ -220,8 +184,11 @@ function liveRunOf(r: Pick<RunningRun, 'runId' | 'command' | 'pid' | 'startedAt'
   };
 }
 
-/** A `_runs` row for the page; a row still marked running whose run is not the live one died. */
-function runOf(r: Record<string, unknown>, liveRunId: string | null, liveHolder: LockHolder | null): DashboardRun {
+/**
+ * A `_runs` row for the page; a row still marked running whose run is not the live one died. Its
+ * session counts are null when not known (a run that died, its sessions in a bucket's day files).
+ */
+function runOf(r: Record<string, unknown>, liveRunId: string | null, liveHolder: LockHolder | null) {
   const str = (v: unknown) => (v == null ? null : String(v));
   const num = (v: unknown) => (v == null ? null : Number(v));
   const runId = String(r.run_id);

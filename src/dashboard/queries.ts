@@ -4,7 +4,8 @@
  * bounded page of sessions, reach JavaScript. User input reaches SQL as bound parameters only.
  */
 import type { DuckDBValue } from '@duckdb/node-api';
-import { compileToSql, isListSyntaxError, LIST_PARAMETERS, parseListRequest, type LeafField, type ListPage, type ListRequest } from '../list/index.js';
+import { compileToSql, isListSyntaxError, parseListRequest, type LeafField, type ListPage, type ListRequest } from '../list/index.js';
+import { LIST_PARAMETERS } from '../list/parse-list-request.js';
 import { pageOf, shapeRecord } from '../list/list-request.js';
 import { ParquetReader } from './data-source.js';
 
@@ -61,11 +62,12 @@ async function computeCharts(reader: ParquetReader, from?: string, to?: string):
   }
   if (from > to) throw new BadRequestError(`from (${from}) is after to (${to})`);
   const range = `"date" BETWEEN CAST(? AS DATE) AND CAST(? AS DATE)`;
-  const inRange = <T>(select: string, rest: string) =>
-    reader.rows<T>(`SELECT ${select}, count(*) AS sessions FROM ${reader.from} WHERE ${range}\n     GROUP BY ALL ORDER BY ${rest}`, [from, to]);
+  const inRange = <T>(select: string, order: string) =>
+    reader.rows<T>(`SELECT ${select}, count(*) AS sessions FROM ${reader.from} WHERE ${range} GROUP BY ALL ORDER BY ${order}`, [from, to]);
   const perDay = await inRange<{ date: string; sessions: number; med: number | null }>(
     'CAST("date" AS VARCHAR) AS date, median(duration_seconds) AS med', '1');
-  const byType = await inRange<{ type: string; sessions: number }>("coalesce(session_type, '(none)') AS type", 'sessions DESC, type LIMIT 12');
+  const byType = await inRange<{ type: string; sessions: number }>(
+    "coalesce(session_type, '(none)') AS type", 'sessions DESC, type LIMIT 12');
   const topAgents = await inRange<{ agent: string; sessions: number }>(
     "coalesce(agent_name, agent_email, agent_id, '(no agent)') AS agent", 'sessions DESC, agent LIMIT 10');
   const days = perDay.map((r) => ({ date: r.date, sessions: r.sessions, medianDurationSeconds: r.med === null ? null : Number(r.med) }));

@@ -11,18 +11,17 @@ export function writeOrWait(res: ServerResponse, text: string, stallMs: number):
   return new Promise((resolve, reject) => {
     const done = (err?: Error) => {
       clearTimeout(stall);
-      res.off('drain', onDrain);
+      res.off('drain', done);
       res.off('close', onClose);
       if (err) reject(err);
       else resolve();
     };
-    const onDrain = () => done();
     const onClose = () => done(new ClientGoneError('the client left'));
     const stall = setTimeout(() => {
       res.destroy();
       done(new ClientGoneError(`the client read nothing for ${stallMs / 1000} s`));
     }, stallMs);
-    res.once('drain', onDrain);
+    res.once('drain', done);
     res.once('close', onClose);
   });
 }

@@ -100,7 +100,7 @@ async function readStore(source: DashboardSource): Promise<StoreState | null> {
  * A many-account store's snapshot as one account's: its checkpoint, coverage, rows and runs (the
  * store's pending work is shared). An account the store does not hold yet has nothing stored.
  */
-export function accountSnapshot(s: StateSnapshot, account: string): StateSnapshot {
+function accountSnapshot(s: StateSnapshot, account: string): StateSnapshot {
   const own = s.accounts?.find((a) => a.account === account);
   const { accounts: _all, ...rest } = s;
   return {

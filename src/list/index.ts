@@ -1,10 +1,7 @@
 /**
- * The shared list conventions (paging, sorting, filtering, field selection) as a library: one
- * parser, two evaluators that agree — in memory and DuckDB SQL. See docs/list-conventions.md.
- *
- * Not exported on purpose: the Java pattern reader's internals, the code-point set and the
- * field catalogue's lookup tables (`translateJavaPattern` is, for callers that validate a
- * regular expression alone).
+ * The list conventions (paging, sorting, filtering, field selection): one parser, two evaluators
+ * that agree, in memory and DuckDB SQL (docs/list-conventions.md). Not exported on purpose: the
+ * Java pattern reader's internals, the code-point set and the field catalogue's lookup tables.
  */
 export { parseListRequest, percentDecode, DEFAULT_PAGE_SIZE, LIST_PARAMETERS } from './parse-list-request.js';
 export type { ListParams, ListParameter, ParseListOptions } from './parse-list-request.js';

@@ -129,14 +129,12 @@ function failFor(p: Param): Fail {
 
 /** Comma-separated items with their positions, surrounding spaces trimmed. */
 function items(value: string): { text: string; at: number }[] {
-  const out: { text: string; at: number }[] = [];
   let start = 0;
-  for (const part of value.split(',')) {
-    const lead = part.length - part.trimStart().length;
-    out.push({ text: part.trim(), at: start + lead });
+  return value.split(',').map((part) => {
+    const item = { text: part.trim(), at: start + part.length - part.trimStart().length };
     start += part.length + 1;
-  }
-  return out;
+    return item;
+  });
 }
 
 /** A field name at `at`: checked against the grammar, resolved, refused when it is an object. */
@@ -185,8 +183,7 @@ function readSort(got: Map<ListParameter, Param>): SortKey[] {
 function readAscending(value: string, fail: Fail): SortKey[] {
   return items(value).map(({ text, at }) => {
     if (text === '') fail(at, 'empty item', 'a field name with "=true" or "=false"');
-    const m = /^([^=\s]*)\s*(=?)\s*(.*)$/.exec(text)!;
-    const [, name = '', eq, bool = ''] = m;
+    const [, name = '', eq, bool = ''] = /^([^=\s]*)\s*(=?)\s*(.*)$/.exec(text)!;
     if (!eq) fail(at + name.length, `"${name}" has no direction`, '"=true" (ascending) or "=false" (descending)');
     if (bool !== 'true' && bool !== 'false') fail(at + text.length - bool.length, `"${bool}" is not a direction`, 'true or false');
     return sortKey(name, at, { descending: bool === 'false' }, fail);

@@ -23,7 +23,12 @@ export interface ObjectField {
 
 export type SessionField = LeafField | ObjectField;
 
-const KIND_OF_TYPE: Record<ColumnType, LeafField['kind']> = { VARCHAR: 'string', BIGINT: 'integer', TIMESTAMPTZ: 'epoch', BOOLEAN: 'boolean' };
+const KIND_OF_TYPE: Record<ColumnType, LeafField['kind']> = {
+  VARCHAR: 'string',
+  BIGINT: 'integer',
+  TIMESTAMPTZ: 'epoch',
+  BOOLEAN: 'boolean',
+};
 
 /** The leaf fields in contract order; `extracted_at` is lineage, not a field of the record, so not a list field. */
 export const LEAF_FIELDS: readonly LeafField[] = SESSION_FIELDS.map((f) => ({ kind: KIND_OF_TYPE[f.type], path: f.path, column: f.column }));
