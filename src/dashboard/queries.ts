@@ -9,8 +9,12 @@ import { LIST_PARAMETERS } from '../list/parse-list-request.js';
 import { pageOf, shapeRecord } from '../list/list-request.js';
 import { ParquetReader } from './data-source.js';
 
-/** A request the page (or a person typing a URL) got wrong: answered with 400 and this message. */
-export class BadRequestError extends Error {}
+/** A request the page (or a person typing a URL) got wrong: answered with `status` and this message. */
+export class BadRequestError extends Error {
+  constructor(message: string, readonly status = 400) {
+    super(message);
+  }
+}
 
 /** Rows per `date` partition (null: sessions without a start time), cached until the files change. */
 function dayCounts(reader: ParquetReader): Promise<Array<{ d: string | null; n: number }>> {
@@ -107,14 +111,10 @@ export function listRequestOf(query: URLSearchParams, opts: { csv: boolean }): L
 
 /** A list request as SQL over the dataset: its statements, their parameters after the glob, its leaves. */
 export function sessionsSql(reader: ParquetReader, req: ListRequest): { sql: string; countSql: string; params: DuckDBValue[]; leaves: LeafField[] } {
-  const compiled = compileToSql(req, { parquetGlob: reader.glob });
+  const { sql, countSql, params, leaves } = compileToSql(req, { parquetGlob: reader.glob });
   // compileToSql binds the glob as its first parameter; ParquetReader adds its own (and the account's), so drop ours.
-  return {
-    sql: compiled.sql.replace('read_parquet(?)', reader.from),
-    countSql: compiled.countSql.replace('read_parquet(?)', reader.from),
-    params: compiled.params.slice(1) as DuckDBValue[],
-    leaves: [...compiled.leaves],
-  };
+  const from = (text: string) => text.replace('read_parquet(?)', reader.from);
+  return { sql: from(sql), countSql: from(countSql), params: params.slice(1) as DuckDBValue[], leaves: [...leaves] };
 }
 
 /** How many sessions match the request. */

@@ -238,7 +238,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
         o.onError?.(err);
         return void res.destroy();
       }
-      if (err instanceof BadRequestError) return json(res, { error: err.message }, 400);
+      if (err instanceof BadRequestError) return json(res, { error: err.message }, err.status);
       if (err instanceof QueryTimeoutError) return json(res, { error: err.message }, 503);
       // The reason (paths, SQL) goes to the log only; the answer says where it is.
       o.onError?.(err);
@@ -282,17 +282,13 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     if (url.pathname === '/api/accounts') return head ? send(res, 200, '', JSON_TYPE, NO_STORE) : json(res, await accountsOverview());
     const route = api[url.pathname];
     if (!route) return json(res, { error: `no such page: ${url.pathname}` }, 404);
-    const view = await viewOf(url.searchParams, res);
-    if (!view) return;
+    const view = await viewOf(url.searchParams);
     if (head) return send(res, 200, '', JSON_TYPE, NO_STORE);
     await route(url.searchParams, res, view);
   }
 
-  /**
-   * The view a request asks for: the one there is; with all accounts, the one its `account`
-   * names (taken out of the parameters), else a 400 or 404 answered here (null).
-   */
-  async function viewOf(q: URLSearchParams, res: ServerResponse): Promise<View | null> {
+  /** The view a request asks for: the one there is; with all accounts, the one its `account` names (taken out of `q`). */
+  async function viewOf(q: URLSearchParams): Promise<View> {
     const name = q.get('account');
     if (single) {
       // The account shown named again (a link of the all-accounts page kept): the same view.
@@ -302,12 +298,10 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     const names = all!.names;
     q.delete('account');
     if (name === null) {
-      json(res, { error: `this dashboard shows ${names.length} accounts: give account=NAME (one of ${names.join(', ')}); /api/accounts lists them` }, 400);
-      return null;
+      throw new BadRequestError(`this dashboard shows ${names.length} accounts: give account=NAME (one of ${names.join(', ')}); /api/accounts lists them`);
     }
     if (!names.includes(name)) {
-      json(res, { error: `no account ${JSON.stringify(name)} here; the accounts are: ${names.join(', ')}` }, 404);
-      return null;
+      throw new BadRequestError(`no account ${JSON.stringify(name)} here; the accounts are: ${names.join(', ')}`, 404);
     }
     return viewOfAccount(name);
   }

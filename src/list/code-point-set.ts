@@ -33,10 +33,6 @@ export class CodePointSet {
     return only && only[0] === only[1] ? only[0] : null;
   }
 
-  has(cp: number): boolean {
-    return this.ranges.some(([lo, hi]) => lo <= cp && cp <= hi);
-  }
-
   union(other: CodePointSet): CodePointSet {
     return CodePointSet.fromRanges([...this.ranges, ...other.ranges]);
   }
