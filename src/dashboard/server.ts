@@ -5,7 +5,7 @@
  * allowed Host; the API wants the token, a live browser session or a one-use download ticket
  * (access-token.ts). No cookie is ever set or read.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { listen } from '../util/listen.js';
 import { bearerToken, ExpiringIds, SESSION_TTL_MS, tokenMatches } from './access-token.js';
 import { chartDays } from './chart-days.js';
@@ -60,7 +60,6 @@ export interface DashboardOptions {
 
 export interface Dashboard {
   url: string;
-  server: Server;
   /** The queries of the page's heavy requests (sessions, charts) running now, and the most so far. */
   heavy(): { inFlight: number; peak: number };
   close(): Promise<void>;
@@ -322,7 +321,6 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
 
   return {
     url: await listen(server, o.port, o.host),
-    server,
     heavy: () => ({ ...heavy }),
     async close() {
       clearTimeout(releaseTimer);
