@@ -3,7 +3,7 @@ type Problem = { parameter: string; input: string; position: number | null; expe
 /**
  * Thrown by `parseListRequest` when a list parameter cannot be read, or asks for something the two
  * evaluators could not answer identically (e.g. a Java-only regular expression construct).
- * `position` is 0-based in UTF-16 code units into `input` (the value after percent-decoding), `null`
+ * `position` is 0-based in UTF-16 code units into `input` (the value as the caller gave it), `null`
  * when the whole value is at fault; the message repeats it all with a caret under it, ready to print.
  */
 export class ListSyntaxError extends Error {
