@@ -1,8 +1,4 @@
-/**
- * One account's part of a run (run.ts drives them): its tally and logger, then the run's steps
- * 2 to 4 for it: plan its windows (plan.ts), extract them under its own rate control (extract.ts),
- * and load each one as it comes (window-loader.ts; a verify compares it instead: verify.ts).
- */
+/** One account's part of a run (run.ts drives them): its tally and logger, then the run's steps 2 to 4 for it. */
 import { formatSize } from '../config/memory-budget.js';
 import { ReportingClient } from '../reporting/client.js';
 import type { SessionStore } from '../store/session-store.js';
@@ -31,7 +27,7 @@ export interface Part {
   recorded: boolean;
   /** What its windows came to, once fetched. */
   fetched?: Fetched;
-  /** Why it failed before its windows were fetched (a plan refused, say), or afterwards. */
+  /** Why it failed, before its windows were fetched (a plan refused, say) or after. */
   error?: unknown;
   summary?: RunSummary;
   /** A verify's comparison (verify.ts), closed when the run ends. */

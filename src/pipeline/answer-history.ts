@@ -1,7 +1,4 @@
-/**
- * What the rate controller remembers of the server's answers and of its own pauses: the evidence
- * its rules read (docs/design.md "Rate control").
- */
+/** What the rate controller remembers of the answers and its own pauses: the evidence its rules read. */
 
 /** The last answers the 429 shares are taken over. */
 export const ANSWERS = 30;

@@ -1,17 +1,12 @@
 /**
- * The requests a run has in flight, against the number allowed (the rate controller's concurrency,
- * which changes while attempts wait for a place).
- */
-
-/**
- * An attempt's hold on one of the requests allowed in flight, given by beforeAttempt. Release it
- * once the attempt has ended, however it ended (an answer of any kind, an error, an abort): a
- * finally block. Releasing twice is harmless; never releasing would hold a worker back forever.
+ * An attempt's hold on a place in flight (beforeAttempt). Release it however the attempt ended (a
+ * finally block): twice is harmless, never would hold a worker back forever.
  */
 export interface AttemptSlot {
   release(): void;
 }
 
+/** The requests a run has in flight, against the number allowed (which changes while attempts wait). */
 export class InFlight {
   /** Attempts let go whose slot is not released yet. */
   count = 0;

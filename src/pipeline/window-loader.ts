@@ -1,9 +1,4 @@
-/**
- * The stage between extraction and the store: each complete window's body becomes one commit of
- * one NDJSON file. A body the scanner read whole is that file as it is; any other shape is
- * validated record by record and written in the same shape first (flatten.ts), invalid records
- * failing the window or quarantined.
- */
+/** Between extraction and the store: each window's body becomes one commit of one NDJSON file (flatten.ts). */
 import type { SessionsBody } from '../reporting/sessions-body.js';
 import type { SessionStore } from '../store/session-store.js';
 import { describeWindow, type Window } from '../time/windows.js';
@@ -15,7 +10,6 @@ import type { RunTally } from './run-tally.js';
 export class WindowLoader {
   constructor(
     private readonly store: SessionStore,
-    /** The account the windows are fetched for ('' in a single-account store). */
     private readonly account: string,
     private readonly runId: string,
     private readonly policy: InvalidPolicy,
