@@ -104,7 +104,7 @@ export async function fetchAccount(store: SessionStore, part: Part, batch: Resol
     stats: tally.stats,
     // A bisection's reason quotes the server: one printable line, clipped, like the run's error.
     onLog: (event, fields) => logger.info(clipStrings(fields), event),
-    onWindow: verifier ? verifier.onWindow(committed) : (w, body, at) => loader.load(w, body, at),
+    onWindow: verifier ? (w, body, at) => verifier.add(w, body, at).then(committed) : (w, body, at) => loader.load(w, body, at),
   });
   const a = batch.answers;
   logger.debug({ answers: { peakBytes: a.peak, limitBytes: a.limit, waits: a.waits } }, `answers held at most ${formatSize(a.peak)} of the ${formatSize(a.limit)} share`);

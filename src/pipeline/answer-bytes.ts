@@ -7,6 +7,7 @@
  * request at the largest body instead cut the requests in flight (docs/benchmarks.md "The remaining
  * cause at 320 MiB").
  */
+import { woken } from './in-flight.js';
 
 /** How many recent answers the estimate of one in flight looks at. */
 const RECENT = 16;
@@ -24,7 +25,7 @@ export class AnswerBytes {
   /** Requests started and not yet answered. */
   private reading = 0;
   private readonly recent: number[] = [];
-  private waiters: Array<() => void> = [];
+  private readonly waiters = new Set<() => void>();
   /** The most `held` reached (debug log, tests). */
   peak = 0;
   /** How many times a request waited for the held bytes to go down. */
@@ -54,17 +55,7 @@ export class AnswerBytes {
     if (!this.fits()) {
       this.waits++;
       this.onWait?.({ heldBytes: this.held, readingRequests: this.reading, limitBytes: this.limit });
-      while (!this.fits()) {
-        if (signal?.aborted) throw signal.reason;
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            signal?.removeEventListener('abort', done);
-            resolve();
-          };
-          this.waiters.push(done);
-          signal?.addEventListener('abort', done, { once: true });
-        });
-      }
+      while (!this.fits()) await woken(this.waiters, signal);
     }
     if (signal?.aborted) throw signal.reason;
     this.reading++;
@@ -93,8 +84,6 @@ export class AnswerBytes {
   }
 
   private wake(): void {
-    const w = this.waiters;
-    this.waiters = [];
-    for (const f of w) f();
+    for (const w of [...this.waiters]) w();
   }
 }

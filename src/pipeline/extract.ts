@@ -94,14 +94,13 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
         ticket?.answered(body.bytes);
         const count = body.kind === 'ndjson' ? body.count : body.records.length;
         if (opts.maxResultsPerQuery !== undefined && count >= opts.maxResultsPerQuery) {
-          lastMessage = `the answer held ${count} records, at least --max-results-per-query (${opts.maxResultsPerQuery}), so it may be capped`;
-          throw new SplitNeeded(lastMessage);
+          throw new SplitNeeded(`the answer held ${count} records, at least --max-results-per-query (${opts.maxResultsPerQuery}), so it may be capped`);
         }
       } catch (err) {
         ticket?.release();
         // A body over maxBodyBytes splits too: a shorter window gives a smaller body.
         if (err instanceof SplitNeeded || err instanceof GraphQLResponseError || err instanceof BodyTooLargeError) {
-          lastMessage = err instanceof SplitNeeded ? lastMessage : err.message;
+          lastMessage = err.message;
           const halves = bisect(cur, opts.minChunkSeconds);
           if (!halves) {
             throw new WindowFailedError(

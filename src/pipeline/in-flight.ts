@@ -28,24 +28,29 @@ export class InFlight {
 
   /** Resolves when a place is given back or `wake` is called (the number allowed grew); rejects when `signal` aborts. */
   freed(signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const onAbort = () => {
-        this.waiters.delete(wake);
-        reject(signal?.reason);
-      };
-      const wake = () => {
-        this.waiters.delete(wake);
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      this.waiters.add(wake);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return woken(this.waiters, signal);
   }
 
   /** Every waiter looks again (in the order they came): those that find room go, the others wait on. */
   wake(): void {
     for (const w of [...this.waiters]) w();
   }
+}
+
+/** Resolves when one of `waiters` is called (it removes itself); rejects with the reason when `signal` aborts first. */
+export function woken(waiters: Set<() => void>, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      waiters.delete(wake);
+      reject(signal?.reason);
+    };
+    const wake = () => {
+      waiters.delete(wake);
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    waiters.add(wake);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }

@@ -57,6 +57,12 @@ const AGREE = 0.25;
 /** Most requests the release-window check looks back over. */
 const MAX_WINDOW = 256;
 
+/** The least of the rates given, undefined when none is. */
+function least(...rates: Array<number | undefined>): number | undefined {
+  const given = rates.filter((r) => r !== undefined);
+  return given.length ? Math.min(...given) : undefined;
+}
+
 interface Burst {
   /** When its first 429 came back. */
   at: number;
@@ -118,18 +124,12 @@ export class RateController {
 
   /** The pace in force, requests per second (undefined: unpaced). */
   get pace(): number | undefined {
-    const now = this.opts.now();
-    let pace = this.learnedPace(now);
-    for (const cap of [this.headerPace, this.opts.maxRequestsPerSecond]) {
-      if (cap !== undefined) pace = pace === undefined ? cap : Math.min(pace, cap);
-    }
-    return pace;
+    return least(this.learnedPace(this.opts.now()), this.headerPace, this.opts.maxRequestsPerSecond);
   }
 
   /** The pace learned from 429s (the last one reached, with no probe growth) or from rate-limit headers, or null when never limited. */
   get learnedRate(): number | null {
-    const rates = [this.ceiling === undefined ? undefined : this.ceiling * HEADROOM, this.headerPace].filter((r) => r !== undefined);
-    return rates.length ? Math.min(...rates) : null;
+    return least(this.ceiling === undefined ? undefined : this.ceiling * HEADROOM, this.headerPace) ?? null;
   }
 
   /** HEADROOM × the quota the headers stated over its window, once it ran out. */

@@ -92,18 +92,16 @@ export class RunTally {
     };
   }
 
-  summary(s: {
-    outcome: RunSummary['outcome'];
-    resumed: boolean;
-    windowsTotal: number;
-    skipped: number;
-    coverage: readonly Window[];
-    pausedMs: number;
-    pace: number | null;
-    nowMs: number;
-    files: Omit<RunSummary['files'], 'partitionsWritten'>;
-    error: string | undefined;
-  }): RunSummary {
+  summary(
+    s: Pick<RunSummary, 'outcome' | 'resumed' | 'pausedMs' | 'pace'> & {
+      windowsTotal: number;
+      skipped: number;
+      coverage: readonly Window[];
+      nowMs: number;
+      files: Omit<RunSummary['files'], 'partitionsWritten'>;
+      error: string | undefined;
+    },
+  ): RunSummary {
     const cp = checkpointOf(s.coverage);
     return {
       runId: this.runId,

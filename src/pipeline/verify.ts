@@ -73,11 +73,7 @@ export class VerifyDifferencesError extends RunFailedError {
 }
 
 /** One fetched window's answer: how many records it held. */
-export interface WindowAnswer {
-  start: number;
-  end: number;
-  count: number;
-}
+export type WindowAnswer = Window & { count: number };
 
 /**
  * The days whose removals --delete-missing must not make, and why: a source that answers nothing, or
@@ -173,11 +169,6 @@ export class AccountVerifier {
 
   static async open(store: SessionStore, account: string, opts: Resolved<VerifyOptions>, tally: RunTally): Promise<AccountVerifier> {
     return new AccountVerifier(store, await RangeComparison.open(store, account), opts, account, tally);
-  }
-
-  /** What the run does with each fetched window of a verify: compare it (nothing is committed), then tell `committed`. */
-  onWindow(committed: () => void): (w: Window, body: SessionsBody, fetchedAtMs: number) => Promise<void> {
-    return (w, body, at) => this.add(w, body, at).then(() => committed());
   }
 
   /**

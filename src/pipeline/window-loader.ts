@@ -27,7 +27,20 @@ export class WindowLoader {
       traced.answerBytes += bytes;
     }
     try {
-      await this.commit(w, body, fetchedAtMs);
+      // A body in the fast shape goes as it is; any other is validated record by record first.
+      const flat = checkedRecords(body, this.policy);
+      const r = await this.store.commitWindow({
+        account: this.account,
+        window: w,
+        ndjson: { bytes: flat.ndjson, count: flat.count, extractedAt: fetchedAtMs / 1000 },
+        rejected: flat.rejected,
+        runId: this.runId,
+      });
+      this.tally.totals.rejected += flat.rejected.length;
+      this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
+      if (flat.rejected.length) this.logger.warn({ window: describeWindow(w), rejected: flat.rejected.length }, 'records quarantined in rejected_sessions');
+      this.tally.totals.fetched += r.written;
+      this.committed();
     } finally {
       if (memoryTraceOn) {
         traced.answers--;
@@ -35,22 +48,5 @@ export class WindowLoader {
         traced.commits++;
       }
     }
-  }
-
-  private async commit(w: Window, body: SessionsBody, fetchedAtMs: number): Promise<void> {
-    // A body in the fast shape goes as it is; any other is validated record by record first.
-    const flat = checkedRecords(body, this.policy);
-    const r = await this.store.commitWindow({
-      account: this.account,
-      window: w,
-      ndjson: { bytes: flat.ndjson, count: flat.count, extractedAt: fetchedAtMs / 1000 },
-      rejected: flat.rejected,
-      runId: this.runId,
-    });
-    this.tally.totals.rejected += flat.rejected.length;
-    this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
-    if (flat.rejected.length) this.logger.warn({ window: describeWindow(w), rejected: flat.rejected.length }, 'records quarantined in rejected_sessions');
-    this.tally.totals.fetched += r.written;
-    this.committed();
   }
 }
