@@ -25,7 +25,6 @@ export interface Part {
   windowsTotal: number;
   /** Its `_runs` row is written (outcome running until the end). */
   recorded: boolean;
-  /** What its windows came to, once fetched. */
   fetched?: Fetched;
   /** Why it failed, before its windows were fetched (a plan refused, say) or after. */
   error?: unknown;
@@ -58,18 +57,14 @@ export function begin(job: ResolvedJob, runId: string | undefined): Pick<Part, '
 export async function fetchAccount(store: SessionStore, part: Part, batch: ResolvedBatch, committed: () => void): Promise<Fetched> {
   const { job, tally, logger } = part;
   const opts = job.opts;
-  if (job.refused) {
-    // Recorded as the account's failed run (finish writes its error), nothing fetched.
-    await store.recordRun(tally.row());
-    part.recorded = true;
-    throw job.refused;
-  }
-  const plan = await planOf(store, job, tally.startedMs / 1000);
-  const windows = windowsOf(plan, opts);
+  const plan = job.refused ? undefined : await planOf(store, job, tally.startedMs / 1000);
+  const windows = plan ? windowsOf(plan, opts) : [];
   part.windowsTotal = windows.length;
-  tally.range = plan.range;
+  tally.range = plan?.range ?? null;
   await store.recordRun(tally.row());
   part.recorded = true;
+  // A refused part is recorded as the account's failed run (finish writes its error), nothing fetched.
+  if (!plan) throw job.refused;
   committed();
   if (plan.backfill && !plan.resumed) await store.beginBackfill(job.account, plan.backfill, tally.runId);
   logger.info(

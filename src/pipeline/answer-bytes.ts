@@ -32,7 +32,6 @@ export class AnswerBytes {
   waits = 0;
 
   constructor(
-    /** The share, bytes. */
     readonly limit: number,
     /** The largest body accepted: what a request in flight counts before any answer has come. */
     private readonly firstGuess: number,
@@ -40,7 +39,6 @@ export class AnswerBytes {
     private readonly onWait?: (fields: { heldBytes: number; readingRequests: number; limitBytes: number }) => void,
   ) {}
 
-  /** What one request in flight is counted as. */
   private estimate(): number {
     return this.recent.length ? Math.min(this.firstGuess, 2 * Math.max(...this.recent)) : this.firstGuess;
   }

@@ -52,7 +52,6 @@ export interface ExtractOptions {
 export interface ExtractOutcome {
   /** Windows not started because of a stop or an earlier failure. */
   skipped: Window[];
-  /** The first failure, if any. */
   error?: Error;
 }
 

@@ -33,11 +33,10 @@ export async function finish(store: SessionStore, parts: Part[], batch: Resolved
     }
     const summary = (part.summary = await summarise(store, part, fetched, batch));
     const error = differencesFound(summary) ?? endError(store, part, fetched, summary);
-    if (error) results.push({ account: part.job.account, ok: false, error, summary, durationMs });
-    else {
+    if (!error) {
       part.logger.info({ sessions: part.tally.totals.written, windows: part.tally.stats.windowsDone, durationMs: summary.durationMs }, `${part.job.kind} finished`);
-      results.push({ account: part.job.account, ok: true, summary, durationMs });
     }
+    results.push({ account: part.job.account, ok: !error, ...(error ? { error } : {}), summary, durationMs });
   }
   // Read once every account is recorded (a verify's days included); the summaries (errors' too) gain them.
   const anomalies = await volumeAnomaliesAfter(store, batch, parts);

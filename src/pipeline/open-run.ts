@@ -42,14 +42,8 @@ export async function openRun(opts: ResolvedBatch, command: string, runId: strin
     });
     // A shard's store directory (shards/I-of-N/), made before its lock is taken there.
     if (layout.storeDir !== opts.dataDir) await makeDir(layout.storeDir, "the shard's store directory");
-    lock = await acquireLock(layout.lockPath, {
-      command,
-      runId,
-      ...(opts.lock?.wait ? { wait: true } : {}),
-      ...(opts.lock?.waitTimeoutMs !== undefined ? { waitTimeoutMs: opts.lock.waitTimeoutMs } : {}),
-      ...(opts.lock?.onWait ? { onWait: opts.lock.onWait } : {}),
-      ...(opts.stopSignal ? { signal: opts.stopSignal } : {}),
-    });
+    // wait, waitTimeoutMs and onWait as the caller gave them.
+    lock = await acquireLock(layout.lockPath, { ...opts.lock, command, runId, signal: opts.stopSignal });
   }
   let bucket: BucketRun | undefined;
   try {

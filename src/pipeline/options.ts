@@ -142,11 +142,8 @@ export interface ExportOptions extends PipelineOptions {
   lookbackSeconds?: number;
 }
 
-export interface VerifyOptions extends PipelineOptions {
-  /** Range start, epoch seconds (inclusive). */
-  from: number;
-  /** Range end, epoch seconds (exclusive); clamped to now - settle. */
-  to: number;
+/** A verify's range is a backfill's. */
+export interface VerifyOptions extends BackfillOptions {
   /** Verify this many random days of the range (each day as far as it lies in the range). */
   sample?: number;
   /** The draw of `sample` (tests); default Math.random. */

@@ -41,11 +41,8 @@ export class RunTally {
 
   /** The run's last flush: sessions stored by this run are new, or replace a version stored before it (each counted once). */
   addLastFlush(r: FlushResult): void {
-    r.partitions.forEach((p) => this.partitionsWritten.add(p));
-    const c = r.counts.get(this.account) ?? { inserted: 0, updated: 0, unchanged: 0 };
-    this.totals.inserted = this.flushed.inserted + c.inserted;
-    this.totals.updated = this.flushed.updated + c.updated;
-    this.totals.unchanged = this.flushed.unchanged + c.unchanged;
+    this.addFlush(r);
+    Object.assign(this.totals, this.flushed);
     // Re-read as stored is not written: nothing of the session changed (issue 42).
     this.totals.written = this.totals.inserted + this.totals.updated;
     this.totals.repeated = Math.max(0, this.totals.fetched - this.totals.written - this.totals.unchanged);

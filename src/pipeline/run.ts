@@ -38,7 +38,7 @@ export { datasetOf, MIN_REQUESTS_PER_SECOND } from './resolve-options.js';
 
 /** Loads `[from, to)` (to clamped to now - settle). Re-running an interrupted backfill of the same range resumes it. */
 export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
-  return only(await runOne({ account: SINGLE_ACCOUNT, kind: 'backfill', opts }));
+  return runOne({ account: SINGLE_ACCOUNT, kind: 'backfill', opts });
 }
 
 /**
@@ -51,7 +51,7 @@ export async function runVerify(opts: VerifyOptions): Promise<VerifySummary> {
   if (!holdsStore(opts.dataDir)) {
     throw new DataDirError(`no session-etl data in ${opts.dataDir}: verify compares the source with what a backfill or export stored; run one first`);
   }
-  return only(await runOne(job)) as VerifySummary;
+  return (await runOne(job)) as VerifySummary;
 }
 
 /** Incremental: from checkpoint - lookback (or `since` on the first run) to now - settle. */
@@ -59,17 +59,12 @@ export async function runExport(opts: ExportOptions): Promise<RunSummary> {
   const job: AccountJob = { account: SINGLE_ACCOUNT, kind: 'export', opts };
   // With the dataset in a bucket, the state may be there rather than here (format parquet): the plan decides.
   checkFirstExport(checkedJob(job, batchOf(opts)).opts, opts.parquetUrl !== undefined || holdsStore(opts.dataDir));
-  return only(await runOne(job));
+  return runOne(job);
 }
 
-/** A single-account run: a batch of one account whose store options are its own. */
-function runOne(job: AccountJob): Promise<AccountResult[]> {
-  return runBatch(batchOf(job.opts), [job]);
-}
-
-/** The one result of a single-account batch: its summary, or its error thrown. */
-function only(results: AccountResult[]): RunSummary {
-  const r = results[0]!;
+/** A single-account run, a batch of one account whose store options are its own: its summary, or its error thrown. */
+async function runOne(job: AccountJob): Promise<RunSummary> {
+  const r = (await runBatch(batchOf(job.opts), [job]))[0]!;
   if (r.ok) return r.summary!;
   throw r.error;
 }

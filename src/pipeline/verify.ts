@@ -33,7 +33,6 @@ export interface RefusedDelete {
   date: string;
   /** Sessions the store holds that the source no longer returned: kept. */
   wouldDelete: number;
-  /** Why, in words. */
   reasons: string[];
 }
 
@@ -54,7 +53,6 @@ export interface VerifyReport {
   equal: boolean;
 }
 
-/** A verify's summary: a run's, with what it found. */
 export type VerifySummary = RunSummary & { kind: 'verify'; verify: VerifyReport | null };
 
 /** A verify after which the store still differs from the source: a failed run (exit 1) carrying its summary. */

@@ -15,7 +15,6 @@ export interface SchedulerOptions {
   /** Builds a fresh context for each run (fresh signals, logger with the run's id). */
   context: () => JobContext;
   logger: Logger;
-  /** Called as a job's run starts. */
   onRunStart?: (job: string) => void;
   /** Called as a job's run ends; the run counts as running until a returned promise settles (monitoring, notifications). */
   onRunEnd?: (
@@ -92,8 +91,7 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
     }
     const { cron: expr, timezone } = job.schedule(opts.settings);
     if (!cron.validate(expr)) throw new Error(`job ${job.name}: ${JSON.stringify(expr)} is not a valid cron expression`);
-    const task = cron.schedule(expr, () => void fire(job, 'schedule'), { timezone, name: job.name });
-    tasks.push(task);
+    tasks.push(cron.schedule(expr, () => void fire(job, 'schedule'), { timezone, name: job.name }));
     opts.logger.info({ job: job.name, cron: expr, timezone }, 'job scheduled');
   }
 
