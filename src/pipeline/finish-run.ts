@@ -95,7 +95,7 @@ async function summarise(store: SessionStore, part: Part, { plan: p, outcome, co
   // The server's part made one printable line and clipped (a hostile server may answer megabytes), the
   // note and advice kept whole. A verify commits no windows: no checkpoint to continue from.
   const error = outcome.error
-    ? `${clipText(oneLine(redact(outcome.error.message)))}; ${job.kind === 'verify' ? 'the verify did not finish comparing' : committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
+    ? `${errorText(outcome.error)}; ${job.kind === 'verify' ? 'the verify did not finish comparing' : committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
       (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : job.kind === 'verify' ? 'run the same command again' : 'run the same command again to continue')
     : differs && p.range
       ? differencesError(report, p.range, targetOf(store, job.account))
