@@ -1,8 +1,4 @@
-/**
- * Exit codes, and how an error maps to one. Errors carry their code (`exitCode`) where they are
- * defined, so every layer picks its code from here without knowing about the command line; the
- * CLI only prints. The README's "Exit codes" section lists them.
- */
+/** Exit codes (the README's "Exit codes"): errors carry theirs (`exitCode`) where they are defined; the CLI only prints. */
 export const ExitCode = {
   ok: 0,
   /** A run started and failed (server, data or write error). */

@@ -2,10 +2,9 @@
  * session-etl's public library API: the one public door. Internals (the store's SQL, the
  * emulator's generator, the CLI) are deliberately not exported.
  */
-export { runBackfill, runExport, newRunId, DEFAULTS, FirstRunNeedsSinceError } from './pipeline/run.js';
+// Verifying a range against the source, and the volume-anomaly rule: docs/data-quality.md.
+export { runBackfill, runExport, runVerify, newRunId, DEFAULTS, FirstRunNeedsSinceError, VerifyDifferencesError } from './pipeline/run.js';
 export type { PipelineOptions, BackfillOptions, ExportOptions, RunSummary, Progress } from './pipeline/run.js';
-// Verifying a range against the source, and the volume-anomaly rule (docs/data-quality.md).
-export { runVerify, VerifyDifferencesError } from './pipeline/run.js';
 export type { VerifyOptions, VerifyReport, VerifySummary } from './pipeline/run.js';
 export { findVolumeAnomalies, DEFAULT_VOLUME_RULE, type VolumeAnomaly, type VolumeRule } from './store/volume-anomalies.js';
 // Every error carries its exit code (`exitCode`); exitCodeOf reads it (1 when an error names none).

@@ -1,8 +1,4 @@
-/**
- * One account's part of a run (run.ts drives them): its tally and logger, then the run's steps
- * 2 to 4 for it: plan its windows (plan.ts), extract them under its own rate control (extract.ts),
- * and load each one as it comes (window-loader.ts; a verify compares it instead: verify.ts).
- */
+/** One account's part of a run (run.ts drives them): its tally and logger, then the run's steps 2 to 4 for it. */
 import { formatSize } from '../config/memory-budget.js';
 import { ReportingClient } from '../reporting/client.js';
 import type { SessionStore } from '../store/session-store.js';
@@ -29,9 +25,8 @@ export interface Part {
   windowsTotal: number;
   /** Its `_runs` row is written (outcome running until the end). */
   recorded: boolean;
-  /** What its windows came to, once fetched. */
   fetched?: Fetched;
-  /** Why it failed before its windows were fetched (a plan refused, say), or afterwards. */
+  /** Why it failed, before its windows were fetched (a plan refused, say) or after. */
   error?: unknown;
   summary?: RunSummary;
   /** A verify's comparison (verify.ts), closed when the run ends. */
@@ -62,18 +57,14 @@ export function begin(job: ResolvedJob, runId: string | undefined): Pick<Part, '
 export async function fetchAccount(store: SessionStore, part: Part, batch: ResolvedBatch, committed: () => void): Promise<Fetched> {
   const { job, tally, logger } = part;
   const opts = job.opts;
-  if (job.refused) {
-    // Recorded as the account's failed run (finish writes its error), nothing fetched.
-    await store.recordRun(tally.row());
-    part.recorded = true;
-    throw job.refused;
-  }
-  const plan = await planOf(store, job, tally.startedMs / 1000);
-  const windows = windowsOf(plan, opts);
+  const plan = job.refused ? undefined : await planOf(store, job, tally.startedMs / 1000);
+  const windows = plan ? windowsOf(plan, opts) : [];
   part.windowsTotal = windows.length;
-  tally.range = plan.range;
+  tally.range = plan?.range ?? null;
   await store.recordRun(tally.row());
   part.recorded = true;
+  // A refused part is recorded as the account's failed run (finish writes its error), nothing fetched.
+  if (!plan) throw job.refused;
   committed();
   if (plan.backfill && !plan.resumed) await store.beginBackfill(job.account, plan.backfill, tally.runId);
   logger.info(
@@ -108,7 +99,7 @@ export async function fetchAccount(store: SessionStore, part: Part, batch: Resol
     stats: tally.stats,
     // A bisection's reason quotes the server: one printable line, clipped, like the run's error.
     onLog: (event, fields) => logger.info(clipStrings(fields), event),
-    onWindow: verifier ? verifier.onWindow(committed) : (w, body, at) => loader.load(w, body, at),
+    onWindow: verifier ? (w, body, at) => verifier.add(w, body, at).then(committed) : (w, body, at) => loader.load(w, body, at),
   });
   const a = batch.answers;
   logger.debug({ answers: { peakBytes: a.peak, limitBytes: a.limit, waits: a.waits } }, `answers held at most ${formatSize(a.peak)} of the ${formatSize(a.limit)} share`);

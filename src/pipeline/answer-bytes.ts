@@ -1,20 +1,13 @@
 /**
- * The bytes of the answers a run holds, bounded by the memory budget's share (MemorySplit.answerBytes).
- *
- * An answer is held from the moment its request starts until its window is committed: while it is
- * read it counts as twice the largest of the last RECENT answers (at most the largest body
- * accepted, and that before any answer has come), then at its own size until the commit resolves. A request starts only when what
- * is held, with it, stays within the share, or when nothing at all is held: a single answer larger
- * than the share still proceeds, one at a time. The merges are slower than the fetch at long text,
- * so without this the answers waiting for their commit filled 50–60 MiB whatever the budget
- * (docs/benchmarks.md "The remaining cause at 320 MiB"). The accounts of a run share one.
- *
- * So the held bytes stay within the share unless an answer is more than twice the largest recent
- * one (its size is known only once it is read: a day after quiet ones); then by that excess at most,
- * each body staying below the largest accepted. Counting a request at the largest body accepted
- * instead would bound it always, but cut the requests in flight whenever anything waits, small
- * answers too.
+ * The bytes of the answers a run holds (from the request until the window's commit), bounded by the
+ * memory budget's share; the accounts of a run share one. While read, an answer counts as twice the
+ * largest of the last RECENT (at most the largest body accepted, and that before any has come), then
+ * at its size. A request starts when it fits, or when nothing is held (a larger answer goes alone).
+ * Without it, answers waiting for slower merges filled 50–60 MiB whatever the budget; counting each
+ * request at the largest body instead cut the requests in flight (docs/benchmarks.md "The remaining
+ * cause at 320 MiB").
  */
+import { woken } from './in-flight.js';
 
 /** How many recent answers the estimate of one in flight looks at. */
 const RECENT = 16;
@@ -22,7 +15,7 @@ const RECENT = 16;
 export interface AnswerTicket {
   /** The request was answered with `bytes`: held at that size until release(). */
   answered(bytes: number): void;
-  /** The request failed, or its answer is dropped (the window is split), or its window is committed: nothing held any more. */
+  /** The request failed, its answer was dropped, or its window committed: nothing held any more. */
   release(): void;
 }
 
@@ -32,14 +25,13 @@ export class AnswerBytes {
   /** Requests started and not yet answered. */
   private reading = 0;
   private readonly recent: number[] = [];
-  private waiters: Array<() => void> = [];
+  private readonly waiters = new Set<() => void>();
   /** The most `held` reached (debug log, tests). */
   peak = 0;
   /** How many times a request waited for the held bytes to go down. */
   waits = 0;
 
   constructor(
-    /** The share, bytes. */
     readonly limit: number,
     /** The largest body accepted: what a request in flight counts before any answer has come. */
     private readonly firstGuess: number,
@@ -47,7 +39,6 @@ export class AnswerBytes {
     private readonly onWait?: (fields: { heldBytes: number; readingRequests: number; limitBytes: number }) => void,
   ) {}
 
-  /** What one request in flight is counted as. */
   private estimate(): number {
     return this.recent.length ? Math.min(this.firstGuess, 2 * Math.max(...this.recent)) : this.firstGuess;
   }
@@ -62,17 +53,7 @@ export class AnswerBytes {
     if (!this.fits()) {
       this.waits++;
       this.onWait?.({ heldBytes: this.held, readingRequests: this.reading, limitBytes: this.limit });
-      while (!this.fits()) {
-        if (signal?.aborted) throw signal.reason;
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            signal?.removeEventListener('abort', done);
-            resolve();
-          };
-          this.waiters.push(done);
-          signal?.addEventListener('abort', done, { once: true });
-        });
-      }
+      while (!this.fits()) await woken(this.waiters, signal);
     }
     if (signal?.aborted) throw signal.reason;
     this.reading++;
@@ -101,8 +82,6 @@ export class AnswerBytes {
   }
 
   private wake(): void {
-    const w = this.waiters;
-    this.waiters = [];
-    for (const f of w) f();
+    for (const w of [...this.waiters]) w();
   }
 }

@@ -1,7 +1,4 @@
-/**
- * What the rate controller remembers of the server's answers and of its own pauses: the evidence
- * its rules read (docs/design.md "Rate control").
- */
+/** What the rate controller remembers of the answers and its own pauses: the evidence its rules read. */
 
 /** The last answers the 429 shares are taken over. */
 export const ANSWERS = 30;
@@ -45,17 +42,13 @@ export class AnswerHistory {
 
   /** Answers accepted in (from, to]. */
   acceptedWithin(from: number, to: number): number {
-    let n = 0;
-    for (const d of this.done) if (d.at > from && d.at <= to) n++;
-    return n;
+    return this.done.filter((d) => d.at > from && d.at <= to).length;
   }
 
   /** The share of 429s among the last `last` answers. */
   refusedShare(last = ANSWERS): number {
     const answers = this.answers.slice(-last);
-    let n = 0;
-    for (const a of answers) if (a) n++;
-    return answers.length ? n / answers.length : 0;
+    return answers.length ? answers.filter(Boolean).length / answers.length : 0;
   }
 
   /** How much of [from, to) was spent paused or before the first attempt (`firstRelease`), ms. */

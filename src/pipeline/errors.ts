@@ -15,10 +15,7 @@ export class WindowFailedError extends Error {
   }
 }
 
-/**
- * The run failed. Wraps the stage error once and says what is left behind and how to continue
- * (dlt's PipelineStepFailed).
- */
+/** The run failed: wraps the stage error once and says what is left behind and how to continue. */
 export class RunFailedError extends Error {
   override readonly name = 'RunFailedError';
   constructor(

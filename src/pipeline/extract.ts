@@ -1,8 +1,7 @@
 /**
- * The chunk runner: fetches windows under a bounded, adaptive concurrency; splits a window in two
- * when the server refuses it with a GraphQL error, or when it returns at least
- * `maxResultsPerQuery` records (a silently capped answer looks exactly like that), down to
- * `minChunkSeconds`; hands each complete leaf window to `onWindow` (which commits it).
+ * The chunk runner: fetches windows under an adaptive concurrency; splits a window in two (down to
+ * `minChunkSeconds`) on a GraphQL error, a body too large, or at least `maxResultsPerQuery` records
+ * (a silently capped answer looks exactly like that); hands each leaf window to `onWindow`.
  */
 import pLimit from 'p-limit';
 import { BodyTooLargeError } from '../reporting/errors/body-too-large-error.js';
@@ -16,11 +15,9 @@ import type { RateController } from './rate-controller.js';
 import { bisect, describeWindow, type Window } from '../time/windows.js';
 
 export interface ExtractStats {
-  /** Counted by the reporting client (its `counts`), never here. */
+  /** requests, retries (one per "retrying a request" log line) and rateLimited: counted by the reporting client, never here. */
   requests: number;
-  /** Counted by the reporting client, one per "retrying a request" log line. */
   retries: number;
-  /** Counted by the reporting client, one per 429 answer. */
   rateLimited: number;
   bisections: number;
   windowsDone: number;
@@ -33,24 +30,20 @@ export interface ExtractOptions {
   maxConcurrency: number;
   /** Windows fetched and waiting for their commit, at most (default 2 × maxConcurrency; the memory budget sets it). */
   commitSlots?: number;
-  /**
-   * The bytes of answers held (read or being read, not yet committed), shared by the accounts of a
-   * run; the memory budget sizes it (answer-bytes.ts). Absent: not bounded in bytes.
-   */
+  /** The bytes of answers held until committed, shared by the run's accounts (answer-bytes.ts). Absent: not bounded. */
   answers?: AnswerBytes;
   maxResultsPerQuery?: number;
   minChunkSeconds: number;
-  /** Stop starting windows when aborted (soft stop: running ones finish). */
+  /** Soft stop: no new windows start. */
   stopSignal?: AbortSignal;
-  /** Abort running requests (hard stop). */
+  /** Hard stop: running requests are aborted. */
   abortSignal?: AbortSignal;
   now: () => number;
   stats: ExtractStats;
   /**
-   * Receives every complete leaf window with its body (as the scanner read it) and when it was
-   * fetched (ms); resolves once the window is committed. The runner does not wait for the commit
-   * before fetching the next window (at most `commitSlots` windows, and `answers`' bytes, wait for
-   * theirs), so commit latency overlaps the next requests; a failed commit fails the run like a failed request.
+   * Receives every leaf window with its body and when it was fetched (ms); resolves once committed.
+   * The next windows are fetched meanwhile (up to `commitSlots` and `answers`' bytes wait for their
+   * commit); a failed commit fails the run like a failed request.
    */
   onWindow(window: Window, body: SessionsBody, fetchedAtMs: number): Promise<void>;
   onLog?(event: string, fields: Record<string, unknown>): void;
@@ -59,7 +52,6 @@ export interface ExtractOptions {
 export interface ExtractOutcome {
   /** Windows not started because of a stop or an earlier failure. */
   skipped: Window[];
-  /** The first failure, if any. */
   error?: Error;
 }
 
@@ -70,16 +62,13 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
   const failFast = new AbortController();
 
   // The controller lowers the pool when 429s point at a concurrency limit, and raises it again.
-  const resize = (n: number) => {
+  opts.controller.onConcurrencyChange = (n: number) => {
     limit.concurrency = Math.max(1, Math.min(opts.maxConcurrency, n));
     opts.onLog?.('concurrency', { concurrency: limit.concurrency });
   };
-
-  opts.controller.onConcurrencyChange = resize;
   // A failure stops new windows from starting; windows already running finish and commit.
   const stopped = () => Boolean(opts.stopSignal?.aborted) || failFast.signal.aborted;
   const abort = opts.abortSignal;
-
   const commits = new Set<Promise<void>>();
   const slots = Math.max(1, opts.commitSlots ?? 2 * opts.maxConcurrency);
   const fail = (err: unknown) => {
@@ -97,23 +86,20 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
       const cur = stack.pop()!;
       if (opts.abortSignal?.aborted) throw opts.abortSignal.reason;
       let body: SessionsBody;
-      let count: number;
       // Held from the request until the window is committed (or the answer is dropped).
       const ticket = await opts.answers?.begin(abort);
       try {
-        const r = await opts.client.fetchSessionsBody(cur.start, cur.end, abort);
-        body = r.value;
+        body = (await opts.client.fetchSessionsBody(cur.start, cur.end, abort)).value;
         ticket?.answered(body.bytes);
-        count = body.kind === 'ndjson' ? body.count : body.records.length;
+        const count = body.kind === 'ndjson' ? body.count : body.records.length;
         if (opts.maxResultsPerQuery !== undefined && count >= opts.maxResultsPerQuery) {
-          lastMessage = `the answer held ${count} records, at least --max-results-per-query (${opts.maxResultsPerQuery}), so it may be capped`;
-          throw new SplitNeeded(lastMessage);
+          throw new SplitNeeded(`the answer held ${count} records, at least --max-results-per-query (${opts.maxResultsPerQuery}), so it may be capped`);
         }
       } catch (err) {
         ticket?.release();
         // A body over maxBodyBytes splits too: a shorter window gives a smaller body.
         if (err instanceof SplitNeeded || err instanceof GraphQLResponseError || err instanceof BodyTooLargeError) {
-          lastMessage = err instanceof SplitNeeded ? lastMessage : err.message;
+          lastMessage = err.message;
           const halves = bisect(cur, opts.minChunkSeconds);
           if (!halves) {
             throw new WindowFailedError(
@@ -168,11 +154,8 @@ export async function extractWindows(opts: ExtractOptions): Promise<ExtractOutco
         commits.add(done);
         void done.finally(() => commits.delete(done));
       } catch (err) {
-        if (opts.abortSignal?.aborted) {
-          skipped.push(w);
-          return;
-        }
-        fail(err);
+        // A hard stop is no failure: the window is skipped.
+        if (!opts.abortSignal?.aborted) fail(err);
         skipped.push(w);
       }
     }),

@@ -1,8 +1,4 @@
-/**
- * A run's last steps, once its accounts were all tried: one last flush for the store (step 5), then
- * each account's run recorded (step 6): its backfill bookkeeping, its summary, its `_runs` row, and
- * the result runBatch returns (its summary, or the error a failed or stopped run ends with).
- */
+/** A run's last steps (5 and 6): one last flush, then each account's run recorded and its result (summary or error). */
 import { ExitCode } from '../errors.js';
 import { EndpointUnreachableError } from '../reporting/errors/endpoint-unreachable-error.js';
 import { needsSettingFixed } from '../reporting/errors/reporting-error.js';
@@ -19,10 +15,7 @@ import type { AccountResult, ResolvedBatch, RunSummary } from './options.js';
 import { resumeCommand, targetOf } from './plan.js';
 import { differencesError, differencesFound, type VerifySummary } from './verify.js';
 
-/**
- * The end of a run whose accounts were all tried: one last flush and coverage compaction for the
- * store, then each account's backfill bookkeeping, summary and `_runs` row.
- */
+/** The last flush and coverage compaction, then each account's backfill bookkeeping, summary and `_runs` row. */
 export async function finish(store: SessionStore, parts: Part[], batch: ResolvedBatch): Promise<AccountResult[]> {
   const { now } = batch;
   const last = await store.flush();
@@ -40,14 +33,12 @@ export async function finish(store: SessionStore, parts: Part[], batch: Resolved
     }
     const summary = (part.summary = await summarise(store, part, fetched, batch));
     const error = differencesFound(summary) ?? endError(store, part, fetched, summary);
-    if (error) results.push({ account: part.job.account, ok: false, error, summary, durationMs });
-    else {
+    if (!error) {
       part.logger.info({ sessions: part.tally.totals.written, windows: part.tally.stats.windowsDone, durationMs: summary.durationMs }, `${part.job.kind} finished`);
-      results.push({ account: part.job.account, ok: true, summary, durationMs });
     }
+    results.push({ account: part.job.account, ok: !error, ...(error ? { error } : {}), summary, durationMs });
   }
-  // Read once every account is recorded (a verify's confirmed days included); the summaries (also
-  // those the errors carry) gain them.
+  // Read once every account is recorded (a verify's days included); the summaries (errors' too) gain them.
   const anomalies = await volumeAnomaliesAfter(store, batch, parts);
   for (const p of parts) {
     const found = anomalies.get(p.job.account);
@@ -56,7 +47,7 @@ export async function finish(store: SessionStore, parts: Part[], batch: Resolved
   return results;
 }
 
-/** The error an account's run ends with, carrying its summary: failed (RunFailedError) or stopped (RunInterruptedError); none when it succeeded. */
+/** The error a failed (RunFailedError) or stopped (RunInterruptedError) account's run ends with, carrying its summary. */
 function endError(store: SessionStore, part: Part, { outcome, plan }: Fetched, summary: RunSummary): Error | undefined {
   const { kind } = part.job;
   const { runId } = part.tally;
@@ -74,10 +65,7 @@ function endError(store: SessionStore, part: Part, { outcome, plan }: Fetched, s
   );
 }
 
-/**
- * Each account's volume anomalies after the run's last flush (for its summary and notifications);
- * none read when the check is off. A failure to read them is logged, never the run's failure.
- */
+/** Each account's volume anomalies after the last flush (none when the check is off); a failure to read them is only logged. */
 async function volumeAnomaliesAfter(store: SessionStore, batch: ResolvedBatch, parts: readonly Part[]): Promise<Map<string, VolumeAnomaly[]>> {
   if (!(batch.volumeRule.threshold > 0)) return new Map();
   try {
@@ -104,11 +92,10 @@ async function summarise(store: SessionStore, part: Part, { plan: p, outcome, co
   if (p.backfill && !failed && !interrupted) await store.completeBackfill(job.account, p.backfill);
   const coverage = await store.coverage(job.account);
   const cp = checkpointOf(coverage);
-  // The server's part made one printable line (no terminal control sequences) and clipped (a hostile
-  // or broken server may answer megabytes), the note on what is committed and the advice kept whole.
-  // A verify commits no windows (only its repair does, at its end): no checkpoint to continue from.
+  // The server's part made one printable line and clipped (a hostile server may answer megabytes), the
+  // note and advice kept whole. A verify commits no windows: no checkpoint to continue from.
   const error = outcome.error
-    ? `${clipText(oneLine(redact(outcome.error.message)))}; ${job.kind === 'verify' ? 'the verify did not finish comparing' : committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
+    ? `${errorText(outcome.error)}; ${job.kind === 'verify' ? 'the verify did not finish comparing' : committedNote(cp !== undefined ? isoOf(cp) : null)}; ` +
       (needsSettingFixed(outcome.error) ? 'running it again will not help until that is fixed' : job.kind === 'verify' ? 'run the same command again' : 'run the same command again to continue')
     : differs && p.range
       ? differencesError(report, p.range, targetOf(store, job.account))

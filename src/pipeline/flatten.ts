@@ -1,8 +1,6 @@
 /**
- * A window's answer as the records the store commits: one NDJSON line per record
- * (store/ndjson.ts), plus the records that were rejected and the duplicates dropped. A body the
- * scanner read whole already is that; any other is validated record by record
- * (reporting/record-schema.ts) and written in the same shape.
+ * A window's answer as the records the store commits: one NDJSON line per record (store/ndjson.ts),
+ * the rejected records and the duplicates dropped. A body in any other shape is validated record by record.
  */
 import { RecordValidationError } from '../reporting/errors/record-validation-error.js';
 import { validateRecord } from '../reporting/record-schema.js';

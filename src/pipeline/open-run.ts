@@ -1,7 +1,7 @@
 /**
- * A run's hold on its data directory: the directory made (never through a link), the one-writer
- * lock, the store opened (waiting while a reader holds the DuckDB file); and at the end, the store
- * closed, what a first run that committed nothing created removed again, and the lock released.
+ * A run's hold on its data directory: the directory made (never through a link), the lock, the store
+ * opened (waiting while a reader holds the DuckDB file); at the end, the store closed, what a first
+ * run that committed nothing created removed again, and the lock released.
  */
 import { rmdir, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -23,7 +23,7 @@ export interface OpenedRun {
   lock: Lock | undefined;
   /** The hold on a bucket dataset (its lock, and with format parquet its copy of the state). */
   bucket?: BucketRun;
-  /** The first directory ensureDataDir created, if any (removed again with a store that holds nothing). */
+  /** The first directory makeDir created, if any (removed again with a store that holds nothing). */
   dirCreated: string | undefined;
 }
 
@@ -34,21 +34,16 @@ export async function openRun(opts: ResolvedBatch, command: string, runId: strin
   let dirCreated: string | undefined;
   const layout = layoutOf(opts.dataDir, 'both', opts.shard);
   if (opts.lock !== false) {
-    dirCreated = await ensureDataDir(opts.dataDir);
+    dirCreated = await makeDir(opts.dataDir, 'data directory');
     // Before the lock: its directory must not be a link either.
     await refuseLinks(opts.dataDir, opts.shard).catch(async (err: unknown) => {
       await removeEmptyDirs(opts.dataDir, dirCreated);
       throw err;
     });
-    if (layout.storeDir !== opts.dataDir) await ensureStoreDir(layout.storeDir);
-    lock = await acquireLock(layout.lockPath, {
-      command,
-      runId,
-      ...(opts.lock?.wait ? { wait: true } : {}),
-      ...(opts.lock?.waitTimeoutMs !== undefined ? { waitTimeoutMs: opts.lock.waitTimeoutMs } : {}),
-      ...(opts.lock?.onWait ? { onWait: opts.lock.onWait } : {}),
-      ...(opts.stopSignal ? { signal: opts.stopSignal } : {}),
-    });
+    // A shard's store directory (shards/I-of-N/), made before its lock is taken there.
+    if (layout.storeDir !== opts.dataDir) await makeDir(layout.storeDir, "the shard's store directory");
+    // wait, waitTimeoutMs and onWait as the caller gave them.
+    lock = await acquireLock(layout.lockPath, { ...opts.lock, command, runId, signal: opts.stopSignal });
   }
   let bucket: BucketRun | undefined;
   try {
@@ -102,19 +97,11 @@ export async function closeRun(run: OpenedRun, opts: ResolvedBatch, succeeded: b
   return discard;
 }
 
-/**
- * How long a run keeps trying to open a DuckDB file held by another process without --wait: long
- * enough for a `status` or `sessions` that had it open for a moment, short enough to fail a
- * nightly run at once when a BI tool keeps it open.
- */
+/** Without --wait, how long a run tries to open a DuckDB file another process holds: a `status`'s moment, not a BI tool's hold. */
 const STORE_BUSY_GRACE_MS = 3_000;
 const STORE_BUSY_POLL_MS = 500;
 
-/**
- * Opens the store, waiting while another process (a reader: a BI tool, a notebook) holds the DuckDB
- * file: a few seconds without --wait, up to the wait timeout with it. Throws StoreBusyError (exit 3)
- * naming the holder when it is still held.
- */
+/** Opens the store, waiting while another process holds the DuckDB file; StoreBusyError (exit 3) naming the holder when still held. */
 async function openWhenFree(opts: ResolvedBatch, logger: Logger, beforeUpload?: () => Promise<void>): Promise<SessionStore> {
   const lock = opts.lock || undefined;
   const deadline = Date.now() + (lock?.wait ? (lock.waitTimeoutMs ?? Infinity) : STORE_BUSY_GRACE_MS);
@@ -142,12 +129,7 @@ async function openWhenFree(opts: ResolvedBatch, logger: Logger, beforeUpload?: 
             `The DuckDB file in ${opts.dataDir} is still held open by ${err.holder}${err.byReader ? ', a reader,' : ''} ` +
             `after waiting ${waited} (--wait-timeout): close that connection, or give a longer --wait-timeout` +
             (err.byReader ? '; point BI tools at the Parquet dataset (parquet/sessions/), which a run never locks' : '');
-          throw new StoreBusyError(text, {
-            cause: err,
-            holder: err.holder,
-            byReader: err.byReader,
-            ...(err.pid !== undefined ? { pid: err.pid } : {}),
-          });
+          throw new StoreBusyError(text, { cause: err, holder: err.holder, byReader: err.byReader, pid: err.pid });
         }
         throw err;
       }
@@ -161,37 +143,28 @@ async function openWhenFree(opts: ResolvedBatch, logger: Logger, beforeUpload?: 
   }
 }
 
-/** Creates the data directory when missing; returns the first directory it created, if any. */
-async function ensureDataDir(dir: string): Promise<string | undefined> {
+/**
+ * Makes `dir` when missing; returns the first directory it created, if any. Fails saying why in
+ * words, with no cause kept: the system's own ("no such file or directory" for /proc/foo) would mislead.
+ */
+async function makeDir(dir: string, what: string): Promise<string | undefined> {
   try {
     return await makeDirs(dir, DIR_MODE);
   } catch (err) {
-    throw new DataDirError(`data directory ${dir} cannot be created: ${whyNotMade(err, dir)}; choose another --data-dir`);
+    const { code, at } = err instanceof MakeDirsError ? err : { code: (err as NodeJS.ErrnoException).code ?? 'EIO', at: dir };
+    const why =
+      code === 'EACCES' || code === 'EROFS' || code === 'EPERM'
+        ? `${dirname(at)} is not writable`
+        : code === 'ENOTDIR' || code === 'EEXIST'
+          ? `${at} is a file, not a directory`
+          : code === 'ENOENT'
+            ? `${dirname(at)} does not accept new directories (a special file system such as /proc or /sys?)`
+            : `${at}: ${code}`;
+    throw new DataDirError(`${what} ${dir} cannot be created: ${why}; choose another --data-dir`);
   }
 }
 
-/** Why makeDirs failed, in words. No cause kept: the system's own words ("no such file or directory" for /proc/foo) would mislead. */
-function whyNotMade(err: unknown, dir: string): string {
-  const { code, at } = err instanceof MakeDirsError ? err : { code: (err as NodeJS.ErrnoException).code ?? 'EIO', at: dir };
-  return code === 'EACCES' || code === 'EROFS' || code === 'EPERM'
-    ? `${dirname(at)} is not writable`
-    : code === 'ENOTDIR' || code === 'EEXIST'
-      ? `${at} is a file, not a directory`
-      : code === 'ENOENT'
-        ? `${dirname(at)} does not accept new directories (a special file system such as /proc or /sys?)`
-        : `${at}: ${code}`;
-}
-
-/** A shard's store directory (shards/I-of-N/), made before its lock is taken there. */
-async function ensureStoreDir(dir: string): Promise<void> {
-  try {
-    await makeDirs(dir, DIR_MODE);
-  } catch (err) {
-    throw new DataDirError(`the shard's store directory ${dir} cannot be created: ${whyNotMade(err, dir)}; choose another --data-dir`);
-  }
-}
-
-/** Removes `dir` and its parents up to `top` (the directories ensureDataDir created), each only if empty. */
+/** Removes `dir` and its parents up to `top` (the directories makeDir created), each only if empty. */
 async function removeEmptyDirs(dir: string, top: string | undefined): Promise<void> {
   if (top === undefined) return;
   for (let d = resolve(dir); ; d = dirname(d)) {

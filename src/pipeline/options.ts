@@ -1,12 +1,12 @@
 /** What a run is given (PipelineOptions and the backfill's and export's own), and what it returns (RunSummary). */
 import { randomBytes } from 'node:crypto';
 import { CONFIG_DEFAULTS } from '../config/defaults.js';
-import type { MemorySplit } from '../config/memory-budget.js';
 import type { RetryOptions } from '../reporting/defaults.js';
 import type { FetchLike } from '../reporting/transport.js';
 import type { StoreBusyError } from '../store/errors.js';
 import type { SessionStore } from '../store/session-store.js';
 import type { VolumeAnomaly, VolumeRule } from '../store/volume-anomalies.js';
+import type { MemorySplit } from '../config/memory-budget.js';
 import type { OutputFormat, ShardId } from '../store/layout.js';
 import type { DatasetLocation } from '../store/dataset/location.js';
 import type { LockHolder } from '../store/lock.js';
@@ -26,17 +26,11 @@ export interface PipelineOptions {
   /** Where the reporting URL is set (REPORTING_URL, the configuration file, an account's entry), named when its first connection is refused. */
   reportingUrlSource?: string;
   dataDir: string;
-  /**
-   * Where the Parquet dataset goes: `s3://BUCKET/PREFIX` (an S3-compatible bucket; docs/object-storage.md),
-   * else the data directory's parquet/sessions/.
-   */
+  /** Where the Parquet dataset goes: `s3://BUCKET/PREFIX` (docs/object-storage.md), else the data directory's parquet/sessions/. */
   parquetUrl?: string;
   /** Path-style addressing for the bucket (MinIO-style and test servers). */
   s3PathStyle?: boolean;
-  /**
-   * What to write. Default: the format the data directory recorded on its first run (a new one: both).
-   * One that differs from the recorded format is refused (DataDirError, exit 2).
-   */
+  /** What to write. Default: the format recorded on the first run (a new one: both); another is refused (exit 2). */
   format?: OutputFormat;
   /** Chunk length in seconds. Default 1 day. */
   chunkSeconds?: number;
@@ -58,10 +52,7 @@ export interface PipelineOptions {
   timeoutMs?: number;
   /** Largest answer body, bytes; a larger one splits its window. Default 256 MiB, and at most the memory budget's share. */
   maxBodyBytes?: number;
-  /**
-   * The memory budget set (`--memory-limit`, SESSION_ETL_MEMORY_LIMIT, config memoryLimit; `name`
-   * says which): the run's budget is the smaller of it and the container's limit (config/memory-budget.ts).
-   */
+  /** The memory budget set (`name` says where); the run's is the smaller of it and the container's (config/memory-budget.ts). */
   memoryLimit?: { value: string | number; name: string };
   retry?: Partial<RetryOptions>;
   /** Rewrite pending Parquet partitions at least this often during a run, seconds. Default 60. */
@@ -82,10 +73,7 @@ export interface PipelineOptions {
   runId?: string;
   /** The volume-anomaly rule judged after the run (default: the configuration's defaults; docs/data-quality.md "Volume anomalies"). */
   volumeRule?: VolumeRule;
-  /**
-   * The data directory's one-writer lock. Default: taken, failing at once (LockHeldError, exit 3)
-   * when another run holds it; `{ wait: true }` queues behind it; `false` when the caller holds it.
-   */
+  /** The one-writer lock. Default: taken, failing at once when held (exit 3); `{ wait: true }` queues; `false`: the caller holds it. */
   lock?:
     | false
     | {
@@ -98,10 +86,7 @@ export interface PipelineOptions {
       };
 }
 
-/**
- * What a run over a store shares between its accounts (runBatch): where the store is, its lock,
- * signals, clock and logger. A single-account run's are its own options.
- */
+/** What a run over a store shares between its accounts (runBatch); a single-account run's are its own options. */
 export interface BatchOptions
   extends Pick<
     PipelineOptions,
@@ -116,22 +101,21 @@ export interface BatchOptions
   dataset?: DatasetLocation;
   /** Accounts run side by side. Default 1. */
   concurrency?: number;
-  /** The run's memory split (set by runBatch from memoryLimit and the container: pipeline/memory-plan.ts). */
+  /** The run's memory split (set by runBatch from memoryLimit and the container: pipeline/resolve-options.ts planMemory). */
   memory?: MemorySplit;
   /** Work on the store once it is taken and recovered, before any account fetches (moving accounts in: accounts/bring-in.ts). */
   prepare?: (store: SessionStore) => Promise<void>;
 }
 
+type Job<B, E, V> = ({ account: string; kind: 'backfill'; opts: B } | { account: string; kind: 'export'; opts: E } | { account: string; kind: 'verify'; opts: V }) & {
+  refused?: Error;
+};
+
 /**
- * One account's part of a run over a store ('' for a single-account store). `refused`: the part
- * cannot run (its key could not be read, say): it is recorded as a failed run of the account with
- * this error, so that `status`, health checks and notifications see it, and nothing is fetched.
+ * One account's part of a run over a store ('' for a single-account store). `refused`: it cannot
+ * run (its key could not be read, say): recorded as a failed run with this error, nothing fetched.
  */
-export type AccountJob = (
-  | { account: string; kind: 'backfill'; opts: BackfillOptions }
-  | { account: string; kind: 'export'; opts: ExportOptions }
-  | { account: string; kind: 'verify'; opts: VerifyOptions }
-) & { refused?: Error };
+export type AccountJob = Job<BackfillOptions, ExportOptions, VerifyOptions>;
 
 /** How one account's part of a run ended: its summary, or (not ok) its error (which may carry a summary). */
 export interface AccountResult {
@@ -152,21 +136,14 @@ export interface BackfillOptions extends PipelineOptions {
 export interface ExportOptions extends PipelineOptions {
   /** Where the first export starts when nothing is stored yet, epoch seconds. */
   since?: number;
-  /**
-   * Log a warning when `since` is not used because the data directory has a checkpoint (the export
-   * continues from it). For a start the user gave for this run (`--since`); a configured startDate
-   * is meant for the first run only, so it is not warned about.
-   */
+  /** Warn when `since` is not used because of a checkpoint (a `--since` given; a configured startDate is for the first run only). */
   warnIfSinceUnused?: boolean;
   /** How far before the checkpoint each export re-reads, seconds. Default 1 day. */
   lookbackSeconds?: number;
 }
 
-export interface VerifyOptions extends PipelineOptions {
-  /** Range start, epoch seconds (inclusive). */
-  from: number;
-  /** Range end, epoch seconds (exclusive); clamped to now - settle. */
-  to: number;
+/** A verify's range is a backfill's. */
+export interface VerifyOptions extends BackfillOptions {
   /** Verify this many random days of the range (each day as far as it lies in the range). */
   sample?: number;
   /** The draw of `sample` (tests); default Math.random. */
@@ -175,16 +152,9 @@ export interface VerifyOptions extends PipelineOptions {
   repair?: boolean;
   /** With repair: also remove the sessions the source no longer returns (each day within the checks of `refusedDeletes`). */
   deleteMissing?: boolean;
-  /**
-   * With deleteMissing: remove up to this many sessions in all, whatever the checks of
-   * `refusedDeletes` say (more than this: nothing is removed).
-   */
+  /** With deleteMissing: remove up to this many in all, whatever `refusedDeletes` says (more: nothing is removed). */
   maxDelete?: number;
-  /**
-   * Only the whole days of this many seconds before the day of the account's checkpoint (within
-   * [from, to)): what the scheduled verify checks, so that days not exported yet are not taken for
-   * missing ones. Nothing stored yet: nothing to verify.
-   */
+  /** Only the whole days of this many seconds before the checkpoint's day (the scheduled verify); nothing stored: nothing to verify. */
   beforeCheckpoint?: number;
 }
 
@@ -203,11 +173,9 @@ export interface RunSummary {
   resumed: boolean;
   windows: { total: number; done: number; skipped: number };
   /**
-   * Sessions written: new, or updated (a stored version replaced by one whose content differs);
-   * unchanged (re-read as stored: the stored row, its extracted_at too, stays) are not written. `fetched`, the records
-   * the windows committed (what the progress bar counts: a session on a window's boundary comes in
-   * both); `repeated`, those another window of the run had brought already: fetched = written +
-   * unchanged + repeated.
+   * `written`: new or updated (content differs); unchanged ones (re-read as stored) are not written.
+   * `fetched`: records the windows committed; `repeated`: those another window had brought already.
+   * fetched = written + unchanged + repeated.
    */
   sessions: {
     written: number;
@@ -237,7 +205,7 @@ export interface RunSummary {
     dataDir: string;
     duckdb: string | null;
     parquet: string | null;
-    /** Day partitions whose Parquet file this run rewrote: sessions added, changed or removed, or left by an earlier run (a session re-read unchanged rewrites nothing). */
+    /** Day partitions whose Parquet file this run rewrote (changed sessions, or left by an earlier run). */
     partitionsWritten: string[];
     /** Of those, the ones an earlier run left unfinished (absent when none). */
     partitionsRecovered?: string[];
@@ -263,49 +231,24 @@ export const DEFAULTS = {
   stopExitCode: 130,
 } as const;
 
-/**
- * What resolveJob (resolve-options.ts) fills in: every option an account's run reads, given,
- * taken from its batch, or defaulted. Nothing below runBatch defaults again.
- */
-export interface Defaulted {
-  chunkSeconds: number;
-  concurrency: number;
-  minChunkSeconds: number;
-  settleSeconds: number;
-  onInvalid: InvalidPolicy;
-  timeoutMs: number;
-  maxBodyBytes: number;
-  retry: RetryOptions;
-  now: () => number;
-  sleep: Sleep;
-  logger: Logger;
-  /** The exit code to report when stopped, read when the stop is reported (a signal handler may set it late). */
-  stopExitCode: () => number;
-}
+/** The exit code to report when stopped, read when the stop is reported (a signal handler may set it late). */
+type StopExitCode = { stopExitCode: () => number };
+
+/** What resolveJob (resolve-options.ts) fills in: given, taken from the batch, or defaulted. Nothing below runBatch defaults again. */
+type Defaulted = Required<
+  Pick<PipelineOptions, 'chunkSeconds' | 'concurrency' | 'minChunkSeconds' | 'settleSeconds' | 'onInvalid' | 'timeoutMs' | 'maxBodyBytes' | 'now' | 'sleep' | 'logger'>
+> & { retry: RetryOptions } & StopExitCode;
 
 /** A run's options with every default applied. */
 export type Resolved<O extends PipelineOptions> = Omit<O, keyof Defaulted> & Defaulted;
 
 /** An account's job as the run reads it (resolveJob). */
-export type ResolvedJob = (
-  | { account: string; kind: 'backfill'; opts: Resolved<BackfillOptions> }
-  | { account: string; kind: 'export'; opts: Resolved<ExportOptions> & { lookbackSeconds: number } }
-  | { account: string; kind: 'verify'; opts: Resolved<VerifyOptions> }
-) & { refused?: Error };
+export type ResolvedJob = Job<Resolved<BackfillOptions>, Resolved<ExportOptions> & { lookbackSeconds: number }, Resolved<VerifyOptions>>;
 
-/** The batch's options with every default applied (resolveBatch), and its memory split. */
-export type ResolvedBatch = Omit<BatchOptions, 'now' | 'sleep' | 'logger' | 'parquetFlushSeconds' | 'concurrency' | 'volumeRule' | 'stopExitCode' | 'memory'> & {
-  now: () => number;
-  sleep: Sleep;
-  logger: Logger;
-  parquetFlushSeconds: number;
-  concurrency: number;
-  volumeRule: VolumeRule;
-  stopExitCode: () => number;
-  memory: MemorySplit;
-  /** The bytes of answers held, bounded by memory.answerBytes: one for the accounts of the run. */
-  answers: AnswerBytes;
-};
+/** The batch's options with every default applied (resolveBatch), its memory split, and the answers' bytes it bounds (one for all accounts). */
+export type ResolvedBatch = Omit<BatchOptions, 'stopExitCode'> &
+  Required<Pick<BatchOptions, 'now' | 'sleep' | 'logger' | 'parquetFlushSeconds' | 'concurrency' | 'volumeRule' | 'memory'>> &
+  StopExitCode & { answers: AnswerBytes };
 
 export function newRunId(kind: string, nowMs: number): string {
   const ts = new Date(nowMs).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');

@@ -1,8 +1,4 @@
-/**
- * A run's second step, for each account: what to fetch. A backfill's range (clamped to now - settle,
- * less what an interrupted run of the same range committed), an export's (from its checkpoint less
- * the lookback, or `since` on the first run), or a verify's (verify.ts); then cut into windows.
- */
+/** A run's second step, for each account: what to fetch (a backfill's, an export's or a verify's range), cut into windows. */
 import { ExitCode } from '../errors.js';
 import type { SessionStore } from '../store/session-store.js';
 import { checkpointOf, subtractIntervals } from '../time/intervals.js';
@@ -78,10 +74,7 @@ async function exportPlan(store: SessionStore, account: string, opts: Extract<Re
   return { range, todo: [range], resumed: false };
 }
 
-/**
- * Refuses the first export of a data directory (nothing stored) that has no `since`, or whose
- * [since, now - settle) is too large to plan, before anything is written.
- */
+/** Refuses, before anything is written, a first export without `since` or whose [since, now - settle) is too large to plan. */
 export function checkFirstExport(opts: Pick<ExportOptions, 'since'> & { now: () => number; settleSeconds: number; chunkSeconds: number }, stored: boolean): void {
   if (stored) return;
   if (opts.since === undefined) throw new FirstRunNeedsSinceError(FIRST_RUN_MESSAGE);

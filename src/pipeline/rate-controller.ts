@@ -1,9 +1,7 @@
 /**
- * Shared rate control for all workers of a run (issue 14): one shared pause per burst of 429s, a
- * pace lowered only on evidence from the answers the server accepted and probed past once it has
- * held, a concurrency lowered when 429s point at a limit in flight, and rate-limit headers acted on
- * before a 429. docs/design.md "Rate control" says what each rule does and why; the comments below
- * name the rule each part implements.
+ * Shared rate control for all workers of a run (issue 14): one pause per burst of 429s, a pace
+ * lowered only on evidence and probed past once it has held, a concurrency lowered when 429s point
+ * at a limit in flight, rate-limit headers acted on before a 429. docs/design.md "Rate control".
  */
 import type { Sleep } from '../util/sleep.js';
 import type { RateLimitHint } from './rate-limit-headers.js';
@@ -18,15 +16,16 @@ export interface RateControllerOptions {
   sleep: Sleep;
   /** Fixed upper bound on requests per second (config `maxRequestsPerSecond`), if any. */
   maxRequestsPerSecond?: number;
-  /** Share of the learned ceiling that is paced at. Default 0.98. */
-  headroom?: number;
-  /** The unit of the holds before probing past a ceiling (4 of them after a burst that moved it), ms. Default 2 000. */
-  firstHoldMs?: number;
-  /** The longest hold, reached by bursts that keep finding the same ceiling, ms. Default 40 000. */
-  maxHoldMs?: number;
-  /** Receives what each burst of 429s was judged to say (for the run's debug log). */
+  /** Receives what each burst of 429s was judged to say (the run's debug log). */
   log?: (fields: Record<string, unknown>) => void;
 }
+
+/** Share of the learned ceiling that is paced at. */
+const HEADROOM = 0.98;
+/** The unit of the holds before probing past a ceiling (4 of them after a burst that moved it), ms. */
+const FIRST_HOLD_MS = 2_000;
+/** The longest hold, reached by bursts that keep finding the same ceiling, ms. */
+const MAX_HOLD_MS = 40_000;
 
 /** An accepted rate this far from the ceiling means the limit has moved (either way). */
 const MOVED = 0.9;
@@ -34,10 +33,7 @@ const MOVED = 0.9;
 const MIN_CEILING = 0.05;
 /** Answers accepted this long after a burst's first 429 still count towards it (a 429 has no body and can overtake them), ms. */
 const GRACE_MS = 100;
-/**
- * Probe growth: the pace is base + PROBE_GROWTH × t³ × the highest pace learned, t in seconds of
- * probing (base × (1 + PROBE_GROWTH × t³) at that highest ceiling).
- */
+/** Probe growth: the pace is base + PROBE_GROWTH × t³ × the highest pace learned, t in seconds of probing. */
 const PROBE_GROWTH = 0.02;
 const MAX_PROBE_SECONDS = 30;
 /** A burst met with more requests in flight than this share of recent accepted answers had points at a concurrency limit. */
@@ -51,7 +47,7 @@ const AT_PACE_AGAIN_MS = 10_000;
 const REFUSED_SHARE = 0.06;
 /** Bursts whose count was taken partly while not sending (paused, or before the first request) need this many to agree... */
 const WEAK_BURSTS = 3;
-/** ...or at least this share of 429s among the last STRONG_ANSWERS answers (3 in 10: a stray background of 4 % gives that once in 150 tries). */
+/** ...or this share of 429s among the last STRONG_ANSWERS answers (3 in 10: a 4 % stray background gives that once in 150 tries). */
 const STRONG_SHARE = 0.3;
 const STRONG_ANSWERS = 10;
 /** A lower limit is believed when a second burst within this long agrees with the first, ms... */
@@ -60,6 +56,12 @@ const CONFIRM_MS = 15_000;
 const AGREE = 0.25;
 /** Most requests the release-window check looks back over. */
 const MAX_WINDOW = 256;
+
+/** The least of the rates given, undefined when none is. */
+function least(...rates: Array<number | undefined>): number | undefined {
+  const given = rates.filter((r) => r !== undefined);
+  return given.length ? Math.min(...given) : undefined;
+}
 
 interface Burst {
   /** When its first 429 came back. */
@@ -80,9 +82,7 @@ export class RateController {
   private nextSlot = 0;
   /** Requests per second the server accepts, learned from 429s; undefined until the first. */
   private ceiling: number | undefined;
-  private readonly firstHoldMs: number;
-  private readonly maxHoldMs: number;
-  private holdMs: number;
+  private holdMs = FIRST_HOLD_MS;
   /** The pace starts growing past the ceiling at this time. */
   private probeFrom = 0;
   /** The highest ceiling learned in the run: how far a probe from a lower one may have to go. */
@@ -105,19 +105,15 @@ export class RateController {
   private headerWindowMs = 1000;
   /** Attempts waiting for one in flight to end (or for the allowed concurrency to grow). */
   private cap: number;
-  /** The lowest concurrency the last concurrency burst showed to be refused (one above what it allowed), if a burst pointed at one. */
+  /** The lowest concurrency the last concurrency burst showed to be refused (one above what it allowed). */
   private capCeiling: number | undefined;
-  private capHoldMs: number;
+  private capHoldMs = FIRST_HOLD_MS;
   private capProbeFrom = 0;
   private capChangedAt = -Infinity;
   /** Called whenever the allowed concurrency changes (the chunk runner resizes its pool). */
   onConcurrencyChange: ((n: number) => void) | undefined;
 
   constructor(private readonly opts: RateControllerOptions) {
-    this.firstHoldMs = opts.firstHoldMs ?? 2_000;
-    this.maxHoldMs = Math.max(this.firstHoldMs, opts.maxHoldMs ?? 40_000);
-    this.holdMs = this.firstHoldMs;
-    this.capHoldMs = this.firstHoldMs;
     this.cap = opts.maxConcurrency;
   }
 
@@ -128,23 +124,17 @@ export class RateController {
 
   /** The pace in force, requests per second (undefined: unpaced). */
   get pace(): number | undefined {
-    const now = this.opts.now();
-    let pace = this.learnedPace(now);
-    for (const cap of [this.headerPace, this.opts.maxRequestsPerSecond]) {
-      if (cap !== undefined) pace = pace === undefined ? cap : Math.min(pace, cap);
-    }
-    return pace;
+    return least(this.learnedPace(this.opts.now()), this.headerPace, this.opts.maxRequestsPerSecond);
   }
 
   /** The pace learned from 429s (the last one reached, with no probe growth) or from rate-limit headers, or null when never limited. */
   get learnedRate(): number | null {
-    const rates = [this.ceiling === undefined ? undefined : this.ceiling * (this.opts.headroom ?? 0.98), this.headerPace].filter((r) => r !== undefined);
-    return rates.length ? Math.min(...rates) : null;
+    return least(this.ceiling === undefined ? undefined : this.ceiling * HEADROOM, this.headerPace) ?? null;
   }
 
-  /** `headroom` × the quota the headers stated over its window, once it ran out. */
+  /** HEADROOM × the quota the headers stated over its window, once it ran out. */
   private get headerPace(): number | undefined {
-    return this.headerLimit === undefined ? undefined : ((this.headerLimit * 1000) / this.headerWindowMs) * (this.opts.headroom ?? 0.98);
+    return this.headerLimit === undefined ? undefined : ((this.headerLimit * 1000) / this.headerWindowMs) * HEADROOM;
   }
 
   /** Time all workers spent held by pauses (Retry-After, or headers saying nothing is left), ms. */
@@ -154,14 +144,13 @@ export class RateController {
 
   private learnedPace(now: number): number | undefined {
     if (this.ceiling === undefined || this.trialOver(now)) return undefined;
-    const base = this.ceiling * (this.opts.headroom ?? 0.98);
+    const base = this.ceiling * HEADROOM;
     // A trial doubles the pace in its second second; no 429 by then: the first burst was a stray.
     if (this.trial) return base * 2 ** Math.max(0, (now - this.probeFrom) / 1000);
     const t = Math.min(MAX_PROBE_SECONDS, Math.max(0, (now - this.probeFrom) / 1000));
-    // Scaled by the highest ceiling learned, not the current one: after a fall to a fifth (another
-    // client took most of a shared quota), a probe from the low ceiling took 6 s to find the room
-    // that came back, at the low pace (bench R3); at the highest ceiling it is as before.
-    return base + PROBE_GROWTH * t ** 3 * Math.max(this.ceiling, this.peakCeiling) * (this.opts.headroom ?? 0.98);
+    // Scaled by the highest ceiling learned: from a fall to a fifth (a shared quota), a probe scaled by
+    // the low ceiling took 6 s to find the room that came back (bench R3).
+    return base + PROBE_GROWTH * t ** 3 * Math.max(this.ceiling, this.peakCeiling) * HEADROOM;
   }
 
   /** Requests in flight now (attempts let go whose slot is not yet released). */
@@ -169,11 +158,7 @@ export class RateController {
     return this.flight.count;
   }
 
-  /**
-   * Waits for the shared pause, for fewer than the allowed concurrency to be in flight, and for
-   * this request's slot under the pace. The caller must release the slot returned when the attempt
-   * ends, however it ends (see AttemptSlot).
-   */
+  /** Waits for the shared pause, a place in flight and a slot under the pace; release the slot returned (AttemptSlot). */
   async beforeAttempt(signal?: AbortSignal): Promise<AttemptSlot> {
     let slot: number | undefined;
     let pacedWait = false;
@@ -188,8 +173,7 @@ export class RateController {
         continue;
       }
       if (this.flight.count >= this.cap) {
-        // A worker that was running when the allowed concurrency fell (its retry after a 429,
-        // say) waits here rather than exceed it.
+        // A worker running when the allowed concurrency fell (its retry after a 429) waits here.
         slot = undefined;
         await this.flight.freed(signal);
         continue;
@@ -214,10 +198,7 @@ export class RateController {
     }
   }
 
-  /**
-   * The earliest release that keeps the last ceil(pace) requests over pace's span: a request
-   * released late (a busy event loop) must not then bunch with the ones after it.
-   */
+  /** The earliest release keeping the last ceil(pace) requests over pace's span: one released late must not bunch with the next. */
   private windowOpensAt(pace: number): number {
     const k = Math.min(Math.ceil(pace), MAX_WINDOW, this.released.length);
     if (k === 0) return -Infinity;
@@ -225,14 +206,13 @@ export class RateController {
   }
 
   /**
-   * Under a quota the headers stated (Limit per window), the earliest release that keeps our last
-   * Limit requests over the window (with the headroom's margin): a fixed window has reset by then
-   * as well as a sliding one, if they were all ours.
+   * Under a quota the headers stated, the earliest release keeping our last Limit requests over the
+   * window (with the headroom's margin): a fixed window has reset by then as well as a sliding one.
    */
   private quotaOpensAt(): number {
     const limit = this.headerLimit;
     if (limit === undefined || limit > MAX_WINDOW || this.released.length < limit) return -Infinity;
-    return (this.released[this.released.length - limit] as number) + this.headerWindowMs / (this.opts.headroom ?? 0.98);
+    return (this.released[this.released.length - limit] as number) + this.headerWindowMs / HEADROOM;
   }
 
   /** A request went out without waiting for the pace: the pool is what holds the run back. */
@@ -268,26 +248,21 @@ export class RateController {
 
   /** An attempt was answered and accepted (call before releasing its slot). */
   onSuccess(): void {
-    const now = this.opts.now();
-    this.history.accepted(now, this.flight.count);
+    this.history.accepted(this.opts.now(), this.flight.count);
   }
 
   /**
-   * Rate-limit headers of an answer (call before onSuccess/onRateLimited for it). When the
-   * requests still in flight will take what is left, the quota binds: with its Limit stated, the
-   * pace becomes Limit over its window (the longest reset seen, in whole seconds), spaced evenly,
-   * and no more than Limit of ours go out in any window. Every worker waits for the reset only
-   * when requests other than ours used the quota up (another client of the account), or when the
-   * Limit is not stated: a reset stated to the second is up to a second late, and pausing until it
-   * each time the quota ran out cost a third to a half of it (bench R6, epoch seconds).
+   * Rate-limit headers of an answer (call before onSuccess/onRateLimited). Once the requests in
+   * flight will take what is left, a stated Limit paces at Limit over its window; every worker waits
+   * for the reset only when others used the quota up or no Limit is stated: a reset stated to the
+   * second is up to a second late, and pausing each time cost a third to a half of it (bench R6).
    */
   onRateLimitHint(h: RateLimitHint): void {
     const now = this.opts.now();
     if (!(h.resetMs >= 0) || !(h.remaining >= 0)) return;
     const limit = h.limit !== undefined && Number.isInteger(h.limit) && h.limit >= 1 ? h.limit : undefined;
     if (limit !== undefined) this.headerWindowMs = Math.max(this.headerWindowMs, Math.floor(h.resetMs / 1000) * 1000);
-    // A quota already learned follows the Limit the headers state now (raised or lowered), not
-    // only when it runs out again: paced at a Limit, it never runs out.
+    // A learned quota follows the Limit stated now: paced at a Limit, it never runs out again.
     if (limit !== undefined && this.headerLimit !== undefined) this.headerLimit = limit;
     const others = Math.max(0, this.flight.count - 1);
     if (h.remaining - others >= 1) return;
@@ -334,68 +309,52 @@ export class RateController {
     const trial = this.trial;
     this.trial = false;
     const spanMs = pace !== undefined && pace < 2 ? 4000 / pace : 1000;
-    // What the server accepted in the span before the burst (for the first 429 of a burst, also
-    // the answers that it overtook): a count is one request off either way.
+    // Accepted in the span before the burst (and the answers its first 429 overtook): one request off either way.
     const n = this.history.acceptedWithin(b.at - spanMs, b.at + GRACE_MS);
     const accepted = (n * 1000) / spanMs;
     const slack = 1000 / spanMs;
-    // Probing: the pace had grown past the ceiling when the burst came.
     const probing = this.ceiling !== undefined && pace !== undefined && pace > this.ceiling;
     let weak = false;
     if (this.ceiling === undefined || accepted < this.ceiling * MOVED) {
-      // A limit (or a lower one) is believed only when a second burst agrees and 429s are no
-      // rarity among the last answers: one burst alone may be a stray 429, or a count taken soon
-      // after a pause. At most halved.
-      // A count over a span spent partly paused (or before the run began) is low because little
-      // was sent, whatever the limit: a stray 429 soon after a pause reads as a low limit just like
-      // a real one. Such weak bursts must agree three times running, or come with 3 429s in the
-      // last 10 answers, well above a stray background (bench R1: two such counts agreed by chance
-      // and walked the pace down to a fifth of what the server took).
+      // A (lower) limit is believed only when a second burst agrees and 429s are no rarity among the
+      // last answers; at most halved. A count over a span spent partly paused (or before the run) is
+      // low whatever the limit: such weak bursts must agree three times, or come with 3 429s in the
+      // last 10 answers (bench R1: two agreed by chance and walked the pace down to a fifth).
       weak = this.history.idleMs(b.at - spanMs, b.at, this.firstRelease) > spanMs * (1 - MOVED);
       const c = this.candidate;
       const agreed = c && b.at - c.at <= CONFIRM_MS && Math.abs(accepted - c.rate) <= AGREE * Math.max(accepted, c.rate) + slack;
       const bursts = agreed ? c.bursts + 1 : 1;
       const strong = !weak || (agreed === true && c.strong);
       const share = this.history.refusedShare();
-      // Two weak bursts that counted the same number of answers, and no second with more since the
-      // first of them (before any ceiling: in the whole run): a quota of that many refuses at that
-      // count every time (bench R6: one request in flight at a time over loopback, so the
-      // full-window rule below never fires, and a third burst cost up to 2 s more with a date; R3
-      // and R4: a fall paused once more). Stray 429s agree like that only by chance, and then
-      // seldom with the busiest second seen.
+      // Two weak bursts that counted the same, with no busier second since the first (before any
+      // ceiling: in the run): a quota refuses at its count every time, strays seldom agree so (bench
+      // R6: one request in flight, so the full-window rule never fires; a third burst cost up to 2 s).
       const twin = agreed === true && accepted === (c as { rate: number }).rate &&
         accepted >= this.history.peakRate(b.at, this.ceiling === undefined ? -Infinity : (c as { at: number }).at);
-      // Three weak bursts that agree set the first ceiling only near the busiest second seen: stray
-      // 429s soon after pauses agreed at 4 to 20 a second when 70 went through (bench R1 on the
-      // virtual clock: over budget in 8 of 80 seeds, 3 with this); a quota refuses at its count.
+      // Three weak bursts set the first ceiling only near the busiest second seen: strays after pauses
+      // agreed at 4 to 20 a second when 70 went through (bench R1: over budget in 8 of 80 seeds, 3 with this).
       const three = bursts >= WEAK_BURSTS && (this.ceiling !== undefined || accepted >= MOVED * this.history.peakRate(b.at));
       const enough = strong || twin || three || this.history.refusedShare(STRONG_ANSWERS) >= STRONG_SHARE;
-      // Every request in flight at the first 429 was refused too: the window was full, not a
-      // stray (stray 429s come one at a time among accepted answers).
+      // Every request in flight at the first 429 refused: a full window (strays come one at a time).
       const full = b.inFlight >= 2 && b.count >= b.inFlight;
       if ((agreed && share >= REFUSED_SHARE && enough) || full) {
         const fell = this.ceiling !== undefined;
         this.ceiling = Math.max(MIN_CEILING, accepted, this.ceiling === undefined ? 0.75 * this.history.peakRate(b.at) : this.ceiling / 2);
-        // A ceiling that fell but was held up by the halving (10 -> 4.9 when the bursts said 4):
-        // the evidence stands, and the next burst that agrees with it lowers the pace at once (it
-        // took three more weak bursts, three more pauses, at the limit's fall in bench R4). Not so
-        // for the first ceiling, held up by the busiest second seen: stray 429s soon after pauses
-        // read low and agree by chance (bench R1).
+        // A fall held up by the halving (10 -> 4.9 when the bursts said 4): the evidence stands, and
+        // the next burst that agrees lowers the pace at once (bench R4). Not for a first ceiling:
+        // strays after pauses read low and agree by chance (bench R1).
         this.candidate = fell && accepted < this.ceiling * MOVED ? { at: b.at, rate: accepted, bursts, strong: true } : undefined;
         // Strong evidence: a limit that just fell is not probed again at once.
-        this.holdMs = Math.min(this.maxHoldMs, this.firstHoldMs * 4);
-        this.probeFrom = this.pausedUntil + this.holdMs;
+        this.hold(FIRST_HOLD_MS * 4);
         this.peakCeiling = Math.max(this.peakCeiling, this.ceiling);
       } else {
         this.candidate = agreed ? { at: b.at, rate: accepted, bursts, strong } : { at: b.at, rate: accepted, bursts: 1, strong: !weak };
         // Not believed yet, but a second 429 at the pace soon after another: less headroom.
         if (this.ceiling !== undefined && !probing && this.atPaceAgain(b.at)) this.ceiling = Math.max(MIN_CEILING, this.ceiling * AGAIN_TRIM);
-        // A first burst (after the trim, which a first burst, met at no pace, must not record) with one
-        // request in flight and its Retry-After as an HTTP date: sent again all at once, the next
-        // window is refused at once too, and its date (a second after the
-        // window's first request, rounded up) lands a whole second later. A trial instead: one
-        // window paced at this count, then faster; its 429 comes with the window spread, and the
-        // date is the next whole second (bench R6 with a date, 0.4–1 s of pause instead of 2 s).
+        // A first burst (after the trim, which it must not record) with one request in flight and an
+        // HTTP-date Retry-After: sent again all at once, the next window is refused too, its date a
+        // whole second later. A trial instead: one window paced at this count, then faster; its 429's
+        // date is the next whole second (bench R6: 0.4–1 s of pause instead of 2 s).
         if (this.ceiling === undefined && b.date && b.inFlight === 1) {
           this.ceiling = this.peakCeiling = Math.max(MIN_CEILING, accepted);
           this.trial = true;
@@ -403,29 +362,30 @@ export class RateController {
         }
       }
     } else if (accepted - slack > this.ceiling / MOVED && probing) {
-      // A probe found room above the old ceiling. Its 429 measured the new limit as a fall's does:
-      // the next probe comes after the same hold as after a fall (it came 2 s later, one more pause
-      // at the limit just found, in bench R3 and R4).
+      // A probe found room above the old ceiling, measured as a fall's: the same hold follows (a
+      // probe 2 s later paused once more at the limit just found, bench R3 and R4).
       this.ceiling = accepted;
       this.peakCeiling = Math.max(this.peakCeiling, this.ceiling);
-      this.holdMs = Math.min(this.maxHoldMs, this.firstHoldMs * 4);
-      this.probeFrom = this.pausedUntil + this.holdMs;
+      this.hold(FIRST_HOLD_MS * 4);
       this.candidate = undefined;
     } else if (probing) {
       // A probe met the same ceiling again: stronger evidence, a longer hold (a trial's: a first ceiling's).
-      this.holdMs = Math.min(this.maxHoldMs, trial ? this.firstHoldMs * 4 : this.holdMs * 2);
-      this.probeFrom = this.pausedUntil + this.holdMs;
+      this.hold(trial ? FIRST_HOLD_MS * 4 : this.holdMs * 2);
       this.candidate = undefined;
     } else {
-      // At the ceiling but not probing: timing noise (another client's requests, a late release)
-      // or a stray; a little less headroom, more when another came at the pace within 10 s (a
-      // shared quota whose other client's requests bunch: a pause every few seconds at 98 % of
-      // what is left, bench R3).
+      // At the ceiling, not probing: timing noise or a stray; a little less headroom, more when
+      // another came at the pace within 10 s (a shared quota whose other client bunches, bench R3).
       this.ceiling = Math.max(MIN_CEILING, this.ceiling * (this.atPaceAgain(b.at) ? AGAIN_TRIM : NOISE_TRIM));
     }
     this.opts.log?.({
       accepted, weak, ceiling: this.ceiling ?? null, holdMs: this.holdMs, probing, refused: b.count, inFlight: b.inFlight,
     });
+  }
+
+  /** Holds the pace for `ms` (at most MAX_HOLD_MS) after the pause before probing past it. */
+  private hold(ms: number): void {
+    this.holdMs = Math.min(MAX_HOLD_MS, ms);
+    this.probeFrom = this.pausedUntil + this.holdMs;
   }
 
   /** Records a 429 at the pace; true when another came at the pace within AT_PACE_AGAIN_MS before it. */
@@ -438,12 +398,11 @@ export class RateController {
   private concurrencyBurst(b: Burst, now: number): void {
     // The requests in flight that were not refused are what the server allows.
     const allowed = Math.max(1, b.inFlight - b.count);
-    // A concurrency limit rarely moves: the first hold is as long as after a fall of the rate, twice
-    // that when several requests were refused at once (a stray 429 refuses one).
-    const firstHold = this.firstHoldMs * (b.count >= 2 ? 8 : 4);
-    this.capHoldMs = this.capCeiling !== undefined && b.inFlight >= this.capCeiling ? Math.min(this.maxHoldMs, this.capHoldMs * 2) : Math.min(this.maxHoldMs, firstHold);
-    // Every request above `allowed` was refused: one more than it is already known to be too many
-    // (4 in flight with 2 refused used to be probed again at 3 a second later, one more pause).
+    // A concurrency limit rarely moves: the first hold is a fall's, twice that when several were refused at once.
+    const firstHold = FIRST_HOLD_MS * (b.count >= 2 ? 8 : 4);
+    this.capHoldMs = this.capCeiling !== undefined && b.inFlight >= this.capCeiling ? Math.min(MAX_HOLD_MS, this.capHoldMs * 2) : Math.min(MAX_HOLD_MS, firstHold);
+    // Every request above `allowed` was refused: one more is known to be too many (4 in flight with
+    // 2 refused used to be probed again at 3 a second later, one more pause).
     this.capCeiling = allowed + 1;
     this.capProbeFrom = this.pausedUntil + this.capHoldMs;
     this.setCap(Math.min(this.cap, allowed), now);

@@ -1,17 +1,18 @@
 /**
- * A run's options resolved once, at the top (runBatch): what the caller gave (the command's flags
- * over the configuration, or a library caller's options) checked, then every default applied, so
- * that one fully defaulted, typed object goes down and nothing below defaults again.
+ * A run's options resolved once, at the top (runBatch): what the caller gave checked, every default
+ * applied, and the memory budget applied to the jobs, so that one fully defaulted, typed object goes
+ * down and nothing below defaults again.
  */
+import { describeSplit, formatSize, glibcSettingsMissing, resolveMemory, type MemorySplit } from '../config/memory-budget.js';
 import { retryOptions } from '../reporting/defaults.js';
 import { parseParquetUrl, type DatasetLocation } from '../store/dataset/location.js';
+import { checkWriterSettings } from '../store/session-store.js';
 import { DEFAULT_VOLUME_RULE } from '../store/volume-anomalies.js';
 import { checkPlanSize, chunkBelowMinChunk, isoOf } from '../time/windows.js';
-import { silentLogger } from '../util/logger.js';
+import { silentLogger, type Logger } from '../util/logger.js';
 import { realSleep } from '../util/sleep.js';
-import { DEFAULTS, type AccountJob, type BatchOptions, type PipelineOptions, type ResolvedBatch, type ResolvedJob, type VerifyOptions } from './options.js';
-import { formatSize, type MemorySplit } from '../config/memory-budget.js';
 import { AnswerBytes } from './answer-bytes.js';
+import { DEFAULTS, type AccountJob, type BatchOptions, type PipelineOptions, type ResolvedBatch, type ResolvedJob } from './options.js';
 
 /** Lowest --max-requests-per-second accepted: below it a run would seem to hang (docs/configuration.md). */
 export const MIN_REQUESTS_PER_SECOND = 0.01;
@@ -45,10 +46,7 @@ export function resolveBatch(given: BatchOptions, memory: MemorySplit): Resolved
   };
 }
 
-/**
- * An account's options (checked by checkJob first) with what it does not set taken from its batch
- * (clock, sleep, logger, signals, exit code on a stop) or defaulted (DEFAULTS, the client's retry policy).
- */
+/** An account's options with what it does not set taken from its batch (clock, logger, signals, exit code) or defaulted. */
 function resolveJob(job: AccountJob, batch: BatchOptions): ResolvedJob {
   const o: PipelineOptions = job.opts;
   const opts = {
@@ -69,11 +67,8 @@ function resolveJob(job: AccountJob, batch: BatchOptions): ResolvedJob {
     abortSignal: o.abortSignal ?? batch.abortSignal,
     stopExitCode: () => job.opts.stopExitCode ?? batch.stopExitCode ?? DEFAULTS.stopExitCode,
   };
-  const resolved =
-    job.kind === 'export'
-      ? { ...job, opts: { ...job.opts, ...opts, lookbackSeconds: job.opts.lookbackSeconds ?? DEFAULTS.lookbackSeconds } }
-      : { ...job, opts: { ...job.opts, ...opts } };
-  return resolved as ResolvedJob;
+  const lookback = job.kind === 'export' ? { lookbackSeconds: job.opts.lookbackSeconds ?? DEFAULTS.lookbackSeconds } : {};
+  return { ...job, opts: { ...opts, ...lookback } } as ResolvedJob;
 }
 
 /** A single-account run's batch: the store options are the run's own. */
@@ -113,7 +108,13 @@ function checkJob(job: ResolvedJob): void {
   if (!Number.isInteger(opts.settleSeconds) || opts.settleSeconds < 0) {
     throw new RangeError(`settle must be zero or more seconds, got ${opts.settleSeconds}`);
   }
-  if (job.kind === 'verify') checkVerifyJob(job.opts);
+  if (job.kind === 'verify') {
+    const v = job.opts;
+    if (v.sample !== undefined && (!Number.isInteger(v.sample) || v.sample <= 0)) throw new RangeError(`sample must be a positive whole number of days, got ${v.sample}`);
+    if (v.deleteMissing && !v.repair) throw new RangeError('delete-missing goes with repair: it removes sessions the source no longer returns while repairing the rest');
+    if (v.maxDelete !== undefined && (!Number.isInteger(v.maxDelete) || v.maxDelete < 0)) throw new RangeError(`maxDelete must be a whole number of sessions, 0 or more; got ${v.maxDelete}`);
+    if (v.maxDelete !== undefined && !v.deleteMissing) throw new RangeError('maxDelete goes with deleteMissing: it allows that many removals');
+  }
   if (job.kind === 'backfill' || job.kind === 'verify') {
     const { from, to } = job.opts;
     if (!Number.isInteger(from) || !Number.isInteger(to)) throw new RangeError('from and to must be whole epoch seconds');
@@ -124,10 +125,27 @@ function checkJob(job: ResolvedJob): void {
   }
 }
 
-/** A verify's own options: --sample a positive whole number; --delete-missing only with --repair; --max-delete only with it. */
-function checkVerifyJob(opts: Pick<VerifyOptions, 'sample' | 'repair' | 'deleteMissing' | 'maxDelete'>): void {
-  if (opts.sample !== undefined && (!Number.isInteger(opts.sample) || opts.sample <= 0)) throw new RangeError(`sample must be a positive whole number of days, got ${opts.sample}`);
-  if (opts.deleteMissing && !opts.repair) throw new RangeError('delete-missing goes with repair: it removes sessions the source no longer returns while repairing the rest');
-  if (opts.maxDelete !== undefined && (!Number.isInteger(opts.maxDelete) || opts.maxDelete < 0)) throw new RangeError(`maxDelete must be a whole number of sessions, 0 or more; got ${opts.maxDelete}`);
-  if (opts.maxDelete !== undefined && !opts.deleteMissing) throw new RangeError('maxDelete goes with deleteMissing: it allows that many removals');
+/**
+ * The batch's memory budget and split, before anything is opened (below the minimum: MemoryBudgetError,
+ * exit 2), logged (debug); the jobs returned have maxBodyBytes at most the budget's per-body share.
+ */
+export function planMemory(batch: Pick<BatchOptions, 'memoryLimit' | 'concurrency'>, jobs: readonly ResolvedJob[], logger: Logger): { split: MemorySplit; jobs: ResolvedJob[] } {
+  // SESSION_ETL_DUCKDB_MEMORY_LIMIT as DuckDB takes it, refused with the store's own message first.
+  checkWriterSettings();
+  const running = jobs.filter((j) => !j.refused);
+  const side = Math.max(1, Math.min(batch.concurrency ?? 1, running.length));
+  // Requests in flight: the accounts that run side by side, each with its own concurrency (the largest, to be safe).
+  const perAccount = Math.max(1, ...running.map((j) => j.opts.concurrency));
+  const maxBodyBytes = Math.max(...running.map((j) => j.opts.maxBodyBytes), 1);
+  const { budget, split } = resolveMemory({
+    setting: batch.memoryLimit,
+    concurrency: side * perAccount,
+    maxBodyBytes,
+    duckdbOverride: process.env.SESSION_ETL_DUCKDB_MEMORY_LIMIT || undefined,
+  });
+  logger.debug({ memory: { ...split, from: budget.from } }, `memory budget: ${describeSplit(budget, split)}`);
+  const unset = process.platform === 'linux' ? glibcSettingsMissing() : [];
+  if (unset.length) logger.debug({ unset }, `glibc's allocator keeps freed memory: ${unset.join(' ')} not set (docs/configuration.md "glibc's allocator")`);
+  const capped = jobs.map((j) => (j.opts.maxBodyBytes > split.maxBodyBytes ? ({ ...j, opts: { ...j.opts, maxBodyBytes: split.maxBodyBytes } } as ResolvedJob) : j));
+  return { split, jobs: capped };
 }

@@ -1,7 +1,4 @@
-/**
- * What a run counts while it goes (requests, windows, sessions, partitions) and what it records
- * from those counts: its `_runs` row and, at the end, its summary.
- */
+/** What a run counts while it goes, and what it records from those counts: its `_runs` row and its summary. */
 import { checkpointOf, holes } from '../time/intervals.js';
 import { isoOf, type Window } from '../time/windows.js';
 import type { FlushResult } from '../store/session-store.js';
@@ -11,13 +8,7 @@ import type { RunSummary } from './options.js';
 
 export class RunTally {
   readonly stats: ExtractStats = { requests: 0, retries: 0, rateLimited: 0, bisections: 0, windowsDone: 0 };
-  /**
-   * `fetched`: records committed by the windows so far (the progress bar's count; a session a window
-   * boundary gives to two windows counts twice). The rest are known once merged, at the end:
-   * sessions new, updated (content changed), re-read unchanged; `written` is new + updated (what
-   * changed in the store); `repeated`, the records fetched that another window of the run had
-   * brought already (fetched = written + unchanged + repeated).
-   */
+  /** `fetched` counts as the windows commit; the rest are known once merged, at the end (RunSummary['sessions']). */
   readonly totals = { fetched: 0, written: 0, inserted: 0, updated: 0, unchanged: 0, repeated: 0, rejected: 0, duplicatesDropped: 0 };
   readonly partitionsWritten = new Set<string>();
   /** Of those, the partitions whose rewrite an earlier run left unfinished (done first by this one). */
@@ -30,7 +21,6 @@ export class RunTally {
     readonly runId: string,
     readonly kind: 'backfill' | 'export' | 'verify',
     readonly startedMs: number,
-    /** The account the run is for ('' in a single-account store). */
     readonly account: string,
   ) {}
 
@@ -51,11 +41,8 @@ export class RunTally {
 
   /** The run's last flush: sessions stored by this run are new, or replace a version stored before it (each counted once). */
   addLastFlush(r: FlushResult): void {
-    r.partitions.forEach((p) => this.partitionsWritten.add(p));
-    const c = r.counts.get(this.account) ?? { inserted: 0, updated: 0, unchanged: 0 };
-    this.totals.inserted = this.flushed.inserted + c.inserted;
-    this.totals.updated = this.flushed.updated + c.updated;
-    this.totals.unchanged = this.flushed.unchanged + c.unchanged;
+    this.addFlush(r);
+    Object.assign(this.totals, this.flushed);
     // Re-read as stored is not written: nothing of the session changed (issue 42).
     this.totals.written = this.totals.inserted + this.totals.updated;
     this.totals.repeated = Math.max(0, this.totals.fetched - this.totals.written - this.totals.unchanged);
@@ -102,18 +89,16 @@ export class RunTally {
     };
   }
 
-  summary(s: {
-    outcome: RunSummary['outcome'];
-    resumed: boolean;
-    windowsTotal: number;
-    skipped: number;
-    coverage: readonly Window[];
-    pausedMs: number;
-    pace: number | null;
-    nowMs: number;
-    files: Omit<RunSummary['files'], 'partitionsWritten'>;
-    error: string | undefined;
-  }): RunSummary {
+  summary(
+    s: Pick<RunSummary, 'outcome' | 'resumed' | 'pausedMs' | 'pace'> & {
+      windowsTotal: number;
+      skipped: number;
+      coverage: readonly Window[];
+      nowMs: number;
+      files: Omit<RunSummary['files'], 'partitionsWritten'>;
+      error: string | undefined;
+    },
+  ): RunSummary {
     const cp = checkpointOf(s.coverage);
     return {
       runId: this.runId,

@@ -1,15 +1,6 @@
 /**
- * The orchestrator. A run works on one store (a data directory's, or a shard's: docs/accounts.md)
- * for one or more accounts, in six steps:
- * 1. take the store, finishing what a crash left (open-run.ts, recover below);
- * 2. for each account, side by side: plan its windows (plan.ts);
- * 3. extract them under its own rate control (account-run.ts, extract.ts);
- * 4. load each window as it comes: validate, flatten, commit atomically with its coverage
- *    (window-loader.ts; a verify compares it instead: verify.ts);
- * 5. one last flush for all of them (finish-run.ts);
- * 6. record each account's run: its summary and `_runs` row (finish-run.ts).
- * A single-account run is the case of one account, ''. Its options are resolved once, first
- * (resolve-options.ts): below, nothing defaults again.
+ * The orchestrator: a run on one store for one or more accounts (a single-account run is the case of
+ * one account, ''), in the six steps docs/design.md "How a run works" names.
  */
 import { hostname } from 'node:os';
 import pLimit from 'p-limit';
@@ -22,11 +13,10 @@ import { silentLogger, type Logger } from '../util/logger.js';
 import { redact } from '../util/redact.js';
 import { begin, fetchAccount, newPart, type Part } from './account-run.js';
 import { errorText, finish } from './finish-run.js';
-import { planMemory } from './memory-plan.js';
 import { closeRun, openRun } from './open-run.js';
 import { newRunId, type AccountJob, type AccountResult, type BackfillOptions, type BatchOptions, type ExportOptions, type Progress, type RunSummary, type VerifyOptions } from './options.js';
 import { checkFirstExport } from './plan.js';
-import { batchOf, checkedJob, resolveBatch } from './resolve-options.js';
+import { batchOf, checkedJob, planMemory, resolveBatch } from './resolve-options.js';
 import type { VerifySummary } from './verify.js';
 
 export { VerifyDifferencesError, type VerifyReport, type VerifySummary } from './verify.js';
@@ -48,13 +38,12 @@ export { datasetOf, MIN_REQUESTS_PER_SECOND } from './resolve-options.js';
 
 /** Loads `[from, to)` (to clamped to now - settle). Re-running an interrupted backfill of the same range resumes it. */
 export async function runBackfill(opts: BackfillOptions): Promise<RunSummary> {
-  return only(await runOne({ account: SINGLE_ACCOUNT, kind: 'backfill', opts }));
+  return runOne({ account: SINGLE_ACCOUNT, kind: 'backfill', opts });
 }
 
 /**
  * Fetches `[from, to)` (or `sample` random days of it) as a backfill would and compares it with the
- * store (verify.ts); with `repair`, makes the store equal the source. Throws VerifyDifferencesError
- * (a RunFailedError carrying the summary) when the store differs from the source at the end.
+ * store; with `repair`, makes them equal. Throws VerifyDifferencesError when they still differ.
  */
 export async function runVerify(opts: VerifyOptions): Promise<VerifySummary> {
   const job: AccountJob = { account: SINGLE_ACCOUNT, kind: 'verify', opts };
@@ -62,7 +51,7 @@ export async function runVerify(opts: VerifyOptions): Promise<VerifySummary> {
   if (!holdsStore(opts.dataDir)) {
     throw new DataDirError(`no session-etl data in ${opts.dataDir}: verify compares the source with what a backfill or export stored; run one first`);
   }
-  return only(await runOne(job)) as VerifySummary;
+  return (await runOne(job)) as VerifySummary;
 }
 
 /** Incremental: from checkpoint - lookback (or `since` on the first run) to now - settle. */
@@ -70,32 +59,25 @@ export async function runExport(opts: ExportOptions): Promise<RunSummary> {
   const job: AccountJob = { account: SINGLE_ACCOUNT, kind: 'export', opts };
   // With the dataset in a bucket, the state may be there rather than here (format parquet): the plan decides.
   checkFirstExport(checkedJob(job, batchOf(opts)).opts, opts.parquetUrl !== undefined || holdsStore(opts.dataDir));
-  return only(await runOne(job));
+  return runOne(job);
 }
 
-/** A single-account run: a batch of one account whose store options are its own. */
-function runOne(job: AccountJob): Promise<AccountResult[]> {
-  return runBatch(batchOf(job.opts), [job]);
-}
-
-/** The one result of a single-account batch: its summary, or its error thrown. */
-function only(results: AccountResult[]): RunSummary {
-  const r = results[0]!;
+/** A single-account run, a batch of one account whose store options are its own: its summary, or its error thrown. */
+async function runOne(job: AccountJob): Promise<RunSummary> {
+  const r = (await runBatch(batchOf(job.opts), [job]))[0]!;
   if (r.ok) return r.summary!;
   throw r.error;
 }
 
 /**
- * Runs the jobs of several accounts on one store (a many-account store: `batch.accounts` 'many'),
- * at most `batch.concurrency` accounts at a time, each with its own rate control, HTTP client and
- * options; their commits, merges, Parquet rewrites and checkpoint are shared. One account's failure
- * is its own result; a failure of the store itself (its lock, a full disk) is thrown.
+ * Runs the jobs of several accounts on one store, at most `batch.concurrency` at a time, each with
+ * its own rate control, client and options; commits, merges and Parquet rewrites are shared. One
+ * account's failure is its own result; a failure of the store itself (its lock, a full disk) is thrown.
  */
 export async function runBatch(given: BatchOptions, jobsGiven: readonly AccountJob[]): Promise<AccountResult[]> {
-  // Every option resolved and checked, and the memory budget worked out, before anything is opened
-  // (below the budget's minimum the run is refused, exit 2).
+  // Options and the memory budget resolved and checked before anything is opened (a refusal: exit 2).
   const checked = jobsGiven.map((job) => checkedJob(job, given));
-  const memory = planMemory({ memoryLimit: given.memoryLimit, concurrency: given.concurrency ?? 1 }, checked, given.logger ?? silentLogger);
+  const memory = planMemory(given, checked, given.logger ?? silentLogger);
   const batch = resolveBatch(given, memory.split);
   const { jobs } = memory;
   const { now, logger } = batch;

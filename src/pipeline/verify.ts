@@ -1,12 +1,7 @@
 /**
- * `session-etl verify`: a range fetched again exactly as a backfill fetches it (the same windows,
- * bisection, validation and rate control: run.ts drives it like any account's part of a run), but
- * compared with the store instead of stored (store/range-comparison.ts). This module is what differs
- * from a backfill: the plan (the range, or N random days of it), each window handed to the
- * comparison, the repair, and the report, recorded day by day in `_verified_days` and as the run's
- * `_runs` row (kind `verify`). A verify after which the store still differs from the source ends
- * as a failed run (exit 1) naming the days; with `repair`, what was missing or changed is committed
- * as a backfill commits it, and with `deleteMissing` what the source no longer returns is removed.
+ * `session-etl verify`: a range fetched as a backfill fetches it, but compared with the store
+ * (store/range-comparison.ts). What differs from a backfill: the plan (the range, or N random days),
+ * the comparison, the repair, and the report (`_verified_days`, the `_runs` row). docs/data-quality.md.
  */
 import { join } from 'node:path';
 import type { SessionsBody } from '../reporting/sessions-body.js';
@@ -30,7 +25,7 @@ import type { Resolved, RunSummary, VerifyOptions } from './options.js';
 import type { ExtractOutcome } from './extract.js';
 import type { RunTally } from './run-tally.js';
 
-/** A day as verify reports it: what it compared, what it did, and whether the store now holds the source's sessions of it. */
+/** A day as verify reports it: what it compared, what it did, and whether the store now holds the source's sessions. */
 export type VerifyDay = DayComparison & Pick<VerifiedDay, 'whole' | 'repaired' | 'deleted' | 'equal' | 'storedAfter'>;
 
 /** A day whose removals --delete-missing refused: how many would have gone, and why not. */
@@ -38,7 +33,6 @@ export interface RefusedDelete {
   date: string;
   /** Sessions the store holds that the source no longer returned: kept. */
   wouldDelete: number;
-  /** Why, in words (one or more of: no session from the source, capped answers, over the bound, over --max-delete). */
   reasons: string[];
 }
 
@@ -59,13 +53,11 @@ export interface VerifyReport {
   equal: boolean;
 }
 
-/** A verify's summary: a run's, with what it found. */
 export type VerifySummary = RunSummary & { kind: 'verify'; verify: VerifyReport | null };
 
 /** A verify after which the store still differs from the source: a failed run (exit 1) carrying its summary. */
 export class VerifyDifferencesError extends RunFailedError {
   override readonly name = 'RunFailedError' as const;
-  /** Tells it apart from the other failures of a run. */
   readonly differences = true;
   /** 5 when --delete-missing refused removals (ExitCode.deletesRefused), else 1. */
   override readonly exitCode: number;
@@ -79,23 +71,14 @@ export class VerifyDifferencesError extends RunFailedError {
 }
 
 /** One fetched window's answer: how many records it held. */
-export interface WindowAnswer {
-  start: number;
-  end: number;
-  count: number;
-}
+export type WindowAnswer = Window & { count: number };
 
 /**
- * The days whose removals --delete-missing must not make, and why: a source that answers nothing,
- * or cuts its answers at a limit, makes every stored session look gone, and a repair that believed
- * it would wipe the store. A day with sessions to remove is refused when
- * - the source returned no session of it;
- * - a window touching it looks capped: its count is the largest of the verify's answers and at
- *   least half of the answers (two or more) held exactly that many (a natural source rarely repeats
- *   its largest count; a cap repeats it in every full window);
- * - more than DELETE_BOUND_SHARE of its stored sessions (rounded down) would go.
- * With `maxDelete`, these checks give way to a total: up to maxDelete removals in all are made;
- * beyond it, none.
+ * The days whose removals --delete-missing must not make, and why: a source that answers nothing, or
+ * cuts its answers at a limit, makes every stored session look gone. Refused: a day the source returned
+ * nothing of; one touched by a capped-looking window (the largest count, held by at least half of the
+ * answers, two or more: a cap repeats in every full window); one that would lose more than
+ * DELETE_BOUND_SHARE. With `maxDelete`, a total instead: up to that many removals in all, beyond it none.
  */
 export function refusedDeletes(
   days: readonly DayComparison[],
@@ -186,29 +169,30 @@ export class AccountVerifier {
     return new AccountVerifier(store, await RangeComparison.open(store, account), opts, account, tally);
   }
 
-  /** What the run does with each fetched window of a verify: compare it (nothing is committed), then tell `committed`. */
-  onWindow(committed: () => void): (w: Window, body: SessionsBody, fetchedAtMs: number) => Promise<void> {
-    return (w, body, at) => this.add(w, body, at).then(() => committed());
-  }
-
   /**
-   * After the windows: compared whole (and repaired) before the run's last flush; a stopped or failed
-   * verify compares nothing. Returns the outcome, with the comparison's failure as its error.
+   * After the windows, before the last flush: the comparison finished and, with `repair`, its commits
+   * (not when stopped or failed); its failure is the outcome's error.
    */
   async settleAfter(outcome: ExtractOutcome, logger: Logger): Promise<ExtractOutcome> {
     if (outcome.error || outcome.skipped.length) return outcome;
     try {
-      await this.settle(this.tally.runId, logger);
+      const days = (this.days = await this.comparison.finish());
+      // What differs (and what was refused) is told once, by the run's summary and error.
+      const differing = days.filter((d) => d.missing + d.gone + d.changed > 0);
+      logger.debug({ days: differing.map((d) => d.date) }, `verify: ${differing.length} day(s) differ from the source`);
+      if (!this.opts.repair) return outcome;
+      const deleteMissing = Boolean(this.opts.deleteMissing);
+      if (deleteMissing) this.refused = refusedDeletes(days, this.answers, { maxDelete: this.opts.maxDelete });
+      const refused = new Set(this.refused.map((r) => r.date));
+      const deleteDays = new Set(days.filter((d) => d.gone > 0 && !refused.has(d.date)).map((d) => d.date));
+      this.done = await this.comparison.repair({ runId: this.tally.runId, deleteMissing, deleteDays });
       return outcome;
     } catch (err) {
       return { ...outcome, error: err instanceof Error ? err : new Error(String(err)) };
     }
   }
 
-  /**
-   * Hands one fetched window to the comparison: its records as a file (a body the scanner read
-   * whole as it is; any other validated record by record first, as a backfill's are).
-   */
+  /** Hands one fetched window's records to the comparison as a file (validated first as a backfill's are). */
   async add(w: Window, body: SessionsBody, fetchedAtMs: number): Promise<void> {
     const { ndjson: bytes, count, rejected, duplicatesDropped } = checkedRecords(body, this.opts.onInvalid);
     this.tally.totals.rejected += rejected.length;
@@ -223,24 +207,7 @@ export class AccountVerifier {
     await this.comparison.add({ window: w, file, count, extractedAt: fetchedAtMs / 1000 });
   }
 
-  /** After the last window: the comparison finished, and with `repair` its commits (before the run's last flush). */
-  private async settle(runId: string, logger: Logger): Promise<void> {
-    this.days = await this.comparison.finish();
-    // What differs (and what was refused) is told once, by the run's summary and error.
-    const differing = this.days.filter((d) => d.missing + d.gone + d.changed > 0);
-    logger.debug({ days: differing.map((d) => d.date) }, `verify: ${differing.length} day(s) differ from the source`);
-    if (!this.opts.repair) return;
-    const deleteMissing = Boolean(this.opts.deleteMissing);
-    if (deleteMissing) this.refused = refusedDeletes(this.days, this.answers, { maxDelete: this.opts.maxDelete });
-    const refused = new Set(this.refused.map((r) => r.date));
-    const deleteDays = new Set(this.days.filter((d) => d.gone > 0 && !refused.has(d.date)).map((d) => d.date));
-    this.done = await this.comparison.repair({ runId, deleteMissing, deleteDays });
-  }
-
-  /**
-   * The report once the run's last flush made the repair visible: each compared day with what was
-   * done and what the store holds now, recorded in `_verified_days`.
-   */
+  /** The report once the last flush made the repair visible: each day with what was done and holds now, recorded in `_verified_days`. */
   async report(plan: { todo: Window[]; sampled: string[] | null }, nowS: number): Promise<VerifyReport> {
     const compared = new Map((this.days ?? []).map((d) => [d.date, d]));
     const covered = mergeIntervals(plan.todo);
@@ -305,16 +272,12 @@ export function differencesFound(summary: RunSummary): VerifyDifferencesError | 
   return s.kind === 'verify' && s.verify && s.outcome === 'failed' ? new VerifyDifferencesError(s.error ?? 'the store differs from the source', s) : undefined;
 }
 
-/** The error of a verify that leaves the store differing: what differs and the command to run, one printable line, clipped. */
-export function differencesError(report: VerifyReport, range: Window, target: CommandTarget): string {
-  return clipText(oneLine(redact(differencesText(report, suggestedCommand('verify', rangeArgs(range), target)))));
-}
-
 /**
- * What is left differing, in words: the days and their counts, the removals refused and why, and
- * what to run (the error of a verify that ends with the store still differing from the source).
+ * The error of a verify that leaves the store differing: the days and their counts, the removals
+ * refused and why, and what to run; one printable line, clipped.
  */
-export function differencesText(report: VerifyReport, command: string): string {
+export function differencesError(report: VerifyReport, range: Window, target: CommandTarget): string {
+  const command = suggestedCommand('verify', rangeArgs(range), target);
   const refused = new Map(report.refused.map((r) => [r.date, r]));
   const left = report.days.filter((d) => !d.equal);
   const shown = left.slice(0, 10).map((d) => {
@@ -336,5 +299,5 @@ export function differencesText(report: VerifyReport, command: string): string {
     : toFix
       ? `make the store equal the source with \`${command} --repair\` (sessions the source no longer returns are removed only with --delete-missing)`
       : `sessions the source no longer returns are kept: remove them with \`${command} --repair --delete-missing\` only if the source is right to have dropped them`;
-  return `the store differs from the source on ${left.length} day(s): ${shown.join('; ')}${more}; ${advice}`;
+  return clipText(oneLine(redact(`the store differs from the source on ${left.length} day(s): ${shown.join('; ')}${more}; ${advice}`)));
 }

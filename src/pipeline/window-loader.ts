@@ -1,9 +1,4 @@
-/**
- * The stage between extraction and the store: each complete window's body becomes one commit of
- * one NDJSON file. A body the scanner read whole is that file as it is; any other shape is
- * validated record by record and written in the same shape first (flatten.ts), invalid records
- * failing the window or quarantined.
- */
+/** Between extraction and the store: each window's body becomes one commit of one NDJSON file (flatten.ts). */
 import type { SessionsBody } from '../reporting/sessions-body.js';
 import type { SessionStore } from '../store/session-store.js';
 import { describeWindow, type Window } from '../time/windows.js';
@@ -15,7 +10,6 @@ import type { RunTally } from './run-tally.js';
 export class WindowLoader {
   constructor(
     private readonly store: SessionStore,
-    /** The account the windows are fetched for ('' in a single-account store). */
     private readonly account: string,
     private readonly runId: string,
     private readonly policy: InvalidPolicy,
@@ -33,7 +27,20 @@ export class WindowLoader {
       traced.answerBytes += bytes;
     }
     try {
-      await this.commit(w, body, fetchedAtMs);
+      // A body in the fast shape goes as it is; any other is validated record by record first.
+      const flat = checkedRecords(body, this.policy);
+      const r = await this.store.commitWindow({
+        account: this.account,
+        window: w,
+        ndjson: { bytes: flat.ndjson, count: flat.count, extractedAt: fetchedAtMs / 1000 },
+        rejected: flat.rejected,
+        runId: this.runId,
+      });
+      this.tally.totals.rejected += flat.rejected.length;
+      this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
+      if (flat.rejected.length) this.logger.warn({ window: describeWindow(w), rejected: flat.rejected.length }, 'records quarantined in rejected_sessions');
+      this.tally.totals.fetched += r.written;
+      this.committed();
     } finally {
       if (memoryTraceOn) {
         traced.answers--;
@@ -41,22 +48,5 @@ export class WindowLoader {
         traced.commits++;
       }
     }
-  }
-
-  private async commit(w: Window, body: SessionsBody, fetchedAtMs: number): Promise<void> {
-    // A body in the fast shape goes as it is; any other is validated record by record first.
-    const flat = checkedRecords(body, this.policy);
-    const r = await this.store.commitWindow({
-      account: this.account,
-      window: w,
-      ndjson: { bytes: flat.ndjson, count: flat.count, extractedAt: fetchedAtMs / 1000 },
-      rejected: flat.rejected,
-      runId: this.runId,
-    });
-    this.tally.totals.rejected += flat.rejected.length;
-    this.tally.totals.duplicatesDropped += flat.duplicatesDropped;
-    if (flat.rejected.length) this.logger.warn({ window: describeWindow(w), rejected: flat.rejected.length }, 'records quarantined in rejected_sessions');
-    this.tally.totals.fetched += r.written;
-    this.committed();
   }
 }

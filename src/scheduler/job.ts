@@ -29,16 +29,11 @@ export interface JobDefinition {
   run(ctx: JobContext): Promise<RunSummary>;
   /** Whether the job runs under these settings (default: it does); a job that does not is neither scheduled nor run by --run-now. */
   enabled?(settings: JobSettings): boolean;
-  /**
-   * With many accounts (docs/accounts.md): what one account's part of the job is, given the
-   * account's own context. The accounts' parts run side by side on their store. A job without it
-   * cannot run with accounts.
-   */
+  /** With many accounts (docs/accounts.md): one account's part of the job, given its context; without it, no accounts. */
   accountJob?(ctx: JobContext): { kind: 'export'; opts: ExportOptions } | { kind: 'backfill'; opts: BackfillOptions } | { kind: 'verify'; opts: VerifyOptions };
   /**
-   * An incremental export: its first run in a data directory needs a start (`since`, from the
-   * configuration's startDate). `schedule` refuses to start (exit 2) when a data directory it would
-   * run in has nothing stored and no startDate: the job would fail every night.
+   * An incremental export, whose first run needs a start (startDate): `schedule` refuses (exit 2) a
+   * data directory with nothing stored and no startDate, where the job would fail every night.
    */
   needsStartDate?: boolean;
 }

@@ -1,8 +1,7 @@
 /**
- * The long-lived scheduler: fires each job on its cron expression (node-cron). A tick that comes
- * while the job's previous run is still going is skipped and logged, never queued. The DuckDB file
- * is opened by each run and closed after it, so BI tools can read it between runs; what the run
- * allocated is then handed back (afterRuns), so the scheduler idles at its idle size.
+ * The long-lived scheduler: fires each job on its cron expression (node-cron); a tick while the job's
+ * previous run goes is skipped and logged, never queued. Each run opens and closes the DuckDB file,
+ * so BI tools can read it between runs.
  */
 import cron from 'node-cron';
 import { RunInterruptedError } from '../pipeline/errors.js';
@@ -16,21 +15,13 @@ export interface SchedulerOptions {
   /** Builds a fresh context for each run (fresh signals, logger with the run's id). */
   context: () => JobContext;
   logger: Logger;
-  /** Called as a job's run starts. */
   onRunStart?: (job: string) => void;
-  /**
-   * Called as a job's run ends; the run counts as running until a returned promise settles
-   * (monitoring reads the store here, notifications are sent from here).
-   */
+  /** Called as a job's run ends; the run counts as running until a returned promise settles (monitoring, notifications). */
   onRunEnd?: (
     job: string,
     result: { summary?: RunSummary; error?: unknown; startedMs: number; endedMs: number; durationMs: number },
   ) => void | Promise<void>;
-  /**
-   * Called once a run has ended (after onRunEnd) and no other job is running: hands back what the
-   * run allocated (schedule passes releaseRunMemory), so that between runs the scheduler is back to
-   * its idle size. Its errors are logged, never fatal.
-   */
+  /** Called once a run has ended and no other job runs: hands back what it allocated (releaseRunMemory); errors only logged. */
   afterRuns?: () => void | Promise<void>;
 }
 
@@ -100,8 +91,7 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
     }
     const { cron: expr, timezone } = job.schedule(opts.settings);
     if (!cron.validate(expr)) throw new Error(`job ${job.name}: ${JSON.stringify(expr)} is not a valid cron expression`);
-    const task = cron.schedule(expr, () => void fire(job, 'schedule'), { timezone, name: job.name });
-    tasks.push(task);
+    tasks.push(cron.schedule(expr, () => void fire(job, 'schedule'), { timezone, name: job.name }));
     opts.logger.info({ job: job.name, cron: expr, timezone }, 'job scheduled');
   }
 

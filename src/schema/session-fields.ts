@@ -1,16 +1,9 @@
 /**
- * The one table of a session's fields. Everything that names the fields is derived from it: the
- * GraphQL selection (reporting/query.ts), the zod schema (reporting/record-schema.ts), the body
- * scanner's spec (reporting/sessions-body.ts), the record type below, the column contract
- * (SESSION_COLUMNS, store/contract.ts), the one shape of committed records and DuckDB's read_json
- * types and select list (store/ndjson.ts) and the list conventions' field names
- * (list/session-fields.ts).
- *
- * Adding a field is one row here (plus its tests, the emulator's data and a docs/data.md note: the
- * column contract is public). Order matters twice: it is the column order of the table and the
- * Parquet files (append new columns at the end of their group, never reorder), and the selection
- * order of the query, which the body scanner expects the server to follow. The fields of one
- * object (`agent.*`, `externalFields.*`) must be next to each other.
+ * The one table of a session's fields: the query, the zod schema, the body scanner, the record type,
+ * the column contract, the NDJSON shape and the list conventions are derived from it. Adding a field is
+ * one row (plus tests, the emulator's data and a docs/data.md note). Order is the column order (append
+ * at the end of a group, never reorder) and the query's selection order, which the body scanner expects;
+ * the fields of one object (`agent.*`, `externalFields.*`) must be next to each other.
  */
 
 /** DuckDB type of the column. */
@@ -25,10 +18,7 @@ export interface FieldDef {
   readonly column: string;
   readonly type: ColumnType;
   readonly json: JsonType;
-  /**
-   * Whether the field may be null or absent. The one field that may not is the session's identity
-   * (`id`): a non-empty string, the NOT NULL key of the table, the key duplicates are found by.
-   */
+  /** Whether it may be null or absent: all but the identity (`id`, a non-empty string, the table's key). */
   readonly nullable: boolean;
   /** The column's description in the contract. */
   readonly description: string;
@@ -99,33 +89,18 @@ export interface ObjectNode {
 }
 export type ShapeNode = LeafNode | ObjectNode;
 
-/**
- * The record's top-level fields in selection order: leaves, and objects holding their leaves.
- * The query, the zod schema and the body scanner walk this.
- */
+/** The record's top-level fields in selection order: leaves, and objects holding their leaves. */
 export const RECORD_SHAPE: readonly ShapeNode[] = (() => {
-  const out: ShapeNode[] = [];
-  const objects = new Map<string, LeafNode[]>();
-  let lastParent: string | undefined;
+  const out: Array<LeafNode | { kind: 'object'; name: string; children: LeafNode[] }> = [];
   for (const field of SESSION_FIELDS as readonly FieldDef[]) {
-    const dot = field.path.indexOf('.');
-    if (dot < 0) {
-      out.push({ kind: 'leaf', name: field.path, field });
-      lastParent = undefined;
-      continue;
-    }
-    const parent = field.path.slice(0, dot);
-    let children = objects.get(parent);
-    if (!children) {
-      children = [];
-      objects.set(parent, children);
-      out.push({ kind: 'object', name: parent, children });
-    } else if (lastParent !== parent) {
+    const [parent, name, deeper] = field.path.split('.') as [string, string?, string?];
+    const last = out.at(-1);
+    if (name === undefined) out.push({ kind: 'leaf', name: parent, field });
+    else if (last?.kind === 'object' && last.name === parent) last.children.push({ kind: 'leaf', name, field });
+    else if (out.some((n) => n.kind === 'object' && n.name === parent)) {
       throw new Error(`session-fields: the fields of ${parent} must be next to each other (${field.path})`);
-    }
-    if (field.path.indexOf('.', dot + 1) >= 0) throw new Error(`session-fields: ${field.path} nests deeper than one object`);
-    children.push({ kind: 'leaf', name: field.path.slice(dot + 1), field });
-    lastParent = parent;
+    } else out.push({ kind: 'object', name: parent, children: [{ kind: 'leaf', name, field }] });
+    if (deeper !== undefined) throw new Error(`session-fields: ${field.path} nests deeper than one object`);
   }
   return out;
 })();

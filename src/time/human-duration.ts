@@ -1,8 +1,4 @@
-/**
- * A length of time for a person, the same everywhere a lag or a limit is shown (`status`,
- * `status --check`, /healthz): the two largest units of days, hours, minutes and seconds, whole —
- * `1d 2h`, `39m`, `10m 5s`, `1s`.
- */
+/** A length of time for a person (`status`, /healthz): the two largest whole units — `1d 2h`, `39m`, `10m 5s`, `1s`. */
 export function humanDuration(seconds: number): string {
   const units: Array<[string, number]> = [['d', 86_400], ['h', 3_600], ['m', 60], ['s', 1]];
   const parts: string[] = [];

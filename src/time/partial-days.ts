@@ -1,9 +1,7 @@
 /**
- * UTC days that hold data but are only partly covered. The endpoint's end is inclusive, so a
- * window `[from, to)` also stores the sessions started exactly at `to`: a backfill to midnight puts
- * those in the next day's partition, which then looks like a near-empty day in a BI tool. Each
- * coverage interval's first and last day are the only candidates (the days between are covered
- * whole by that interval); a candidate covered less than a whole day is partial.
+ * UTC days that hold data but are only partly covered. The endpoint's end is inclusive, so a backfill
+ * to midnight stores the sessions started then in the next day, a near-empty day in a BI tool. Only
+ * each coverage interval's first and last day can be partial.
  */
 const DAY = 86_400;
 

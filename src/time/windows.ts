@@ -2,7 +2,7 @@
  * Time windows: parsing instants and durations, and cutting `[from, to)` into UTC-aligned chunks.
  * All instants are epoch seconds (integers); every range is half-open.
  */
-import { addSeconds, formatISO, isValid, parseISO } from 'date-fns';
+import { addSeconds, isValid, parseISO } from 'date-fns';
 
 export interface Window {
   /** Inclusive start, epoch seconds. */
@@ -15,19 +15,13 @@ const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DATETIME_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i;
 const EPOCH = /^\d{1,12}$/;
 
-/**
- * Parses an instant given by a user: `2026-01-01` (UTC midnight), an ISO datetime with an explicit
- * offset (`2026-01-01T08:00:00+02:00`, `...Z`), or epoch seconds (`1767225600`).
- * A datetime without an offset is refused rather than guessed.
- */
+/** Parses `2026-01-01` (UTC midnight), an ISO datetime with an offset, or epoch seconds; no offset is refused, not guessed. */
 export function parseInstant(text: string, what = 'time'): number {
   const s = text.trim();
   if (EPOCH.test(s)) return Number(s);
   if (DATE_ONLY.test(s)) {
     const d = parseISO(`${s}T00:00:00Z`);
-    if (isValid(d) && formatISO(d, { representation: 'date' }) !== '' && d.toISOString().slice(0, 10) === s) {
-      return d.getTime() / 1000;
-    }
+    if (isValid(d) && d.toISOString().slice(0, 10) === s) return d.getTime() / 1000;
     throw new InstantParseError(what, text, 'is not a real calendar date');
   }
   if (DATETIME_WITH_OFFSET.test(s)) {
@@ -77,11 +71,7 @@ export function alignDown(t: number, chunk: number): number {
   return Math.floor((t - origin) / chunk) * chunk + origin;
 }
 
-/**
- * Cuts `[from, to)` into chunks whose inner boundaries are UTC-aligned multiples of `chunk`
- * (so the same instant is always a boundary, whatever the range). The first and last chunks may
- * be shorter. Returns them oldest first.
- */
+/** Cuts `[from, to)` into chunks oldest first, inner boundaries UTC-aligned multiples of `chunk` (the same whatever the range). */
 export function cutWindows(from: number, to: number, chunk: number): Window[] {
   if (!Number.isInteger(from) || !Number.isInteger(to)) throw new RangeError('window bounds must be whole seconds');
   if (!(chunk > 0)) throw new RangeError('chunk must be longer than zero');
@@ -103,11 +93,7 @@ export function countWindows(from: number, to: number, chunk: number): number {
   return firstBoundary >= to ? 1 : 1 + Math.ceil((to - firstBoundary) / chunk);
 }
 
-/**
- * Most windows one run plans (docs/configuration.md). Every window of a plan is held in memory while the
- * run goes; a range of decades cut into seconds would exhaust it (a V8 out-of-memory abort): such a
- * plan is refused (exit 2) naming its size and the --chunk that would fit.
- */
+/** Most windows one run plans: each is held in memory, and decades cut into seconds would exhaust it (docs/configuration.md). */
 export const MAX_PLANNED_WINDOWS = 1_000_000;
 
 /** Refuses a plan of more than MAX_PLANNED_WINDOWS windows over these ranges (RangeError: exit 2). */
@@ -125,10 +111,7 @@ export function checkPlanSize(ranges: readonly Window[], chunk: number): number 
   return n;
 }
 
-/**
- * A chunk shorter than the smallest window bisection may make: refused (exit 2). Such windows could
- * never be split, and a short chunk by mistake (`--chunk 1s`) plans hundreds of thousands of windows.
- */
+/** The refusal (exit 2) of a chunk shorter than the smallest window bisection makes: such windows could never be split. */
 export function chunkBelowMinChunk(chunkSeconds: number, minChunkSeconds: number): string {
   return (
     `--chunk ${formatDuration(chunkSeconds)} is shorter than --min-chunk ${formatDuration(minChunkSeconds)} (the smallest window ` +
