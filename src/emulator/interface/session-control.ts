@@ -1,9 +1,8 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { authenticate, hasScope } from './bearer.js';
-import { originOf, readBody, sendEmpty, sendJson } from './http.js';
-import type { EmulatedEndSessionMethod } from './options.js';
-import type { InterfaceState } from './state.js';
+import { readBody, sendJson } from './http.js';
+import { authenticate } from './identity.js';
+import type { EmulatedEndSessionMethod, InterfaceState } from './state.js';
 
 /** Failure bodies are not published; the emulator answers `{ message }` with a plausible status. */
 const fail = (res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}) =>
@@ -41,7 +40,9 @@ export async function handleSessionControl(
   }
   const token = authenticate(req, res, state, now);
   if (!token) return true;
-  if (!hasScope(token.scope, 'remoteview')) {
+  // Scopes are split on spaces and semicolons; `remoteview;settings` is two.
+  const scopes = new Set(token.scope.toLowerCase().split(/[\s;]+/).filter(Boolean));
+  if (!scopes.has('remoteview') || !scopes.has('settings')) {
     fail(res, 403, 'the access token lacks the scope remoteview;settings');
     return true;
   }
@@ -78,7 +79,7 @@ export async function handleSessionControl(
     for (const k of ['customerName', 'sourceApp', 'agentEmail', 'sessionType', 'webhooks']) echo[k] = body[k] ?? null;
     sendJson(res, 201, echo, headers);
   } else {
-    const origin = originOf(req);
+    const origin = `http://${req.headers.host ?? '127.0.0.1'}`;
     const pin = String(randomInt(100000, 1000000));
     sendJson(res, 201, { agentUrl: `${origin}/console/session/${id}`, clientUrl: `${origin}/join/${pin}` }, headers);
   }
@@ -98,7 +99,8 @@ function endSession(res: ServerResponse, body: Record<string, unknown>, method: 
   session.showWrapup = showWrapup === true;
   session.endMethod = method;
   state.counters.sessionEnds++;
-  sendEmpty(res, 204);
+  res.writeHead(204);
+  res.end();
 }
 
 /** The document's rules for creation bodies; a message for the first one broken. */
