@@ -290,10 +290,10 @@ function writeV4(w: JsonBytes, rng: Random): void {
 /** An IPv6 address in the documentation prefix, compressed form, quoted. */
 function writeV6(w: JsonBytes, rng: Random): void {
   w.raw(V6_PREFIX);
-  w.hex(rng.int(0x10000));
+  w.padded(rng.int(0x10000), 1, 16);
   w.byte(0x3a);
-  w.hex(rng.int(0x10000));
+  w.padded(rng.int(0x10000), 1, 16);
   w.ascii('::');
-  w.hex(rng.int(0x10000));
+  w.padded(rng.int(0x10000), 1, 16);
   w.byte(QUOTE);
 }

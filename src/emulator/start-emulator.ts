@@ -16,7 +16,7 @@ import {
 } from './options.js';
 import { accountOverrides, accountSeed, checkAccounts, MAX_INSTANT } from './accounts.js';
 import { ReportingEndpoint, type Answer, type CachedAnswer } from './reporting-endpoint.js';
-import { cutInHalf, MAX_BODY_BYTES, parseRequest, pathnameOf, readBody, sendChunks, sendJson, sendServerError, sendTooMany, setRateLimitHeaders } from './http-answers.js';
+import { cutInHalf, MAX_BODY_BYTES, parseRequest, readBody, sendChunks, sendJson, sendServerError, sendTooMany, setRateLimitHeaders } from './http-answers.js';
 import { reportingSchema, type ArgTypes } from './schema.js';
 import { SessionDataset, SharedDayCache, type WindowRule } from './session-dataset.js';
 import { lateDataView } from './late-data.js';
@@ -107,7 +107,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const began = performance.now();
-    const path = pathnameOf(req.url);
+    const path = (req.url ?? '/').split('?', 1)[0] as string;
     let outcome = '';
     const authorization = req.headers.authorization;
     // Whose request this is, for its latency, in-flight count and statistics (before the key is judged).
@@ -190,7 +190,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     }
     if (drawn === 'serverError' || dice.roll(faults.serverErrorRate)) {
       inject('serverError');
-      return sendServerError(res, dice.serverErrorStatus());
+      return sendServerError(res, dice.pick([500, 502, 503] as const));
     }
 
     const request = parseRequest(body);
