@@ -11,7 +11,7 @@ import { DAY_SECONDS } from './generate-day.js';
 import { handleInterfaceRequest, type InterfaceContext } from './interface/index.js';
 import {
   ARG_TYPES, DEFAULT_EMULATOR_API_KEY, DRAWN_FAULT_KINDS, WINDOW_RULES,
-  type Emulator, type EmulatorAccount, type EmulatorAccountStats, type EmulatorAccountView, type EmulatorDataset,
+  type Emulator, type EmulatorAccount, type EmulatorAccountStats, type EmulatorAccountView,
   type EmulatorFaults, type EmulatorOptions, type EmulatorStats,
 } from './options.js';
 import { accountOverrides, accountSeed, checkAccounts, MAX_INSTANT } from './accounts.js';
@@ -93,9 +93,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       schema, store, windowRule, faults: () => tenant.faults, dice, countFault, bodyCache,
       ...(a ? { cachePrefix: `${a.name}\u0000` } : {}),
     });
+    const view: EmulatorAccountView = {
+      name: a?.name as string, apiKey: a ? a.apiKey : apiKey, revoked: a?.revoked ?? false, seed: tenantSeed,
+      dataset: { sessionsStartedIn: (start, end) => store.sessionsStartedIn(start, end), byId: (id) => store.byId(id) },
+    };
     const tenant: Tenant = {
-      view: { name: a?.name as string, apiKey: a ? a.apiKey : apiKey, revoked: a?.revoked ?? false, seed: tenantSeed, dataset: datasetOf(store) },
-      overrides, faults, limiter: limiterOf(faults), inFlight: 0, lateRequests: 0, endpoint, stats: emptyStats(), dice, countFault,
+      view, overrides, faults, limiter: limiterOf(faults),
+      inFlight: 0, lateRequests: 0, stats: emptyStats(),
+      endpoint, dice, countFault,
     };
     return tenant;
   };
@@ -273,13 +278,6 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   };
 }
 
-function datasetOf(store: SessionDataset): EmulatorDataset {
-  return {
-    sessionsStartedIn: (start, end) => store.sessionsStartedIn(start, end),
-    byId: (id) => store.byId(id),
-  };
-}
-
 /** The emulator's faults with an account's own settings on top, checked (naming the account). */
 function mergedFaults(base: EmulatorFaults, overrides: EmulatorFaults, name: string | undefined): EmulatorFaults {
   const merged = { ...base, ...overrides };
@@ -295,12 +293,7 @@ function mergedFaults(base: EmulatorFaults, overrides: EmulatorFaults, name: str
 /** The quota of these settings, if any: fixed, scheduled, shared with another client. */
 function limiterOf(f: EmulatorFaults): RateLimiter | undefined {
   const rps = f.rateLimitRps ?? f.rateLimitSchedule?.[0]?.rps;
-  if (rps === undefined) return undefined;
-  return new RateLimiter({
-    rps,
-    ...(f.rateLimitSchedule ? { schedule: f.rateLimitSchedule } : {}),
-    ...(f.sharedQuotaSchedule ? { others: f.sharedQuotaSchedule } : {}),
-  });
+  return rps === undefined ? undefined : new RateLimiter({ rps, schedule: f.rateLimitSchedule, others: f.sharedQuotaSchedule });
 }
 
 function checkOptions(o: EmulatorOptions, seed: number, windowRule: string, argTypes: string, sessionsPerDay: number, apiKey: string): void {

@@ -8,6 +8,7 @@ import type { EmulatedEndSessionMethod, InterfaceState } from './state.js';
 const fail = (res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}) =>
   sendJson(res, status, { message }, headers);
 
+type Route = 'start' | 'v1' | 'end';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -25,51 +26,39 @@ export async function handleSessionControl(
   state: InterfaceState,
   now: number,
 ): Promise<boolean> {
-  const path = url.pathname.replace(/\/+$/, '');
-  const method = req.method ?? 'GET';
-  let route: 'start' | 'v1' | 'end';
-  if (path.toLowerCase() === '/api/v2/session/remoteview') route = 'start';
-  else if (path.toLowerCase() === '/api/v1/session') route = 'v1';
-  else if (path.toLowerCase() === '/api/v2/session') route = 'end';
+  const path = url.pathname.replace(/\/+$/, '').toLowerCase();
+  let route: Route;
+  if (path === '/api/v2/session/remoteview') route = 'start';
+  else if (path === '/api/v1/session') route = 'v1';
+  else if (path === '/api/v2/session') route = 'end';
   else return false;
+  await control(req, res, route, state, now);
+  return true;
+}
 
+async function control(req: IncomingMessage, res: ServerResponse, route: Route, state: InterfaceState, now: number): Promise<void> {
+  const method = req.method ?? 'GET';
   const allowed: string[] = route === 'end' ? state.options.endSessionMethods : ['POST'];
-  if (!allowed.includes(method)) {
-    fail(res, 405, `use ${allowed.join(', ')}`, { allow: allowed.join(', ') });
-    return true;
-  }
+  if (!allowed.includes(method)) return fail(res, 405, `use ${allowed.join(', ')}`, { allow: allowed.join(', ') });
   const token = authenticate(req, res, state, now);
-  if (!token) return true;
+  if (!token) return;
   // Scopes are split on spaces and semicolons; `remoteview;settings` is two.
   const scopes = new Set(token.scope.toLowerCase().split(/[\s;]+/).filter(Boolean));
-  if (!scopes.has('remoteview') || !scopes.has('settings')) {
-    fail(res, 403, 'the access token lacks the scope remoteview;settings');
-    return true;
-  }
+  if (!scopes.has('remoteview') || !scopes.has('settings')) return fail(res, 403, 'the access token lacks the scope remoteview;settings');
   const text = await readBody(req);
-  if (text === undefined) {
-    fail(res, 413, 'body too large');
-    return true;
-  }
+  if (text === undefined) return fail(res, 413, 'body too large');
   let body: Record<string, unknown>;
   try {
     const parsed: unknown = text === '' ? {} : JSON.parse(text);
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
     body = parsed as Record<string, unknown>;
   } catch {
-    fail(res, 400, 'the body must be a JSON object');
-    return true;
+    return fail(res, 400, 'the body must be a JSON object');
   }
 
-  if (route === 'end') {
-    endSession(res, body, method as EmulatedEndSessionMethod, state, now);
-    return true;
-  }
+  if (route === 'end') return endSession(res, body, method as EmulatedEndSessionMethod, state, now);
   const problem = checkCreate(body, route === 'v1');
-  if (problem) {
-    fail(res, 400, problem);
-    return true;
-  }
+  if (problem) return fail(res, 400, problem);
   const id = randomUUID();
   state.sessions.set(id, { id, kind: route === 'v1' ? 'v1' : 'RemoteView', createdAt: now, request: body });
   state.counters.sessionStarts++;
@@ -83,7 +72,6 @@ export async function handleSessionControl(
     const pin = String(randomInt(100000, 1000000));
     sendJson(res, 201, { agentUrl: `${origin}/console/session/${id}`, clientUrl: `${origin}/join/${pin}` }, headers);
   }
-  return true;
 }
 
 function endSession(res: ServerResponse, body: Record<string, unknown>, method: EmulatedEndSessionMethod, state: InterfaceState, now: number): void {
