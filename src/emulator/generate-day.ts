@@ -39,9 +39,7 @@ export interface GenerateDayOptions {
  * Notes of 1–2 KB with escapes and non-ASCII instead of the short ones; which sessions get one is
  * drawn as for short notes. `loneSurrogateRate`: the share ending in a lone `\ud83d` (an emoji cut in half).
  */
-export interface LongNotes {
-  loneSurrogateRate?: number;
-}
+export type LongNotes = { loneSurrogateRate?: number };
 
 const HOUR_CUMULATIVE = cumulativeOf(HOUR_WEIGHTS);
 const COMPANY_CUMULATIVE = cumulativeOf(COMPANY_WEIGHTS);
@@ -49,9 +47,8 @@ const TYPE_CUMULATIVE = cumulativeOf(SESSION_TYPE_WEIGHTS);
 const DEVICE_CUMULATIVE = cumulativeOf(DEVICE_TYPE_WEIGHTS);
 
 /**
- * One generated day: the JSON text of its full records (`r0,r1,...`, sorted by started then id, each
- * as JSON.stringify would write it, every field present in SDL order) and the columns the store
- * needs to pick windows without parsing. Objects are made from the text only when asked for.
+ * One generated day: the JSON text of its records (`r0,r1,...`, sorted by started then id, as
+ * JSON.stringify would write them) and the columns the store picks windows by without parsing.
  */
 export interface GeneratedDay {
   readonly day: number;

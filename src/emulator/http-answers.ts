@@ -58,10 +58,10 @@ export function parseRequest(body: Buffer): ReportingRequest | string {
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const buf = Buffer.from(JSON.stringify(body), 'utf8');
-  sendChunks(res, status, JSON_TYPE, [buf]);
+  sendChunks(res, status, [buf]);
 }
 
-export function sendChunks(res: ServerResponse, status: number, contentType: string, chunks: Buffer[]): void {
+export function sendChunks(res: ServerResponse, status: number, chunks: Buffer[], contentType = JSON_TYPE): void {
   let length = 0;
   for (const c of chunks) length += c.length;
   res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': length });
@@ -74,7 +74,7 @@ export function sendChunks(res: ServerResponse, status: number, contentType: str
 export function sendServerError(res: ServerResponse, status: 500 | 502 | 503): void {
   if (status === 500) return sendJson(res, 500, { errors: [{ message: 'Internal server error' }] });
   const text = status === 502 ? '502 Bad Gateway\n' : '503 Service Temporarily Unavailable\n';
-  sendChunks(res, status, 'text/plain; charset=utf-8', [Buffer.from(text)]);
+  sendChunks(res, status, [Buffer.from(text)], 'text/plain; charset=utf-8');
 }
 
 /** The first half of the body's bytes (never valid JSON: the brackets are left open). */

@@ -1,10 +1,8 @@
 /**
- * Answers one reporting request body ({query, variables?}) the way a graphql-js server would:
- * parse and validate (cached by query text), then either execute with graphql-js or, for the plain
- * `{ sessions(start, end) { ... } }` shape the pipeline sends, write the JSON without executing
- * (the "fast path", byte for byte what graphql-js would produce): the all-fields selection is sliced
- * from the days' pre-written text, other selections are projected and JSON.stringify'd.
- * Data-level faults (maxSpan, maxResults, truncateResults, partial) are applied here, in both paths.
+ * Answers one reporting request body the way a graphql-js server would: parse and validate (cached by
+ * query text), then execute with graphql-js or, for the plain `{ sessions(start, end) { ... } }` the
+ * pipeline sends, write the JSON without executing (the "fast path", byte for byte the same; see
+ * docs/emulator.md). Data-level faults (maxSpan, maxResults, truncateResults, partial) apply in both.
  */
 import {
   GraphQLError, Kind, execute, getArgumentValues, getLocation, getNamedType, getVariableValues,
@@ -27,9 +25,8 @@ export interface ReportingRequest {
   operationName?: string | null;
 }
 
+/** An HTTP 200 JSON answer. */
 export interface Answer {
-  status: number;
-  contentType: string;
   chunks: Buffer[];
   bytes: number;
   /** Session records in the body. */
@@ -80,7 +77,6 @@ class FieldFailure extends GraphQLError {
   }
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8';
 const RECORDS_PER_CHUNK = 2_000;
 
 export class ReportingEndpoint {
@@ -269,13 +265,13 @@ export class ReportingEndpoint {
     chunks.push(Buffer.from(']}}', 'utf8'));
     let bytes = 0;
     for (const c of chunks) bytes += c.length;
-    return { status: 200, contentType: JSON_TYPE, chunks, bytes, records: selection.count };
+    return { chunks, bytes, records: selection.count };
   }
 }
 
 function jsonAnswer(body: unknown, records: number, fault?: FaultKind): Answer {
   const buf = Buffer.from(JSON.stringify(body), 'utf8');
-  return { status: 200, contentType: JSON_TYPE, chunks: [buf], bytes: buf.length, records, ...(fault ? { fault } : {}) };
+  return { chunks: [buf], bytes: buf.length, records, fault };
 }
 
 /**

@@ -1,11 +1,8 @@
 /**
- * The emulator's data: generated lazily day by day, cached in a small LRU, and shown as it looks at
- * the emulator's current "now" (sessions not started yet are hidden, sessions still running have
- * ended and duration null).
- *
- * A window is first chosen as a Selection (runs of record positions, no objects); it is then either
- * rendered straight from the days' pre-written JSON text (the pipeline's all-fields query) or turned
- * into objects (other selections, graphql-js execution, the test dataset).
+ * The emulator's data: generated lazily day by day, cached, and shown as at the emulator's "now"
+ * (sessions not started yet hidden, running ones with ended and duration null). A window is chosen
+ * as a Selection (runs of record positions), then rendered straight from the days' pre-written JSON
+ * text (the pipeline's all-fields query) or turned into objects (anything else).
  */
 import type { SessionRecord } from '../schema/session-fields.js';
 import { DAY_SECONDS, MAX_DURATION_SECONDS, generateDay, type GeneratedDay, type LongNotes } from './generate-day.js';

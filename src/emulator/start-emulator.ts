@@ -79,10 +79,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const overrides = a ? accountOverrides(a) : {};
     const faults = mergedFaults(baseFaults, overrides, a?.name);
     const store = new SessionDataset({
-      seed: tenantSeed, sessionsPerDay: a?.sessionsPerDay ?? sessionsPerDay, from: tenantFrom, to: tenantTo, now: clock,
+      seed: tenantSeed, sessionsPerDay: a?.sessionsPerDay ?? sessionsPerDay, from: tenantFrom, to: tenantTo, now: clock, longNotes,
       lateData: () => lateDataView(tenant.faults.holdBack, tenant.faults.amend, clock(), tenant.lateRequests),
       ...(a ? { idSeed: seed, scope: a.name, dayCache: sharedDays } : {}),
-      ...(longNotes ? { longNotes } : {}),
     });
     const dice = new FaultDice(tenantSeed);
     const countFault = (kind: FaultKind): void => {
@@ -90,8 +89,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       if (a) tenant.stats.faults[kind] = (tenant.stats.faults[kind] ?? 0) + 1;
     };
     const endpoint = new ReportingEndpoint({
-      schema, store, windowRule, faults: () => tenant.faults, dice, countFault, bodyCache,
-      ...(a ? { cachePrefix: `${a.name}\u0000` } : {}),
+      schema, store, windowRule, faults: () => tenant.faults, dice, countFault, bodyCache, cachePrefix: a && `${a.name}\u0000`,
     });
     const view: EmulatorAccountView = {
       name: a?.name as string, apiKey: a ? a.apiKey : apiKey, revoked: a?.revoked ?? false, seed: tenantSeed,
@@ -210,11 +208,11 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     outcome = ` records=${answer.records}${answer.fault ? ` fault=${answer.fault}` : ''}`;
     if (drawn === 'truncate' || dice.roll(faults.truncateRate)) {
       inject('truncate');
-      return sendChunks(res, answer.status, answer.contentType, cutInHalf(answer.chunks, answer.bytes));
+      return sendChunks(res, 200, cutInHalf(answer.chunks, answer.bytes));
     }
     stats.recordsServed += answer.records;
     if (ownStats) ownStats.recordsServed += answer.records;
-    sendChunks(res, answer.status, answer.contentType, answer.chunks);
+    sendChunks(res, 200, answer.chunks);
   }
 
   const server = createServer((req, res) => {

@@ -139,13 +139,7 @@ export const HOUR_WEIGHTS = [
 /** Relative volume per weekday, Sunday first; averages to 1 over a week. */
 export const WEEKDAY_WEIGHTS = [0.25, 1.3, 1.3, 1.3, 1.3, 1.3, 0.25] as const;
 
-/**
- * Pieces of the long case notes (`longNotes`): what agents paste into `externalFields.notes` —
- * quotes, backslashes (Windows paths, a trailing one, a written-out `\u` escape), newlines, tabs,
- * control characters (NUL, bell, escape sequences, DEL, NEL), line and paragraph separators, a BOM,
- * accents, combining marks, right-to-left and CJK text, and emoji outside the BMP (surrogate pairs,
- * skin tones, ZWJ families, flags). A note is a run of these, 1–2 KB of UTF-8.
- */
+/** Pieces of the long case notes (`longNotes`, docs/emulator.md): what agents paste; a note is a run of these, 1–2 KB of UTF-8. */
 export const LONG_NOTE_PIECES = [
   'Customer said "it crashed again" right after the update; asked for a "full" refund. ',
   'Path: C:\\Program Files\\Vendor\\app.exe, key HKLM\\Software\\Vendor\\Settings\\ ',
