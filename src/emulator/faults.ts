@@ -88,12 +88,10 @@ function nextChange(schedule: Schedule, elapsedMs: number): number {
   return t;
 }
 
+/** `rps` until `schedule`'s first entry applies; `others`: another client's share, as `sharedQuotaSchedule`. */
 export interface RateLimiterOptions {
-  /** The quota, requests per second (with `schedule`: until its first entry applies). */
   rps: number;
-  /** The quota changes at these times (seconds after the first request). */
   schedule?: Schedule;
-  /** Another client of the same account takes this many requests per second of the quota, evenly spaced. */
   others?: Schedule;
 }
 

@@ -46,20 +46,17 @@ export const ARG_TYPES: readonly ArgTypes[] = ['Int!', 'Int', 'String!'];
 
 /** One account of a multi-account emulator; see docs/emulator.md, "Several accounts". */
 export interface EmulatorAccount {
-  /** `[a-z0-9][a-z0-9_-]{0,62}`, unique. */
+  /** `[a-z0-9][a-z0-9_-]{0,62}`; name and key unique among the accounts. */
   name: string;
-  /** Unique among the accounts. */
   apiKey: string;
   /** Data seed; default derived from the emulator's `seed` and the name. */
   seed?: number;
   sessionsPerDay?: number;
   from?: number;
   to?: number;
-  /** Shorthand for `faults.rateLimitRps`. */
+  /** Shorthands for `faults.rateLimitRps` and `faults.latencyMs`; `faults` is laid over the emulator's. */
   rateLimitRps?: number;
-  /** Shorthand for `faults.latencyMs`. */
   latencyMs?: number;
-  /** Laid over the emulator's `faults` for this account only. */
   faults?: EmulatorFaults;
   revoked?: boolean;
 }

@@ -29,7 +29,6 @@ export interface ReportingRequest {
 export interface Answer {
   chunks: Buffer[];
   bytes: number;
-  /** Session records in the body. */
   records: number;
   /** The data-level fault this answer carries, if any (for the request log). */
   fault?: FaultKind;
@@ -125,7 +124,6 @@ export class ReportingEndpoint {
     return jsonAnswer(errors.length ? { errors, data: result.data } : { data: result.data }, ctx.records, ctx.fault);
   }
 
-  /** Parse and validate once per distinct query text. */
   private prepare(query: string): Prepared {
     let prepared = this.prepared.get(query);
     if (prepared) return prepared;

@@ -18,11 +18,9 @@ export interface SessionDatasetOptions {
   idSeed?: number;
   sessionsPerDay: number;
   longNotes?: LongNotes;
-  /** First instant with data (epoch seconds, inclusive). */
+  /** The data's instants, [from, to) in epoch seconds; `to` undefined: data runs up to "now". */
   from: number;
-  /** End of data (epoch seconds, exclusive); undefined: data runs up to "now". */
   to: number | undefined;
-  /** The emulator's idea of now, in whole epoch seconds. */
   now: () => number;
   /** How many generated days to keep (when no shared `dayCache` is given); default 64. */
   cacheDays?: number;
@@ -64,7 +62,6 @@ interface Part {
 export class Selection {
   constructor(readonly parts: readonly Part[], readonly count: number, readonly now: number) {}
 
-  /** The first `n` records. */
   take(n: number): Selection {
     if (n >= this.count) return this;
     const parts: Part[] = [];

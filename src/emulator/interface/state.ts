@@ -74,7 +74,6 @@ export interface IssuedToken {
   clientId: string;
   scope: string;
   variant: EmulatedVariant;
-  /** Epoch seconds. */
   expiresAt: number;
 }
 
