@@ -52,17 +52,14 @@ export function checkAccounts(accounts: unknown): asserts accounts is EmulatorAc
     if (typeof o.apiKey !== 'string' || o.apiKey.trim() === '') throw new RangeError(`${at}.apiKey must be a non-empty string`);
     if (keys.has(o.apiKey)) throw new RangeError(`${at}.apiKey is the key of another account; each account needs its own key`);
     keys.add(o.apiKey);
-    if (o.seed !== undefined && !Number.isSafeInteger(o.seed)) throw new RangeError(`${at}.seed must be an integer; got ${JSON.stringify(o.seed)}`);
-    if (o.sessionsPerDay !== undefined && !(typeof o.sessionsPerDay === 'number' && Number.isFinite(o.sessionsPerDay) && o.sessionsPerDay >= 0)) {
-      throw new RangeError(`${at}.sessionsPerDay must be a non-negative number; got ${JSON.stringify(o.sessionsPerDay)}`);
-    }
-    for (const k of ['from', 'to'] as const) {
-      const t = o[k];
-      if (t !== undefined && !(typeof t === 'number' && Number.isFinite(t) && t >= 0 && t <= MAX_INSTANT)) {
-        throw new RangeError(`${at}.${k} must be epoch seconds between 1970 and 2038; got ${JSON.stringify(t)}`);
-      }
-    }
-    if (o.revoked !== undefined && typeof o.revoked !== 'boolean') throw new RangeError(`${at}.revoked must be true or false; got ${JSON.stringify(o.revoked)}`);
+    const check = (k: string, ok: (v: unknown) => boolean, what: string): void => {
+      if (o[k] !== undefined && !ok(o[k])) throw new RangeError(`${at}.${k} must be ${what}; got ${JSON.stringify(o[k])}`);
+    };
+    const number = (v: unknown, max = Infinity): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= max;
+    check('seed', Number.isSafeInteger, 'an integer');
+    check('sessionsPerDay', number, 'a non-negative number');
+    for (const k of ['from', 'to']) check(k, (v) => number(v, MAX_INSTANT), 'epoch seconds between 1970 and 2038');
+    check('revoked', (v) => typeof v === 'boolean', 'true or false');
     if (o.faults !== undefined && (!o.faults || typeof o.faults !== 'object' || Array.isArray(o.faults))) {
       throw new RangeError(`${at}.faults must be an object of fault settings`);
     }

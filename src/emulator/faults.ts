@@ -1,6 +1,5 @@
 /** Fault settings, their validation, the seeded dice that decide each fault, and the rate limiter. */
-export type { DrawnFaultKind };
-import { DRAWN_FAULT_KINDS, type DrawnFaultKind, type EmulatorFaults, type Schedule } from './options.js';
+import { DRAWN_FAULT_KINDS, type EmulatorFaults, type Schedule } from './options.js';
 import { Random } from './prng.js';
 import { validateLateData } from './late-data.js';
 
@@ -55,42 +54,28 @@ function checkSchedule(name: string, s: Schedule | undefined, { zeroAllowed }: {
 
 /** Parses "0:10,30:4,60:10" (seconds:requests per second) into a schedule. */
 export function parseSchedule(text: string): Array<{ atSeconds: number; rps: number }> {
-  const entries = text.split(',').map((part) => {
+  return text.split(',').map((part) => {
     const m = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(part);
     if (!m) throw new RangeError(`a schedule is a list of SECONDS:RPS pairs such as 0:10,30:4,60:10; got ${JSON.stringify(text)}`);
     return { atSeconds: Number(m[1]), rps: Number(m[2]) };
   });
-  return entries;
 }
 
 /** Seeded dice: the n-th roll of a run is the same on every run with the same seed. */
-export class FaultDice {
-  private readonly rng: Random;
-
+export class FaultDice extends Random {
   constructor(seed: number) {
-    this.rng = new Random(seed, 0xfa017);
+    super(seed, 0xfa017);
   }
 
   /** True with probability `rate`; rolls nothing (keeps the sequence) when the fault is off. */
   roll(rate: number | undefined): boolean {
     if (!rate || rate <= 0) return false;
-    if (rate >= 1) return true;
-    return this.rng.next() < rate;
-  }
-
-  /** One of `kinds`, each equally likely. */
-  pick<T>(kinds: readonly T[]): T {
-    return kinds[this.rng.int(kinds.length)] as T;
-  }
-
-  serverErrorStatus(): 500 | 502 | 503 {
-    return ([500, 502, 503] as const)[this.rng.int(3)] as 500 | 502 | 503;
+    return rate >= 1 || this.next() < rate;
   }
 }
 
-
 /** The schedule's value `elapsedMs` after its start (the first entry's before its time). */
-export function scheduledAt(schedule: Schedule, elapsedMs: number): number {
+function scheduledAt(schedule: Schedule, elapsedMs: number): number {
   let v = (schedule[0] as { rps: number }).rps;
   for (const s of schedule) if (s.atSeconds * 1000 <= elapsedMs) v = s.rps;
   return v;
@@ -103,12 +88,10 @@ function nextChange(schedule: Schedule, elapsedMs: number): number {
   return t;
 }
 
+/** `rps` until `schedule`'s first entry applies; `others`: another client's share, as `sharedQuotaSchedule`. */
 export interface RateLimiterOptions {
-  /** The quota, requests per second (with `schedule`: until its first entry applies). */
   rps: number;
-  /** The quota changes at these times (seconds after the first request). */
   schedule?: Schedule;
-  /** Another client of the same account takes this many requests per second of the quota, evenly spaced. */
   others?: Schedule;
 }
 

@@ -1,15 +1,14 @@
 /**
- * Generates one UTC day of sessions from a PRNG seeded by (seed, day), so any day can be made on
- * its own, in any order, and always comes out the same. Records are complete (every field present,
- * null where absent) and describe the session as it will be once ended; the store hides what "now"
- * has not reached yet. They are written straight to JSON text, without keeping objects, because
- * serving them is what a benchmark spends the emulator's time on.
+ * Generates one UTC day of sessions from a PRNG seeded by (seed, day), so any day can be made on its
+ * own and always comes out the same. Records are complete and describe the session once ended (the
+ * store hides what "now" has not reached). They are written straight to JSON text, without keeping
+ * objects, because serving them is what a benchmark spends the emulator's time on.
  */
 import { JsonBytes, fragment, innerFragment, jsonFragment } from './json-bytes.js';
 import { Random, cumulativeOf, pickCumulative } from './prng.js';
 import type { SessionIdCodec } from './session-ids.js';
 import {
-  AGENTS, type AgentProfile, COMPANY_IDS, COMPANY_WEIGHTS, CUSTOMER_ORGS, CUSTOMER_V4_PREFIXES, DEVICE_TYPES,
+  AGENTS, COMPANY_IDS, COMPANY_WEIGHTS, CUSTOMER_ORGS, CUSTOMER_V4_PREFIXES, DEVICE_TYPES,
   DEVICE_TYPE_WEIGHTS, FIRST_NAMES, GROUPS, HOUR_WEIGHTS, LAST_NAMES, LONG_NOTE_PIECES, NOTES, OPERATING_SYSTEMS,
   SESSION_TYPES, SESSION_TYPE_WEIGHTS, WEEKDAY_WEIGHTS,
 } from './vocabulary.js';
@@ -33,30 +32,23 @@ export interface GenerateDayOptions {
   /** Average over a week; weekdays get more, weekends fewer. */
   sessionsPerDay: number;
   ids: SessionIdCodec;
-  /** Notes of 1–2 KB with escapes and non-ASCII instead of the short ones (see LongNotes). */
   longNotes?: LongNotes;
 }
 
-/** The long-notes case: which sessions get a note is drawn as for short notes; its text comes from a stream of its own. */
-export interface LongNotes {
-  /** Probability that a note ends in a lone UTF-16 high surrogate (`\ud83d` escaped: a client that cut an emoji in half); default 0. */
-  loneSurrogateRate?: number;
-}
+/**
+ * Notes of 1–2 KB with escapes and non-ASCII instead of the short ones; which sessions get one is
+ * drawn as for short notes. `loneSurrogateRate`: the share ending in a lone `\ud83d` (an emoji cut in half).
+ */
+export type LongNotes = { loneSurrogateRate?: number };
 
 const HOUR_CUMULATIVE = cumulativeOf(HOUR_WEIGHTS);
 const COMPANY_CUMULATIVE = cumulativeOf(COMPANY_WEIGHTS);
 const TYPE_CUMULATIVE = cumulativeOf(SESSION_TYPE_WEIGHTS);
 const DEVICE_CUMULATIVE = cumulativeOf(DEVICE_TYPE_WEIGHTS);
 
-/** Day-of-week of a day index since the epoch, 0 = Sunday (1970-01-01 was a Thursday). */
-export function weekdayOf(day: number): number {
-  return (((day + 4) % 7) + 7) % 7;
-}
-
 /**
- * One generated day: the JSON text of its full records (`r0,r1,...`, sorted by started then id, each
- * as JSON.stringify would write it, every field present in SDL order) and the columns the store
- * needs to pick windows without parsing. Objects are made from the text only when asked for.
+ * One generated day: the JSON text of its records (`r0,r1,...`, sorted by started then id, as
+ * JSON.stringify would write them) and the columns the store picks windows by without parsing.
  */
 export interface GeneratedDay {
   readonly day: number;
@@ -75,7 +67,8 @@ export function generateDay(options: GenerateDayOptions, day: number): Generated
   // The long notes draw from their own stream, so every other field is the same as without them.
   const long = options.longNotes ? { rng: new Random(options.seed, day, 0x1075), lone: options.longNotes.loneSurrogateRate ?? 0 } : undefined;
   const dayStart = day * DAY_SECONDS;
-  const mean = options.sessionsPerDay * (WEEKDAY_WEIGHTS[weekdayOf(day)] as number);
+  // Sunday first; 1970-01-01 was a Thursday.
+  const mean = options.sessionsPerDay * (WEEKDAY_WEIGHTS[(((day + 4) % 7) + 7) % 7] as number);
   const count = Math.max(0, Math.round(mean * (0.85 + 0.3 * rng.next())));
   // Each record is written to `raw` as it is made (in generation order, which fixes the draws and
   // so the data), then copied in sorted order; no per-record string outlives its writing.
@@ -125,34 +118,13 @@ export function generateDay(options: GenerateDayOptions, day: number): Generated
   return { day, count, started, ended, text, offsets };
 }
 
-// Pre-encoded JSON pieces. The key fragments spell out the record in SDL order.
-const F = {
-  id: fragment('{"id":"'),
-  companyId: fragment('","companyId":"'),
-  pin: fragment('","pin":'),
-  started: fragment(',"started":'),
-  ended: fragment(',"ended":'),
-  duration: fragment(',"duration":'),
-  sessionType: fragment(',"sessionType":"'),
-  recording: fragment('","recording":'),
-  recordingUrl: fragment(',"recordingUrl":'),
-  urlStart: fragment('"https://recordings.example.com/v1/'),
-  urlEnd: fragment('.mp4"'),
-  agent: fragment(',"agent":'),
-  agentGroupId: fragment(',"agentGroupId":'),
-  agentIp: fragment(',"agentIp":'),
-  customerIp: fragment(',"customerIp":'),
-  externalFields: fragment(',"externalFields":'),
-  customerName: fragment('{"customerName":'),
-  externalCaseId: fragment(',"externalCaseId":'),
-  notes: fragment(',"notes":'),
-  accountingInfo: fragment(',"accountingInfo":'),
-  customerDeviceType: fragment(',"customerDeviceType":'),
-  customerOs: fragment(',"customerOs":'),
-  v6Prefix: fragment('"2001:db8:'),
-  true: fragment('true'),
-  false: fragment('false'),
-};
+/** `,"key":` of every field, `{"key":` of the first of an object: the keys in SDL order, pre-encoded. */
+const KEY = Object.fromEntries([...SESSION_FIELD_NAMES, ...EXTERNAL_FIELD_NAMES].map((k) => [
+  k, fragment(`${k === 'id' || k === 'customerName' ? '{' : ','}"${k}":`),
+])) as Record<(typeof SESSION_FIELD_NAMES)[number] | (typeof EXTERNAL_FIELD_NAMES)[number], Uint8Array>;
+const URL_START = fragment('"https://recordings.example.com/v1/');
+const URL_END = fragment('.mp4"');
+const V6_PREFIX = fragment('"2001:db8:');
 const AGENT_JSON = AGENTS.map((a) => jsonFragment({ id: a.id, name: a.name, email: a.email }));
 const OFFICE_IP_JSON = GROUPS.map((g) => jsonFragment(g.officeIp));
 const ORG_JSON = CUSTOMER_ORGS.map((o) => jsonFragment(o));
@@ -169,15 +141,15 @@ function writeSession(w: JsonBytes, rng: Random, id: string, started: number, fo
   const sessionType = forcedType ?? (SESSION_TYPES[pickCumulative(rng, TYPE_CUMULATIVE)] as string);
   const duration = drawDuration(rng, sessionType);
   const agentIndex = rng.chance(0.03) ? -1 : rng.int(AGENTS.length);
-  const groupIndex = agentIndex < 0 ? -1 : (AGENTS[agentIndex] as AgentProfile).groupIndex;
+  const groupIndex = agentIndex < 0 ? -1 : (AGENTS[agentIndex] as (typeof AGENTS)[number]).groupIndex;
   const group = GROUPS[groupIndex];
   const companyId = COMPANY_IDS[group ? group.company : pickCumulative(rng, COMPANY_CUMULATIVE)] as string;
 
-  w.raw(F.id);
-  w.ascii(id);
-  w.raw(F.companyId);
-  w.ascii(companyId);
-  w.raw(F.pin);
+  w.raw(KEY.id);
+  w.quoted(id);
+  w.raw(KEY.companyId);
+  w.quoted(companyId);
+  w.raw(KEY.pin);
   if (sessionType === 'unattended') w.null();
   else if (rng.chance(0.01)) w.quoted('');
   else {
@@ -185,41 +157,41 @@ function writeSession(w: JsonBytes, rng: Random, id: string, started: number, fo
     w.padded(rng.int(1_000_000), 6);
     w.byte(QUOTE);
   }
-  w.raw(F.started);
+  w.raw(KEY.started);
   w.int(started);
-  w.raw(F.ended);
+  w.raw(KEY.ended);
   w.int(started + duration);
-  w.raw(F.duration);
+  w.raw(KEY.duration);
   w.int(duration);
-  w.raw(F.sessionType);
-  w.ascii(sessionType);
-  w.raw(F.recording);
+  w.raw(KEY.sessionType);
+  w.quoted(sessionType);
+  w.raw(KEY.recording);
   const recording = rng.chance(0.3);
-  w.raw(recording ? F.true : F.false);
-  w.raw(F.recordingUrl);
+  w.ascii(recording ? 'true' : 'false');
+  w.raw(KEY.recordingUrl);
   if (recording) {
-    w.raw(F.urlStart);
+    w.raw(URL_START);
     w.ascii(companyId);
     w.byte(0x2f); // '/'
     w.ascii(id);
-    w.raw(F.urlEnd);
+    w.raw(URL_END);
   } else w.null();
-  w.raw(F.agent);
+  w.raw(KEY.agent);
   if (agentIndex < 0) w.null();
   else w.raw(AGENT_JSON[agentIndex] as Uint8Array);
-  w.raw(F.agentGroupId);
+  w.raw(KEY.agentGroupId);
   if (group) w.int(group.id);
   else w.null();
-  w.raw(F.agentIp);
+  w.raw(KEY.agentIp);
   if (!group) w.null();
   else if (rng.chance(0.6)) w.raw(OFFICE_IP_JSON[groupIndex] as Uint8Array);
   else if (rng.chance(0.1)) writeV6(w, rng);
   else writeV4(w, rng);
-  w.raw(F.customerIp);
+  w.raw(KEY.customerIp);
   if (rng.chance(0.01)) w.null();
   else if (rng.chance(0.15)) writeV6(w, rng);
   else writeV4(w, rng);
-  w.raw(F.externalFields);
+  w.raw(KEY.externalFields);
   if (rng.chance(0.08)) w.null();
   else writeExternalFields(w, rng, long);
   w.byte(0x7d); // '}'
@@ -236,7 +208,7 @@ function drawDuration(rng: Random, sessionType: string): number {
 
 /** An externalFields object. */
 function writeExternalFields(w: JsonBytes, rng: Random, long: LongNoteStream | undefined): void {
-  w.raw(F.customerName);
+  w.raw(KEY.customerName);
   const r = rng.next();
   if (r < 0.02) w.null();
   else if (r < 0.35) w.raw(ORG_JSON[rng.int(ORG_JSON.length)] as Uint8Array);
@@ -247,20 +219,20 @@ function writeExternalFields(w: JsonBytes, rng: Random, long: LongNoteStream | u
     w.raw(LAST_INNER[rng.int(LAST_INNER.length)] as Uint8Array);
     w.byte(QUOTE);
   }
-  w.raw(F.externalCaseId);
+  w.raw(KEY.externalCaseId);
   writeCode(w, rng, 'CASE-', 6, 0.6, 0.85);
-  w.raw(F.notes);
+  w.raw(KEY.notes);
   if (rng.chance(0.7)) {
     const short = rng.int(NOTES_JSON.length);
     if (long) writeLongNote(w, long);
     else w.raw(NOTES_JSON[short] as Uint8Array);
   } else w.null();
-  w.raw(F.accountingInfo);
+  w.raw(KEY.accountingInfo);
   writeCode(w, rng, 'CC-', 4, 0.2, 0.7);
-  w.raw(F.customerDeviceType);
+  w.raw(KEY.customerDeviceType);
   const device = pickCumulative(rng, DEVICE_CUMULATIVE);
   w.raw(DEVICE_JSON[device] as Uint8Array);
-  w.raw(F.customerOs);
+  w.raw(KEY.customerOs);
   const systems = OS_JSON.get(DEVICE_TYPES[device] as string) as Uint8Array[];
   w.raw(systems[rng.int(systems.length)] as Uint8Array);
   w.byte(0x7d);
@@ -277,10 +249,7 @@ function writeCode(w: JsonBytes, rng: Random, prefix: string, digits: number, co
   else w.null();
 }
 
-interface LongNoteStream {
-  rng: Random;
-  lone: number;
-}
+type LongNoteStream = { rng: Random; lone: number };
 const LONG_INNER = LONG_NOTE_PIECES.map(innerFragment);
 const LONG_UTF8 = LONG_NOTE_PIECES.map((p) => Buffer.byteLength(p, 'utf8'));
 /** The high half of an emoji, alone: JSON.stringify escapes it as \ud83d. */
@@ -308,22 +277,20 @@ function writeLongNote(w: JsonBytes, long: LongNoteStream): void {
 function writeV4(w: JsonBytes, rng: Random): void {
   w.byte(QUOTE);
   w.int(CUSTOMER_V4_PREFIXES[rng.int(CUSTOMER_V4_PREFIXES.length)] as number);
-  w.byte(0x2e);
-  w.int(rng.int(256));
-  w.byte(0x2e);
-  w.int(rng.int(256));
-  w.byte(0x2e);
-  w.int(1 + rng.int(254));
+  for (let k = 0; k < 3; k++) {
+    w.byte(0x2e); // '.'
+    w.int(k < 2 ? rng.int(256) : 1 + rng.int(254));
+  }
   w.byte(QUOTE);
 }
 
 /** An IPv6 address in the documentation prefix, compressed form, quoted. */
 function writeV6(w: JsonBytes, rng: Random): void {
-  w.raw(F.v6Prefix);
-  w.hex(rng.int(0x10000));
+  w.raw(V6_PREFIX);
+  w.padded(rng.int(0x10000), 1, 16);
   w.byte(0x3a);
-  w.hex(rng.int(0x10000));
+  w.padded(rng.int(0x10000), 1, 16);
   w.ascii('::');
-  w.hex(rng.int(0x10000));
+  w.padded(rng.int(0x10000), 1, 16);
   w.byte(QUOTE);
 }

@@ -7,8 +7,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
  * 429 with Retry-After as whole seconds, or as an HTTP date: the moment a retry is accepted
- * (`retryAtMs`) rounded up to the date's whole second, once (it was rounded twice: the seconds
- * rounded up, then now plus them rounded up again, up to 2 s late).
+ * (`retryAtMs`) rounded up to the whole second once (rounding the seconds first made it up to 2 s late).
  */
 export function sendTooMany(res: ServerResponse, seconds: number, retryAtMs: number, message: string, format: 'seconds' | 'http-date' = 'seconds'): void {
   res.setHeader('Retry-After', format === 'http-date' ? new Date(Math.ceil(retryAtMs / 1000) * 1000).toUTCString() : String(seconds));
@@ -17,25 +16,13 @@ export function sendTooMany(res: ServerResponse, seconds: number, retryAtMs: num
 
 /**
  * The quota's headers. X-RateLimit-Reset is the reset as epoch seconds rounded up once, as
- * express-rate-limit writes it (`Math.ceil(resetTime / 1000)`) and GitHub's is a whole second;
- * it was the current second rounded up plus the seconds to go rounded up, up to 2 s late.
+ * express-rate-limit writes it (`Math.ceil(resetTime / 1000)`) and GitHub's is a whole second.
  */
 export function setRateLimitHeaders(res: ServerResponse, kind: 'ietf' | 'x', st: { limit: number; remaining: number; resetSeconds: number; resetAtMs: number }): void {
-  if (kind === 'ietf') {
-    res.setHeader('RateLimit-Limit', String(st.limit));
-    res.setHeader('RateLimit-Remaining', String(st.remaining));
-    res.setHeader('RateLimit-Reset', String(st.resetSeconds));
-  } else {
-    res.setHeader('X-RateLimit-Limit', String(st.limit));
-    res.setHeader('X-RateLimit-Remaining', String(st.remaining));
-    res.setHeader('X-RateLimit-Reset', String(Math.ceil(st.resetAtMs / 1000)));
-  }
-}
-
-export function pathnameOf(url: string | undefined): string {
-  const raw = url ?? '/';
-  const q = raw.indexOf('?');
-  return q === -1 ? raw : raw.slice(0, q);
+  const prefix = kind === 'ietf' ? 'RateLimit' : 'X-RateLimit';
+  res.setHeader(`${prefix}-Limit`, String(st.limit));
+  res.setHeader(`${prefix}-Remaining`, String(st.remaining));
+  res.setHeader(`${prefix}-Reset`, String(kind === 'ietf' ? st.resetSeconds : Math.ceil(st.resetAtMs / 1000)));
 }
 
 /** The whole body, or 'too-large' (the rest is read and dropped so the connection stays usable). */
@@ -71,10 +58,10 @@ export function parseRequest(body: Buffer): ReportingRequest | string {
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const buf = Buffer.from(JSON.stringify(body), 'utf8');
-  sendChunks(res, status, JSON_TYPE, [buf]);
+  sendChunks(res, status, [buf]);
 }
 
-export function sendChunks(res: ServerResponse, status: number, contentType: string, chunks: Buffer[]): void {
+export function sendChunks(res: ServerResponse, status: number, chunks: Buffer[], contentType = JSON_TYPE): void {
   let length = 0;
   for (const c of chunks) length += c.length;
   res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': length });
@@ -87,7 +74,7 @@ export function sendChunks(res: ServerResponse, status: number, contentType: str
 export function sendServerError(res: ServerResponse, status: 500 | 502 | 503): void {
   if (status === 500) return sendJson(res, 500, { errors: [{ message: 'Internal server error' }] });
   const text = status === 502 ? '502 Bad Gateway\n' : '503 Service Temporarily Unavailable\n';
-  sendChunks(res, status, 'text/plain; charset=utf-8', [Buffer.from(text)]);
+  sendChunks(res, status, [Buffer.from(text)], 'text/plain; charset=utf-8');
 }
 
 /** The first half of the body's bytes (never valid JSON: the brackets are left open). */

@@ -1,11 +1,10 @@
 /**
- * An append-only writer of JSON as UTF-8 bytes. The generator writes each record straight into a
- * day's buffer with it: building per-record strings and encoding them cost several times more, most
- * of it in garbage collection. Callers compose the JSON from pre-encoded fragments (`jsonFragment`)
- * and from values that need no escaping (digits, hex, ASCII ids), so every byte is as JSON.stringify
- * would write it.
+ * An append-only writer of JSON as UTF-8 bytes: the generator writes each record straight into a
+ * day's buffer (per-record strings cost several times more, most of it in garbage collection).
+ * Callers compose the JSON from pre-encoded fragments and from values that need no escaping (digits,
+ * hex, ASCII ids), so every byte is as JSON.stringify would write it.
  */
-const HEX = '0123456789abcdef';
+const DIGITS = '0123456789abcdef';
 const encoder = new TextEncoder();
 
 /** The UTF-8 bytes of a piece of JSON text written as is (keys, punctuation). */
@@ -32,7 +31,7 @@ export class JsonBytes {
   }
 
   /** Makes room for at least `n` more bytes. */
-  reserve(n: number): void {
+  private reserve(n: number): void {
     if (this.length + n <= this.bytes.length) return;
     const bigger = Buffer.allocUnsafe(Math.max(this.bytes.length * 2, this.length + n));
     this.bytes.copy(bigger, 0, 0, this.length);
@@ -61,9 +60,8 @@ export class JsonBytes {
     this.length = p;
   }
 
-  /** A quoted `ascii` string, or null. */
-  quoted(s: string | null): void {
-    if (s === null) return this.null();
+  /** A quoted `ascii` string. */
+  quoted(s: string): void {
     this.byte(0x22);
     this.ascii(s);
     this.byte(0x22);
@@ -82,32 +80,18 @@ export class JsonBytes {
     this.padded(n, 1);
   }
 
-  /** A non-negative integer in decimal, left-padded with zeros to `width` digits. */
-  padded(n: number, width: number): void {
+  /** A non-negative integer in decimal (or lowercase hexadecimal), left-padded with zeros to `width` digits. */
+  padded(n: number, width: number, base = 10): void {
     let digits = 1;
-    for (let x = n; x >= 10; x = Math.floor(x / 10)) digits++;
+    for (let x = n; x >= base; x = Math.floor(x / base)) digits++;
     const total = Math.max(width, digits);
     this.reserve(total);
     const out = this.bytes;
     let p = this.length + total;
     this.length = p;
     for (let k = 0; k < total; k++) {
-      out[--p] = 0x30 + (n % 10);
-      n = Math.floor(n / 10);
-    }
-  }
-
-  /** A non-negative integer in lowercase hexadecimal, no padding. */
-  hex(n: number): void {
-    let digits = 1;
-    for (let x = n; x >= 16; x = Math.floor(x / 16)) digits++;
-    this.reserve(digits);
-    const out = this.bytes;
-    let p = this.length + digits;
-    this.length = p;
-    for (let k = 0; k < digits; k++) {
-      out[--p] = HEX.charCodeAt(n % 16);
-      n = Math.floor(n / 16);
+      out[--p] = DIGITS.charCodeAt(n % base);
+      n = Math.floor(n / base);
     }
   }
 }

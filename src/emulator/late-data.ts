@@ -1,36 +1,25 @@
 /**
- * Data that arrives late or changes after the fact (docs/emulator.md, "Late and amended data"): an
- * endpoint that, after an outage, answers 200 with part of a day's sessions missing and loads them
- * later (`holdBack`), or whose sessions change after a client's lookback has passed (`amend`). Both
- * are settings of the faults, in effect from a time on the emulator's clock or a number of
- * reporting requests, so a test releases them by moving the clock, by sending requests, or by
- * replacing the faults (`setFaults`).
+ * Data that arrives late (`holdBack`) or changes after the fact (`amend`), as an endpoint's after an
+ * outage: settings of the faults, in effect from a time on the emulator's clock or a number of the
+ * account's reporting requests (counted from when the faults were set); docs/emulator.md, "Late and amended data".
  */
 import type { SessionRecord } from '../schema/session-fields.js';
-import { EXTERNAL_FIELD_NAMES } from './generate-day.js';
+import { DAY_SECONDS, EXTERNAL_FIELD_NAMES } from './generate-day.js';
 import { Random } from './prng.js';
 
-/** A share of a day's sessions missing from every answer until released. */
+/** A share (`fraction`) of a UTC day's (YYYY-MM-DD) sessions missing from every answer until released. */
 export interface HoldBack {
-  /** The UTC day, YYYY-MM-DD. */
   day: string;
-  /** The share of its sessions held back, above 0 and up to 1; which ones is drawn from the seed. */
   fraction: number;
-  /** Released once the emulator's clock reaches this instant (epoch seconds). */
   untilNow?: number;
-  /** Released after this many reporting requests of the account, counted from when the faults were set. */
   untilRequests?: number;
 }
 
-/** Sessions of a day changed after the fact: their notes amended. */
+/** The first `count` sessions of a UTC day (YYYY-MM-DD) with their notes amended, at once unless told. */
 export interface Amendment {
-  /** The UTC day, YYYY-MM-DD. */
   day: string;
-  /** How many of its sessions change: the first ones by start. */
   count: number;
-  /** In effect once the emulator's clock reaches this instant (epoch seconds); default at once. */
   fromNow?: number;
-  /** In effect after this many reporting requests of the account (counted from when the faults were set). */
   fromRequests?: number;
 }
 
@@ -40,7 +29,6 @@ export interface LateDataView {
   amended: ReadonlyMap<number, number>;
 }
 
-const DAY = 86_400;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** The text an amended session's notes get. */
@@ -51,8 +39,8 @@ export function validateLateData(holdBack: readonly HoldBack[] | undefined, amen
   const day = (v: unknown, at: string) => {
     if (typeof v !== 'string' || !DATE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`))) throw new RangeError(`${at}.day must be a date as YYYY-MM-DD; got ${JSON.stringify(v)}`);
   };
-  const count = (v: unknown, at: string, min: number) => {
-    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= min)) throw new RangeError(`${at} must be a whole number of at least ${min}; got ${JSON.stringify(v)}`);
+  const count = (v: unknown, at: string, min: number, required = false) => {
+    if ((v !== undefined || required) && !(Number.isInteger(v) && (v as number) >= min)) throw new RangeError(`${at} must be a whole number of at least ${min}; got ${JSON.stringify(v)}`);
   };
   const instant = (v: unknown, at: string) => {
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v >= 0)) throw new RangeError(`${at} must be epoch seconds; got ${JSON.stringify(v)}`);
@@ -69,8 +57,7 @@ export function validateLateData(holdBack: readonly HoldBack[] | undefined, amen
   (amend ?? []).forEach((a, i) => {
     const at = `faults.amend[${i}]`;
     day(a?.day, at);
-    count(a.count, `${at}.count`, 1);
-    if (a.count === undefined) throw new RangeError(`${at}.count must be a whole number of at least 1; got undefined`);
+    count(a.count, `${at}.count`, 1, true);
     instant(a.fromNow, `${at}.fromNow`);
     count(a.fromRequests, `${at}.fromRequests`, 0);
   });
@@ -96,7 +83,7 @@ export function lateDataView(holdBack: readonly HoldBack[] | undefined, amend: r
 }
 
 function dayIndex(date: string): number {
-  return Math.floor(Date.parse(`${date}T00:00:00Z`) / 1000 / DAY);
+  return Math.floor(Date.parse(`${date}T00:00:00Z`) / 1000 / DAY_SECONDS);
 }
 
 /**

@@ -1,7 +1,4 @@
-/**
- * Small, fast, seedable pseudo-random numbers for the emulator's data and faults.
- * Everything here is deterministic: the same inputs give the same numbers on every platform.
- */
+/** Small, fast, seedable pseudo-random numbers: the same inputs give the same numbers on every platform. */
 
 /** A 32-bit integer hash with good avalanche (the finaliser of MurmurHash3 with splitmix constants). */
 export function mix32(x: number): number {
@@ -52,17 +49,16 @@ export class Random {
     return t >>> 0;
   }
 
-  /** Uniform in [0, 1). */
+  /** In [0, 1). */
   next(): number {
     return this.nextUint32() / 0x1_0000_0000;
   }
 
-  /** Uniform integer in [0, n). */
+  /** An integer in [0, n). */
   int(n: number): number {
     return Math.floor(this.next() * n);
   }
 
-  /** True with probability p. */
   chance(p: number): boolean {
     return this.next() < p;
   }

@@ -1,10 +1,8 @@
 /**
- * Answers one reporting request body ({query, variables?}) the way a graphql-js server would:
- * parse and validate (cached by query text), then either execute with graphql-js or, for the plain
- * `{ sessions(start, end) { ... } }` shape the pipeline sends, write the JSON without executing
- * (the "fast path", byte for byte what graphql-js would produce): the all-fields selection is sliced
- * from the days' pre-written text, other selections are projected and JSON.stringify'd.
- * Data-level faults (maxSpan, maxResults, truncateResults, partial) are applied here, in both paths.
+ * Answers one reporting request body the way a graphql-js server would: parse and validate (cached by
+ * query text), then execute with graphql-js or, for the plain `{ sessions(start, end) { ... } }` the
+ * pipeline sends, write the JSON without executing (the "fast path", byte for byte the same; see
+ * docs/emulator.md). Data-level faults (maxSpan, maxResults, truncateResults, partial) apply in both.
  */
 import {
   GraphQLError, Kind, execute, getArgumentValues, getLocation, getNamedType, getVariableValues,
@@ -13,8 +11,8 @@ import {
   type OperationDefinitionNode, type SelectionSetNode, type SourceLocation,
 } from 'graphql';
 import type { SessionRecord } from '../schema/session-fields.js';
-import type { BodyCache } from './body-cache.js';
 import type { FaultDice, FaultKind } from './faults.js';
+import { Lru } from './lru.js';
 import type { EmulatorFaults } from './options.js';
 import { epochSecondsArg } from './schema.js';
 import { AGENT_FIELD_NAMES, EXTERNAL_FIELD_NAMES, SESSION_FIELD_NAMES } from './generate-day.js';
@@ -27,16 +25,17 @@ export interface ReportingRequest {
   operationName?: string | null;
 }
 
+/** An HTTP 200 JSON answer. */
 export interface Answer {
-  status: number;
-  contentType: string;
   chunks: Buffer[];
   bytes: number;
-  /** Session records in the body. */
   records: number;
   /** The data-level fault this answer carries, if any (for the request log). */
   fault?: FaultKind;
 }
+
+/** A rendered `sessions` answer, kept by query text: `now` the "now" it was rendered at, `settled` when it can no longer change. */
+export type CachedAnswer = Answer & { now: number; settled: boolean };
 
 export interface ReportingEndpointOptions {
   schema: GraphQLSchema;
@@ -45,7 +44,7 @@ export interface ReportingEndpointOptions {
   faults: () => EmulatorFaults;
   dice: FaultDice;
   countFault: (kind: FaultKind) => void;
-  bodyCache?: BodyCache;
+  bodyCache?: Lru<string, CachedAnswer>;
   /** Prefixes this endpoint's keys in a `bodyCache` shared with other accounts' endpoints. */
   cachePrefix?: string;
 }
@@ -62,11 +61,7 @@ interface FastPlan {
   project: Projector;
 }
 
-interface Prepared {
-  document?: DocumentNode;
-  errors?: readonly GraphQLError[];
-  fast?: FastPlan;
-}
+type Prepared = { errors: readonly GraphQLError[] } | { errors?: undefined; document: DocumentNode; fast: FastPlan | undefined };
 
 interface ExecContext {
   extraErrors: GraphQLError[];
@@ -81,20 +76,16 @@ class FieldFailure extends GraphQLError {
   }
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8';
-const PREPARED_CACHE_SIZE = 512;
 const RECORDS_PER_CHUNK = 2_000;
 
 export class ReportingEndpoint {
-  private readonly prepared = new Map<string, Prepared>();
+  private readonly prepared = new Lru<string, Prepared>(512);
   private readonly rootValue: Record<string, unknown>;
 
   constructor(private readonly o: ReportingEndpointOptions) {
     this.rootValue = {
       sessions: (args: Record<string, unknown>, ctx: ExecContext, info: { fieldNodes: readonly FieldNode[]; path: { key: string | number } }) => {
-        const start = epochSecondsArg(args.start, 'start');
-        const end = epochSecondsArg(args.end, 'end');
-        this.checkSpan(start, end);
+        const [start, end] = this.span(args);
         let { selection, windowRecords } = this.resolveWindow(start, end);
         if (selection.count < windowRecords) ctx.fault = 'truncatedResults';
         if (this.o.dice.roll(this.o.faults().partialErrorRate)) {
@@ -117,15 +108,12 @@ export class ReportingEndpoint {
   async handle(request: ReportingRequest): Promise<Answer> {
     const prepared = this.prepare(request.query);
     if (prepared.errors) return jsonAnswer({ errors: prepared.errors }, 0);
-    const document = prepared.document as DocumentNode;
-    if (prepared.fast) {
-      const answer = this.fastPath(prepared.fast, request);
-      if (answer) return answer;
-    }
+    const answer = prepared.fast && this.fastPath(prepared.fast, request);
+    if (answer) return answer;
     const ctx: ExecContext = { extraErrors: [], records: 0 };
     const result = await execute({
       schema: this.o.schema,
-      document,
+      document: prepared.document,
       rootValue: this.rootValue,
       contextValue: ctx,
       variableValues: request.variables ?? undefined,
@@ -133,17 +121,12 @@ export class ReportingEndpoint {
     });
     for (const e of result.errors ?? []) if (e.originalError instanceof FieldFailure) ctx.fault ??= e.originalError.kind;
     const errors = [...(result.errors ?? []), ...ctx.extraErrors];
-    const body = errors.length ? { errors, data: result.data } : { data: result.data };
-    const answer = jsonAnswer(body, ctx.records);
-    if (ctx.fault) answer.fault = ctx.fault;
-    return answer;
+    return jsonAnswer(errors.length ? { errors, data: result.data } : { data: result.data }, ctx.records, ctx.fault);
   }
 
-  /** Parse and validate once per distinct query text. */
   private prepare(query: string): Prepared {
-    const cached = this.prepared.get(query);
-    if (cached) return cached;
-    let prepared: Prepared;
+    let prepared = this.prepared.get(query);
+    if (prepared) return prepared;
     try {
       const document = parse(query);
       const errors = validate(this.o.schema, document);
@@ -152,7 +135,6 @@ export class ReportingEndpoint {
       if (!(err instanceof GraphQLError)) throw err;
       prepared = { errors: [err] };
     }
-    if (this.prepared.size >= PREPARED_CACHE_SIZE) this.prepared.delete(this.prepared.keys().next().value as string);
     this.prepared.set(query, prepared);
     return prepared;
   }
@@ -172,68 +154,57 @@ export class ReportingEndpoint {
     } catch {
       return undefined;
     }
-
+    const errorOf = (message: string) => ({ message, locations: [plan.location], path: [plan.responseKey] });
     const fieldError = (err: unknown): Answer => {
       if (!(err instanceof GraphQLError)) throw err;
-      const body = { errors: [{ message: err.message, locations: [plan.location], path: [plan.responseKey] }], data: null };
-      const answer = jsonAnswer(body, 0);
-      if (err instanceof FieldFailure && err.kind) answer.fault = err.kind;
-      return answer;
+      return jsonAnswer({ errors: [errorOf(err.message)], data: null }, 0, err instanceof FieldFailure ? err.kind : undefined);
     };
 
     let start: number;
     let end: number;
     try {
-      start = epochSecondsArg(args.start, 'start');
-      end = epochSecondsArg(args.end, 'end');
-      this.checkSpan(start, end);
+      [start, end] = this.span(args);
     } catch (err) {
       return fieldError(err);
     }
-
     // Late or amended data changes an answer without the clock moving: no cached bodies while it is set.
     const late = this.o.faults();
     const cache = late.holdBack?.length || late.amend?.length ? undefined : this.o.bodyCache;
     const key = cache ? `${this.o.cachePrefix ?? ''}${request.query}\u0000${JSON.stringify(request.variables ?? null)}\u0000${request.operationName ?? ''}` : '';
-    const hit = cache?.get(key, this.o.store.now());
-    let selection: Selection | undefined;
-    let settled = false;
-    let windowRecords = 0;
+    let hit = cache?.get(key);
+    if (hit && !hit.settled && hit.now !== this.o.store.now()) {
+      cache?.delete(key);
+      hit = undefined;
+    }
+    let window: ReturnType<ReportingEndpoint['resolveWindow']> | undefined;
     if (!hit) {
       try {
-        ({ selection, settled, windowRecords } = this.resolveWindow(start, end));
+        window = this.resolveWindow(start, end);
       } catch (err) {
         return fieldError(err);
       }
     }
 
+    const prefix = `"data":{${JSON.stringify(plan.responseKey)}:[`;
     if (this.o.dice.roll(this.o.faults().partialErrorRate)) {
-      selection ??= this.resolveWindow(start, end).selection;
-      const partial = this.partial(selection);
-      const error = { message: partial.message, locations: [plan.location], path: [plan.responseKey] };
-      const prefix = `{"errors":[${JSON.stringify(error)}],"data":{${JSON.stringify(plan.responseKey)}:[`;
-      const answer = this.render(prefix, partial.selection, plan.project, ']}}');
-      answer.fault = 'partial';
-      return answer;
+      const partial = this.partial((window ?? this.resolveWindow(start, end)).selection);
+      return { ...this.render(`{"errors":[${JSON.stringify(errorOf(partial.message))}],${prefix}`, partial.selection, plan.project), fault: 'partial' };
     }
     if (hit) {
-      const answer: Answer = { status: 200, contentType: JSON_TYPE, chunks: hit.chunks, bytes: hit.bytes, records: hit.records };
-      if (hit.records < hit.windowRecords) {
-        this.o.countFault('truncatedResults');
-        answer.fault = 'truncatedResults';
-      }
-      return answer;
+      if (hit.fault) this.o.countFault('truncatedResults');
+      return hit;
     }
-    const chosen = selection as Selection;
-    const answer = this.render(`{"data":{${JSON.stringify(plan.responseKey)}:[`, chosen, plan.project, ']}}');
-    if (chosen.count < windowRecords) answer.fault = 'truncatedResults';
-    cache?.set(key, {
-      chunks: answer.chunks, bytes: answer.bytes, records: chosen.count, windowRecords, now: chosen.now, settled,
-    });
+    const { selection, windowRecords, settled } = window as NonNullable<typeof window>;
+    const answer = this.render(`{${prefix}`, selection, plan.project);
+    if (selection.count < windowRecords) answer.fault = 'truncatedResults';
+    if (cache && answer.bytes <= cache.maxCost) cache.set(key, { ...answer, now: selection.now, settled });
     return answer;
   }
 
-  private checkSpan(start: number, end: number): void {
+  /** The `start` and `end` arguments, with the span limit checked. */
+  private span(args: Record<string, unknown>): [number, number] {
+    const start = epochSecondsArg(args.start, 'start');
+    const end = epochSecondsArg(args.end, 'end');
     const max = this.o.faults().maxSpanSeconds;
     if (max !== undefined && end - start > max) {
       this.o.countFault('maxSpan');
@@ -242,6 +213,7 @@ export class ReportingEndpoint {
         'maxSpan',
       );
     }
+    return [start, end];
   }
 
   /** The window's records after maxResults and truncateResultsTo. */
@@ -274,8 +246,8 @@ export class ReportingEndpoint {
     };
   }
 
-  /** prefix, the selected records joined by commas, suffix; in chunks (a million records would not fit one string). */
-  private render(prefix: string, selection: Selection, project: Projector, suffix: string): Answer {
+  /** prefix, the selected records joined by commas, `]}}`; in chunks (a million records would not fit one string). */
+  private render(prefix: string, selection: Selection, project: Projector): Answer {
     const chunks: Buffer[] = [Buffer.from(prefix, 'utf8')];
     if (project === null) {
       // All fields in SDL order: slices of the days' pre-written text.
@@ -288,16 +260,16 @@ export class ReportingEndpoint {
         chunks.push(Buffer.from((i === 0 ? '' : ',') + json.slice(1, -1), 'utf8'));
       }
     }
-    chunks.push(Buffer.from(suffix, 'utf8'));
+    chunks.push(Buffer.from(']}}', 'utf8'));
     let bytes = 0;
     for (const c of chunks) bytes += c.length;
-    return { status: 200, contentType: JSON_TYPE, chunks, bytes, records: selection.count };
+    return { chunks, bytes, records: selection.count };
   }
 }
 
-function jsonAnswer(body: unknown, records: number): Answer {
+function jsonAnswer(body: unknown, records: number, fault?: FaultKind): Answer {
   const buf = Buffer.from(JSON.stringify(body), 'utf8');
-  return { status: 200, contentType: JSON_TYPE, chunks: [buf], bytes: buf.length, records };
+  return { chunks: [buf], bytes: buf.length, records, fault };
 }
 
 /**
@@ -336,56 +308,40 @@ const RECORD_KEYS: Record<string, readonly string[]> = {
   ExternalFields: EXTERNAL_FIELD_NAMES,
 };
 
-type Step =
-  | { key: string; kind: 'constant'; value: string }
-  | { key: string; kind: 'scalar'; name: string }
-  | { key: string; kind: 'object'; name: string; project: (o: Record<string, unknown>) => unknown };
-
 /** An object holding the selected fields only, in selection order (null where absent), as graphql-js returns them. */
 function compileProjection(
   selectionSet: SelectionSetNode, type: GraphQLObjectType,
 ): { identity: boolean; project: (o: Record<string, unknown>) => unknown } | undefined {
-  const steps: Step[] = [];
-  const seen = new Set<string>();
+  const steps: Array<[key: string, value: (o: Record<string, unknown>) => unknown]> = [];
   const fields = type.getFields();
-  let identity = true;
+  const own = RECORD_KEYS[type.name];
+  let identity = own?.length === selectionSet.selections.length;
   for (const sel of selectionSet.selections) {
     if (sel.kind !== Kind.FIELD || sel.directives?.length || sel.arguments?.length) return undefined;
     const key = sel.alias?.value ?? sel.name.value;
-    if (seen.has(key)) return undefined; // graphql-js would merge the two; not worth copying
-    seen.add(key);
+    if (steps.some(([k]) => k === key)) return undefined; // graphql-js would merge the two; not worth copying
     const name = sel.name.value;
-    if (key !== name) identity = false;
+    if (key !== name || own?.[steps.length] !== key) identity = false;
     if (name === '__typename') {
-      steps.push({ key, kind: 'constant', value: type.name });
+      steps.push([key, () => type.name]);
       identity = false;
       continue;
     }
     const def = fields[name];
     if (!def) return undefined;
     const named = getNamedType(def.type);
-    if (isObjectType(named)) {
-      if (!sel.selectionSet) return undefined;
-      const inner = compileProjection(sel.selectionSet, named);
-      if (!inner) return undefined;
-      if (!inner.identity) identity = false;
-      steps.push({ key, kind: 'object', name, project: inner.project });
-    } else {
-      steps.push({ key, kind: 'scalar', name });
+    if (!isObjectType(named)) {
+      steps.push([key, (o) => o[name] ?? null]);
+      continue;
     }
+    const inner = sel.selectionSet && compileProjection(sel.selectionSet, named);
+    if (!inner) return undefined;
+    if (!inner.identity) identity = false;
+    steps.push([key, (o) => (o[name] == null ? null : inner.project(o[name] as Record<string, unknown>))]);
   }
-  const own = RECORD_KEYS[type.name];
-  if (!own || own.length !== steps.length || steps.some((st, i) => st.key !== own[i])) identity = false;
   const project = (o: Record<string, unknown>): unknown => {
     const out: Record<string, unknown> = {};
-    for (const step of steps) {
-      if (step.kind === 'constant') {
-        out[step.key] = step.value;
-        continue;
-      }
-      const v = o[step.name];
-      out[step.key] = v === null || v === undefined ? null : step.kind === 'object' ? step.project(v as Record<string, unknown>) : v;
-    }
+    for (const [key, value] of steps) out[key] = value(o);
     return out;
   };
   return { identity, project };

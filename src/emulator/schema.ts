@@ -64,11 +64,8 @@ type ExternalFields {
 const schemas = new Map<ArgTypes, GraphQLSchema>();
 
 export function reportingSchema(argTypes: ArgTypes): GraphQLSchema {
-  let schema = schemas.get(argTypes);
-  if (!schema) {
-    schema = buildSchema(sdl(argTypes));
-    schemas.set(argTypes, schema);
-  }
+  const schema = schemas.get(argTypes) ?? buildSchema(sdl(argTypes));
+  schemas.set(argTypes, schema);
   return schema;
 }
 

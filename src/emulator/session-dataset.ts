@@ -1,16 +1,14 @@
 /**
- * The emulator's data: generated lazily day by day, cached in a small LRU, and shown as it looks at
- * the emulator's current "now" (sessions not started yet are hidden, sessions still running have
- * ended and duration null).
- *
- * A window is first chosen as a Selection (runs of record positions, no objects); it is then either
- * rendered straight from the days' pre-written JSON text (the pipeline's all-fields query) or turned
- * into objects (other selections, graphql-js execution, the test dataset).
+ * The emulator's data: generated lazily day by day, cached, and shown as at the emulator's "now"
+ * (sessions not started yet hidden, running ones with ended and duration null). A window is chosen
+ * as a Selection (runs of record positions), then rendered straight from the days' pre-written JSON
+ * text (the pipeline's all-fields query) or turned into objects (anything else).
  */
 import type { SessionRecord } from '../schema/session-fields.js';
 import { DAY_SECONDS, MAX_DURATION_SECONDS, generateDay, type GeneratedDay, type LongNotes } from './generate-day.js';
 import { SessionIdCodec } from './session-ids.js';
 import { amendedView, heldMask, type LateDataView } from './late-data.js';
+import { Lru } from './lru.js';
 
 export type WindowRule = 'closed' | 'half-open' | 'overlap';
 
@@ -19,60 +17,28 @@ export interface SessionDatasetOptions {
   /** Keys the session ids; default `seed`. */
   idSeed?: number;
   sessionsPerDay: number;
-  /** Long case notes (generate-day.ts); default: the short ones. */
   longNotes?: LongNotes;
-  /** First instant with data (epoch seconds, inclusive). */
+  /** The data's instants, [from, to) in epoch seconds; `to` undefined: data runs up to "now". */
   from: number;
-  /** End of data (epoch seconds, exclusive); undefined: data runs up to "now". */
   to: number | undefined;
-  /** The emulator's idea of now, in whole epoch seconds. */
   now: () => number;
-  /** How many generated days to keep (when no shared `dayCache` is given). */
+  /** How many generated days to keep (when no shared `dayCache` is given); default 64. */
   cacheDays?: number;
   /** The account's name: keys the session ids (see session-ids.ts) and this dataset's entries in `dayCache`. */
   scope?: string;
-  /** A cache shared by several datasets (one per account), bounded in bytes over all of them. */
   dayCache?: SharedDayCache;
   /** Sessions held back or amended now (late-data.ts); read once per selection. */
   lateData?: () => LateDataView | undefined;
 }
 
 /**
- * Generated days of several datasets in one LRU bounded by an estimate of their memory (the text,
- * plus the objects once parsed), so 200 accounts cost no more than one busy account.
+ * Generated days of several datasets in one LRU bounded by an estimate of their memory, so 200
+ * accounts cost no more than one busy account. Parsed objects take about three times the text:
+ * they are counted from the start.
  */
-export class SharedDayCache {
-  private readonly entries = new Map<string, { entry: DayEntry; cost: number }>();
-  private bytes = 0;
-
-  constructor(readonly maxBytes: number) {}
-
-  get(key: string): DayEntry | undefined {
-    const hit = this.entries.get(key);
-    if (!hit) return undefined;
-    this.entries.delete(key);
-    this.entries.set(key, hit);
-    return hit.entry;
-  }
-
-  set(key: string, entry: DayEntry): void {
-    // Parsed objects take about three times the text; count them from the start.
-    const cost = entry.gen.text.length * 4 + entry.gen.count * 16;
-    const old = this.entries.get(key);
-    if (old) this.bytes -= old.cost;
-    this.entries.delete(key);
-    this.entries.set(key, { entry, cost });
-    this.bytes += cost;
-    for (const [k, v] of this.entries) {
-      if (this.bytes <= this.maxBytes || k === key) break;
-      this.entries.delete(k);
-      this.bytes -= v.cost;
-    }
-  }
-
-  /** Days held, over every dataset (for tests). */
-  get size(): number {
-    return this.entries.size;
+export class SharedDayCache extends Lru<string, DayEntry> {
+  constructor(maxBytes: number) {
+    super(maxBytes, (entry) => entry.gen.text.length * 4 + entry.gen.count * 16);
   }
 }
 
@@ -92,16 +58,10 @@ interface Part {
   amended?: boolean;
 }
 
-/** The records a window returns, in order, as positions in the cached days. */
+/** The records a window returns, in order, as positions in the cached days, at the "now" it was made at. */
 export class Selection {
-  constructor(
-    readonly parts: readonly Part[],
-    readonly count: number,
-    /** The "now" the selection was made at. */
-    readonly now: number,
-  ) {}
+  constructor(readonly parts: readonly Part[], readonly count: number, readonly now: number) {}
 
-  /** The first `n` records. */
   take(n: number): Selection {
     if (n >= this.count) return this;
     const parts: Part[] = [];
@@ -117,15 +77,14 @@ export class Selection {
 }
 
 export class SessionDataset {
-  private readonly days = new Map<number, DayEntry>();
   private readonly ids: SessionIdCodec;
-  private readonly cacheDays: number;
+  private readonly days: Lru<string, DayEntry>;
   /** Held-back masks by day and share (late-data.ts). */
-  private readonly masks = new Map<string, Uint8Array>();
+  private readonly masks = new Lru<string, Uint8Array>(64);
 
   constructor(private readonly options: SessionDatasetOptions) {
     this.ids = new SessionIdCodec(options.idSeed ?? options.seed, options.scope);
-    this.cacheDays = options.cacheDays ?? 64;
+    this.days = options.dayCache ?? new Lru(options.cacheDays ?? 64);
   }
 
   now(): number {
@@ -151,11 +110,7 @@ export class SessionDataset {
     const out: SessionRecord[] = [];
     for (const p of selection.parts) {
       const all = this.objects(p.day);
-      for (let i = p.from; i < p.to; i++) {
-        const r = all[i] as SessionRecord;
-        const shown = p.amended ? amendedView(r) : r;
-        out.push(p.running ? runningView(shown) : shown);
-      }
+      for (let i = p.from; i < p.to; i++) out.push(shown(all[i] as SessionRecord, p.running, p.amended));
     }
     return out;
   }
@@ -169,9 +124,7 @@ export class SessionDataset {
     for (const p of selection.parts) {
       if (out.length > 0) out.push(COMMA);
       if (p.running || p.amended) {
-        const r = this.objects(p.day)[p.from] as SessionRecord;
-        const shown = p.amended ? amendedView(r) : r;
-        out.push(Buffer.from(JSON.stringify(p.running ? runningView(shown) : shown), 'utf8'));
+        out.push(Buffer.from(JSON.stringify(shown(this.objects(p.day)[p.from] as SessionRecord, p.running, p.amended)), 'utf8'));
       } else {
         const { text, offsets } = p.day.gen;
         out.push(text.subarray(offsets[p.from] as number, (offsets[p.to] as number) - 1));
@@ -202,8 +155,7 @@ export class SessionDataset {
     const late = this.options.lateData?.();
     const held = late?.held.get(key.day);
     if (held !== undefined && this.mask(this.day(key.day), key.day, held)[at]) return undefined;
-    const shown = at < (late?.amended.get(key.day) ?? 0) ? amendedView(found) : found;
-    return (shown.ended as number) > now ? runningView(shown) : shown;
+    return shown(found, (found.ended as number) > now, at < (late?.amended.get(key.day) ?? 0));
   }
 
   byId(id: string): SessionRecord | undefined {
@@ -249,7 +201,6 @@ export class SessionDataset {
     let m = this.masks.get(key);
     if (!m) {
       m = heldMask(this.options.seed, d, entry.gen.count, share);
-      if (this.masks.size >= 64) this.masks.delete(this.masks.keys().next().value as string);
       this.masks.set(key, m);
     }
     return m;
@@ -261,32 +212,24 @@ export class SessionDataset {
   }
 
   private day(d: number): DayEntry {
-    const shared = this.options.dayCache;
-    if (shared) {
-      const key = `${this.options.scope ?? ''}\u0000${d}`;
-      const hit = shared.get(key);
-      if (hit) return hit;
-      const made = { gen: generateDay({ seed: this.options.seed, sessionsPerDay: this.options.sessionsPerDay, ids: this.ids }, d) };
-      shared.set(key, made);
-      return made;
+    const { seed, sessionsPerDay, longNotes, scope, dayCache } = this.options;
+    const key = `${scope ?? ''}\u0000${d}`;
+    let entry = this.days.get(key);
+    if (!entry) {
+      // Only a dataset with its own cache has long notes: a shared one (several accounts) never had them.
+      entry = { gen: generateDay({ seed, sessionsPerDay, ids: this.ids, ...(longNotes && !dayCache ? { longNotes } : {}) }, d) };
+      this.days.set(key, entry);
     }
-    const cached = this.days.get(d);
-    if (cached) {
-      this.days.delete(d);
-      this.days.set(d, cached);
-      return cached;
-    }
-    const made = { gen: generateDay({ seed: this.options.seed, sessionsPerDay: this.options.sessionsPerDay, ids: this.ids, ...(this.options.longNotes ? { longNotes: this.options.longNotes } : {}) }, d) };
-    this.days.set(d, made);
-    if (this.days.size > this.cacheDays) this.days.delete(this.days.keys().next().value as number);
-    return made;
+    return entry;
   }
 }
 
 const COMMA = Buffer.from(',');
 
-function runningView(r: SessionRecord): SessionRecord {
-  return { ...r, ended: null, duration: null };
+/** The record as shown: amended after the fact, and with ended and duration null while running. */
+function shown(r: SessionRecord, running: boolean, amended: boolean | undefined): SessionRecord {
+  const s = amended ? amendedView(r) : r;
+  return running ? { ...s, ended: null, duration: null } : s;
 }
 
 function lowerBound(values: Int32Array, t: number): number {
@@ -300,7 +243,7 @@ function lowerBound(values: Int32Array, t: number): number {
   return lo;
 }
 
-export function cloneRecord(r: SessionRecord): SessionRecord {
+function cloneRecord(r: SessionRecord): SessionRecord {
   return {
     ...r,
     agent: r.agent ? { ...r.agent } : r.agent,

@@ -1,15 +1,10 @@
 /**
- * Deterministic session UUIDs that look random but can be decoded back to (day, index).
- *
- * Why: `session(id:)` and `dataset.byId()` must find a record without scanning every day, and two
- * sessions must never share an id. The (day, index) pair is run through a keyed Feistel network
- * (a bijection on 64 bits, so distinct pairs give distinct ciphertexts) and the 64-bit ciphertext
- * is spread over the UUID around the version and variant nibbles of an RFC 9562 version-4 UUID.
- * The other 58 bits are a hash of the ciphertext, checked on decode.
- *
- * With several accounts each account's codec is also keyed by its name (`scope`): the same (day,
- * index) gives unrelated ids in two accounts, and an id of one account does not decode in another
- * (the 58 checked bits differ), so ids never collide across accounts in practice.
+ * Deterministic session UUIDs that look random but decode back to (day, index), so `session(id:)`
+ * and `dataset.byId()` find a record without a scan, and two sessions never share an id: (day, index)
+ * goes through a keyed Feistel network (a bijection on 64 bits) and the ciphertext is spread around
+ * the version and variant nibbles of an RFC 9562 version-4 UUID; the other 58 bits are a hash of it,
+ * checked on decode. Keyed by the account's name too (`scope`), an id of one account does not decode
+ * in another.
  */
 import { hash32, mix32 } from './prng.js';
 
@@ -19,7 +14,7 @@ export class SessionIdCodec {
   private readonly keys: number[];
   private readonly fillerKey: number;
 
-  /** `scope`: the account name, if any (without one, the single-account ids of earlier versions). */
+  /** Without `scope` (an account name): the single-account ids of earlier versions. */
   constructor(seed: number, scope?: string) {
     const extra = scope === undefined ? [] : [0x5c0e, ...Array.from(scope, (c) => c.codePointAt(0) as number)];
     this.keys = Array.from({ length: ROUNDS }, (_, i) => hash32(seed, 0x5e55, i, ...extra));

@@ -5,18 +5,18 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listen } from '../util/listen.js';
-import { BodyCache } from './body-cache.js';
+import { Lru } from './lru.js';
 import { FAULT_KINDS, FaultDice, RateLimiter, validateFaults, type FaultKind } from './faults.js';
 import { DAY_SECONDS } from './generate-day.js';
 import { handleInterfaceRequest, type InterfaceContext } from './interface/index.js';
 import {
   ARG_TYPES, DEFAULT_EMULATOR_API_KEY, DRAWN_FAULT_KINDS, WINDOW_RULES,
-  type Emulator, type EmulatorAccount, type EmulatorAccountStats, type EmulatorAccountView, type EmulatorDataset,
+  type Emulator, type EmulatorAccount, type EmulatorAccountStats, type EmulatorAccountView,
   type EmulatorFaults, type EmulatorOptions, type EmulatorStats,
 } from './options.js';
 import { accountOverrides, accountSeed, checkAccounts, MAX_INSTANT } from './accounts.js';
-import { ReportingEndpoint, type Answer } from './reporting-endpoint.js';
-import { cutInHalf, MAX_BODY_BYTES, parseRequest, pathnameOf, readBody, sendChunks, sendJson, sendServerError, sendTooMany, setRateLimitHeaders } from './http-answers.js';
+import { ReportingEndpoint, type Answer, type CachedAnswer } from './reporting-endpoint.js';
+import { cutInHalf, MAX_BODY_BYTES, parseRequest, readBody, sendChunks, sendJson, sendServerError, sendTooMany, setRateLimitHeaders } from './http-answers.js';
 import { reportingSchema, type ArgTypes } from './schema.js';
 import { SessionDataset, SharedDayCache, type WindowRule } from './session-dataset.js';
 import { lateDataView } from './late-data.js';
@@ -27,38 +27,31 @@ const DEFAULT_CACHE_BYTES = 1 << 30;
 /** Generated days kept over all accounts (an estimate: text plus parsed objects), about 64 busy days' worth. */
 const SHARED_DAY_CACHE_BYTES = 256 << 20;
 
-/** One account: its key, data, quota, faults, dice and counters. Without `accounts` there is one, unnamed. */
+/** One account (without `accounts` there is one, unnamed): its key, data, faults, dice and counters. */
 interface Tenant {
-  name?: string;
-  apiKey: string;
-  revoked: boolean;
+  view: EmulatorAccountView;
   /** The account's own settings, laid over the emulator's faults. */
   overrides: EmulatorFaults;
   faults: EmulatorFaults;
   limiter: RateLimiter | undefined;
   /** Reporting requests of this account not yet answered (the concurrency limit counts these). */
   inFlight: number;
-  seed: number;
-  store: SessionDataset;
+  /** Reporting requests of this account since its faults were set (late data is released by them). */
+  lateRequests: number;
   endpoint: ReportingEndpoint;
   stats: EmulatorAccountStats;
   /** Seeded by the account's seed: its fault sequence does not depend on the other accounts' requests. */
   dice: FaultDice;
-  /** Reporting requests of this account since its faults were set (late data is released by them). */
-  lateRequests: number;
   countFault: (kind: FaultKind) => void;
 }
 
 /** Starts the emulator on loopback (port 0 unless told) and resolves once it listens. */
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
-  const seed = options.seed ?? 1;
+  const { seed = 1, windowRule = 'closed', argTypes = 'Int!', sessionsPerDay = 200 } = options;
   const multi = options.accounts !== undefined;
   if (multi && options.apiKey !== undefined) throw new RangeError('apiKey and accounts cannot be combined: give each account its own apiKey');
   const apiKey = options.apiKey ?? DEFAULT_EMULATOR_API_KEY;
-  const windowRule = options.windowRule ?? 'closed';
-  const argTypes = options.argTypes ?? 'Int!';
-  const sessionsPerDay = options.sessionsPerDay ?? 200;
-  checkOptions(options, { seed, windowRule, argTypes, sessionsPerDay, apiKey });
+  checkOptions(options, seed, windowRule, argTypes, sessionsPerDay, apiKey);
   if (multi) checkAccounts(options.accounts);
 
   let pinnedNow = options.now === undefined ? undefined : Math.floor(options.now);
@@ -72,10 +65,11 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   let baseFaults: EmulatorFaults = { ...options.faults };
   validateFaults(baseFaults);
   const bodyCache = options.cacheBodies
-    ? new BodyCache(typeof options.cacheBodies === 'object' ? options.cacheBodies.maxBytes : DEFAULT_CACHE_BYTES)
+    ? new Lru<string, CachedAnswer>(typeof options.cacheBodies === 'object' ? options.cacheBodies.maxBytes : DEFAULT_CACHE_BYTES, (a) => a.bytes)
     : undefined;
   let stats = emptyStats(0);
   const schema = reportingSchema(argTypes);
+  const sharedDays = multi ? new SharedDayCache(SHARED_DAY_CACHE_BYTES) : undefined;
 
   const makeTenant = (a: EmulatorAccount | undefined): Tenant => {
     const tenantSeed = a ? a.seed ?? accountSeed(seed, a.name) : seed;
@@ -85,52 +79,38 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const overrides = a ? accountOverrides(a) : {};
     const faults = mergedFaults(baseFaults, overrides, a?.name);
     const store = new SessionDataset({
-      seed: tenantSeed, sessionsPerDay: a?.sessionsPerDay ?? sessionsPerDay, from: tenantFrom, to: tenantTo, now: clock,
+      seed: tenantSeed, sessionsPerDay: a?.sessionsPerDay ?? sessionsPerDay, from: tenantFrom, to: tenantTo, now: clock, longNotes,
       lateData: () => lateDataView(tenant.faults.holdBack, tenant.faults.amend, clock(), tenant.lateRequests),
       ...(a ? { idSeed: seed, scope: a.name, dayCache: sharedDays } : {}),
-      ...(longNotes ? { longNotes } : {}),
     });
-    const tenantStats = emptyAccountStats();
     const dice = new FaultDice(tenantSeed);
-    const tenantCountFault = (kind: FaultKind): void => {
-      countFault(kind);
-      if (a) tenantStats.faults[kind] = (tenantStats.faults[kind] ?? 0) + 1;
+    const countFault = (kind: FaultKind): void => {
+      stats.faults[kind] = (stats.faults[kind] ?? 0) + 1;
+      if (a) tenant.stats.faults[kind] = (tenant.stats.faults[kind] ?? 0) + 1;
+    };
+    const endpoint = new ReportingEndpoint({
+      schema, store, windowRule, faults: () => tenant.faults, dice, countFault, bodyCache, cachePrefix: a && `${a.name}\u0000`,
+    });
+    const view: EmulatorAccountView = {
+      name: a?.name as string, apiKey: a ? a.apiKey : apiKey, revoked: a?.revoked ?? false, seed: tenantSeed,
+      dataset: { sessionsStartedIn: (start, end) => store.sessionsStartedIn(start, end), byId: (id) => store.byId(id) },
     };
     const tenant: Tenant = {
-      ...(a ? { name: a.name } : {}),
-      apiKey: a ? a.apiKey : apiKey,
-      revoked: a?.revoked ?? false,
-      overrides,
-      faults,
-      limiter: limiterOf(faults),
-      inFlight: 0,
-      seed: tenantSeed,
-      store,
-      stats: tenantStats,
-      dice,
-      lateRequests: 0,
-      countFault: tenantCountFault,
-      endpoint: undefined as unknown as ReportingEndpoint,
+      view, overrides, faults, limiter: limiterOf(faults),
+      inFlight: 0, lateRequests: 0, stats: emptyStats(),
+      endpoint, dice, countFault,
     };
-    tenant.endpoint = new ReportingEndpoint({
-      schema, store, windowRule, faults: () => tenant.faults, dice, countFault: tenantCountFault, bodyCache,
-      ...(a ? { cachePrefix: `${a.name}\u0000` } : {}),
-    });
     return tenant;
   };
-  const countFault = (kind: FaultKind): void => {
-    stats.faults[kind] = (stats.faults[kind] ?? 0) + 1;
-  };
-  const sharedDays = multi ? new SharedDayCache(SHARED_DAY_CACHE_BYTES) : undefined;
   const tenants = multi ? (options.accounts as EmulatorAccount[]).map(makeTenant) : [makeTenant(undefined)];
-  const byKey = new Map(tenants.map((t) => [t.apiKey, t]));
+  const byKey = new Map(tenants.map((t) => [t.view.apiKey, t]));
   const first = tenants[0] as Tenant;
   const interfaceContext: InterfaceContext = { now: clock, options: options.interface };
   const log = options.log;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const began = performance.now();
-    const path = pathnameOf(req.url);
+    const path = (req.url ?? '/').split('?', 1)[0] as string;
     let outcome = '';
     const authorization = req.headers.authorization;
     // Whose request this is, for its latency, in-flight count and statistics (before the key is judged).
@@ -143,10 +123,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     res.on('close', () => {
       stats.inFlight--;
       if (res.writableFinished) {
-        stats.byStatus[res.statusCode] = (stats.byStatus[res.statusCode] ?? 0) + 1;
-        if (ownStats) ownStats.byStatus[res.statusCode] = (ownStats.byStatus[res.statusCode] ?? 0) + 1;
+        for (const s of ownStats ? [stats, ownStats] : [stats]) s.byStatus[res.statusCode] = (s.byStatus[res.statusCode] ?? 0) + 1;
       }
-      const who = multi ? ` account=${owner?.name ?? '-'}` : '';
+      const who = multi ? ` account=${owner?.view.name ?? '-'}` : '';
       log?.(`${req.method} ${path} ${res.writableFinished ? res.statusCode : 'reset'} ${Math.round(performance.now() - began)}ms${who}${outcome}`);
     });
 
@@ -172,10 +151,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     }
 
     const tenant = authorization === undefined ? undefined : byKey.get(authorization);
-    if (!tenant || tenant.revoked) {
+    if (!tenant || tenant.view.revoked) {
       const message = !authorization
         ? 'Missing API key: send the reporting API key as the whole Authorization header value.'
-        : tenant?.revoked
+        : tenant?.view.revoked
           ? 'This API key has been revoked.'
           : /^bearer\s/i.test(authorization)
             ? 'OAuth access tokens are not accepted on the reporting endpoint; send a reporting API key as the whole Authorization header value.'
@@ -184,38 +163,37 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     }
     const { limiter, endpoint, dice } = tenant;
     tenant.lateRequests++;
+    const inject = (kind: FaultKind, note = ''): void => {
+      tenant.countFault(kind);
+      outcome += ` fault=${kind}${note}`;
+    };
 
     const nowMs = Date.now();
     if (faults.concurrencyLimit !== undefined && tenant.inFlight > faults.concurrencyLimit) {
-      tenant.countFault('rateLimited');
-      outcome = ' fault=rateLimited(concurrency)';
+      inject('rateLimited', '(concurrency)');
       return sendTooMany(res, 1, nowMs + 1_000, `At most ${faults.concurrencyLimit} requests may be in flight at once; retry after 1 s.`, faults.retryAfterFormat);
     }
     const retryAfter = limiter?.take(nowMs);
     const quota = limiter && (faults.rateLimitHeaders || retryAfter !== undefined) ? limiter.state(nowMs) : undefined;
     if (quota && faults.rateLimitHeaders) setRateLimitHeaders(res, faults.rateLimitHeaders, quota);
     if (retryAfter !== undefined) {
-      tenant.countFault('rateLimited');
-      outcome = ' fault=rateLimited';
+      inject('rateLimited');
       return sendTooMany(res, retryAfter, (quota as { resetAtMs: number }).resetAtMs, `Rate limit of ${faults.rateLimitRps ?? 'the schedule\'s'} requests per second exceeded; retry after ${retryAfter} s.`, faults.retryAfterFormat);
     }
     // One fault drawn among faultKinds (at most one per request), on top of the per-kind rates.
     const drawn = dice.roll(faults.faultRate) ? dice.pick(faults.faultKinds?.length ? faults.faultKinds : DRAWN_FAULT_KINDS) : undefined;
     if (drawn === 'rateLimited') {
-      tenant.countFault('rateLimited');
-      outcome = ' fault=rateLimited(stray)';
+      inject('rateLimited', '(stray)');
       return sendTooMany(res, 1, nowMs + 1_000, 'Too many requests; retry after 1 s.', faults.retryAfterFormat);
     }
     if (drawn === 'reset' || dice.roll(faults.resetRate)) {
-      tenant.countFault('reset');
-      outcome = ' fault=reset';
+      inject('reset');
       req.socket.destroy();
       return;
     }
     if (drawn === 'serverError' || dice.roll(faults.serverErrorRate)) {
-      tenant.countFault('serverError');
-      outcome = ' fault=serverError';
-      return sendServerError(res, dice.serverErrorStatus());
+      inject('serverError');
+      return sendServerError(res, dice.pick([500, 502, 503] as const));
     }
 
     const request = parseRequest(body);
@@ -229,13 +207,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     }
     outcome = ` records=${answer.records}${answer.fault ? ` fault=${answer.fault}` : ''}`;
     if (drawn === 'truncate' || dice.roll(faults.truncateRate)) {
-      tenant.countFault('truncate');
-      outcome += ' fault=truncate';
-      return sendChunks(res, answer.status, answer.contentType, cutInHalf(answer.chunks, answer.bytes));
+      inject('truncate');
+      return sendChunks(res, 200, cutInHalf(answer.chunks, answer.bytes));
     }
     stats.recordsServed += answer.records;
     if (ownStats) ownStats.recordsServed += answer.records;
-    sendChunks(res, answer.status, answer.contentType, answer.chunks);
+    sendChunks(res, 200, answer.chunks);
   }
 
   const server = createServer((req, res) => {
@@ -252,14 +229,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   server.on('clientError', (_err, socket) => socket.destroy());
   const url = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
 
-  const accountViews: EmulatorAccountView[] = tenants.filter((t) => t.name !== undefined).map((t) => ({
-    name: t.name as string, apiKey: t.apiKey, revoked: t.revoked, seed: t.seed, dataset: datasetOf(t.store),
-  }));
+  const accountViews = multi ? tenants.map((t) => t.view) : [];
   let closing: Promise<void> | undefined;
   return {
     url,
-    apiKey: first.apiKey,
-    accounts: multi ? accountViews : [],
+    apiKey: first.view.apiKey,
+    accounts: accountViews,
     account(name) {
       const found = accountViews.find((a) => a.name === name);
       if (!found) throw new RangeError(`no account named ${JSON.stringify(name)}${multi ? '' : ' (the emulator was started without accounts)'}`);
@@ -273,22 +248,17 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       return closing;
     },
     stats() {
-      const copy: EmulatorStats = { ...stats, byStatus: { ...stats.byStatus }, faults: { ...stats.faults } };
-      if (multi) {
-        copy.accounts = Object.fromEntries(tenants.map((t) => [
-          t.name as string,
-          { ...t.stats, byStatus: { ...t.stats.byStatus }, faults: { ...t.stats.faults } },
-        ]));
-      }
+      const copy: EmulatorStats = copyStats(stats);
+      if (multi) copy.accounts = Object.fromEntries(tenants.map((t) => [t.view.name, copyStats(t.stats)]));
       return copy;
     },
     resetStats() {
       stats = emptyStats(stats.inFlight);
-      for (const t of tenants) Object.assign(t.stats, emptyAccountStats());
+      for (const t of tenants) Object.assign(t.stats, emptyStats());
     },
     setFaults(f) {
       validateFaults(f);
-      const merged = tenants.map((t) => mergedFaults(f, t.overrides, t.name));
+      const merged = tenants.map((t) => mergedFaults(f, t.overrides, t.view.name));
       baseFaults = { ...f };
       tenants.forEach((t, i) => {
         t.faults = merged[i] as EmulatorFaults;
@@ -302,14 +272,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       pinnedNow = Math.floor(nowSeconds);
       bodyCache?.clear();
     },
-    dataset: datasetOf(first.store),
-  };
-}
-
-function datasetOf(store: SessionDataset): EmulatorDataset {
-  return {
-    sessionsStartedIn: (start, end) => store.sessionsStartedIn(start, end),
-    byId: (id) => store.byId(id),
+    dataset: first.view.dataset,
   };
 }
 
@@ -325,30 +288,18 @@ function mergedFaults(base: EmulatorFaults, overrides: EmulatorFaults, name: str
   return merged;
 }
 
-function emptyAccountStats(): EmulatorAccountStats {
-  return { requests: 0, byStatus: {}, faults: Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])), recordsServed: 0 };
-}
-
 /** The quota of these settings, if any: fixed, scheduled, shared with another client. */
 function limiterOf(f: EmulatorFaults): RateLimiter | undefined {
   const rps = f.rateLimitRps ?? f.rateLimitSchedule?.[0]?.rps;
-  if (rps === undefined) return undefined;
-  return new RateLimiter({
-    rps,
-    ...(f.rateLimitSchedule ? { schedule: f.rateLimitSchedule } : {}),
-    ...(f.sharedQuotaSchedule ? { others: f.sharedQuotaSchedule } : {}),
-  });
+  return rps === undefined ? undefined : new RateLimiter({ rps, schedule: f.rateLimitSchedule, others: f.sharedQuotaSchedule });
 }
 
-function checkOptions(
-  o: EmulatorOptions,
-  v: { seed: number; windowRule: string; argTypes: string; sessionsPerDay: number; apiKey: string },
-): void {
-  if (!Number.isSafeInteger(v.seed)) throw new RangeError(`seed must be an integer; got ${v.seed}`);
-  if (!WINDOW_RULES.includes(v.windowRule as WindowRule)) throw new RangeError(`windowRule must be one of ${WINDOW_RULES.join(', ')}; got ${v.windowRule}`);
-  if (!ARG_TYPES.includes(v.argTypes as ArgTypes)) throw new RangeError(`argTypes must be one of ${ARG_TYPES.join(', ')}; got ${v.argTypes}`);
-  if (!(Number.isFinite(v.sessionsPerDay) && v.sessionsPerDay >= 0)) throw new RangeError(`sessionsPerDay must be a non-negative number; got ${v.sessionsPerDay}`);
-  if (!v.apiKey) throw new RangeError('apiKey must not be empty');
+function checkOptions(o: EmulatorOptions, seed: number, windowRule: string, argTypes: string, sessionsPerDay: number, apiKey: string): void {
+  if (!Number.isSafeInteger(seed)) throw new RangeError(`seed must be an integer; got ${seed}`);
+  if (!WINDOW_RULES.includes(windowRule as WindowRule)) throw new RangeError(`windowRule must be one of ${WINDOW_RULES.join(', ')}; got ${windowRule}`);
+  if (!ARG_TYPES.includes(argTypes as ArgTypes)) throw new RangeError(`argTypes must be one of ${ARG_TYPES.join(', ')}; got ${argTypes}`);
+  if (!(Number.isFinite(sessionsPerDay) && sessionsPerDay >= 0)) throw new RangeError(`sessionsPerDay must be a non-negative number; got ${sessionsPerDay}`);
+  if (!apiKey) throw new RangeError('apiKey must not be empty');
   for (const k of ['from', 'to', 'now'] as const) {
     const t = o[k];
     if (t !== undefined && !(Number.isFinite(t) && t >= 0 && t <= MAX_INSTANT)) {
@@ -357,13 +308,15 @@ function checkOptions(
   }
 }
 
-function emptyStats(inFlight: number): EmulatorStats {
-  return {
-    requests: 0,
-    byStatus: {},
-    faults: Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])),
-    inFlight,
-    maxInFlight: inFlight,
-    recordsServed: 0,
-  };
+/** Zeroed figures; with `inFlight` the emulator's (its key order is the one `stats()` prints). */
+function emptyStats(): EmulatorAccountStats;
+function emptyStats(inFlight: number): EmulatorStats;
+function emptyStats(inFlight?: number): EmulatorAccountStats {
+  const faults = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0]));
+  if (inFlight === undefined) return { requests: 0, byStatus: {}, faults, recordsServed: 0 };
+  return { requests: 0, byStatus: {}, faults, inFlight, maxInFlight: inFlight, recordsServed: 0 } as EmulatorStats;
+}
+
+function copyStats<S extends EmulatorAccountStats>(s: S): S {
+  return { ...s, byStatus: { ...s.byStatus }, faults: { ...s.faults } };
 }

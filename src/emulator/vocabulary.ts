@@ -4,33 +4,19 @@
  * backslashes, empty strings) so that every stage from JSON to CSV/Parquet gets exercised.
  */
 
-export interface AgentProfile {
-  readonly id: string;
-  readonly name: string;
-  readonly email: string | null;
-  readonly groupIndex: number;
-}
-
-export interface GroupProfile {
-  readonly id: number;
-  /** Index into COMPANY_IDS. */
-  readonly company: number;
-  /** The office NAT address most of the group's sessions come from. */
-  readonly officeIp: string;
-}
-
 /** Owning companies; the third keeps a leading zero on purpose. */
 export const COMPANY_IDS = ['7395012', '7395013', '0048211', '8120004'] as const;
 export const COMPANY_WEIGHTS = [0.6, 0.22, 0.12, 0.06] as const;
 
-export const GROUPS: readonly GroupProfile[] = [
+/** Agent groups: `company` indexes COMPANY_IDS, `officeIp` is the office NAT address most of their sessions come from. */
+export const GROUPS = [
   { id: 1201, company: 0, officeIp: '198.51.100.17' },
   { id: 1202, company: 0, officeIp: '198.51.100.18' },
   { id: 1305, company: 0, officeIp: '2001:db8:4a1::12' },
   { id: 1410, company: 1, officeIp: '203.0.113.40' },
   { id: 2001, company: 2, officeIp: '192.0.2.201' },
   { id: 2002, company: 3, officeIp: '2001:db8:77:1::5' },
-];
+] as const;
 
 const AGENT_NAMES: ReadonlyArray<readonly [name: string, email: string | null]> = [
   ['Anna Schmidt', 'anna.schmidt@example.com'],
@@ -71,7 +57,7 @@ const AGENT_NAMES: ReadonlyArray<readonly [name: string, email: string | null]> 
   ['Léa Girard', 'lea.girard@example.fr'],
 ];
 
-export const AGENTS: readonly AgentProfile[] = AGENT_NAMES.map(([name, email], i) => ({
+export const AGENTS = AGENT_NAMES.map(([name, email], i) => ({
   id: String(5_500_000 + ((i * 7_919) % 99_991)),
   name,
   email,
@@ -153,13 +139,7 @@ export const HOUR_WEIGHTS = [
 /** Relative volume per weekday, Sunday first; averages to 1 over a week. */
 export const WEEKDAY_WEIGHTS = [0.25, 1.3, 1.3, 1.3, 1.3, 1.3, 0.25] as const;
 
-/**
- * Pieces of the long case notes (`longNotes`): what agents paste into `externalFields.notes` —
- * quotes, backslashes (Windows paths, a trailing one, a written-out `\u` escape), newlines, tabs,
- * control characters (NUL, bell, escape sequences, DEL, NEL), line and paragraph separators, a BOM,
- * accents, combining marks, right-to-left and CJK text, and emoji outside the BMP (surrogate pairs,
- * skin tones, ZWJ families, flags). A note is a run of these, 1–2 KB of UTF-8.
- */
+/** Pieces of the long case notes (`longNotes`, docs/emulator.md): what agents paste; a note is a run of these, 1–2 KB of UTF-8. */
 export const LONG_NOTE_PIECES = [
   'Customer said "it crashed again" right after the update; asked for a "full" refund. ',
   'Path: C:\\Program Files\\Vendor\\app.exe, key HKLM\\Software\\Vendor\\Settings\\ ',

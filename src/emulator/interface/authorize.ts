@@ -22,47 +22,36 @@ export function handleAuthorize(res: ServerResponse, url: URL, state: InterfaceS
   else variant = q.has('response_type') ? 'current' : 'oldest';
 
   const o = state.options;
-  if (q.get('client_id') !== o.clientId) {
-    // Never redirect for an unknown client: its redirect_uri is not to be trusted.
-    return sendText(res, 400, 'unauthorized_client: unknown client_id');
-  }
+  // Never redirect for an unknown client: its redirect_uri is not to be trusted.
+  if (q.get('client_id') !== o.clientId) return sendText(res, 400, 'unauthorized_client: unknown client_id');
   const givenRedirect = q.get('redirect_uri') ?? undefined;
   const target = givenRedirect ?? o.registeredRedirectUri;
   if (!target) return sendText(res, 400, 'invalid_request: redirect_uri is required (no redirect address is registered)');
-  let targetUrl: URL;
-  try {
-    targetUrl = new URL(target);
-  } catch {
-    return sendText(res, 400, 'invalid_request: redirect_uri is not a URL');
-  }
+  if (!URL.canParse(target)) return sendText(res, 400, 'invalid_request: redirect_uri is not a URL');
+  const targetUrl = new URL(target);
   const responseType = variant === 'oldest' ? 'code' : q.get('response_type');
   const appState = q.get('state');
   const scope = variant === 'current' || variant === 'former-provider' ? (q.get('scope') ?? '') : '';
+  const send = (params: Record<string, unknown>, inFragment = false): void => {
+    const p = inFragment ? new URLSearchParams() : targetUrl.searchParams;
+    for (const [k, v] of Object.entries(params)) if (v !== undefined) p.set(k, String(v));
+    if (appState !== null) p.set('state', appState);
+    if (inFragment) targetUrl.hash = p.toString();
+    redirect(res, targetUrl);
+  };
 
   if (responseType === 'code') {
     // PKCE (RFC 7636): only S256 is accepted; the challenge is checked at the exchange.
     const challenge = q.get('code_challenge') ?? undefined;
     const method = q.get('code_challenge_method') ?? 'plain';
     if (challenge !== undefined && (method !== 'S256' || !/^[A-Za-z0-9_-]{43}$/.test(challenge))) {
-      targetUrl.searchParams.set('error', 'invalid_request');
-      targetUrl.searchParams.set('error_description', 'code_challenge must be an S256 challenge (code_challenge_method=S256)');
-      if (appState !== null) targetUrl.searchParams.set('state', appState);
-      return redirect(res, targetUrl.toString());
+      return send({ error: 'invalid_request', error_description: 'code_challenge must be an S256 challenge (code_challenge_method=S256)' });
     }
     const code = state.issueCode({ clientId: o.clientId, redirectUri: givenRedirect, scope, variant, ...(challenge ? { codeChallenge: challenge } : {}) }, now);
-    targetUrl.searchParams.set('code', code);
-    if (appState !== null) targetUrl.searchParams.set('state', appState);
-    return redirect(res, targetUrl.toString());
+    return send({ code });
   }
   if (responseType === 'token' && (variant === 'current' || variant === 'former-provider')) {
-    const answer = tokenAnswer(state, { clientId: o.clientId, scope, variant }, now, { withRefreshToken: false });
-    const fragment = new URLSearchParams();
-    for (const [k, v] of Object.entries(answer)) if (v !== undefined) fragment.set(k, String(v));
-    if (appState !== null) fragment.set('state', appState);
-    targetUrl.hash = fragment.toString();
-    return redirect(res, targetUrl.toString());
+    return send(tokenAnswer(state, { clientId: o.clientId, scope, variant }, now, false), true);
   }
-  targetUrl.searchParams.set('error', 'unsupported_response_type');
-  if (appState !== null) targetUrl.searchParams.set('state', appState);
-  return redirect(res, targetUrl.toString());
+  send({ error: 'unsupported_response_type' });
 }

@@ -6,21 +6,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { handleAuthorize } from './authorize.js';
 import { handleIdentity } from './identity.js';
-import type { InterfaceEmulatorOptions } from './options.js';
 import { handleSessionControl } from './session-control.js';
-import { stateFor, type InterfaceState } from './state.js';
+import { stateFor, type InterfaceEmulatorOptions } from './state.js';
 import { handleToken, TOKEN_PATHS } from './token-endpoint.js';
 
-export {
-  DEFAULT_INTERFACE_CLIENT_ID,
-  DEFAULT_INTERFACE_CLIENT_SECRET,
-  DEFAULT_INTERFACE_USER,
-  interfaceEmulatorEnv,
-  type InterfaceEmulatorOptions,
-  type InterfaceEmulatorUser,
-  type EmulatedEndSessionMethod,
-} from './options.js';
-export { inspectInterfaceEmulator, type InterfaceState, type InterfaceCounters } from './state.js';
+export { inspectInterfaceEmulator, interfaceEmulatorEnv, type InterfaceEmulatorOptions, type InterfaceState } from './state.js';
 
 export interface InterfaceContext {
   /** The emulator's current time, in epoch seconds. */
@@ -30,36 +20,26 @@ export interface InterfaceContext {
 }
 
 const AUTHORIZE_PATHS = new Set(['/oauth/authorize', '/oauth/v2/authorize', '/oauth2/v2/grant']);
+const fallbackKey = {};
 
 /** Answers the request and returns true, or returns false to let the emulator answer 404. */
 export async function handleInterfaceRequest(req: IncomingMessage, res: ServerResponse, ctx: InterfaceContext): Promise<boolean> {
   const url = new URL(req.url ?? '/', 'http://emulator.invalid');
   const path = url.pathname;
-  const state = instanceState(req, ctx);
+  // This emulator instance's state: keyed by the options object, else by the HTTP server.
+  const options = ctx.options && typeof ctx.options === 'object' ? (ctx.options as InterfaceEmulatorOptions) : undefined;
+  const state = stateFor(options ?? (req.socket as { server?: object } | null)?.server ?? fallbackKey, options);
   const now = ctx.now();
 
   if (AUTHORIZE_PATHS.has(path)) {
     if (req.method !== 'GET') return false;
     handleAuthorize(res, url, state, now);
-    return true;
-  }
-  if (TOKEN_PATHS[path] !== undefined) {
+  } else if (TOKEN_PATHS[path] !== undefined) {
     await handleToken(req, res, url, state, now);
-    return true;
-  }
-  if (path === '/identity/v1/Users/me') {
+  } else if (path === '/identity/v1/Users/me') {
     handleIdentity(req, res, state, now);
-    return true;
+  } else {
+    return path.startsWith('/api/') && handleSessionControl(req, res, url, state, now);
   }
-  if (path.startsWith('/api/')) return handleSessionControl(req, res, url, state, now);
-  return false;
-}
-
-const fallbackKey = {};
-
-/** This emulator instance's state: keyed by the options object, else by the HTTP server. */
-function instanceState(req: IncomingMessage, ctx: InterfaceContext): InterfaceState {
-  const options = ctx.options && typeof ctx.options === 'object' ? (ctx.options as InterfaceEmulatorOptions) : undefined;
-  const server = (req.socket as { server?: object } | null)?.server;
-  return stateFor(options ?? server ?? fallbackKey, options);
+  return true;
 }

@@ -1,14 +1,14 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { authenticate, hasScope } from './bearer.js';
-import { originOf, readBody, sendEmpty, sendJson } from './http.js';
-import type { EmulatedEndSessionMethod } from './options.js';
-import type { InterfaceState } from './state.js';
+import { readBody, sendJson } from './http.js';
+import { authenticate } from './identity.js';
+import type { EmulatedEndSessionMethod, InterfaceState } from './state.js';
 
 /** Failure bodies are not published; the emulator answers `{ message }` with a plausible status. */
 const fail = (res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}) =>
   sendJson(res, status, { message }, headers);
 
+type Route = 'start' | 'v1' | 'end';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -26,49 +26,39 @@ export async function handleSessionControl(
   state: InterfaceState,
   now: number,
 ): Promise<boolean> {
-  const path = url.pathname.replace(/\/+$/, '');
-  const method = req.method ?? 'GET';
-  let route: 'start' | 'v1' | 'end';
-  if (path.toLowerCase() === '/api/v2/session/remoteview') route = 'start';
-  else if (path.toLowerCase() === '/api/v1/session') route = 'v1';
-  else if (path.toLowerCase() === '/api/v2/session') route = 'end';
+  const path = url.pathname.replace(/\/+$/, '').toLowerCase();
+  let route: Route;
+  if (path === '/api/v2/session/remoteview') route = 'start';
+  else if (path === '/api/v1/session') route = 'v1';
+  else if (path === '/api/v2/session') route = 'end';
   else return false;
+  await control(req, res, route, state, now);
+  return true;
+}
 
+async function control(req: IncomingMessage, res: ServerResponse, route: Route, state: InterfaceState, now: number): Promise<void> {
+  const method = req.method ?? 'GET';
   const allowed: string[] = route === 'end' ? state.options.endSessionMethods : ['POST'];
-  if (!allowed.includes(method)) {
-    fail(res, 405, `use ${allowed.join(', ')}`, { allow: allowed.join(', ') });
-    return true;
-  }
+  if (!allowed.includes(method)) return fail(res, 405, `use ${allowed.join(', ')}`, { allow: allowed.join(', ') });
   const token = authenticate(req, res, state, now);
-  if (!token) return true;
-  if (!hasScope(token.scope, 'remoteview')) {
-    fail(res, 403, 'the access token lacks the scope remoteview;settings');
-    return true;
-  }
+  if (!token) return;
+  // Scopes are split on spaces and semicolons; `remoteview;settings` is two.
+  const scopes = new Set(token.scope.toLowerCase().split(/[\s;]+/).filter(Boolean));
+  if (!scopes.has('remoteview') || !scopes.has('settings')) return fail(res, 403, 'the access token lacks the scope remoteview;settings');
   const text = await readBody(req);
-  if (text === undefined) {
-    fail(res, 413, 'body too large');
-    return true;
-  }
+  if (text === undefined) return fail(res, 413, 'body too large');
   let body: Record<string, unknown>;
   try {
     const parsed: unknown = text === '' ? {} : JSON.parse(text);
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
     body = parsed as Record<string, unknown>;
   } catch {
-    fail(res, 400, 'the body must be a JSON object');
-    return true;
+    return fail(res, 400, 'the body must be a JSON object');
   }
 
-  if (route === 'end') {
-    endSession(res, body, method as EmulatedEndSessionMethod, state, now);
-    return true;
-  }
+  if (route === 'end') return endSession(res, body, method as EmulatedEndSessionMethod, state, now);
   const problem = checkCreate(body, route === 'v1');
-  if (problem) {
-    fail(res, 400, problem);
-    return true;
-  }
+  if (problem) return fail(res, 400, problem);
   const id = randomUUID();
   state.sessions.set(id, { id, kind: route === 'v1' ? 'v1' : 'RemoteView', createdAt: now, request: body });
   state.counters.sessionStarts++;
@@ -78,11 +68,10 @@ export async function handleSessionControl(
     for (const k of ['customerName', 'sourceApp', 'agentEmail', 'sessionType', 'webhooks']) echo[k] = body[k] ?? null;
     sendJson(res, 201, echo, headers);
   } else {
-    const origin = originOf(req);
+    const origin = `http://${req.headers.host ?? '127.0.0.1'}`;
     const pin = String(randomInt(100000, 1000000));
     sendJson(res, 201, { agentUrl: `${origin}/console/session/${id}`, clientUrl: `${origin}/join/${pin}` }, headers);
   }
-  return true;
 }
 
 function endSession(res: ServerResponse, body: Record<string, unknown>, method: EmulatedEndSessionMethod, state: InterfaceState, now: number): void {
@@ -98,7 +87,8 @@ function endSession(res: ServerResponse, body: Record<string, unknown>, method: 
   session.showWrapup = showWrapup === true;
   session.endMethod = method;
   state.counters.sessionEnds++;
-  sendEmpty(res, 204);
+  res.writeHead(204);
+  res.end();
 }
 
 /** The document's rules for creation bodies; a message for the first one broken. */

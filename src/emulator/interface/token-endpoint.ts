@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { basicOf, readBody, sendJson } from './http.js';
-import type { EmulatedVariant, InterfaceState } from './state.js';
+import { readBody, sendJson } from './http.js';
+import type { EmulatedVariant, InterfaceState, IssuedToken } from './state.js';
 
 /** Fixed access-token lifetime of the superseded proxies (the document: 3600 s for the v2 proxy). */
 const PROXY_TTL_SECONDS = 3600;
@@ -16,21 +16,21 @@ export const TOKEN_PATHS: Readonly<Record<string, EmulatedVariant>> = {
 
 /**
  * A token answer in the shape of the variant that issues it:
- * - current: access_token, token_type, expires_in (s), scope, principal, refresh_token when issued;
+ * - current: access_token, token_type, expires_in (s), scope, principal, refresh_token when issued (`issue`: a new one, or this one);
  * - v2 proxy: token_type, integer expires_in 3600, and the user fields (version "3");
  * - oldest: expires_in as a string, the user fields and platform (version "2"), no token_type;
  * - former provider: `type`, expires_in in milliseconds, `username`, a JWT-shaped refresh token.
  */
 export function tokenAnswer(
   state: InterfaceState,
-  grant: { clientId: string; scope: string; variant: EmulatedVariant },
+  grant: Omit<IssuedToken, 'expiresAt'>,
   now: number,
-  opts: { withRefreshToken: boolean; refreshToken?: string },
+  issue: boolean | string,
 ): Record<string, unknown> {
   const o = state.options;
   const ttl = grant.variant === 'v2-proxy' || grant.variant === 'oldest' ? PROXY_TTL_SECONDS : o.accessTokenTtlSeconds;
   const access = state.issueAccessToken(grant, ttl, now);
-  const refresh = opts.refreshToken ?? (opts.withRefreshToken ? state.issueRefreshToken(grant, now) : undefined);
+  const refresh = typeof issue === 'string' ? issue : issue ? state.issueRefreshToken(grant, now) : undefined;
   const user = o.user;
   const legacyUser = {
     account_key: user.accountKeys[0] ?? '',
@@ -79,8 +79,10 @@ export async function handleToken(req: IncomingMessage, res: ServerResponse, url
   if (variant === 'oldest') {
     if (params.get('client_id') !== o.clientId) return oauthError(res, 401, 'invalid_client', 'unknown client_id');
   } else {
-    const basic = basicOf(req);
-    if (!basic || basic.id !== o.clientId || basic.secret !== o.clientSecret) {
+    const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
+    const decoded = basic === undefined ? '' : Buffer.from(basic, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0 || decoded.slice(0, colon) !== o.clientId || decoded.slice(colon + 1) !== o.clientSecret) {
       return oauthError(res, 401, 'invalid_client', 'client authentication failed', { 'www-authenticate': 'Basic realm="oauth"' });
     }
   }
@@ -120,7 +122,7 @@ function codeGrant(res: ServerResponse, params: URLSearchParams, variant: Emulat
     }
   }
   issued.used = true;
-  sendJson(res, 200, tokenAnswer(state, issued, now, { withRefreshToken: true }));
+  sendJson(res, 200, tokenAnswer(state, issued, now, true));
 }
 
 function refreshGrant(res: ServerResponse, params: URLSearchParams, variant: EmulatedVariant, state: InterfaceState, now: number): void {
@@ -142,10 +144,10 @@ function refreshGrant(res: ServerResponse, params: URLSearchParams, variant: Emu
     // Near expiry: a new refresh token, which invalidates the one sent.
     const next = state.issueRefreshToken(grant, now);
     issued.replacedBy = next;
-    return sendJson(res, 200, tokenAnswer(state, grant, now, { withRefreshToken: true, refreshToken: next }));
+    return sendJson(res, 200, tokenAnswer(state, grant, now, next));
   }
   // Not yet replaced: the answer omits refresh_token and the same one stays valid.
-  sendJson(res, 200, tokenAnswer(state, grant, now, { withRefreshToken: false }));
+  sendJson(res, 200, tokenAnswer(state, grant, now, false));
 }
 
 function passwordGrant(res: ServerResponse, params: URLSearchParams, variant: EmulatedVariant, state: InterfaceState, now: number): void {
@@ -158,5 +160,5 @@ function passwordGrant(res: ServerResponse, params: URLSearchParams, variant: Em
     return oauthError(res, 400, 'invalid_grant', 'wrong user name or password');
   }
   const grant = { clientId: o.clientId, scope: params.get('scope') ?? '', variant };
-  sendJson(res, 200, tokenAnswer(state, grant, now, { withRefreshToken: true }));
+  sendJson(res, 200, tokenAnswer(state, grant, now, true));
 }
