@@ -20,7 +20,6 @@ export async function sizeOf(p: string): Promise<number> {
   }
 }
 
-/** The first 16 bytes of a file (fewer when it is shorter). */
 export async function fileHead(path: string): Promise<Buffer> {
   const fh = await open(path, 'r');
   try {
@@ -59,5 +58,4 @@ export async function fsyncDir(path: string): Promise<void> {
   }
 }
 
-/** The one atomic write (util/temp-file.ts), here too for the store's modules. */
 export { writeFileAtomic } from '../util/temp-file.js';
