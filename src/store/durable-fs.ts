@@ -2,22 +2,13 @@
 import { open, stat } from 'node:fs/promises';
 import { FILE_MODE } from './layout.js';
 
-export async function exists(p: string): Promise<boolean> {
-  try {
-    await stat(p);
-    return true;
-  } catch {
-    return false;
-  }
+export function exists(p: string): Promise<boolean> {
+  return stat(p).then(() => true, () => false);
 }
 
 /** A file's size in bytes; 0 when it is not there (or cannot be read). */
-export async function sizeOf(p: string): Promise<number> {
-  try {
-    return (await stat(p)).size;
-  } catch {
-    return 0;
-  }
+export function sizeOf(p: string): Promise<number> {
+  return stat(p).then((s) => s.size, () => 0);
 }
 
 export async function fileHead(path: string): Promise<Buffer> {

@@ -55,8 +55,6 @@ export class ParquetOnlySink implements Sink {
     ).map((r) => checkPartition(r.p, `${this.layout.dbPath} (_pending_rows or _parquet_pending)`));
   }
 
-  async beginRunCounts(): Promise<void> {}
-
   /** Marks here are per day (a rewrite clears them all): any number above the stored ones. */
   async nextGen(c: DuckDBConnection): Promise<bigint> {
     const r = await queryRows<{ g: bigint | number | null }>(c, 'SELECT coalesce(max(gen), 0) AS g FROM _parquet_pending');
@@ -141,12 +139,6 @@ export class ParquetOnlySink implements Sink {
       }
     }, (err) => wrapWriteError(err, 'indexing the days of the stored sessions'));
   }
-
-  stop(): void {}
-
-  async idle(): Promise<void> {}
-
-  closeConnections(): void {}
 
   /** Writes the day's new file from its pending rows and `final` (its old file, read locally), and puts it in place. */
   private async rewriteWith(p: string, final: string | undefined): Promise<{ counts: AccountCounts; written: boolean }> {

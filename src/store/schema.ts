@@ -8,11 +8,7 @@ import { NULL_PARTITION, type OutputFormat, type StoreLayout } from './layout.js
 import { storeShape, type StoreAccounts, type StoreShape } from './shape.js';
 import { VERIFIED_DAYS_DDL } from './verify-log.js';
 
-/**
- * 2: the sessions table has no PRIMARY KEY index (one row per session is kept by the merge).
- * 3: the state tables carry an account ('' in a single-account store), and a many-account store's
- * sessions an `account` column (docs/accounts.md).
- */
+/** 2: no PRIMARY KEY on sessions. 3: state rows carry an account, a many-account store's sessions too (docs/accounts.md). */
 export const SCHEMA_VERSION = 3;
 
 export type { StoreAccounts } from './shape.js';
@@ -28,8 +24,7 @@ export const PARTITION_OF_STORED = `COALESCE(strftime(started_at, '%Y-%m-%d'), '
 const STATE_DDL = [
   `CREATE TABLE IF NOT EXISTS _session_etl_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`,
   `CREATE TABLE IF NOT EXISTS _coverage (start_s BIGINT NOT NULL, end_s BIGINT NOT NULL, run_id VARCHAR, committed_at TIMESTAMPTZ NOT NULL)`,
-  // One row per mark: a merge adds (partition, generation); a rewrite removes the marks it saw before
-  // its COPY, so a merge that lands during the rewrite leaves its mark (see ParquetRewriter.rewritePending).
+  // A rewrite removes only the marks it saw before its COPY: a merge landing meanwhile keeps its mark.
   `CREATE TABLE IF NOT EXISTS _parquet_pending (partition VARCHAR NOT NULL, gen BIGINT NOT NULL DEFAULT 0)`,
   `CREATE TABLE IF NOT EXISTS _pending_files (file VARCHAR PRIMARY KEY, extracted_at DOUBLE NOT NULL, rows BIGINT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS rejected_sessions (
@@ -101,8 +96,7 @@ export async function ensureSchema(
 
 /** Brings a store of an older schema to this one, inside the caller's transaction. */
 async function migrate(c: DuckDBConnection, format: OutputFormat): Promise<void> {
-  // pragma_table_info reads one table's entry; duckdb_columns() listed every column of every
-  // catalog (~11 ms of CPU at each open, which many accounts pay once each: docs/benchmarks.md).
+  // pragma_table_info: duckdb_columns() cost ~11 ms of CPU at each open (many accounts: docs/benchmarks.md).
   const genCol = await queryRows(c, `SELECT 1 FROM pragma_table_info('main._parquet_pending') WHERE name = 'gen'`);
   if (genCol.length === 0) {
     // Schema 1: one row per partition, primary key.
@@ -195,7 +189,7 @@ interface ExpectedColumn {
 
 const expected = new Map<string, Promise<Map<string, ExpectedColumn[]>>>();
 
-/** The tables of a store of this schema (this format and number of accounts), made once in memory. */
+/** The tables of a store of this schema, format and accounts, made once in memory. */
 function expectedTables(format: OutputFormat, accounts: StoreAccounts): Promise<Map<string, ExpectedColumn[]>> {
   const key = `${format}/${accounts}`;
   let found = expected.get(key);

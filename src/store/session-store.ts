@@ -180,16 +180,11 @@ export class SessionStore {
     return rows.map((r) => r.a);
   }
 
-  /**
-   * The accounts whose runs are going now: a day's Parquet file is rewritten while windows are still
-   * fetched once each of them covers the day whole (every file of a many-account store holds all its
-   * accounts; rewriting it as each account finishes it would write it once per account).
-   */
+  /** The accounts whose runs are going: a day is rewritten while fetching once all cover it (else once per account). */
   setRunningAccounts(accounts: readonly string[]): void {
     this.running = [...accounts];
   }
 
-  /** Of `partitions`, the days that every running account covers whole (see setRunningAccounts). */
   private async readyDays(conn: DuckDBConnection, partitions: string[]): Promise<string[]> {
     if (partitions.length === 0) return [];
     const coverage = await readAllCoverage(conn);
@@ -204,10 +199,7 @@ export class SessionStore {
     return this.commits.commitWindow(commit);
   }
 
-  /**
-   * Copies an account's rows and state from another store into this many-account store (one
-   * transaction; account-transfer.ts), then makes them visible (flush). Returns the sessions copied.
-   */
+  /** Copies an account's rows and state from another store into this one (account-transfer.ts), then flushes. */
   async importAccount(account: string, src: TransferSource): Promise<number> {
     const rows = await this.writes.run(() => importAccount(this.conn, this.shape, this.format, account, src, () => this.sink.nextGen(this.conn)));
     await this.flush();
@@ -225,8 +217,8 @@ export class SessionStore {
   }
 
   /**
-   * Makes this single-account store the store of many accounts holding this one (`accounts adopt`).
-   * Close it and open it again as a many-account store, then flush: every day file is rewritten with the account column.
+   * Makes this single-account store a many-account store holding it (`accounts adopt`); open it again
+   * as such and flush: every day file is rewritten with the account column.
    */
   async convertToMany(account: string): Promise<void> {
     if (this.shape.many) throw new DataDirError(`${this.layout.dbPath} holds many accounts already`);
@@ -248,19 +240,15 @@ export class SessionStore {
   }
 
   /** Marks the start of a run for the new/updated counts (see TableSink.beginRunCounts). */
-  beginRunCounts(): Promise<void> {
-    return this.sink.beginRunCounts();
+  async beginRunCounts(): Promise<void> {
+    await this.sink.beginRunCounts?.();
   }
 
   pendingPartitions(conn: DuckDBConnection = this.conn): Promise<string[]> {
     return this.sink.pendingPartitions(conn);
   }
 
-  /**
-   * Makes committed data visible: merges it into the sessions table, then rewrites every pending
-   * Parquet day whole (.tmp, fsync, rename, fsync the directory, clear the mark); also returns what
-   * background merges did since the last flush.
-   */
+  /** Makes committed data visible in its final form (sink.ts); also returns what background merges did since the last flush. */
   flush(): Promise<FlushResult> {
     return this.sink.flush();
   }
@@ -328,9 +316,9 @@ export class SessionStore {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    this.sink.stop();
+    this.sink.stop?.();
     await this.writes.idle();
-    await this.sink.idle();
+    await this.sink.idle?.();
     this.closed = true;
     if (!this.readOnly) {
       await rmdir(this.layout.pendingDir).catch(() => {});
@@ -338,7 +326,7 @@ export class SessionStore {
       // core: docs/benchmarks.md, "polling for tasks").
       await this.conn.run('CHECKPOINT').catch(() => {});
     }
-    this.sink.closeConnections();
+    this.sink.closeConnections?.();
     this.snapshotConn?.closeSync();
     this.dataset.close();
     await this.db.close();

@@ -51,14 +51,14 @@ export interface Sink {
   afterCommit(files: readonly RecordFile[]): Promise<void>;
   /** Partitions whose Parquet file is older than the committed data. */
   pendingPartitions(conn: DuckDBConnection): Promise<string[]>;
-  beginRunCounts(): Promise<void>;
+  beginRunCounts?(): Promise<void>;
   /** A generation number for a mark in `_parquet_pending`, above every one given or stored before. */
   nextGen(c: DuckDBConnection): Promise<bigint>;
   /** Makes every committed row visible in its final form; also returns what background work did since the last flush. */
   flush(): Promise<FlushResult>;
   /** No background work starts after this. */
-  stop(): void;
-  idle(): Promise<void>;
+  stop?(): void;
+  idle?(): Promise<void>;
   /** Closes the sink's own connections (after the store's last statement). */
-  closeConnections(): void;
+  closeConnections?(): void;
 }

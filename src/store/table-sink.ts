@@ -76,7 +76,7 @@ export class TableSink implements Sink {
         // Whole row groups when rows arrive fast enough to fill one within alignedWaitMs of the last
         // merge; otherwise what there is, so that a slow run's days still become readable as it goes.
         mergeSlice: async () => {
-          // The rate counts from the start of the last merge: rows committed while it ran arrived over its duration.
+          // The rate counts from the last merge's start: rows committed while it ran arrived over its duration.
           const began = Date.now();
           const m = await mergeSlice(await this.mergeConnection(), this.merge, {
             waitForRowGroup: (pending, target) => {
@@ -95,9 +95,7 @@ export class TableSink implements Sink {
           ? {
               rewriteReady: async () => {
                 const conn = (await rewriter.connections(1))[0]!;
-                const days = await readyDays(conn, await this.pendingPartitions(conn));
-                await this.checkpointBeforeRewrite(days);
-                const written = await rewriter.rewritePending(days);
+                const written = await this.rewrite(rewriter, await readyDays(conn, await this.pendingPartitions(conn)));
                 if (written.length) onRewritten(written);
                 return written;
               },
@@ -178,17 +176,16 @@ export class TableSink implements Sink {
   async flush(): Promise<FlushResult> {
     const merged = await this.mergePending();
     const rewriter = this.rewriter;
-    const partitions = rewriter
-      ? await this.work.rewriting(async () => {
-          const days = await this.pendingPartitions(this.db.conn);
-          await this.checkpointBeforeRewrite(days);
-          return rewriter.rewritePending(days);
-        })
-      : [];
+    const partitions = rewriter ? await this.work.rewriting(async () => this.rewrite(rewriter, await this.pendingPartitions(this.db.conn))) : [];
     const result = this.work.takeResult();
     addCounts(result.counts, merged);
     result.partitions.push(...partitions);
     return result;
+  }
+
+  private async rewrite(rewriter: ParquetRewriter, days: string[]): Promise<string[]> {
+    await this.checkpointBeforeRewrite(days);
+    return rewriter.rewritePending(days);
   }
 
   /**
