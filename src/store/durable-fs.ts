@@ -11,11 +11,12 @@ export function sizeOf(p: string): Promise<number> {
   return stat(p).then((s) => s.size, () => 0);
 }
 
-export async function fileHead(path: string): Promise<Buffer> {
+/** The first `bytes` of a file (fewer when it is shorter). */
+export async function fileHead(path: string, bytes = 16): Promise<Buffer> {
   const fh = await open(path, 'r');
   try {
-    const b = Buffer.alloc(16);
-    const { bytesRead } = await fh.read(b, 0, 16, 0);
+    const b = Buffer.alloc(bytes);
+    const { bytesRead } = await fh.read(b, 0, bytes, 0);
     return b.subarray(0, bytesRead);
   } finally {
     await fh.close();

@@ -3,8 +3,8 @@
  * Parquet COPY builds in memory). Its cost grows with the rows' bytes, not memory_limit: the budget
  * gives it bytes (config/memory-budget.ts), the rows' measured size turns them into rows (issue 39).
  */
-import { open } from 'node:fs/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { fileHead } from './durable-fs.js';
 import { queryRows } from './duckdb.js';
 
 /** DuckDB's own row group size, and our largest: larger groups buy readers nothing more. */
@@ -90,14 +90,7 @@ const SAMPLE_BYTES = 4 * 2 ** 20;
 
 /** ndjsonValueBytes of the first megabytes of a record file. */
 export async function ndjsonFileValueBytes(path: string): Promise<number | undefined> {
-  const f = await open(path, 'r');
-  try {
-    const buf = Buffer.alloc(SAMPLE_BYTES);
-    const { bytesRead } = await f.read(buf, 0, SAMPLE_BYTES, 0);
-    return ndjsonValueBytes(buf.subarray(0, bytesRead).toString('utf8'));
-  } finally {
-    await f.close();
-  }
+  return ndjsonValueBytes((await fileHead(path, SAMPLE_BYTES)).toString('utf8'));
 }
 
 /** The options of every Parquet COPY of ours: zstd, and row groups of the store's size (a COPY builds each in memory). */
