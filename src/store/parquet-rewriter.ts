@@ -95,9 +95,7 @@ export class ParquetRewriter {
 
   /** The first `n` of the rewriter's own connections (opened on first use). */
   async connections(n: number): Promise<DuckDBConnection[]> {
-    while (this.extra.length < n) {
-      this.extra.push(await this.db.instance.connect());
-    }
+    while (this.extra.length < n) this.extra.push(await this.db.instance.connect());
     return this.extra.slice(0, Math.max(0, n));
   }
 

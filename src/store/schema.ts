@@ -192,27 +192,24 @@ const expected = new Map<string, Promise<Map<string, ExpectedColumn[]>>>();
 /** The tables of a store of this schema, format and accounts, made once in memory. */
 function expectedTables(format: OutputFormat, accounts: StoreAccounts): Promise<Map<string, ExpectedColumn[]>> {
   const key = `${format}/${accounts}`;
-  let found = expected.get(key);
-  if (!found) {
-    found = (async () => {
-      const db = await openDb(':memory:', { allowedDirectories: [] });
-      try {
-        await db.conn.run(storeDdl(format, storeShape(accounts)).join(';\n'));
-        const rows = await queryRows<{ t: string; c: string; type: string; dflt: string | null }>(
-          db.conn,
-          `SELECT table_name AS t, column_name AS c, data_type AS type, column_default AS dflt FROM duckdb_columns()
-           WHERE database_name = current_database() AND schema_name = 'main' ORDER BY table_name, column_index`,
-        );
-        const tables = new Map<string, ExpectedColumn[]>();
-        for (const r of rows) (tables.get(r.t) ?? tables.set(r.t, []).get(r.t)!).push({ name: r.c, type: r.type, dflt: r.dflt });
-        return tables;
-      } finally {
-        await db.close();
-      }
-    })();
-    expected.set(key, found);
+  return expected.get(key) ?? expected.set(key, createExpectedTables(format, accounts)).get(key)!;
+}
+
+async function createExpectedTables(format: OutputFormat, accounts: StoreAccounts): Promise<Map<string, ExpectedColumn[]>> {
+  const db = await openDb(':memory:', { allowedDirectories: [] });
+  try {
+    await db.conn.run(storeDdl(format, storeShape(accounts)).join(';\n'));
+    const rows = await queryRows<{ t: string; c: string; type: string; dflt: string | null }>(
+      db.conn,
+      `SELECT table_name AS t, column_name AS c, data_type AS type, column_default AS dflt FROM duckdb_columns()
+       WHERE database_name = current_database() AND schema_name = 'main' ORDER BY table_name, column_index`,
+    );
+    const tables = new Map<string, ExpectedColumn[]>();
+    for (const r of rows) (tables.get(r.t) ?? tables.set(r.t, []).get(r.t)!).push({ name: r.c, type: r.type, dflt: r.dflt });
+    return tables;
+  } finally {
+    await db.close();
   }
-  return found;
 }
 
 export interface SchemaReading {
