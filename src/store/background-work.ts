@@ -1,9 +1,8 @@
 /**
  * Work that overlaps the fetching (formats duckdb and both): after each commit, merge what is
- * committed, slice by slice; after each merge, rewrite (on other connections, while the next merge
- * runs) the Parquet partitions of days the coverage map holds whole. Two serial queues: merges, and
- * rewrites. A failure stops background work until the next flush, which tries again and reports;
- * the failure is also reported when it happens (onError).
+ * committed, slice by slice; after each merge, rewrite (while the next merge runs) the Parquet days
+ * the coverage holds whole. A failure is reported (onError) and stops background work until the
+ * next flush, which tries again.
  */
 import { SerialQueue } from './serial-queue.js';
 import { addCounts, type FlushResult, type MergeResult } from './sink.js';
@@ -18,10 +17,8 @@ export interface BackgroundSteps {
 export class BackgroundWork {
   private readonly merges = new SerialQueue();
   private readonly rewrites = new SerialQueue();
-  private mergeLoop = false;
-  private mergeAgain = false;
-  private rewriteLoop = false;
-  private rewriteAgain = false;
+  private readonly mergeLoop = { running: false, again: false };
+  private readonly rewriteLoop = { running: false, again: false };
   private result: FlushResult = { partitions: [], counts: new Map() };
   private stopped = false;
   /** The first error of a background merge or rewrite (the final flush tries again and reports). */
@@ -51,24 +48,11 @@ export class BackgroundWork {
 
   /** After a commit: merge what is committed (and rewrite what that makes ready), unless running already. */
   kick(): void {
-    if (this.stopped || this.error !== undefined) return;
-    this.mergeAgain = true;
-    if (this.mergeLoop) return;
-    this.mergeLoop = true;
-    void this.merging(async () => {
-      try {
-        while (this.mergeAgain && !this.stopped && this.error === undefined) {
-          this.mergeAgain = false;
-          const m = await this.steps.mergeSlice();
-          addCounts(this.result.counts, m.counts);
-          if (m.more) this.mergeAgain = true;
-          if (this.steps.rewriteReady) this.kickRewrites();
-        }
-      } catch (err) {
-        this.fail(err);
-      } finally {
-        this.mergeLoop = false;
-      }
+    this.loop(this.mergeLoop, this.merges, async () => {
+      const m = await this.steps.mergeSlice();
+      addCounts(this.result.counts, m.counts);
+      if (m.more) this.mergeLoop.again = true;
+      if (this.steps.rewriteReady) this.kickRewrites();
     });
   }
 
@@ -83,20 +67,28 @@ export class BackgroundWork {
 
   private kickRewrites(): void {
     const rewriteReady = this.steps.rewriteReady;
-    if (!rewriteReady || this.stopped || this.error !== undefined) return;
-    this.rewriteAgain = true;
-    if (this.rewriteLoop) return;
-    this.rewriteLoop = true;
-    void this.rewriting(async () => {
+    if (!rewriteReady) return;
+    this.loop(this.rewriteLoop, this.rewrites, async () => {
+      this.result.partitions.push(...(await rewriteReady()));
+    });
+  }
+
+  /** Runs `step` on `queue` until nothing asks again (`again`), unless the loop runs already. */
+  private loop(l: { running: boolean; again: boolean }, queue: SerialQueue, step: () => Promise<void>): void {
+    if (this.stopped || this.error !== undefined) return;
+    l.again = true;
+    if (l.running) return;
+    l.running = true;
+    void queue.run(async () => {
       try {
-        while (this.rewriteAgain && !this.stopped && this.error === undefined) {
-          this.rewriteAgain = false;
-          this.result.partitions.push(...(await rewriteReady()));
+        while (l.again && !this.stopped && this.error === undefined) {
+          l.again = false;
+          await step();
         }
       } catch (err) {
         this.fail(err);
       } finally {
-        this.rewriteLoop = false;
+        l.running = false;
       }
     });
   }

@@ -1,8 +1,7 @@
 /**
- * Committing windows: each window's records (one NDJSON file, store/ndjson.ts), its rejected
- * records and its coverage interval in one transaction. Windows that arrive while a commit is running are grouped into the next transaction
- * (group commit): each window is still all-or-nothing, and a group costs one fsync instead of one
- * per window. Rows reach their final form when the sink merges them (see sink.ts).
+ * Committing windows: each window's records (one NDJSON file), rejected records and coverage interval
+ * in one transaction. Windows that arrive while a commit runs are grouped into the next (group commit):
+ * each is still all-or-nothing, and a group costs one fsync. The sink merges the rows later (sink.ts).
  */
 import type { Dirent } from 'node:fs';
 import { mkdir, readdir, rm, rmdir, unlink } from 'node:fs/promises';
@@ -12,7 +11,7 @@ import { describeWindow, type Window } from '../time/windows.js';
 import { crashPoint } from '../util/crash-point.js';
 import { redact } from '../util/redact.js';
 import { writeNewFile } from '../util/temp-file.js';
-import { queryRows } from './duckdb.js';
+import { inTransaction, queryRows } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
 import { DIR_MODE, FILE_MODE, PENDING_FILE_NAME, type StoreLayout } from './layout.js';
 import { RECORD_LINE_OF_ROW } from './ndjson.js';
@@ -32,7 +31,7 @@ export interface RejectedRecord {
 }
 
 export interface WindowCommit {
-  /** The account the window was fetched for ('' in a single-account store). */
+  /** '' in a single-account store. */
   account: string;
   window: Window;
   /** The records as newline-delimited JSON, every one already checked (pipeline/flatten.ts): DuckDB parses them. */
@@ -47,13 +46,7 @@ export interface CommitResult {
 }
 
 /** A window in the commit queue: its NDJSON already written to a file. */
-interface QueuedCommit {
-  account: string;
-  window: Window;
-  file?: RecordFile;
-  rejected: readonly RejectedRecord[];
-  runId: string;
-}
+type QueuedCommit = Omit<WindowCommit, 'ndjson'> & { file?: RecordFile };
 
 export class CommitQueue {
   private fileSeq = 0;
@@ -69,20 +62,11 @@ export class CommitQueue {
     private readonly sink: Sink,
   ) {}
 
-  /**
-   * Commits one window: its rows, its rejected records, its coverage interval, in one transaction,
-   * grouped with the windows that arrive while a commit is running.
-   */
   async commitWindow(commit: WindowCommit): Promise<CommitResult> {
     // Written now, so the body's memory is free while the window waits for its group.
     const file = commit.ndjson.count > 0 ? await this.writeFile(commit.window.start, commit.ndjson, commit.account) : undefined;
-    const queued: QueuedCommit = {
-      account: commit.account,
-      window: commit.window,
-      rejected: commit.rejected,
-      runId: commit.runId,
-      ...(file ? { file } : {}),
-    };
+    const { account, window, rejected, runId } = commit;
+    const queued: QueuedCommit = { account, window, rejected, runId, ...(file ? { file } : {}) };
     return new Promise<CommitResult>((resolve, reject) => {
       this.waiting.push({ commit: queued, resolve, reject });
       if (!this.groupRunning) void this.drainGroups();
@@ -90,10 +74,8 @@ export class CommitQueue {
   }
 
   /**
-   * One window's records as a file. When the file itself is what the transaction commits (by name),
-   * it is made durable first. Named by window start: a merge reads its files in that order, so rows
-   * land in the table roughly by time. Created new (never over a leftover, never through a link),
-   * with an unguessable end.
+   * One window's records as a file, fsynced when the file itself is what the commit lists. Named by
+   * window start: merges read files in that order, so rows land in the table roughly by time.
    */
   private async writeFile(start: number, ndjson: WindowCommit['ndjson'], account: string): Promise<RecordFile> {
     const keep = this.sink.keepsFiles;
@@ -108,12 +90,9 @@ export class CommitQueue {
   }
 
   /**
-   * A store an earlier version wrote may hold committed rows in `_pending_rows` (its slow path, a
-   * verify's repair) waiting for the merge into `sessions`. They become record files like any
-   * window's, one per account and fetch time, listed and removed from `_pending_rows` in one
-   * transaction: a crash before it leaves the rows where they were (the files, unlisted, are removed
-   * at the next open), after it the files hold them. Only for a store that keeps its files (the
-   * table's); a Parquet-only store's rows wait in `_pending_rows` by design.
+   * Rows an earlier version left in `_pending_rows` (a table store's) become record files, one per
+   * account and fetch time, listed and removed from `_pending_rows` in one transaction (before it, a
+   * crash leaves the files unlisted, removed at the next open). A Parquet-only store's rows wait there by design.
    */
   async adoptPendingRows(shape: StoreShape): Promise<void> {
     if (!this.sink.keepsFiles) return;
@@ -136,15 +115,14 @@ export class CommitQueue {
         const bytes = Buffer.from(lines.map((r) => r.l).join('\n'), 'utf8');
         files.push(await this.writeFile(Math.floor(g.s ?? 0), { bytes, count: lines.length, extractedAt: Number(g.e) }, g.a));
       }
-      await c.run('BEGIN TRANSACTION');
-      try {
-        await this.sink.commitFiles(c, files);
-        await c.run('DELETE FROM _pending_rows');
-        await c.run('COMMIT');
-      } catch (err) {
-        await c.run('ROLLBACK').catch(() => {});
-        throw wrapWriteError(err, 'turning the rows an earlier version left in _pending_rows into record files');
-      }
+      await inTransaction(
+        c,
+        async () => {
+          await this.sink.commitFiles(c, files);
+          await c.run('DELETE FROM _pending_rows');
+        },
+        (err) => wrapWriteError(err, 'turning the rows an earlier version left in _pending_rows into record files'),
+      );
     } catch (err) {
       for (const f of files) await rm(f.path, { force: true }).catch(() => {});
       throw err;
@@ -162,7 +140,7 @@ export class CommitQueue {
         try {
           await this.writes.run(() => this.commitGroup(group.map((g) => g.commit)));
           crashPoint('after-commit');
-          group.forEach((g) => g.resolve({ written: rowsOf(g.commit) }));
+          group.forEach((g) => g.resolve({ written: g.commit.file?.count ?? 0 }));
           await this.sink.afterCommit(files);
         } catch (err) {
           group.forEach((g) => g.reject(err));
@@ -178,8 +156,8 @@ export class CommitQueue {
     const c = this.conn;
     const files = commits.flatMap((x) => (x.file ? [x.file] : []));
     if (files.length) await this.sink.beforeCommit?.(files);
-    await c.run('BEGIN TRANSACTION');
-    try {
+    const w = () => commits.map((x) => describeWindow(x.window)).join(', ');
+    await inTransaction(c, async () => {
       if (files.length) await this.sink.commitFiles(c, files);
       for (const x of commits) {
         for (const r of x.rejected) {
@@ -196,19 +174,11 @@ export class CommitQueue {
         `INSERT INTO _coverage (start_s, end_s, run_id, committed_at, account) VALUES ${values}`,
         commits.flatMap((x) => [x.window.start, x.window.end, x.runId, x.account]),
       );
-      await c.run('COMMIT');
-    } catch (err) {
-      await c.run('ROLLBACK').catch(() => {});
-      const w = commits.map((x) => describeWindow(x.window)).join(', ');
-      throw wrapWriteError(err, `committing window${commits.length > 1 ? 's' : ''} ${w}`);
-    }
+    }, (err) => wrapWriteError(err, `committing window${commits.length > 1 ? 's' : ''} ${w()}`));
   }
 }
 
-/**
- * Removes files of windows whose transaction never committed (a crash between the write and the
- * commit). Only files named as session-etl names them are removed; anything else in pending/ is left alone.
- */
+/** Removes files of windows whose transaction never committed (a crash before the commit); only names session-etl gives. */
 export async function dropUncommittedFiles(conn: DuckDBConnection, pendingDir: string): Promise<void> {
   let entries: Dirent[];
   try {
@@ -221,10 +191,6 @@ export async function dropUncommittedFiles(conn: DuckDBConnection, pendingDir: s
     if (e.isFile() && PENDING_FILE_NAME.test(e.name) && !listed.has(e.name)) await unlink(join(pendingDir, e.name)).catch(() => {});
   }
   if (listed.size === 0) await rmdir(pendingDir).catch(() => {});
-}
-
-function rowsOf(c: QueuedCommit): number {
-  return c.file?.count ?? 0;
 }
 
 function safeJson(v: unknown): string {

@@ -1,7 +1,4 @@
-/**
- * The public column contract of the `sessions` table and of the Parquet dataset.
- * BI dashboards are built on these names: change them only with a migration and a note in docs/data.md.
- */
+/** The public column contract of `sessions` and the dataset: change names only with a migration and docs/data.md. */
 import { SESSION_FIELDS, type ColumnType } from '../schema/session-fields.js';
 
 export interface ContractColumn {
@@ -14,25 +11,19 @@ export interface ContractColumn {
   readonly description: string;
 }
 
-/** The lineage column appended to the record's fields: not a field of the record. */
 const LINEAGE: ContractColumn = { name: 'extracted_at', type: 'TIMESTAMPTZ', source: 'lineage', description: 'When this version of the record was fetched (UTC).' };
 
-/** The record's fields (schema/session-fields.ts) in table order, then the lineage column. */
+/** The record's fields in table order, then the lineage column. */
 export const SESSION_COLUMNS: readonly ContractColumn[] = [
   ...SESSION_FIELDS.map((f) => ({ name: f.column, type: f.type, source: f.path, description: f.description })),
   LINEAGE,
 ];
 
-/** Columns that are never null: the record's identity. */
 const NOT_NULL = new Set<string>(SESSION_FIELDS.filter((f) => !f.nullable).map((f) => f.column));
 
 /**
- * `CREATE TABLE` statement for the contract, used for the sessions table and its staging twins:
- * `accountColumns` before the contract's (a many-account store's rows start with `account`:
- * store/shape.ts), `extra` ones (`name TYPE`) after them.
- * No PRIMARY KEY index: one row per session is kept by the merge (store/session-store.ts), which is
- * the only writer of the table; an index would make every merge after the first one cost
- * microseconds per row (docs/benchmarks.md).
+ * `CREATE TABLE` of the contract, `accountColumns` before it and `extra` (`name TYPE`) after. No
+ * PRIMARY KEY: the merge keeps one row per session; an index cost every merge µs a row (docs/benchmarks.md).
  */
 export function sessionsTableDdl(table = 'sessions', accountColumns: readonly string[] = [], extra: readonly string[] = []): string {
   const cols = [

@@ -1,10 +1,7 @@
 /**
- * Small helpers over @duckdb/node-api: open a file with our settings, read rows as plain objects.
- *
- * openDb is the one way session-etl opens DuckDB: every instance runs with external access off
- * (`enable_external_access = false`: no file outside `allowedDirectories`, no URL, no extension
- * loaded) and its configuration locked (`lock_configuration = true`) once set up, so that no
- * statement — ours, or one a file smuggled in (a macro, a view) — can read or write anywhere else.
+ * Helpers over @duckdb/node-api. openDb is the one way session-etl opens DuckDB: external access off
+ * (no file outside `allowedDirectories`, no URL, no extension) and the configuration locked once set
+ * up, so that no statement (ours, or a macro or view a file smuggled in) reads or writes elsewhere.
  */
 import { resolve } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
@@ -12,31 +9,24 @@ import { traceInstance } from '../util/memory-trace.js';
 import { ReadGate } from './read-gate.js';
 
 export interface Db {
-  /** Where further connections to this file come from (each opened on this file, as `conn` is; a writer's pass its gate). */
+  /** Further connections to this file (a writer's pass its gate). */
   instance: Pick<DuckDBInstance, 'connect'>;
   conn: DuckDBConnection;
   path: string;
   /** The rows of a row group DuckDB writes to this file (a writer's choice; DuckDB's default otherwise). */
   rowGroupRows: number;
-  /**
-   * A writer's: every statement of every connection this Db hands out passes it (read-gate.ts), so
-   * that resizeRowGroups runs with none running and no transaction open.
-   */
+  /** A writer's: every statement of its connections passes it, so that resizeRowGroups runs alone (read-gate.ts). */
   gate?: ReadGate;
   /**
-   * Attaches the file again with row groups of `rows` (a writer attached with a row group size:
-   * store/row-groups.ts), then sets rowGroupRows. Waits for the statements and transactions under
-   * way on the Db's connections to end, and holds new ones until the file is attached again (the
-   * gate); the caller must not be inside a transaction on one of them (it would wait for itself).
+   * Attaches the file again with row groups of `rows`, waiting for the statements and transactions
+   * under way to end; the caller must not be inside a transaction on the Db (it would wait for itself).
    */
   resizeRowGroups?(rows: number): Promise<void>;
   /** A writer's resizeRowGroups for rows of `rowBytes` bytes (its budget's row group bytes: open-data-dir.ts). */
   fitRowGroups?(rowBytes: number): Promise<void>;
-  /** Closes the file. */
   close(): Promise<void>;
 }
 
-/** An instance's settings: a reader's, or a writer's. */
 /** What a writer is opened with; a reader takes none of it. */
 export interface DbSettings {
   readOnly?: boolean;
@@ -44,17 +34,12 @@ export interface DbSettings {
   memoryLimit?: string;
   /** Where DuckDB spills what does not fit in memoryLimit (a writer's; see open-data-dir.ts). */
   tempDirectory?: string;
-  /**
-   * The only directories DuckDB may read or write files in (the data directory, say: its Parquet
-   * dataset, NDJSON pending files, .tmp/), besides the database file itself and tempDirectory.
-   * Empty: none.
-   */
+  /** The only directories DuckDB may use files in, besides the database file and tempDirectory. */
   allowedDirectories: readonly string[];
   /**
-   * A writer's row group size, rows (a multiple of 2048): the largest unit DuckDB compresses at once,
-   * outside its memory pool (store/row-groups.ts). DuckDB takes it only when attaching a file, so the
-   * file is attached to an in-memory instance and made each connection's default database. A
-   * function is asked once the file is open (to measure what it holds), before anything is written.
+   * A writer's row group size (a multiple of 2048; row-groups.ts). DuckDB takes it only when attaching
+   * a file, so the file is attached to an in-memory instance. A function is asked once the file is
+   * open (to measure what it holds), before anything is written.
    */
   rowGroupRows?: number | ((conn: DuckDBConnection) => Promise<number>);
 }
@@ -66,21 +51,15 @@ function instanceConfig(opts: DbSettings): Record<string, string> {
   if (opts.readOnly) config.access_mode = 'READ_ONLY';
   if (opts.threads) config.threads = String(opts.threads);
   if (opts.memoryLimit) config.memory_limit = opts.memoryLimit;
-  // preserve_insertion_order stays on: a merge relies on the order rows are appended in (merge.ts:
-  // rows of its own append are told apart by row id), and off it changed which rows a merge took.
+  // preserve_insertion_order stays on: a merge tells its own appended rows by row id (merge.ts).
   if (opts.tempDirectory) config.temp_directory = opts.tempDirectory;
-  // A writer checkpoints when it closes the store (SessionStore.close): DuckDB's default (a checkpoint once
-  // the WAL passes 16 MiB) rewrote the table's partly filled row groups after every merge, ~1 s each
-  // on a 1 M-row table (docs/benchmarks.md). A crash before the checkpoint only replays the WAL.
+  // A writer checkpoints when it closes: DuckDB's default (at 16 MiB of WAL) rewrote partly filled row
+  // groups after every merge, ~1 s each on 1 M rows (docs/benchmarks.md). A crash only replays the WAL.
   if (!opts.readOnly) config.checkpoint_threshold = '1GB';
   return config;
 }
 
-/**
- * Opens (or creates) a DuckDB file, external access off but `allowedDirectories`, its configuration
- * locked. Every connection (this one and those `instance.connect()` gives) uses UTC, so that dates of
- * TIMESTAMPTZ values are UTC dates; none can change a setting afterwards.
- */
+/** Opens (or creates) a DuckDB file, locked down; every connection uses UTC (dates of TIMESTAMPTZ are UTC dates). */
 export async function openDb(path: string, opts: DbSettings): Promise<Db> {
   if (opts.rowGroupRows !== undefined && path !== ':memory:') return attachDb(path, opts.rowGroupRows, opts);
   const instance = await DuckDBInstance.create(path, instanceConfig(opts));
@@ -102,17 +81,11 @@ export async function openDb(path: string, opts: DbSettings): Promise<Db> {
   });
 }
 
-/** DuckDB's row group size when a file is opened without one. */
-export const DUCKDB_ROW_GROUP_ROWS = 122_880;
+const DUCKDB_ROW_GROUP_ROWS = 122_880;
 
-/** The name a writer's file is attached under (every connection of its Db uses it as its default database). */
 const ATTACHED = 'store';
 
-/**
- * A file attached with its row group size to an in-memory instance, then locked down as openDb
- * does; every connection of the Db starts in it, and passes its statements through the Db's gate
- * (gatedConnection), which resizeRowGroups closes while it attaches the file again.
- */
+/** A file attached with its row group size to an in-memory instance, locked down; connections pass the Db's gate. */
 async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowGroupRows']>, opts: DbSettings): Promise<Db> {
   const instance = await DuckDBInstance.create(':memory:', instanceConfig(opts));
   let chosen = 0;
@@ -151,9 +124,7 @@ async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowG
       checkRowGroupRows(rows);
       if (rows === db.rowGroupRows) return;
       await gate.exclusive(async () => {
-        // A connection of its own (not gated), in the in-memory database: the Db's connections keep
-        // the name ATTACHED as their default and find the file attached again under it (their temp
-        // tables stay).
+        // Not gated: the Db's connections find the file attached again under ATTACHED (temp tables stay).
         const c = await instance.connect();
         try {
           await c.run(`DETACH ${ATTACHED}`);
@@ -177,24 +148,21 @@ async function attachDb(path: string, rowGroupRows: NonNullable<DbSettings['rowG
   }
 }
 
-/**
- * The methods of a connection that run a statement to its end (its result read whole) within the
- * call: on a gated connection each passes the gate. Those that leave a statement running after
- * they return (stream, start, prepare, an appender...) are refused on it: a writer's code uses none.
- */
+/** Methods that run a statement to its end within the call; those that leave one running are refused (gatedConnection). */
 const WHOLE_STATEMENT = new Set<string | symbol>(['run', 'runAndRead', 'runAndReadAll', 'runAndReadUntil', 'streamAndReadAll']);
-/** The methods that run nothing (or stop what runs): passed through (closing leaves the gate first: gatedConnection). */
 const NO_STATEMENT = new Set<string | symbol>(['interrupt', 'progress']);
 
 /**
- * `c` with every statement passing `gate` (read-gate.ts): a statement enters as a reader and leaves
- * when it ends; a BEGIN keeps the connection inside until its COMMIT or ROLLBACK (the statements
- * between run without entering again). Whether a text opens or ends a transaction is read from its
- * statements' first words (the last that says counts: a text may hold several).
+ * `c` with every statement passing `gate`: a statement enters as a reader and leaves when it ends; a
+ * BEGIN keeps the connection inside until its COMMIT or ROLLBACK (read from the statements' first words).
  */
 function gatedConnection(c: DuckDBConnection, gate: ReadGate): DuckDBConnection {
   /** Set while the connection is inside a transaction: leaves the gate. */
   let inTransaction: (() => void) | undefined;
+  const leaveTransaction = () => {
+    inTransaction?.();
+    inTransaction = undefined;
+  };
   const statement = async <T>(sql: unknown, call: () => Promise<T>): Promise<T> => {
     const effect = typeof sql === 'string' ? transactionEffect(sql) : undefined;
     if (inTransaction) {
@@ -202,10 +170,7 @@ function gatedConnection(c: DuckDBConnection, gate: ReadGate): DuckDBConnection 
         return await call();
       } finally {
         // A COMMIT or ROLLBACK ends the transaction even when it fails (DuckDB rolls back).
-        if (effect === 'end') {
-          inTransaction?.();
-          inTransaction = undefined;
-        }
+        if (effect === 'end') leaveTransaction();
       }
     }
     const leave = await gate.enter();
@@ -225,8 +190,7 @@ function gatedConnection(c: DuckDBConnection, gate: ReadGate): DuckDBConnection 
       if (WHOLE_STATEMENT.has(key)) return (...args: unknown[]) => statement(args[0], () => fn.apply(target, args) as Promise<unknown>);
       if (key === 'closeSync' || key === 'disconnectSync') {
         return () => {
-          inTransaction?.();
-          inTransaction = undefined;
+          leaveTransaction();
           fn.apply(target);
         };
       }
@@ -251,8 +215,7 @@ function checkRowGroupRows(rows: number): void {
   if (!Number.isInteger(rows) || rows < 2048 || rows % 2048 !== 0) throw new RangeError(`a row group size must be a multiple of 2048 rows, got ${rows}`);
 }
 
-/** The statements that set up an instance and lock it (see openDb). */
-export function lockDownSql(allowedDirectories: readonly string[]): string {
+function lockDownSql(allowedDirectories: readonly string[]): string {
   const dirs = allowedDirectories.map((d) => sqlString(resolve(d))).join(', ');
   return [
     "SET GLOBAL TimeZone = 'UTC'",
@@ -262,10 +225,10 @@ export function lockDownSql(allowedDirectories: readonly string[]): string {
   ].join(';\n');
 }
 
-/** A Db whose close (at most once) closes `conn`, then runs `release` (closing or detaching the file). */
+/** A Db whose close (at most once) closes `conn`, then runs `release`. */
 function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string, rowGroupRows: number, release: () => void | Promise<void>): Db {
   let closed = false;
-  const db: Db = {
+  return {
     instance,
     conn,
     path,
@@ -277,14 +240,9 @@ function dbHandle(instance: Db['instance'], conn: DuckDBConnection, path: string
       await release();
     },
   };
-  return db;
 }
 
-/**
- * Whether the connection's current database has this table. A statement that fails inside a
- * transaction aborts it (every later one fails), so a table that may not exist (a store of an older
- * version, read without migrating it) is looked up first instead of read and caught.
- */
+/** Whether the current database has this table: looked up, since a failing read would abort the transaction. */
 export async function tableExists(conn: DuckDBConnection, name: string): Promise<boolean> {
   const rows = await queryRows<{ n: bigint | number }>(
     conn,
@@ -301,6 +259,19 @@ export async function queryRows<T = Record<string, unknown>>(
 ): Promise<T[]> {
   const reader = await conn.runAndReadAll(sql, params);
   return reader.getRowObjectsJS() as T[];
+}
+
+/** Runs `fn` between BEGIN and COMMIT; on a failure rolls back and throws `wrap(err)`. */
+export async function inTransaction<T>(c: DuckDBConnection, fn: () => Promise<T>, wrap = (err: unknown): unknown => err): Promise<T> {
+  await c.run('BEGIN TRANSACTION');
+  try {
+    const result = await fn();
+    await c.run('COMMIT');
+    return result;
+  } catch (err) {
+    await c.run('ROLLBACK').catch(() => {});
+    throw wrap(err);
+  }
 }
 
 /** Quotes a string as a SQL literal (for file paths in COPY, which cannot be bound parameters). */

@@ -2,30 +2,21 @@
 import { open, stat } from 'node:fs/promises';
 import { FILE_MODE } from './layout.js';
 
-export async function exists(p: string): Promise<boolean> {
-  try {
-    await stat(p);
-    return true;
-  } catch {
-    return false;
-  }
+export function exists(p: string): Promise<boolean> {
+  return stat(p).then(() => true, () => false);
 }
 
 /** A file's size in bytes; 0 when it is not there (or cannot be read). */
-export async function sizeOf(p: string): Promise<number> {
-  try {
-    return (await stat(p)).size;
-  } catch {
-    return 0;
-  }
+export function sizeOf(p: string): Promise<number> {
+  return stat(p).then((s) => s.size, () => 0);
 }
 
-/** The first 16 bytes of a file (fewer when it is shorter). */
-export async function fileHead(path: string): Promise<Buffer> {
+/** The first `bytes` of a file (fewer when it is shorter). */
+export async function fileHead(path: string, bytes = 16): Promise<Buffer> {
   const fh = await open(path, 'r');
   try {
-    const b = Buffer.alloc(16);
-    const { bytesRead } = await fh.read(b, 0, 16, 0);
+    const b = Buffer.alloc(bytes);
+    const { bytesRead } = await fh.read(b, 0, bytes, 0);
     return b.subarray(0, bytesRead);
   } finally {
     await fh.close();
@@ -59,5 +50,4 @@ export async function fsyncDir(path: string): Promise<void> {
   }
 }
 
-/** The one atomic write (util/temp-file.ts), here too for the store's modules. */
 export { writeFileAtomic } from '../util/temp-file.js';

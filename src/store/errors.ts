@@ -37,10 +37,8 @@ export class StoreSettingError extends Error {
 /** A write failure, named after what was being written and saying that committed data is intact. */
 export function wrapWriteError(err: unknown, what: string): Error {
   const msg = err instanceof Error ? err.message : String(err);
-  const full = /No space left|ENOSPC|disk full/i.test(msg)
-    ? `${what} failed: the disk is full (${firstLine(msg)}); data committed before this point is intact`
-    : `${what} failed: ${firstLine(msg)}; data committed before this point is intact`;
-  return new StoreWriteError(full, { cause: err });
+  const cause = /No space left|ENOSPC|disk full/i.test(msg) ? `the disk is full (${firstLine(msg)})` : firstLine(msg);
+  return new StoreWriteError(`${what} failed: ${cause}; data committed before this point is intact`, { cause: err });
 }
 
 export function firstLine(s: string): string {

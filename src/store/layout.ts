@@ -6,11 +6,7 @@ import { DataDirError } from './errors.js';
 
 export type OutputFormat = 'duckdb' | 'parquet' | 'both';
 
-/**
- * One of N stores of a many-account data directory (`--shard I/N`: a Kubernetes Indexed Job's pods
- * each write their own store and their own file of each day; docs/accounts.md). Absent, or N = 1:
- * the data directory's own store.
- */
+/** One of N stores of a many-account data directory (`--shard I/N`: docs/accounts.md). N = 1: the data directory's own. */
 export interface ShardId {
   index: number;
   count: number;
@@ -21,31 +17,26 @@ export interface StoreLayout {
   dataDir: string;
   /** Where the store's own files are: the data directory, or shards/I-of-N/ for shard I of N > 1. */
   storeDir: string;
-  /** The DuckDB file that holds state (and, unless format is parquet, the sessions table). */
+  /** The DuckDB file: state and, unless format parquet, the sessions table. */
   dbPath: string;
-  /** Root of the Hive-partitioned dataset: parquet/sessions/date=YYYY-MM-DD/part-….parquet, shared by every store. */
+  /** Root of the Hive-partitioned dataset (parquet/sessions/date=YYYY-MM-DD/part-….parquet), shared by every store. */
   parquetDir: string;
   /** The name of this store's file in each day's directory: part-0.parquet, or part-I-of-N.parquet for shard I of N > 1. */
   partitionFile: string;
   /** Temporary files, on the same file system so that renames are atomic; never under parquetDir. */
   tmpDir: string;
-  /**
-   * Committed windows' records as newline-delimited JSON, waiting to be merged into the sessions
-   * table (formats duckdb and both); listed in the _pending_files table. Removed when empty.
-   */
+  /** Committed windows' record files waiting for their merge (listed in _pending_files); removed when empty. */
   pendingDir: string;
-  /** The inter-process lock file. */
   lockPath: string;
 }
 
-/** The directory of shard I of N's store (N > 1), under the data directory. */
 export const SHARDS_DIR = 'shards';
 
 export function shardName(shard: ShardId): string {
   return `${shard.index}-of-${shard.count}`;
 }
 
-/** The store of `dataDir` (shard I of N > 1: its own under shards/I-of-N/). */
+/** The store of `dataDir` (shard I of N > 1: under shards/I-of-N/). */
 export function layoutOf(dataDir: string, format: OutputFormat, shard?: ShardId): StoreLayout {
   const sharded = shard !== undefined && shard.count > 1;
   const storeDir = sharded ? join(dataDir, SHARDS_DIR, shardName(shard)) : dataDir;
@@ -79,10 +70,7 @@ export function isPartition(value: unknown): value is string {
   return typeof value === 'string' && PARTITION_VALUE.test(value);
 }
 
-/**
- * A partition read back (from the state, a pending row, a listing) before it reaches a path or an
- * object key: a day or Hive's default partition, else refused (DataDirError) naming where it came from.
- */
+/** A partition read back, checked before it reaches a path or key: else refused (DataDirError) naming where it came from. */
 export function checkPartition(value: unknown, where: string): string {
   if (isPartition(value)) return value;
   const shown = JSON.stringify(String(value)).slice(0, 80);
@@ -96,18 +84,11 @@ export function partitionDir(parquetDir: string, partition: string): string {
   return join(parquetDir, `date=${checkPartition(partition, 'a day file to write')}`);
 }
 
-/**
- * Modes of what session-etl creates, whatever the umask: no access for others (the data holds
- * customer names, emails and IPs); the group may read (BI service accounts). See docs/design.md "What is stored in depth".
- */
+/** Modes of what session-etl creates, whatever the umask (docs/design.md "What is stored in depth"). */
 export const DIR_MODE = 0o750;
 export const FILE_MODE = 0o640;
 
-/**
- * Names of the files session-etl writes under .tmp/ (cleanup removes only these) and pending/.
- * Each ends in an unguessable part (util/temp-file.ts); the names without it are those of earlier
- * versions, still recognised as leftovers.
- */
+/** Names of the files session-etl writes under .tmp/ and pending/ (without the unguessable end: earlier versions'). */
 const RANDOM_PART = `(?:-${UNGUESSABLE})?`;
 export const TMP_FILE_NAME = new RegExp(
   `^(?:\\.probe-\\d+${RANDOM_PART}|state\\.json-\\d+|\\.state\\.json\\.${UNGUESSABLE}\\.tmp|rows-\\d{12,}-\\d+-\\d+${RANDOM_PART}\\.ndjson|(?:\\d{4,}-\\d{2}-\\d{2}|__HIVE_DEFAULT_PARTITION__)-\\d+-\\d+${RANDOM_PART}\\.parquet)$`,
@@ -116,12 +97,7 @@ export const PENDING_FILE_NAME = new RegExp(`^rows-\\d{12,}-\\d+-\\d+${RANDOM_PA
 /** A partition directory's name under parquet/sessions/. */
 export const PARTITION_DIR_NAME = /^date=(?:\d{4,}-\d{2}-\d{2}|__HIVE_DEFAULT_PARTITION__)$/;
 
-/**
- * Refuses (DataDirError, exit 2) a data directory with a symbolic link where session-etl keeps a
- * file or directory of its own: following it, a run would write into, or clean up, what the link
- * points to. The data directory itself may be a link (/srv/data -> /mnt/disk/data): only what is
- * inside it is checked.
- */
+/** Refuses (DataDirError) a symbolic link where session-etl keeps its own files; the data directory itself may be one. */
 export async function refuseLinks(dataDir: string, shard?: ShardId): Promise<void> {
   const both = layoutOf(dataDir, 'both', shard);
   const parquetOnly = layoutOf(dataDir, 'parquet', shard);
@@ -136,7 +112,7 @@ export async function refuseLinks(dataDir: string, shard?: ShardId): Promise<voi
   try {
     partitions = await readdir(both.parquetDir, { withFileTypes: true });
   } catch {
-    // No dataset yet (or it is not a directory: checked where it is used).
+    // No dataset yet (or not a directory: checked where it is used).
   }
   for (const e of partitions) if (e.isSymbolicLink()) await refuseLink(dataDir, join(both.parquetDir, e.name));
 }

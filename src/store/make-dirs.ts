@@ -1,9 +1,7 @@
 /**
- * `mkdir -p` that always ends. Node's recursive mkdir loops for ever, at full CPU, on a path under a
- * file system that refuses new directories with ENOENT although the parent exists (`/proc/foo`:
- * creating it fails with ENOENT, so Node creates the parent, which exists, and tries again). Here
- * the first existing ancestor is found first, and each missing directory below it is created once,
- * without `recursive`: a refusal is an error, never a retry.
+ * `mkdir -p` that always ends: Node's recursive mkdir loops for ever where a file system refuses new
+ * directories with ENOENT although the parent exists (`/proc/foo`). Here each missing directory below
+ * the first existing ancestor is created once: a refusal is an error, never a retry.
  */
 import { mkdir, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
@@ -22,11 +20,8 @@ export class MakeDirsError extends Error {
 }
 
 /**
- * Creates `dir` and its missing parents with `mode`; returns the first directory it created (as
- * `mkdir(dir, { recursive: true })` does), or undefined when `dir` was there already. Throws
- * MakeDirsError: ENOTDIR when a file stands on the path, ENOENT when a directory cannot be created
- * under an existing parent (a special file system such as /proc or /sys), or the system's code
- * (EACCES, EROFS, ...).
+ * Creates `dir` and its missing parents with `mode`; returns the first created (as recursive mkdir
+ * does), or undefined. Throws MakeDirsError: ENOTDIR (a file on the path), ENOENT (/proc, /sys), or the system's code.
  */
 export async function makeDirs(dir: string, mode: number): Promise<string | undefined> {
   const missing: string[] = [];

@@ -1,20 +1,15 @@
 /**
- * The one shape committed records take, and how it becomes columns: newline-delimited JSON, one
- * reporting record per line. The body scanner leaves a fast-shaped answer in it as it is
- * (reporting/sessions-body.ts); a record validated one by one is written in it by `recordLine`
- * (pipeline/flatten.ts). DuckDB reads it with the explicit column types of read_json and the select
- * list that maps them onto the contract, all derived from the fields table (schema/session-fields.ts).
- * Explicit types matter twice: no sampling, and a value that does not fit its type is an error.
+ * The one shape committed records take (NDJSON, one record a line: the scanner's, or `recordLine`'s),
+ * and how DuckDB reads it: read_json's explicit column types (no sampling; a misfit value is an
+ * error) and the select list onto the contract, derived from schema/session-fields.ts.
  */
 import { RECORD_SHAPE, type FieldDef, type SessionRecord } from '../schema/session-fields.js';
 import { SESSION_COLUMNS } from './contract.js';
 import { NULL_PARTITION } from './layout.js';
 
 /**
- * A validated record as its line: every field of the table in selection order (the scanner's
- * shape), null when absent, unknown fields left out; an object is written whole (its fields null)
- * when it is null or absent. So two records with the same columns have the same line, which is how
- * an exact duplicate in one answer is told from a conflicting one.
+ * A validated record as its line: every field in selection order (the scanner's shape), null when
+ * absent, objects whole; so records with the same columns have the same line (exact duplicates).
  */
 export function recordLine(rec: SessionRecord): string {
   const r = rec as unknown as Record<string, unknown>;
@@ -32,11 +27,7 @@ export function recordLine(rec: SessionRecord): string {
   return JSON.stringify(o);
 }
 
-/**
- * read_json's `maximum_object_size`, 16 MiB: twice the largest record accepted
- * (reporting/record-size.ts MAX_RECORD_BYTES, 8 MiB; a test keeps them in step), so that every
- * committed line can be read back at merge time.
- */
+/** read_json's `maximum_object_size`: twice the largest record accepted (record-size.ts; a test keeps them in step). */
 export const NDJSON_MAX_OBJECT_BYTES = 16 * 1024 * 1024;
 
 /** The DuckDB type a source field is read as (timestamps arrive as epoch seconds). */
@@ -71,18 +62,10 @@ export const NDJSON_SELECT = [
   `COALESCE(strftime(to_timestamp(r.started), '%Y-%m-%d'), '${NULL_PARTITION}') AS partition`,
 ].join(', ');
 
-/**
- * The same after `account`, from the lineage's `f(account)`: each record file holds one account's
- * window ('' in a single-account store), and its rows carry it; a store keeps the columns its shape
- * has (store/shape.ts `columnList`).
- */
+/** The same after `account`, from the lineage's `f(account)` (a store keeps the columns of its shape's `columnList`). */
 export const NDJSON_ACCOUNT_SELECT = `f.account AS account, ${NDJSON_SELECT}`;
 
-/**
- * The reverse, in SQL: a row of the contract's columns as its record's line (`recordLine`'s shape;
- * timestamps back to epoch seconds), so that rows the store holds can be committed again as a file
- * (a verify's repair, a row an older version left in `_pending_rows`).
- */
+/** The reverse, in SQL: a stored row as its record's line (a verify's repair, rows an older version left pending). */
 export const RECORD_LINE_OF_ROW = `to_json({${RECORD_SHAPE.map((n) =>
   n.kind === 'leaf' ? `'${n.name}': ${columnValue(n.field)}` : `'${n.name}': {${n.children.map((c) => `'${c.name}': ${columnValue(c.field)}`).join(', ')}}`,
 ).join(', ')}})::VARCHAR`;

@@ -1,14 +1,13 @@
 /**
- * Format parquet: no sessions table. A commit loads a window's records into `_pending_rows` (with
- * its coverage, in one transaction); a flush merges each pending partition's rows with the
- * partition's old file into a new file, newest version of each session first.
+ * Format parquet: no sessions table. A commit loads a window's records into `_pending_rows`; a flush
+ * merges each pending partition's rows with its old file into a new file, newest version of each session first.
  */
 import { rm } from 'node:fs/promises';
 import { parquetCopyOptions } from './row-groups.js';
 import { join } from 'node:path';
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { unguessable } from '../util/temp-file.js';
-import { queryRows, sqlString } from './duckdb.js';
+import { inTransaction, queryRows, sqlString } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
 import { checkPartition, type StoreLayout } from './layout.js';
 import { NDJSON_ACCOUNT_SELECT, NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES } from './ndjson.js';
@@ -28,9 +27,8 @@ export class ParquetOnlySink implements Sink {
     private readonly writes: SerialQueue,
     private readonly layout: StoreLayout,
     private readonly shape: StoreShape,
-    /** Where the day files are (the data directory, or a bucket). */
     private readonly dataset: Dataset,
-    /** The store's row group size (store/row-groups.ts): each day file's row groups. */
+    /** Each day file's row groups. */
     private readonly rowGroupRows: number,
   ) {}
 
@@ -45,11 +43,7 @@ export class ParquetOnlySink implements Sink {
     );
   }
 
-  /**
-   * The rows are in _pending_rows now: the files were only the way in. Removed all at once, as a
-   * merge removes its files (merge.ts): one after the other, each removal waits for turns of the
-   * event loop the fetching keeps busy, and the next commit waits for this.
-   */
+  /** The rows are in _pending_rows now: the files go, all at once (as merge.ts removes its own). */
   async afterCommit(files: readonly RecordFile[]): Promise<void> {
     await Promise.all(files.map((f) => rm(f.path, { force: true }).catch(() => {})));
   }
@@ -61,8 +55,6 @@ export class ParquetOnlySink implements Sink {
     ).map((r) => checkPartition(r.p, `${this.layout.dbPath} (_pending_rows or _parquet_pending)`));
   }
 
-  async beginRunCounts(): Promise<void> {}
-
   /** Marks here are per day (a rewrite clears them all): any number above the stored ones. */
   async nextGen(c: DuckDBConnection): Promise<bigint> {
     const r = await queryRows<{ g: bigint | number | null }>(c, 'SELECT coalesce(max(gen), 0) AS g FROM _parquet_pending');
@@ -70,11 +62,9 @@ export class ParquetOnlySink implements Sink {
   }
 
   /**
-   * Pending rows merged with each partition's old file. A session whose day changed (its start
-   * moved, or became null or not null) is written into its new day and left out of its old day's
-   * file in the same flush: the old day, learnt from `_session_days` (the day of every stored
-   * session), is marked for a rewrite with the pending rows, and nothing pending is forgotten until
-   * every day is written, so a flush cut short is done again whole.
+   * Pending rows merged with each partition's old file. A session whose day changed is written into
+   * its new day and left out of its old day's file (learnt from `_session_days`) in the same flush;
+   * nothing pending is forgotten until every day is written, so a flush cut short is done again whole.
    */
   flush(): Promise<FlushResult> {
     return this.writes.run(async () => {
@@ -97,13 +87,17 @@ export class ParquetOnlySink implements Sink {
       }
       const parts = await this.pendingPartitions(c);
       for (const p of parts) {
-        const { counts, written } = await this.rewritePartition(p);
-        if (written) result.partitions.push(p);
-        addCounts(result.counts, counts);
+        const old = await this.dataset.read(p);
+        try {
+          const { counts, written } = await this.rewriteWith(p, old?.path);
+          if (written) result.partitions.push(p);
+          addCounts(result.counts, counts);
+        } finally {
+          await old?.done();
+        }
       }
       // Every day written: the pending rows, the marks and the days of the sessions, in one transaction.
-      await c.run('BEGIN TRANSACTION');
-      try {
+      await inTransaction(c, async () => {
         await c.run(`DELETE FROM _session_days WHERE (${this.shape.key}) IN (SELECT (${this.shape.key}) FROM _newest_day)`);
         await c.run(`INSERT INTO _session_days SELECT DISTINCT ${this.shape.key}, partition FROM _newest_day`);
         // Every file is rewritten without the accounts moved out (only a many-account store's move out): they are forgotten.
@@ -112,24 +106,16 @@ export class ParquetOnlySink implements Sink {
           await c.run('DELETE FROM _removed_accounts');
         }
         if (parts.length) {
-          const list = `(SELECT unnest(${sqlList(parts)}))`;
+          const list = `(SELECT unnest([${parts.map(sqlString).join(', ')}]))`;
           await c.run(`DELETE FROM _pending_rows WHERE partition IN ${list}; DELETE FROM _parquet_pending WHERE partition IN ${list}`);
         }
-        await c.run('COMMIT');
-      } catch (err) {
-        await c.run('ROLLBACK').catch(() => {});
-        throw err;
-      }
+      });
       await c.run('DROP TABLE IF EXISTS _newest_day');
       return result;
     });
   }
 
-  /**
-   * `_session_days`: the day of every session in the dataset, kept by each flush. A store made
-   * before it was kept (its table empty, or without the key a many-account store has: its account
-   * and id) builds it once from its day files, reading their ids only.
-   */
+  /** A store made before `_session_days` was kept (empty, or without a many-account key) builds it from its files' ids. */
   private async ensureDayIndex(): Promise<void> {
     const c = this.conn;
     const cols = await queryRows<{ c: string }>(c, "SELECT name AS c FROM pragma_table_info('main._session_days') WHERE name <> 'partition' ORDER BY cid");
@@ -138,8 +124,7 @@ export class ParquetOnlySink implements Sink {
     if (n > 0 && keyed) return;
     const days = await this.dataset.list();
     if (days.size === 0 && keyed) return;
-    await c.run('BEGIN TRANSACTION');
-    try {
+    await inTransaction(c, async () => {
       await c.run(keyed ? 'DELETE FROM _session_days' : `DROP TABLE _session_days; ${sessionDaysDdl(this.shape)}`);
       for (const p of days.keys()) {
         const f = await this.dataset.read(p);
@@ -152,39 +137,15 @@ export class ParquetOnlySink implements Sink {
           await f.done();
         }
       }
-      await c.run('COMMIT');
-    } catch (err) {
-      await c.run('ROLLBACK').catch(() => {});
-      throw wrapWriteError(err, 'indexing the days of the stored sessions');
-    }
+    }, (err) => wrapWriteError(err, 'indexing the days of the stored sessions'));
   }
 
-  stop(): void {}
-
-  async idle(): Promise<void> {}
-
-  closeConnections(): void {}
-
-  private async rewritePartition(p: string): Promise<{ counts: AccountCounts; written: boolean }> {
-    const old = await this.dataset.read(p);
-    try {
-      return await this.rewriteWith(p, old?.path);
-    } finally {
-      await old?.done();
-    }
-  }
-
-  /**
-   * Writes the day's new file from its pending rows and `final` (its old file, read locally), and
-   * puts it in place; unless every pending session is in the old file with the same content and
-   * nothing else marked the day (an account moved in or out): then the file stays as it is.
-   */
+  /** Writes the day's new file from its pending rows and `final` (its old file, read locally), and puts it in place. */
   private async rewriteWith(p: string, final: string | undefined): Promise<{ counts: AccountCounts; written: boolean }> {
     const c = this.conn;
     const { columnList, key, fileOrder } = this.shape;
     const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}-${unguessable()}.parquet`);
-    // The old file's rows, but those of accounts moved out; a file of a single-account store made one
-    // of many (accounts adopt) has no account column, and its rows were all loaded as pending rows.
+    // A file of a single-account store made one of many has no account column: its rows were loaded as pending rows.
     const hasOld = final !== undefined && (await hasColumns(c, final, this.shape.accountColumns));
     // Sessions whose newest version is on another day (they moved) are left out of this day.
     const away = `(${key}) NOT IN (SELECT (${key}) FROM _newest_day WHERE partition <> ${sqlString(p)})`;
@@ -198,9 +159,8 @@ export class ParquetOnlySink implements Sink {
            SELECT *, ${CONTENT_HASH} AS h, first_value(${CONTENT_HASH}) OVER (PARTITION BY ${key} ORDER BY extracted_at DESC, src) AS w FROM (${all}))
          QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY (src = 1 AND h = w) DESC, extracted_at DESC, src) = 1`
       : `SELECT ${columnList} FROM (${all}) QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC, src) = 1`;
-    // Sessions of the pending rows, by account: new to the dataset, or replacing a version the file
-    // held or one on another day (a session that moved here); updated when the content (any column
-    // but extracted_at) differs from the newest pending version, else re-read unchanged.
+    // Pending sessions by account: new, or replacing one the file held or one on another day (moved
+    // here); updated when the content differs from the newest pending version, else unchanged.
     const account = this.shape.account('p');
     const newest = `SELECT ${key}, ${CONTENT_HASH} AS h FROM _pending_rows WHERE partition = ${sqlString(p)} AND ${away}
                     QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY extracted_at DESC) = 1`;
@@ -218,10 +178,13 @@ export class ParquetOnlySink implements Sink {
       r.map((x) => [x.account, { inserted: Number(x.n) - Number(x.u), updated: Number(x.u) - Number(x.same), unchanged: Number(x.same) }]),
     );
     const news = [...counts.values()].some((n) => n.inserted > 0 || n.updated > 0);
-    // Nothing new or changed, and nothing else to do to the file (no old file, or one without the
-    // account column a many-account store needs, is always written): it stays as it is.
-    const asItWas = hasOld && !news && !(await this.marked(p));
-    if (asItWas) return { counts, written: false };
+    // Nothing new or changed and nothing marked (an account moved in or out of the day, or one moved out
+    // waits to be left out): the old file stays (one missing, or without the account column, is always written).
+    const marked = async () => {
+      const sql = 'SELECT (SELECT count(*) FROM _parquet_pending WHERE partition = $1) + (SELECT count(*) FROM _removed_accounts) AS n';
+      return Number((await queryRows<{ n: bigint }>(c, sql, [p]))[0]?.n ?? 0) > 0;
+    };
+    if (hasOld && !news && !(await marked())) return { counts, written: false };
     let copied: { rowsChanged: number | bigint };
     try {
       copied = await c.run(
@@ -234,19 +197,6 @@ export class ParquetOnlySink implements Sink {
     await this.dataset.put(p, tmp, Number(copied.rowsChanged));
     return { counts, written: true };
   }
-
-  /**
-   * Whether the day is marked for a rewrite (an account moved out, or in: account-transfer.ts), or
-   * an account moved out waits to be left out of the files.
-   */
-  private async marked(p: string): Promise<boolean> {
-    const r = await queryRows<{ n: bigint }>(
-      this.conn,
-      'SELECT (SELECT count(*) FROM _parquet_pending WHERE partition = $1) + (SELECT count(*) FROM _removed_accounts) AS n',
-      [p],
-    );
-    return Number(r[0]?.n ?? 0) > 0;
-  }
 }
 
 /** Whether a Parquet file has these columns (read from its footer; none asked: read nothing). */
@@ -254,8 +204,4 @@ async function hasColumns(c: DuckDBConnection, file: string, columns: readonly s
   if (!columns.length) return true;
   const r = await queryRows<{ n: bigint }>(c, `SELECT count(DISTINCT name) AS n FROM parquet_schema(${sqlString(file)}) WHERE name IN (SELECT unnest($1::VARCHAR[]))`, [listValue([...columns])]);
   return Number(r[0]?.n ?? 0) === columns.length;
-}
-
-function sqlList(xs: readonly string[]): string {
-  return `[${xs.map(sqlString).join(', ')}]`;
 }

@@ -1,8 +1,4 @@
-/**
- * Rewriting Parquet partitions whole from the sessions table (format both): each day's file is
- * written to .tmp by COPY, put in place whole (dataset/dataset.ts: renamed over the old file, or
- * uploaded), and its pending marks cleared; readers only ever see complete files.
- */
+/** Rewriting Parquet days whole from the sessions table (format both): COPY to .tmp, put in place, marks cleared. */
 import { rm } from 'node:fs/promises';
 import { parquetCopyOptions } from './row-groups.js';
 import { join } from 'node:path';
@@ -15,11 +11,7 @@ import type { Dataset } from './dataset/dataset.js';
 import { NULL_PARTITION, type StoreLayout } from './layout.js';
 import type { StoreShape } from './shape.js';
 
-/**
- * Connections that rewrite Parquet partitions side by side (each COPY is mostly one thread plus fixed
- * costs), unless the memory budget says fewer (MemorySplit.parquetRewrites: each COPY sorts its day
- * and builds a row group, largely outside DuckDB's pool).
- */
+/** Rewrites side by side (a COPY is mostly one thread), unless the memory budget says fewer (MemorySplit.parquetRewrites). */
 export const REWRITE_CONNECTIONS = 2;
 
 /** How rewrites run: side by side at most `sideBySide`; `log` is told each rewrite of several days. */
@@ -37,16 +29,11 @@ export class ParquetRewriter {
     private readonly db: Db,
     private readonly layout: StoreLayout,
     private readonly shape: StoreShape,
-    /** Where the day files go (the data directory, or a bucket). */
     private readonly dataset: Dataset,
     private readonly rewrites: RewriteOptions = { sideBySide: REWRITE_CONNECTIONS },
   ) {}
 
-  /**
-   * Rewrites the given partitions from the sessions table: independent COPYs, run side by side on
-   * the rewriter's connections; each file's fsync and rename run while the next COPY does.
-   * Returns the partitions rewritten (all of them, or it throws).
-   */
+  /** Rewrites the partitions side by side; a file's fsync and rename run during the next COPY. Returns them all, or throws. */
   async rewritePending(partitions: string[]): Promise<string[]> {
     if (partitions.length === 0) return [];
     const conns = await this.connections(Math.max(1, Math.min(this.rewrites.sideBySide, partitions.length)));
@@ -106,11 +93,9 @@ export class ParquetRewriter {
     return partitions;
   }
 
-  /** The rewriter's own connections (opened on first use), the first `n` of them. */
+  /** The first `n` of the rewriter's own connections (opened on first use). */
   async connections(n: number): Promise<DuckDBConnection[]> {
-    while (this.extra.length < n) {
-      this.extra.push(await this.db.instance.connect());
-    }
+    while (this.extra.length < n) this.extra.push(await this.db.instance.connect());
     return this.extra.slice(0, Math.max(0, n));
   }
 
@@ -118,10 +103,7 @@ export class ParquetRewriter {
     for (const conn of this.extra) conn.closeSync();
   }
 
-  /**
-   * COPY one partition of the sessions table to .tmp; resolves to the step that puts the file in
-   * place. DuckDB creates the file itself: its name cannot be guessed, in a directory only we write.
-   */
+  /** COPY one partition to .tmp (an unguessable name); resolves to the step that puts the file in place. */
   private copyPartition(c: DuckDBConnection, p: string): Promise<() => Promise<void>> {
     const tmp = join(this.layout.tmpDir, `${p}-${process.pid}-${++this.fileSeq}-${unguessable()}.parquet`);
     const copy = c.run(

@@ -1,14 +1,10 @@
-/** Putting a day's new Parquet file in place in the local dataset: fsync, rename over the old file, fsync the directory. */
 import { mkdir, rename, rm, rmdir } from 'node:fs/promises';
 import { crashPoint } from '../util/crash-point.js';
 import { fsyncDir, fsyncFile } from './durable-fs.js';
 import { wrapWriteError } from './errors.js';
 import { DIR_MODE } from './layout.js';
 
-/**
- * Puts a partition's new file (written to .tmp by COPY) in place: fsync, rename over the old
- * file, fsync the directory. A partition that holds no session any more is removed instead.
- */
+/** Puts a day's new file (in .tmp) in place locally: fsync, rename over the old, fsync the directory; none left: removed. */
 export async function placePartitionFile(rows: number, tmp: string, dir: string, final: string, p: string): Promise<void> {
   try {
     if (rows === 0) {

@@ -1,33 +1,25 @@
 /**
- * Every statement on a writer's DuckDB connections against the one moment nothing may use them: a
- * new store attaching its file again with the row groups its first rows fit (duckdb.ts
- * resizeRowGroups, at table-sink.ts beforeCommit). A DETACH while another connection of the instance
- * ran a statement, or held a transaction open, left the old attachment alive: the ATTACH after it
- * failed ("Unique file handle conflict"), every later statement with it ("Catalog "store" does not
- * exist"), and the process then crashed (SIGSEGV, in the memory bench and in a CLI test). The Db
- * owns the gate and passes every statement of every connection it hands out through it
- * (duckdb.ts gatedConnection): no caller has to remember it.
+ * Every statement on a writer's connections against the one moment nothing may use them: attaching
+ * the file again (duckdb.ts resizeRowGroups). A DETACH while another connection ran a statement or
+ * held a transaction left the old attachment alive: the ATTACH failed ("Unique file handle
+ * conflict"), every later statement too, and the process crashed (SIGSEGV). The Db passes every
+ * statement through it (duckdb.ts gatedConnection).
  *
- * A reader is one statement, or a transaction from its BEGIN to its COMMIT or ROLLBACK. The
- * exclusive moment waits for the readers inside; readers that come meanwhile wait for it (so it is
- * not starved). Hence the one rule: a connection inside a transaction must not wait for a statement
- * of another connection of the same Db (that statement would wait for the exclusive moment, which
- * waits for the transaction). None does: each transaction runs on its own connection alone.
+ * A reader is one statement, or a transaction from BEGIN to its end. The exclusive moment waits for
+ * readers inside; readers that come meanwhile wait for it. So a connection inside a transaction must
+ * not wait for a statement of another connection of the Db (none does).
  */
 export class ReadGate {
   private active = 0;
   private closed: Promise<void> | undefined;
   private drained: (() => void) | undefined;
 
-  /** Whether an exclusive moment is waiting for the readers inside, or running (tests watch it). */
+  /** Whether an exclusive moment is waiting or running (tests watch it). */
   get exclusivePending(): boolean {
     return this.closed !== undefined;
   }
 
-  /**
-   * Enters as a reader, after the exclusive moment if one is waiting or running; the function
-   * returned leaves (once, however often it is called).
-   */
+  /** Enters as a reader, after any exclusive moment; the function returned leaves (once). */
   async enter(): Promise<() => void> {
     while (this.closed) await this.closed;
     this.active++;

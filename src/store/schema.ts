@@ -1,7 +1,4 @@
-/**
- * The state tables of a data directory, their creation and migration, and the check that a DuckDB
- * file found where ours goes was written by session-etl.
- */
+/** The state tables of a data directory, their creation and migration, and the check that a DuckDB file is ours. */
 import { readdir } from 'node:fs/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SESSION_COLUMNS, sessionsTableDdl } from './contract.js';
@@ -11,30 +8,23 @@ import { NULL_PARTITION, type OutputFormat, type StoreLayout } from './layout.js
 import { storeShape, type StoreAccounts, type StoreShape } from './shape.js';
 import { VERIFIED_DAYS_DDL } from './verify-log.js';
 
-/**
- * 2: the sessions table has no PRIMARY KEY index (one row per session is kept by the merge).
- * 3: the state tables carry an account ('' in a single-account store), and a many-account store's
- * sessions an `account` column (docs/accounts.md).
- */
+/** 2: no PRIMARY KEY on sessions. 3: state rows carry an account, a many-account store's sessions too (docs/accounts.md). */
 export const SCHEMA_VERSION = 3;
 
 export type { StoreAccounts } from './shape.js';
 
-/** The contract's columns, in order, as a select list. */
 export const COLUMN_LIST = SESSION_COLUMNS.map((c) => c.name).join(', ');
 /**
  * A stored row's content (every column but extracted_at) as one 64-bit hash: a session fetched again
  * with this unchanged was re-read, not updated (merge.ts, parquet-only-sink.ts).
  */
 export const CONTENT_HASH = `hash(${SESSION_COLUMNS.filter((c) => c.name !== 'extracted_at').map((c) => c.name).join(', ')})`;
-/** The partition (UTC day, or Hive's default partition) of a stored row. */
 export const PARTITION_OF_STORED = `COALESCE(strftime(started_at, '%Y-%m-%d'), '${NULL_PARTITION}')`;
 
 const STATE_DDL = [
   `CREATE TABLE IF NOT EXISTS _session_etl_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`,
   `CREATE TABLE IF NOT EXISTS _coverage (start_s BIGINT NOT NULL, end_s BIGINT NOT NULL, run_id VARCHAR, committed_at TIMESTAMPTZ NOT NULL)`,
-  // One row per mark: a merge adds (partition, generation); a rewrite removes the marks it saw before
-  // its COPY, so a merge that lands during the rewrite leaves its mark (see ParquetRewriter.rewritePending).
+  // A rewrite removes only the marks it saw before its COPY: a merge landing meanwhile keeps its mark.
   `CREATE TABLE IF NOT EXISTS _parquet_pending (partition VARCHAR NOT NULL, gen BIGINT NOT NULL DEFAULT 0)`,
   `CREATE TABLE IF NOT EXISTS _pending_files (file VARCHAR PRIMARY KEY, extracted_at DOUBLE NOT NULL, rows BIGINT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS rejected_sessions (
@@ -64,10 +54,8 @@ const STATE_DDL = [
 
 /** Refuses a DuckDB file that another program wrote, or a newer session-etl. */
 export async function checkOwnership(conn: DuckDBConnection, dbPath: string): Promise<void> {
-  const tables = await queryRows<{ table_name: string }>(
-    conn,
-    `SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'`,
-  );
+  const sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'";
+  const tables = await queryRows<{ table_name: string }>(conn, sql);
   const names = new Set(tables.map((t) => t.table_name));
   if (names.size > 0 && !names.has('_session_etl_meta')) {
     throw new DataDirError(
@@ -76,8 +64,7 @@ export async function checkOwnership(conn: DuckDBConnection, dbPath: string): Pr
     );
   }
   if (names.has('_session_etl_meta')) {
-    const v = await queryRows<{ value: string }>(conn, `SELECT value FROM _session_etl_meta WHERE key = 'schema_version'`);
-    const version = Number(v[0]?.value ?? 0);
+    const version = Number((await metaValue(conn, 'schema_version')) ?? 0);
     if (version > SCHEMA_VERSION) {
       throw new DataDirError(`${dbPath} was written by a newer session-etl (schema ${version}); upgrade session-etl`);
     }
@@ -85,17 +72,15 @@ export async function checkOwnership(conn: DuckDBConnection, dbPath: string): Pr
 }
 
 /**
- * Creates the state tables (and the sessions table unless the format is parquet), migrating older
- * schemas, in one transaction. Every creating statement is idempotent (IF NOT EXISTS), so they run
- * in one call with the transaction's start (each statement run on its own costs a round trip, which
- * many small accounts pay once each: docs/benchmarks.md "Many accounts").
+ * Creates the tables, migrating older schemas, in one transaction. The statements are idempotent and
+ * run in one call (a round trip each cost many small accounts: docs/benchmarks.md "Many accounts").
  */
 export async function ensureSchema(
   c: DuckDBConnection,
   { format, accounts, newFile }: {
     format: OutputFormat;
     accounts: StoreAccounts;
-    /** The file was just created (holds no table): there is nothing to migrate. */
+    /** The file was just created: there is nothing to migrate. */
     newFile: boolean;
   },
 ): Promise<void> {
@@ -111,8 +96,7 @@ export async function ensureSchema(
 
 /** Brings a store of an older schema to this one, inside the caller's transaction. */
 async function migrate(c: DuckDBConnection, format: OutputFormat): Promise<void> {
-  // pragma_table_info reads one table's entry; duckdb_columns() listed every column of every
-  // catalog (~11 ms of CPU at each open, which many accounts pay once each: docs/benchmarks.md).
+  // pragma_table_info: duckdb_columns() cost ~11 ms of CPU at each open (many accounts: docs/benchmarks.md).
   const genCol = await queryRows(c, `SELECT 1 FROM pragma_table_info('main._parquet_pending') WHERE name = 'gen'`);
   if (genCol.length === 0) {
     // Schema 1: one row per partition, primary key.
@@ -123,15 +107,12 @@ async function migrate(c: DuckDBConnection, format: OutputFormat): Promise<void>
   if (format !== 'parquet') await dropSessionsPrimaryKey(c);
 }
 
-/** The statements that create a store's tables: the state tables, `_pending_rows`, and `sessions` (or, format parquet, `_session_days`). */
+/** The state tables, `_pending_rows`, and `sessions` (or, format parquet, `_session_days`). */
 function storeDdl(format: OutputFormat, shape: StoreShape): string[] {
   return [...STATE_DDL, pendingRowsDdl(shape), format !== 'parquet' ? shape.tableDdl('sessions') : sessionDaysDdl(shape)];
 }
 
-/**
- * Format parquet: the day of every session in the dataset, kept by each flush, so that a session
- * whose start moves to another day leaves its old day's file (parquet-only-sink.ts).
- */
+/** Format parquet: the day of every session in the dataset, so that one moving to another day leaves its old file. */
 export function sessionDaysDdl(shape: StoreShape): string {
   return `CREATE TABLE IF NOT EXISTS _session_days (${[...shape.key.split(', '), 'partition'].map((c) => `${c} VARCHAR NOT NULL`).join(', ')})`;
 }
@@ -149,14 +130,14 @@ function metaInsert(format: OutputFormat, accounts: StoreAccounts): string {
 
 /** Whether the store holds one account or many (a store from before schema 3 holds one). */
 export async function recordedAccounts(conn: DuckDBConnection): Promise<StoreAccounts> {
-  const meta = await queryRows<{ value: string }>(conn, `SELECT value FROM _session_etl_meta WHERE key = 'accounts'`).catch(() => []);
-  return meta[0]?.value === 'many' ? 'many' : 'single';
+  return (await metaValue(conn, 'accounts').catch(() => undefined)) === 'many' ? 'many' : 'single';
 }
 
-/**
- * Schema 1 (session-etl before the sliced merge) gave the sessions table a PRIMARY KEY index:
- * rebuilt without it, rows in started_at order, inside the caller's transaction.
- */
+async function metaValue(conn: DuckDBConnection, key: string): Promise<string | undefined> {
+  return (await queryRows<{ value: string }>(conn, `SELECT value FROM _session_etl_meta WHERE key = '${key}'`))[0]?.value;
+}
+
+/** Schema 1 gave the sessions table a PRIMARY KEY index: rebuilt without it, in started_at order. */
 async function dropSessionsPrimaryKey(c: DuckDBConnection): Promise<void> {
   const pk = await queryRows<{ n: bigint }>(
     c,
@@ -170,9 +151,8 @@ async function dropSessionsPrimaryKey(c: DuckDBConnection): Promise<void> {
 }
 
 /**
- * The format an existing store keeps: the one recorded in _session_etl_meta, or (a store from
- * before it was recorded) the one asked for, else the one its contents show. Refuses one asked for
- * that differs from the recorded one. `fileFormat` is the format its DuckDB file's name says.
+ * The format an existing store keeps: the recorded one (another asked for is refused), else the one
+ * asked for, else what its contents show. `fileFormat`: what its DuckDB file's name says.
  */
 export async function recordedFormat(
   conn: DuckDBConnection,
@@ -180,14 +160,12 @@ export async function recordedFormat(
   fileFormat: OutputFormat,
   asked: OutputFormat | undefined,
 ): Promise<OutputFormat> {
-  const meta = await queryRows<{ value: string }>(conn, `SELECT value FROM _session_etl_meta WHERE key = 'format'`).catch(() => []);
-  const recorded = meta[0]?.value as OutputFormat | undefined;
+  const recorded = (await metaValue(conn, 'format').catch(() => undefined)) as OutputFormat | undefined;
   if (recorded && asked && recorded !== asked) throw formatMismatch(layout.dataDir, recorded, asked);
   if (recorded) return recorded;
   if (asked) return asked;
   if (fileFormat === 'parquet') return 'parquet';
-  // Sessions stored and no Parquet dataset: written as duckdb. Anything else (a dataset, or no
-  // rows yet: say a first run killed before its schema was written) keeps the default, both.
+  // Sessions stored and no Parquet dataset: duckdb. Else (a dataset, or no rows yet) the default, both.
   const partitions = await readdir(layout.parquetDir).catch(() => [] as string[]);
   if (partitions.length) return 'both';
   const rows = await queryRows<{ n: bigint }>(conn, 'SELECT count(*) AS n FROM (SELECT 1 FROM sessions LIMIT 1)').catch(() => []);
@@ -202,7 +180,7 @@ export function formatMismatch(dataDir: string, stored: string, asked: OutputFor
   );
 }
 
-/** A column as this release creates it: its name, type and default (an SQL expression, or null). */
+/** A column as this release creates it (dflt: an SQL expression, or null). */
 interface ExpectedColumn {
   name: string;
   type: string;
@@ -211,50 +189,43 @@ interface ExpectedColumn {
 
 const expected = new Map<string, Promise<Map<string, ExpectedColumn[]>>>();
 
-/** The tables of a store of this schema (this format and number of accounts), made once in memory. */
+/** The tables of a store of this schema, format and accounts, made once in memory. */
 function expectedTables(format: OutputFormat, accounts: StoreAccounts): Promise<Map<string, ExpectedColumn[]>> {
   const key = `${format}/${accounts}`;
-  let found = expected.get(key);
-  if (!found) {
-    found = (async () => {
-      const db = await openDb(':memory:', { allowedDirectories: [] });
-      try {
-        await db.conn.run(storeDdl(format, storeShape(accounts)).join(';\n'));
-        const rows = await queryRows<{ t: string; c: string; type: string; dflt: string | null }>(
-          db.conn,
-          `SELECT table_name AS t, column_name AS c, data_type AS type, column_default AS dflt FROM duckdb_columns()
-           WHERE database_name = current_database() AND schema_name = 'main' ORDER BY table_name, column_index`,
-        );
-        const tables = new Map<string, ExpectedColumn[]>();
-        for (const r of rows) (tables.get(r.t) ?? tables.set(r.t, []).get(r.t)!).push({ name: r.c, type: r.type, dflt: r.dflt });
-        return tables;
-      } finally {
-        await db.close();
-      }
-    })();
-    expected.set(key, found);
-  }
-  return found;
+  return expected.get(key) ?? expected.set(key, createExpectedTables(format, accounts)).get(key)!;
 }
 
-/** What a read of a store of an earlier schema found (see readAsCurrentSchema). */
+async function createExpectedTables(format: OutputFormat, accounts: StoreAccounts): Promise<Map<string, ExpectedColumn[]>> {
+  const db = await openDb(':memory:', { allowedDirectories: [] });
+  try {
+    await db.conn.run(storeDdl(format, storeShape(accounts)).join(';\n'));
+    const rows = await queryRows<{ t: string; c: string; type: string; dflt: string | null }>(
+      db.conn,
+      `SELECT table_name AS t, column_name AS c, data_type AS type, column_default AS dflt FROM duckdb_columns()
+       WHERE database_name = current_database() AND schema_name = 'main' ORDER BY table_name, column_index`,
+    );
+    const tables = new Map<string, ExpectedColumn[]>();
+    for (const r of rows) (tables.get(r.t) ?? tables.set(r.t, []).get(r.t)!).push({ name: r.c, type: r.type, dflt: r.dflt });
+    return tables;
+  } finally {
+    await db.close();
+  }
+}
+
 export interface SchemaReading {
   /** The schema version the store records (0: none recorded). */
   version: number;
-  /** Whether its tables lack anything this release reads: then the next export or backfill upgrades it. */
+  /** Whether its tables lack anything this release reads (the next export or backfill upgrades it). */
   older: boolean;
 }
 
 /**
- * Lets this release's queries read a store of an earlier schema opened read-only, without writing
- * to it: each table it lacks is an empty temporary table, each table lacking columns a temporary
- * view of it with those columns added (their default, else NULL). Temporary objects live in the
- * connection's memory and shadow the file's tables of the same name. The next writer migrates the
- * file itself (ensureSchema).
+ * Lets this release's queries read an older store opened read-only, without writing: each missing
+ * table an empty temporary table, each table lacking columns a temporary view adding them (default,
+ * else NULL), which shadow the file's tables. The next writer migrates the file (ensureSchema).
  */
 export async function readAsCurrentSchema(conn: DuckDBConnection, format: OutputFormat, accounts: StoreAccounts): Promise<SchemaReading> {
-  const meta = await queryRows<{ value: string }>(conn, `SELECT value FROM _session_etl_meta WHERE key = 'schema_version'`).catch(() => []);
-  const version = Number(meta[0]?.value ?? 0);
+  const version = Number((await metaValue(conn, 'schema_version').catch(() => undefined)) ?? 0);
   const rows = await queryRows<{ t: string; c: string; db: string }>(
     conn,
     `SELECT table_name AS t, column_name AS c, current_database() AS db FROM duckdb_columns()

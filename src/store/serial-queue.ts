@@ -8,7 +8,6 @@ export class SerialQueue {
     return next;
   }
 
-  /** Resolves when every task given so far has ended. */
   idle(): Promise<void> {
     return this.tail.then(() => {});
   }

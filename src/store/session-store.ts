@@ -1,17 +1,8 @@
 /**
- * The load stage: one DuckDB file that holds the data (unless the format is parquet only), the
- * coverage map, the run history and the quarantine, plus the Parquet dataset derived from it.
- *
- * Exactly-once in effect: each window's rows and its coverage interval are committed in one DuckDB
- * transaction (commit-queue.ts). Committed rows then reach their final form through the format's
- * sink (sink.ts): merged into the `sessions` table, and Parquet partitions rewritten whole from
- * committed data (write to .tmp, fsync, rename over the old file) and removed from the pending
- * list; a crash in between leaves them pending, and the next run's first flush finishes them.
- *
- * This file is the facade the pipeline, `status` and the tests use; each concern lives in its own
- * module: open-data-dir.ts (checks before anything is written), schema.ts (tables, migration),
- * commit-queue.ts, table-sink.ts / parquet-only-sink.ts, merge.ts, parquet-rewriter.ts,
- * background-work.ts, coverage.ts, run-log.ts, durable-fs.ts.
+ * The load stage's facade: one DuckDB file (data unless format parquet, coverage, runs, quarantine)
+ * plus the Parquet dataset. Each window's rows and coverage commit in one transaction
+ * (commit-queue.ts); the format's sink (sink.ts) then merges them into `sessions` and rewrites
+ * Parquet days whole; a crash in between leaves them pending for the next flush (docs/design.md).
  */
 import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -56,22 +47,18 @@ export interface OpenStoreOptions {
   /** Absent: the data directory's own format (a new one: both). */
   format?: OutputFormat | undefined;
   readOnly?: boolean;
-  /**
-   * One account's store, or many accounts' (docs/accounts.md). Absent: whichever the store is (a new
-   * one: single). One that differs from the store's is refused (exit 2).
-   */
+  /** Absent: whichever the store is (a new one: single); one that differs is refused (exit 2; docs/accounts.md). */
   accounts?: StoreAccounts;
   /** Shard I of N of a many-account data directory: its own store (layout.ts). */
   shard?: ShardId;
   /** Where the day files go: the data directory's parquet/sessions/ (default), or a bucket (dataset/). */
   dataset?: DatasetLocation;
-  /** A bucket's check before each upload: that the run still holds the bucket's lock (dataset/bucket-run.ts). */
+  /** A bucket's check before each upload that the run still holds its lock (dataset/bucket-run.ts). */
   beforeUpload?: () => Promise<void>;
-  /** Where a failure of background work (a merge or a Parquet rewrite overlapping the fetching) is reported when it happens. */
+  /** Where a failure of background work (a merge or a Parquet rewrite) is reported when it happens. */
   logger?: Logger;
-  /** A writer's DuckDB memory_limit (the run's memory budget's share: config/memory-budget.ts). */
+  /** A writer's DuckDB memory_limit and row group bytes (the memory budget's shares: config/memory-budget.ts). */
   memoryLimit?: string;
-  /** A writer's row group bytes (the run's memory budget's share: config/memory-budget.ts). */
   rowGroupBytes?: number;
   /** Directories besides the data directory its DuckDB may read files in (status reads a dataset kept elsewhere). */
   readDirs?: readonly string[];
@@ -82,7 +69,6 @@ export interface OpenStoreOptions {
 }
 
 export class SessionStore {
-  /** Writes on the one main connection. */
   private readonly writes = new SerialQueue();
   private readonly sink: Sink;
   private readonly commits: CommitQueue;
@@ -98,7 +84,6 @@ export class SessionStore {
     private readonly db: Db,
     readonly readOnly: boolean,
     logger: Logger,
-    /** Where the day files go. */
     readonly dataset: Dataset,
     alignedWaitMs?: number,
     parquetRewrites = REWRITE_CONNECTIONS,
@@ -128,25 +113,17 @@ export class SessionStore {
     return this.db.conn;
   }
 
-  /** The rows of the row groups this store writes (store/row-groups.ts). */
   get rowGroupRows(): number {
     return this.db.rowGroupRows;
   }
 
-  /**
-   * Directories and files this writer created (its DuckDB file was new): what a first run that
-   * commits nothing removes again (see discardNew). Empty when the store existed.
-   */
+  /** What this writer created (its DuckDB file was new): a first run that commits nothing removes it (discardNew). */
   readonly created: string[] = [];
 
   /**
-   * Opens the store, creating the data directory and schema when needed. Refuses a directory whose
-   * DuckDB file belongs to another program, and a file held by another process.
-   *
-   * The format: a data directory keeps the one its first run recorded (`format` in
-   * _session_etl_meta; before that was recorded, which files it holds). Without `format` the store
-   * opens in that format (a new one: `both`); a `format` that differs from it is refused (exit 2):
-   * a store written in another format would miss the history, and rewrite Parquet partitions from it.
+   * Opens the store, creating the data directory and schema when needed; refuses another program's
+   * DuckDB file, and a file held by another process. A data directory keeps the format its first run
+   * recorded (a new one: both); another `format` is refused (exit 2: it would miss the history).
    */
   static async open(opts: OpenStoreOptions): Promise<SessionStore> {
     const readOnly = opts.readOnly ?? false;
@@ -177,14 +154,9 @@ export class SessionStore {
   /** A read-only store's schema: whether it is older than this release's (the next writer upgrades it). */
   schemaReading: SchemaReading | null = null;
 
-  /** Serialises writes on the one connection. */
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    return this.writes.run(fn);
-  }
-
   /** Runs `fn` on the main connection between two writes (a consistent copy of the state: dataset/bucket-run.ts). */
   withWriteConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
-    return this.exclusive(() => fn(this.conn));
+    return this.writes.run(() => fn(this.conn));
   }
 
   /** An account's merged coverage map: windows whose data is committed ('' in a single-account store). */
@@ -208,16 +180,11 @@ export class SessionStore {
     return rows.map((r) => r.a);
   }
 
-  /**
-   * The accounts whose runs are going now: a day's Parquet file is rewritten while windows are still
-   * fetched once each of them covers the day whole (every file of a many-account store holds all its
-   * accounts; rewriting it as each account finishes it would write it once per account).
-   */
+  /** The accounts whose runs are going: a day is rewritten while fetching once all cover it (else once per account). */
   setRunningAccounts(accounts: readonly string[]): void {
     this.running = [...accounts];
   }
 
-  /** Of `partitions`, the days that every running account covers whole (see setRunningAccounts). */
   private async readyDays(conn: DuckDBConnection, partitions: string[]): Promise<string[]> {
     if (partitions.length === 0) return [];
     const coverage = await readAllCoverage(conn);
@@ -232,12 +199,9 @@ export class SessionStore {
     return this.commits.commitWindow(commit);
   }
 
-  /**
-   * Copies an account's rows and state from another store into this many-account store (one
-   * transaction; account-transfer.ts), then makes them visible (flush). Returns the sessions copied.
-   */
+  /** Copies an account's rows and state from another store into this one (account-transfer.ts), then flushes. */
   async importAccount(account: string, src: TransferSource): Promise<number> {
-    const rows = await this.exclusive(() => importAccount(this.conn, this.shape, this.format, account, src, () => this.sink.nextGen(this.conn)));
+    const rows = await this.writes.run(() => importAccount(this.conn, this.shape, this.format, account, src, () => this.sink.nextGen(this.conn)));
     await this.flush();
     return rows;
   }
@@ -248,18 +212,18 @@ export class SessionStore {
    */
   async removeAccounts(accounts: readonly string[], filesGlob = join(this.layout.parquetDir, 'date=*', this.layout.partitionFile)): Promise<void> {
     await this.flush();
-    await this.exclusive(() => removeAccounts(this.conn, this.format, accounts, () => this.sink.nextGen(this.conn), filesGlob));
+    await this.writes.run(() => removeAccounts(this.conn, this.format, accounts, () => this.sink.nextGen(this.conn), filesGlob));
     await this.flush();
   }
 
   /**
-   * Makes this single-account store the store of many accounts holding this one (`accounts adopt`).
-   * Close it and open it again as a many-account store, then flush: every day file is rewritten with the account column.
+   * Makes this single-account store a many-account store holding it (`accounts adopt`); open it again
+   * as such and flush: every day file is rewritten with the account column.
    */
   async convertToMany(account: string): Promise<void> {
     if (this.shape.many) throw new DataDirError(`${this.layout.dbPath} holds many accounts already`);
     await this.flush();
-    await this.exclusive(() =>
+    await this.writes.run(() =>
       convertToManyAccounts(this.conn, this.format, account, () => this.sink.nextGen(this.conn), join(this.layout.parquetDir, 'date=*', this.layout.partitionFile)),
     );
   }
@@ -276,34 +240,25 @@ export class SessionStore {
   }
 
   /** Marks the start of a run for the new/updated counts (see TableSink.beginRunCounts). */
-  beginRunCounts(): Promise<void> {
-    return this.sink.beginRunCounts();
+  async beginRunCounts(): Promise<void> {
+    await this.sink.beginRunCounts?.();
   }
 
-  /** Partitions whose Parquet file is older than the committed data. */
   pendingPartitions(conn: DuckDBConnection = this.conn): Promise<string[]> {
     return this.sink.pendingPartitions(conn);
   }
 
-  /**
-   * Makes committed data visible in its final form: merges every committed row into the sessions
-   * table (formats duckdb and both), then rewrites every pending Parquet partition whole: query →
-   * .tmp file → fsync → rename over the old file → fsync the directory → clear the pending mark.
-   * Readers only ever see complete files. Also returns what background merges did since the last flush.
-   */
+  /** Makes committed data visible in its final form (sink.ts); also returns what background merges did since the last flush. */
   flush(): Promise<FlushResult> {
     return this.sink.flush();
   }
 
   /** Replaces the coverage rows by their merged intervals (keeps the table small). */
   compactCoverage(): Promise<void> {
-    return this.exclusive(() => compactCoverage(this.conn));
+    return this.writes.run(() => compactCoverage(this.conn));
   }
 
-  /**
-   * A new connection of its own (UTC), for work with temporary tables of its own beside the run's
-   * writes (`verify`'s comparison: range-comparison.ts); closed by the caller before the store closes.
-   */
+  /** A new connection (UTC) for temporary tables beside the run's writes (range-comparison.ts); the caller closes it. */
   async openConnection(): Promise<DuckDBConnection> {
     if (this.closed) throw new Error('the store is closed');
     return this.db.instance.connect();
@@ -311,31 +266,29 @@ export class SessionStore {
 
   /** Removes an account's sessions (those stored on `days`) and rewrites those days (remove-sessions.ts). Returns how many went. */
   removeSessions(account: string, ids: readonly string[], days: readonly string[]): Promise<number> {
-    return this.exclusive(() => removeSessions(this.conn, this, account, ids, days, (c) => this.sink.nextGen(c)));
+    return this.writes.run(() => removeSessions(this.conn, this, account, ids, days, (c) => this.sink.nextGen(c)));
   }
 
   /** Records what a verify found, day by day (verify-log.ts). */
   recordVerifiedDays(account: string, runId: string, atS: number, days: readonly VerifiedDay[]): Promise<void> {
-    return this.exclusive(() => recordVerifiedDays(this.conn, account, runId, atS, days));
+    return this.writes.run(() => recordVerifiedDays(this.conn, account, runId, atS, days));
   }
 
   /** A connection of its own for reading the state while the run writes (the state snapshot). */
   async readConnection(): Promise<DuckDBConnection> {
     if (this.closed) throw new Error('the store is closed');
-    if (!this.snapshotConn) {
-      this.snapshotConn = await this.db.instance.connect();
-    }
+    this.snapshotConn ??= await this.db.instance.connect();
     return this.snapshotConn;
   }
   private snapshotConn: DuckDBConnection | undefined;
 
   recordRun(run: runLog.RunRow): Promise<void> {
-    return this.exclusive(() => runLog.recordRun(this.conn, run));
+    return this.writes.run(() => runLog.recordRun(this.conn, run));
   }
 
   /** Records every run still marked `running` as `died` (see run-log.ts); returns their run ids. */
   recordDiedRuns(foundBy: string, holder?: { runId?: string; pid: number; host: string }): Promise<string[]> {
-    return this.exclusive(() => runLog.recordDiedRuns(this.conn, foundBy, holder, runLog.committedRowsOf(this)));
+    return this.writes.run(() => runLog.recordDiedRuns(this.conn, foundBy, holder, runLog.committedRowsOf(this)));
   }
 
   /** The latest runs of an account (every account's with `account` undefined), newest first. */
@@ -354,27 +307,26 @@ export class SessionStore {
   }
 
   beginBackfill(account: string, range: Window, runId: string): Promise<void> {
-    return this.exclusive(() => runLog.beginBackfill(this.conn, account, range, runId));
+    return this.writes.run(() => runLog.beginBackfill(this.conn, account, range, runId));
   }
 
   completeBackfill(account: string, range: Window): Promise<void> {
-    return this.exclusive(() => runLog.completeBackfill(this.conn, account, range));
+    return this.writes.run(() => runLog.completeBackfill(this.conn, account, range));
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
-    this.sink.stop();
+    this.sink.stop?.();
     await this.writes.idle();
-    await this.sink.idle();
+    await this.sink.idle?.();
     this.closed = true;
     if (!this.readOnly) {
       await rmdir(this.layout.pendingDir).catch(() => {});
-      // The checkpoint DuckDB would run while closing, here off the event loop, on the writer's one
-      // thread: the configuration is locked (duckdb.ts), and checkpointing with one thread was about
-      // even with every core (docs/benchmarks.md, "polling for tasks").
+      // DuckDB's closing checkpoint, here off the event loop (one thread was about even with every
+      // core: docs/benchmarks.md, "polling for tasks").
       await this.conn.run('CHECKPOINT').catch(() => {});
     }
-    this.sink.closeConnections();
+    this.sink.closeConnections?.();
     this.snapshotConn?.closeSync();
     this.dataset.close();
     await this.db.close();

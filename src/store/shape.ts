@@ -1,18 +1,14 @@
 /**
- * What differs between a store of one account and a store of many (docs/accounts.md): the `account`
- * column. A many-account store's `sessions` table and dataset files start with it, and a session is
- * identified by its account and its id; a single-account store's are exactly the column contract.
- * Everything else (coverage, checkpoints, runs, backfills, rejected records, record files) carries an
- * account in both, '' being the one account of a single-account store: one account is many accounts
- * with one. This is the one place that difference is decided; below it, it is data (the fragments of
- * SQL here), so that the merge, the Parquet writers and the readers share one code path.
+ * What differs between a store of one account and of many (docs/accounts.md): the `account` column
+ * that starts a many-account store's rows and key. Every state row carries an account in both ('' the
+ * one of a single-account store). Decided here only; below, it is SQL fragments, one code path.
  */
 import { sessionsTableDdl, SESSION_COLUMNS } from './contract.js';
 
 /** The account of a single-account store's state rows. */
 export const SINGLE_ACCOUNT = '';
 
-/** Whether a store holds one account or many: recorded as `accounts` in _session_etl_meta (before schema 3: one). */
+/** Recorded as `accounts` in _session_etl_meta (before schema 3: single). */
 export type StoreAccounts = 'single' | 'many';
 
 export interface StoreShape {
@@ -22,7 +18,6 @@ export interface StoreShape {
   readonly accountColumns: readonly string[];
   /** The columns of `sessions` and of a partition file, in order: the contract's, after `account` with many accounts. */
   readonly columns: readonly string[];
-  /** The same as a select list. */
   readonly columnList: string;
   /** What identifies a session's row: `session_id`, or `account, session_id`. */
   readonly key: string;

@@ -1,7 +1,6 @@
 /**
- * Formats duckdb and both: a committed window's record file is the committed data (listed in
- * `_pending_files` by the commit); merges move the files' rows into the `sessions` table in the
- * background and at each flush; with both, the days they touch are then rewritten to Parquet.
+ * Formats duckdb and both: a committed window's record file (listed in `_pending_files`) is the data;
+ * merges move it into `sessions` in the background and at each flush; with both, their days go to Parquet.
  */
 import { basename } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -17,34 +16,28 @@ import type { StoreShape } from './shape.js';
 import type { Dataset } from './dataset/dataset.js';
 import { addCounts, type AccountCounts, type FlushResult, type RecordFile, type Sink } from './sink.js';
 
-/** How long committed rows wait for a whole row group's worth before a background merge takes them anyway. */
 const ALIGNED_WAIT_MS = 4_000;
 
 /**
- * A many-account store rewrites its days when every account of the run covers them: all of them in
- * the run's last seconds, from a table the run has not checkpointed (duckdb.ts), whose rows then
- * fill DuckDB's pool while each COPY sorts a day. Before such a rewrite of several days, with at
- * least this much in the write-ahead log, the table is checkpointed first (the work the closing
- * checkpoint would do): 200 accounts × 2,000 sessions peaked at 438–468 MiB instead of 480–546
+ * A many-account store rewrites its days in the run's last seconds, from a table not checkpointed,
+ * whose WAL rows fill DuckDB's pool while each COPY sorts a day: before a rewrite of several days
+ * with this much WAL, it checkpoints first: 200 × 2,000 peaked at 438–468 MiB instead of 480–546
  * (docs/benchmarks.md "Where the memory goes at 200 × 2,000").
  */
 export const CHECKPOINT_BEFORE_REWRITE_WAL_BYTES = 4 * 2 ** 20;
 
 export interface TableSinkOptions {
-  /** both: the days merges touch are rewritten to Parquet; duckdb: the table only. */
   format: 'duckdb' | 'both';
-  /** Of the days waiting for a rewrite, those whose data is complete (every account of the run covers them whole). */
+  /** Of the days waiting for a rewrite, those every account of the run covers whole. */
   readyDays: (conn: DuckDBConnection, partitions: string[]) => Promise<string[]>;
   onBackgroundError: (err: unknown) => void;
-  /** How long committed rows wait for a whole row group (default ALIGNED_WAIT_MS). */
+  /** How long committed rows wait for a whole row group before a background merge takes them anyway. */
   alignedWaitMs?: number | undefined;
-  /** Told the finished days each background rewrite wrote (none: not called). */
+  /** Told the finished days each background rewrite wrote. */
   onRewritten?: (partitions: string[]) => void;
-  /** How many Parquet rewrites run side by side (the memory budget's). */
   rewrites?: RewriteOptions;
-  /** Checkpoint before a rewrite of several days (a many-account store: CHECKPOINT_BEFORE_REWRITE_WAL_BYTES). */
+  /** A many-account store's: see CHECKPOINT_BEFORE_REWRITE_WAL_BYTES. */
   checkpointFirst?: boolean;
-  /** Told what checkpointFirst did (debug). */
   log?: (fields: object, msg: string) => void;
 }
 
@@ -59,7 +52,7 @@ export class TableSink implements Sink {
   private gen = 0;
   private lastMerge = Date.now();
   private kickTimer: NodeJS.Timeout | undefined;
-  /** Whether the row groups were sized from the rows (at the first commit of a store that held none). */
+  /** Whether beforeCommit sized the row groups already. */
   private sized = false;
   private readonly checkpointFirst: boolean;
   private readonly log: (fields: object, msg: string) => void;
@@ -68,7 +61,6 @@ export class TableSink implements Sink {
     private readonly db: Db,
     private readonly layout: StoreLayout,
     shape: StoreShape,
-    /** Where the day files go (format both). */
     dataset: Dataset,
     o: TableSinkOptions,
   ) {
@@ -81,11 +73,10 @@ export class TableSink implements Sink {
     const rewriter = this.rewriter;
     this.work = new BackgroundWork(
       {
-        // In the background, whole row groups when rows arrive fast enough to fill one within
-        // ALIGNED_WAIT_MS of the last merge; otherwise what there is, so that a slow run still makes
-        // its days readable as it goes. The flush merges what is left.
+        // Whole row groups when rows arrive fast enough to fill one within alignedWaitMs of the last
+        // merge; otherwise what there is, so that a slow run's days still become readable as it goes.
         mergeSlice: async () => {
-          // The rate counts from the start of the last merge: rows committed while it ran arrived over its duration.
+          // The rate counts from the last merge's start: rows committed while it ran arrived over its duration.
           const began = Date.now();
           const m = await mergeSlice(await this.mergeConnection(), this.merge, {
             waitForRowGroup: (pending, target) => {
@@ -104,9 +95,7 @@ export class TableSink implements Sink {
           ? {
               rewriteReady: async () => {
                 const conn = (await rewriter.connections(1))[0]!;
-                const days = await readyDays(conn, await this.pendingPartitions(conn));
-                await this.checkpointBeforeRewrite(days);
-                const written = await rewriter.rewritePending(days);
+                const written = await this.rewrite(rewriter, await readyDays(conn, await this.pendingPartitions(conn)));
                 if (written.length) onRewritten(written);
                 return written;
               },
@@ -117,14 +106,12 @@ export class TableSink implements Sink {
     );
   }
 
-  /** A merge took `rows` of the pending files' rows into the table. */
   private tookOff(rows: number): void {
     this.unmerged = Math.max(0, this.unmerged - rows);
     if (memoryTraceOn) traced.unmergedRows = this.unmerged;
   }
 
   async commitFiles(c: DuckDBConnection, files: readonly RecordFile[]): Promise<void> {
-    // The files are the rows: the merge reads them (DuckDB parses them, with explicit types).
     const values = files.map((_, i) => `($${4 * i + 1}, $${4 * i + 2}, $${4 * i + 3}, $${4 * i + 4})`).join(', ');
     await c.run(
       `INSERT INTO _pending_files (file, extracted_at, rows, account) VALUES ${values}`,
@@ -133,14 +120,10 @@ export class TableSink implements Sink {
   }
 
   /**
-   * A store that holds no rows yet could not measure them when it was opened (store/row-groups.ts):
-   * its row groups were sized for long text. At its first commit, the files committed tell the rows'
-   * size (the bytes of their values: row-groups.ts ndjsonValueBytes), and the file is attached again with the row groups those rows
-   * fit, before any row group is written: short records get groups several times larger (a smaller
-   * file, a faster run), long text keeps small ones. Runs on the commit's connection before its
-   * transaction, with merges held out (they keep the row group size in this.merge); the re-attach
-   * itself waits for every other statement and transaction on the store's connections to end, and
-   * holds new ones until it is done (the Db's gate: store/read-gate.ts).
+   * A store with no rows yet sized its row groups for long text: at its first commit the files tell
+   * the rows' size, and the file is attached again with the groups they fit, before any is written
+   * (short records: several times larger groups). Runs before the commit's transaction, merges held
+   * out; the re-attach waits for every statement on the store's connections (read-gate.ts).
    */
   async beforeCommit(files: readonly RecordFile[]): Promise<void> {
     if (this.sized) return;
@@ -150,7 +133,6 @@ export class TableSink implements Sink {
     if (files.reduce((n, f) => n + f.count, 0) === 0) return;
     const any = await queryRows<{ n: bigint }>(this.db.conn, 'SELECT count(*) AS n FROM (SELECT 1 FROM sessions LIMIT 1)');
     if (Number(any[0]?.n ?? 0) > 0) return;
-    // The values' bytes of the first window's records (a sample of its first megabytes).
     const rowBytes = await ndjsonFileValueBytes(files[0]!.path);
     if (rowBytes === undefined) return;
     await this.work.merging(async () => {
@@ -174,11 +156,9 @@ export class TableSink implements Sink {
   }
 
   /**
-   * Marks the start of a run for the new/updated counts: a session whose stored version predates
-   * this call counts as updated when replaced; one first stored after it counts once, as new or
-   * updated, however many windows return it. (Row ids are renumbered by a checkpoint that drops
-   * deleted rows, which DuckDB runs at most once per 1 GB of WAL: a run that long may count a few
-   * sessions twice; the data is not affected.)
+   * Marks the start of a run for the new/updated counts: a session stored before this counts as
+   * updated when replaced; one stored after it counts once, however many windows return it. (DuckDB's
+   * own checkpoint, once per 1 GB of WAL, renumbers row ids: such a run may count a few twice.)
    */
   async beginRunCounts(): Promise<void> {
     await this.work.merging(async () => {
@@ -193,34 +173,26 @@ export class TableSink implements Sink {
     });
   }
 
-  /**
-   * Merges every committed row into the sessions table, then (format both) rewrites every pending
-   * Parquet partition whole. Also returns what background work did since the last flush.
-   */
   async flush(): Promise<FlushResult> {
     const merged = await this.mergePending();
     const rewriter = this.rewriter;
-    const partitions = rewriter
-      ? await this.work.rewriting(async () => {
-          const days = await this.pendingPartitions(this.db.conn);
-          await this.checkpointBeforeRewrite(days);
-          return rewriter.rewritePending(days);
-        })
-      : [];
+    const partitions = rewriter ? await this.work.rewriting(async () => this.rewrite(rewriter, await this.pendingPartitions(this.db.conn))) : [];
     const result = this.work.takeResult();
     addCounts(result.counts, merged);
     result.partitions.push(...partitions);
     return result;
   }
 
+  private async rewrite(rewriter: ParquetRewriter, days: string[]): Promise<string[]> {
+    await this.checkpointBeforeRewrite(days);
+    return rewriter.rewritePending(days);
+  }
+
   /**
-   * CHECKPOINT before a rewrite of `days` (see CHECKPOINT_BEFORE_REWRITE_WAL_BYTES), between merges.
-   * A checkpoint vacuums deleted rows (a session a later window returned again replaced its row) and
-   * renumbers the rows after them, and a merge tells a session stored before the run from one this
-   * run stored by its row id (merge.ts, runRowidFloor): the run's floor is found again after it, as
-   * the row id of the last row stored before the run (the order of the rows is kept), and the row
-   * group alignment is read again. Refused by DuckDB while another connection writes (a commit): the
-   * rewrite goes on, and the closing checkpoint does the work.
+   * CHECKPOINT before a rewrite of `days` (CHECKPOINT_BEFORE_REWRITE_WAL_BYTES), between merges. It
+   * vacuums deleted rows and renumbers the rest: the run's row id floor is found again (the row id of
+   * the last row stored before the run), and the alignment read again. Refused while another
+   * connection writes: the rewrite goes on, and the closing checkpoint does the work.
    */
   private async checkpointBeforeRewrite(days: readonly string[]): Promise<void> {
     if (!this.checkpointFirst || days.length < 2) return;
@@ -256,7 +228,7 @@ export class TableSink implements Sink {
     clearTimeout(this.kickTimer);
   }
 
-  /** Rows wait for a row group: merge them anyway once ALIGNED_WAIT_MS has passed, even if no commit comes. */
+  /** Rows wait for a row group: merge them anyway once alignedWaitMs has passed, even if no commit comes. */
   private kickLater(alignedWaitMs: number): void {
     if (this.kickTimer) return;
     this.kickTimer = setTimeout(() => {
@@ -276,7 +248,6 @@ export class TableSink implements Sink {
     this.rewriter?.closeConnections();
   }
 
-  /** Moves every committed row into the sessions table, slice by slice (see merge.ts). */
   private mergePending(): Promise<AccountCounts> {
     return this.work.merging(async () => {
       const total: AccountCounts = new Map();
@@ -290,7 +261,6 @@ export class TableSink implements Sink {
     });
   }
 
-  /** A generation number for Parquet marks, above every one already stored. */
   async nextGen(c: DuckDBConnection): Promise<bigint> {
     if (this.gen === 0) {
       this.gen = Number((await queryRows<{ g: bigint | null }>(c, 'SELECT coalesce(max(gen), 0) AS g FROM _parquet_pending'))[0]?.g ?? 0);
@@ -299,7 +269,6 @@ export class TableSink implements Sink {
   }
 
   private async mergeConnection(): Promise<DuckDBConnection> {
-    // UTC, as every connection of the instance (duckdb.ts).
     this.mergeConn ??= await this.db.instance.connect();
     return this.mergeConn;
   }
