@@ -18,7 +18,7 @@ const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>]+@/gi;
  * A registry of secrets and its redaction (the process's: `registerSecret`, `redact`; tests make others). The matcher
  * is rebuilt on the first `redact()` after a register, so registering many secrets costs one build.
  */
-export function createRedactor(limits: MatcherLimits = MATCHER_LIMITS): { register(value: string | undefined | null): void; redact(text: string): string } {
+export function createRedactor(limits: MatcherLimits = MATCHER_LIMITS) {
   const secrets = new Set<string>();
   let matcher: SecretMatcher | undefined;
   const build = (): SecretMatcher => {
@@ -31,13 +31,13 @@ export function createRedactor(limits: MatcherLimits = MATCHER_LIMITS): { regist
     return secretMatcher(ci, cs, limits);
   };
   return {
-    register(value) {
+    register(value: string | undefined | null): void {
       if (typeof value === 'string' && value.length >= 4 && !secrets.has(value)) {
         secrets.add(value);
         matcher = undefined;
       }
     },
-    redact(text) {
+    redact(text: string): string {
       try {
         let out = String(text);
         if (secrets.size) {
