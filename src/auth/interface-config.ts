@@ -38,7 +38,8 @@ export function loadInterfaceConfig(
   opts: { env?: NodeJS.ProcessEnv; config?: Partial<InterfaceConfig>; require?: ReadonlyArray<keyof InterfaceConfig> } = {},
 ): InterfaceConfig {
   const env = opts.env ?? process.env;
-  const merged: Record<string, unknown> = { tokenFile: defaultTokenFile(env), ...stripUndefined(opts.config ?? {}) };
+  const given = Object.entries(opts.config ?? {}).filter(([, v]) => v !== undefined);
+  const merged: Record<string, unknown> = { tokenFile: defaultTokenFile(env), ...Object.fromEntries(given) };
   for (const [field, name] of Object.entries(INTERFACE_ENV)) {
     const v = env[name];
     if (v !== undefined && v !== '') merged[field] = v.trim();
@@ -63,8 +64,4 @@ export function loadInterfaceConfig(
     );
   }
   return parsed.data;
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

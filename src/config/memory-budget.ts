@@ -49,7 +49,7 @@ export function glibcSettingsMissing(env: NodeJS.ProcessEnv = process.env): stri
   return Object.entries(GLIBC_SETTINGS).filter(([k]) => env[k] === undefined).map(([k, v]) => `${k}=${v}`);
 }
 
-/** A budget, a setting or a size that cannot be used: exit 2, before anything is written. */
+/** Exit 2, before anything is written. */
 export class MemoryBudgetError extends Error {
   override readonly name = 'MemoryBudgetError';
   readonly exitCode = ExitCode.usage;
@@ -62,7 +62,7 @@ const UNITS: Record<string, number> = { b: 1 };
   UNITS[`${p}i`] = UNITS[`${p}ib`] = 1024 ** (i + 1);
 });
 
-/** The largest size taken (1 TiB): a memory budget beyond any machine this runs on is a typo. */
+/** A memory budget beyond any machine this runs on is a typo. */
 export const MAX_SIZE = 2 ** 40;
 
 export const SIZE_FORMS = 'a size such as "384MiB", "512MB" or "1GiB" (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; Kubernetes\' M and Mi too)';
@@ -97,7 +97,7 @@ export function parseSize(value: string | number, what: string): number {
   return r.bytes;
 }
 
-/** Bytes as MiB (or GiB from 10 GiB), for messages. */
+/** MiB, or GiB from 10 GiB. */
 export function formatSize(bytes: number): string {
   if (bytes >= 10 * 2 ** 30) return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
   return `${Math.round(bytes / MiB)} MiB`;
@@ -132,7 +132,7 @@ export function readCgroupLimit(root = '/'): CgroupLimit | undefined {
   for (const mount of memoryMounts(mountinfo)) {
     const own = ownCgroup(cgroups, mount.version);
     if (own === undefined) continue;
-    // The process's cgroup relative to what the mount shows (a container sees its own cgroup as the root).
+    // Relative to the mount's root (a container sees its own cgroup as the root).
     const rel = mount.root === '/' ? own : own === mount.root || own.startsWith(`${mount.root}/`) ? own.slice(mount.root.length) || '/' : undefined;
     if (rel === undefined) continue;
     const file = mount.version === 2 ? 'memory.max' : 'memory.limit_in_bytes';
@@ -146,7 +146,7 @@ export function readCgroupLimit(root = '/'): CgroupLimit | undefined {
   return best;
 }
 
-/** A limit file's content: bytes, or undefined for "max", no limit, or a file that is not there. */
+/** Bytes, or undefined for "max", no limit, or no file. */
 export function parseLimit(text: string | undefined): number | undefined {
   const t = text?.trim();
   if (!t || t === 'max' || !/^\d+$/.test(t)) return undefined;
@@ -154,7 +154,7 @@ export function parseLimit(text: string | undefined): number | undefined {
   return n > 0 && n < NO_LIMIT_ABOVE ? n : undefined;
 }
 
-/** The memory cgroup mounts of /proc/self/mountinfo: v2 (cgroup2) and v1 with the memory controller. */
+/** v2 (cgroup2) mounts, and v1 with the memory controller. */
 function memoryMounts(mountinfo: string): Array<{ point: string; root: string; version: 1 | 2 }> {
   const out: Array<{ point: string; root: string; version: 1 | 2 }> = [];
   for (const line of mountinfo.split('\n')) {
@@ -172,7 +172,7 @@ function memoryMounts(mountinfo: string): Array<{ point: string; root: string; v
   return out.sort((a, b) => a.version - b.version);
 }
 
-/** The process's cgroup path in /proc/self/cgroup for the v1 memory controller, or v2's unified one ("0::"). */
+/** For the v1 memory controller, or v2's unified one ("0::"). */
 function ownCgroup(cgroups: string, version: 1 | 2): string | undefined {
   for (const line of cgroups.split('\n')) {
     const m = /^(\d+):([^:]*):(.*)$/.exec(line.trim());

@@ -34,7 +34,7 @@ export interface RunEnd {
   error?: unknown;
 }
 
-/** A RunEnd from what the caller saw: a failure's own summary (RunFailedError carries one) is used when no other is given. */
+/** A failure's own summary (RunFailedError) is used when no other is given. */
 export function runEndOf(e: Omit<RunEnd, 'summary' | 'error'> & { summary?: RunSummary | undefined; error?: unknown }): RunEnd {
   const { summary, error, ...rest } = e;
   const s = summary ?? (error as { summary?: RunSummary } | undefined)?.summary;
@@ -93,10 +93,8 @@ function lagOf(end: RunEnd): number | null {
 }
 
 /**
- * Which events this run end calls for, given what was notified before, and the state to keep if
- * nothing gets delivered (a delivery then moves it on: `afterDelivery`). Every failed run notifies;
- * a success notifies once after a failure; the lag is judged after exports only (a backfill of old
- * history is far behind by nature) and notifies once per crossing.
+ * The events this run end calls for, and the state to keep if nothing gets delivered. A success notifies once after
+ * a failure; the lag is judged after exports only (a backfill is far behind by nature), once per crossing.
  */
 export function decideNotifications(
   end: RunEnd,
@@ -137,7 +135,7 @@ function afterDelivery(state: NotifyState, payload: NotifyPayload): NotifyState 
   return state;
 }
 
-/** The payload of one event; every string passes through the redaction. */
+/** Every string passes through the redaction. */
 export function buildPayload(
   event: NotifyEvent,
   end: RunEnd,
@@ -185,11 +183,7 @@ export function buildPayload(
   });
 }
 
-/**
- * `text` (and `error`) as chat webhooks read it, with nothing a server's error body quoted in it
- * could turn into markup or a mention (`<!channel>`, a `[label](url)` hiding where it leads,
- * `@here`): the escapes are listed in docs/monitoring.md "Notifications" (Slack, Teams).
- */
+/** No markup or mention (`<!channel>`, `[label](url)`, `@here`) from a quoted error body (docs/monitoring.md "Notifications"). */
 export function chatText(s: string): string {
   return oneLine(s)
     .replace(/&/g, '&amp;')
@@ -199,7 +193,6 @@ export function chatText(s: string): string {
     .replace(/@(here|channel|everyone)\b/gi, '@\u200b$1');
 }
 
-/** POSTs one payload, retrying transient failures (network, timeout, 408, 429, 5xx) within the deadline. */
 export async function postNotification(url: string, payload: NotifyPayload, o: SendOptions = {}): Promise<Delivery> {
   return (await deliverAll(url, [JSON.stringify(redactDeep(payload))], o))[0]!;
 }
@@ -271,7 +264,7 @@ function runIdOf(end: RunEnd): string | null {
   return end.summary?.runId ?? (end.error as { runId?: string } | undefined)?.runId ?? null;
 }
 
-/** The run's error: the summary's (already says what is committed and what to do), or the message and its causes. */
+/** The summary's (it says what is committed and what to do), or the message and its causes. */
 function errorTextOf(end: RunEnd): string {
   if (end.summary?.error) return clipText(redact(end.summary.error), MAX_ERROR_CHARS);
   const parts: string[] = [];
