@@ -31,7 +31,7 @@ export function isConfigError(e: unknown): e is ConfigError {
 /** Where a value came from: `env-file` is the environment as set by the working directory's .env file. */
 export type Source = 'default' | 'file' | 'env' | 'env-file' | 'flag';
 
-/** The issue of a value the schema refused, as zod reports it (the fields read here). */
+/** The fields of zod's issue read here. */
 export interface RefusedValueIssue {
   code: string;
   path: PropertyKey[];
@@ -118,9 +118,8 @@ function valueAt(input: Record<string, unknown>, path: readonly PropertyKey[]): 
 function echoable(path: readonly PropertyKey[], value: unknown): boolean {
   if (value === undefined) return false;
   if (path.some((p) => NEVER_ECHOED.has(String(p)))) return false;
-  // A URL's user:password part is a secret: such a value is named, never shown.
+  // A URL's user:password part, or a key pasted into the wrong setting (REPORTING_URL=<the key>), is never shown.
   if (typeof value === 'string' && /@/.test(value) && /:\/\//.test(value)) return false;
-  // A key pasted into the wrong setting (REPORTING_URL=<the key>) is not shown either.
   if (typeof value === 'string' && value.split(/[\s/?&=#:]+/).some(looksLikeKey)) return false;
   return typeof value !== 'string' || value.length <= 200;
 }

@@ -1,7 +1,4 @@
-/**
- * Loads the effective configuration: defaults (./defaults.ts) < user file (--config or
- * SESSION_ETL_CONFIG) < environment < CLI flags; later ones win. Remembers where each value came from.
- */
+/** The effective configuration: defaults < file (--config, SESSION_ETL_CONFIG) < environment < flags, and each value's source. */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { CONFIG_DEFAULTS } from './defaults.js';

@@ -114,7 +114,7 @@ export function createMetrics(o: MetricsOptions = {}) {
     setState(s: MonitoredState): void {
       state = s;
     },
-    /** The state read back after a run this process recorded (refreshedState). */
+    /** The state read back after a run this process recorded. */
     refreshState(s: MonitoredState): void {
       state = refreshedState(state, s);
     },
@@ -160,10 +160,7 @@ export function stateAfterRun(state: MonitoredState, r: RunRecord, endedAtMs: nu
   };
 }
 
-/**
- * The state read back after a run this process recorded: the store's word wins, except that a run
- * which ended before it was logged in the store (lock held, no data directory) stays the last run.
- */
+/** The store's word wins, except that a run which ended before it was logged there (lock held) stays the last run. */
 export function refreshedState(mineState: MonitoredState, read: MonitoredState): MonitoredState {
   const mine = mineState.lastRun;
   const logged = mine === null || (read.lastRun !== null && (read.lastRun.runId === mine.runId || read.lastRun.startedAt >= mine.startedAt - 1));
