@@ -4,29 +4,20 @@ export interface AuthorizeUrlOptions {
   /** Host of the token service: {auth_url} for `current`, {legacy_api_url} for the proxies, {former_auth_url} for the former provider. */
   baseUrl: string;
   clientId: string;
-  /** `code` (authorization code flow, the default) or `token` (implicit flow). The proxies only know `code`. */
+  /** `code` (the default) or `token` (implicit flow); the proxies only know `code`. */
   responseType?: 'code' | 'token';
-  /** Where the browser is sent back. Required by `current` and `former-provider`; optional for the proxies. */
+  /** Required by `current` and `former-provider`. */
   redirectUri?: string;
-  /** Scopes, as a list or one space-separated string; sent separated by `%20`. Ignored by the proxies. */
+  /** Ignored by the proxies. */
   scope?: string | readonly string[];
-  /** Opaque value echoed back in the redirect; check it there (request forgery). */
+  /** Echoed back in the redirect; check it there (request forgery). */
   state?: string;
-  /** Which token service; `current` unless told otherwise. */
   variant?: TokenServiceVariant;
-  /** PKCE S256 challenge (see pkce.ts); sent with code_challenge_method=S256 by the services that take parameters. */
+  /** PKCE S256 challenge (pkce.ts). */
   codeChallenge?: string;
 }
 
-/**
- * The URL of the browser authorize page. Parameters are encoded with `encodeURIComponent`, so
- * spaces between scopes become `%20` (the document asks for it; URLSearchParams would write `+`).
- *
- * - current, former-provider: response_type, client_id, redirect_uri, scope, state (and the PKCE
- *   code_challenge, code_challenge_method=S256 when given).
- * - v2-proxy: response_type=code (always), client_id, state, optional redirect_uri (and PKCE).
- * - oldest: client_id, optional redirect_uri and state (no response_type, no scope).
- */
+/** The URL of the browser authorize page; `encodeURIComponent` writes spaces as `%20`, as the document asks (not `+`). */
 export function buildAuthorizeUrl(opts: AuthorizeUrlOptions): string {
   const variant = opts.variant ?? 'current';
   const responseType = opts.responseType ?? 'code';

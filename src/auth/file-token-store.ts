@@ -14,11 +14,7 @@ export function defaultTokenFile(env: NodeJS.ProcessEnv = process.env): string {
   return join(base, 'session-etl', 'tokens.json');
 }
 
-/**
- * Keeps tokens in one JSON file readable by its owner only (mode 0600, its directory 0700; an
- * existing directory others may write to is made 0700, or refused when it is not the user's). Writes go to a temporary file of the same mode that then replaces the token file, so
- * a crash never leaves half a file. `withLock` takes a lock beside it (`….lock`, store/lock.ts) for cross-process refreshes.
- */
+/** Tokens in one JSON file of mode 0600 in a directory of 0700, replaced atomically; `withLock` locks `….lock` beside it. */
 export class FileTokenStore implements TokenStore {
   readonly description: string;
   constructor(readonly path: string) {
@@ -52,7 +48,6 @@ export class FileTokenStore implements TokenStore {
 
   async save(tokens: StoredTokens): Promise<void> {
     await this.secureDir();
-    // The one atomic write: created new under an unguessable name, never through a link; exactly 0600 whatever the umask.
     await writeFileAtomic(this.path, JSON.stringify(tokens, null, 2) + '\n', { mode: 0o600, exactMode: true });
   }
 
@@ -71,10 +66,7 @@ export class FileTokenStore implements TokenStore {
     }
   }
 
-  /**
-   * Creates the token directory (0700), or checks the one there: a directory others may write to
-   * lets them replace or plant the token file. Ours: made 0700. Someone else's: refused.
-   */
+  /** A token directory others may write lets them plant the token file: ours is made 0700, someone else's refused. */
   private async secureDir(): Promise<void> {
     const dir = dirname(this.path);
     await mkdir(dir, { recursive: true, mode: 0o700 });

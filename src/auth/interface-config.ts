@@ -5,10 +5,7 @@ import { defaultTokenFile } from './file-token-store.js';
 
 const url = (what: string) => z.url({ protocol: /^https?$/, error: `${what} must be an http(s) URL` });
 
-/**
- * Where the rest of the interface lives and how to authenticate to it. Loaded from the environment
- * (variable names below) over values given by a configuration object; never from a committed file.
- */
+/** Where the rest of the interface lives and how to authenticate to it: from the environment over a configuration object. */
 export const InterfaceConfigSchema = z.object({
   authUrl: url('AUTH_URL').optional().describe('Token service host, {auth_url} (env AUTH_URL), e.g. https://auth.example.com'),
   apiUrl: url('API_URL').optional().describe('Host of the identity lookup, {api_url} (env API_URL)'),
@@ -22,7 +19,6 @@ export const InterfaceConfigSchema = z.object({
 });
 export type InterfaceConfig = z.infer<typeof InterfaceConfigSchema>;
 
-/** The environment variable of each field. */
 export const INTERFACE_ENV: Readonly<Record<keyof InterfaceConfig, string>> = {
   authUrl: 'AUTH_URL',
   apiUrl: 'API_URL',
@@ -37,15 +33,13 @@ export class InterfaceConfigError extends Error {
   override readonly name = 'InterfaceConfigError';
 }
 
-/**
- * Reads the settings: environment variables win over `config` (values from a configuration object),
- * which win over defaults. `require` lists the fields the caller cannot do without.
- */
+/** Environment variables win over `config`, which wins over defaults; `require`: the fields the caller needs. */
 export function loadInterfaceConfig(
   opts: { env?: NodeJS.ProcessEnv; config?: Partial<InterfaceConfig>; require?: ReadonlyArray<keyof InterfaceConfig> } = {},
 ): InterfaceConfig {
   const env = opts.env ?? process.env;
-  const merged: Record<string, unknown> = { tokenFile: defaultTokenFile(env), ...stripUndefined(opts.config ?? {}) };
+  const given = Object.entries(opts.config ?? {}).filter(([, v]) => v !== undefined);
+  const merged: Record<string, unknown> = { tokenFile: defaultTokenFile(env), ...Object.fromEntries(given) };
   for (const [field, name] of Object.entries(INTERFACE_ENV)) {
     const v = env[name];
     if (v !== undefined && v !== '') merged[field] = v.trim();
@@ -70,8 +64,4 @@ export function loadInterfaceConfig(
     );
   }
   return parsed.data;
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -8,29 +8,23 @@ import { parseCodeRedirect } from './redirect.js';
 import type { TokenClient } from './token-client.js';
 import type { TokenResponse } from './token-response.js';
 
-/** The scope the session control endpoints need: the session-kind word and `settings`. */
 export const SESSION_CONTROL_SCOPE = 'remoteview;settings';
 
 export interface LoopbackLoginOptions {
-  /** Exchanges the code; its baseUrl and clientId also build the authorize URL. */
   client: TokenClient;
-  /** Scopes to ask for; `remoteview;settings` by default. */
+  /** SESSION_CONTROL_SCOPE by default. */
   scope?: string | readonly string[];
-  /** Port of the loopback listener; 0 (any free port) by default. */
+  /** 0 (any free port) by default. */
   redirectPort?: number;
-  /**
-   * Shows the authorize URL to the person: opens a browser, or prints it. Called once the listener
-   * is up; may return before the person has finished.
-   */
+  /** Opens a browser, or prints the URL; called once the listener is up, may return before the person has finished. */
   openUrl: (url: string) => void | Promise<void>;
-  /** Gives up after this long; 5 minutes by default. */
+  /** 5 minutes by default. */
   timeoutMs?: number;
   signal?: AbortSignal;
 }
 
 export interface LoopbackLoginResult {
   tokens: TokenResponse;
-  /** The redirect_uri that was used (http://127.0.0.1:PORT/callback). */
   redirectUri: string;
 }
 
@@ -38,11 +32,8 @@ const PAGE = (title: string, text: string) =>
   `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1><p>${text}</p></body></html>`;
 
 /**
- * The authorization code flow for a command-line program: listens on 127.0.0.1, has the person
- * authorize in a browser (the authorize page redirects to http://127.0.0.1:PORT/callback with a
- * code and the state), checks the state, and exchanges the code, sending the same redirect_uri and
- * the PKCE verifier (S256). A callback whose state is not ours — any other page or program may
- * request the loopback address — is answered and ignored: only the real answer ends the wait.
+ * The authorization code flow with a listener on 127.0.0.1 and PKCE. A callback whose state is not ours (any page or
+ * program may request the loopback address) is answered and ignored: only the real answer ends the wait.
  */
 export async function loginWithLoopback(opts: LoopbackLoginOptions): Promise<LoopbackLoginResult> {
   const state = randomBytes(24).toString('base64url');

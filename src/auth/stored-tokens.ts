@@ -4,21 +4,18 @@ import type { LegacyUserFields, TokenResponse } from './token-response.js';
 import { TOKEN_SERVICE_VARIANTS } from './variants.js';
 
 /** What is kept between runs: the tokens, when they expire, and which service and client they belong to. */
-export const StoredTokensSchema = z.object({
+const StoredTokensSchema = z.object({
   version: z.literal(1),
-  /** Base URL of the token service that issued the tokens ({auth_url}). */
   authUrl: z.string(),
   clientId: z.string(),
   variant: z.enum(TOKEN_SERVICE_VARIANTS as [string, ...string[]]),
   accessToken: z.string().min(1),
   tokenType: z.string(),
-  /** When the access token expires, epoch milliseconds. */
+  /** Epoch milliseconds, as obtainedAt (login or last refresh). */
   expiresAt: z.number(),
-  /** When the tokens were obtained (login or last refresh), epoch milliseconds. */
   obtainedAt: z.number(),
-  /** The current refresh token: the last one issued (an issued one invalidates the previous). */
+  /** The last one issued (an issued one invalidates the previous). */
   refreshToken: z.string().min(1).optional(),
-  /** When the refresh token was issued, epoch milliseconds. */
   refreshTokenIssuedAt: z.number().optional(),
   scope: z.string().optional(),
   principal: z.string().optional(),
@@ -26,16 +23,10 @@ export const StoredTokensSchema = z.object({
 });
 export type StoredTokens = z.infer<typeof StoredTokensSchema> & { variant: TokenResponse['variant']; userFields?: LegacyUserFields };
 
-/**
- * Lifetime assumed for an access token whose answer had no expires_in: the shortest lifetime the
- * document names (3600 s, the v2 proxy's), so the token is refreshed rather than used too late.
- */
+/** For an answer without expires_in: the shortest lifetime the document names (the v2 proxy's), so refreshed early rather than late. */
 export const DEFAULT_EXPIRES_IN_SECONDS = 3600;
 
-/**
- * The stored tokens after a token answer. Rotation: the answer's refresh token replaces the stored
- * one when there is one; when the answer has none, the previous refresh token stays.
- */
+/** The stored tokens after a token answer; without a new refresh token the previous one stays. */
 export function applyTokenResponse(
   previous: StoredTokens | undefined,
   res: TokenResponse,
@@ -85,7 +76,7 @@ export interface TokenSummary {
   scopes: string[];
   tokenType: string;
   expiresAt: string;
-  /** Seconds until the access token expires; negative once expired. */
+  /** Negative once expired. */
   expiresInSeconds: number;
   expired: boolean;
   hasRefreshToken: boolean;
@@ -108,7 +99,6 @@ export function summarizeTokens(t: StoredTokens, now: number): TokenSummary {
   };
 }
 
-/** Scopes of a space-separated scope string. */
 export function splitScopes(scope: string | undefined): string[] {
   return (scope ?? '').split(' ').filter((s) => s !== '');
 }

@@ -8,36 +8,29 @@ import { normalizeTokenResponse, type TokenResponse } from './token-response.js'
 import { joinUrl, VARIANT_ENDPOINTS, type TokenServiceVariant } from './variants.js';
 
 export interface TokenClientOptions {
-  /** Host of the token service: {auth_url} for `current` (e.g. https://auth.example.com). */
+  /** {auth_url} for `current` (e.g. https://auth.example.com). */
   baseUrl: string;
   clientId: string;
-  /** Sent in the Basic header. Not used by the oldest variant. */
+  /** Sent in the Basic header; not used by the oldest variant. */
   clientSecret?: string;
-  /** Which token service; `current` unless told otherwise. */
   variant?: TokenServiceVariant;
   fetch?: FetchLike;
-  /** Per-request timeout; 30 s by default. */
+  /** 30 s by default. */
   timeoutMs?: number;
-  /** Where deprecation warnings go; `process.emitWarning(..., 'DeprecationWarning')` by default. */
+  /** Default: `process.emitWarning(..., 'DeprecationWarning')`. */
   warn?: (message: string) => void;
 }
 
-/** The deprecation notice of the password grant. */
 export const PASSWORD_GRANT_WARNING =
   'the password grant is deprecated: it has no multifactor step and no scope consent, and new clients cannot use it ' +
   '(existing clients with it enabled keep working). Use the authorization code flow (`session-etl auth login`).';
 
 /**
- * Client of the token endpoint (POST {auth_url}/oauth/token): client credentials in the Basic
- * header, grant parameters in a form body, every answer normalised to one `TokenResponse`.
- *
- * For the superseded variants (explicit `variant` option): the v2 proxy works like the current
- * service at /oauth/v2/token; the oldest proxy (/oauth/access_token) takes client_id in the form,
- * no secret, and `user_id` instead of `username`; the former provider answers at /oauth2/v2/token.
+ * Client of the token endpoint: client credentials in the Basic header, grant parameters in a form body, every
+ * answer normalised to one `TokenResponse`. The oldest proxy takes client_id in the form, no secret, and `user_id`.
  */
 export class TokenClient {
   readonly variant: TokenServiceVariant;
-  /** The token service host this client talks to. */
   readonly baseUrl: string;
   readonly clientId: string;
   readonly tokenUrl: string;
@@ -57,26 +50,17 @@ export class TokenClient {
     if (opts.clientSecret !== undefined) registerSecret(this.basicCredentials());
   }
 
-  /**
-   * Exchanges an authorization code. `redirectUri` must be given exactly when one was given at
-   * authorize (it must then be the same value); leave it out otherwise. `codeVerifier` goes with a
-   * code asked for with a PKCE challenge.
-   */
+  /** `redirectUri`: exactly when one was given at authorize, the same value. `codeVerifier`: with a PKCE challenge. */
   async exchangeCode(code: string, redirectUri?: string, codeVerifier?: string): Promise<TokenResponse> {
     registerSecret(code);
     registerSecret(codeVerifier);
     const form: Record<string, string> = { grant_type: 'authorization_code', code };
     if (redirectUri !== undefined) form.redirect_uri = redirectUri;
-    // PKCE: the verifier of the challenge sent with the authorize request (pkce.ts).
     if (codeVerifier !== undefined) form.code_verifier = codeVerifier;
     return this.request(form, 'authorization code');
   }
 
-  /**
-   * Exchanges a refresh token. The answer has `refresh_token` only when a new one was issued (it
-   * invalidates the one sent); otherwise the one sent stays valid. Throws `SignInRequiredError`
-   * when the refresh token is expired or invalid, or was issued by the former provider.
-   */
+  /** The answer has `refresh_token` only when a new one was issued. Throws `SignInRequiredError` when only a sign-in helps. */
   async refresh(refreshToken: string): Promise<TokenResponse> {
     registerSecret(refreshToken);
     try {
@@ -86,11 +70,7 @@ export class TokenClient {
     }
   }
 
-  /**
-   * The deprecated password grant. It still works for clients that have it enabled, but it has no
-   * multifactor step and no scope consent, and new clients cannot use it: a deprecation warning is
-   * emitted on every call.
-   */
+  /** The deprecated password grant: PASSWORD_GRANT_WARNING on every call. */
   async passwordGrant(username: string, password: string): Promise<TokenResponse> {
     registerSecret(password);
     this.warn(PASSWORD_GRANT_WARNING);

@@ -7,21 +7,15 @@ import type { TokenStore } from './token-store.js';
 export interface TokenManagerOptions {
   client: TokenClient;
   store: TokenStore;
-  /** The clock, epoch milliseconds. */
   now?: () => number;
   /** Refresh when the access token has fewer seconds left than this; 60 by default. */
   refreshBeforeExpirySeconds?: number;
 }
 
 /**
- * Hands out a valid access token, refreshing it when it has expired or is about to, and applies the
- * rotation rules: a refresh answer's new refresh token is stored at once (it invalidates the old one);
- * when the answer has none, the old one is kept.
- *
- * Refreshes are single-flight: concurrent callers share the one refresh in flight, because two
- * refreshes racing could each invalidate the refresh token the other one is about to use. Across
- * processes the same holds through the store's lock, and a process that finds the tokens already
- * refreshed by another one uses them instead of refreshing again.
+ * Hands out a valid access token, refreshing it when needed; a new refresh token is stored at once (it invalidates
+ * the old one). Refreshes are single-flight, because two racing could each invalidate the refresh token the other is
+ * about to use; across processes through the store's lock (a process finding them refreshed uses them).
  */
 export class TokenManager {
   private readonly now: () => number;
@@ -33,22 +27,18 @@ export class TokenManager {
     this.skewMs = (opts.refreshBeforeExpirySeconds ?? 60) * 1000;
   }
 
-  /** A valid access token (refreshed first if needed). Throws `SignInRequiredError` when only a new sign-in can help. */
+  /** Throws `SignInRequiredError` when only a new sign-in can help. */
   async getAccessToken(): Promise<string> {
     return (await this.getTokens()).accessToken;
   }
 
-  /** The stored tokens, refreshed first when the access token has expired or is about to. */
   async getTokens(): Promise<StoredTokens> {
     const tokens = await this.loadOwn();
     if (this.isFresh(tokens)) return tokens;
     return this.refresh(tokens);
   }
 
-  /**
-   * Refreshes now (or joins the refresh already in flight). `seen`: the tokens the caller found
-   * stale; if the store holds newer ones by the time the lock is taken, those are used instead.
-   */
+  /** Refreshes now (or joins the one in flight); newer tokens than `seen` found under the lock are used instead. */
   refresh(seen?: StoredTokens): Promise<StoredTokens> {
     this.inflight ??= this.runRefresh(seen).finally(() => {
       this.inflight = undefined;
@@ -56,20 +46,19 @@ export class TokenManager {
     return this.inflight;
   }
 
-  /** Stores the tokens of a sign-in (code exchange or password grant), replacing whatever was stored. */
+  /** Stores the tokens of a sign-in, replacing whatever was stored. */
   async storeLogin(res: TokenResponse): Promise<StoredTokens> {
     const tokens = applyTokenResponse(undefined, res, this.context());
     await this.opts.store.save(tokens);
     return tokens;
   }
 
-  /** A description of the stored tokens without their values, or undefined when none are stored. */
   async status(): Promise<TokenSummary | undefined> {
     const tokens = await this.opts.store.load();
     return tokens && summarizeTokens(tokens, this.now());
   }
 
-  /** Forgets the stored tokens. (The document names no revocation endpoint.) */
+  /** The document names no revocation endpoint. */
   async logout(): Promise<void> {
     await this.opts.store.clear();
   }
@@ -87,7 +76,6 @@ export class TokenManager {
     return this.opts.store.withLock ? this.opts.store.withLock(run) : run();
   }
 
-  /** The stored tokens, provided they belong to the configured token service and client. */
   private async loadOwn(): Promise<StoredTokens> {
     const tokens = await this.opts.store.load();
     if (!tokens) throw new SignInRequiredError('not-signed-in');

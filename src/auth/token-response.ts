@@ -4,45 +4,33 @@ import { MAX_SECRET_TEXT, secretTooLarge } from '../util/secret-size.js';
 import { InvalidTokenResponseError } from './errors/invalid-token-response-error.js';
 import type { TokenServiceVariant } from './variants.js';
 
-/**
- * The extra user fields that the superseded token services sent with a token (the current service
- * omits them; profile data comes from the identity lookup). Kept aside, never lost.
- */
+/** The extra user fields the superseded token services sent with a token: kept aside, never lost. */
 export interface LegacyUserFields {
   account_key?: string;
   organizer_key?: string;
   email?: string;
   firstName?: string;
   lastName?: string;
-  /** "2" or "3". */
   version?: string;
   account_type?: string;
-  /** Oldest variant only. */
   platform?: string;
-  /** Any other field that was not part of the token itself. */
   [field: string]: unknown;
 }
 
 /**
- * One token shape for every variant: the current token service's response.
- * Normalisation: `type` → `token_type`, `username` → `principal`, a string `expires_in` → integer,
- * the former provider's milliseconds → seconds; the superseded user fields go to `user_fields`.
+ * One token shape for every variant, the current service's: `type` → `token_type`, `username` → `principal`,
+ * `expires_in` an integer of seconds (the former provider's were milliseconds).
  */
 export interface TokenResponse {
   access_token: string;
-  /** `Bearer` in current responses. */
   token_type: string;
-  /** Lifetime of the access token in seconds, when the service said. */
   expires_in?: number;
-  /** Space-separated scopes granted. */
+  /** Space-separated. */
   scope?: string;
-  /** Authenticated user identifier (e-mail shaped). */
   principal?: string;
-  /** Present only when a (new) refresh token was issued; it invalidates the previous one. */
+  /** Only when a new refresh token was issued; it invalidates the previous one. */
   refresh_token?: string;
-  /** The superseded variants' extra user fields; absent for the current service. */
   user_fields?: LegacyUserFields;
-  /** Which token service answered. */
   variant: TokenServiceVariant;
 }
 
@@ -65,10 +53,8 @@ const RawTokenResponse = z
 const TOKEN_FIELDS = new Set(['access_token', 'token_type', 'type', 'expires_in', 'scope', 'principal', 'username', 'refresh_token', 'state']);
 
 /**
- * Reads a token service answer (JSON body, or the parameters of an implicit-flow fragment) as the
- * one `TokenResponse` shape. Registers the tokens as secrets before anything else is done with them.
- * Throws `InvalidTokenResponseError` when there is no usable access token, or a token is larger
- * than MAX_SECRET_BYTES (4 KiB).
+ * A token service answer (JSON body, or an implicit-flow fragment's parameters) as a `TokenResponse`, its tokens
+ * registered as secrets first. Throws `InvalidTokenResponseError` for no usable access token or one over 4 KiB.
  */
 export function normalizeTokenResponse(raw: unknown, variant: TokenServiceVariant): TokenResponse {
   if (raw && typeof raw === 'object') {

@@ -1,8 +1,6 @@
 /**
- * The default of every configuration key: the one place they are stated. loadConfig starts from
- * them, the configuration table of docs/configuration.md and `session-etl config` show them, and the library's
- * DEFAULTS (pipeline/options.ts) are derived from them, so a run from the command line and one from
- * the library behave the same when nothing is set.
+ * The default of every configuration key, stated once: loadConfig, docs/configuration.md's table, `config` and the
+ * library's DEFAULTS (pipeline/options.ts) all read them, so the CLI and the library behave the same.
  */
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS } from '../reporting/defaults.js';
 import type { Config } from './schema.js';

@@ -2,34 +2,25 @@ import { ExitCode } from '../errors.js';
 import { didYouMean } from '../util/did-you-mean.js';
 import { looksLikeKey } from './looks-like-key.js';
 
-/**
- * The configuration cannot be used: a file that cannot be read or is not JSON, a value the schema
- * refuses (named with where it came from), or a secret in a file. Exit 2; nothing is written.
- */
+/** The configuration cannot be used (unreadable, not JSON, a refused value, a secret in a file). Exit 2; nothing is written. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
   readonly exitCode = ExitCode.usage;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-  }
 }
 
 /**
- * The API key file the configuration names cannot give a key (missing, unreadable, empty, too large).
- * A ConfigError (exit 2) for the commands that need the key; `config` shows the configuration with the
- * key file marked instead, since it is the command that diagnoses exactly this.
+ * The API key file cannot give a key (missing, unreadable, empty, too large): exit 2 for the commands that need the
+ * key; `config` shows the key file marked instead, since it is the command that diagnoses exactly this.
  */
 export class KeyFileError extends ConfigError {
-  /** `apiKeyFile` or `REPORTING_API_KEY_FILE`: where the path was given. */
-  readonly setting: string;
-  readonly path: string;
-  /** Completes "key file PATH …", such as "cannot be read: no such file"; never quotes the file. */
-  readonly reason: string;
-  constructor(setting: string, path: string, reason: string) {
+  constructor(
+    /** `apiKeyFile` or `REPORTING_API_KEY_FILE`. */
+    readonly setting: string,
+    readonly path: string,
+    /** Completes "key file PATH …", such as "cannot be read: no such file"; never quotes the file. */
+    readonly reason: string,
+  ) {
     super(`${setting} ${path} ${reason}`);
-    this.setting = setting;
-    this.path = path;
-    this.reason = reason;
   }
 }
 
@@ -40,7 +31,7 @@ export function isConfigError(e: unknown): e is ConfigError {
 /** Where a value came from: `env-file` is the environment as set by the working directory's .env file. */
 export type Source = 'default' | 'file' | 'env' | 'env-file' | 'flag';
 
-/** The issue of a value the schema refused, as zod reports it (the fields read here). */
+/** The fields of zod's issue read here. */
 export interface RefusedValueIssue {
   code: string;
   path: PropertyKey[];
@@ -61,24 +52,22 @@ const FLAG_NAMES: Record<string, string> = { scheduleCron: '--cron', scheduleTim
 /** Settings whose value is never echoed: a key, where a key is, or a URL whose path or user part is a secret. */
 const NEVER_ECHOED = new Set(['apiKey', 'apiKeyFile', 'apiKeyEnv', 'notifyUrl', 'parquetUrl', 'oauthClientId', 'tokenFile']);
 
-export interface RefusedConfigContext {
+interface RefusedConfigContext {
   /** Where each top-level key's value came from. */
   sources: Record<string, Source>;
-  /** The configuration file, when one was read. */
   file: string | null;
-  /** The merged values the schema was given (to say what was given). */
+  /** The merged values the schema was given. */
   input: Record<string, unknown>;
   /** Environment variable → configuration key. */
   envNames: Record<string, string>;
-  /** The keys the configuration and an account's entry know (for did-you-mean). */
+  /** For did-you-mean. */
   knownKeys: readonly string[];
   knownAccountKeys: readonly string[];
 }
 
 /**
- * The one place that turns refused configuration values into a message: each line names the setting as
- * the user wrote it (`--cron`, `SESSION_ETL_FORMAT`, `settle` with its file), what was given (never a
- * secret) and what is expected.
+ * The one place that turns refused configuration values into a message: each line names the setting as the user
+ * wrote it (`--cron`, `SESSION_ETL_FORMAT`, `settle` with its file), what was given (never a secret), what is expected.
  */
 export function refusedConfig(issues: readonly RefusedValueIssue[], ctx: RefusedConfigContext): ConfigError {
   const lines = issues.map((i) => {
@@ -104,14 +93,12 @@ function settingName(path: readonly PropertyKey[], ctx: RefusedConfigContext): s
   const key = String(path[0] ?? '');
   const dotted = path.map(String).join('.') || '(root)';
   const source = ctx.sources[key];
-  const envName = () => Object.entries(ctx.envNames).find(([, k]) => k === key)?.[0] ?? key;
   switch (source) {
     case 'flag':
       return `${FLAG_NAMES[key] ?? `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`} (from command line)`;
     case 'env':
-      return `${envName()} (from environment)`;
     case 'env-file':
-      return `${envName()} (from .env file)`;
+      return `${Object.entries(ctx.envNames).find(([, k]) => k === key)?.[0] ?? key} (from ${source === 'env' ? 'environment' : '.env file'})`;
     case 'file':
       return `${dotted} (from file ${ctx.file})`;
     default:
@@ -131,9 +118,8 @@ function valueAt(input: Record<string, unknown>, path: readonly PropertyKey[]): 
 function echoable(path: readonly PropertyKey[], value: unknown): boolean {
   if (value === undefined) return false;
   if (path.some((p) => NEVER_ECHOED.has(String(p)))) return false;
-  // A URL's user:password part is a secret: such a value is named, never shown.
+  // A URL's user:password part, or a key pasted into the wrong setting (REPORTING_URL=<the key>), is never shown.
   if (typeof value === 'string' && /@/.test(value) && /:\/\//.test(value)) return false;
-  // A key pasted into the wrong setting (REPORTING_URL=<the key>) is not shown either.
   if (typeof value === 'string' && value.split(/[\s/?&=#:]+/).some(looksLikeKey)) return false;
   return typeof value !== 'string' || value.length <= 200;
 }

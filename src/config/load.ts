@@ -1,7 +1,4 @@
-/**
- * Loads the effective configuration: defaults (./defaults.ts) < user file (--config or
- * SESSION_ETL_CONFIG) < environment < CLI flags; later ones win. Remembers where each value came from.
- */
+/** The effective configuration: defaults < file (--config, SESSION_ETL_CONFIG) < environment < flags, and each value's source. */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { receiverOf, registerNotifyUrlSecret } from '../util/notify-url.js';
 import { CONFIG_DEFAULTS } from './defaults.js';
@@ -18,7 +15,7 @@ export type { Source } from './errors.js';
 /** The environment variables the .env file set (the CLI reads it at start; a variable set already wins). */
 let dotEnvNames = new Set<string>();
 
-/** Records which variables came from the .env file, so that `config` says so (called by the CLI once it has read it). */
+/** Called by the CLI once it has read the .env file, so that `config` says which variables came from it. */
 export function setDotEnvNames(names: Iterable<string>): void {
   dotEnvNames = new Set(names);
 }
@@ -28,7 +25,6 @@ export interface LoadedConfig {
   sources: Record<string, Source>;
   file: string | null;
 }
-
 
 /** Environment variables and the keys they set. */
 export const ENV_KEYS: Record<string, keyof Config> = {
@@ -45,9 +41,8 @@ export const ENV_KEYS: Record<string, keyof Config> = {
 };
 
 export interface LoadOptions {
-  /** Values from CLI flags (already named as config keys). Undefined values are ignored. */
+  /** Values from CLI flags, named as config keys; undefined ones are ignored. */
   flags?: Partial<Record<keyof Config, unknown>>;
-  /** --config FILE */
   configFile?: string;
   env?: NodeJS.ProcessEnv;
 }
@@ -164,24 +159,16 @@ function lineAndColumn(text: string, offset: number): string {
   return `line ${line}, column ${offset - (before.lastIndexOf('\n') + 1) + 1}`;
 }
 
-/**
- * The largest configuration file read: 4 MiB. One account is a few KiB; 10,000 accounts, each with
- * its key file, prefix and settings, pretty-printed, about 1.5 MB. A larger file is the wrong file
- * (a log, a dump, a data file), refused before it is read, without filling the memory.
- */
+/** 10,000 accounts pretty-printed are about 1.5 MB: a larger file is the wrong file (a log, a dump), refused unread. */
 export const MAX_CONFIG_BYTES = 4 * 2 ** 20;
 
-/** The text of the file at `path`, refused (ConfigError) when larger than MAX_CONFIG_BYTES: its size is checked before reading, and the read stops past the cap (a pipe, /dev/zero). */
+/** The file's text, refused beyond MAX_CONFIG_BYTES: by its size before reading, and the read stops past the cap (a pipe). */
 function readCapped(path: string, what: string): string {
   const tooLarge = (size: string) =>
     new ConfigError(`${what} ${path} is ${size}, larger than the 4 MiB a configuration file may be: is it the right file? (none of it is shown)`);
-  let fd: number;
+  let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
-  } catch (err) {
-    throw new ConfigError(`${what} ${path} cannot be read: ${readProblem(err)}`);
-  }
-  try {
     const st = fstatSync(fd);
     if (st.isFile() && st.size > MAX_CONFIG_BYTES) throw tooLarge(`${(st.size / 2 ** 20).toFixed(1)} MiB`);
     const buf = Buffer.alloc(MAX_CONFIG_BYTES + 1);
@@ -193,7 +180,7 @@ function readCapped(path: string, what: string): string {
     if (err instanceof ConfigError) throw err;
     throw new ConfigError(`${what} ${path} cannot be read: ${readProblem(err)}`);
   } finally {
-    closeSync(fd);
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -204,8 +191,7 @@ function readJson(path: string, what: string): Record<string, unknown> {
     v = JSON.parse(text) as unknown;
     if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
   } catch (err) {
-    // Never the parser's message: it quotes the text, and a key file given as --config would show
-    // its first characters. The place is enough to find the mistake.
+    // Never the parser's message: it quotes the text (a key file given as --config would show its first characters).
     const msg = (err as Error).message;
     const lc = /line (\d+) column (\d+)/.exec(msg);
     const at = /position (\d+)/.exec(msg)?.[1];
@@ -223,7 +209,6 @@ function readJson(path: string, what: string): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-/** Keys that are no configuration key, and that JavaScript gives a meaning of its own when copied. */
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** The first forbidden key at any depth of `root` (JSON.parse makes them own keys), with where it is. */

@@ -1,9 +1,7 @@
 /**
- * Whether a value given as a variable name or a file path (apiKeyEnv, apiKeyFile) looks like a key
- * pasted in its place (the rule: docs/accounts.md): those settings are printed everywhere, so a key
- * there would be shown. Random keys switch between lower case, upper case and digits at most
- * characters; names, words and dates do not. A key in `_`-separated groups (`Kx9mP2qL_7vR4nT8_…`)
- * is one run, its switches counted within the groups: a variable name switches at the `_`.
+ * Whether a variable name or file path (apiKeyEnv, apiKeyFile: printed everywhere) looks like a key pasted in its
+ * place (docs/accounts.md): random keys switch between lower case, upper case and digits at most characters. A key
+ * in `_`-separated groups is one run, its switches counted within the groups (a variable name switches at the `_`).
  */
 export function looksLikeKey(value: string): boolean {
   for (const run of value.match(/[A-Za-z0-9_]+/g) ?? []) {
@@ -12,10 +10,7 @@ export function looksLikeKey(value: string): boolean {
   return false;
 }
 
-/**
- * Whether one of `runs` is shaped like a random key (the rule above); with `gap`, a run's pieces
- * between `gap` characters count as one run, with no switch across a gap.
- */
+/** Whether one of `runs` is shaped like a random key; with `gap`, a run's pieces between gaps count as one run. */
 function random(runs: readonly string[], gap?: string): boolean {
   for (const run of runs) {
     const pieces = gap === undefined ? [run] : run.split(gap);

@@ -1,14 +1,8 @@
 /**
- * The run's one memory budget: where it comes from and how it is split.
- *
- * The budget is the smaller of the container's limit (the memory cgroup the process runs in: v2
- * `memory.max`, v1 `memory.limit_in_bytes`, the lowest on the way from the process's own cgroup up
- * to the mount's root) and the setting (`--memory-limit`, SESSION_ETL_MEMORY_LIMIT, config
- * `memoryLimit`, in that order). Neither: DEFAULT_BUDGET. Everything that grows with the data is
- * sized from it (splitBudget); in a container below MIN_CONTAINER, or with a budget below
- * MIN_BUDGET, a run refuses to start (exit 2) rather than be killed by the kernel in the middle.
- *
- * Pure but for readCgroupLimit, which reads files under an injectable root (tests use a temp dir).
+ * The run's one memory budget: the smaller of the container's limit (readCgroupLimit) and the setting
+ * (`--memory-limit`, SESSION_ETL_MEMORY_LIMIT, config `memoryLimit`), else DEFAULT_BUDGET. Everything that grows
+ * with the data is sized from it (splitBudget); below MIN_CONTAINER or MIN_BUDGET a run refuses to start (exit 2)
+ * rather than be killed by the kernel in the middle.
  */
 import { readFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
@@ -16,47 +10,33 @@ import { ExitCode } from '../errors.js';
 
 export const MiB = 2 ** 20;
 
-/**
- * The budget when nothing limits the process: the issue's goal of ≤ 300 MB peak RSS, as a budget
- * (what it reaches is measured in docs/benchmarks.md "Memory budget").
- */
+/** The budget when nothing limits the process: the goal of ≤ 300 MB peak RSS (docs/benchmarks.md "Memory budget"). */
 export const DEFAULT_BUDGET = 300 * 1000 * 1000;
 
-/**
- * What the process costs before it holds any data: Node, DuckDB's library and an open empty data
- * directory (107 MiB measured, issue 19), and the allocator's slack. Never given to a share.
- */
+/** Node, DuckDB's library and an open empty data directory (107 MiB measured, issue 19), and the allocator's slack. */
 export const FIXED_BYTES = 128 * MiB;
 
 /**
- * The smallest pool DuckDB's merges work in. Measured on the long-text backfill (notes of 1–2 KB, a
- * merge takes one 122,880-row group, ~180 MB of text; with a temp directory to spill to): 64MB failed with DuckDB's "Out of Memory" in a merge at 100 k
- * sessions; 96MiB at 1 M ("failed to allocate 4.0 MiB (93.9 MiB/96.0 MiB used)"); 128MB completed at 1 M.
+ * The smallest pool DuckDB's merges work in, measured on the long-text backfill (a merge takes a 122,880-row group,
+ * ~180 MB of text): 64MB failed ("Out of Memory") at 100 k sessions; 96MiB at 1 M; 128MB completed at 1 M.
  */
 export const MIN_DUCKDB_BYTES = 128 * MiB;
 
-/** The smallest share for the bodies in flight: at least 4 MiB per body (a window with a larger body is split in two). */
+/** The smallest share per body in flight (a window with a larger body is split in two). */
 export const MIN_BODY_BYTES = 4 * MiB;
 
-/** The smallest budget a run can work in (a setting below it is refused). */
 export const MIN_BUDGET = FIXED_BYTES + MIN_DUCKDB_BYTES + 4 * MIN_BODY_BYTES;
 
 /**
- * The smallest container (memory cgroup limit) a run starts in. A budget is a size the shares are
- * cut from; a container's limit is where the kernel kills, and DuckDB's memory outside its pool (its
- * merges compress row groups there, and its allocator keeps what it freed for a second) is bounded
- * by no setting. Measured, not derived, with the 1 M long-text backfill (docs/benchmarks.md "The
- * container floor"): OOM-killed in 272 MiB (MIN_BUDGET, where the split leaves nothing outside the
- * pool), in 320 MiB 2 runs of 14, never in 352 MiB (4 of 4) or 384 MiB (19 of 19). Below it a run
- * refuses to start (exit 2).
+ * The smallest container a run starts in: the kernel kills there, and DuckDB's memory outside its pool is bounded
+ * by no setting. Measured with the 1 M long-text backfill (docs/benchmarks.md "The container floor"): OOM-killed in
+ * 272 MiB, in 320 MiB 2 runs of 14, never in 352 MiB (4 of 4) or 384 MiB (19 of 19).
  */
 export const MIN_CONTAINER = 384 * MiB;
 
 /**
- * glibc's allocator settings every launcher we ship sets (Dockerfile, config/systemd, config/kubernetes):
- * two arenas, allocations of 128 KiB and more mapped on their own and unmapped at free, the heap
- * trimmed from 128 KiB, so that freed memory goes back to the kernel. glibc reads them once at start,
- * so they cannot be set from inside the process (docs/configuration.md "glibc's allocator").
+ * glibc's allocator settings every launcher we ship sets, so freed memory goes back to the kernel; glibc reads them
+ * at start, so the process cannot set them itself (docs/configuration.md "glibc's allocator").
  */
 export const GLIBC_SETTINGS: Readonly<Record<string, string>> = {
   MALLOC_ARENA_MAX: '2',
@@ -64,37 +44,32 @@ export const GLIBC_SETTINGS: Readonly<Record<string, string>> = {
   MALLOC_TRIM_THRESHOLD_: '131072',
 };
 
-/** The glibc settings not set as GLIBC_SETTINGS says in `env` (for the run's debug log). */
+/** The GLIBC_SETTINGS missing from `env` (for the run's debug log). */
 export function glibcSettingsMissing(env: NodeJS.ProcessEnv = process.env): string[] {
   return Object.entries(GLIBC_SETTINGS).filter(([k]) => env[k] === undefined).map(([k, v]) => `${k}=${v}`);
 }
 
-/** A budget, a setting or a size that cannot be used: exit 2, before anything is written. */
+/** Exit 2, before anything is written. */
 export class MemoryBudgetError extends Error {
   override readonly name = 'MemoryBudgetError';
   readonly exitCode = ExitCode.usage;
 }
 
-/** Unit → bytes: B; K(B), M(B), G(B), T(B) decimal; Ki(B), Mi(B), Gi(B), Ti(B) binary. */
+/** Unit → bytes: K(B)… decimal, Ki(B)… binary. */
 const UNITS: Record<string, number> = { b: 1 };
 ['k', 'm', 'g', 't'].forEach((p, i) => {
   UNITS[p] = UNITS[`${p}b`] = 1000 ** (i + 1);
   UNITS[`${p}i`] = UNITS[`${p}ib`] = 1024 ** (i + 1);
 });
 
-/** The largest size taken (1 TiB): a memory budget beyond any machine this runs on is a typo. */
+/** A memory budget beyond any machine this runs on is a typo. */
 export const MAX_SIZE = 2 ** 40;
 
-/** What a size looks like, for messages. */
 export const SIZE_FORMS = 'a size such as "384MiB", "512MB" or "1GiB" (units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; Kubernetes\' M and Mi too)';
 
 /**
- * The one parser of sizes (`--memory-limit`, SESSION_ETL_MEMORY_LIMIT, `memoryLimit`,
- * SESSION_ETL_DUCKDB_MEMORY_LIMIT): a number and its unit, decimal (KB, MB, GB, TB, and Kubernetes'
- * K, M, G, T) or binary (KiB, MiB, GiB, TiB, and Kubernetes' Ki, Mi, Gi, Ti), as text; up to
- * MAX_SIZE. A number without a unit is refused, asking for one (as durations are: `10` is not read
- * as 10 bytes); a JSON number in the configuration file is a number of bytes. Returns the bytes, or
- * why `value` is not a size.
+ * The one parser of sizes: a number and its unit (SIZE_FORMS), up to MAX_SIZE. A number without a unit is refused
+ * (as durations are: `10` is not 10 bytes); a JSON number in the configuration file is bytes.
  */
 export function readSize(value: string | number): { bytes: number } | { problem: string } {
   let bytes: number;
@@ -115,39 +90,32 @@ export function readSize(value: string | number): { bytes: number } | { problem:
   return { bytes };
 }
 
-/** readSize's bytes; throws MemoryBudgetError (exit 2) naming `what` and the value when it is not a size. */
+/** readSize's bytes; throws MemoryBudgetError naming `what` when it is not a size. */
 export function parseSize(value: string | number, what: string): number {
   const r = readSize(value);
   if ('problem' in r) throw new MemoryBudgetError(`${what}: ${r.problem}`);
   return r.bytes;
 }
 
-/** Bytes as MiB (or GiB from 10 GiB), for messages. */
+/** MiB, or GiB from 10 GiB. */
 export function formatSize(bytes: number): string {
   if (bytes >= 10 * 2 ** 30) return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
   return `${Math.round(bytes / MiB)} MiB`;
 }
 
-/** A memory cgroup's limit. */
+/** A memory cgroup's limit and the file it was read from (as seen from the fs root given). */
 export interface CgroupLimit {
   bytes: number;
   version: 1 | 2;
-  /** The file the limit was read from (as seen from the fs root given). */
   file: string;
 }
 
-/**
- * cgroup v1 writes "no limit" as the largest multiple of the page size below 2^63
- * (9223372036854771712 with 4 KiB pages); anything that large is no limit.
- */
+/** cgroup v1 writes "no limit" as the largest multiple of the page size below 2^63. */
 const NO_LIMIT_ABOVE = 2 ** 60;
 
 /**
- * The memory limit of the cgroup the process runs in, or undefined when there is none (no memory
- * cgroup, or "max" all the way up). Finds the memory cgroup mounts in /proc/self/mountinfo and the
- * process's cgroup in /proc/self/cgroup, then reads the limit of that cgroup and of each parent up
- * to the mount's root: the lowest wins (a parent's limit binds its children). `root` is where the
- * filesystem starts ('/' but in tests).
+ * The memory limit of the process's cgroup (v2 `memory.max`, v1 `memory.limit_in_bytes`), the lowest from its own
+ * cgroup up to the mount's root (a parent's limit binds its children); undefined when none. `root`: tests' fs root.
  */
 export function readCgroupLimit(root = '/'): CgroupLimit | undefined {
   const read = (p: string) => {
@@ -164,7 +132,7 @@ export function readCgroupLimit(root = '/'): CgroupLimit | undefined {
   for (const mount of memoryMounts(mountinfo)) {
     const own = ownCgroup(cgroups, mount.version);
     if (own === undefined) continue;
-    // The process's cgroup relative to what the mount shows (a container sees its own cgroup as the root).
+    // Relative to the mount's root (a container sees its own cgroup as the root).
     const rel = mount.root === '/' ? own : own === mount.root || own.startsWith(`${mount.root}/`) ? own.slice(mount.root.length) || '/' : undefined;
     if (rel === undefined) continue;
     const file = mount.version === 2 ? 'memory.max' : 'memory.limit_in_bytes';
@@ -178,7 +146,7 @@ export function readCgroupLimit(root = '/'): CgroupLimit | undefined {
   return best;
 }
 
-/** A limit file's content: bytes, or undefined for "max", no limit, or a file that is not there. */
+/** Bytes, or undefined for "max", no limit, or no file. */
 export function parseLimit(text: string | undefined): number | undefined {
   const t = text?.trim();
   if (!t || t === 'max' || !/^\d+$/.test(t)) return undefined;
@@ -186,7 +154,7 @@ export function parseLimit(text: string | undefined): number | undefined {
   return n > 0 && n < NO_LIMIT_ABOVE ? n : undefined;
 }
 
-/** The memory cgroup mounts of /proc/self/mountinfo: v2 (cgroup2) and v1 with the memory controller. */
+/** v2 (cgroup2) mounts, and v1 with the memory controller. */
 function memoryMounts(mountinfo: string): Array<{ point: string; root: string; version: 1 | 2 }> {
   const out: Array<{ point: string; root: string; version: 1 | 2 }> = [];
   for (const line of mountinfo.split('\n')) {
@@ -204,7 +172,7 @@ function memoryMounts(mountinfo: string): Array<{ point: string; root: string; v
   return out.sort((a, b) => a.version - b.version);
 }
 
-/** The process's cgroup path in /proc/self/cgroup for the v1 memory controller, or v2's unified one ("0::"). */
+/** For the v1 memory controller, or v2's unified one ("0::"). */
 function ownCgroup(cgroups: string, version: 1 | 2): string | undefined {
   for (const line of cgroups.split('\n')) {
     const m = /^(\d+):([^:]*):(.*)$/.exec(line.trim());
@@ -215,25 +183,18 @@ function ownCgroup(cgroups: string, version: 1 | 2): string | undefined {
   return undefined;
 }
 
-/** Where the budget came from, for `config` and the run's log. */
-export type BudgetSource = 'cgroup' | 'setting' | 'default';
-
 export interface MemoryBudget {
   bytes: number;
-  source: BudgetSource;
+  source: 'cgroup' | 'setting' | 'default';
   /** In words: "cgroup v1 limit (/sys/fs/cgroup/memory/…/memory.limit_in_bytes)", "--memory-limit", … */
   from: string;
   /** The other limit, when both were there and this one was smaller. */
   alsoSeen?: string;
-  /** The container's limit whenever there is one (chooseBudget; the budget may be a smaller setting): below MIN_CONTAINER a run refuses. */
+  /** The container's limit whenever there is one (the budget may be a smaller setting). */
   container?: { bytes: number; from: string };
 }
 
-/**
- * The budget: the smaller of the container's limit and the setting (`settingName` says which
- * setting gave it: "--memory-limit", "SESSION_ETL_MEMORY_LIMIT", "memoryLimit in FILE"); neither
- * gives DEFAULT_BUDGET.
- */
+/** The smaller of the container's limit and the setting (`name`: "--memory-limit", "memoryLimit in FILE", …). */
 export function chooseBudget(cgroup: CgroupLimit | undefined, setting: { bytes: number; name: string } | undefined): MemoryBudget {
   const cg = cgroup ? { bytes: cgroup.bytes, source: 'cgroup' as const, from: `cgroup v${cgroup.version} limit (${cgroup.file})` } : undefined;
   const set = setting ? { bytes: setting.bytes, source: 'setting' as const, from: setting.name } : undefined;
@@ -249,35 +210,24 @@ export interface MemorySplit {
   budget: number;
   /** Not given to anything: Node, DuckDB's code, V8's heap. */
   fixed: number;
-  /** DuckDB's memory_limit, bytes (SESSION_ETL_DUCKDB_MEMORY_LIMIT replaces it when set). */
   duckdbBytes: number;
   /** DuckDB's memory_limit as DuckDB takes it ("123MiB", or the override as given). */
   duckdbMemoryLimit: string;
-  /** Where duckdbMemoryLimit came from. */
   duckdbFrom: 'budget' | 'SESSION_ETL_DUCKDB_MEMORY_LIMIT';
-  /** Bodies in flight: concurrency × maxBodyBytes at most. */
+  /** concurrency × maxBodyBytes at most. */
   bodiesBytes: number;
   /** The largest body accepted (a larger one splits its window). */
   maxBodyBytes: number;
   /** Windows fetched and waiting for their commit, at most. */
   commitSlots: number;
-  /**
-   * The bytes of the answers held at once: those fetched and waiting for their commit, and those
-   * being read (each counted as the largest of the recent answers). The bodies' share, at least one
-   * body; the run starts no request that would go beyond it, unless nothing is held (pipeline/answer-bytes.ts).
-   */
+  /** The bytes of the answers held at once, waiting and being read (pipeline/answer-bytes.ts). */
   answerBytes: number;
   /**
-   * Parquet rewrites (COPY … ORDER BY of a day) run side by side: 2 when what the budget leaves
-   * outside DuckDB's pool holds two row groups (each COPY builds one there), 1 below (DuckDB's pool
-   * at its 128 MiB floor takes from that part: budgets below 342 MiB at the default split).
+   * Parquet rewrites side by side: 2 when what the budget leaves outside DuckDB's pool holds two row groups (each
+   * COPY builds one there), 1 below (budgets below 342 MiB at the default split).
    */
   parquetRewrites: 1 | 2;
-  /**
-   * The bytes of rows in one row group: what DuckDB compresses at once outside its pool when a merge
-   * commits or the store checkpoints, and what a Parquet COPY builds in memory (store/row-groups.ts
-   * turns it into rows from the rows' measured size).
-   */
+  /** A row group's bytes: what DuckDB compresses at once outside its pool, and what a Parquet COPY builds (store/row-groups.ts). */
   rowGroupBytes: number;
 }
 
@@ -285,22 +235,19 @@ export interface MemorySplit {
 const DUCKDB_SHARE = 0.6;
 const BODIES_SHARE = 0.2;
 /**
- * A row group's rows, in bytes, as a share of what the budget leaves beyond FIXED_BYTES: half of the
- * fifth outside DuckDB's pool. Compressing a row group costs about its own bytes again outside the
- * pool (measured: 122,880 long-text rows, ~180 MB of notes, took RSS from 450 to 595 MiB at their
- * commit; 16,384 rows ~24 MB, a peak 200 MiB lower; docs/benchmarks.md "Memory budget").
+ * Half of the fifth outside DuckDB's pool: compressing a row group costs about its own bytes again outside the pool
+ * (docs/benchmarks.md "Memory budget").
  */
 const ROW_GROUP_SHARE = 0.1;
 
-/** A writer's row group bytes when no run's budget is given (a command that writes outside a run): the default budget's. */
+/** A writer's row group bytes outside a run: the default budget's. */
 export const DEFAULT_ROW_GROUP_BYTES = Math.floor((DEFAULT_BUDGET - FIXED_BYTES) * ROW_GROUP_SHARE);
 /** DuckDB's pool beyond this buys nothing a run needs (the previous default; docs/benchmarks.md). */
 const MAX_DUCKDB_BYTES = 1024 * MiB;
 
 /**
- * Splits a budget. Refuses (MemoryBudgetError, exit 2) a container below MIN_CONTAINER and a budget
- * below MIN_BUDGET, naming the minimum and how to give more; `duckdbOverride` (SESSION_ETL_DUCKDB_MEMORY_LIMIT, as given)
- * replaces DuckDB's share; `maxBodyBytes` (the configuration's) caps the body share's per-body size.
+ * Splits a budget; refuses a container below MIN_CONTAINER and a budget below MIN_BUDGET. `duckdbOverride`
+ * (SESSION_ETL_DUCKDB_MEMORY_LIMIT) replaces DuckDB's share; `maxBodyBytes` caps the per-body size.
  */
 export function splitBudget(
   budget: MemoryBudget,
@@ -351,16 +298,11 @@ export function splitBudget(
   };
 }
 
-/**
- * The budget and its split for a run: the container's limit (read under `root`) against the setting
- * (`setting.name` says where it came from), split for `concurrency` requests in flight. Throws
- * MemoryBudgetError (exit 2) for a setting that is not a size, a container below MIN_CONTAINER and a budget below MIN_BUDGET.
- */
+/** chooseBudget and splitBudget for a run; MemoryBudgetError (exit 2) for a setting that is not a size, too. */
 export function resolveMemory(opts: {
   setting?: { value: string | number; name: string } | undefined;
   concurrency: number;
   maxBodyBytes: number;
-  /** SESSION_ETL_DUCKDB_MEMORY_LIMIT, as given. */
   duckdbOverride?: string | undefined;
   root?: string;
 }): { budget: MemoryBudget; split: MemorySplit } {

@@ -3,30 +3,15 @@ import { ConfigSchema } from './schema.js';
 import { ENV_KEYS } from './load.js';
 import { CONFIG_DEFAULTS } from './defaults.js';
 
-function defaults(): Record<string, unknown> {
-  return CONFIG_DEFAULTS;
-}
+const NO_FLAG = ['reportingUrl', 'apiKey', 'apiKeyFile', 'maxBodyBytes', 's3PathStyle', 'authUrl', 'apiUrl', 'consoleUrl', 'oauthClientId'];
 
 /** Keys whose flag is not the kebab-case of the key (— : no flag). */
 const FLAG_OF: Record<string, string> = {
-  reportingUrl: '—',
-  apiKey: '—',
-  apiKeyFile: '—',
-  maxBodyBytes: '—',
-  s3PathStyle: '—',
+  ...Object.fromEntries([...NO_FLAG, 'tokenFile', 'verifyCron', 'verifyRange', 'verifySample', 'verifyRepair'].map((k) => [k, '—'])),
   startDate: '`--since` (export)',
   scheduleCron: '`--cron` (schedule)',
   scheduleTimezone: '`--timezone` (schedule)',
-  authUrl: '—',
-  apiUrl: '—',
-  consoleUrl: '—',
-  oauthClientId: '—',
-  tokenFile: '—',
   accounts: '— (`--account`, `--shard` choose among them)',
-  verifyCron: '—',
-  verifyRange: '—',
-  verifySample: '—',
-  verifyRepair: '—',
 };
 
 /** Environment variables read by the interface commands (src/auth/interface-config.ts), not by loadConfig. */
@@ -40,7 +25,7 @@ const INTERFACE_ENV_OF: Record<string, string> = {
 
 export function configReferenceMarkdown(): string {
   const envOf: Record<string, string> = { ...INTERFACE_ENV_OF, ...Object.fromEntries(Object.entries(ENV_KEYS).map(([env, key]) => [key, env])) };
-  const d = defaults();
+  const d: Record<string, unknown> = CONFIG_DEFAULTS;
   const rows = Object.entries(ConfigSchema.shape).map(([key, schema]) => {
     const def = key in d ? JSON.stringify(d[key]) : '—';
     const env = envOf[key] ? `\`${envOf[key]}\`` : '—';

@@ -10,33 +10,25 @@ import { readSize } from './memory-budget.js';
 
 const DURATION_FORMS = 'a duration such as "90s", "15m", "6h", "1d" or "7d" (a number with its unit, as text)';
 
-// The key is named by whoever reports the issue ("settle (from file …): …"), so not here.
-const duration = (_what: string) =>
-  z
-    .string({ error: (iss) => `expected ${DURATION_FORMS}, got ${iss.input === null ? 'null' : `the ${typeof iss.input} ${JSON.stringify(iss.input)}`}` })
-    .refine(
-      (s) => {
-        try {
-          parseDuration(s);
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      { message: `expected ${DURATION_FORMS}` },
-    );
+function succeeds(fn: () => unknown): boolean {
+  try {
+    fn();
+    return true;
+  } catch {
+    return false;
+  }
+}
 
-const instant = z.union([z.string(), z.number().int().nonnegative()]).refine(
-  (v) => {
-    try {
-      parseInstant(String(v));
-      return true;
-    } catch {
-      return false;
-    }
-  },
-  { message: 'expected a date (2026-01-01), an ISO datetime with offset (2026-01-01T08:00:00Z) or epoch seconds' },
-);
+// The key is named by whoever reports the issue ("settle (from file …): …"), so not here.
+const duration = z
+  .string({ error: (iss) => `expected ${DURATION_FORMS}, got ${iss.input === null ? 'null' : `the ${typeof iss.input} ${JSON.stringify(iss.input)}`}` })
+  .refine((s) => succeeds(() => parseDuration(s)), { message: `expected ${DURATION_FORMS}` });
+
+const instant = z
+  .union([z.string(), z.number().int().nonnegative()])
+  .refine((v) => succeeds(() => parseInstant(String(v))), {
+    message: 'expected a date (2026-01-01), an ISO datetime with offset (2026-01-01T08:00:00Z) or epoch seconds',
+  });
 
 const USERINFO_MESSAGE = 'a URL holding a user name or password cannot be used (requests refuse it, and it would be a secret in the configuration): remove the user:password@ part';
 
@@ -48,6 +40,9 @@ function noUserinfo(url: string): boolean {
     return true;
   }
 }
+
+const httpUrl = (error?: string) => z.url({ protocol: /^https?$/, ...(error ? { error } : {}) }).refine(noUserinfo, { message: USERINFO_MESSAGE });
+const REPORTING_URL_ERROR = 'expected an http:// or https:// URL such as https://reporting.example.com/graphql (scheme and host included)';
 
 /**
  * A file holding a key. Never a key itself: such a value is refused without being shown (it would be
@@ -88,20 +83,17 @@ export const AccountSchema = z
   .object({
     apiKeyFile: keyFilePath.optional().describe('File holding this account\'s API key (a mounted Secret, say).'),
     apiKeyEnv: keyVariableName.optional().describe('Name of the environment variable holding this account\'s API key.'),
-    reportingUrl: z
-      .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL such as https://reporting.example.com/graphql (scheme and host included)' })
-      .refine(noUserinfo, { message: USERINFO_MESSAGE })
-      .optional(),
+    reportingUrl: httpUrl(REPORTING_URL_ERROR).optional(),
     startDate: instant.optional(),
     maxRequestsPerSecond: z.number().positive().optional(),
     concurrency: z.number().int().min(1).max(64).optional(),
-    chunk: duration('chunk').optional(),
+    chunk: duration.optional(),
     maxResultsPerQuery: z.number().int().min(1).optional(),
-    minChunk: duration('minChunk').optional(),
-    settle: duration('settle').optional(),
-    lookback: duration('lookback').optional(),
+    minChunk: duration.optional(),
+    settle: duration.optional(),
+    lookback: duration.optional(),
     onInvalid: z.enum(['fail', 'quarantine']).optional(),
-    requestTimeout: duration('requestTimeout').optional(),
+    requestTimeout: duration.optional(),
     maxAttempts: z.number().int().min(1).max(50).optional(),
     maxBodyBytes: z.number().int().min(1024).max(2 ** 31).optional(),
   })
@@ -114,10 +106,7 @@ export type AccountConfig = z.infer<typeof AccountSchema>;
 
 export const ConfigSchema = z
   .object({
-    reportingUrl: z
-      .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL such as https://reporting.example.com/graphql (scheme and host included)' })
-      .refine(noUserinfo, { message: USERINFO_MESSAGE })
-      .nullable().describe('Reporting endpoint URL (env REPORTING_URL).'),
+    reportingUrl: httpUrl(REPORTING_URL_ERROR).nullable().describe('Reporting endpoint URL (env REPORTING_URL).'),
     apiKey: z.string().min(1).nullable().optional().describe('Reporting API key (env REPORTING_API_KEY). Secret: never put it in a committed file; use the environment or apiKeyFile.'),
     apiKeyFile: keyFilePath.nullable().optional().describe('File holding the reporting API key (mode 0600 recommended).'),
     dataDir: z.string().min(1).describe('Output directory (env SESSION_ETL_DATA_DIR): sessions.duckdb and parquet/sessions/.'),
@@ -130,15 +119,15 @@ export const ConfigSchema = z
       .preprocess((v) => (v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : v), z.boolean({ error: 'expected true or false' }))
       .describe('Path-style bucket addressing (env SESSION_ETL_S3_PATH_STYLE=true), which MinIO-style stores and test servers need.'),
     format: z.enum(['duckdb', 'parquet', 'both']).describe('What to write: the DuckDB table, the Parquet dataset, or both. Unset, a data directory keeps the format of its first run; a different one is refused (exit 2).'),
-    chunk: duration('chunk').describe('Length of the UTC-aligned windows a range is cut into (15m, 6h, 1d, 7d, ...). A run plans at most 1,000,000 windows (each is held in memory while it runs): a larger plan is refused with exit 2, naming its size and the smallest `--chunk` that fits.'),
+    chunk: duration.describe('Length of the UTC-aligned windows a range is cut into (15m, 6h, 1d, 7d, ...). A run plans at most 1,000,000 windows (each is held in memory while it runs): a larger plan is refused with exit 2, naming its size and the smallest `--chunk` that fits.'),
     concurrency: z.number().int().min(1).max(64).describe('Maximum requests in flight (lowered automatically on 429, raised again slowly).'),
     maxResultsPerQuery: z.number().int().min(1).nullable().describe('A window returning at least this many records is split in two (the server may cap answers silently). Null: only split on errors.'),
-    minChunk: duration('minChunk').describe('Smallest window bisection may produce; a window that still fails there fails the run.'),
-    settle: duration('settle').describe('Never fetch closer to now than this: the checkpoint stays at least this far behind.'),
-    lookback: duration('lookback').describe('How far before the checkpoint each export re-reads (sessions still running or changed).'),
+    minChunk: duration.describe('Smallest window bisection may produce; a window that still fails there fails the run.'),
+    settle: duration.describe('Never fetch closer to now than this: the checkpoint stays at least this far behind.'),
+    lookback: duration.describe('How far before the checkpoint each export re-reads (sessions still running or changed).'),
     onInvalid: z.enum(['fail', 'quarantine']).describe('An invalid record fails its window (fail), or is kept in rejected_sessions while the rest loads (quarantine).'),
     maxRequestsPerSecond: z.number().positive().nullable().describe('Upper bound on requests per second, on top of the rate learned from 429 answers. Null: none. At least 0.01 (one request every 100 s): a lower rate would look like a hang, and is refused with exit 2.'),
-    requestTimeout: duration('requestTimeout').describe('Per-request timeout, body included.'),
+    requestTimeout: duration.describe('Per-request timeout, body included.'),
     maxAttempts: z.number().int().min(1).max(50).describe('Attempts per request for transient errors (5xx, resets, timeouts, incomplete bodies).'),
     maxBodyBytes: z
       .number()
@@ -164,18 +153,18 @@ export const ConfigSchema = z
       .describe('When `session-etl schedule` runs the nightly export (node-cron syntax).'),
     scheduleTimezone: z
       .string()
-      .refine(isTimeZone, { message: 'expected an IANA time zone such as UTC or Europe/Berlin' })
+      .refine((tz) => succeeds(() => new Intl.DateTimeFormat('en', { timeZone: tz })), { message: 'expected an IANA time zone such as UTC or Europe/Berlin' })
       .describe('Time zone of scheduleCron.'),
-    authUrl: z.url({ protocol: /^https?$/ }).refine(noUserinfo, { message: USERINFO_MESSAGE }).nullable().optional().describe('Token service host for `auth` commands (env AUTH_URL).'),
-    apiUrl: z.url({ protocol: /^https?$/ }).refine(noUserinfo, { message: USERINFO_MESSAGE }).nullable().optional().describe('Identity lookup host for `whoami` (env API_URL).'),
-    consoleUrl: z.url({ protocol: /^https?$/ }).refine(noUserinfo, { message: USERINFO_MESSAGE }).nullable().optional().describe('Console host for `session start/end` (env CONSOLE_URL).'),
+    authUrl: httpUrl().nullable().optional().describe('Token service host for `auth` commands (env AUTH_URL).'),
+    apiUrl: httpUrl().nullable().optional().describe('Identity lookup host for `whoami` (env API_URL).'),
+    consoleUrl: httpUrl().nullable().optional().describe('Console host for `session start/end` (env CONSOLE_URL).'),
     oauthClientId: z.string().min(1).nullable().optional().describe('OAuth client id (env OAUTH_CLIENT_ID). The client secret is env-only: OAUTH_CLIENT_SECRET.'),
     tokenFile: z.string().min(1).nullable().optional().describe('Token store, mode 0600 (env SESSION_ETL_TOKEN_FILE; default ~/.config/session-etl/tokens.json).'),
     notifyUrl: z
       .url({ protocol: /^https?$/ })
       .nullable()
       .describe('Webhook that receives a JSON POST when a run fails, recovers, or the lag first exceeds maxLag (env SESSION_ETL_NOTIFY_URL; Slack and Teams incoming webhooks work as they are). Secret: its path usually is the token.'),
-    maxLag: duration('maxLag').describe('How far the checkpoint may fall behind now before it is an alert (notifications; `status --check`).'),
+    maxLag: duration.describe('How far the checkpoint may fall behind now before it is an alert (notifications; `status --check`).'),
     logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).describe('Log level.'),
     volumeAnomalyThreshold: z
       .number()
@@ -198,7 +187,7 @@ export const ConfigSchema = z
       .refine((s) => cron.validate(s), { message: 'expected a cron expression such as "0 4 * * 0" (minute hour day month weekday, optional seconds first)' })
       .nullable()
       .describe('When `session-etl schedule` runs the sampled verify (jobs/weekly-verify.ts), in scheduleTimezone; null (the default): never. "0 4 * * 0" is Sundays at 04:00.'),
-    verifyRange: duration('verifyRange').describe('The scheduled verify checks days of this range before the checkpoint.'),
+    verifyRange: duration.describe('The scheduled verify checks days of this range before the checkpoint.'),
     verifySample: z.number().int().min(1).max(366).describe('The scheduled verify checks this many random days of its range (`verify --sample`).'),
     verifyRepair: z.boolean().describe('The scheduled verify repairs what it finds missing or changed (`verify --repair`); sessions gone from the source are only reported.'),
     accounts: z
@@ -210,12 +199,3 @@ export const ConfigSchema = z
   .strict();
 
 export type Config = z.infer<typeof ConfigSchema>;
-
-function isTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -1,15 +1,10 @@
-/**
- * Monitoring over many accounts (docs/accounts.md): one state for the gauges standing for all
- * accounts, and one health answer that is healthy only when every account is, naming the account
- * in each reason (the same answer as `session-etl status --check` with accounts).
- */
+/** Monitoring over many accounts (docs/accounts.md): one state for the gauges, one health answer for all. */
 import { checkHealth, type Health, type HealthOptions } from './health.js';
 import type { MonitoredRun, MonitoredState } from './read-state.js';
 
 /**
- * The state gauges' view of all accounts: the oldest checkpoint and last success (null while any
- * account has none), holes and stored sessions summed, and as the last run a failed one when any
- * account's latest failed or died (`failed`, a run of this process, first), else the latest.
+ * The oldest checkpoint and last success (null while any account has none), holes and stored sessions summed, and
+ * as the last run a failed one when any account's latest failed or died (`failed`, this process's, first), else the latest.
  */
 export function combineAccountStates(states: readonly MonitoredState[], failed: MonitoredRun | null = null): MonitoredState {
   const min = (xs: Array<number | null>) => (xs.some((x) => x === null) || !xs.length ? null : Math.min(...(xs as number[])));
@@ -30,12 +25,8 @@ export function combineAccountStates(states: readonly MonitoredState[], failed: 
   };
 }
 
-export interface AccountsHealth extends Health {
-  accounts: Array<{ account: string } & Health>;
-}
-
 /** Each account's health, and the whole: healthy when every account is; reasons read `account NAME: …`. */
-export function checkAccountsHealth(states: ReadonlyMap<string, MonitoredState>, o: HealthOptions): AccountsHealth {
+export function checkAccountsHealth(states: ReadonlyMap<string, MonitoredState>, o: HealthOptions): Health & { accounts: Array<{ account: string } & Health> } {
   const accounts = [...states].map(([account, state]) => ({ account, ...checkHealth(state, { ...o, target: { ...o.target, account } }) }));
   const whole = checkHealth(combineAccountStates([...states.values()]), o);
   const reasons = accounts.flatMap((a) => a.reasons.map((r) => `account ${a.account}: ${r}`));

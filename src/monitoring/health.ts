@@ -1,7 +1,4 @@
-/**
- * Is the export healthy? One pure function of the monitored state, shared by `/healthz` and
- * `session-etl status --check`, so both always give the same answer and the same reasons.
- */
+/** Is the export healthy? Shared by `/healthz` and `status --check`, so both give the same answer and reasons. */
 import { humanDuration } from '../time/human-duration.js';
 import { isoOf as iso } from '../time/windows.js';
 import type { VolumeAnomaly } from '../store/volume-anomalies.js';
@@ -13,9 +10,8 @@ export const DEFAULT_MAX_LAG_SECONDS = 26 * 3600;
 
 export interface HealthOptions {
   nowMs: number;
-  /** A checkpoint further behind now than this is unhealthy, seconds. */
   maxLagSeconds: number;
-  /** What the commands the reasons suggest run against (the data directory, the account). */
+  /** What the commands the reasons suggest run against. */
   target?: CommandTarget;
 }
 
@@ -28,11 +24,7 @@ export interface Health {
   lastRun: { runId: string; kind: string; outcome: string; endedAt: string | null } | null;
 }
 
-/**
- * A volume anomaly as a reason: the day, its count and what it usually holds, and the command that
- * compares it with the source (docs/data-quality.md "Volume anomalies").
- */
-export function volumeAnomalyReason(a: VolumeAnomaly, target: CommandTarget = {}): string {
+function volumeAnomalyReason(a: VolumeAnomaly, target: CommandTarget = {}): string {
   return (
     `volume anomaly: ${a.date} holds ${a.sessions} sessions, expected about ${a.expected} (the median of its weekday over the previous weeks): ` +
     `the endpoint may have answered without part of that day; compare it with the source: \`${suggestedCommand('verify', dayArgs(a.date), target)}\``

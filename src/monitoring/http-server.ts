@@ -1,15 +1,13 @@
 /**
- * The scheduler's monitoring endpoint (node:http): `GET /metrics` (Prometheus text exposition)
- * and `GET /healthz` (200 with a JSON body when healthy, 503 with the reasons when not).
- * Listening on loopback, it answers only requests addressed to a loopback name (as the dashboard
- * does): a page on another site reaching it by a name it controls (DNS rebinding) gets 403.
+ * The scheduler's `GET /metrics` and `GET /healthz` (503 with the reasons when unhealthy). On loopback it answers
+ * only requests addressed to a loopback name (DNS rebinding: util/loopback.ts).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Health } from './health.js';
 import { hostOfHeader, isLoopback } from '../util/loopback.js';
 
-export interface MonitoringServerOptions {
+interface MonitoringServerOptions {
   host: string;
   /** 0 picks a free port. */
   port: number;
@@ -17,17 +15,11 @@ export interface MonitoringServerOptions {
   health(): Health & Record<string, unknown>;
 }
 
-export interface MonitoringServer {
-  /** Base URL, e.g. http://127.0.0.1:9464 */
-  url: string;
-  close(): Promise<void>;
-}
-
 export class MonitoringServerError extends Error {
   override readonly name = 'MonitoringServerError';
 }
 
-export async function startMonitoringServer(o: MonitoringServerOptions): Promise<MonitoringServer> {
+export async function startMonitoringServer(o: MonitoringServerOptions): Promise<{ url: string; close(): Promise<void> }> {
   const loopbackOnly = isLoopback(o.host);
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -55,10 +47,8 @@ export async function startMonitoringServer(o: MonitoringServerOptions): Promise
     }
     send(404, 'text/plain; charset=utf-8', 'not found: try /metrics or /healthz\n');
   });
-  // Node closes an idle kept-alive connection after 5 s, about when a client (undici: 4 s) may send
-  // its next request on it: a client a moment late then meets "other side closed" (seen in the
-  // tests). Scrapers and probes are better served by the usual 65 s (longer than their own idle
-  // timeouts); headersTimeout must stay above it.
+  // Node's 5 s keep-alive closes a connection about when a client (undici: 4 s) reuses it ("other side closed",
+  // seen in the tests): scrapers are better served by the usual 65 s; headersTimeout must stay above it.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {

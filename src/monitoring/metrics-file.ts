@@ -1,11 +1,7 @@
 /**
- * `--metrics-file` for cron runs: after an export or backfill, the same exposition as the
- * scheduler's /metrics (without Node's process metrics, which node_exporter has of its own) is
- * written for node_exporter's textfile collector, atomically: a temporary file in the same
- * directory (not ending in .prom, so the collector never reads it half-written), then a rename.
- * The directory is often writable by others: the temporary file's name cannot be guessed and it
- * is created exclusively, never through a link (writeFileAtomic). Its mode is exactly 0644 whatever
- * the umask (the CLI's is 027): node_exporter runs as another user and must read it.
+ * `--metrics-file` for cron runs: the scheduler's /metrics exposition (without Node's process metrics) for
+ * node_exporter's textfile collector, written atomically (the temporary name does not end in .prom, so the collector
+ * never reads it half-written), mode exactly 0644 whatever the umask: node_exporter runs as another user.
  */
 import type { RunSummary } from '../pipeline/run.js';
 import { writeFileAtomic } from '../store/durable-fs.js';
@@ -14,11 +10,7 @@ import { combineAccountStates } from './accounts-state.js';
 import { createMetrics, summaryOf, type SessionEtlMetrics } from './metrics.js';
 import { readAccountsMonitoredStates, readMonitoredState, type MonitoredState } from './read-state.js';
 
-/**
- * Runs `run`, then writes the metrics file whatever the outcome: counters hold this run's
- * figures, gauges the stored state read back from `dataDir`. A file that cannot be written is
- * reported on stderr and does not change the run's result.
- */
+/** Runs `run`, then writes the metrics file whatever the outcome (gauges read back from `dataDir`); never changes the result. */
 export async function writeMetricsAfter(
   path: string,
   command: string,
@@ -58,12 +50,8 @@ export interface AccountRun {
 }
 
 /**
- * The metrics file of a many-account `backfill` or `export` (docs/accounts.md): the per-run
- * counters with an `account` label, one series per account; the state gauges over all accounts
- * (the oldest checkpoint and last success, holes and stored sessions summed, the last run failed
- * when any account's did). Written atomically, as writeMetricsAfter does. A shard's file (`shard`:
- * "I/N") has a `shard` label on every series, so that the files of several shards can sit in one
- * textfile directory (node_exporter refuses the same series twice).
+ * The metrics file of a many-account command (docs/accounts.md): per-account run counters, state gauges over all
+ * accounts. A shard's file ("I/N") labels every series `shard`: node_exporter refuses the same series in two files.
  */
 export async function writeAccountsMetrics(
   path: string,
@@ -94,7 +82,7 @@ export async function writeAccountsMetrics(
   await writeMetricsFile(path, metrics);
 }
 
-/** The metrics' text to `path` (0644: node_exporter's textfile collector reads it); a failure is a warning. */
+/** A failure is a warning. */
 async function writeMetricsFile(path: string, metrics: SessionEtlMetrics): Promise<void> {
   try {
     await writeFileAtomic(path, await metrics.metrics(), { mode: 0o644, exactMode: true });

@@ -1,10 +1,7 @@
 /**
- * The Prometheus metrics of session-etl (prom-client), in a registry of their own so that a test,
- * or a process watching two data directories, can hold several. Two sources feed it:
- * - the stored state (checkpoint, holes, last runs, stored sessions), read from the data directory,
- *   so that the gauges are right after a restart instead of starting from zero;
- * - the summaries of the runs this process made: counters, per process (Prometheus' counter
- *   semantics handle the reset when the process restarts).
+ * The Prometheus metrics, in a registry of their own (a test, or a process watching two data directories, holds
+ * several). Gauges come from the stored state, so they are right after a restart; counters from this process's
+ * runs (Prometheus' counter semantics handle the reset at a restart).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { RunSummary } from '../pipeline/run.js';
@@ -15,62 +12,37 @@ import { EMPTY_STATE, type MonitoredState } from './read-state.js';
 export const RUN_OUTCOMES = ['succeeded', 'nothing-to-do', 'interrupted', 'failed'] as const;
 
 export interface MetricsOptions {
-  /** Node's default process metrics (CPU, memory, event loop, ...). Off for a textfile: node_exporter has its own `process_*`. */
+  /** Node's default process metrics. Off for a textfile: node_exporter has its own `process_*`. */
   processMetrics?: boolean;
   /** Commands whose `session_etl_runs_total` series start at 0 for every outcome, so `increase()` sees the first failure. */
   commands?: readonly string[];
-  /** The clock, ms; default Date.now. */
   now?: () => number;
-  /**
-   * Many accounts (docs/accounts.md): the per-run counters and the duration histogram carry an
-   * `account` label, their series start at 0 for each account named here.
-   */
+  /** Many accounts (docs/accounts.md): the per-run series carry an `account` label and start at 0 for each. */
   accounts?: readonly string[];
 }
 
 /** One run that ended, successfully or not. */
 export interface RunRecord {
   command: string;
-  /** The run's summary: returned, or carried by the error (RunFailedError, RunInterruptedError). */
+  /** Returned, or carried by the error (RunFailedError, RunInterruptedError). */
   summary?: RunSummary;
-  /** Set when the run threw. */
   error?: unknown;
-  /** Wall time of the run, ms (the summary's when there is one). */
+  /** Wall time (the summary's when there is one). */
   durationMs: number;
-  /** When it ended, epoch ms; default now. */
   endedAtMs?: number;
-  /** The account the run was for (with MetricsOptions.accounts). */
   account?: string;
 }
 
-export interface SessionEtlMetrics {
-  readonly registry: Registry;
-  /** The exposition's Content-Type. */
-  readonly contentType: string;
-  /** Replaces everything the gauges know from the data directory. */
-  setState(state: MonitoredState): void;
-  /**
-   * The state read back after a run this process recorded: the store's word wins, except that a
-   * run which ended before it was logged in the store (lock held, no data directory) stays the last run.
-   */
-  refreshState(state: MonitoredState): void;
-  readonly state: MonitoredState;
-  /** A run started or ended (session_etl_run_in_progress). */
-  setRunning(running: boolean): void;
-  /** Counts a run that ended and updates the state-derived gauges from its summary. */
-  recordRun(run: RunRecord): void;
-  /** The text exposition format. */
-  metrics(): Promise<string>;
-}
+export type SessionEtlMetrics = ReturnType<typeof createMetrics>;
 
 const DURATION_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14_400];
 
-/** The summary a run's error carries (RunFailedError and RunInterruptedError have one). */
+/** The summary a run's error carries (RunFailedError, RunInterruptedError). */
 export function summaryOf(error: unknown): RunSummary | undefined {
   return (error as { summary?: RunSummary } | undefined)?.summary;
 }
 
-export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
+export function createMetrics(o: MetricsOptions = {}) {
   const now = o.now ?? Date.now;
   const registry = new Registry();
   const registers = [registry];
@@ -94,8 +66,9 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
   }
   const inProgress = new Gauge({ name: 'session_etl_run_in_progress', help: '1 while this process runs an export or backfill', registers });
 
-  const acc = o.accounts ? (['account'] as const) : [];
-  const runs = new Counter({ name: 'session_etl_runs_total', help: 'Runs ended by this process, by command and outcome', labelNames: ['command', 'outcome', ...acc], registers });
+  const acc = o.accounts ? ['account'] : [];
+  const counter = (name: string, help: string, labels: string[] = []) => new Counter({ name, help, labelNames: [...labels, ...acc], registers });
+  const runs = counter('session_etl_runs_total', 'Runs ended by this process, by command and outcome', ['command', 'outcome']);
   const duration = new Histogram({
     name: 'session_etl_run_duration_seconds',
     help: 'Wall time of the runs of this process',
@@ -103,26 +76,21 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
     buckets: DURATION_BUCKETS,
     registers,
   });
-  const written = new Counter({
-    name: 'session_etl_sessions_written_total',
-    help: 'Sessions stored by the runs of this process: new, or replacing a stored version whose content differs (re-read unchanged ones are session_etl_sessions_unchanged_total)',
-    labelNames: [...acc],
-    registers,
-  });
-  const unchanged = new Counter({
-    name: 'session_etl_sessions_unchanged_total',
-    help: 'Sessions the runs of this process read again as they were stored (every export re-reads its lookback): not written',
-    labelNames: [...acc],
-    registers,
-  });
-  const requests = new Counter({
-    name: 'session_etl_requests_total',
-    help: 'HTTP requests to the reporting endpoint: completed (answered, or the last failed attempt), retried (a transient failure, retried), rate_limited (a 429)',
-    labelNames: ['outcome', ...acc],
-    registers,
-  });
-  const rateLimited = new Counter({ name: 'session_etl_rate_limited_total', help: '429 answers from the reporting endpoint', labelNames: [...acc], registers });
-  const paused = new Counter({ name: 'session_etl_paused_seconds_total', help: 'Time all workers were paused by rate limiting', labelNames: [...acc], registers });
+  const written = counter(
+    'session_etl_sessions_written_total',
+    'Sessions stored by the runs of this process: new, or replacing a stored version whose content differs (re-read unchanged ones are session_etl_sessions_unchanged_total)',
+  );
+  const unchanged = counter(
+    'session_etl_sessions_unchanged_total',
+    'Sessions the runs of this process read again as they were stored (every export re-reads its lookback): not written',
+  );
+  const requests = counter(
+    'session_etl_requests_total',
+    'HTTP requests to the reporting endpoint: completed (answered, or the last failed attempt), retried (a transient failure, retried), rate_limited (a 429)',
+    ['outcome'],
+  );
+  const rateLimited = counter('session_etl_rate_limited_total', '429 answers from the reporting endpoint');
+  const paused = counter('session_etl_paused_seconds_total', 'Time all workers were paused by rate limiting');
 
   // Without accounts, one set of series with no account label (as before accounts existed).
   for (const a of o.accounts ?? [undefined]) {
@@ -137,20 +105,24 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
 
   return {
     registry,
+    /** The exposition's Content-Type. */
     contentType: registry.contentType,
-    get state() {
+    get state(): MonitoredState {
       return state;
     },
-    setState(s) {
+    /** Replaces everything the gauges know from the data directory. */
+    setState(s: MonitoredState): void {
       state = s;
     },
-    refreshState(s) {
+    /** The state read back after a run this process recorded. */
+    refreshState(s: MonitoredState): void {
       state = refreshedState(state, s);
     },
-    setRunning(running) {
+    setRunning(running: boolean): void {
       inProgress.set(running ? 1 : 0);
     },
-    recordRun(r) {
+    /** Counts a run that ended and updates the state-derived gauges from its summary. */
+    recordRun(r: RunRecord): void {
       const s = r.summary;
       const l = o.accounts && r.account !== undefined ? { account: r.account } : {};
       runs.inc({ command: r.command, outcome: s?.outcome ?? 'failed', ...l });
@@ -167,7 +139,7 @@ export function createMetrics(o: MetricsOptions = {}): SessionEtlMetrics {
       }
       state = stateAfterRun(state, r, r.endedAtMs ?? now());
     },
-    metrics: () => registry.metrics(),
+    metrics: (): Promise<string> => registry.metrics(),
   };
 }
 
@@ -188,10 +160,7 @@ export function stateAfterRun(state: MonitoredState, r: RunRecord, endedAtMs: nu
   };
 }
 
-/**
- * The state read back after a run this process recorded: the store's word wins, except that a run
- * which ended before it was logged in the store (lock held, no data directory) stays the last run.
- */
+/** The store's word wins, except that a run which ended before it was logged there (lock held) stays the last run. */
 export function refreshedState(mineState: MonitoredState, read: MonitoredState): MonitoredState {
   const mine = mineState.lastRun;
   const logged = mine === null || (read.lastRun !== null && (read.lastRun.runId === mine.runId || read.lastRun.startedAt >= mine.startedAt - 1));

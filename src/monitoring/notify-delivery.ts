@@ -1,10 +1,6 @@
 /**
- * Delivering run notifications: the POSTs of one notification step (one per event, and with many
- * accounts one per account that calls for it) go out side by side, a few at a time, under one
- * deadline for the whole step, so that a receiver that is down or never answers delays a run by
- * the budget at most however many accounts failed (issue 28: four failing accounts took 61 s, one
- * after the other). Every notification gets its first attempt before any gets a retry. A stop
- * signal (the scheduler stopping) aborts what is in flight and starts nothing more.
+ * The POSTs of one notification step go out side by side under one deadline, so a receiver that never answers
+ * delays a run by the budget at most however many accounts failed (issue 28: four took 61 s one after the other).
  */
 import pLimit from 'p-limit';
 import type { FetchLike } from '../reporting/transport.js';
@@ -15,27 +11,25 @@ import { realSleep, type Sleep } from '../util/sleep.js';
 export interface SendOptions {
   fetch?: FetchLike;
   sleep?: Sleep;
-  /** ms since the epoch. */
   now?: () => number;
-  /** The signal that ends one attempt after `ms` (tests observe the budget through it). */
+  /** Tests observe the budget through it. */
   timeoutSignal?: (ms: number) => AbortSignal;
   attempts?: number;
   /** Pause before attempt 2, 3, ... (the last value repeats). */
   backoffMs?: readonly number[];
   attemptTimeoutMs?: number;
-  /** No attempt starts, and none runs, past this instant (ms since the epoch). */
+  /** No attempt starts, and none runs, past this instant. */
   deadlineMs?: number;
-  /** Without `deadlineMs`: the deadline this many ms from now. Default 15 000. */
+  /** Without `deadlineMs`: the deadline this many ms from now. */
   budgetMs?: number;
-  /** POSTs in flight at once. */
   concurrency?: number;
   /** Aborts the attempts in flight and starts no other (a stopping scheduler). */
   stopSignal?: AbortSignal;
 }
 
-export const NOTIFY_DEFAULTS = { attempts: 3, backoffMs: [1_000, 2_000], attemptTimeoutMs: 5_000, budgetMs: 15_000, concurrency: 8 } as const;
+const NOTIFY_DEFAULTS = { attempts: 3, backoffMs: [1_000, 2_000], attemptTimeoutMs: 5_000, budgetMs: 15_000, concurrency: 8 } as const;
 
-/** The instant a delivery (or a notification step) must be over: `deadlineMs`, or `budgetMs` from now. */
+/** The instant a delivery (or a notification step) must be over. */
 export function deadlineOf(o: SendOptions): number {
   return o.deadlineMs ?? (o.now ?? Date.now)() + (o.budgetMs ?? NOTIFY_DEFAULTS.budgetMs);
 }
@@ -43,15 +37,11 @@ export function deadlineOf(o: SendOptions): number {
 export interface Delivery {
   delivered: boolean;
   attempts: number;
-  /** Why it was not delivered (the last attempt's failure). */
+  /** The last attempt's failure. */
   error?: string;
 }
 
-/**
- * POSTs each JSON body to `url`, retrying transient failures (network, timeout, 408, 429, 5xx)
- * 1 s, then 2 s apart, every attempt and pause within the one deadline; answers one Delivery per
- * body, in order. Never throws.
- */
+/** POSTs each body, retrying transient failures (network, timeout, 408, 429, 5xx) within the deadline; never throws. */
 export async function deliverAll(url: string, bodies: readonly string[], o: SendOptions = {}): Promise<Delivery[]> {
   const fetchFn = o.fetch ?? fetch;
   const now = o.now ?? Date.now;

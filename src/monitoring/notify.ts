@@ -1,8 +1,6 @@
 /**
- * Run notifications (`notifyUrl`): the events (`run_failed`, `run_recovered`, `lag_exceeded`,
- * `volume_anomaly`) and their delivery are docs/monitoring.md "Notifications". Delivery never
- * changes a run's outcome (notify-delivery.ts); the receiver is logged as scheme and host only: the
- * URL's path often is the webhook's secret.
+ * Run notifications (`notifyUrl`): events and delivery are docs/monitoring.md "Notifications". Delivery never
+ * changes a run's outcome; the receiver is logged as scheme and host only (the URL's path often is the webhook's secret).
  */
 import { humanDuration } from '../time/human-duration.js';
 import { hostname } from 'node:os';
@@ -17,30 +15,26 @@ import { readNotifyState, writeNotifyState, type NotifyState } from './notify-st
 import { describeAnomaly, type VolumeAnomaly } from '../store/volume-anomalies.js';
 import { dayArgs, suggestedCommand } from '../util/suggested-command.js';
 
-export { type Delivery, type SendOptions };
-
-export type NotifyEvent = 'run_failed' | 'run_recovered' | 'lag_exceeded' | 'volume_anomaly';
+type NotifyEvent = 'run_failed' | 'run_recovered' | 'lag_exceeded' | 'volume_anomaly';
 
 /** How a run ended, as the CLI or the scheduler saw it. */
 export interface RunEnd {
-  /** The CLI command: export, backfill or schedule. */
+  /** export, backfill or schedule. */
   command: string;
-  /** The scheduled job's name (schedule only). */
   job?: string;
-  /** The data directory (with accounts, the deployment's: the one holding every account). */
+  /** With accounts, the deployment's data directory (the one holding every account). */
   dataDir: string;
-  /** The account of a many-account data directory the run was for (its notifications are judged on their own). */
+  /** A many-account data directory's account (its notifications are judged on their own). */
   account?: string;
-  /** ms since the epoch. */
   startedMs: number;
   endedMs: number;
-  /** The exit code the run ends with (a scheduled run: the one `export` would have). */
+  /** A scheduled run: the exit code `export` would have. */
   exitCode: number;
   summary?: RunSummary;
   error?: unknown;
 }
 
-/** A RunEnd from what the caller saw: a failure's own summary (RunFailedError carries one) is used when no other is given. */
+/** A failure's own summary (RunFailedError) is used when no other is given. */
 export function runEndOf(e: Omit<RunEnd, 'summary' | 'error'> & { summary?: RunSummary | undefined; error?: unknown }): RunEnd {
   const { summary, error, ...rest } = e;
   const s = summary ?? (error as { summary?: RunSummary } | undefined)?.summary;
@@ -54,7 +48,6 @@ export interface NotifyPayload {
   text: string;
   command: string;
   job: string | null;
-  /** The account (many accounts); null for a single-account data directory. */
   account: string | null;
   host: string;
   dataDir: string;
@@ -63,14 +56,13 @@ export interface NotifyPayload {
   endedAt: string;
   outcome: RunSummary['outcome'];
   exitCode: number;
-  /** The run's error, secrets redacted, escaped as `text` is (chatText); null unless it failed. */
+  /** Secrets redacted, escaped as `text` is (chatText); null unless it failed. */
   error: string | null;
   checkpoint: string | null;
-  /** endedAt - checkpoint, seconds; null when nothing is stored yet or the run ended before reading it. */
+  /** endedAt - checkpoint; null when nothing is stored yet or the run ended before reading it. */
   lagSeconds: number | null;
   maxLagSeconds: number;
   sessionsWritten: number | null;
-  /** volume_anomaly: the day, its sessions and what its weekday usually holds; null for the other events. */
   volumeAnomaly: VolumeAnomaly | null;
 }
 
@@ -87,7 +79,6 @@ export interface NotifyDeps extends SendOptions {
 // Defined in util/notify-url.ts so the configuration can use them without importing monitoring.
 export { receiverOf, registerNotifyUrlSecret };
 
-/** How the run ended, in the summary's terms. */
 export function outcomeOf(end: RunEnd): RunSummary['outcome'] {
   if (end.summary) return end.summary.outcome;
   if (end.exitCode === 0) return 'succeeded';
@@ -95,18 +86,15 @@ export function outcomeOf(end: RunEnd): RunSummary['outcome'] {
   return 'failed';
 }
 
-/** Seconds from the checkpoint to the end of the run; null when unknown. */
-export function lagOf(end: RunEnd): number | null {
+function lagOf(end: RunEnd): number | null {
   const cp = end.summary?.checkpoint;
   if (!cp) return null;
   return Math.max(0, Math.round((end.endedMs - Date.parse(cp)) / 1000));
 }
 
 /**
- * Which events this run end calls for, given what was notified before, and the state to keep if
- * nothing gets delivered (a delivery then moves it on: `afterDelivery`). Every failed run notifies;
- * a success notifies once after a failure; the lag is judged after exports only (a backfill of old
- * history is far behind by nature) and notifies once per crossing.
+ * The events this run end calls for, and the state to keep if nothing gets delivered. A success notifies once after
+ * a failure; the lag is judged after exports only (a backfill is far behind by nature), once per crossing.
  */
 export function decideNotifications(
   end: RunEnd,
@@ -124,9 +112,8 @@ export function decideNotifications(
   }
   const lag = lagOf(end);
   if (end.summary?.kind === 'export' && lag !== null) {
-    if (lag > maxLagSeconds) {
-      if (!prev.lagExceeded) events.push('lag_exceeded');
-    } else state.lagExceeded = null;
+    if (lag <= maxLagSeconds) state.lagExceeded = null;
+    else if (!prev.lagExceeded) events.push('lag_exceeded');
   }
   // Each anomalous day once (a delivery records it: afterDelivery).
   const notified = new Set(prev.volumeAnomalies ?? []);
@@ -137,8 +124,8 @@ export function decideNotifications(
 /** Days remembered as notified for volume anomalies, at most (the oldest forgotten first). */
 const NOTIFIED_DAYS_KEPT = 1_000;
 
-/** The state once `event` has been delivered: a recovery closes the failure, a lag alert is marked as sent. */
-export function afterDelivery(state: NotifyState, payload: NotifyPayload): NotifyState {
+/** The state once `payload` has been delivered. */
+function afterDelivery(state: NotifyState, payload: NotifyPayload): NotifyState {
   if (payload.event === 'run_recovered') return { ...state, failing: null };
   if (payload.event === 'lag_exceeded') return { ...state, lagExceeded: { notifiedAt: payload.endedAt, lagSeconds: payload.lagSeconds ?? 0 } };
   if (payload.event === 'volume_anomaly' && payload.volumeAnomaly) {
@@ -148,7 +135,7 @@ export function afterDelivery(state: NotifyState, payload: NotifyPayload): Notif
   return state;
 }
 
-/** The payload of one event; every string passes through the redaction. */
+/** Every string passes through the redaction. */
 export function buildPayload(
   event: NotifyEvent,
   end: RunEnd,
@@ -196,11 +183,7 @@ export function buildPayload(
   });
 }
 
-/**
- * `text` (and `error`) as chat webhooks read it, with nothing a server's error body quoted in it
- * could turn into markup or a mention (`<!channel>`, a `[label](url)` hiding where it leads,
- * `@here`): the escapes are listed in docs/monitoring.md "Notifications" (Slack, Teams).
- */
+/** No markup or mention (`<!channel>`, `[label](url)`, `@here`) from a quoted error body (docs/monitoring.md "Notifications"). */
 export function chatText(s: string): string {
   return oneLine(s)
     .replace(/&/g, '&amp;')
@@ -210,37 +193,27 @@ export function chatText(s: string): string {
     .replace(/@(here|channel|everyone)\b/gi, '@\u200b$1');
 }
 
-/** POSTs one payload, retrying transient failures (network, timeout, 408, 429, 5xx) within the deadline. */
 export async function postNotification(url: string, payload: NotifyPayload, o: SendOptions = {}): Promise<Delivery> {
   return (await deliverAll(url, [JSON.stringify(redactDeep(payload))], o))[0]!;
 }
 
 /** One run end to notify, with the logger that names it (an account's child logger). */
-export interface RunEndNotice {
-  end: RunEnd;
-  logger?: Logger;
-}
+type RunEndNotice = { end: RunEnd; logger?: Logger };
 
-/**
- * The notification step at the end of a run: reads what was notified before, posts the events
- * this run calls for, records the new state. Never throws and never takes longer than the budget
- * (plus a local file read and write).
- */
+/** notifyRunEnds for one run end. */
 export function notifyRunEnd(settings: NotifySettings, end: RunEnd, deps: NotifyDeps = {}): Promise<void> {
   return notifyRunEnds(settings, [{ end, ...(deps.logger ? { logger: deps.logger } : {}) }], deps);
 }
 
 /**
- * The notification step of a run over many accounts: each run end is judged on its own (its own
- * failing and lag state), and every post of the step goes out side by side under one budget, so a
- * receiver that never answers delays the run by 15 s at most, whatever the number of accounts.
- * Never throws.
+ * The notification step: reads what was notified before, posts the events each run end calls for (each judged on
+ * its own state, all posts side by side under one budget: 15 s at most whatever the number of accounts), records
+ * the new state. Never throws.
  */
 export async function notifyRunEnds(settings: NotifySettings, notices: readonly RunEndNotice[], deps: NotifyDeps = {}): Promise<void> {
   const receiver = receiverOf(settings.url);
   const deadlineMs = deadlineOf(deps);
   const host = deps.host ?? hostname();
-  const loggerOf = (n: RunEndNotice) => n.logger ?? deps.logger ?? silentLogger;
   try {
     const decided = await Promise.all(
       notices.map(async (n) => {
@@ -260,7 +233,7 @@ export async function notifyRunEnds(settings: NotifySettings, notices: readonly 
     let k = 0;
     await Promise.all(
       decided.map(async ({ n, prev, state: decidedState, payloads }) => {
-        const logger = loggerOf(n);
+        const logger = n.logger ?? deps.logger ?? silentLogger;
         let state = decidedState;
         for (const payload of payloads) {
           const d = deliveries[k++]!;
@@ -291,7 +264,7 @@ function runIdOf(end: RunEnd): string | null {
   return end.summary?.runId ?? (end.error as { runId?: string } | undefined)?.runId ?? null;
 }
 
-/** The run's error: the summary's (already says what is committed and what to do), or the message and its causes. */
+/** The summary's (it says what is committed and what to do), or the message and its causes. */
 function errorTextOf(end: RunEnd): string {
   if (end.summary?.error) return clipText(redact(end.summary.error), MAX_ERROR_CHARS);
   const parts: string[] = [];

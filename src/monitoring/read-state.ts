@@ -1,8 +1,4 @@
-/**
- * What the gauges and the health check need from a data directory, read without writing anything.
- * The one place monitoring reads the store: through `readStatus`, which opens the DuckDB file
- * read-only, or reads the run's state snapshot (state.json) while a run holds the file.
- */
+/** What the gauges and the health check need from a data directory, read without writing (store/status.ts). */
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { DataDirError } from '../store/errors.js';
@@ -18,7 +14,7 @@ import type { DatasetLocation } from '../store/dataset/location.js';
 export interface MonitoredRun {
   runId: string;
   kind: string;
-  /** succeeded, nothing-to-do, interrupted, failed; `died` when its process ended without recording an outcome (recorded so by the next run, or seen here from a dead lock holder). */
+  /** RunSummary's outcomes, or `died`: its process ended without recording one (seen by the next run, or here). */
   outcome: string;
   startedAt: number;
   endedAt: number | null;
@@ -26,30 +22,23 @@ export interface MonitoredRun {
 }
 
 export interface MonitoredState {
-  /** End of the first covered interval, epoch seconds; null when nothing is stored yet. */
   checkpoint: number | null;
   coverageHoles: number;
-  /** Rows of the `sessions` table; null for a Parquet-only store. */
+  /** null for a Parquet-only store. */
   storedSessions: number | null;
   /** The latest run that is not running now. */
   lastRun: MonitoredRun | null;
-  /** End (or start) of the latest succeeded or nothing-to-do run, epoch seconds. */
   lastSuccessAt: number | null;
-  /** Finished days with far fewer sessions than their weekday usually has (docs/data-quality.md "Volume anomalies"); absent: none known. */
+  /** docs/data-quality.md "Volume anomalies"; absent: none known. */
   volumeAnomalies?: VolumeAnomaly[];
 }
 
-/** An empty data directory: nothing exported yet. */
 export const EMPTY_STATE: MonitoredState = { checkpoint: null, coverageHoles: 0, storedSessions: null, lastRun: null, lastSuccessAt: null };
 
 /** How far back the run log is read to find the last success. */
 const RUNS_READ = 200;
 
-/**
- * Reads the monitored state of `dataDir`. A directory with no session-etl data yet gives
- * EMPTY_STATE; any other failure (a store another process holds open for writing, a damaged file)
- * is thrown for the caller to report.
- */
+/** A directory with no session-etl data yet gives EMPTY_STATE; any other failure is thrown. */
 export async function readMonitoredState(dataDir: string, nowMs = Date.now(), dataset?: DatasetLocation, volume?: VolumeRule): Promise<MonitoredState> {
   if (!existsSync(dataDir) && dataset?.kind !== 's3') return EMPTY_STATE;
   let s;
@@ -62,10 +51,7 @@ export async function readMonitoredState(dataDir: string, nowMs = Date.now(), da
   return monitoredStateOf(s);
 }
 
-/**
- * The monitored state of each named account of a many-account data directory, read from its
- * stores (each read once); an account no store holds yet has EMPTY_STATE.
- */
+/** Each named account's state, each store read once; an account no store holds yet has EMPTY_STATE. */
 export async function readAccountsMonitoredStates(
   root: string,
   names: readonly string[],
@@ -89,7 +75,6 @@ export async function readAccountsMonitoredStates(
   return states;
 }
 
-/** What monitoring takes from one account's status. */
 function monitoredStateOf(s: StoreStatus): MonitoredState {
   const seconds = (v: unknown): number | null => (v == null ? null : Date.parse(String(v)) / 1000);
   const runs: MonitoredRun[] = s.lastRuns.map((r) => ({

@@ -1,11 +1,7 @@
 /**
- * Monitoring for `session-etl schedule --http-port`: the metrics registry, fed by the scheduler's
- * run hooks, and the HTTP endpoint serving it. The store is read at start and after each run (the
- * scheduler is the store's writer: between its runs nobody else should be), never on a scrape.
- *
- * With accounts (docs/accounts.md) each account's state is read from its store: the run counters carry an
- * `account` label, the state gauges stand for all accounts (combineAccountStates), and `/healthz`
- * is healthy only when every account is, naming the account in each reason.
+ * Monitoring for `session-etl schedule --http-port`: the metrics, fed by the scheduler's run hooks, and their HTTP
+ * endpoint. The store is read at start and after each run (the scheduler is its writer), never on a scrape.
+ * With accounts (docs/accounts.md) the state gauges stand for all accounts and `/healthz` for each.
  */
 import type { RunSummary } from '../pipeline/run.js';
 import type { VolumeRule } from '../store/volume-anomalies.js';
@@ -25,14 +21,11 @@ export interface SchedulerMonitorOptions {
   logger: Logger;
   /** Commands the jobs run, for zero-valued run counters from the start. */
   commands?: readonly string[];
-  /** Many accounts: the chosen accounts (their state is read from the data directory's stores). */
   accounts?: readonly string[];
-  /** The volume-anomaly rule (docs/data-quality.md "Volume anomalies"); default: the configuration's defaults. */
   volume?: VolumeRule;
 }
 
 export interface SchedulerMonitor {
-  /** Base URL of the endpoint. */
   url: string;
   metrics: SessionEtlMetrics;
   onRunStart(job: string): void;
@@ -47,29 +40,19 @@ export async function startSchedulerMonitor(o: SchedulerMonitorOptions): Promise
   // Why the data directory could not be read, if it could not.
   let readError: string | undefined;
   let running = false;
-  const failed = (err: unknown) => {
-    readError = (err as Error).message;
-    o.logger.warn({ dataDir: o.dataDir, error: readError }, 'monitoring could not read the data directory; the gauges keep what the last run said');
-    return null;
-  };
-  const read = async (): Promise<MonitoredState | null> => {
+  const attempt = async <T>(readIt: () => Promise<T>): Promise<T | null> => {
     try {
-      const state = await readMonitoredState(o.dataDir, Date.now(), undefined, o.volume);
+      const value = await readIt();
       readError = undefined;
-      return state;
+      return value;
     } catch (err) {
-      return failed(err);
+      readError = (err as Error).message;
+      o.logger.warn({ dataDir: o.dataDir, error: readError }, 'monitoring could not read the data directory; the gauges keep what the last run said');
+      return null;
     }
   };
-  const readAccounts = async (names: readonly string[]): Promise<Map<string, MonitoredState> | null> => {
-    try {
-      const states = await readAccountsMonitoredStates(o.dataDir, names, Date.now(), undefined, o.volume);
-      readError = undefined;
-      return states;
-    } catch (err) {
-      return failed(err);
-    }
-  };
+  const read = () => attempt(() => readMonitoredState(o.dataDir, Date.now(), undefined, o.volume));
+  const readAccounts = (names: readonly string[]) => attempt(() => readAccountsMonitoredStates(o.dataDir, names, Date.now(), undefined, o.volume));
   // Each account's state, as its store and this process's runs tell it.
   const accountStates = new Map<string, MonitoredState>();
   if (o.accounts) {
@@ -116,8 +99,7 @@ export async function startSchedulerMonitor(o: SchedulerMonitorOptions): Promise
         metrics.setState(combineAccountStates([...accountStates.values()]));
       } else {
         const summary = r.summary ?? summaryOf(r.error);
-        // Read first, then update everything at once, so that no scrape sees the run counted but the store not read yet.
-        // (With accounts and no account parts, the job failed before any account ran: nothing to read.)
+        // Read first, as above. (With accounts and no account parts, the job failed before any account ran: nothing to read.)
         const state = o.accounts ? null : await read();
         metrics.recordRun({ command: summary?.kind ?? job, ...r, ...(summary ? { summary } : {}) });
         if (state) metrics.refreshState(state);

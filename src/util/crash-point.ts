@@ -1,10 +1,5 @@
-/**
- * Named crash points for the reliability suite (docs/reliability.md "Test-only hooks"):
- * SESSION_ETL_CRASH_AT=<point>[:<n>] SIGKILLs the process the n-th time it reaches <point>, as
- * `kill -9` would; SESSION_ETL_FAULT=enospc:<point>[:<n>] throws ENOSPC there instead. Unset
- * (always, outside the suite), a crash point costs one property read.
- */
-export type CrashPointName =
+/** Crash points for the reliability suite (docs/reliability.md "Test-only hooks"); unset, one property read each. */
+type CrashPointName =
   | 'fetch'
   | 'mid-transaction'
   | 'after-commit'

@@ -1,11 +1,7 @@
 /**
- * A failed connection in words a person acts on: "connection refused to 127.0.0.1:8080", "host not
- * found: reporting.exmaple.com", never fetch's bare "fetch failed". Reads undici's cause: a system
- * error (code, address, port), an AggregateError of one per address tried (a name with IPv4 and IPv6
- * addresses), or fetch's own refusal of a port it never connects to.
+ * A failed connection in words a person acts on, never fetch's bare "fetch failed", from undici's cause: a system
+ * error, an AggregateError of one per address tried, or fetch's refusal of a port it never connects to.
  */
-
-/** What the system error codes of a failed connection mean. */
 const MEANING: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
   ENOTFOUND: 'host not found',
@@ -32,10 +28,7 @@ interface SystemError {
   errors?: SystemError[];
 }
 
-/**
- * A short description of a failed connection. `url`, when given, names the host and port when the
- * error itself does not (fetch's refusal of a blocked port, a lookup failure).
- */
+/** `url` names the host and port when the error itself does not (a blocked port, a lookup failure). */
 export function describeNetworkError(err: unknown, url?: string): string {
   const cause = (err as { cause?: unknown })?.cause;
   if (!cause || typeof cause !== 'object') return err instanceof Error ? err.message : String(err);

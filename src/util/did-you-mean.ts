@@ -1,12 +1,8 @@
 /**
- * "Did you mean …?" for a name that is not one of the known ones (a configuration key, a session
- * field, a flag): the known names closest to it, by edit distance (Damerau-Levenshtein: a swap of
- * two neighbours is one edit), close meaning at most a third of the name's length, at least one
- * edit. Case is ignored in the distance, so `startdate` finds `startDate`.
+ * The known names nearest to `name` by edit distance, ignoring case (the best distance only, in their given order),
+ * close meaning at most a third of the name's length, at least one edit.
  */
-
-/** The known names nearest to `name` (the best distance only, in their given order); empty when none is close. */
-export function closestNames(name: string, known: readonly string[]): string[] {
+function closestNames(name: string, known: readonly string[]): string[] {
   const limit = Math.max(1, Math.floor(name.length / 3));
   let best = Infinity;
   let out: string[] = [];
@@ -31,7 +27,7 @@ export function didYouMean(name: string, known: readonly string[], quote: (s: st
 }
 
 /** Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours. */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
   for (let j = 1; j <= b.length; j++) d[0]![j] = j;
   for (let i = 1; i <= a.length; i++) {

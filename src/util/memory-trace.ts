@@ -1,11 +1,7 @@
 /**
- * A debug hook (issue 39): with SESSION_ETL_MEMORY_TRACE=<file> the process appends one JSON line a
- * second to <file> (synchronously, so the lines survive an OOM kill): process.memoryUsage(), the
- * kernel's view (/proc/self/status VmRSS, VmHWM, RssAnon, RssFile), DuckDB's pool (the sum of
- * duckdb_memory() over every open instance, read on a connection of its own) and the memory_limit in
- * effect, the requests in flight with the bytes their bodies have read so far, the answers
- * waiting for (or in) their commit with their bytes, and the rows committed and not merged yet. Off (no timer, no connection) without the variable.
- * SESSION_ETL_MEMORY_TRACE_MS=N samples every N ms instead of every second; `t` is the sample's epoch ms (to match the log's time).
+ * A debug hook (issue 39): with SESSION_ETL_MEMORY_TRACE=<file> the process appends one JSON line a second (or every
+ * SESSION_ETL_MEMORY_TRACE_MS) to <file>, synchronously so the lines survive an OOM kill: Node's, the kernel's and
+ * DuckDB's view of memory, and the `traced` counters. Off (no timer, no connection) without the variable.
  */
 import { appendFileSync, readFileSync } from 'node:fs';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
@@ -13,17 +9,14 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 const PATH = process.env.SESSION_ETL_MEMORY_TRACE || undefined;
 export const memoryTraceOn = PATH !== undefined;
 
-/** Counters the transport, the window loader and the table's merges (rows committed, not merged yet) keep while the trace is on. */
+/** Counters the transport, the window loader and the table's merges keep while the trace is on (*Bytes written in MiB). */
 export const traced = { requests: 0, requestBytes: 0, answers: 0, answerBytes: 0, commits: 0, unmergedRows: 0 };
 
 const instances = new Map<DuckDBInstance, Promise<DuckDBConnection | undefined>>();
 let timer: NodeJS.Timeout | undefined;
 const t0 = Date.now();
 
-/**
- * Samples `instance`'s pool while it is open, on a connection `connect` gives (a writer's passes its
- * gate: store/read-gate.ts); call the function returned before closing it.
- */
+/** Samples `instance`'s pool on a connection of `connect` (a writer's passes its gate); call the result before closing it. */
 export function traceInstance(instance: DuckDBInstance, connect: () => Promise<DuckDBConnection> = () => instance.connect()): () => void {
   if (!memoryTraceOn) return () => {};
   instances.set(instance, connect().catch(() => undefined));
@@ -94,23 +87,14 @@ async function sample(): Promise<void> {
     const line = {
       s: Math.round((Date.now() - t0) / 100) / 10,
       t: Date.now(),
-      rss: Math.round(m.rss / MiB),
-      heapUsed: Math.round(m.heapUsed / MiB),
-      heapTotal: Math.round(m.heapTotal / MiB),
-      external: Math.round(m.external / MiB),
-      arrayBuffers: Math.round(m.arrayBuffers / MiB),
+      ...Object.fromEntries((['rss', 'heapUsed', 'heapTotal', 'external', 'arrayBuffers'] as const).map((k) => [k, Math.round(m[k] / MiB)])),
       ...status(),
       duckdbInstances: instances.size,
       duckdbPool: Math.round(pool / MiB),
       duckdbTemp: Math.round(temp / MiB),
       duckdbTags: tags,
       memoryLimit: limits.join(' / '),
-      requests: traced.requests,
-      requestBytes: Math.round(traced.requestBytes / MiB),
-      answers: traced.answers,
-      answerBytes: Math.round(traced.answerBytes / MiB),
-      commits: traced.commits,
-      unmergedRows: traced.unmergedRows,
+      ...Object.fromEntries(Object.entries(traced).map(([k, v]) => [k, k.endsWith('Bytes') ? Math.round(v / MiB) : v])),
     };
     appendFileSync(PATH, `${JSON.stringify(line)}\n`);
   } catch {

@@ -1,41 +1,24 @@
 /**
- * Secret redaction. Every secret the process learns (API key, client secret, tokens, webhook tokens,
- * the password of a URL) is registered here, and every log line and error message passes through
- * `redact()` before it leaves the process.
- *
- * A server may echo a secret back in another form, so each is hidden in every form it may take
- * (docs/monitoring.md lists them: escaped, encoded, hex, HTML entities, any letter case, base64 also
- * at any offset inside a longer base64 text, as in `Basic base64(id:secret)`). The user:password
- * part of any URL is hidden whatever it holds. Redaction never throws and fails closed: a text it
- * cannot check is withheld whole (UNCHECKED). Matching: ./secret-matcher.ts.
+ * Every secret the process learns is registered here, and every log line and error message passes through
+ * `redact()`. A server may echo a secret back in another form, so each is hidden in every form it may take
+ * (docs/monitoring.md lists them, base64 also at any offset, as in `Basic base64(id:secret)`). Never throws; fails
+ * closed (UNCHECKED).
  */
 import { mergeRanges, secretMatcher, MATCHER_LIMITS, type MatcherLimits, type SecretMatcher } from './secret-matcher.js';
 
 export const REDACTED = '[REDACTED]';
 
-/**
- * What `redact()` returns when it cannot check a text (a bug, a limit of the regular expression
- * engine): the whole text is withheld, never shown unchecked, and the failure's own message (which
- * may quote secrets) is dropped.
- */
+/** What `redact()` returns for a text it cannot check (a bug, a regex engine limit); the failure's message is dropped too. */
 export const UNCHECKED = '[text withheld: it could not be checked for secrets]';
 
 /** A URL's user:password@ (any scheme), up to the host. */
 const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>]+@/gi;
 
-export interface Redactor {
-  /** Registers a secret so that `redact()` hides it wherever it appears. Very short values are ignored. Never throws. */
-  register(value: string | undefined | null): void;
-  /** `text` with every registered secret (in each of its forms) and the userinfo of every URL replaced. Never throws. */
-  redact(text: string): string;
-}
-
 /**
- * A registry of secrets and its redaction. The process has one (`registerSecret`, `redact`); tests
- * make others, with other limits. The matcher is rebuilt on the first `redact()` after a secret is
- * registered, so that registering many secrets costs one build, not one per secret.
+ * A registry of secrets and its redaction (the process's: `registerSecret`, `redact`; tests make others). The matcher
+ * is rebuilt on the first `redact()` after a register, so registering many secrets costs one build.
  */
-export function createRedactor(limits: MatcherLimits = MATCHER_LIMITS): Redactor {
+export function createRedactor(limits: MatcherLimits = MATCHER_LIMITS) {
   const secrets = new Set<string>();
   let matcher: SecretMatcher | undefined;
   const build = (): SecretMatcher => {
@@ -48,18 +31,24 @@ export function createRedactor(limits: MatcherLimits = MATCHER_LIMITS): Redactor
     return secretMatcher(ci, cs, limits);
   };
   return {
-    register(value) {
+    register(value: string | undefined | null): void {
       if (typeof value === 'string' && value.length >= 4 && !secrets.has(value)) {
         secrets.add(value);
         matcher = undefined;
       }
     },
-    redact(text) {
+    redact(text: string): string {
       try {
         let out = String(text);
         if (secrets.size) {
           matcher ??= build();
-          out = replaceRanges(out, mergeRanges(matcher.ranges(out)));
+          let at = 0;
+          let replaced = '';
+          for (const [s, e] of mergeRanges(matcher.ranges(out))) {
+            replaced += out.slice(at, s) + REDACTED;
+            at = e;
+          }
+          out = replaced + out.slice(at);
         }
         if (out.includes('@')) out = out.replace(USERINFO, `$1${REDACTED}@`);
         return out;
@@ -71,17 +60,6 @@ export function createRedactor(limits: MatcherLimits = MATCHER_LIMITS): Redactor
   };
 }
 
-function replaceRanges(text: string, ranges: ReadonlyArray<readonly [number, number]>): string {
-  if (!ranges.length) return text;
-  let out = '';
-  let at = 0;
-  for (const [s, e] of ranges) {
-    out += text.slice(at, s) + REDACTED;
-    at = e;
-  }
-  return out + text.slice(at);
-}
-
 const processRedactor = createRedactor();
 
 /** Registers a secret so that `redact()` hides it wherever it appears. Very short values are ignored. */
@@ -89,16 +67,13 @@ export function registerSecret(value: string | undefined | null): void {
   processRedactor.register(value);
 }
 
-/**
- * Replaces every registered secret (in each of its forms) and the userinfo of every URL in `text`.
- * Never throws: a text it cannot check is replaced whole by UNCHECKED.
- */
+/** `text` with every registered secret (in each of its forms) and every URL's userinfo replaced; never throws. */
 export function redact(text: string): string {
   return processRedactor.redact(text);
 }
 
 /** The forms of `s` matched case-insensitively. */
-export function textForms(s: string): string[] {
+function textForms(s: string): string[] {
   const json = JSON.stringify(s).slice(1, -1);
   const bytes = [...Buffer.from(s, 'utf8')].map((b) => b.toString(16).padStart(2, '0'));
   const chars = [...s];
@@ -146,13 +121,10 @@ export function base64Forms(s: string): string[] {
 }
 
 /** How deep `redactDeep` copies; anything deeper is replaced (a hostile body may nest thousands of levels). */
-export const MAX_REDACT_DEPTH = 32;
-export const TOO_DEEP = '[nested too deep]';
+const MAX_REDACT_DEPTH = 32;
+const TOO_DEEP = '[nested too deep]';
 
-/**
- * A deep copy of `value` with registered secrets replaced in every string, for error properties and
- * logs. Copies at most MAX_REDACT_DEPTH levels (deeper values become TOO_DEEP) and no cycle.
- */
+/** A deep copy of `value` with registered secrets replaced in every string (keys too), at most MAX_REDACT_DEPTH deep, no cycle. */
 export function redactDeep<T>(value: T, depth = 0, seen: WeakSet<object> = new WeakSet()): T {
   if (typeof value === 'string') return redact(value) as T;
   if (!value || typeof value !== 'object') return value;
@@ -169,10 +141,7 @@ export function redactDeep<T>(value: T, depth = 0, seen: WeakSet<object> = new W
   return out as T;
 }
 
-/**
- * The message of `err` and of each error in its cause chain (at most 8), redacted: what a person
- * may be shown. Non-Error causes are shown as text.
- */
+/** The redacted messages of `err` and its cause chain (at most `max`); non-Error causes as text. */
 export function redactedCauseChain(err: unknown, max = 8): string[] {
   const out: string[] = [];
   let cur: unknown = err;

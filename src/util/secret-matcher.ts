@@ -1,14 +1,7 @@
 /**
- * Finds where any of a set of strings occurs in a text, for redaction (./redact.ts). Short strings
- * (every real key and token) are matched by regular expressions, each of bounded size; long ones by
- * plain substring search. One giant regular expression is what V8 refuses to compile ("Invalid
- * regular expression: … too large", with the whole pattern, every secret, in its message), so no
- * pattern here ever holds a long string, and no pattern grows with the number of strings beyond
- * `patternChars`.
- *
- * Overlapping occurrences are all found (the search goes on one character after each match start):
- * two secrets that overlap in a text are hidden together, not the first and the rest of the second
- * left showing.
+ * Finds where any of a set of strings occurs in a text, for ./redact.ts: short strings by regular expressions of
+ * bounded size, long ones by substring search (V8 refuses one giant expression, quoting every secret in its
+ * message). Overlapping occurrences are all found, so two overlapping secrets are hidden together.
  */
 
 export interface MatcherLimits {
@@ -20,18 +13,15 @@ export interface MatcherLimits {
 
 export const MATCHER_LIMITS: MatcherLimits = { regexFormChars: 256, patternChars: 16_384 };
 
-/** A half-open range [start, end) of a text. */
-export type Range = readonly [number, number];
+/** [start, end) */
+type Range = readonly [number, number];
 
 export interface SecretMatcher {
-  /** Every occurrence of every string, as ranges of `text` (unsorted, possibly overlapping). Throws only on a bug or a V8 limit. */
+  /** Every occurrence, unsorted, possibly overlapping. Throws only on a bug or a V8 limit. */
   ranges(text: string): Range[];
 }
 
-/**
- * A matcher for `anyCase` (found in any letter case) and `exactCase` (found as they are). Strings
- * shorter than 4 characters are ignored (they would match everywhere).
- */
+/** A matcher for `anyCase` and `exactCase` strings; those under 4 characters are ignored (they would match everywhere). */
 export function secretMatcher(anyCase: Iterable<string>, exactCase: Iterable<string>, limits: MatcherLimits = MATCHER_LIMITS): SecretMatcher {
   const usable = (set: Iterable<string>) => [...new Set(set)].filter((f) => f.length >= 4).sort((a, b) => b.length - a.length);
   const ci = usable(anyCase);
@@ -85,11 +75,8 @@ function occurrences(text: string, needle: string, out: Range[]): void {
   for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + 1)) out.push([i, i + needle.length]);
 }
 
-/**
- * `s` with every character upper-cased where that keeps its length (so that positions in the
- * folded text are positions in `s`); a character whose upper case is longer (ß → SS) is kept.
- */
-export function foldCase(s: string): string {
+/** `s` upper-cased where that keeps each character's length (positions stay positions in `s`; ß stays ß). */
+function foldCase(s: string): string {
   const up = s.toUpperCase();
   // Upper-casing never shortens a character: equal lengths mean every character kept its length.
   if (up.length === s.length) return up;

@@ -1,8 +1,6 @@
 /**
- * The largest key, client secret or token accepted: 4 KiB. Real ones are far shorter (API keys are
- * tens of characters, JWT access tokens one or two KiB); a larger value is a wrong file (a
- * certificate, a log, a binary) or a hostile answer, and is refused where it is read, without any
- * of it being shown.
+ * The largest key, client secret or token accepted: 4 KiB (JWT access tokens are one or two KiB). A larger value is
+ * a wrong file or a hostile answer, refused where it is read, none of it shown.
  */
 import { readProblem } from './read-problem.js';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
@@ -29,23 +27,16 @@ export class SecretFileError extends Error {
 }
 
 /**
- * The key in `path`, whitespace around it trimmed. Reads at most 4 KiB and a little more, so a huge
- * file (or an endless pipe) is refused without being read whole. Throws SecretFileError: unreadable,
- * a device (/dev/zero, a terminal), readable or writable by others (othersCanRead), empty, or larger
- * than MAX_SECRET_BYTES.
+ * The key in `path`, trimmed. Reads a little more than 4 KiB at most (an endless pipe is refused unread). Throws
+ * SecretFileError: unreadable, a device, readable or writable by others (othersCanRead), empty, or too large.
  */
 export function readSecretFile(path: string): string {
   const limit = MAX_SECRET_BYTES + FILE_SLACK_BYTES;
   const buf = Buffer.alloc(limit + 1);
   let length = 0;
-  let fd: number;
+  let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new SecretFileError(`cannot be read: ${readProblem(err)}`, code);
-  }
-  try {
     // The kind and mode of the file opened (not of a path that could be swapped meanwhile), before any of it is read.
     const stat = fstatSync(fd);
     // A device (/dev/zero, a terminal) holds no key: its mode says nothing of one, and reading a terminal would wait for ever.
@@ -54,18 +45,13 @@ export function readSecretFile(path: string): string {
     }
     const problem = othersCanRead(stat.mode, path);
     if (problem) throw new SecretFileError(problem, 'EPERM_MODE');
-    for (;;) {
-      const n = readSync(fd, buf, length, buf.length - length, null);
-      if (n === 0) break;
-      length += n;
-      if (length > limit) break;
-    }
+    for (let n = 1; n > 0 && length <= limit; length += n) n = readSync(fd, buf, length, buf.length - length, null);
   } catch (err) {
     if (err instanceof SecretFileError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new SecretFileError(`cannot be read: ${readProblem(err)}`, code);
   } finally {
-    closeSync(fd);
+    if (fd !== undefined) closeSync(fd);
   }
   const key = length > limit ? '' : buf.subarray(0, length).toString('utf8').trim();
   if (length > limit || secretTooLarge(key)) {
@@ -76,10 +62,8 @@ export function readSecretFile(path: string): string {
 }
 
 /**
- * Why a key file of `mode` is refused, or null: a file that users other than its owner and its
- * group can read (or write) holds a key anyone on the machine can take (or replace). The group may
- * read it: that is how a service's group, or Kubernetes' `fsGroup` (mode 0440 on a mounted Secret),
- * shares a key with the process. Not on Windows, whose modes say nothing of this.
+ * Why a key file of `mode` is refused (others can read or write it), or null. The group may read it: that is how
+ * Kubernetes' `fsGroup` (0440 on a mounted Secret) shares a key. Not on Windows, whose modes say nothing of this.
  */
 export function othersCanRead(mode: number, path: string, what = 'a key file'): string | null {
   if (process.platform === 'win32' || (mode & 0o006) === 0) return null;

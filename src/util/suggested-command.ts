@@ -1,24 +1,17 @@
 /**
- * The commands session-etl suggests — in errors (resume a backfill, repair a verify), `status`,
- * `status --check`, `/healthz`, notifications and the dashboard — built one way: `session-etl`,
- * the command and its arguments, then the flags that say which data the user pointed it at
- * (`--data-dir`, `--config`, `--account`), every word quoted for a POSIX shell by `shellQuote`.
- * Pasted into a shell (in the same working directory: paths are kept as the user gave them), a
- * suggested command runs against the same data as the command that suggested it.
+ * The commands session-etl suggests (errors, `status`, `/healthz`, notifications, the dashboard), built one way so
+ * that, pasted into a shell in the same working directory, one runs against the same data as its suggester.
  */
 import { isoOf, type Window } from '../time/windows.js';
 
 /** Which data a suggested command must run against. */
 export interface CommandTarget {
-  /** The data directory. */
   dataDir?: string | undefined;
-  /** The configuration file; default: the one this process loaded (`rememberConfigFile`). */
+  /** Default: the one this process loaded (`rememberConfigFile`). */
   config?: string | null | undefined;
-  /** The account, with many accounts. */
   account?: string | undefined;
 }
 
-/** The configuration file this process was given (--config or SESSION_ETL_CONFIG), set when it is loaded. */
 let configFile: string | undefined;
 
 /** Records the configuration file the command loaded: every command suggested from now on carries it. */
@@ -26,7 +19,6 @@ export function rememberConfigFile(file: string | null | undefined): void {
   configFile = file ?? undefined;
 }
 
-/** Words a POSIX shell reads back unchanged without quotes. */
 const PLAIN = /^[A-Za-z0-9_@%+=:,./-]+$/;
 
 /** A word as a POSIX shell reads it back unchanged: as it is when plain, else in single quotes. */
@@ -45,7 +37,7 @@ export function suggestedCommand(command: string, args: readonly string[], to: C
 }
 
 /** An instant as a person types it: the date alone at midnight UTC, else ISO 8601. */
-export function instantArg(t: number): string {
+function instantArg(t: number): string {
   return t % 86_400 === 0 ? isoOf(t).slice(0, 10) : isoOf(t);
 }
 

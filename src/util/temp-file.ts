@@ -1,50 +1,34 @@
 /**
- * Creating the files session-etl writes before renaming them into place (and the other files it
- * writes under names of its own), so that nobody else chooses where the bytes go: a file is
- * created exclusively (O_CREAT | O_EXCL) and never through a symbolic link (O_NOFOLLOW; O_EXCL
- * already refuses a link at the name), under a name with an unguessable part. A user who can
- * write the directory (node_exporter's textfile directory often is shared) can no longer plant a
- * link at the name and have the service overwrite the file it points to (issue 28).
+ * Files session-etl writes are created exclusively (O_EXCL), never through a symbolic link (O_NOFOLLOW), under a
+ * name with an unguessable part: a user who can write the directory (node_exporter's textfile directory often is
+ * shared) cannot plant a link there and have the service overwrite its target (issue 28).
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { open, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
-/** Write-only, created here, failing on anything already at the name (a link included). */
 const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
 
-/** The unguessable part of a name: 16 hex digits (64 random bits). */
+/** 64 random bits as 16 hex digits. */
 export function unguessable(): string {
   return randomBytes(8).toString('hex');
 }
 
-/** Matches what unguessable() returns, for the patterns that recognise our own leftovers. */
+/** Matches unguessable(), for the patterns that recognise our own leftovers. */
 export const UNGUESSABLE = '[0-9a-f]{16}';
 
-/** Opens a new file for writing; fails (EEXIST) when anything, a link included, is at `path`. */
-export function openNew(path: string, mode: number): Promise<FileHandle> {
-  return open(path, CREATE_NEW, mode);
-}
-
-export interface WriteNewOptions {
-  /** The file's mode, as the umask allows it; exactly this mode with `exactMode`. */
-  mode: number;
-  exactMode?: boolean;
-  /** fsync before closing. */
-  sync?: boolean;
-}
+/** `mode` as the umask allows it, or exactly with `exactMode`; `sync`: fsync before closing. */
+type WriteNewOptions = { mode: number; exactMode?: boolean; sync?: boolean };
 
 /**
- * Writes `data` to a new file at exactly `path` — for the files of fixed names (the lock's holder
- * file, the demo's marker): created exclusively, never through a link, so that anything already at
- * the name (a planted link included) fails with EEXIST and what it points to is never written.
- * A failure after the file was created removes it.
+ * Writes `data` to a new file at exactly `path` (fixed names: the lock's holder file, the demo's marker); anything
+ * already there, a planted link included, fails with EEXIST. A failure after the file was created removes it.
  */
 export async function writeNewFileAt(path: string, data: string | Uint8Array, o: WriteNewOptions): Promise<void> {
-  const fh = await openNew(path, o.mode);
+  const fh = await open(path, CREATE_NEW, o.mode);
   try {
     try {
       if (o.exactMode) await fh.chmod(o.mode);
@@ -60,10 +44,8 @@ export async function writeNewFileAt(path: string, data: string | Uint8Array, o:
 }
 
 /**
- * Writes `data` to a file created here at the path `nameOf(suffix)` builds around an unguessable
- * suffix, and returns that path. Should something already be at the name (it cannot have been
- * guessed, so a leftover or a coincidence), another suffix is drawn; a few in a row is an error.
- * A failure after the file was created removes it.
+ * writeNewFileAt at `nameOf(unguessable())`, returning the path. Something already at the name (a leftover or a
+ * coincidence: it cannot have been guessed) draws another suffix; a few in a row is an error.
  */
 export async function writeNewFile(nameOf: (suffix: string) => string, data: string | Uint8Array, o: WriteNewOptions): Promise<string> {
   for (let tries = 1; ; tries++) {
@@ -79,13 +61,9 @@ export async function writeNewFile(nameOf: (suffix: string) => string, data: str
 }
 
 /**
- * Replaces `path` with `data` atomically — the one atomic write of the project (the store's
- * snapshots, the metrics file, the token store, the bucket cache's manifest): written to a new file
- * (`.<name>.<16 hex>.tmp` in `tmpDir`, by default the file's own directory, on the same file
- * system) created exclusively, never through a link, with `mode` (as the umask allows it, or
- * exactly with `exactMode`), fsynced, then renamed over `path`. A reader sees the old file or the
- * new one whole; a failure leaves the old one and removes the temporary file. The rename replaces a
- * link at `path` itself, never what it points to.
+ * Replaces `path` with `data` atomically, the project's one atomic write: a new file `.<name>.<16 hex>.tmp` in
+ * `tmpDir` (default: the file's directory, same file system), fsynced, renamed over `path`. A reader sees the old
+ * file or the new one whole; a failure removes the temporary file. The rename replaces a link at `path`, not its target.
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, opts: { tmpDir?: string; mode: number; exactMode?: boolean }): Promise<void> {
   const dir = opts.tmpDir ?? dirname(path);
@@ -98,13 +76,9 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
   }
 }
 
-/**
- * Writes a stream (a download) to a file created here at `path`, exclusively and never through a
- * link: anything already at the name, a planted link included, fails with EEXIST and nothing is
- * written. A failure part-way removes the file.
- */
+/** A stream (a download) to a new file at `path`, as writeNewFileAt; a failure part-way removes the file. */
 export async function writeNewStream(path: string, body: Readable, mode: number): Promise<void> {
-  const fh = await openNew(path, mode);
+  const fh = await open(path, CREATE_NEW, mode);
   try {
     await pipeline(body, fh.createWriteStream());
   } catch (err) {
@@ -121,9 +95,8 @@ export class SharedDirectoryError extends Error {
 }
 
 /**
- * Refuses a directory that other users can write: writable by everyone (o+w), or by its group
- * while it belongs to another user (g+w on a directory of our own is our choice: a private group).
- * A missing directory is fine (we make it). `what` names it in the message.
+ * Refuses a directory writable by everyone, or by its group while it belongs to another user (g+w on our own is
+ * our choice: a private group). A missing directory is fine (we make it).
  */
 export async function refuseSharedDirectory(dir: string, what: string): Promise<void> {
   let st;

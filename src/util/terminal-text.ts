@@ -1,10 +1,4 @@
-/**
- * Text from outside (a server's error, a record's field, a lock file's host) made safe to show on a
- * terminal or in a chat message, whole: control characters (escape sequences that retitle or clear
- * the terminal, OSC 8 hyperlinks, a carriage return that overwrites a line) and bidirectional-text
- * controls (U+202E that shows a line reversed) never pass. Like
- * ./printable.ts, which also cuts the text short.
- */
+/** Text from outside made safe to show on a terminal or in a chat message, whole (./printable.ts also cuts it). */
 import { BIDI_CONTROLS, printable } from './printable.js';
 
 /** `text` on one line: line breaks and tabs become a space, other control characters U+FFFD. */

@@ -2,17 +2,7 @@ import { ExitCode } from '../../errors.js';
 import { AuthError } from './auth-error.js';
 
 /** Why a new interactive sign-in is needed. */
-export type SignInReason =
-  /** No tokens are stored (never logged in, or logged out). */
-  | 'not-signed-in'
-  /** The refresh token expired (or was invalidated by a newer one) before it was exchanged. */
-  | 'refresh-token-invalid'
-  /** The refresh token was issued by the former provider: HTTP 400 invalid_request / unsupported.jwt. */
-  | 'former-provider-token'
-  /** The access token expired and no refresh token was ever issued. */
-  | 'no-refresh-token'
-  /** The stored tokens belong to another token service or client id than the configured one. */
-  | 'other-service';
+export type SignInReason = 'not-signed-in' | 'refresh-token-invalid' | 'former-provider-token' | 'no-refresh-token' | 'other-service';
 
 const EXPLANATION: Record<SignInReason, string> = {
   'not-signed-in': 'no tokens are stored',
@@ -23,11 +13,7 @@ const EXPLANATION: Record<SignInReason, string> = {
   'other-service': 'the stored tokens were issued by another token service or for another client id',
 };
 
-/**
- * A person has to authorize again through the authorization code flow. Thrown instead of the
- * raw token endpoint error when refreshing cannot work any more; the message says what to do.
- * Never retryable.
- */
+/** A person has to authorize again: thrown instead of the token endpoint's error when refreshing cannot work any more. */
 export class SignInRequiredError extends AuthError {
   override readonly name = 'SignInRequiredError';
   readonly kind = 'sign-in-required';
