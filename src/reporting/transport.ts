@@ -1,10 +1,9 @@
 import { describeNetworkError } from '../util/describe-network-error.js';
 import { displayUrl, isRedirect } from '../util/display-url.js';
 /**
- * The HTTP layer: adds the per-request timeout, reads the whole body as bytes, and turns every
- * transport outcome into the typed error family. `requestBytes` serves the `sessions` hot path
- * (the body goes to the byte scanner, never through a string); `createTransport` wraps it as the
- * `fetch` under graphql-request, which so only ever sees a complete 2xx body.
+ * The HTTP layer: the per-request timeout, the whole body as bytes, every outcome turned into the
+ * typed error family. `createTransport` wraps it as graphql-request's `fetch`, which so only ever
+ * sees a complete 2xx body.
  */
 import { crashPoint } from '../util/crash-point.js';
 import { AuthenticationError } from './errors/authentication-error.js';
@@ -23,13 +22,12 @@ export interface TransportOptions {
   fetch: FetchLike;
   timeoutMs: number;
   now: () => number;
-  /** Largest body read; a larger one throws BodyTooLargeError. */
   maxBodyBytes: number;
   /** Sees the headers of every answer, before it is turned into a value or an error (rate-limit headers). */
   onHeaders?: (headers: Headers) => void;
-  /** Where the key came from, for the advice of a refused key (AuthenticationError). */
+  /** Where the key came from, named by the advice when the endpoint refuses it (AuthenticationError). */
   keySource?: string;
-  /** Where the endpoint's address is set, for the advice of a refused first connection (EndpointUnreachableError). */
+  /** Where the URL is set, named by the advice when the first connection is refused (EndpointUnreachableError). */
   urlSource?: string;
   /**
    * Shared by the transports of one client: `answered` turns true once the endpoint has answered
@@ -42,11 +40,10 @@ export interface TransportOptions {
 export interface BytesResponse {
   status: number;
   headers: Headers;
-  /** The whole 2xx body. */
   body: Buffer;
 }
 
-/** Returns a fetch that throws ReportingError subclasses for every failure and buffers the body. */
+/** A fetch that throws ReportingError subclasses for every failure and buffers the body. */
 export function createTransport(opts: TransportOptions): FetchLike {
   const request = createBytesTransport(opts);
   return async (input, init) => {
@@ -77,13 +74,12 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
       if (timeout.aborted) {
         throw new TransientError('timeout', `the reporting endpoint did not answer within ${opts.timeoutMs} ms`, undefined, { cause: err });
       }
+      const url = urlOf(input);
       const refused = refusal(err);
       if (refused === 'blocked-port' || (refused === 'refused' && opts.contact && !opts.contact.answered)) {
-        throw new EndpointUnreachableError(urlOf(input), describeNetworkError(err, urlOf(input)), opts.urlSource, { cause: err });
+        throw new EndpointUnreachableError(url, describeNetworkError(err, url), opts.urlSource, { cause: err });
       }
-      throw new TransientError('network', `connection to the reporting endpoint ${displayUrl(urlOf(input))} failed: ${describeNetworkError(err, urlOf(input))}`, undefined, {
-        cause: err,
-      });
+      throw new TransientError('network', `connection to the reporting endpoint ${displayUrl(url)} failed: ${describeNetworkError(err, url)}`, undefined, { cause: err });
     } finally {
       if (trace) {
         traced.requests--;
@@ -98,9 +94,7 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
       const retryAfter = res.headers.get('retry-after');
       throw new RateLimitedError(parseRetryAfter(retryAfter, opts.now()), retryAfterIsDate(retryAfter));
     }
-    if (status >= 500) {
-      throw new TransientError('server-error', `the reporting endpoint answered HTTP ${status}`, status);
-    }
+    if (status >= 500) throw new TransientError('server-error', `the reporting endpoint answered HTTP ${status}`, status);
     if (status < 200 || status >= 300) throw new HttpStatusError(status, body.toString('utf8'));
     return { status, headers: res.headers, body };
   };
