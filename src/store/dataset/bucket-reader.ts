@@ -7,11 +7,9 @@ import { mkdir, readFile, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { refuseSharedDirectory, unguessable, writeFileAtomic } from '../../util/temp-file.js';
 import { findRemoteState, LegacyBucketStateError, legacyStateFolder, loadRemoteState, stateFolder } from './bucket-state.js';
-import type { DatasetLocation } from './location.js';
+import type { S3Location } from './location.js';
 import { listObjects, withS3Client } from './s3-client.js';
 import { downloadTo, listDataset } from './s3-dataset.js';
-
-type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
 
 export function bucketCacheDir(dataDir: string): string {
   return join(dataDir, '.cache', 'bucket');

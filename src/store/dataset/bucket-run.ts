@@ -17,12 +17,10 @@ import { DataDirError } from '../errors.js';
 import type { StoreLayout } from '../layout.js';
 import { pidAlive, type LockHolder } from '../lock.js';
 import { findRemoteState, LegacyBucketStateError, legacyStateFolder, loadRemoteState, removeState, StateConflictError, stateFolder, uploadState, type RemoteState } from './bucket-state.js';
-import type { DatasetLocation } from './location.js';
+import type { S3Location } from './location.js';
 import { bucketError, BucketLockLostError, BucketWriteError, conditionRefused, noSuchKey, s3ClientFor } from './s3-client.js';
 
 export { BucketLockLostError } from './s3-client.js';
-
-type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
 
 const HEARTBEAT_MS = 20_000;
 const STALE_MS = 120_000;
@@ -206,7 +204,6 @@ export class BucketRun {
     this.etag = (await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key, Body, ContentType: 'application/json', ...condition }))).ETag;
   }
 
-  /** The lock object at `Key`, or null when there is none. */
   private async readLock(Key: string): Promise<LockObject | null> {
     const { GetObjectCommand } = await import('@aws-sdk/client-s3');
     try {
@@ -224,11 +221,7 @@ export class BucketRun {
     }
   }
 
-  /**
-   * Not refreshed for STALE_MS, or held by a process of this host that is gone (a crash, kill -9:
-   * seen at once). A lock session-etl did not write (its body not a holder) is stale STALE_MS after
-   * the object was last written.
-   */
+  /** Not refreshed for STALE_MS, or held by a gone process of this host (a crash, kill -9: seen at once). */
   private stale(l: LockObject): boolean {
     const now = this.now();
     if (!l.holder) return now - l.modifiedMs > STALE_MS;
@@ -284,10 +277,7 @@ export class BucketRun {
     );
   }
 
-  /**
-   * Throws BucketLockLostError unless this run still holds the lock: called before every upload (a
-   * day file, the state). After a failed refresh, refreshes first (a second failure loses the lock).
-   */
+  /** Called before every upload: BucketLockLostError unless this run still holds the lock (after a failed refresh, refreshes first). */
   async ensureHeld(): Promise<void> {
     if (this.lost) throw this.lost;
     if (!this.refreshFailed) return;

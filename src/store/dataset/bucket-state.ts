@@ -16,11 +16,9 @@ import { openDb, queryRows, sqlString } from '../duckdb.js';
 import { DataDirError } from '../errors.js';
 import { isPartition } from '../layout.js';
 import { ensureSchema, SCHEMA_VERSION, type StoreAccounts } from '../schema.js';
-import type { DatasetLocation } from './location.js';
+import type { S3Location } from './location.js';
 import { bucketError, conditionRefused, listObjects, noSuchKey } from './s3-client.js';
 import { downloadTo } from './s3-dataset.js';
-
-type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
 
 /** The folder the releases before this one kept the state in, under the dataset's prefix. */
 const LEGACY_DIR = '_session_etl';
@@ -35,7 +33,6 @@ export function stateFolder(l: S3Location, store: string): string {
   return `${parent}${LEGACY_DIR}/${name ? `${name}/` : ''}${store ? `${store}/` : ''}`;
 }
 
-/** Where the releases before this one kept it: under the dataset's prefix. */
 export function legacyStateFolder(l: S3Location, store: string): string {
   return `${l.prefix ? `${l.prefix}/` : ''}${LEGACY_DIR}/${store ? `${store}/` : ''}`;
 }
@@ -88,7 +85,6 @@ function badState(l: S3Location, folder: string, key: string, what: string): Dat
   );
 }
 
-/** A manifest in `folder`, checked; null when there is none. */
 async function readManifest(client: S3Client, l: S3Location, folder: string): Promise<{ manifest: StateManifest; etag: string } | null> {
   const { GetObjectCommand } = await import('@aws-sdk/client-s3');
   const Key = `${folder}${MANIFEST}`;
@@ -132,10 +128,7 @@ async function headLegacy(client: S3Client, l: S3Location, key: string): Promise
   }
 }
 
-/**
- * What the bucket keeps for `store`: a manifest beside the prefix, else (a bucket written by an
- * earlier release) one under the prefix, or that release's DuckDB file; null when nothing.
- */
+/** What the bucket keeps for `store`: a manifest beside the prefix, else under it (earlier releases), else their DuckDB file. */
 export async function findRemoteState(client: S3Client, l: S3Location, store: string): Promise<RemoteState | null> {
   for (const folder of [...new Set([stateFolder(l, store), legacyStateFolder(l, store)])]) {
     const m = await readManifest(client, l, folder);

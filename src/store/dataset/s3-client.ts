@@ -6,9 +6,7 @@
 import type { _Object, S3Client } from '@aws-sdk/client-s3';
 import { ExitCode } from '../../errors.js';
 import { registerSecret } from '../../util/redact.js';
-import type { DatasetLocation } from './location.js';
-
-type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
+import type { S3Location } from './location.js';
 
 /** Attempts per S3 request (the SDK's standard retry, throttling included). */
 export const S3_MAX_ATTEMPTS = 6;

@@ -13,10 +13,8 @@ import { crashPoint } from '../../util/crash-point.js';
 import { unguessable, writeNewStream } from '../../util/temp-file.js';
 import { checkPartition, FILE_MODE, isPartition, PARTITION_FILE_NAME, type StoreLayout } from '../layout.js';
 import type { Dataset } from './dataset.js';
-import { keyOf, type DatasetLocation } from './location.js';
+import { keyOf, type S3Location } from './location.js';
 import { bucketError, BucketLockLostError, listObjects, noSuchKey, s3ClientFor } from './s3-client.js';
-
-type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
 
 /** Files larger than this are uploaded in parts (8 MiB each, two at a time): memory stays at ~16 MiB per upload. */
 const MULTIPART_BYTES = 16 * 2 ** 20;
