@@ -88,24 +88,15 @@ export async function getCurrentUser(opts: GetCurrentUserOptions): Promise<Curre
  * `key` or `account_key` (or the element itself when it is a string or number).
  */
 export function accountKeysOf(record: Record<string, unknown>): string[] {
-  const lists: unknown[] = [];
-  if (Array.isArray(record.accounts)) lists.push(...record.accounts);
-  for (const v of Object.values(record)) {
-    if (v && typeof v === 'object' && !Array.isArray(v) && Array.isArray((v as { accounts?: unknown }).accounts)) {
-      lists.push(...(v as { accounts: unknown[] }).accounts);
-    }
-  }
-  const keys: string[] = [];
-  for (const a of lists) {
-    let key: unknown = a;
-    if (a && typeof a === 'object') {
+  const keys = new Set<string>();
+  for (const v of [record, ...Object.values(record)]) {
+    const accounts = v && typeof v === 'object' && !Array.isArray(v) ? (v as { accounts?: unknown }).accounts : undefined;
+    if (!Array.isArray(accounts)) continue;
+    for (const a of accounts) {
       const o = a as Record<string, unknown>;
-      key = o.value ?? o.accountKey ?? o.key ?? o.account_key;
-    }
-    if ((typeof key === 'string' && key !== '') || typeof key === 'number') {
-      const k = String(key);
-      if (!keys.includes(k)) keys.push(k);
+      const key: unknown = a && typeof a === 'object' ? (o.value ?? o.accountKey ?? o.key ?? o.account_key) : a;
+      if ((typeof key === 'string' && key !== '') || typeof key === 'number') keys.add(String(key));
     }
   }
-  return keys;
+  return [...keys];
 }

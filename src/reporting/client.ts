@@ -31,9 +31,8 @@ export { DEFAULT_RETRY, type RetryOptions } from './defaults.js';
 
 export interface AttemptHooks {
   /**
-   * Awaited before every attempt: the pipeline's shared pause after a 429 lives here. What it
-   * returns is released once the attempt has ended, however it ended (an answer, an error, an
-   * abort), before any wait for a retry: the rate controller's count of requests in flight.
+   * Awaited before every attempt (the pipeline's shared pause after a 429). What it returns is released
+   * once the attempt ended, however, before any wait for a retry: the rate controller's count in flight.
    */
   beforeAttempt?(signal?: AbortSignal): Promise<{ release(): void } | void>;
   /** A 429 came back (`retryAfterIsDate`: its Retry-After was an HTTP date). */
@@ -60,7 +59,7 @@ export interface ReportingClientOptions extends Partial<RetryOptions>, Pick<Part
   random?: () => number;
   logger?: Logger;
   hooks?: AttemptHooks;
-  /** Where the client counts what it sends (a run passes its tally's); default a fresh one, `client.counts`. */
+  /** A run passes its tally's; default a fresh one, `client.counts`. */
   counts?: RequestCounts;
 }
 

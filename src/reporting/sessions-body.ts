@@ -1,11 +1,8 @@
 /**
- * Reads a `sessions` body without an object per record. The fast path scans the bytes of the shape a
- * GraphQL server sends for our query (`{"data":{"sessions":[{…}]}}`, fields in the order selected, as
- * the GraphQL specification orders them), checks every record against the Session schema, and turns
- * the list into NDJSON in place (each separating comma becomes a newline) for DuckDB. Only the ids are
- * allocated (to find a session twice). Anything else (errors, another order, whitespace, a float, a
- * wrong type, an id twice) takes the slow path: JSON.parse, then the precise validator
- * (record-schema.ts). A body that ends before its brackets close is incomplete (transient, retried).
+ * Reads a `sessions` body without an object per record: the fast path scans the bytes of the shape a
+ * server sends for our query (fields in the order selected, as GraphQL orders them), checks each record,
+ * and turns the list into NDJSON in place (each separating comma becomes a newline); only the ids are
+ * allocated. Anything else takes the slow path: JSON.parse, then the precise validator (record-schema.ts).
  */
 import { isUtf8 } from 'node:buffer';
 import { GraphQLResponseError, type GraphQLErrorEntry } from './errors/graphql-response-error.js';

@@ -30,9 +30,8 @@ export interface TransportOptions {
   /** Where the URL is set, named by the advice when the first connection is refused (EndpointUnreachableError). */
   urlSource?: string;
   /**
-   * Shared by the transports of one client: `answered` turns true once the endpoint has answered
-   * anything. Until then a refused connection is a wrong address (EndpointUnreachableError, not
-   * retried); after, a restart (TransientError, retried). Without it every refusal is transient.
+   * Shared by a client's transports: until the endpoint has answered anything, a refused connection is
+   * a wrong address (EndpointUnreachableError); after, a restart (TransientError). Absent: always transient.
    */
   contact?: { answered: boolean };
 }
@@ -100,10 +99,7 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
   };
 }
 
-/**
- * The whole body, refused beyond `limit` bytes: by its Content-Length before reading, else as soon
- * as the bytes counted pass it (the stream is cancelled), so a huge body never sits in memory.
- */
+/** The whole body, refused beyond `limit` bytes (by Content-Length, else as it streams): a huge body never sits in memory. */
 async function readBody(res: Response, limit: number, trace?: { bytes: number }): Promise<Buffer> {
   const declared = res.headers.get('content-length');
   const length = declared === null ? NaN : Number(declared);
@@ -132,10 +128,7 @@ async function readBody(res: Response, limit: number, trace?: { bytes: number })
   return Buffer.concat(chunks, total);
 }
 
-/**
- * Whether a failed fetch was a refused connection (ECONNREFUSED, on every address tried) or a port
- * fetch never connects to ("bad port", Fetch standard): read from undici's cause, never the message.
- */
+/** A refused connection (ECONNREFUSED on every address) or a "bad port" (Fetch standard), from undici's cause, never the message. */
 function refusal(err: unknown): 'refused' | 'blocked-port' | undefined {
   const cause = (err as { cause?: { code?: string; message?: string; errors?: Array<{ code?: string }> } } | null)?.cause;
   if (!cause || typeof cause !== 'object') return undefined;
