@@ -11,13 +11,15 @@ export const SessionWebhookSchema = z.object({
 export type SessionWebhook = z.infer<typeof SessionWebhookSchema>;
 
 const optionalString = z.string().nullable().optional();
+const agentEmail = z.email('agentEmail must be an e-mail address').nullable().optional();
+const webhooks = z.array(SessionWebhookSchema).nullable().optional();
 
 /** POST {base_url}/api/v2/Session/RemoteView. Every field optional and nullable. */
 export const RemoteViewSessionRequestSchema = z.object({
   sourceApp: optionalString,
   customerName: optionalString,
-  agentEmail: z.email('agentEmail must be an e-mail address').nullable().optional(),
-  webhooks: z.array(SessionWebhookSchema).nullable().optional(),
+  agentEmail,
+  webhooks,
 });
 export type RemoteViewSessionRequest = z.infer<typeof RemoteViewSessionRequestSchema>;
 
@@ -25,9 +27,9 @@ export type RemoteViewSessionRequest = z.infer<typeof RemoteViewSessionRequestSc
 export const SessionV1RequestSchema = z.object({
   customerName: optionalString,
   sourceApp: optionalString,
-  agentEmail: z.email('agentEmail must be an e-mail address').nullable().optional(),
+  agentEmail,
   sessionType: z.int32().min(0, 'sessionType must be 0 to 4').max(4, 'sessionType must be 0 to 4'),
-  webhooks: z.array(SessionWebhookSchema).nullable().optional(),
+  webhooks,
 });
 export type SessionV1Request = z.infer<typeof SessionV1RequestSchema>;
 
@@ -47,26 +49,24 @@ export const RemoteViewSessionResponseSchema = z.looseObject({
 
 /** The 201 answer of the v1 create: the same fields as the request. */
 export const SessionV1ResponseSchema = z.looseObject({
-  customerName: z.string().nullable().optional(),
-  sourceApp: z.string().nullable().optional(),
-  agentEmail: z.string().nullable().optional(),
+  customerName: optionalString,
+  sourceApp: optionalString,
+  agentEmail: optionalString,
   sessionType: z.number().int().optional(),
   webhooks: z.array(z.looseObject({})).nullable().optional(),
 });
 
+/** Each issue as `path: message`. */
+export const describeIssues = (e: z.ZodError): string[] => e.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`);
+
 /** Validates a request body; registers every webhook token as a secret first. */
 export function validateRequest<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
-  registerWebhookTokens(value);
+  const hooks = (value as { webhooks?: unknown } | null)?.webhooks;
+  if (Array.isArray(hooks)) for (const h of hooks) registerSecret((h as { authorizationToken?: string } | null)?.authorizationToken);
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`);
+    const issues = describeIssues(parsed.error);
     throw new InvalidControlRequestError(`${what}: the request was not sent: ${issues.join('; ')}`, issues);
   }
   return parsed.data;
-}
-
-function registerWebhookTokens(value: unknown): void {
-  const hooks = (value as { webhooks?: unknown } | null)?.webhooks;
-  if (!Array.isArray(hooks)) return;
-  for (const h of hooks) registerSecret((h as { authorizationToken?: string } | null)?.authorizationToken);
 }

@@ -13,47 +13,36 @@ import {
   type EndSessionRequest,
   type RemoteViewSessionRequest,
   type SessionV1Request,
+  describeIssues,
 } from './requests.js';
 import type { z } from 'zod';
 import { describeNetworkError, parseBody, type FetchLike } from '../auth/http.js';
 
-/** The HTTP method used to end a session. The document does not give it. */
 export type EndSessionMethod = 'DELETE' | 'POST' | 'PUT' | 'PATCH';
 export const END_SESSION_METHODS: readonly EndSessionMethod[] = ['DELETE', 'POST', 'PUT', 'PATCH'];
 /**
- * Assumed method of "end session": the document gives the path ({base_url}/api/v2/Session) and the
- * body but not the method. DELETE is assumed: POST on the collection path reads as "create" (it is
- * the v1 create), and the body names the session to remove. Override with `endSessionMethod`.
+ * The document gives "end session" no method. DELETE is assumed: POST on the collection path reads as
+ * "create" (it is the v1 create), and the body names the session to remove.
  */
 export const DEFAULT_END_SESSION_METHOD: EndSessionMethod = 'DELETE';
 
 export interface SessionControlClientOptions {
-  /** Console host, {base_url}. */
+  /** {base_url} */
   baseUrl: string;
-  /**
-   * The Bearer token, or a function giving a valid one (e.g. `TokenManager.getAccessToken`, which
-   * refreshes it when needed). It must carry the scope `remoteview;settings`.
-   */
+  /** The Bearer token (scope `remoteview;settings`), or a function giving a valid one (`TokenManager.getAccessToken`). */
   accessToken: string | (() => Promise<string>);
   fetch?: FetchLike;
-  /** Per-request timeout; 30 s by default. */
+  /** 30 s by default. */
   timeoutMs?: number;
-  /** Method used by `endSession`; DELETE by default (see DEFAULT_END_SESSION_METHOD). */
   endSessionMethod?: EndSessionMethod;
   /** Where deprecation warnings go; `process.emitWarning(..., 'DeprecationWarning')` by default. */
   warn?: (message: string) => void;
 }
 
-/** A started remote-view session. */
 export interface RemoteViewSession {
-  /** URL for the agent. */
   agentUrl: string | null;
-  /** URL for the customer. */
   clientUrl: string | null;
-  /**
-   * The session id, when the answer reveals it. The document's 201 body has no id: it is taken
-   * from the Location header, else from a UUID in agentUrl; undefined when neither has one.
-   */
+  /** The document's 201 body has no id: taken from the Location header, else from a UUID in agentUrl. */
   sessionId: string | undefined;
 }
 
@@ -68,7 +57,7 @@ export interface SessionV1 {
 
 export interface EndSessionResult {
   status: number;
-  /** The answer's body, if any: its shape is not published. */
+  /** Its shape is not published. */
   body: unknown;
   method: EndSessionMethod;
 }
@@ -78,10 +67,8 @@ export const SESSION_V1_WARNING = 'the v1 session path (POST /api/v1/Session) is
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
 
 /**
- * Client of the session control endpoints on the console host: start a remote-view session, the
- * deprecated v1 create, and end a session. Requests are validated against the document before they
- * are sent; failures carry the status and body that came back. Nothing is retried: starting a
- * session is not idempotent.
+ * Client of the session control endpoints: requests are validated before they are sent; failures
+ * carry the status and body that came back. Nothing is retried: starting a session is not idempotent.
  */
 export class SessionControlClient {
   private readonly fetchImpl: FetchLike;
@@ -94,7 +81,7 @@ export class SessionControlClient {
     this.warn = opts.warn ?? ((m) => process.emitWarning(m, { type: 'DeprecationWarning', code: 'SESSION_ETL_SESSION_V1' }));
   }
 
-  /** POST {base_url}/api/v2/Session/RemoteView; the console answers 201 with agentUrl and clientUrl. */
+  /** POST {base_url}/api/v2/Session/RemoteView: 201 with agentUrl and clientUrl. */
   async startRemoteViewSession(request: RemoteViewSessionRequest = {}): Promise<RemoteViewSession> {
     const what = 'starting a remote-view session';
     const body = validateRequest(RemoteViewSessionRequestSchema, request, what);
@@ -107,10 +94,7 @@ export class SessionControlClient {
     };
   }
 
-  /**
-   * Deprecated: POST {base_url}/api/v1/Session with sessionType 0 to 4. Works, and emits a
-   * deprecation warning. Answers 201 with the same fields as the request.
-   */
+  /** Deprecated (emits a warning): POST {base_url}/api/v1/Session; 201 with the same fields as the request. */
   async createSessionV1(request: SessionV1Request): Promise<SessionV1> {
     const what = 'creating a session (v1)';
     const body = validateRequest(SessionV1RequestSchema, request, what);
@@ -119,7 +103,7 @@ export class SessionControlClient {
     return check(SessionV1ResponseSchema, res, what) as SessionV1;
   }
 
-  /** Ends a session: {base_url}/api/v2/Session with sessionId, endSource, showWrapup. The method is an assumption (DELETE by default). */
+  /** {base_url}/api/v2/Session with sessionId, endSource, showWrapup; the method is an assumption (DEFAULT_END_SESSION_METHOD). */
   async endSession(request: EndSessionRequest, options: { method?: EndSessionMethod } = {}): Promise<EndSessionResult> {
     const what = 'ending the session';
     const body = validateRequest(EndSessionRequestSchema, request, what);
@@ -164,7 +148,7 @@ export class SessionControlClient {
 function check<S extends z.ZodType>(schema: S, res: { status: number; body: unknown }, what: string): z.output<S> {
   const parsed = schema.safeParse(res.body);
   if (parsed.success) return parsed.data;
-  const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`);
+  const issues = describeIssues(parsed.error);
   throw new InvalidControlResponseError(
     `${what}: the console answered HTTP ${res.status} with an unexpected body: ${redact(issues.join('; '))}`,
     res.status,
@@ -173,12 +157,6 @@ function check<S extends z.ZodType>(schema: S, res: { status: number; body: unkn
   );
 }
 
-/** The session id from the Location header, else from a UUID in agentUrl. */
 function sessionIdOf(location: string | undefined, agentUrl: string | null, base: string): string | undefined {
-  if (location) {
-    const m = UUID.exec(new URL(location, base).pathname);
-    if (m) return m[0];
-  }
-  if (agentUrl) return UUID.exec(agentUrl)?.[0];
-  return undefined;
+  return (location && UUID.exec(new URL(location, base).pathname)?.[0]) || (agentUrl ? UUID.exec(agentUrl)?.[0] : undefined);
 }

@@ -1,15 +1,14 @@
 import { describeRedirect, isRedirect } from '../util/display-url.js';
 import { z } from 'zod';
 import { describeNetworkError, parseBody, summarizeBody, type FetchLike } from '../auth/http.js';
+import { describeIssues } from '../control/requests.js';
 import { IdentityError } from './errors/identity-error.js';
 
-/** The current user, as the identity lookup describes them. */
 export interface CurrentUser {
   id: string;
   userName: string;
   givenName: string | undefined;
   familyName: string | undefined;
-  /** Keys of the accounts the user belongs to. */
   accountKeys: string[];
   /** The whole record as it came (its other fields are not published). */
   record: Record<string, unknown>;
@@ -65,7 +64,7 @@ export async function getCurrentUser(opts: GetCurrentUserOptions): Promise<Curre
   }
   const parsed = IdentityRecordSchema.safeParse(body);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ');
+    const issues = describeIssues(parsed.error).join('; ');
     throw new IdentityError(`the identity lookup answered with a body that is not an identity record: ${issues}`, {
       status: res.status,
       body,
@@ -84,30 +83,20 @@ export async function getCurrentUser(opts: GetCurrentUserOptions): Promise<Curre
 }
 
 /**
- * The account keys of an identity record. The document only says "an array of accounts that holds
- * the account key": `accounts` is looked for at the top level and inside extension objects (SCIM
- * style, e.g. `urn:scim:schemas:extension:...`), and each element's key is read from `value`,
- * `accountKey`, `key` or `account_key` (or the element itself when it is a string or number).
+ * The document only says "an array of accounts that holds the account key": `accounts` is looked for
+ * at the top level and in extension objects (SCIM style), each key read from `value`, `accountKey`,
+ * `key` or `account_key` (or the element itself when it is a string or number).
  */
 export function accountKeysOf(record: Record<string, unknown>): string[] {
-  const lists: unknown[] = [];
-  if (Array.isArray(record.accounts)) lists.push(...record.accounts);
-  for (const v of Object.values(record)) {
-    if (v && typeof v === 'object' && !Array.isArray(v) && Array.isArray((v as { accounts?: unknown }).accounts)) {
-      lists.push(...(v as { accounts: unknown[] }).accounts);
-    }
-  }
-  const keys: string[] = [];
-  for (const a of lists) {
-    let key: unknown = a;
-    if (a && typeof a === 'object') {
+  const keys = new Set<string>();
+  for (const v of [record, ...Object.values(record)]) {
+    const accounts = v && typeof v === 'object' && !Array.isArray(v) ? (v as { accounts?: unknown }).accounts : undefined;
+    if (!Array.isArray(accounts)) continue;
+    for (const a of accounts) {
       const o = a as Record<string, unknown>;
-      key = o.value ?? o.accountKey ?? o.key ?? o.account_key;
-    }
-    if ((typeof key === 'string' && key !== '') || typeof key === 'number') {
-      const k = String(key);
-      if (!keys.includes(k)) keys.push(k);
+      const key: unknown = a && typeof a === 'object' ? (o.value ?? o.accountKey ?? o.key ?? o.account_key) : a;
+      if ((typeof key === 'string' && key !== '') || typeof key === 'number') keys.add(String(key));
     }
   }
-  return keys;
+  return [...keys];
 }

@@ -1,17 +1,12 @@
 /**
- * The reporting client: graphql-request over the typed transport, with retries. The `sessions`
- * hot path (fetchSessionsBody) posts the query itself and hands the body bytes to the scanner in
- * sessions-body.ts instead: graphql-request would turn every body into a string and then into one
- * object per record, which costs more than everything else the pipeline does (docs/benchmarks.md).
+ * The reporting client: graphql-request over the typed transport, with retries. The `sessions` hot
+ * path posts the query itself and hands the bytes to sessions-body.ts: graphql-request would make a
+ * string and an object per record, costing more than the rest of the pipeline (docs/benchmarks.md).
  *
- * Retry policy: transient errors (5xx, reset, timeout, incomplete body) are retried with
- * exponential backoff and full jitter up to `maxAttempts`; 429 waits for Retry-After (or the
- * backoff when absent) up to `maxRateLimitWaits` times; everything else fails at once. A refused
- * first connection (nothing has answered yet) is a wrong address, not an outage: not retried.
- *
- * Counting: every attempt, retry and 429 is counted here and nowhere else (`counts`, which a run
- * shares with its tally), at the line that logs it, so the summary, `_runs` and the metrics say
- * what the log says. An error the client gives up on carries the attempts made (`attempts`).
+ * Transient errors are retried with full-jitter backoff up to `maxAttempts`; 429 waits for Retry-After
+ * (or the backoff) up to `maxRateLimitWaits` times; everything else fails at once. Every attempt,
+ * retry and 429 is counted here and nowhere else (`counts`, shared with a run's tally), at the line
+ * that logs it, so the summary, `_runs` and the metrics say what the log says.
  */
 import { ClientError, GraphQLClient } from 'graphql-request';
 import { silentLogger, type Logger } from '../util/logger.js';
@@ -36,68 +31,52 @@ export { DEFAULT_RETRY, type RetryOptions } from './defaults.js';
 
 export interface AttemptHooks {
   /**
-   * Awaited before every attempt: the pipeline's shared pause after a 429 lives here. What it
-   * returns is released once the attempt has ended, however it ended (an answer, an error, an
-   * abort), before any wait for a retry: the rate controller's count of requests in flight.
+   * Awaited before every attempt (the pipeline's shared pause after a 429). What it returns is released
+   * once the attempt ended, however, before any wait for a retry: the rate controller's count in flight.
    */
   beforeAttempt?(signal?: AbortSignal): Promise<{ release(): void } | void>;
   /** A 429 came back (`retryAfterIsDate`: its Retry-After was an HTTP date). */
   onRateLimited?(retryAfterMs: number | undefined, retryAfterIsDate?: boolean): void;
   /** A retry is about to wait `delayMs` (counted and logged by the client already). */
   onRetry?(info: { attempt: number; error: ReportingError; delayMs: number }): void;
-  /** An attempt succeeded. */
   onSuccess?(): void;
   /** The headers of every answer (called before onSuccess or onRateLimited): rate-limit headers live here. */
   onResponseHeaders?(headers: Headers): void;
 }
 
-export interface ReportingClientOptions extends Partial<RetryOptions> {
-  /** The endpoint, e.g. https://reporting.example.com/ (REPORTING_URL). */
+export interface ReportingClientOptions extends Partial<RetryOptions>, Pick<Partial<TransportOptions>, 'keySource' | 'urlSource'> {
+  /** The endpoint (REPORTING_URL). */
   url: string;
   /** The reporting API key, sent as the whole Authorization header (REPORTING_API_KEY). */
   apiKey: string;
-  /** Where the key came from, named by the advice when the endpoint refuses it (default: the single-account settings). */
-  keySource?: string;
-  /** Where the URL is set, named by the advice when the first connection is refused (default: the single-account settings). */
-  urlSource?: string;
   /** Per-request timeout in ms, body included. Default 60 000. */
   timeoutMs?: number;
   /** Largest answer body read, bytes (BodyTooLargeError beyond). Default 256 MiB. */
   maxBodyBytes?: number;
   fetch?: FetchLike;
-  /** Clock in ms since the epoch (injectable for tests). */
   now?: () => number;
   sleep?: Sleep;
   random?: () => number;
   logger?: Logger;
   hooks?: AttemptHooks;
-  /** Where the client counts what it sends (a run passes its tally's); default a fresh one, `client.counts`. */
+  /** A run passes its tally's; default a fresh one, `client.counts`. */
   counts?: RequestCounts;
 }
 
-/** What a client sent and was answered: the one count of requests, retries and 429s. */
+/** `retries`: one per "retrying a request" log line (429s included). */
 export interface RequestCounts {
-  /** Attempts sent (a retry is an attempt). */
   requests: number;
-  /** Attempts that were retried: one per "retrying a request" log line (429s included). */
   retries: number;
-  /** 429 answers received (one per "rate limited" warning of a run). */
   rateLimited: number;
 }
 
 export interface FetchResult<T> {
   value: T;
-  /** Attempts made (1 when the first succeeded). */
   attempts: number;
-  /** 429 answers received on the way. */
   rateLimited: number;
 }
 
-/**
- * graphql-request's checks of an answer throw plain Errors told apart only by their text; these run
- * first and throw InvalidResponseError. A 2xx answer that is not JSON (graphql-request would parse
- * only JSON or GraphQL media types) is refused here.
- */
+/** graphql-request's checks of an answer throw plain Errors told apart only by their text: these run first, typed. */
 function graphqlAnswersOnly(transport: FetchLike): FetchLike {
   return async (input, init) => {
     const res = await transport(input, init);
@@ -109,7 +88,7 @@ function graphqlAnswersOnly(transport: FetchLike): FetchLike {
   };
 }
 
-/** JSON.parse (a SyntaxError stays one), then the shape of a GraphQL response: an object, errors a list, data an object or null. */
+/** JSON.parse (a SyntaxError stays one), then the shape of a GraphQL response. */
 const GRAPHQL_JSON = {
   stringify: JSON.stringify,
   parse(text: string): unknown {
@@ -151,7 +130,6 @@ export class ReportingClient {
     this.hooks = opts.hooks ?? {};
     this.counts = opts.counts ?? { requests: 0, retries: 0, rateLimited: 0 };
     this.retry = retryOptions(opts);
-    // One for both transports (the query text's and the sessions' bytes).
     const transportOptions: TransportOptions = {
       fetch: opts.fetch ?? globalThis.fetch,
       timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
@@ -159,23 +137,20 @@ export class ReportingClient {
       now: this.now,
       ...(opts.keySource ? { keySource: opts.keySource } : {}),
       ...(opts.urlSource ? { urlSource: opts.urlSource } : {}),
-      // Has the endpoint answered anything yet?
       contact: { answered: false },
       onHeaders: (h) => this.hooks.onResponseHeaders?.(h),
     };
-    const transport = createTransport(transportOptions);
     const apiKey = opts.apiKey;
     // The key lives only in these closures' header factories: it is not a property of the client.
     this.gql = new GraphQLClient(opts.url, {
-      fetch: graphqlAnswersOnly(transport),
+      fetch: graphqlAnswersOnly(createTransport(transportOptions)),
       jsonSerializer: GRAPHQL_JSON,
       headers: () => ({ Authorization: apiKey, 'Content-Type': 'application/json' }),
       errorPolicy: 'none',
     });
     const bytes = createBytesTransport(transportOptions);
-    const url = opts.url;
     this.post = (query, signal) =>
-      bytes(url, {
+      bytes(this.url, {
         method: 'POST',
         headers: { Authorization: apiKey, 'Content-Type': 'application/json', Accept: 'application/json' },
         body: JSON.stringify({ query }),
@@ -183,13 +158,7 @@ export class ReportingClient {
       });
   }
 
-  /**
-   * Sessions the server returns for `[start, end]` (epoch seconds), as the body scanner read them:
-   * either newline-delimited JSON whose every record passed the schema (for DuckDB to load), or the
-   * parsed records when the body is not in the fast shape (validate them with validateRecord).
-   * Incomplete bodies are transient (retried); GraphQL errors, with or without data, throw
-   * GraphQLResponseError.
-   */
+  /** Sessions for `[start, end]` (epoch seconds) as the body scanner read them (sessions-body.ts). */
   async fetchSessionsBody(start: number, end: number, signal?: AbortSignal): Promise<FetchResult<SessionsBody>> {
     const query = sessionsQuery(start, end);
     return this.withRetry(async () => {
@@ -198,11 +167,7 @@ export class ReportingClient {
     }, signal);
   }
 
-  /**
-   * Sessions for `[start, end]` (epoch seconds), every record validated (throws
-   * RecordValidationError on the first bad one): the production path (fetchSessionsBody) with the
-   * records as objects, for a caller who wants them in memory rather than in a store.
-   */
+  /** fetchSessionsBody's records as objects, every one validated (RecordValidationError on the first bad one). */
   async fetchSessions(start: number, end: number, signal?: AbortSignal): Promise<FetchResult<SessionRecord[]>> {
     const r = await this.fetchSessionsBody(start, end, signal);
     const body = r.value;
@@ -224,28 +189,17 @@ export class ReportingClient {
     return r.value == null ? null : validateRecord(r.value, 0);
   }
 
+  /** Runs `query` through graphql-request, mapping what it throws onto the error family. */
   private async run(query: string, signal?: AbortSignal): Promise<unknown> {
     try {
-      const res = await this.gql.rawRequest<unknown>({ query, ...(signal ? { signal } : {}) });
-      return res.data;
+      return (await this.gql.rawRequest<unknown>({ query, ...(signal ? { signal } : {}) })).data;
     } catch (err) {
-      throw this.classify(err);
+      if (err instanceof ClientError) {
+        const { errors, data } = err.response;
+        throw new GraphQLResponseError((errors ?? []) as unknown as GraphQLErrorEntry[], data ?? null);
+      }
+      throw err instanceof SyntaxError ? TransientError.incompleteBody(err) : err;
     }
-  }
-
-  /** Maps what graphql-request throws onto the error family. */
-  private classify(err: unknown): unknown {
-    if (err instanceof ReportingError) return err;
-    if (err instanceof ClientError) {
-      const errors = (err.response.errors ?? []) as unknown as GraphQLErrorEntry[];
-      return new GraphQLResponseError(errors, err.response.data ?? null);
-    }
-    if (err instanceof SyntaxError) {
-      return new TransientError('incomplete-body', 'the reporting endpoint sent a body that is not complete JSON', undefined, {
-        cause: new Error(redact(err.message)),
-      });
-    }
-    return err;
   }
 
   private async withRetry<T>(attempt: () => Promise<T>, signal?: AbortSignal): Promise<FetchResult<T>> {

@@ -1,7 +1,4 @@
-/**
- * What the reporting client uses when an option is not given: the one place these values are
- * stated (config/defaults.ts takes its requestTimeout, maxAttempts and maxBodyBytes from here).
- */
+/** The reporting client's defaults, stated once (config/defaults.ts takes its own from here). */
 
 export interface RetryOptions {
   /** Attempts per request for transient errors (first try included). Default 5. */

@@ -1,11 +1,7 @@
-/**
- * The Session record schema (zod), derived from the field table (schema/session-fields.ts). `id` is
- * required; every other field may be null or absent; integers must be integers. Unknown extra fields
- * are dropped (we select the fields we want).
- */
+/** The Session record schema (zod), from the field table (schema/session-fields.ts); unknown fields are dropped. */
 import { z } from 'zod';
 import { redact } from '../util/redact.js';
-import { RecordValidationError } from './errors/record-validation-error.js';
+import { RecordValidationError, sessionIdOf } from './errors/record-validation-error.js';
 import { RECORD_SHAPE, type FieldDef, type SessionRecord } from '../schema/session-fields.js';
 
 /**
@@ -48,11 +44,8 @@ export function validateRecord(raw: unknown, index: number): SessionRecord {
   const result = SessionRecordSchema.safeParse(raw);
   if (result.success) return result.data as SessionRecord;
   const issue = result.error.issues[0]!;
-  const id = raw && typeof raw === 'object' && typeof (raw as { id?: unknown }).id === 'string'
-    ? (raw as { id: string }).id
-    : undefined;
   const path = issue.path.map(String).join('.');
-  throw new RecordValidationError(id, index, path, describeIssue(issue, valueAt(raw, issue.path)), raw);
+  throw new RecordValidationError(sessionIdOf(raw), index, path, describeIssue(issue, valueAt(raw, issue.path)), raw);
 }
 
 function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
@@ -66,12 +59,7 @@ function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
 
 function describeIssue(issue: z.core.$ZodIssue, received: unknown): string {
   const got = received === undefined ? ', got nothing' : `, got ${describeValue(received)}`;
-  switch (issue.code) {
-    case 'invalid_type':
-      return `must be ${issue.expected}${got}`;
-    default:
-      return `${issue.message}${got}`;
-  }
+  return issue.code === 'invalid_type' ? `must be ${issue.expected}${got}` : `${issue.message}${got}`;
 }
 
 function describeValue(v: unknown): string {

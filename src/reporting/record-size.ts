@@ -1,22 +1,17 @@
 /**
- * The size limit of one session record. DuckDB's JSON reader refuses a line longer than its
- * `maximum_object_size`, and it reads committed records at every merge: a record it cannot read,
- * once committed, would fail every later merge. So nothing larger than MAX_RECORD_BYTES is
- * accepted (the body scanner and the precise path both check), and the reader is given twice that
- * (store/ndjson.ts). No real session comes near it: a record is a few hundred bytes.
+ * DuckDB's JSON reader refuses a line longer than its `maximum_object_size`, and reads committed
+ * records at every merge: one it cannot read would fail every later merge. So nothing larger than
+ * MAX_RECORD_BYTES is accepted, and the reader is given twice that (store/ndjson.ts).
  */
-import { RecordValidationError } from './errors/record-validation-error.js';
+import { RecordValidationError, sessionIdOf } from './errors/record-validation-error.js';
 
-/** Largest record accepted, as JSON bytes: 8 MiB. */
+/** Largest record accepted, as JSON bytes (a real one is a few hundred). */
 export const MAX_RECORD_BYTES = 8 * 1024 * 1024;
 
 /** How much of an over-size record is kept for quarantine. */
 const KEPT_BYTES = 1024;
 
-/**
- * Throws a RecordValidationError naming the session id and the size when `raw` is larger than
- * MAX_RECORD_BYTES as JSON; its `record` is a truncated copy, for quarantine.
- */
+/** RecordValidationError when `raw` is larger than `limit` as JSON; its `record` is a truncated copy, for quarantine. */
 export function checkRecordSize(raw: unknown, index: number, limit = MAX_RECORD_BYTES): void {
   // Cheap bound first: JSON of the record is at most 6 bytes per UTF-16 unit of its strings plus
   // its structure; only a record that may be near the limit is serialised.
@@ -24,9 +19,8 @@ export function checkRecordSize(raw: unknown, index: number, limit = MAX_RECORD_
   const json = JSON.stringify(raw) ?? '';
   const size = Buffer.byteLength(json, 'utf8');
   if (size <= limit) return;
-  const id = raw && typeof raw === 'object' && typeof (raw as { id?: unknown }).id === 'string' ? (raw as { id: string }).id : undefined;
   throw new RecordValidationError(
-    id,
+    sessionIdOf(raw),
     index,
     '',
     `is ${size} bytes of JSON, over the limit of ${limit} bytes per record (no session field is that long: the server sent something else)`,

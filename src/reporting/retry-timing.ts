@@ -1,14 +1,9 @@
-/**
- * Pure helpers for retry timing: Retry-After parsing and exponential backoff with full jitter.
- */
+import type { RetryOptions } from './defaults.js';
 
 /** Retry-After as delta-seconds; anything else must be an HTTP date. */
 const DELAY_SECONDS = /^\d+(\.\d+)?$/;
 
-/**
- * Parses a Retry-After header value (delta-seconds or an HTTP date) into milliseconds from `nowMs`.
- * Returns undefined when absent or unreadable; never negative.
- */
+/** A Retry-After value (delta-seconds or an HTTP date) as ms from `nowMs`; undefined when absent or unreadable. */
 export function parseRetryAfter(value: string | null | undefined, nowMs: number): number | undefined {
   if (value == null) return undefined;
   const v = value.trim();
@@ -25,15 +20,10 @@ export function retryAfterIsDate(value: string | null | undefined): boolean {
   return v !== '' && !DELAY_SECONDS.test(v) && !Number.isNaN(Date.parse(v));
 }
 
-export interface BackoffPolicy {
-  /** First delay ceiling in ms. */
-  baseDelayMs: number;
-  /** Largest delay in ms. */
-  maxDelayMs: number;
-}
+type Backoff = Pick<RetryOptions, 'baseDelayMs' | 'maxDelayMs'>;
 
 /** Full jitter ("Exponential Backoff and Jitter"): a uniform delay in [0, min(max, base * 2^(attempt-1))]. */
-export function backoffDelay(attempt: number, policy: BackoffPolicy, random: () => number = Math.random): number {
+export function backoffDelay(attempt: number, policy: Backoff, random: () => number = Math.random): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
   return Math.floor(random() * ceiling);
 }

@@ -1,26 +1,13 @@
 /**
- * Reads the body of a `sessions` answer without building a JavaScript object per record.
- *
- * The fast path is a byte scanner for the shape a GraphQL server sends for our query —
- * `{"data":{"sessions":[{…},{…}]}}`, fields in the order the query selects them (the GraphQL
- * specification orders response fields as requested). It checks every record against the Session
- * schema on the way (id a non-empty string; strings, integers and booleans where the schema says,
- * or null; agent and externalFields objects or null), counts the records, and turns the list into
- * newline-delimited JSON in place (each separating comma becomes a newline), which DuckDB then
- * reads with explicit column types. Nothing is allocated per record but the id, kept to find a
- * session twice in one answer.
- *
- * Anything else — GraphQL errors, another field order, absent fields, whitespace, a float, a wrong
- * type, a session id twice — takes the slow path: JSON.parse, the classification the client has
- * always made, and the records are handed back for the precise validator (record-schema.ts), which
- * names the session id and the field. A body that ends before its brackets close is incomplete
- * (transient, retried), as a failed JSON.parse is.
+ * Reads a `sessions` body without an object per record: the fast path scans the bytes of the shape a
+ * server sends for our query (fields in the order selected, as GraphQL orders them), checks each record,
+ * and turns the list into NDJSON in place (each separating comma becomes a newline); only the ids are
+ * allocated. Anything else takes the slow path: JSON.parse, then the precise validator (record-schema.ts).
  */
 import { isUtf8 } from 'node:buffer';
 import { GraphQLResponseError, type GraphQLErrorEntry } from './errors/graphql-response-error.js';
 import { InvalidResponseError } from './errors/invalid-response-error.js';
 import { TransientError } from './errors/transient-error.js';
-import { redact } from '../util/redact.js';
 import { RECORD_SHAPE, type FieldDef } from '../schema/session-fields.js';
 import { MAX_RECORD_BYTES } from './record-size.js';
 
@@ -32,7 +19,7 @@ export type SessionsBody =
 
 type FieldKind = 'id' | 'str' | 'int' | 'bool' | 'obj';
 interface FieldSpec {
-  /** `"name":` as bytes (preceded by a comma for every field but the first). */
+  /** `"name":` as bytes, after a comma for every field but the first. */
   token: Buffer;
   kind: FieldKind;
   fields?: FieldSpec[];
@@ -43,7 +30,6 @@ function spec(fields: Array<[string, FieldKind, FieldSpec[]?]>): FieldSpec[] {
   return fields.map(([name, kind, nested], i) => ({ token: enc(`${i ? ',' : ''}"${name}":`), kind, ...(nested ? { fields: nested } : {}) }));
 }
 
-/** A field's kind for the scanner: the identity (`id`), or its JSON type. */
 function kindOf(f: FieldDef): FieldKind {
   if (!f.nullable) return 'id';
   return f.json === 'string' ? 'str' : f.json === 'integer' ? 'int' : 'bool';
@@ -67,24 +53,17 @@ const SCANNER_ON = process.env.SESSION_ETL_BODY_SCANNER !== 'off';
 const NOT_FAST = Symbol('not-fast');
 
 /**
- * Classifies a `sessions` body: records ready for DuckDB, records to validate one by one, or an
- * error (GraphQLResponseError, InvalidResponseError, TransientError 'incomplete-body').
- * `body` is modified in place on the fast path.
+ * Records ready for DuckDB, records to validate one by one, or an error (GraphQLResponseError,
+ * InvalidResponseError, TransientError 'incomplete-body'). `body` is modified in place on the fast path.
  */
 export function readSessionsBody(body: Buffer, what: string): SessionsBody {
   const fast = SCANNER_ON ? scan(body) : undefined;
   if (fast) return fast;
-  return slowPath(body, what);
-}
-
-function slowPath(body: Buffer, what: string): SessionsBody {
   let payload: unknown;
   try {
     payload = JSON.parse(body.toString('utf8'));
   } catch (err) {
-    throw new TransientError('incomplete-body', 'the reporting endpoint sent a body that is not complete JSON', undefined, {
-      cause: new Error(redact((err as Error).message)),
-    });
+    throw TransientError.incompleteBody(err as Error);
   }
   if (!payload || typeof payload !== 'object' || Array.isArray(payload)) {
     throw new InvalidResponseError(`the reporting endpoint answered with a body that is not a GraphQL response (${what})`);
@@ -101,7 +80,7 @@ function slowPath(body: Buffer, what: string): SessionsBody {
   return { kind: 'records', records: sessions, bytes: body.length };
 }
 
-/** The fast path; undefined when the body is not in the fast shape. */
+/** undefined when the body is not in the fast shape. */
 function scan(b: Buffer): SessionsBody | undefined {
   if (b.length < PREFIX.length + 3 || !startsWith(b, 0, PREFIX)) return undefined;
   let p = PREFIX.length;
@@ -205,7 +184,7 @@ function startsWith(b: Buffer, at: number, token: Buffer): boolean {
   return true;
 }
 
-/** One record starting at `p` (`{`); returns the position after its `}`. */
+/** One record starting at `p` (`{`): the position after its `}`. */
 function record(b: Buffer, p: number, ids: Set<string>): number {
   if (b[p] !== 0x7b) throw NOT_FAST;
   p++;
@@ -270,7 +249,6 @@ function value(b: Buffer, p: number, f: FieldSpec): number {
   }
 }
 
-/** Position of the quote that closes the string opening at `p`. */
 function stringEnd(b: Buffer, p: number): number {
   let q = p;
   for (;;) {

@@ -1,10 +1,9 @@
 import { describeNetworkError } from '../util/describe-network-error.js';
 import { displayUrl, isRedirect } from '../util/display-url.js';
 /**
- * The HTTP layer: adds the per-request timeout, reads the whole body as bytes, and turns every
- * transport outcome into the typed error family. `requestBytes` serves the `sessions` hot path
- * (the body goes to the byte scanner, never through a string); `createTransport` wraps it as the
- * `fetch` under graphql-request, which so only ever sees a complete 2xx body.
+ * The HTTP layer: the per-request timeout, the whole body as bytes, every outcome turned into the
+ * typed error family. `createTransport` wraps it as graphql-request's `fetch`, which so only ever
+ * sees a complete 2xx body.
  */
 import { crashPoint } from '../util/crash-point.js';
 import { AuthenticationError } from './errors/authentication-error.js';
@@ -23,18 +22,16 @@ export interface TransportOptions {
   fetch: FetchLike;
   timeoutMs: number;
   now: () => number;
-  /** Largest body read; a larger one throws BodyTooLargeError. */
   maxBodyBytes: number;
   /** Sees the headers of every answer, before it is turned into a value or an error (rate-limit headers). */
   onHeaders?: (headers: Headers) => void;
-  /** Where the key came from, for the advice of a refused key (AuthenticationError). */
+  /** Where the key came from, named by the advice when the endpoint refuses it (AuthenticationError). */
   keySource?: string;
-  /** Where the endpoint's address is set, for the advice of a refused first connection (EndpointUnreachableError). */
+  /** Where the URL is set, named by the advice when the first connection is refused (EndpointUnreachableError). */
   urlSource?: string;
   /**
-   * Shared by the transports of one client: `answered` turns true once the endpoint has answered
-   * anything. Until then a refused connection is a wrong address (EndpointUnreachableError, not
-   * retried); after, a restart (TransientError, retried). Without it every refusal is transient.
+   * Shared by a client's transports: until the endpoint has answered anything, a refused connection is
+   * a wrong address (EndpointUnreachableError); after, a restart (TransientError). Absent: always transient.
    */
   contact?: { answered: boolean };
 }
@@ -42,11 +39,10 @@ export interface TransportOptions {
 export interface BytesResponse {
   status: number;
   headers: Headers;
-  /** The whole 2xx body. */
   body: Buffer;
 }
 
-/** Returns a fetch that throws ReportingError subclasses for every failure and buffers the body. */
+/** A fetch that throws ReportingError subclasses for every failure and buffers the body. */
 export function createTransport(opts: TransportOptions): FetchLike {
   const request = createBytesTransport(opts);
   return async (input, init) => {
@@ -77,13 +73,12 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
       if (timeout.aborted) {
         throw new TransientError('timeout', `the reporting endpoint did not answer within ${opts.timeoutMs} ms`, undefined, { cause: err });
       }
+      const url = urlOf(input);
       const refused = refusal(err);
       if (refused === 'blocked-port' || (refused === 'refused' && opts.contact && !opts.contact.answered)) {
-        throw new EndpointUnreachableError(urlOf(input), describeNetworkError(err, urlOf(input)), opts.urlSource, { cause: err });
+        throw new EndpointUnreachableError(url, describeNetworkError(err, url), opts.urlSource, { cause: err });
       }
-      throw new TransientError('network', `connection to the reporting endpoint ${displayUrl(urlOf(input))} failed: ${describeNetworkError(err, urlOf(input))}`, undefined, {
-        cause: err,
-      });
+      throw new TransientError('network', `connection to the reporting endpoint ${displayUrl(url)} failed: ${describeNetworkError(err, url)}`, undefined, { cause: err });
     } finally {
       if (trace) {
         traced.requests--;
@@ -98,18 +93,13 @@ export function createBytesTransport(opts: TransportOptions): (input: string | U
       const retryAfter = res.headers.get('retry-after');
       throw new RateLimitedError(parseRetryAfter(retryAfter, opts.now()), retryAfterIsDate(retryAfter));
     }
-    if (status >= 500) {
-      throw new TransientError('server-error', `the reporting endpoint answered HTTP ${status}`, status);
-    }
+    if (status >= 500) throw new TransientError('server-error', `the reporting endpoint answered HTTP ${status}`, status);
     if (status < 200 || status >= 300) throw new HttpStatusError(status, body.toString('utf8'));
     return { status, headers: res.headers, body };
   };
 }
 
-/**
- * The whole body, refused beyond `limit` bytes: by its Content-Length before reading, else as soon
- * as the bytes counted pass it (the stream is cancelled), so a huge body never sits in memory.
- */
+/** The whole body, refused beyond `limit` bytes (by Content-Length, else as it streams): a huge body never sits in memory. */
 async function readBody(res: Response, limit: number, trace?: { bytes: number }): Promise<Buffer> {
   const declared = res.headers.get('content-length');
   const length = declared === null ? NaN : Number(declared);
@@ -138,10 +128,7 @@ async function readBody(res: Response, limit: number, trace?: { bytes: number })
   return Buffer.concat(chunks, total);
 }
 
-/**
- * Whether a failed fetch was a refused connection (ECONNREFUSED, on every address tried) or a port
- * fetch never connects to ("bad port", Fetch standard): read from undici's cause, never the message.
- */
+/** A refused connection (ECONNREFUSED on every address) or a "bad port" (Fetch standard), from undici's cause, never the message. */
 function refusal(err: unknown): 'refused' | 'blocked-port' | undefined {
   const cause = (err as { cause?: { code?: string; message?: string; errors?: Array<{ code?: string }> } } | null)?.cause;
   if (!cause || typeof cause !== 'object') return undefined;

@@ -1,9 +1,6 @@
 import { ServiceError } from '../../util/service-error.js';
 
-/**
- * Base of the session control client's error family (status, body and redaction: ServiceError).
- * Failure codes and bodies are not published, so nothing is assumed about them.
- */
+/** Base of the session control client's errors (status, body, redaction: ServiceError); failure bodies are not published. */
 export abstract class ControlError extends ServiceError {}
 
 export function isControlError(e: unknown): e is ControlError {

@@ -1,11 +1,7 @@
 import { summarizeBody } from '../../auth/http.js';
 import { ControlError } from './control-error.js';
 
-/**
- * The console answered with a non-2xx status. The status codes and error bodies of the session
- * control endpoints are not published: whatever came back is carried as is (`status`, `body`,
- * secrets redacted). Retryable for 429 and 5xx.
- */
+/** A non-2xx answer, carried as is (`status`, `body`, secrets redacted): its codes are not published. Retryable for 429 and 5xx. */
 export class ControlHttpError extends ControlError {
   override readonly name = 'ControlHttpError';
   readonly kind = 'http-status';

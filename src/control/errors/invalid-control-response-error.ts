@@ -1,9 +1,6 @@
 import { redact, redactDeep } from '../../util/redact.js';
 
-/**
- * A 2xx answer whose body is not what the document describes (e.g. agentUrl is not a string).
- * Outside the ControlError family on purpose: the request worked (a session may exist), the data did not.
- */
+/** A 2xx answer of the wrong shape. Outside the ControlError family on purpose: the request worked (a session may exist). */
 export class InvalidControlResponseError extends Error {
   override readonly name = 'InvalidControlResponseError';
   readonly retryable = false;

@@ -1,10 +1,6 @@
 import { redact, redactDeep } from '../../util/redact.js';
 
-/**
- * The identity lookup failed: the service answered non-2xx (`status`, `body`), could not be reached
- * (`cause`, no status), or answered something that is not an identity record. Secrets are redacted.
- * Retryable for network failures, 429 and 5xx.
- */
+/** The identity lookup failed (non-2xx, unreachable: `cause`, or not an identity record); retryable for network, 429, 5xx. */
 export class IdentityError extends Error {
   override readonly name = 'IdentityError';
   readonly retryable: boolean;

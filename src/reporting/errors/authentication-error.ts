@@ -1,10 +1,6 @@
 import { ReportingError } from './reporting-error.js';
 
-/**
- * HTTP 401 or 403: the key was refused. Never retried. `keySource` says where the refused key came
- * from when the caller knows (an account's apiKeyEnv or apiKeyFile), so the advice names that
- * place rather than the single-account settings.
- */
+/** HTTP 401 or 403: the key was refused. Never retried. The advice names `keySource` when the caller knows it. */
 export class AuthenticationError extends ReportingError {
   override readonly name = 'AuthenticationError';
   readonly kind = 'authentication';

@@ -1,10 +1,8 @@
 import { ReportingError } from './reporting-error.js';
 
 /**
- * The body of an answer is larger than `maxBodyBytes` (Content-Length, or counted while it
- * streams in: reading stops there, so memory stays bounded). Not retried as such: like an answer
- * that may be capped, the pipeline splits the window (a shorter window gives a smaller body) and
- * fails it only below the minimum chunk.
+ * A body larger than `maxBodyBytes` (by Content-Length, or counted as it streams in: memory stays
+ * bounded). Not retried as such: the pipeline splits the window, failing it only below the minimum chunk.
  */
 export class BodyTooLargeError extends ReportingError {
   override readonly name = 'BodyTooLargeError';
@@ -12,7 +10,6 @@ export class BodyTooLargeError extends ReportingError {
   readonly retryable = false;
   constructor(
     readonly limitBytes: number,
-    /** Content-Length when the server sent one. */
     readonly declaredBytes?: number,
   ) {
     super(

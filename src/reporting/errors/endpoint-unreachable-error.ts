@@ -6,10 +6,9 @@ import { ReportingError } from './reporting-error.js';
 export const DEFAULT_URL_SOURCE = 'REPORTING_URL (or reportingUrl in the configuration)';
 
 /**
- * The first connection of a client to the endpoint was refused (ECONNREFUSED), or its port is one
- * fetch never connects to: nothing has ever answered at that address, so it is taken for a wrong
- * setting, not an outage. Not retried; exit 2 (a configuration error). A refusal after the endpoint
- * has answered once (a restart mid-run) stays a TransientError and is retried.
+ * A client's first connection was refused, or its port is one fetch never connects to: nothing has
+ * answered at that address, so it is a wrong setting, not an outage. Not retried; exit 2. A refusal
+ * after the endpoint has answered once (a restart mid-run) stays a TransientError.
  */
 export class EndpointUnreachableError extends ReportingError {
   override readonly name = 'EndpointUnreachableError';

@@ -7,17 +7,14 @@ export interface GraphQLErrorEntry {
 }
 
 /**
- * HTTP 200 with an `errors` array. A response holding both `data` and `errors` is a failure too:
- * its partial data is kept here for diagnosis but never accepted as a result.
- * Not retried as such: the pipeline splits the window instead (the server may refuse a window
- * that is too wide or holds too many records).
+ * HTTP 200 with an `errors` array, with or without partial data (kept for diagnosis, never a result).
+ * Not retried as such: the pipeline splits the window (the server may refuse one too wide).
  */
 export class GraphQLResponseError extends ReportingError {
   override readonly name = 'GraphQLResponseError';
   readonly kind = 'graphql';
   readonly retryable = false;
   readonly errors: GraphQLErrorEntry[];
-  /** Partial data that came with the errors; never used as a result. */
   readonly partialData: unknown;
   constructor(errors: GraphQLErrorEntry[], partialData: unknown) {
     const msgs = errors.map((e) => e.message).filter(Boolean);

@@ -1,10 +1,7 @@
 import { redact } from '../../util/redact.js';
 import { ReportingError } from './reporting-error.js';
 
-/**
- * Answers that mean nothing at REPORTING_URL is the GraphQL endpoint (a wrong path, a web page
- * there): a setting to fix, like a refused key, not something a later run gets past.
- */
+/** Answers that mean REPORTING_URL is not the GraphQL endpoint: a setting to fix, like a refused key. */
 const WRONG_ADDRESS: Record<number, string> = {
   404: 'nothing is found at that address: check the path in REPORTING_URL (or reportingUrl in the configuration)',
   405: 'that address does not take GraphQL requests (POST): check the path in REPORTING_URL (or reportingUrl in the configuration)',

@@ -1,9 +1,6 @@
 import { ReportingError } from './reporting-error.js';
 
-/**
- * HTTP 429. `retryAfterMs` comes from the Retry-After header when the server sent one;
- * `retryAfterIsDate` says it was stated as an HTTP date (whole seconds of the clock, not a delay).
- */
+/** HTTP 429. `retryAfterIsDate`: Retry-After was an HTTP date (whole seconds of the clock, not a delay). */
 export class RateLimitedError extends ReportingError {
   override readonly name = 'RateLimitedError';
   readonly kind = 'rate-limited';

@@ -1,9 +1,8 @@
 import { redact } from '../../util/redact.js';
 
 /**
- * A record broke the Session schema. Outside the transport family on purpose: the request
- * worked, the data did not. Names the session id (or the record's index when the id itself is
- * missing) and the field path.
+ * A record broke the Session schema. Outside the transport family on purpose: the request worked,
+ * the data did not. Names the session id (or the record's index) and the field path.
  */
 export class RecordValidationError extends Error {
   override readonly name = 'RecordValidationError';
@@ -24,4 +23,10 @@ export class RecordValidationError extends Error {
       ),
     );
   }
+}
+
+/** The record's id when it is a string. */
+export function sessionIdOf(raw: unknown): string | undefined {
+  const id = (raw as { id?: unknown } | null)?.id;
+  return typeof id === 'string' ? id : undefined;
 }

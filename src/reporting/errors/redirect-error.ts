@@ -2,16 +2,15 @@ import { describeRedirect, displayUrl } from '../../util/display-url.js';
 import { ReportingError } from './reporting-error.js';
 
 /**
- * HTTP 3xx. Redirects are never followed: the API key would go along to wherever the server
- * points, and whatever answers there (an empty list, say) would be taken for the endpoint's answer.
- * Not retried: REPORTING_URL must name the endpoint itself.
+ * HTTP 3xx, never followed: the API key would go along, and whatever answers there (an empty list,
+ * say) would be taken for the endpoint's answer. Not retried.
  */
 export class RedirectError extends ReportingError {
   override readonly name = 'RedirectError';
   readonly kind = 'redirect';
   readonly retryable = false;
   override readonly needsSettingFixed = true;
-  /** Where the server pointed, without credentials or query. */
+  /** Without credentials or query. */
   readonly location: string | undefined;
   constructor(
     readonly status: number,

@@ -1,17 +1,13 @@
 import { redact } from '../../util/redact.js';
 
-/**
- * Base of the reporting client's error family. `retryable` says whether the same request may
- * succeed if sent again; the retry loop asks this property, never the message.
- * Messages pass through `redact()`, so no registered secret (the API key) can leak through them.
- */
+/** Base of the reporting client's errors: the retry loop asks `retryable`, never the message; messages are redacted. */
 export abstract class ReportingError extends Error {
   abstract readonly retryable: boolean;
-  /** A short machine-readable kind, also used in run summaries. */
+  /** Also used in run summaries. */
   abstract readonly kind: string;
   /** The request will fail the same way until a setting is fixed (the key, the URL): retrying later will not help. */
   readonly needsSettingFixed: boolean = false;
-  /** Attempts the client made before it gave up with this error (set by the client as it throws it). */
+  /** Attempts made before the client gave up with this error. */
   attempts?: number;
   constructor(message: string, options?: { cause?: unknown }) {
     super(redact(message), options);

@@ -1,3 +1,4 @@
+import { redact } from '../../util/redact.js';
 import { ReportingError } from './reporting-error.js';
 
 export type TransientKind = 'server-error' | 'network' | 'timeout' | 'incomplete-body';
@@ -13,5 +14,12 @@ export class TransientError extends ReportingError {
     options?: { cause?: unknown },
   ) {
     super(message, options);
+  }
+
+  /** A body that is not complete JSON (the parser's message, redacted, is the cause). */
+  static incompleteBody(err: Error): TransientError {
+    return new TransientError('incomplete-body', 'the reporting endpoint sent a body that is not complete JSON', undefined, {
+      cause: new Error(redact(err.message)),
+    });
   }
 }

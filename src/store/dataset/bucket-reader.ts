@@ -1,37 +1,27 @@
 /**
- * Reading a bucket dataset from this machine (`status`, `sessions --source parquet`, the
- * dashboard): DuckDB cannot read s3:// here (its httpfs extension is a download session-etl never
- * makes), so the dataset is mirrored into a local cache — only the objects that changed since the
- * last mirror (by ETag and size), the ones gone removed — and read there. The state a run keeps in
- * the bucket (format parquet) is read from a DuckDB file made here from its rows (bucket-state.ts).
+ * Reading a bucket dataset from this machine: DuckDB cannot read s3:// here (its httpfs extension is a
+ * download session-etl never makes), so the dataset is mirrored into a local cache (only the objects
+ * whose ETag or size changed) and read there; the state, from a DuckDB file made here (bucket-state.ts).
  */
 import { mkdir, readFile, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { refuseSharedDirectory, unguessable, writeFileAtomic } from '../../util/temp-file.js';
 import { findRemoteState, LegacyBucketStateError, legacyStateFolder, loadRemoteState, stateFolder } from './bucket-state.js';
-import type { DatasetLocation } from './location.js';
-import { s3ClientFor } from './s3-client.js';
+import type { S3Location } from './location.js';
+import { listObjects, withS3Client } from './s3-client.js';
 import { downloadTo, listDataset } from './s3-dataset.js';
 
-type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
-
-/** Where a data directory keeps its copies of a bucket's objects. */
 export function bucketCacheDir(dataDir: string): string {
   return join(dataDir, '.cache', 'bucket');
 }
 
 const MANIFEST = '.manifest.json';
 
-/**
- * Brings `cacheRoot` (the dataset's layout: date=…/part-….parquet) in line with the bucket's day
- * files; returns how many files were downloaded, how many there are and their bytes (what
- * bucketDatasetSize lists: a caller that mirrored need not list the bucket again).
- */
+/** Brings `cacheRoot` in line with the bucket's day files; `files` and `bytes` are what bucketDatasetSize would list. */
 export async function mirrorDataset(l: S3Location, cacheRoot: string): Promise<{ downloaded: number; files: number; bytes: number }> {
   // The copy and the directories above it, up to the data directory: others must not be able to plant links there.
   for (const dir of [dirname(dirname(dirname(cacheRoot))), dirname(dirname(cacheRoot)), dirname(cacheRoot), cacheRoot]) await refuseSharedDirectory(dir, 'directory of the bucket\'s local copy');
-  const client = await s3ClientFor(l);
-  try {
+  return withS3Client(l, async (client) => {
     await mkdir(cacheRoot, { recursive: true, mode: 0o750 });
     let manifest: Record<string, string> = {};
     try {
@@ -65,30 +55,23 @@ export async function mirrorDataset(l: S3Location, cacheRoot: string): Promise<{
     }
     await writeFileAtomic(join(cacheRoot, MANIFEST), JSON.stringify(next), { mode: 0o640 });
     return { downloaded, files: objects.length, bytes: objects.reduce((n, o) => n + o.size, 0) };
-  } finally {
-    client.destroy();
-  }
+  });
 }
 
 /** The day files of the bucket (every store's), with their sizes: what `status` counts. */
 export async function bucketDatasetSize(l: S3Location): Promise<{ count: number; bytes: number }> {
-  const client = await s3ClientFor(l);
-  try {
+  return withS3Client(l, async (client) => {
     const objects = await listDataset(client, l);
     return { count: objects.length, bytes: objects.reduce((n, o) => n + o.size, 0) };
-  } finally {
-    client.destroy();
-  }
+  });
 }
 
 /**
- * A copy of the state kept in the bucket for a store (`store`: '' or shards/I-of-N) at `path`:
- * `state.json` (the snapshot, validated as it is read), or `state.duckdb`, a DuckDB file made here
- * from the state's rows (bucket-state.ts; never one downloaded). False when the bucket keeps none.
+ * A copy at `path` of the state the bucket keeps for `store`: `state.json` (the snapshot), or
+ * `state.duckdb`, made here from the state's rows (never one downloaded). False when there is none.
  */
 export async function copyBucketState(l: S3Location, store: string, name: 'state.duckdb' | 'state.json', path: string): Promise<boolean> {
-  const client = await s3ClientFor(l);
-  try {
+  return withS3Client(l, async (client) => {
     if (name === 'state.json') {
       for (const folder of new Set([stateFolder(l, store), legacyStateFolder(l, store)])) if (await downloadTo(client, l, `${folder}state.json`, path)) return true;
       return false;
@@ -107,9 +90,7 @@ export async function copyBucketState(l: S3Location, store: string, name: 'state
         if (now?.kind !== 'manifest' || now.manifest.generation === remote.manifest.generation) throw err;
       }
     }
-  } finally {
-    client.destroy();
-  }
+  });
 }
 
 /**
@@ -117,28 +98,19 @@ export async function copyBucketState(l: S3Location, store: string, name: 'state
  * as their manifests say (`…/[shards/I-of-N/]state/manifest.json`), or an earlier release's `state.duckdb`.
  */
 export async function bucketStores(l: S3Location): Promise<Array<{ index: number; count: number } | undefined>> {
-  const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
-  const client = await s3ClientFor(l);
-  try {
+  return withS3Client(l, async (client) => {
     const found = new Map<string, { index: number; count: number } | undefined>();
     for (const [prefix, file] of [
       [stateFolder(l, ''), 'state/manifest.json'],
       [legacyStateFolder(l, ''), 'state.duckdb'],
     ] as const) {
-      let token: string | undefined;
-      do {
-        const page = await client.send(new ListObjectsV2Command({ Bucket: l.bucket, Prefix: prefix, ...(token ? { ContinuationToken: token } : {}) }));
-        for (const o of page.Contents ?? []) {
-          const rel = o.Key!.slice(prefix.length);
-          if (rel === file) found.set('', undefined);
-          const m = /^shards\/(\d{1,6})-of-(\d{1,6})\/(.+)$/.exec(rel);
-          if (m && m[3] === file) found.set(`${m[1]}-of-${m[2]}`, { index: Number(m[1]), count: Number(m[2]) });
-        }
-        token = page.IsTruncated ? page.NextContinuationToken : undefined;
-      } while (token);
+      for await (const o of listObjects(client, l.bucket, prefix)) {
+        const rel = o.Key!.slice(prefix.length);
+        if (rel === file) found.set('', undefined);
+        const m = /^shards\/(\d{1,6})-of-(\d{1,6})\/(.+)$/.exec(rel);
+        if (m && m[3] === file) found.set(`${m[1]}-of-${m[2]}`, { index: Number(m[1]), count: Number(m[2]) });
+      }
     }
     return [...found.entries()].sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))).map(([, s]) => s);
-  } finally {
-    client.destroy();
-  }
+  });
 }

@@ -1,11 +1,7 @@
 /**
- * A run's hold on a bucket dataset: before anything is fetched, the bucket is checked (credentials,
- * existence, region: exit 2, nothing written) and its lock object taken; with format parquet, the
- * state a run needs to continue is kept in the bucket too (bucket-state.ts), so a run on a fresh
- * machine continues where the last one stopped. The lock (conditional writes, heartbeat, takeover,
- * stores that ignore `If-None-Match`) is docs/object-storage.md "One writer per prefix"; the state's
- * generations, and why a restored state never counts a window whose data is not in the bucket, "The
- * state in the bucket".
+ * A run's hold on a bucket dataset: the bucket checked before anything is fetched (exit 2), its lock
+ * taken, and (format parquet) the state kept in the bucket (bucket-state.ts). The lock: docs/object-storage.md
+ * "One writer per prefix"; the state's generations: "The state in the bucket".
  */
 import { existsSync } from 'node:fs';
 import { readFile, rename, rm } from 'node:fs/promises';
@@ -21,16 +17,14 @@ import { DataDirError } from '../errors.js';
 import type { StoreLayout } from '../layout.js';
 import { pidAlive, type LockHolder } from '../lock.js';
 import { findRemoteState, LegacyBucketStateError, legacyStateFolder, loadRemoteState, removeState, StateConflictError, stateFolder, uploadState, type RemoteState } from './bucket-state.js';
-import type { DatasetLocation } from './location.js';
+import type { S3Location } from './location.js';
 import { bucketError, BucketLockLostError, BucketWriteError, conditionRefused, noSuchKey, s3ClientFor } from './s3-client.js';
 
 export { BucketLockLostError } from './s3-client.js';
 
-type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
-
 const HEARTBEAT_MS = 20_000;
 const STALE_MS = 120_000;
-/** The generation of the state last uploaded from this data directory (beside the store's DuckDB file). */
+/** The generation of the state last uploaded from this data directory. */
 const GENERATION_FILE = '.bucket-generation';
 
 /** Another writer holds the bucket prefix's lock (exit 3, as the data directory's lock). */
@@ -39,7 +33,6 @@ export class BucketLockHeldError extends Error {
   readonly exitCode = ExitCode.locked;
 }
 
-/** A lock object as session-etl writes it; anything else is an unreadable lock (see stale). */
 const HolderSchema = z.object({
   pid: z.number().int(),
   host: z.string(),
@@ -50,7 +43,7 @@ const HolderSchema = z.object({
 });
 type Holder = z.infer<typeof HolderSchema> & LockHolder;
 
-/** A lock object read: its holder (null when it is not one session-etl wrote), ETag and when it was last written. */
+/** `holder` is null when the object is not one session-etl wrote. */
 interface LockObject {
   holder: Holder | null;
   etag: string;
@@ -61,13 +54,11 @@ interface LockObject {
 export interface BucketRunOptions {
   command: string;
   runId: string;
-  /** The format asked for (--format), if any. */
   format: 'duckdb' | 'parquet' | 'both' | undefined;
   logger: Logger;
   /** Wait for a lock another writer holds (--wait), up to this long (ms). */
   waitMs?: number;
   now?: () => number;
-  /** How often the lock is refreshed (default 20 s; tests). */
   heartbeatMs?: number;
 }
 
@@ -76,14 +67,13 @@ export class BucketRun {
   private heartbeat: NodeJS.Timeout | undefined;
   private lastSave = 0;
   private saving: Promise<void> | undefined;
-  /** Why this run no longer holds the lock (set by a refused refresh); every upload after it is refused. */
+  /** Set by a refused refresh: every upload after it is refused. */
   private lost: BucketLockLostError | undefined;
   /** The last refresh failed (not refused): the next upload refreshes first. */
   private refreshFailed = false;
-  /** The state the bucket kept when this run began (format parquet), and the ETag its next upload is conditional on. */
+  /** The state the bucket kept when this run began, and the ETag its next upload is conditional on. */
   private remote: RemoteState | null = null;
   private manifestEtag: string | undefined;
-  /** Whether the store honours conditional writes (the lock is then exclusive). */
   conditionalWrites = true;
 
   /** The format the store opens in: the one asked for, else the data directory's, else parquet when the bucket keeps a state. */
@@ -103,12 +93,11 @@ export class BucketRun {
     return this.layout.storeDir === this.layout.dataDir ? '' : this.layout.storeDir.slice(this.layout.dataDir.length + 1);
   }
 
-  /** A key of the store's state folder, beside the prefix (bucket-state.ts). */
   private stateKey(name: string): string {
     return `${stateFolder(this.location, this.store)}${name}`;
   }
 
-  /** Checks the bucket, takes its lock, and (format parquet) brings the state from it when the local copy is missing or older. */
+  /** Checks the bucket, takes its lock, and (format parquet) restores the state when the local copy is missing or older. */
   static async begin(location: S3Location, layoutFor: (format: 'duckdb' | 'parquet' | 'both') => StoreLayout, o: BucketRunOptions): Promise<BucketRun> {
     const client = await s3ClientFor(location);
     const run = new BucketRun(location, client, o);
@@ -133,7 +122,6 @@ export class BucketRun {
     }
   }
 
-  /** Credentials, existence, region: refused before anything is fetched (exit 2), the bucket unchanged. */
   private async check(): Promise<void> {
     // A listing (not HeadBucket: an answer to HEAD has no body, so no error code to say which it was).
     const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
@@ -144,8 +132,12 @@ export class BucketRun {
     }
   }
 
+  private now(): number {
+    return (this.o.now ?? Date.now)();
+  }
+
   private holder(): Holder {
-    const now = new Date((this.o.now ?? Date.now)()).toISOString();
+    const now = new Date(this.now()).toISOString();
     return { pid: process.pid, host: hostname(), startedAt: now, command: this.o.command, runId: this.o.runId, heartbeatAt: now };
   }
 
@@ -153,6 +145,11 @@ export class BucketRun {
     const Key = this.stateKey('lock.json');
     const legacyKey = `${legacyStateFolder(this.location, this.store)}lock.json`;
     const deadline = Date.now() + (this.o.waitMs ?? 0);
+    const waited = async () => {
+      if (Date.now() >= deadline) return false;
+      await new Promise((r) => setTimeout(r, 5_000));
+      return true;
+    };
     const holder = this.holder();
     for (;;) {
       // A writer of an earlier release keeps its lock under the prefix: a fresh one is respected.
@@ -161,10 +158,7 @@ export class BucketRun {
       const current = await this.readLock(Key);
       const fresh = [current, old].find((l) => l && !this.stale(l) && l.holder?.runId !== this.o.runId);
       if (fresh) {
-        if (Date.now() < deadline) {
-          await new Promise((r) => setTimeout(r, 5_000));
-          continue;
-        }
+        if (await waited()) continue;
         throw this.held(fresh);
       }
       const body = JSON.stringify(holder);
@@ -173,10 +167,7 @@ export class BucketRun {
       } catch (err) {
         if (conditionRefused(err)) {
           // Taken (or taken over) by another writer in between.
-          if (Date.now() < deadline) {
-            await new Promise((r) => setTimeout(r, 5_000));
-            continue;
-          }
+          if (await waited()) continue;
           const now = await this.readLock(Key);
           throw now ? this.held(now) : new BucketLockHeldError(`another writer took the lock of ${this.location.url} at the same time; try again`);
         }
@@ -208,13 +199,11 @@ export class BucketRun {
     }
   }
 
-  /** Writes the lock object at `Key` under `condition` (If-Match, If-None-Match) and keeps its ETag. */
   private async putLock(Key: string, Body: string, condition: { IfMatch?: string; IfNoneMatch?: string }): Promise<void> {
     const { PutObjectCommand } = await import('@aws-sdk/client-s3');
     this.etag = (await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key, Body, ContentType: 'application/json', ...condition }))).ETag;
   }
 
-  /** The lock object at `Key`, or null when there is none. Its body is checked: one that is not a holder reads as null. */
   private async readLock(Key: string): Promise<LockObject | null> {
     const { GetObjectCommand } = await import('@aws-sdk/client-s3');
     try {
@@ -222,12 +211,9 @@ export class BucketRun {
       const text = await r.Body!.transformToString();
       let holder: Holder | null = null;
       try {
-        const parsed = HolderSchema.safeParse(JSON.parse(text));
-        holder = parsed.success ? parsed.data : null;
-      } catch {
-        holder = null;
-      }
-      const modifiedMs = r.LastModified instanceof Date ? r.LastModified.getTime() : (this.o.now ?? Date.now)();
+        holder = HolderSchema.safeParse(JSON.parse(text)).data ?? null;
+      } catch {}
+      const modifiedMs = r.LastModified instanceof Date ? r.LastModified.getTime() : this.now();
       return { holder, etag: String(r.ETag), modifiedMs, key: Key };
     } catch (err) {
       if (noSuchKey(err)) return null;
@@ -235,13 +221,9 @@ export class BucketRun {
     }
   }
 
-  /**
-   * Not refreshed for STALE_MS, or held by a process of this host that is gone (a crash, kill -9:
-   * seen at once). A lock session-etl did not write (its body not a holder) is stale STALE_MS after
-   * the object was last written.
-   */
+  /** Not refreshed for STALE_MS, or held by a gone process of this host (a crash, kill -9: seen at once). */
   private stale(l: LockObject): boolean {
-    const now = (this.o.now ?? Date.now)();
+    const now = this.now();
     if (!l.holder) return now - l.modifiedMs > STALE_MS;
     if (l.holder.host === hostname() && !pidAlive(l.holder.pid)) return true;
     return now - Date.parse(l.holder.heartbeatAt) > STALE_MS;
@@ -267,7 +249,6 @@ export class BucketRun {
     if (this.lost) return;
     try {
       await this.refresh();
-      this.refreshFailed = false;
     } catch (err) {
       if (err instanceof BucketLockLostError) {
         this.lost = err;
@@ -277,13 +258,14 @@ export class BucketRun {
   }
 
   private async refresh(): Promise<void> {
-    const body = JSON.stringify({ ...this.holder(), heartbeatAt: new Date((this.o.now ?? Date.now)()).toISOString() });
     try {
-      await this.putLock(this.stateKey('lock.json'), body, this.conditionalWrites && this.etag ? { IfMatch: this.etag } : {});
+      const condition = this.conditionalWrites && this.etag ? { IfMatch: this.etag } : {};
+      await this.putLock(this.stateKey('lock.json'), JSON.stringify(this.holder()), condition);
     } catch (err) {
       if (conditionRefused(err)) throw this.lostError('its lock was taken over by another writer (the refresh was refused: 412)', err);
       throw err;
     }
+    this.refreshFailed = false;
   }
 
   private lostError(why: string, cause?: unknown): BucketLockLostError {
@@ -295,23 +277,18 @@ export class BucketRun {
     );
   }
 
-  /**
-   * Throws BucketLockLostError unless this run still holds the lock: called before every upload (a
-   * day file, the state). After a failed refresh, refreshes first (a second failure loses the lock).
-   */
+  /** Called before every upload: BucketLockLostError unless this run still holds the lock (after a failed refresh, refreshes first). */
   async ensureHeld(): Promise<void> {
     if (this.lost) throw this.lost;
     if (!this.refreshFailed) return;
     try {
       await this.refresh();
-      this.refreshFailed = false;
     } catch (err) {
       this.lost = err instanceof BucketLockLostError ? err : this.lostError('its lock could not be refreshed (the object store did not take the refresh)', err);
       throw this.lost;
     }
   }
 
-  /** The local state when it is missing or older than the bucket's (format parquet): made here from the bucket's rows. */
   private async restore(): Promise<void> {
     const remote = this.remote;
     if (remote === null) return;
@@ -353,9 +330,8 @@ export class BucketRun {
   }
 
   /**
-   * Uploads the store's state (format parquet), as of a consistent view taken on `conn`. Called
-   * after a complete flush (every day file the state counts is in the bucket), at most once every
-   * `minIntervalMs` unless `force`.
+   * Uploads the store's state (format parquet) as of one view on `conn`, after a complete flush (every
+   * day file the state counts is in the bucket), at most once every `minIntervalMs` unless `force`.
    */
   async saveState(conn: DuckDBConnection, o: { format: string; force?: boolean; minIntervalMs?: number }): Promise<void> {
     if (o.format !== 'parquet') return;

@@ -1,11 +1,9 @@
 /**
- * The state a bucket dataset's writer keeps in the bucket (format parquet), as data: each state
- * table's rows in a Parquet object of its own, and a manifest naming them. Whoever can write the
- * bucket can write these objects, so what comes back is never opened as a DuckDB file (it can carry
- * macros and views): each object is checked against the table's columns and types and loaded into a
- * DuckDB file made here, and values that reach paths or keys are checked. Where the objects go, and
- * the `state.duckdb` of older releases (LegacyBucketStateError): docs/object-storage.md "Where things
- * go", "The state in the bucket" and "Upgrading from a release that kept `state.duckdb`".
+ * The state a bucket dataset's writer keeps in the bucket (format parquet) as data: each state table
+ * in a Parquet object, and a manifest naming them. Whoever can write the bucket can write these, so
+ * what comes back is never opened as a DuckDB file (it can carry macros and views): each object is
+ * checked against the table's columns and loaded into a DuckDB file made here, and values that reach
+ * paths or keys are checked. docs/object-storage.md "The state in the bucket" and "Upgrading".
  */
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, rm } from 'node:fs/promises';
@@ -18,21 +16,16 @@ import { openDb, queryRows, sqlString } from '../duckdb.js';
 import { DataDirError } from '../errors.js';
 import { isPartition } from '../layout.js';
 import { ensureSchema, SCHEMA_VERSION, type StoreAccounts } from '../schema.js';
-import type { DatasetLocation } from './location.js';
-import { bucketError, conditionRefused, statusOf } from './s3-client.js';
+import type { S3Location } from './location.js';
+import { bucketError, conditionRefused, listObjects, noSuchKey } from './s3-client.js';
 import { downloadTo } from './s3-dataset.js';
-
-type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
 
 /** The folder the releases before this one kept the state in, under the dataset's prefix. */
 const LEGACY_DIR = '_session_etl';
 /** The DuckDB file those releases uploaded (never opened here). */
 const LEGACY_STATE = 'state.duckdb';
 
-/**
- * The folder (a key prefix ending in '/') where the state of `store` ('' or shards/I-of-N) is kept:
- * beside the dataset's prefix (see above).
- */
+/** The folder (ending in '/') where the state of `store` ('' or shards/I-of-N) is kept: beside the dataset's prefix. */
 export function stateFolder(l: S3Location, store: string): string {
   const cut = l.prefix.lastIndexOf('/');
   const parent = cut < 0 ? '' : l.prefix.slice(0, cut + 1);
@@ -40,7 +33,6 @@ export function stateFolder(l: S3Location, store: string): string {
   return `${parent}${LEGACY_DIR}/${name ? `${name}/` : ''}${store ? `${store}/` : ''}`;
 }
 
-/** Where the releases before this one kept it: under the dataset's prefix. */
 export function legacyStateFolder(l: S3Location, store: string): string {
   return `${l.prefix ? `${l.prefix}/` : ''}${LEGACY_DIR}/${store ? `${store}/` : ''}`;
 }
@@ -52,7 +44,6 @@ const ManifestSchema = z
   .object({
     format: z.literal(MANIFEST_FORMAT),
     version: z.literal(1),
-    /** The store's schema version (schema.ts) when it was written. */
     schemaVersion: z.number().int().positive(),
     generation: z.number().int().positive(),
     /** The uploading writer's random part of the generation's folder: two writers never write the same object. */
@@ -64,19 +55,14 @@ const ManifestSchema = z
   .strict();
 export type StateManifest = z.infer<typeof ManifestSchema>;
 
-/** The folder of a generation's table objects, and a table's object in it. */
 const generationDir = (folder: string, m: Pick<StateManifest, 'generation' | 'id'>) => `${folder}state/${m.generation}-${m.id}/`;
 const tableKey = (folder: string, m: Pick<StateManifest, 'generation' | 'id'>, table: string) => `${generationDir(folder, m)}${table}.parquet`;
 
-/** The state the bucket keeps for a store: the manifest (and its ETag), or an earlier release's DuckDB file. */
 export type RemoteState =
   | { kind: 'manifest'; folder: string; manifest: StateManifest; etag: string }
   | { kind: 'legacy'; key: string; generation: number };
 
-/**
- * The bucket keeps the state of an earlier release (a DuckDB file), which this release never opens:
- * a DuckDB file can carry code. Exit 2, saying how to go on.
- */
+/** The bucket keeps an earlier release's state (a DuckDB file), which this release never opens. Exit 2. */
 export class LegacyBucketStateError extends DataDirError {
   constructor(l: S3Location, key: string) {
     super(
@@ -89,7 +75,7 @@ export class LegacyBucketStateError extends DataDirError {
   }
 }
 
-/** The state in the bucket (under `folder`) is not one this session-etl wrote: refused, nothing restored (exit 2). */
+/** The state under `folder` is not one this session-etl wrote: nothing restored (exit 2). */
 function badState(l: S3Location, folder: string, key: string, what: string): DataDirError {
   return new DataDirError(
     `the state kept for ${l.url} cannot be used: s3://${l.bucket}/${key} ${what}; nothing was restored. ` +
@@ -99,12 +85,6 @@ function badState(l: S3Location, folder: string, key: string, what: string): Dat
   );
 }
 
-const notFound = (err: unknown) => {
-  const name = (err as { name?: string }).name;
-  return name === 'NoSuchKey' || name === 'NotFound' || statusOf(err) === 404;
-};
-
-/** A manifest in `folder`, checked; null when there is none. */
 async function readManifest(client: S3Client, l: S3Location, folder: string): Promise<{ manifest: StateManifest; etag: string } | null> {
   const { GetObjectCommand } = await import('@aws-sdk/client-s3');
   const Key = `${folder}${MANIFEST}`;
@@ -115,7 +95,7 @@ async function readManifest(client: S3Client, l: S3Location, folder: string): Pr
     text = await r.Body!.transformToString();
     etag = String(r.ETag ?? '');
   } catch (err) {
-    if (notFound(err)) return null;
+    if (noSuchKey(err)) return null;
     throw bucketError(err, l, `reading ${Key}`, { atStart: true });
   }
   let json: unknown;
@@ -135,7 +115,7 @@ async function readManifest(client: S3Client, l: S3Location, folder: string): Pr
   return { manifest: parsed.data, etag };
 }
 
-/** Whether `key` exists; the generation an earlier release recorded in its metadata. */
+/** The generation an earlier release recorded in `key`'s metadata; null when there is no such object. */
 async function headLegacy(client: S3Client, l: S3Location, key: string): Promise<number | null> {
   const { HeadObjectCommand } = await import('@aws-sdk/client-s3');
   try {
@@ -143,15 +123,12 @@ async function headLegacy(client: S3Client, l: S3Location, key: string): Promise
     const g = Number(head.Metadata?.generation ?? 0);
     return Number.isFinite(g) ? g : 0;
   } catch (err) {
-    if (notFound(err)) return null;
+    if (noSuchKey(err)) return null;
     throw bucketError(err, l, `reading ${key}`, { atStart: true });
   }
 }
 
-/**
- * What the bucket keeps for `store`: a manifest beside the prefix, else (a bucket written by an
- * earlier release) one under the prefix, or that release's DuckDB file; null when nothing.
- */
+/** What the bucket keeps for `store`: a manifest beside the prefix, else under it (earlier releases), else their DuckDB file. */
 export async function findRemoteState(client: S3Client, l: S3Location, store: string): Promise<RemoteState | null> {
   for (const folder of [...new Set([stateFolder(l, store), legacyStateFolder(l, store)])]) {
     const m = await readManifest(client, l, folder);
@@ -162,7 +139,6 @@ export async function findRemoteState(client: S3Client, l: S3Location, store: st
   return generation === null ? null : { kind: 'legacy', key, generation };
 }
 
-/** A table of the state and its columns, in order, with their DuckDB types. */
 interface TableShape {
   name: string;
   columns: Array<{ name: string; type: string }>;
@@ -198,10 +174,7 @@ function stateTables(accounts: StoreAccounts): Promise<TableShape[]> {
 const ident = (s: string) => `"${s.replace(/"/g, '""')}"`;
 const describeColumns = (cols: Array<{ name: string; type: string }>) => cols.map((c) => `${c.name} ${c.type}`).join(', ');
 
-/**
- * Loads the state the manifest names into a new DuckDB file, each object checked first, and puts
- * it at `target` (replacing what is there). `workDir`: where the objects are downloaded (removed after).
- */
+/** Loads the state the manifest names into a new DuckDB file at `target`, each object checked first. */
 export async function loadRemoteState(
   client: S3Client,
   l: S3Location,
@@ -233,7 +206,7 @@ export async function loadRemoteState(
       if (sha !== t.sha256) throw badState(l, folder, key, 'is not the object its manifest names (its SHA-256 differs: changed, or written by another run since)');
       files.set(t.name, path);
     }
-    // A DuckDB file of our own, made here: it can read only the downloaded objects.
+    // It can read only the downloaded objects.
     const db = await openDb(made, { allowedDirectories: [dir] });
     try {
       const c = db.conn;
@@ -276,7 +249,7 @@ export async function loadRemoteState(
   }
 }
 
-/** The values that must hold in a loaded state: its own record of itself, partitions, no local file named. */
+/** The values that must hold in a loaded state: its record of itself, its partitions, no local file. */
 async function checkLoaded(c: DuckDBConnection, l: S3Location, folder: string, m: StateManifest): Promise<void> {
   const key = (t: string) => tableKey(folder, m, t);
   const meta = new Map((await queryRows<{ key: string; value: string }>(c, 'SELECT key, value FROM _session_etl_meta')).map((r) => [r.key, r.value]));
@@ -295,11 +268,9 @@ async function checkLoaded(c: DuckDBConnection, l: S3Location, folder: string, m
 }
 
 /**
- * Writes the store's state (on `conn`, between two writes: one consistent view) as generation
- * `generation` beside the dataset: each table's object, then the manifest, conditionally on
- * `manifestEtag` (If-Match; If-None-Match: * when there was none) so that a state another writer
- * uploaded meanwhile is never overwritten. Returns the new manifest's ETag; throws
- * StateConflictError on a 412. Older generations' objects are removed after.
+ * Writes the store's state (one view on `conn`) as `generation`: the tables' objects, then the manifest,
+ * conditional on `manifestEtag` so that a state another writer uploaded meanwhile is never overwritten
+ * (StateConflictError). Returns the manifest's ETag; older generations' objects are removed after.
  */
 export async function uploadState(
   client: S3Client,
@@ -308,7 +279,7 @@ export async function uploadState(
   conn: DuckDBConnection,
   o: { generation: number; tmpDir: string; manifestEtag: string | undefined; conditional: boolean },
 ): Promise<string> {
-  const { DeleteObjectCommand, ListObjectsV2Command, PutObjectCommand } = await import('@aws-sdk/client-s3');
+  const { DeleteObjectCommand, PutObjectCommand } = await import('@aws-sdk/client-s3');
   const folder = stateFolder(l, store);
   const meta = new Map((await queryRows<{ key: string; value: string }>(conn, 'SELECT key, value FROM _session_etl_meta')).map((r) => [r.key, r.value]));
   const accounts: StoreAccounts = meta.get('accounts') === 'many' ? 'many' : 'single';
@@ -368,14 +339,13 @@ export async function uploadState(
     }
     // The objects of other generations (this writer's older ones, or a run cut short) go.
     const keep = generationDir(folder, gen);
-    let token: string | undefined;
-    do {
-      const page = await client.send(new ListObjectsV2Command({ Bucket: l.bucket, Prefix: `${folder}state/`, ...(token ? { ContinuationToken: token } : {}) })).catch(() => undefined);
-      for (const obj of page?.Contents ?? []) {
+    try {
+      for await (const obj of listObjects(client, l.bucket, `${folder}state/`)) {
         if (obj.Key && obj.Key !== Key && !obj.Key.startsWith(keep)) await client.send(new DeleteObjectCommand({ Bucket: l.bucket, Key: obj.Key })).catch(() => {});
       }
-      token = page?.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
+    } catch {
+      // a listing that fails leaves them for the next upload
+    }
     return etag;
   } finally {
     await rm(dir, { recursive: true, force: true }).catch(() => {});
@@ -393,10 +363,7 @@ export class StateConflictError extends Error {
   }
 }
 
-/**
- * Removes what the bucket keeps of a store's state (not the lock): `legacy`, only what earlier
- * releases kept under the prefix (once the state is kept beside it); else all of it.
- */
+/** Removes the bucket's state of a store (not the lock); `legacy`: only what earlier releases kept under the prefix. */
 export async function removeState(client: S3Client, l: S3Location, store: string, o: { legacy?: boolean } = {}): Promise<void> {
   const { DeleteObjectCommand, ListObjectsV2Command } = await import('@aws-sdk/client-s3');
   const folder = stateFolder(l, store);

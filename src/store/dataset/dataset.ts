@@ -1,8 +1,4 @@
-/**
- * Where a store's day files go, as one small interface (a port): put a complete file for a day, read
- * the one there, list them. The local directory (here) and an S3-compatible bucket (s3-dataset.ts)
- * implement it; nothing above the store knows which one it talks to.
- */
+/** Where a store's day files go: the local directory (here) or a bucket (s3-dataset.ts); nothing above the store knows which. */
 import { join } from 'node:path';
 import { exists } from '../durable-fs.js';
 import { isPartition, partitionDir } from '../layout.js';
@@ -11,19 +7,14 @@ import type { DatasetLocation } from './location.js';
 
 export interface Dataset {
   readonly location: DatasetLocation;
-  /** The directory, or s3://bucket/prefix (for messages). */
+  /** For messages. */
   readonly describe: string;
-  /**
-   * Puts a complete local file (under the store's .tmp/) as the store's file of a day; with `rows`
-   * 0, removes the store's file of the day instead. The local file is consumed. A reader sees the old
-   * file or the new one whole, never part of one.
-   */
+  /** Puts (consumes) a complete local file as the store's file of a day (removes it when `rows` is 0); readers see either whole. */
   put(partition: string, localFile: string, rows: number): Promise<void>;
   /** The store's file of a day as a local path to read, or null when there is none; `done()` when read. */
   read(partition: string): Promise<{ path: string; done(): Promise<void> } | null>;
-  /** The store's day files: partition → bytes. */
+  /** partition → bytes. */
   list(): Promise<Map<string, number>>;
-  /** Releases what it holds (connections). */
   close(): void;
 }
 
@@ -32,7 +23,7 @@ export class LocalDataset implements Dataset {
   readonly describe: string;
   constructor(
     readonly location: Extract<DatasetLocation, { kind: 'local' }>,
-    /** This store's file name in each day's directory (part-0.parquet, part-I-of-N.parquet). */
+    /** part-0.parquet, part-I-of-N.parquet. */
     private readonly fileName: string,
   ) {
     this.describe = location.root;

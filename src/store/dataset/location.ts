@@ -1,7 +1,4 @@
-/**
- * Where a store's Parquet dataset goes: the data directory's own `parquet/sessions/`, or a prefix of
- * an S3-compatible bucket (`--parquet-url s3://BUCKET/PREFIX`; docs/object-storage.md).
- */
+/** Where a store's Parquet dataset goes: the data directory's `parquet/sessions/`, or a bucket's prefix (docs/object-storage.md). */
 import { DataDirError } from '../errors.js';
 
 export type DatasetLocation =
@@ -11,19 +8,16 @@ export type DatasetLocation =
       bucket: string;
       /** The key prefix of the dataset, without a trailing slash ('' for the bucket's root). */
       prefix: string;
-      /** s3://bucket/prefix, as given (for messages). */
+      /** For messages. */
       url: string;
       /** Path-style addressing (MinIO-style and test servers): SESSION_ETL_S3_PATH_STYLE / s3PathStyle. */
       pathStyle: boolean;
     };
+export type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
 
-/** A bucket name as S3 allows it (3-63 of a-z, 0-9, '.', '-'; starting and ending with a letter or digit). */
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
-/**
- * Parses `--parquet-url`: `s3://BUCKET` or `s3://BUCKET/PREFIX`. Anything else is refused (exit 2)
- * naming what is wrong; the URL never holds credentials (they come from the AWS SDK's chain).
- */
+/** Parses `--parquet-url` (`s3://BUCKET[/PREFIX]`); anything else, credentials included, is refused (exit 2). */
 export function parseParquetUrl(url: string, pathStyle = false): DatasetLocation {
   const m = /^s3:\/\/([^/?#]+)(?:\/([^?#]*))?$/.exec(url.trim());
   if (!m) {
@@ -42,7 +36,6 @@ export function parseParquetUrl(url: string, pathStyle = false): DatasetLocation
   return { kind: 's3', bucket, prefix, url: `s3://${bucket}${prefix ? `/${prefix}` : ''}`, pathStyle };
 }
 
-/** The key of `rel` under the dataset's prefix. */
-export function keyOf(l: Extract<DatasetLocation, { kind: 's3' }>, rel: string): string {
+export function keyOf(l: S3Location, rel: string): string {
   return l.prefix ? `${l.prefix}/${rel}` : rel;
 }

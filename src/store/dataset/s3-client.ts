@@ -1,22 +1,14 @@
 /**
- * The S3 client of a bucket dataset, configured the AWS SDK's own way (docs/object-storage.md):
- * endpoint from AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, region from AWS_REGION (or the shared
- * profile), credentials from the SDK's default chain (environment, shared profile, web identity as
- * in EKS IRSA, container and instance roles); path-style addressing with SESSION_ETL_S3_PATH_STYLE.
- * Throttling (503 SlowDown), 5xx and resets are retried by the SDK (standard mode, bounded).
- *
- * The SDK is pinned at a release that runs on Node 20 (package.json): releases after the first week
- * of January 2027 need Node 22, and this release prints a notice saying so at its first use, which
- * session-etl turns off (its own README says it instead).
+ * The S3 client of a bucket dataset, configured the AWS SDK's own way (docs/object-storage.md);
+ * throttling, 5xx and resets are retried by the SDK (standard mode, bounded). The SDK is pinned at a
+ * release that runs on Node 20: its notice that later ones need Node 22 is turned off (the README says it).
  */
-import type { S3Client } from '@aws-sdk/client-s3';
+import type { _Object, S3Client } from '@aws-sdk/client-s3';
 import { ExitCode } from '../../errors.js';
 import { registerSecret } from '../../util/redact.js';
-import type { DatasetLocation } from './location.js';
+import type { S3Location } from './location.js';
 
-type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
-
-/** Attempts per S3 request (the SDK's standard retry: exponential backoff with jitter, throttling included). */
+/** Attempts per S3 request (the SDK's standard retry, throttling included). */
 export const S3_MAX_ATTEMPTS = 6;
 
 /** A bucket that cannot be used as configured: credentials, bucket, region, endpoint. Exit 2 at start; names the bucket and the cause. */
@@ -31,25 +23,43 @@ export class BucketWriteError extends Error {
   readonly exitCode = ExitCode.runFailed;
 }
 
-/**
- * This run no longer holds the bucket's lock — a refresh was refused (another writer took it over)
- * or could not be made, or the state changed under it — so it stopped before its next upload: exit
- * 3. What it uploaded before stays; the next run fetches again what it committed after its last
- * state upload.
- */
+/** This run no longer holds the bucket's lock (bucket-run.ts), so it stopped before its next upload: exit 3. */
 export class BucketLockLostError extends Error {
   override readonly name = 'BucketLockLostError';
   readonly exitCode = ExitCode.locked;
 }
 
-/** The HTTP status of a failed S3 request, when it was answered. */
 export const statusOf = (err: unknown): number | undefined => (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
-/** A GET of an object that is not there. */
-export const noSuchKey = (err: unknown): boolean => (err as { name?: string }).name === 'NoSuchKey' || statusOf(err) === 404;
+/** An object that is not there (NotFound: HEAD's answer). */
+export const noSuchKey = (err: unknown): boolean => {
+  const name = (err as { name?: string }).name;
+  return name === 'NoSuchKey' || name === 'NotFound' || statusOf(err) === 404;
+};
 
 /** A conditional write refused: 412 Precondition Failed, or 409 from stores that answer so. */
 export const conditionRefused = (err: unknown): boolean => statusOf(err) === 412 || statusOf(err) === 409;
+
+/** Runs `fn` with a client of its own, destroyed after. */
+export async function withS3Client<T>(l: S3Location, fn: (client: S3Client) => Promise<T>): Promise<T> {
+  const client = await s3ClientFor(l);
+  try {
+    return await fn(client);
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Every object under `Prefix`, page by page. */
+export async function* listObjects(client: S3Client, Bucket: string, Prefix: string): AsyncGenerator<_Object> {
+  const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
+  let token: string | undefined;
+  do {
+    const page = await client.send(new ListObjectsV2Command({ Bucket, Prefix, ...(token ? { ContinuationToken: token } : {}) }));
+    yield* page.Contents ?? [];
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+}
 
 export async function s3ClientFor(l: S3Location): Promise<S3Client> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -85,10 +95,8 @@ export async function s3ClientFor(l: S3Location): Promise<S3Client> {
 type CredentialProvider = InstanceType<typeof import('@aws-sdk/client-s3').S3Client>['config']['credentials'];
 
 /**
- * The SDK's default credential chain (environment, shared profile, web identity as in EKS IRSA,
- * container and instance roles), each set of credentials it resolves registered for redaction as
- * it comes — after every refresh too: a store's error may echo the session token, and only those
- * of the environment were known before.
+ * The SDK's default credential chain, each set it resolves registered for redaction as it comes, after
+ * every refresh too: a store's error may echo the session token, and only the environment's were known.
  */
 function redactedCredentials(chain: CredentialProvider): CredentialProvider {
   return async (o) => {
@@ -100,11 +108,7 @@ function redactedCredentials(chain: CredentialProvider): CredentialProvider {
   };
 }
 
-/**
- * What went wrong with a bucket request, in words a user can act on, naming the bucket (and never a
- * secret). `atStart`: the check before any fetch (a setting to fix, exit 2); otherwise a run's
- * failure (exit 1).
- */
+/** A bucket request's failure in words a user can act on. `atStart`: the check before any fetch (exit 2); else exit 1. */
 export function bucketError(err: unknown, l: S3Location, what: string, { atStart = false }: { atStart?: boolean } = {}): Error {
   const e = err as { name?: string; Code?: string; message?: string; $metadata?: { httpStatusCode?: number }; code?: string; cause?: { code?: string } };
   const code = e.Code ?? e.name ?? '';

@@ -1,10 +1,8 @@
 /**
- * A store's day files in an S3-compatible bucket (`--parquet-url s3://BUCKET/PREFIX`): the layout
- * of parquet/sessions/ under the prefix (`date=YYYY-MM-DD/part-0.parquet`, one file per day per
- * store). Each file is written to .tmp/ first, then uploaded whole: one PUT, or a multipart upload
- * completed at its end, so an object is complete whenever it appears and a reader listing the prefix
- * sees the old file or the new one, never half of one. A day is marked for its rewrite until its
- * upload completed: a run killed mid-upload leaves it marked, and the next run writes it.
+ * A store's day files in an S3-compatible bucket (`--parquet-url s3://BUCKET/PREFIX`), laid out as
+ * parquet/sessions/. Each file is uploaded whole (one PUT, or a multipart upload completed at its end),
+ * so a reader sees the old file or the new one, never half; a day stays marked for its rewrite until
+ * its upload completed, so a run killed mid-upload leaves it for the next.
  */
 import { createReadStream } from 'node:fs';
 import { mkdir, readFile, rm, stat } from 'node:fs/promises';
@@ -15,10 +13,8 @@ import { crashPoint } from '../../util/crash-point.js';
 import { unguessable, writeNewStream } from '../../util/temp-file.js';
 import { checkPartition, FILE_MODE, isPartition, PARTITION_FILE_NAME, type StoreLayout } from '../layout.js';
 import type { Dataset } from './dataset.js';
-import { keyOf, type DatasetLocation } from './location.js';
-import { bucketError, BucketLockLostError, noSuchKey, s3ClientFor } from './s3-client.js';
-
-type S3Location = Extract<DatasetLocation, { kind: 's3' }>;
+import { keyOf, type S3Location } from './location.js';
+import { bucketError, BucketLockLostError, listObjects, noSuchKey, s3ClientFor } from './s3-client.js';
 
 /** Files larger than this are uploaded in parts (8 MiB each, two at a time): memory stays at ~16 MiB per upload. */
 const MULTIPART_BYTES = 16 * 2 ** 20;
@@ -32,7 +28,7 @@ export class S3Dataset implements Dataset {
     private readonly client: S3Client,
     private readonly fileName: string,
     private readonly tmpDir: string,
-    /** Throws when the run may no longer write the bucket (it lost its lock: bucket-run.ts). */
+    /** Throws when the run lost its lock (bucket-run.ts). */
     private readonly beforeUpload: () => Promise<void>,
   ) {
     this.describe = location.url;
@@ -85,8 +81,7 @@ export class S3Dataset implements Dataset {
   async read(partition: string): Promise<{ path: string; done(): Promise<void> } | null> {
     const Key = this.key(partition);
     const path = join(this.tmpDir, `old-${partition}-${process.pid}-${unguessable()}.parquet`);
-    const got = await downloadTo(this.client, this.location, Key, path);
-    if (!got) return null;
+    if (!(await downloadTo(this.client, this.location, Key, path))) return null;
     return { path, done: () => rm(path, { force: true }).catch(() => {}) };
   }
 
@@ -108,8 +103,7 @@ export async function downloadTo(client: S3Client, l: S3Location, Key: string, p
   const { GetObjectCommand } = await import('@aws-sdk/client-s3');
   let body: Readable;
   try {
-    const r = await client.send(new GetObjectCommand({ Bucket: l.bucket, Key }));
-    body = r.Body as Readable;
+    body = (await client.send(new GetObjectCommand({ Bucket: l.bucket, Key }))).Body as Readable;
   } catch (err) {
     if (noSuchKey(err)) return false;
     throw bucketError(err, l, `reading ${Key}`);
@@ -125,30 +119,22 @@ export async function downloadTo(client: S3Client, l: S3Location, Key: string, p
   return true;
 }
 
+type DatasetObject = { key: string; partition: string; file: string; size: number; etag: string };
+
 /** Every day file of the dataset under the prefix (every store's): its day, file name, size and ETag. */
-export async function listDataset(
-  client: S3Client,
-  l: S3Location,
-): Promise<Array<{ key: string; partition: string; file: string; size: number; etag: string }>> {
-  const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
-  const out: Array<{ key: string; partition: string; file: string; size: number; etag: string }> = [];
+export async function listDataset(client: S3Client, l: S3Location): Promise<DatasetObject[]> {
+  const out: DatasetObject[] = [];
   const prefix = keyOf(l, 'date=');
-  let token: string | undefined;
-  do {
-    let page;
-    try {
-      page = await client.send(new ListObjectsV2Command({ Bucket: l.bucket, Prefix: prefix, ...(token ? { ContinuationToken: token } : {}) }));
-    } catch (err) {
-      throw bucketError(err, l, 'listing the dataset');
-    }
-    for (const o of page.Contents ?? []) {
+  try {
+    for await (const o of listObjects(client, l.bucket, prefix)) {
       const rel = o.Key!.slice(prefix.length - 'date='.length);
       const m = /^date=([^/]+)\/([^/]+)$/.exec(rel);
       // Only our days' files: a key of another shape never reaches a local path or another key.
       if (!m || !isPartition(m[1]) || !PARTITION_FILE_NAME.test(m[2]!)) continue;
       out.push({ key: o.Key!, partition: m[1]!, file: m[2]!, size: Number(o.Size ?? 0), etag: String(o.ETag ?? '') });
     }
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
+  } catch (err) {
+    throw bucketError(err, l, 'listing the dataset');
+  }
   return out;
 }
