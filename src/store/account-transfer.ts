@@ -1,10 +1,8 @@
 /**
- * Moving an account's data between stores (docs/accounts.md): into a many-account store from a
- * per-account store of the layout before schema 3 (accounts/NAME/), or from another many-account
- * store (the number of shards changed). One transaction on the target copies the account's rows
- * (its table or its Parquet files, and what was committed but not merged yet: pending rows and
- * record files, newest version of each session kept) and its state (coverage, runs, backfills,
- * rejected records), and records the move; the source is then emptied of it (removeAccounts).
+ * Moving an account's data into a many-account store (docs/accounts.md), from a per-account store
+ * of the layout before schema 3 or another many-account store (the number of shards changed): one
+ * transaction on the target copies its rows (committed but unmerged ones too, the newest version of
+ * each session) and state, and records the move; the source is then emptied of it (removeAccounts).
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { queryRows, sqlString } from './duckdb.js';
@@ -21,18 +19,14 @@ export interface TransferSource {
   describe: string;
   dbPath: string;
   format: OutputFormat;
-  /**
-   * A store of this one account (a per-account store of the layout before schema 3): every row and
-   * state row is the account's, and its rows have no account column. Otherwise a many-account store.
-   */
+  /** A store of this one account (the layout before schema 3): its rows have no account column. Else a many-account store. */
   whole: boolean;
-  /** Its pending record files' directory (their rows are committed, not merged yet). */
+  /** Its pending record files' directory. */
   pendingDir: string;
   /** With format parquet: the glob of the Parquet files that hold its rows. */
   filesGlob?: string;
 }
 
-/** The state tables moved with an account. */
 const STATE_TABLES = ['_coverage', '_runs', '_backfills', 'rejected_sessions', '_verified_days'] as const;
 
 /** The meta key recording that an account was moved into this store (so that a move cut short is finished, not done twice). */
@@ -41,9 +35,8 @@ export function movedKey(account: string): string {
 }
 
 /**
- * Copies `account`'s rows and state from `src` into the store on `c` (a many-account store), in one
- * transaction; marks the days it touches for a Parquet rewrite (the caller flushes). Returns the
- * number of sessions copied.
+ * Copies `account`'s rows and state from `src` into the many-account store on `c` in one transaction,
+ * marking its days for a Parquet rewrite (the caller flushes). Returns the number of sessions copied.
  */
 export async function importAccount(
   c: DuckDBConnection,
@@ -131,10 +124,7 @@ export async function importAccount(
   }
 }
 
-/**
- * Removes the accounts' rows and state from the store on `c` (one transaction) after they were
- * moved to another store, marking the days they were in for a rewrite without them (the caller flushes).
- */
+/** Removes moved accounts' rows and state from the store on `c` in one transaction, marking their days for a rewrite (the caller flushes). */
 export async function removeAccounts(
   c: DuckDBConnection,
   format: OutputFormat,
@@ -161,10 +151,7 @@ export async function removeAccounts(
           `INSERT INTO _parquet_pending SELECT DISTINCT ${PARTITION_OF_STORED}, $1
            FROM read_parquet(${sqlString(filesGlob)}, hive_partitioning = false, union_by_name = true) WHERE account IN ${list}`,
           [gen],
-        ).catch((err: unknown) => {
-          // No file yet: nothing of theirs to rewrite.
-          if (!/No files found/i.test(String((err as Error).message))) throw err;
-        });
+        ).catch(noFilesYet);
       }
       await c.run(`INSERT OR IGNORE INTO _removed_accounts SELECT unnest([${accounts.map(sqlString).join(', ')}])`);
     }
@@ -178,10 +165,9 @@ export async function removeAccounts(
 }
 
 /**
- * Makes a single-account store the store of many accounts holding this one (`accounts adopt`), in
- * one transaction: every state row becomes the account's, the sessions table gains the `account`
- * column, and every day is marked for a rewrite (with format parquet, the days' rows are loaded as
- * pending rows: a file without the account column is then replaced, not merged). The caller flushes.
+ * `accounts adopt`: makes a single-account store a many-account one holding this account, in one
+ * transaction, every day marked for a rewrite (format parquet: the days' rows loaded as pending rows,
+ * so that a file without the account column is replaced, not merged). The caller flushes.
  */
 export async function convertToManyAccounts(
   c: DuckDBConnection,
@@ -209,9 +195,7 @@ export async function convertToManyAccounts(
       await c.run(
         `INSERT INTO _pending_rows_many SELECT ${acct}, ${COLUMN_LIST}, ${PARTITION_OF_STORED}
          FROM read_parquet(${sqlString(filesGlob)}, hive_partitioning = false)`,
-      ).catch((err: unknown) => {
-        if (!/No files found/i.test(String((err as Error).message))) throw err;
-      });
+      ).catch(noFilesYet);
     }
     await c.run('DROP TABLE _pending_rows');
     await c.run('ALTER TABLE _pending_rows_many RENAME TO _pending_rows');
@@ -221,6 +205,11 @@ export async function convertToManyAccounts(
     await c.run('ROLLBACK').catch(() => {});
     throw wrapWriteError(err, `making the store account ${account}'s`);
   }
+}
+
+/** No day file yet: nothing to read (a read of none fails). */
+function noFilesYet(err: unknown): void {
+  if (!/No files found/i.test(String((err as Error).message))) throw err;
 }
 
 /** The columns of every table of a database (the connection's own without `database`), by table. */

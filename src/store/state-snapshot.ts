@@ -1,17 +1,15 @@
 /**
- * The state snapshot: `<data-dir>/state.json`, what `status` shows, published by the writer so that
- * readers can see it while a run holds the DuckDB file (DuckDB lets no other process open a file a
- * writer has open). Written atomically (a temporary file, fsync, rename) after commits — at most
- * about once a second — and at the end of every run; mode 0640. It is a public read interface
- * (docs/running.md "State snapshot"): `readStateSnapshot(dataDir)` validates it and returns a typed object.
- * It holds no secret: the run history's errors are redacted before they are recorded.
+ * The state snapshot `<data-dir>/state.json`: what `status` shows, published by the writer (at most
+ * about once a second after commits, and at each run's end) so that readers see it while a run holds
+ * the DuckDB file, which DuckDB lets no other process open. A public read interface (docs/running.md
+ * "State snapshot"); it holds no secret (run errors are redacted before they are recorded).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { z } from 'zod';
 import { checkpointOf, holes } from '../time/intervals.js';
-import { isoOf } from '../time/windows.js';
+import { isoOf, type Window } from '../time/windows.js';
 import { queryRows, tableExists } from './duckdb.js';
 import { writeFileAtomic } from './durable-fs.js';
 import { DataDirError } from './errors.js';
@@ -19,7 +17,7 @@ import { boundRunError } from './run-log.js';
 import { SINGLE_ACCOUNT, type SessionStore } from './session-store.js';
 import { readVolumeAnomalies } from './read-volume-anomalies.js';
 import { readLastVerifications } from './verify-log.js';
-import { DEFAULT_VOLUME_RULE, type VolumeAnomaly, type VolumeRule } from './volume-anomalies.js';
+import { DEFAULT_VOLUME_RULE, type VolumeRule } from './volume-anomalies.js';
 
 export const STATE_FILE = 'state.json';
 export const STATE_SNAPSHOT_VERSION = 1;
@@ -27,14 +25,24 @@ export const STATE_SNAPSHOT_VERSION = 1;
 const Interval = z.object({ from: z.string(), to: z.string() });
 
 /** A finished day with far fewer sessions than its weekday usually has (volume-anomalies.ts). */
-const VolumeAnomalySchema = z.object({ date: z.string(), sessions: z.number(), expected: z.number() });
+const VolumeAnomalySchema = z.object({
+  /** The UTC day, YYYY-MM-DD. */
+  date: z.string(),
+  /** Sessions stored for it. */
+  sessions: z.number(),
+  /** The median of the same weekday over the previous `weeks` weeks (rounded). */
+  expected: z.number(),
+});
+export type VolumeAnomaly = z.infer<typeof VolumeAnomalySchema>;
 
-/** The latest `session-etl verify` and what it found (verify-log.ts). */
+/** The latest `session-etl verify` of an account and what it found (verify-log.ts). */
 const LastVerificationSchema = z.object({
   runId: z.string(),
+  /** When it ended (or started, while it runs or when it never finished), ISO. */
   at: z.string(),
   outcome: z.string(),
   range: Interval.nullable(),
+  /** Days compared (whole or in part). */
   days: z.number(),
   source: z.number(),
   missing: z.number(),
@@ -42,9 +50,11 @@ const LastVerificationSchema = z.object({
   changed: z.number(),
   repaired: z.number(),
   deleted: z.number(),
+  /** Days that differed, oldest first (at most 20). */
   differingDays: z.array(z.object({ date: z.string(), missing: z.number(), gone: z.number(), changed: z.number(), equalNow: z.boolean() })),
   error: z.string().nullable(),
 });
+export type LastVerification = z.infer<typeof LastVerificationSchema>;
 
 /** One account of a many-account store, as the snapshot and `status` show it. */
 const AccountStateSchema = z.object({
@@ -62,7 +72,7 @@ const AccountStateSchema = z.object({
   /** Its latest verification; null when never verified (absent in snapshots of older versions). */
   lastVerification: LastVerificationSchema.nullable().optional(),
 });
-export type AccountState = z.infer<typeof AccountStateSchema>;
+type AccountState = z.infer<typeof AccountStateSchema>;
 
 export const StateSnapshotSchema = z.object({
   version: z.literal(STATE_SNAPSHOT_VERSION),
@@ -109,18 +119,13 @@ export const StateSnapshotSchema = z.object({
 });
 
 export type StateSnapshot = z.infer<typeof StateSnapshotSchema>;
-export type RunningRun = NonNullable<StateSnapshot['running']>;
+type RunningRun = NonNullable<StateSnapshot['running']>;
 /** A run's progress as it reports it after each commit (the snapshot adds when). */
 export type RunProgress = Omit<NonNullable<RunningRun['progress']>, 'at'>;
 /** How many rows of `_runs` a run's snapshot carries (the dashboard's run history). */
 export const SNAPSHOT_RUNS = 50;
 /** What the store itself holds (the snapshot without its envelope). */
 export type StoreState = Omit<StateSnapshot, 'version' | 'writtenAt' | 'running'>;
-
-/** `storeDir`: the data directory, or a shard's store directory (layout.ts). */
-export function stateSnapshotPath(storeDir: string): string {
-  return join(storeDir, STATE_FILE);
-}
 
 /**
  * Reads the store's state on `conn` in one read transaction (one consistent view while a run
@@ -150,13 +155,9 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
     const anomalies = o.anomalies ?? (await readVolumeAnomalies(conn, store, o.volume ?? DEFAULT_VOLUME_RULE));
     const verifications = await readLastVerifications(conn);
     if (!many) {
-      const coverage = await store.coverage(SINGLE_ACCOUNT, conn);
-      const cp = checkpointOf(coverage);
       return {
         ...common,
-        checkpoint: cp !== undefined ? isoOf(cp) : null,
-        coverage: coverage.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
-        coverageHoles: holes(coverage).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
+        ...coverageState(await store.coverage(SINGLE_ACCOUNT, conn)),
         volumeAnomalies: anomalies.get(SINGLE_ACCOUNT) ?? [],
         lastVerification: verifications.get(SINGLE_ACCOUNT) ?? null,
       };
@@ -179,7 +180,7 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
   }
 }
 
-export interface CollectOptions {
+interface CollectOptions {
   /** The volume-anomaly rule (default: the configuration's defaults). */
   volume?: VolumeRule;
   /** Anomalies computed already (the state publisher reuses them between the start and the end of a run). */
@@ -200,19 +201,20 @@ async function accountStates(store: SessionStore, conn: DuckDBConnection): Promi
       plainRow(r, { keepAccount: true }),
     ]),
   );
-  return names.map((account) => {
-    const c = coverage.get(account) ?? [];
-    const cp = checkpointOf(c);
-    return {
-      account,
-      checkpoint: cp !== undefined ? isoOf(cp) : null,
-      coverage: c.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
-      coverageHoles: holes(c).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
-      rows: rows ? (rows.get(account) ?? 0) : null,
-      rejected: rejected.get(account) ?? 0,
-      lastRun: latest.get(account) ?? null,
-    };
-  });
+  return names.map((account) => ({
+    account,
+    ...coverageState(coverage.get(account) ?? []),
+    rows: rows ? (rows.get(account) ?? 0) : null,
+    rejected: rejected.get(account) ?? 0,
+    lastRun: latest.get(account) ?? null,
+  }));
+}
+
+/** A coverage's checkpoint, windows and holes, as the snapshot shows them. */
+function coverageState(c: readonly Window[]): Pick<AccountState, 'checkpoint' | 'coverage' | 'coverageHoles'> {
+  const cp = checkpointOf(c);
+  const iso = (w: Window) => ({ from: isoOf(w.start), to: isoOf(w.end) });
+  return { checkpoint: cp !== undefined ? isoOf(cp) : null, coverage: c.map(iso), coverageHoles: holes(c).map(iso) };
 }
 
 /**
@@ -232,7 +234,7 @@ export function plainRow(r: Record<string, unknown>, { keepAccount }: { keepAcco
 
 /** Writes the snapshot atomically, mode 0640 whatever the umask: readers see the old one or the new one whole. */
 export async function writeStateSnapshot(dataDir: string, tmpDir: string, snapshot: StateSnapshot): Promise<void> {
-  await writeFileAtomic(stateSnapshotPath(dataDir), JSON.stringify(snapshot, null, 1) + '\n', {
+  await writeFileAtomic(join(dataDir, STATE_FILE), JSON.stringify(snapshot, null, 1) + '\n', {
     tmpDir,
     mode: 0o640,
     exactMode: true,
@@ -244,7 +246,7 @@ export async function writeStateSnapshot(dataDir: string, tmpDir: string, snapsh
  * yet). Throws DataDirError when the file is there but is not a snapshot this version can read.
  */
 export async function readStateSnapshot(dataDir: string): Promise<StateSnapshot | null> {
-  const path = stateSnapshotPath(dataDir);
+  const path = join(dataDir, STATE_FILE);
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -335,14 +337,6 @@ export class StatePublisher {
     this.timer = undefined;
     await this.inFlight;
     await this.publish(null);
-  }
-
-  /** Stops without a final write, waiting for a write in progress (before the store closes). */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.inFlight;
   }
 
   /** Outside the write queue, on a connection of its own (a new store re-attaching its file holds its statements: read-gate.ts). */

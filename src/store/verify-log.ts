@@ -7,6 +7,9 @@
  */
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { queryRows, tableExists } from './duckdb.js';
+import type { LastVerification } from './state-snapshot.js';
+
+export type { LastVerification };
 
 export const VERIFIED_DAYS_DDL = `CREATE TABLE IF NOT EXISTS _verified_days (
   account VARCHAR NOT NULL DEFAULT '', day VARCHAR NOT NULL, run_id VARCHAR NOT NULL, verified_at TIMESTAMPTZ NOT NULL,
@@ -73,26 +76,6 @@ export async function readConfirmedDays(conn: DuckDBConnection): Promise<Map<str
     m.set(r.day, Number(r.n));
   }
   return out;
-}
-
-/** The latest verification of an account, as `status` shows it. */
-export interface LastVerification {
-  runId: string;
-  /** When it ended (or started, while it runs or when it never finished), ISO. */
-  at: string;
-  outcome: string;
-  range: { from: string; to: string } | null;
-  /** Days compared (whole or in part). */
-  days: number;
-  source: number;
-  missing: number;
-  gone: number;
-  changed: number;
-  repaired: number;
-  deleted: number;
-  /** Days that differed, oldest first (at most 20). */
-  differingDays: Array<{ date: string; missing: number; gone: number; changed: number; equalNow: boolean }>;
-  error: string | null;
 }
 
 /** The latest verify run of each account, with what it found (accounts without one are absent). */

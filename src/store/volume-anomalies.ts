@@ -16,6 +16,9 @@
  */
 import { mergeIntervals } from '../time/intervals.js';
 import type { Window } from '../time/windows.js';
+import type { VolumeAnomaly } from './state-snapshot.js';
+
+export type { VolumeAnomaly };
 
 const DAY = 86_400;
 
@@ -31,14 +34,6 @@ export interface VolumeRule {
 /** The configuration's defaults (config/defaults.ts states the same). */
 export const DEFAULT_VOLUME_RULE: VolumeRule = { threshold: 0.5, weeks: 4, minSessions: 20 };
 
-export interface VolumeAnomaly {
-  /** The UTC day, YYYY-MM-DD. */
-  date: string;
-  /** Sessions stored for it. */
-  sessions: number;
-  /** The median of the same weekday over the previous `weeks` weeks (rounded). */
-  expected: number;
-}
 
 /**
  * The anomalies among the days covered whole by `coverage`, oldest first.
