@@ -1,10 +1,7 @@
 /**
- * Before a many-account run's accounts fetch anything, each one whose data is in another place is
- * moved into the run's store, without fetching it again (docs/accounts.md): from its own store of
- * the layout before schema 3 (accounts/NAME/), or from the store of another number of shards
- * (shards/I-of-M/, or the data directory's own when it was not sharded). Each move is one
- * transaction on this store (recorded there), then the account is removed from where it was; a
- * move cut short by a crash is finished by the next run, never done twice.
+ * Before a many-account run fetches, each of its accounts whose data is elsewhere (the layout before
+ * schema 3, or the store of another number of shards) is moved into its store (docs/accounts.md): one
+ * recorded transaction there, then removal from where it was; a move cut short is finished by the next run, never done twice.
  */
 import { mkdir, readdir, rm, rmdir, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -14,6 +11,7 @@ import { BucketRun } from '../store/dataset/bucket-run.js';
 import { bucketStores, mirrorDataset } from '../store/dataset/bucket-reader.js';
 import { SessionStore } from '../store/session-store.js';
 import type { Logger } from '../util/logger.js';
+import type { TransferSource } from '../store/account-transfer.js';
 import { datasetRoot } from './layout.js';
 import { legacyAccounts, legacySource, removeLegacyAccount } from './legacy.js';
 import { allStores, describeStore, type StoreId } from './stores.js';
@@ -32,8 +30,7 @@ export async function bringAccountsIn(store: SessionStore, root: string, mine: S
   const moved: MovedAccount[] = [];
   for (const name of legacyAccounts(root, names)) {
     const src = legacySource(root, name);
-    const done = (await store.movedFrom(name)) === src.describe;
-    const sessions = done ? 0 : await store.importAccount(name, src);
+    const sessions = await moveIn(store, name, src);
     await removeLegacyAccount(root, name);
     moved.push({ account: name, from: src.describe, sessions });
     logger.info({ account: name, sessions }, `moved account ${name} from the layout before schema 3 into ${describeStore(mine)} (nothing fetched again)`);
@@ -88,8 +85,7 @@ async function moveOutOf(store: SessionStore, root: string, mine: StoreId, other
     const source = { describe, dbPath: src.layout.dbPath, format: src.format, whole: false, pendingDir: src.layout.pendingDir, filesGlob };
     if (held.length) {
       for (const name of held) {
-        const done = (await store.movedFrom(name)) === describe;
-        const sessions = done ? 0 : await store.importAccount(name, source);
+        const sessions = await moveIn(store, name, source);
         moved.push({ account: name, from: describe, sessions });
         logger.info({ account: name, sessions }, `moved account ${name} from ${describe} into ${describeStore(mine)} (nothing fetched again)`);
       }
@@ -114,6 +110,11 @@ async function moveOutOf(store: SessionStore, root: string, mine: StoreId, other
     await lock.release();
   }
   return moved;
+}
+
+/** Moves an account in, unless this store recorded its move from `src` already (a move cut short after it). */
+async function moveIn(store: SessionStore, name: string, src: TransferSource): Promise<number> {
+  return (await store.movedFrom(name)) === src.describe ? 0 : store.importAccount(name, src);
 }
 
 /** Removes a store that holds no account any more: its files (those session-etl names) and, for a shard, its directory. */

@@ -75,8 +75,7 @@ export async function importAccount(
       );
     }
     const acct = sqlString(account);
-    await c.run('BEGIN TRANSACTION');
-    try {
+    return await inWriteTransaction(c, `moving account ${account} from ${src.describe}`, async () => {
       let rows = 0;
       if (sources.length) {
         await c.run(
@@ -113,12 +112,8 @@ export async function importAccount(
       }
       await c.run(`DELETE FROM _removed_accounts WHERE account = ${acct}`);
       await c.run(`INSERT OR REPLACE INTO _session_etl_meta VALUES ($1, $2)`, [movedKey(account), src.describe]);
-      await c.run('COMMIT');
       return rows;
-    } catch (err) {
-      await c.run('ROLLBACK').catch(() => {});
-      throw wrapWriteError(err, `moving account ${account} from ${src.describe}`);
-    }
+    });
   } finally {
     await c.run(`DETACH ${alias}`).catch(() => {});
   }
@@ -135,8 +130,7 @@ export async function removeAccounts(
 ): Promise<void> {
   if (!accounts.length) return;
   const list = `(${accounts.map(sqlString).join(', ')})`;
-  await c.run('BEGIN TRANSACTION');
-  try {
+  await inWriteTransaction(c, `removing accounts ${accounts.join(', ')} moved to another store`, async () => {
     if (format !== 'parquet') {
       if (format === 'both') {
         await c.run(`INSERT INTO _parquet_pending SELECT DISTINCT ${PARTITION_OF_STORED}, $1 FROM sessions WHERE account IN ${list}`, [await nextGen()]);
@@ -157,11 +151,7 @@ export async function removeAccounts(
     }
     await c.run(`DELETE FROM _pending_rows WHERE account IN ${list}`);
     for (const t of STATE_TABLES) await c.run(`DELETE FROM ${t} WHERE account IN ${list}`);
-    await c.run('COMMIT');
-  } catch (err) {
-    await c.run('ROLLBACK').catch(() => {});
-    throw wrapWriteError(err, `removing accounts ${accounts.join(', ')} moved to another store`);
-  }
+  });
 }
 
 /**
@@ -178,8 +168,7 @@ export async function convertToManyAccounts(
   filesGlob: string,
 ): Promise<void> {
   const acct = sqlString(account);
-  await c.run('BEGIN TRANSACTION');
-  try {
+  await inWriteTransaction(c, `making the store account ${account}'s`, async () => {
     for (const t of [...STATE_TABLES, '_pending_files']) await c.run(`UPDATE ${t} SET account = ${acct}`);
     const gen = await nextGen();
     if (format !== 'parquet') {
@@ -200,10 +189,19 @@ export async function convertToManyAccounts(
     await c.run('DROP TABLE _pending_rows');
     await c.run('ALTER TABLE _pending_rows_many RENAME TO _pending_rows');
     await c.run(`INSERT OR REPLACE INTO _session_etl_meta VALUES ('accounts', 'many')`);
+  });
+}
+
+/** Runs `fn` in one transaction on `c`; a failure rolls it back and is thrown as the write error of `what`. */
+export async function inWriteTransaction<T>(c: DuckDBConnection, what: string, fn: () => Promise<T>): Promise<T> {
+  await c.run('BEGIN TRANSACTION');
+  try {
+    const out = await fn();
     await c.run('COMMIT');
+    return out;
   } catch (err) {
     await c.run('ROLLBACK').catch(() => {});
-    throw wrapWriteError(err, `making the store account ${account}'s`);
+    throw wrapWriteError(err, what);
   }
 }
 

@@ -65,10 +65,9 @@ interface ComparedStore {
 }
 
 export class RangeComparison {
-  /** Windows not handed to a slice yet, and their rows. */
+  /** Windows not handed to a slice yet, and their rows; rows handed over and not compared yet. */
   private waiting: FetchedWindow[] = [];
   private waitingRows = 0;
-  /** Rows of the slices handed over and not compared yet. */
   private queuedRows = 0;
   private comparing: Promise<void> = Promise.resolve();
   private failure: unknown;
@@ -97,10 +96,7 @@ export class RangeComparison {
     return c;
   }
 
-  /**
-   * Takes a fetched window. A slice is compared once enough rows wait, while later windows are
-   * fetched; this waits when two slices' worth are waiting already, so that the files on disk stay bounded.
-   */
+  /** Takes a fetched window; waits while two slices' worth wait already, so that the files on disk stay bounded. */
   async add(w: FetchedWindow): Promise<void> {
     if (this.failure !== undefined) throw this.failure;
     this.fetched.push({ window: w.window, extractedAt: w.extractedAt });
@@ -179,7 +175,7 @@ export class RangeComparison {
     await c.run('DROP TABLE _vf; DROP TABLE _vs; DROP TABLE _vw');
   }
 
-  /** The stored sessions of the account that may have started in the slice's windows (the table, or this store's day files). */
+  /** The account's stored sessions that may have started in the slice's windows. */
   private async storedSql(lo: number, hi: number, slice: readonly FetchedWindow[]): Promise<string> {
     const { shape } = this.store;
     const own = ` AND ${shape.account()} = ${sqlString(this.account)}`;
@@ -199,11 +195,7 @@ export class RangeComparison {
     return files.length ? `read_parquet([${files.map(sqlString).join(', ')}])` : null;
   }
 
-  /**
-   * Compares what is left, then settles what the slices could not: a "missing" session whose id the
-   * store holds (its start moved, from inside the range or from outside it) is changed; a "gone"
-   * one the source returned in another window is not gone. Returns each day's findings, oldest first.
-   */
+  /** Compares what is left, then settles moved sessions (see the top). Returns each day's findings, oldest first. */
   async finish(): Promise<DayComparison[]> {
     this.compareWaiting();
     await this.comparing;
@@ -255,10 +247,8 @@ export class RangeComparison {
   }
 
   /**
-   * Makes the store equal the source for the compared windows: with `deleteMissing` the gone
-   * sessions (of `deleteDays` only, when given) are removed first (their days rewritten by the store); then every fetched window is
-   * committed with its missing and changed sessions and its coverage, as a backfill commits a window.
-   * The store's next flush merges the rows and rewrites their days.
+   * Makes the store equal the source for the compared windows: with `deleteMissing` the gone sessions
+   * (of `deleteDays` only, when given) removed first; then every fetched window committed with its missing and changed sessions.
    */
   async repair(o: { runId: string; deleteMissing: boolean; deleteDays?: ReadonlySet<string> }): Promise<{ repaired: number; deleted: number }> {
     const c = this.conn;
@@ -269,8 +259,7 @@ export class RangeComparison {
       if (gone.length) deleted = await this.store.removeSessions(this.account, gone.map((g) => g.id), [...new Set(gone.map((g) => g.day))]);
     }
     const repaired = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _vfix'))[0]?.n ?? 0);
-    // Each window's missing and changed rows as its record file, committed with its coverage as a
-    // backfill's window is (the commit queue groups the windows waiting into one transaction).
+    // Each window's rows as its record file, committed with its coverage (the commit queue groups waiting windows).
     const windows = [...this.fetched].sort((a, b) => a.window.start - b.window.start);
     const waiting: Array<Promise<unknown>> = [];
     for (const w of windows) {
@@ -310,7 +299,6 @@ function differingFields(a: string, b: string): string {
   return `list_filter([${COMPARED.map((col) => `CASE WHEN ${a}.${col} IS DISTINCT FROM ${b}.${col} THEN '${col}' END`).join(', ')}], x -> x IS NOT NULL)`;
 }
 
-/** Removes the windows' record files. */
 async function removeFiles(windows: readonly FetchedWindow[]): Promise<void> {
   await Promise.all(windows.map((w) => (w.file ? rm(w.file, { force: true }).catch(() => {}) : undefined)));
 }

@@ -1,9 +1,6 @@
 /**
- * The volume anomalies of a store, by account: its sessions counted per UTC day (the `sessions`
- * table, or this store's files of the Parquet dataset for format parquet), judged against each
- * account's coverage and the days `verify` confirmed (volume-anomalies.ts). One GROUP BY over the
- * table (tens of milliseconds for a million sessions); the dataset's counts come from the files'
- * footers and their `date=` directories.
+ * A store's volume anomalies by account: its sessions counted per UTC day (one GROUP BY over the table,
+ * or the dataset files' footers for format parquet), judged by volume-anomalies.ts.
  */
 import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';

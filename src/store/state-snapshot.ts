@@ -67,9 +67,8 @@ const AccountStateSchema = z.object({
   rejected: z.number(),
   /** Its latest row of `_runs`. */
   lastRun: z.record(z.string(), z.unknown()).nullable(),
-  /** Its volume anomalies (absent in snapshots of older versions). */
+  /** Absent in snapshots of older versions, as the rest that is optional. */
   volumeAnomalies: z.array(VolumeAnomalySchema).optional(),
-  /** Its latest verification; null when never verified (absent in snapshots of older versions). */
   lastVerification: LastVerificationSchema.nullable().optional(),
 });
 type AccountState = z.infer<typeof AccountStateSchema>;
@@ -94,13 +93,8 @@ export const StateSnapshotSchema = z.object({
    * `coverageHoles` are then empty, `checkpoint` is the oldest account's, and `lastRuns` every account's.
    */
   accounts: z.array(AccountStateSchema).optional(),
-  /**
-   * Finished days with far fewer sessions than their weekday usually has, under the rule of the
-   * run that wrote the snapshot (docs/data-quality.md "Volume anomalies"); a many-account store's are each
-   * account's. Absent in snapshots of older versions.
-   */
+  /** Judged under the rule of the run that wrote the snapshot; a many-account store's are each account's. */
   volumeAnomalies: z.array(VolumeAnomalySchema).optional(),
-  /** The latest `session-etl verify` and what it found; null when never verified. */
   lastVerification: LastVerificationSchema.nullable().optional(),
   /** The run that wrote this snapshot while it was going; null in the snapshot written at its end. */
   running: z
@@ -110,7 +104,7 @@ export const StateSnapshotSchema = z.object({
       host: z.string(),
       startedAt: z.string(),
       command: z.string(),
-      /** How far the run has got, as of its last commit (absent in snapshots of older versions). */
+      /** How far the run has got, as of its last commit. */
       progress: z
         .object({ windowsTotal: z.number(), windowsDone: z.number(), sessions: z.number(), at: z.string() })
         .optional(),
@@ -127,11 +121,7 @@ export const SNAPSHOT_RUNS = 50;
 /** What the store itself holds (the snapshot without its envelope). */
 export type StoreState = Omit<StateSnapshot, 'version' | 'writtenAt' | 'running'>;
 
-/**
- * Reads the store's state on `conn` in one read transaction (one consistent view while a run
- * commits on other connections). A many-account store's adds each account's own (`accounts`); its
- * top-level coverage is empty and its checkpoint the oldest account's.
- */
+/** Reads the store's state on `conn` in one read transaction (one consistent view while a run commits on other connections). */
 export async function collectState(store: SessionStore, conn: DuckDBConnection, runs = 10, o: CollectOptions = {}): Promise<StoreState> {
   await conn.run('BEGIN TRANSACTION');
   try {
@@ -181,13 +171,11 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
 }
 
 interface CollectOptions {
-  /** The volume-anomaly rule (default: the configuration's defaults). */
   volume?: VolumeRule;
   /** Anomalies computed already (the state publisher reuses them between the start and the end of a run). */
   anomalies?: Map<string, VolumeAnomaly[]>;
 }
 
-/** Each account of a many-account store: its coverage and checkpoint, rows, rejected records and latest run. */
 async function accountStates(store: SessionStore, conn: DuckDBConnection): Promise<AccountState[]> {
   const coverage = await store.allCoverage(conn);
   const names = await store.accountNames(conn);
@@ -241,10 +229,7 @@ export async function writeStateSnapshot(dataDir: string, tmpDir: string, snapsh
   });
 }
 
-/**
- * The data directory's state snapshot, validated; null when there is none (no run has written one
- * yet). Throws DataDirError when the file is there but is not a snapshot this version can read.
- */
+/** The data directory's state snapshot, validated; null when there is none; DataDirError when it cannot be read. */
 export async function readStateSnapshot(dataDir: string): Promise<StateSnapshot | null> {
   const path = join(dataDir, STATE_FILE);
   let text: string;
@@ -274,9 +259,8 @@ export async function readStateSnapshot(dataDir: string): Promise<StateSnapshot 
 }
 
 /**
- * Publishes a run's state snapshot: `soon()` after each commit (at most one write per
- * `minIntervalMs`, the last request always honoured), `final()` at the end of the run. Reads go on
- * a connection of their own, so commits never wait for a snapshot.
+ * Publishes a run's state snapshot: `soon()` after each commit (at most one write per `minIntervalMs`,
+ * the last request always honoured), `final()` at the end, read on a connection of its own so commits never wait.
  */
 export class StatePublisher {
   private last = 0;
@@ -293,17 +277,10 @@ export class StatePublisher {
     private readonly opts: { minIntervalMs?: number; onError?: (err: unknown) => void; now?: () => number; volume?: VolumeRule } = {},
   ) {}
 
-  /**
-   * The volume anomalies of the snapshots written while the run goes: read once, at the first (the
-   * store as the run found it), so that a snapshot a second costs no count of the whole table; the
-   * final snapshot reads them again.
-   */
+  /** Read at the first snapshot and the final one only: a snapshot a second must not count the whole table. */
   private anomalies: Map<string, VolumeAnomaly[]> | undefined;
 
-  /**
-   * Asks for a snapshot soon (throttled), with the run's progress when given. Never throws; a
-   * failed write is reported once through onError.
-   */
+  /** Asks for a snapshot soon (throttled), with the run's progress. Never throws; a failed write is reported once (onError). */
   soon(progress?: RunProgress): void {
     if (this.stopped) return;
     if (progress) this.progress = { ...progress, at: new Date((this.opts.now ?? Date.now)()).toISOString() };

@@ -142,19 +142,12 @@ export function accountStatus(r: StoreReading, account: string, nowMs = Date.now
     volumeAnomalies: own?.volumeAnomalies ?? [],
     lastVerification: own?.lastVerification ?? null,
     olderSchema: r.olderSchema,
-    /**
-     * A many-account store's accounts: its partitions, size, pending work and running run are the
-     * whole store's (each account's own are its checkpoint, coverage, rows and runs); null with one account.
-     */
+    /** A many-account store's accounts (its partitions, size, pending work and running run are the whole store's). */
     storeAccounts: many ? (r.state.accounts?.length ?? 0) : null,
   };
 }
 
-/**
- * The store's state (in the format the data directory recorded) from the DuckDB file; while a run
- * holds it (DuckDB lets no other process open it meanwhile), from the snapshot the run publishes,
- * with the time it was written.
- */
+/** The store's state from the DuckDB file; while a run holds it (DuckDB lets no other process open it), from its snapshot. */
 async function readState(
   dataDir: string,
   runs: number,
@@ -209,9 +202,8 @@ async function readState(
 }
 
 /**
- * A Parquet-only store's rows, counted in its day files' footers, and its volume anomalies judged on
- * them. With the dataset in a bucket, the files of the data directory's local copy (bucket-reader.ts:
- * only the files that changed since the last copy are downloaded), which the state's own counts cannot see.
+ * A Parquet-only store's rows counted in its day files' footers; with the dataset in a bucket, in the
+ * local copy (only changed files downloaded), with the volume anomalies the state's own counts cannot see.
  */
 async function withDatasetCounts(
   store: SessionStore,
@@ -290,10 +282,7 @@ function runIdOf(command: string): string | null {
   return /\(run ([^)]+)\)/.exec(command)?.[1] ?? null;
 }
 
-/**
- * A run recorded as running while no live process holds the lock was killed or crashed (the next
- * run records it as died). While one does, it recorded every other running row as died when it began.
- */
+/** A run recorded as running while no live process holds the lock died (a live holder recorded the others when it began). */
 function markDied(r: Record<string, unknown>, alive: LockHolder | null, died: LockHolder | null): Record<string, unknown> {
   if (r.outcome !== 'running' || alive) return r;
   const gone = died ? `its process (pid ${died.pid} on ${died.host}) is gone` : 'it is not running (its process is gone)';

@@ -1,9 +1,6 @@
 /**
- * What `session-etl verify` found, day by day (`_verified_days`): the sessions the source returned
- * and the store held, those missing, gone from the source and changed, what was repaired, and
- * whether the store held the source's sessions of the day when the verify ended. The run itself is
- * a `_runs` row of kind `verify`. Read back by `status` (the latest verification) and by the
- * volume-anomaly check (a day verify found equal to the source is a quiet day, not an anomaly).
+ * What `session-etl verify` found, day by day (`_verified_days`; the run is a `_runs` row of kind
+ * `verify`): read back by `status` and by the volume-anomaly check (a day found equal is a quiet day).
  */
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { queryRows, tableExists } from './duckdb.js';
@@ -25,11 +22,8 @@ export interface VerifiedDay {
   /** Sessions of the day (within the range) the source returned, and the store held before the verify. */
   source: number;
   stored: number;
-  /** Returned by the source, not in the store. */
   missing: number;
-  /** In the store, no longer returned by the source. */
   gone: number;
-  /** In both, with fields that differ. */
   changed: number;
   /** Missing and changed sessions committed by --repair, and gone ones removed by --delete-missing. */
   repaired: number;
@@ -58,10 +52,7 @@ export async function recordVerifiedDays(
   }
 }
 
-/**
- * Days a verify found equal to the source (whole days only), with the sessions the store held
- * then, by account: the latest verification of each day counts. Empty for a store from before verify.
- */
+/** Whole days whose latest verify found them equal to the source, with the sessions stored then, by account. */
 export async function readConfirmedDays(conn: DuckDBConnection): Promise<Map<string, Map<string, number>>> {
   const rows = !(await tableExists(conn, '_verified_days'))
     ? []
@@ -77,6 +68,8 @@ export async function readConfirmedDays(conn: DuckDBConnection): Promise<Map<str
   }
   return out;
 }
+
+const SUMMED = ['source', 'missing', 'gone', 'changed', 'repaired', 'deleted'] as const;
 
 /** The latest verify run of each account, with what it found (accounts without one are absent). */
 export async function readLastVerifications(conn: DuckDBConnection): Promise<Map<string, LastVerification>> {
@@ -99,7 +92,7 @@ export async function readLastVerifications(conn: DuckDBConnection): Promise<Map
   const iso = (v: Date | string | null) => (v == null ? null : v instanceof Date ? v.toISOString().replace('.000Z', 'Z') : String(v));
   for (const r of runs) {
     const own = days.filter((d) => d.run_id === r.run_id);
-    const sum = (k: 'source' | 'missing' | 'gone' | 'changed' | 'repaired' | 'deleted') => own.reduce((n, d) => n + Number(d[k]), 0);
+    const sums = Object.fromEntries(SUMMED.map((k) => [k, own.reduce((n, d) => n + Number(d[k]), 0)])) as Record<(typeof SUMMED)[number], number>;
     const f = iso(r.f);
     const t = iso(r.t);
     out.set(r.account, {
@@ -108,12 +101,7 @@ export async function readLastVerifications(conn: DuckDBConnection): Promise<Map
       outcome: r.outcome,
       range: f && t ? { from: f, to: t } : null,
       days: own.length,
-      source: sum('source'),
-      missing: sum('missing'),
-      gone: sum('gone'),
-      changed: sum('changed'),
-      repaired: sum('repaired'),
-      deleted: sum('deleted'),
+      ...sums,
       differingDays: own
         .filter((d) => Number(d.missing) + Number(d.gone) + Number(d.changed) > 0)
         .slice(0, 20)
