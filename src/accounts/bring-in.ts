@@ -16,7 +16,6 @@ import { datasetRoot } from './layout.js';
 import { legacyAccounts, legacySource, removeLegacyAccount } from './legacy.js';
 import { allStores, describeStore, type StoreId } from './stores.js';
 
-/** How long a run waits for another run to release a store it moves accounts out of. */
 const SOURCE_LOCK_WAIT_MS = 15 * 60_000;
 
 export interface MovedAccount {

@@ -43,7 +43,6 @@ interface LockOptions {
   command: string;
   /** The run taking the lock (written to holder.json, so that readers can name it). */
   runId?: string;
-  /** Wait for the lock instead of failing at once. */
   wait?: boolean;
   /** Give up waiting after this long, ms (default: forever). */
   waitTimeoutMs?: number;
@@ -52,7 +51,6 @@ interface LockOptions {
   pollMs?: number;
   sleep?: Sleep;
   signal?: AbortSignal;
-  /** Called once when the lock is found held and we start waiting. */
   onWait?: (holder: LockHolder | undefined) => void;
 }
 

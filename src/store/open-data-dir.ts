@@ -23,7 +23,7 @@ const WRITER_MEMORY_LIMIT = process.env.SESSION_ETL_DUCKDB_MEMORY_LIMIT || '256M
  */
 const WRITER_THREADS = 1;
 
-/** Refuses a writer setting from the environment that is not valid (before anything is created). */
+/** Refuses an invalid writer setting from the environment (before anything is created). */
 export function checkWriterSettings(): void {
   if (!/^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i.test(WRITER_MEMORY_LIMIT.trim())) {
     throw new StoreSettingError(
@@ -117,10 +117,7 @@ export async function openDataDir(
   return { db, layout, fileFormat, existed, created };
 }
 
-/**
- * Which DuckDB file to open: state.duckdb for format parquet, sessions.duckdb for duckdb and both;
- * without a format asked for, the one the directory holds (a new directory: both).
- */
+/** Which DuckDB file to open (state.duckdb: format parquet); without a format asked for, the one there (none: both). */
 async function formatOfFiles(dataDir: string, asked: OutputFormat | undefined, readOnly: boolean, shard?: ShardId): Promise<OutputFormat> {
   const sessionsFile = await exists(layoutOf(dataDir, 'both', shard).dbPath);
   const stateFile = await exists(layoutOf(dataDir, 'parquet', shard).dbPath);

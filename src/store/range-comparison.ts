@@ -43,6 +43,7 @@ interface FetchedWindow {
 
 /** What the comparison found on one day (sessions that started on it, within the range). */
 export interface DayComparison {
+  /** YYYY-MM-DD (UTC). */
   date: string;
   source: number;
   stored: number;

@@ -23,6 +23,7 @@ export const STATE_FILE = 'state.json';
 export const STATE_SNAPSHOT_VERSION = 1;
 
 const Interval = z.object({ from: z.string(), to: z.string() });
+const CoverageFields = { checkpoint: z.string().nullable(), coverage: z.array(Interval), coverageHoles: z.array(Interval) };
 
 /** A finished day with far fewer sessions than its weekday usually has (volume-anomalies.ts). */
 const VolumeAnomalySchema = z.object({
@@ -59,9 +60,7 @@ export type LastVerification = z.infer<typeof LastVerificationSchema>;
 /** One account of a many-account store, as the snapshot and `status` show it. */
 const AccountStateSchema = z.object({
   account: z.string(),
-  checkpoint: z.string().nullable(),
-  coverage: z.array(Interval),
-  coverageHoles: z.array(Interval),
+  ...CoverageFields,
   /** Its rows of the sessions table (null for format parquet). */
   rows: z.number().nullable(),
   rejected: z.number(),
@@ -78,9 +77,7 @@ export const StateSnapshotSchema = z.object({
   /** When this snapshot was written (ISO 8601, UTC). */
   writtenAt: z.string(),
   format: z.enum(['duckdb', 'parquet', 'both']),
-  checkpoint: z.string().nullable(),
-  coverage: z.array(Interval),
-  coverageHoles: z.array(Interval),
+  ...CoverageFields,
   /** Rows of the sessions table (null for format parquet: see the dataset). */
   rows: z.number().nullable(),
   pendingPartitions: z.array(z.string()),

@@ -4,6 +4,7 @@
  */
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { queryRows, tableExists } from './duckdb.js';
+import type { DayComparison } from './range-comparison.js';
 import type { LastVerification } from './state-snapshot.js';
 
 export type { LastVerification };
@@ -13,18 +14,10 @@ export const VERIFIED_DAYS_DDL = `CREATE TABLE IF NOT EXISTS _verified_days (
   whole BOOLEAN NOT NULL, source BIGINT, stored BIGINT, missing BIGINT, gone BIGINT, changed BIGINT,
   repaired BIGINT, deleted BIGINT, equal BOOLEAN NOT NULL, stored_after BIGINT)`;
 
-/** One day of a verification. */
-export interface VerifiedDay {
-  /** YYYY-MM-DD (UTC). */
-  date: string;
+/** One day of a verification (what the comparison found, source and stored counted before the verify). */
+export interface VerifiedDay extends Omit<DayComparison, 'changedFields'> {
   /** The whole day lay inside the verified range (false: the range began or ended inside it). */
   whole: boolean;
-  /** Sessions of the day (within the range) the source returned, and the store held before the verify. */
-  source: number;
-  stored: number;
-  missing: number;
-  gone: number;
-  changed: number;
   /** Missing and changed sessions committed by --repair, and gone ones removed by --delete-missing. */
   repaired: number;
   deleted: number;
