@@ -48,16 +48,13 @@ export async function bringAccountsIn(store: SessionStore, root: string, mine: S
 async function moveOutOf(store: SessionStore, root: string, mine: StoreId, other: StoreId, names: readonly string[], logger: Logger): Promise<MovedAccount[]> {
   const where = layoutOf(root, 'both', other);
   await mkdir(where.storeDir, { recursive: true, mode: 0o750 });
-  const lock = await acquireLock(where.lockPath, {
-    command: `moving accounts into ${describeStore(mine)}`,
-    wait: true,
-    waitTimeoutMs: SOURCE_LOCK_WAIT_MS,
-  });
+  const command = `moving accounts into ${describeStore(mine)}`;
+  const lock = await acquireLock(where.lockPath, { command, wait: true, waitTimeoutMs: SOURCE_LOCK_WAIT_MS });
   const dataset = store.dataset.location;
   // A bucket: the other store's lock there too, and its state brought here from it (its own machine may be gone).
   const bucket =
     dataset.kind === 's3'
-      ? await BucketRun.begin(dataset, (f) => layoutOf(root, f, other), { command: `moving accounts into ${describeStore(mine)}`, runId: `move-${process.pid}-${Date.now()}`, format: undefined, logger, waitMs: SOURCE_LOCK_WAIT_MS })
+      ? await BucketRun.begin(dataset, (f) => layoutOf(root, f, other), { command, runId: `move-${process.pid}-${Date.now()}`, format: undefined, logger, waitMs: SOURCE_LOCK_WAIT_MS })
       : undefined;
   const opened = () => SessionStore.open({ dataDir: root, accounts: 'many', ...(other ? { shard: other } : {}), ...(bucket ? { dataset, format: bucket.format ?? 'parquet', beforeUpload: () => bucket.ensureHeld() } : {}), logger });
   const moved: MovedAccount[] = [];
@@ -66,7 +63,7 @@ async function moveOutOf(store: SessionStore, root: string, mine: StoreId, other
     if (bucket && bucket.format === undefined) return moved; // the bucket keeps no state of it: nothing to move from here
     let src = await opened();
     let held: string[];
-    const describe = `${describeStore(other)} (${bucket ? `${dataset.kind === 's3' ? dataset.url : ''} ` : ''}${src.layout.dbPath})`;
+    const describe = `${describeStore(other)} (${bucket && dataset.kind === 's3' ? `${dataset.url} ` : ''}${src.layout.dbPath})`;
     let filesGlob = join(datasetRoot(root), 'date=*', src.layout.partitionFile);
     try {
       held = (await src.accountNames()).filter((n) => names.includes(n));
@@ -82,26 +79,25 @@ async function moveOutOf(store: SessionStore, root: string, mine: StoreId, other
       await src.close();
     }
     const source = { describe, dbPath: src.layout.dbPath, format: src.format, whole: false, pendingDir: src.layout.pendingDir, filesGlob };
-    if (held.length) {
-      for (const name of held) {
-        const sessions = await moveIn(store, name, source);
-        moved.push({ account: name, from: describe, sessions });
-        logger.info({ account: name, sessions }, `moved account ${name} from ${describe} into ${describeStore(mine)} (nothing fetched again)`);
-      }
-      src = await opened();
-      let empty: boolean;
-      try {
-        await src.removeAccounts(held, filesGlob);
-        empty = (await src.accountNames()).length === 0;
-        // What the other store's next run continues from, without the accounts moved out.
-        if (bucket && !empty) await src.withWriteConnection((c) => bucket.saveState(c, { format: src.format, force: true }));
-      } finally {
-        await src.close();
-      }
-      if (empty) {
-        await removeStore(root, other);
-        await bucket?.forget();
-      }
+    if (!held.length) return moved;
+    for (const name of held) {
+      const sessions = await moveIn(store, name, source);
+      moved.push({ account: name, from: describe, sessions });
+      logger.info({ account: name, sessions }, `moved account ${name} from ${describe} into ${describeStore(mine)} (nothing fetched again)`);
+    }
+    src = await opened();
+    let empty: boolean;
+    try {
+      await src.removeAccounts(held, filesGlob);
+      empty = (await src.accountNames()).length === 0;
+      // What the other store's next run continues from, without the accounts moved out.
+      if (bucket && !empty) await src.withWriteConnection((c) => bucket.saveState(c, { format: src.format, force: true }));
+    } finally {
+      await src.close();
+    }
+    if (empty) {
+      await removeStore(root, other);
+      await bucket?.forget();
     }
   } finally {
     if (mirror) await rm(mirror, { recursive: true, force: true }).catch(() => {});

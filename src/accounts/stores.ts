@@ -49,7 +49,6 @@ export async function shardCount(root: string, given?: Shard): Promise<number> {
   return counts[0] ?? 1;
 }
 
-/** The store an account's data belongs in, among `count` shards. */
 export function storeFor(name: string, count: number): StoreId {
   return count > 1 ? { index: shardOf(name, count), count } : undefined;
 }

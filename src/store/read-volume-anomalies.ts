@@ -30,8 +30,7 @@ export async function readDayCounts(conn: DuckDBConnection, store: CountedStore,
          FROM read_parquet(${sqlString(join(store.layout.parquetDir, 'date=*', store.layout.partitionFile))}, hive_partitioning = true)
          WHERE "date" IS NOT NULL${own} GROUP BY ALL`
       : `SELECT ${account} AS a, strftime(started_at, '%Y-%m-%d') AS d, count(*) AS n FROM sessions WHERE started_at IS NOT NULL${own} GROUP BY ALL`;
-  // A Parquet-only store with no day file here (none written yet, or the dataset in a bucket) has
-  // nothing to count: looked up first, as a failed read would abort the caller's transaction.
+  // No day file here (none yet, or a bucket's): looked up first, as a failed read would abort the caller's transaction.
   if (store.format === 'parquet' && !(await hasDayFile(store.layout.parquetDir, store.layout.partitionFile))) return new Map();
   const rows = await queryRows<{ a: string; d: string; n: bigint | number }>(conn, sql);
   const out = new Map<string, Map<string, number>>();

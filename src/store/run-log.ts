@@ -108,7 +108,6 @@ interface CommittedRows {
   pendingDir: string;
 }
 
-/** Where a store keeps its committed rows (a SessionStore is one). */
 export function committedRowsOf(store: { format: OutputFormat; shape: { account(): string }; layout: StoreLayout; dataset: { location: { kind: string } } }): CommittedRows {
   return {
     format: store.format,
@@ -119,10 +118,9 @@ export function committedRowsOf(store: { format: OutputFormat; shape: { account(
 }
 
 /**
- * What the store says a run that recorded no figures (it died) committed: its coverage rows (each
- * carries its run id until a finished run compacts the map), the UTC days they cover, and the sessions
- * fetched (extracted_at) between its start and `untilMs`, merged or pending; null sessions when a
- * bucket holds the day files. One lock holder at a time: no other run of the account fetched in between.
+ * What a died run committed: its coverage rows (carrying its run id until a finished run compacts the
+ * map), their UTC days, and the sessions fetched between its start and `untilMs` (one lock holder at a
+ * time: no other run of the account fetched in between); null sessions when a bucket holds the day files.
  */
 async function committedUnder(
   conn: DuckDBConnection,

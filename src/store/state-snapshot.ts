@@ -296,7 +296,11 @@ export class StatePublisher {
     }
     this.dirty = false;
     this.inFlight = this.publish(this.running)
-      .catch((err) => this.report(err))
+      .catch((err) => {
+        if (this.warned) return;
+        this.warned = true;
+        this.opts.onError?.(err);
+      })
       .finally(() => {
         this.inFlight = undefined;
         this.last = Date.now();
@@ -327,11 +331,5 @@ export class StatePublisher {
       ...state,
       running: running && this.progress ? { ...running, progress: this.progress } : running,
     });
-  }
-
-  private report(err: unknown): void {
-    if (this.warned) return;
-    this.warned = true;
-    this.opts.onError?.(err);
   }
 }

@@ -24,12 +24,7 @@ export interface VolumeRule {
 export const DEFAULT_VOLUME_RULE: VolumeRule = { threshold: 0.5, weeks: 4, minSessions: 20 };
 
 
-/**
- * The anomalies among the days covered whole by `coverage`, oldest first.
- * @param counts stored sessions per day (`YYYY-MM-DD`); a day absent holds none
- * @param coverage the account's coverage (merged or not)
- * @param confirmed days `verify` found equal to the source, with the sessions stored then
- */
+/** The anomalies among the days `coverage` covers whole, oldest first; `confirmed`: days verify found equal, with their count then. */
 export function findVolumeAnomalies(
   counts: ReadonlyMap<string, number>,
   coverage: readonly Window[],
