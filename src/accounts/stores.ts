@@ -23,7 +23,6 @@ async function shardStores(root: string): Promise<ShardId[]> {
     .sort((a, b) => a.count - b.count || a.index - b.index);
 }
 
-/** Whether the data directory's own (top-level) store exists. */
 export function topStoreExists(root: string): boolean {
   return existsSync(layoutOf(root, 'both').dbPath) || existsSync(layoutOf(root, 'parquet').dbPath);
 }

@@ -52,11 +52,10 @@ export async function openDataDir(
   asked: OutputFormat | undefined,
   readOnly: boolean,
   shard?: ShardId,
-  /** A writer's DuckDB memory_limit (the run's budget's share); default WRITER_MEMORY_LIMIT. */
+  /** A writer's DuckDB memory_limit and row group bytes: the run's budget's shares. */
   memoryLimit?: string,
   /** Directories besides the data directory DuckDB may read (a reader's dataset elsewhere: status's copy of a bucket's). */
   readDirs: readonly string[] = [],
-  /** A writer's row group bytes (the run's budget's share); default DEFAULT_ROW_GROUP_BYTES. */
   rowGroupBytes: number = DEFAULT_ROW_GROUP_BYTES,
 ): Promise<OpenedDataDir> {
   if (!readOnly) checkWriterSettings();

@@ -194,7 +194,6 @@ export async function lastRuns(conn: DuckDBConnection, limit = 10, account?: str
   return rows.map((r) => ({ ...r, error: boundRunError(r.error) }));
 }
 
-/** The latest `limit` runs of each account, newest first. */
 export async function lastRunsByAccount(conn: DuckDBConnection, limit = 10): Promise<Record<string, unknown>[]> {
   return queryRows(
     conn,
