@@ -1,19 +1,17 @@
 /**
- * `session-etl accounts adopt NAME`: makes a single-account data directory's store the store of
- * many accounts, holding this one, in place and without fetching anything again (docs/accounts.md):
- * in one transaction every state row becomes the account's and the sessions table gains the
- * `account` column; then every day's Parquet file is rewritten with it (each replaced whole, by a
- * rename). It holds the data directory's lock meanwhile (no run can start). Cut short, the next run
- * (with the accounts map) finishes the rewrites.
+ * `session-etl accounts adopt NAME`: makes a single-account store the store of many accounts holding
+ * this one, in place, under the data directory's lock (docs/accounts.md "Adopting"). Cut short, the
+ * next run (with the accounts map) finishes the day files' rewrites.
  */
 import { ConfigError } from '../config/errors.js';
 import { ACCOUNT_NAME } from '../config/schema.js';
+import { queryRows } from '../store/duckdb.js';
 import { layoutOf, refuseLinks } from '../store/layout.js';
 import { acquireLock } from '../store/lock.js';
 import { SessionStore } from '../store/session-store.js';
 import { topStoreExists } from './stores.js';
 
-export interface AdoptResult {
+interface AdoptResult {
   account: string;
   /** Sessions now the account's (null: format parquet, see the dataset). */
   sessions: number | null;
@@ -40,7 +38,7 @@ export async function adoptDataDir(root: string, name: string): Promise<AdoptRes
     const many = await SessionStore.open({ dataDir: root, accounts: 'many' });
     try {
       const flushed = await many.flush();
-      const rows = many.format === 'parquet' ? null : await countOf(many);
+      const rows = many.format === 'parquet' ? null : Number((await queryRows<{ n: bigint }>(many.conn, 'SELECT count(*) AS n FROM sessions'))[0]!.n);
       return { account: name, sessions: rows, partitions: flushed.partitions.length };
     } finally {
       await many.close();
@@ -48,9 +46,4 @@ export async function adoptDataDir(root: string, name: string): Promise<AdoptRes
   } finally {
     await lock.release();
   }
-}
-
-async function countOf(store: SessionStore): Promise<number> {
-  const r = await store.conn.runAndReadAll('SELECT count(*) AS n FROM sessions');
-  return Number((r.getRowObjectsJS()[0] as { n: bigint }).n);
 }

@@ -1,17 +1,14 @@
 /**
- * <data-dir>/all-accounts.duckdb: one place for DuckDB users to query every account. It holds no
- * data, only the view `sessions` over the whole Parquet dataset (its rows carry `account`; hive
- * partitioning gives `date` from the paths), so it never goes stale as accounts are added or
- * partitions rewritten, and no run ever holds it. Written to a temporary file and renamed over the old one, so a reader
- * never opens a half-written file; rewritten by each many-account run.
+ * <data-dir>/all-accounts.duckdb: only the view `sessions` over the whole Parquet dataset, for DuckDB
+ * users to query every account; it never goes stale and no run holds it. Rewritten by each many-account
+ * run to a temporary file renamed over the old one, so a reader never opens a half-written file.
  */
 import { randomBytes } from 'node:crypto';
-import { readdir, rm } from 'node:fs/promises';
+import { readdir, rename, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { openDb, sqlString } from '../store/duckdb.js';
 import { fsyncDir, fsyncFile } from '../store/durable-fs.js';
-import { rename } from 'node:fs/promises';
 import { ALL_ACCOUNTS_DB, allAccountsGlob, datasetRoot } from './layout.js';
 
 /** The view's SQL (also what docs/accounts.md shows for a session of one's own). */

@@ -1,10 +1,7 @@
 /**
- * Before a many-account run's accounts fetch anything, each one whose data is in another place is
- * moved into the run's store, without fetching it again (docs/accounts.md): from its own store of
- * the layout before schema 3 (accounts/NAME/), or from the store of another number of shards
- * (shards/I-of-M/, or the data directory's own when it was not sharded). Each move is one
- * transaction on this store (recorded there), then the account is removed from where it was; a
- * move cut short by a crash is finished by the next run, never done twice.
+ * Before a many-account run fetches, each of its accounts whose data is elsewhere (the layout before
+ * schema 3, or the store of another number of shards) is moved into its store (docs/accounts.md): one
+ * recorded transaction there, then removal from where it was; a move cut short is finished by the next run, never done twice.
  */
 import { mkdir, readdir, rm, rmdir, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -14,11 +11,11 @@ import { BucketRun } from '../store/dataset/bucket-run.js';
 import { bucketStores, mirrorDataset } from '../store/dataset/bucket-reader.js';
 import { SessionStore } from '../store/session-store.js';
 import type { Logger } from '../util/logger.js';
+import type { TransferSource } from '../store/account-transfer.js';
 import { datasetRoot } from './layout.js';
 import { legacyAccounts, legacySource, removeLegacyAccount } from './legacy.js';
 import { allStores, describeStore, type StoreId } from './stores.js';
 
-/** How long a run waits for another run to release a store it moves accounts out of. */
 const SOURCE_LOCK_WAIT_MS = 15 * 60_000;
 
 export interface MovedAccount {
@@ -32,8 +29,7 @@ export async function bringAccountsIn(store: SessionStore, root: string, mine: S
   const moved: MovedAccount[] = [];
   for (const name of legacyAccounts(root, names)) {
     const src = legacySource(root, name);
-    const done = (await store.movedFrom(name)) === src.describe;
-    const sessions = done ? 0 : await store.importAccount(name, src);
+    const sessions = await moveIn(store, name, src);
     await removeLegacyAccount(root, name);
     moved.push({ account: name, from: src.describe, sessions });
     logger.info({ account: name, sessions }, `moved account ${name} from the layout before schema 3 into ${describeStore(mine)} (nothing fetched again)`);
@@ -52,16 +48,13 @@ export async function bringAccountsIn(store: SessionStore, root: string, mine: S
 async function moveOutOf(store: SessionStore, root: string, mine: StoreId, other: StoreId, names: readonly string[], logger: Logger): Promise<MovedAccount[]> {
   const where = layoutOf(root, 'both', other);
   await mkdir(where.storeDir, { recursive: true, mode: 0o750 });
-  const lock = await acquireLock(where.lockPath, {
-    command: `moving accounts into ${describeStore(mine)}`,
-    wait: true,
-    waitTimeoutMs: SOURCE_LOCK_WAIT_MS,
-  });
+  const command = `moving accounts into ${describeStore(mine)}`;
+  const lock = await acquireLock(where.lockPath, { command, wait: true, waitTimeoutMs: SOURCE_LOCK_WAIT_MS });
   const dataset = store.dataset.location;
   // A bucket: the other store's lock there too, and its state brought here from it (its own machine may be gone).
   const bucket =
     dataset.kind === 's3'
-      ? await BucketRun.begin(dataset, (f) => layoutOf(root, f, other), { command: `moving accounts into ${describeStore(mine)}`, runId: `move-${process.pid}-${Date.now()}`, format: undefined, logger, waitMs: SOURCE_LOCK_WAIT_MS })
+      ? await BucketRun.begin(dataset, (f) => layoutOf(root, f, other), { command, runId: `move-${process.pid}-${Date.now()}`, format: undefined, logger, waitMs: SOURCE_LOCK_WAIT_MS })
       : undefined;
   const opened = () => SessionStore.open({ dataDir: root, accounts: 'many', ...(other ? { shard: other } : {}), ...(bucket ? { dataset, format: bucket.format ?? 'parquet', beforeUpload: () => bucket.ensureHeld() } : {}), logger });
   const moved: MovedAccount[] = [];
@@ -70,7 +63,7 @@ async function moveOutOf(store: SessionStore, root: string, mine: StoreId, other
     if (bucket && bucket.format === undefined) return moved; // the bucket keeps no state of it: nothing to move from here
     let src = await opened();
     let held: string[];
-    const describe = `${describeStore(other)} (${bucket ? `${dataset.kind === 's3' ? dataset.url : ''} ` : ''}${src.layout.dbPath})`;
+    const describe = `${describeStore(other)} (${bucket && dataset.kind === 's3' ? `${dataset.url} ` : ''}${src.layout.dbPath})`;
     let filesGlob = join(datasetRoot(root), 'date=*', src.layout.partitionFile);
     try {
       held = (await src.accountNames()).filter((n) => names.includes(n));
@@ -86,27 +79,25 @@ async function moveOutOf(store: SessionStore, root: string, mine: StoreId, other
       await src.close();
     }
     const source = { describe, dbPath: src.layout.dbPath, format: src.format, whole: false, pendingDir: src.layout.pendingDir, filesGlob };
-    if (held.length) {
-      for (const name of held) {
-        const done = (await store.movedFrom(name)) === describe;
-        const sessions = done ? 0 : await store.importAccount(name, source);
-        moved.push({ account: name, from: describe, sessions });
-        logger.info({ account: name, sessions }, `moved account ${name} from ${describe} into ${describeStore(mine)} (nothing fetched again)`);
-      }
-      src = await opened();
-      let empty: boolean;
-      try {
-        await src.removeAccounts(held, filesGlob);
-        empty = (await src.accountNames()).length === 0;
-        // What the other store's next run continues from, without the accounts moved out.
-        if (bucket && !empty) await src.withWriteConnection((c) => bucket.saveState(c, { format: src.format, force: true }));
-      } finally {
-        await src.close();
-      }
-      if (empty) {
-        await removeStore(root, other);
-        await bucket?.forget();
-      }
+    if (!held.length) return moved;
+    for (const name of held) {
+      const sessions = await moveIn(store, name, source);
+      moved.push({ account: name, from: describe, sessions });
+      logger.info({ account: name, sessions }, `moved account ${name} from ${describe} into ${describeStore(mine)} (nothing fetched again)`);
+    }
+    src = await opened();
+    let empty: boolean;
+    try {
+      await src.removeAccounts(held, filesGlob);
+      empty = (await src.accountNames()).length === 0;
+      // What the other store's next run continues from, without the accounts moved out.
+      if (bucket && !empty) await src.withWriteConnection((c) => bucket.saveState(c, { format: src.format, force: true }));
+    } finally {
+      await src.close();
+    }
+    if (empty) {
+      await removeStore(root, other);
+      await bucket?.forget();
     }
   } finally {
     if (mirror) await rm(mirror, { recursive: true, force: true }).catch(() => {});
@@ -114,6 +105,11 @@ async function moveOutOf(store: SessionStore, root: string, mine: StoreId, other
     await lock.release();
   }
   return moved;
+}
+
+/** Moves an account in, unless this store recorded its move from `src` already (a move cut short after it). */
+async function moveIn(store: SessionStore, name: string, src: TransferSource): Promise<number> {
+  return (await store.movedFrom(name)) === src.describe ? 0 : store.importAccount(name, src);
 }
 
 /** Removes a store that holds no account any more: its files (those session-etl names) and, for a shard, its directory. */

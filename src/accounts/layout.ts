@@ -1,13 +1,4 @@
-/**
- * Where a many-account data directory keeps things (docs/accounts.md):
- *   <data-dir>/sessions.duckdb (or state.duckdb)      the accounts' one store (`account` column), when not sharded
- *   <data-dir>/shards/I-of-N/sessions.duckdb          shard I of N's store, when sharded (store/layout.ts)
- *   <data-dir>/parquet/sessions/date=YYYY-MM-DD/part-0.parquet (part-I-of-N.parquet)   one dataset, rows carry `account`
- *   <data-dir>/all-accounts.duckdb                   a view over the whole dataset, for DuckDB users
- * and, before schema 3 (migrated by the first run: legacy.ts):
- *   <data-dir>/accounts/<name>/                      an account's own store
- *   <data-dir>/parquet/sessions/account=<name>/date=YYYY-MM-DD/part-0.parquet
- */
+/** Where a many-account data directory keeps things, now and before schema 3 (docs/accounts.md "Layout"). */
 import { join } from 'node:path';
 
 export const ACCOUNTS_DIR = 'accounts';

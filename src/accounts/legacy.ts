@@ -1,9 +1,4 @@
-/**
- * The many-account layout before schema 3 (issue 18): each account's own store under
- * accounts/NAME/ and its partitions under parquet/sessions/account=NAME/. The first many-account run
- * (or `session-etl accounts migrate`) moves each account it runs into its store, without fetching
- * anything again, then removes the old files (docs/accounts.md, "Migrating").
- */
+/** The many-account layout before schema 3, each account's own store, moved by the first run (docs/accounts.md, "Migrating"). */
 import { existsSync } from 'node:fs';
 import { readdir, rm, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -16,10 +11,7 @@ export function legacyAccounts(root: string, names: readonly string[]): string[]
   return names.filter((n) => existsSync(join(legacyAccountDir(root, n), 'sessions.duckdb')) || existsSync(join(legacyAccountDir(root, n), 'state.duckdb')));
 }
 
-/**
- * The format the accounts of the layout before schema 3 were written in (the first one found):
- * parquet for a state.duckdb, both when the account has partitions, else duckdb. Undefined without any.
- */
+/** The format the first old account found was written in: parquet for a state.duckdb, both with partitions, else duckdb. */
 export function legacyFormat(root: string, names: readonly string[]): OutputFormat | undefined {
   for (const n of legacyAccounts(root, names)) {
     if (existsSync(join(legacyAccountDir(root, n), 'state.duckdb'))) return 'parquet';
@@ -42,10 +34,7 @@ export function legacySource(root: string, name: string): TransferSource {
   };
 }
 
-/**
- * Removes an account's old store and partitions once its data is in the new store: only the files
- * session-etl named (a file of anyone else's stays, with its directory).
- */
+/** Removes an account's old store and partitions once moved: only the files session-etl named. */
 export async function removeLegacyAccount(root: string, name: string): Promise<void> {
   // Its partitions first, its DuckDB file last: until that is gone, the next run sees an account
   // still to migrate (and, the move being recorded in the new store, only finishes this removal).

@@ -1,8 +1,5 @@
-/**
- * `session-etl accounts migrate`: what a many-account run does first, without fetching: every
- * chosen account whose data is in another place (the layout before schema 3, or the store of
- * another number of shards) is moved into the store it belongs in (bring-in.ts).
- */
+/** `session-etl accounts migrate`: what a many-account run does first (bring-in.ts), without fetching. */
+import { mkdir } from 'node:fs/promises';
 import type { LoadedConfig } from '../config/load.js';
 import { ConfigError } from '../config/errors.js';
 import { layoutOf, refuseLinks } from '../store/layout.js';
@@ -26,7 +23,6 @@ export async function migrateAccounts(loaded: LoadedConfig, shard?: string): Pro
   const moved: MovedAccount[] = [];
   for (const group of byStore(names, count)) {
     const layout = layoutOf(root, 'both', group.store);
-    const { mkdir } = await import('node:fs/promises');
     await mkdir(layout.storeDir, { recursive: true, mode: 0o750 });
     const lock = await acquireLock(layout.lockPath, { command: 'accounts migrate' });
     try {

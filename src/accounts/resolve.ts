@@ -1,8 +1,6 @@
 /**
- * Each configured account's effective configuration: the top-level configuration, then the
- * account's overrides (a command-line flag still wins), and its key read from apiKeyFile or
- * apiKeyEnv. A key that cannot be read fails that account only (the others run); the
- * configuration's shape is checked, with exit 2, before anything runs.
+ * Each configured account's effective configuration: the top-level one, then the account's overrides
+ * (a flag still wins), and its key. A key that cannot be read fails that account only.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +11,7 @@ import { registerSecret } from '../util/redact.js';
 import { MAX_SECRET_TEXT, readSecretFile, SecretFileError, secretTooLarge } from '../util/secret-size.js';
 import { ACCOUNTS_DIR } from './layout.js';
 
-export type KeySource = { kind: 'file'; path: string } | { kind: 'env'; name: string };
+type KeySource = { kind: 'file'; path: string } | { kind: 'env'; name: string };
 
 export interface ResolvedAccount {
   name: string;
@@ -42,11 +40,7 @@ export function keySourceOf(a: AccountConfig): KeySource {
   return a.apiKeyFile !== undefined ? { kind: 'file', path: a.apiKeyFile } : { kind: 'env', name: a.apiKeyEnv! };
 }
 
-/**
- * The named accounts resolved. Refuses (exit 2) a single-account key set beside `accounts` (it
- * would be used by no one). (A data directory whose store holds one account is refused when the
- * store is opened: store/session-store.ts.)
- */
+/** The named accounts resolved. Refuses (exit 2) a single-account key beside `accounts` (used by no one). */
 export function resolveAccounts(loaded: LoadedConfig, names: readonly string[], env: NodeJS.ProcessEnv = process.env): ResolvedAccount[] {
   const c = loaded.config;
   const accounts = c.accounts ?? {};
@@ -80,10 +74,7 @@ export function resolveAccounts(loaded: LoadedConfig, names: readonly string[], 
   });
 }
 
-/**
- * The account's key, or an Error whose message completes "account NAME: …" and never holds any of
- * the key (an oversized one included: a wrong file, say).
- */
+/** The account's key, or an Error whose message completes "account NAME: …" and never holds any of the key. */
 function readKey(source: KeySource, env: NodeJS.ProcessEnv): string {
   if (source.kind === 'env') {
     const v = env[source.name]?.trim();

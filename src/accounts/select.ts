@@ -1,7 +1,6 @@
 /**
- * Which accounts a command works on: all configured ones, those named with --account, or a shard
- * (--shard I/N: the accounts whose FNV-1a 32-bit hash of the UTF-8 name, modulo N, is I). The hash
- * is stated exactly in docs/accounts.md so that every machine, and any other tool, cuts the same shards.
+ * Which accounts a command works on: all, those named with --account, or a shard (--shard I/N: FNV-1a
+ * 32 of the UTF-8 name modulo N is I, stated in docs/accounts.md so that every tool cuts the same shards).
  */
 import { ConfigError as UsageError } from '../config/errors.js';
 import { didYouMean } from '../util/did-you-mean.js';
@@ -37,10 +36,7 @@ export function parseShard(text: string): Shard {
   return { index, count };
 }
 
-/**
- * The configured accounts (sorted by name) a command works on. `named`: --account values
- * (repeatable); an unknown one is a UsageError naming the configured ones. `shard`: --shard.
- */
+/** The configured accounts (sorted) a command works on; an unknown --account is a UsageError naming the configured ones. */
 export function selectAccounts(configured: readonly string[], named: readonly string[] = [], shard?: Shard): string[] {
   const all = [...configured].sort();
   if (all.length === 0) throw new UsageError('no accounts are configured: --account and --shard need an `accounts` map in the configuration file (docs/accounts.md)');

@@ -1,8 +1,6 @@
 /**
- * Which store of a many-account data directory holds an account (docs/accounts.md): the data
- * directory's own (`sessions.duckdb` or `state.duckdb` at its top) when it is not sharded, else
- * shard I of N's under shards/I-of-N/, I being the account's shard (select.ts). N is the one given
- * with --shard, else the one the data directory's shard stores say (1 when it has none).
+ * Which store of a many-account data directory holds an account (docs/accounts.md): its top-level one
+ * when not sharded, else shards/I-of-N/, I the account's shard and N --shard's or the stores' (1 without any).
  */
 import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
@@ -16,7 +14,7 @@ import { shardOf, type Shard } from './select.js';
 export type StoreId = ShardId | undefined;
 
 /** The shard stores found under shards/ (I-of-N directories). */
-export async function shardStores(root: string): Promise<ShardId[]> {
+async function shardStores(root: string): Promise<ShardId[]> {
   const names = await readdir(join(root, SHARDS_DIR)).catch(() => [] as string[]);
   return names
     .map((n) => /^(\d{1,6})-of-(\d{1,6})$/.exec(n))
@@ -25,15 +23,11 @@ export async function shardStores(root: string): Promise<ShardId[]> {
     .sort((a, b) => a.count - b.count || a.index - b.index);
 }
 
-/** Whether the data directory's own (top-level) store exists. */
 export function topStoreExists(root: string): boolean {
   return existsSync(layoutOf(root, 'both').dbPath) || existsSync(layoutOf(root, 'parquet').dbPath);
 }
 
-/**
- * Every store of the data directory: the top-level one (if any), then the shards'. With the dataset
- * in a bucket and no store here (a fresh machine), the stores whose state the bucket keeps.
- */
+/** Every store of the data directory, the top-level one first; none here and a bucket: those whose state it keeps. */
 export async function allStores(root: string, dataset?: DatasetLocation): Promise<StoreId[]> {
   const here = [...(topStoreExists(root) ? [undefined] : []), ...(await shardStores(root))];
   if (here.length || dataset?.kind !== 's3') return here;
@@ -41,10 +35,7 @@ export async function allStores(root: string, dataset?: DatasetLocation): Promis
   return bucketStores(dataset);
 }
 
-/**
- * The number of shards the accounts are cut into: --shard's N, else the data directory's (the N of
- * its shard stores; 1 without any). Shard stores of several sizes without --shard are refused (exit 2).
- */
+/** --shard's N, else the N of the data directory's shard stores (1 without any; several Ns are refused). */
 export async function shardCount(root: string, given?: Shard): Promise<number> {
   if (given) return given.count;
   const counts = [...new Set((await shardStores(root)).map((s) => s.count))];
@@ -57,7 +48,6 @@ export async function shardCount(root: string, given?: Shard): Promise<number> {
   return counts[0] ?? 1;
 }
 
-/** The store an account's data belongs in, among `count` shards. */
 export function storeFor(name: string, count: number): StoreId {
   return count > 1 ? { index: shardOf(name, count), count } : undefined;
 }
@@ -79,10 +69,8 @@ export function describeStore(store: StoreId): string {
 }
 
 /**
- * The accounts a data directory's stores hold, read from the stores themselves (read-only; while a
- * run holds one, from the snapshot it publishes), sorted; null when the data directory holds one
- * account's store, or none. A command given no accounts map reads these (status) or refuses the
- * directory, as a run does: it never shows a many-account store as an empty one-account store.
+ * The accounts the data directory's stores hold (read-only, or from a busy store's snapshot), sorted;
+ * null for one account's store or none. Without an accounts map, a command shows or refuses these, never an empty store.
  */
 export async function heldAccounts(root: string, dataset?: DatasetLocation): Promise<string[] | null> {
   const { SessionStore } = await import('../store/session-store.js');
@@ -116,10 +104,8 @@ export async function heldAccounts(root: string, dataset?: DatasetLocation): Pro
 }
 
 /**
- * A command that shows one account's store (the dashboard, `what` naming the account it needs) or
- * runs on the data directory (`schedule`: `what` null) given no accounts map: a data directory of
- * many accounts is refused (exit 2) as a run refuses it, naming its accounts, instead of shown
- * empty (or, for the scheduler, read as one store by /healthz while every run it starts fails).
+ * Refuses (exit 2), naming its accounts, a many-account data directory to a command given no accounts
+ * map that shows one account's store (`what`: the account it needs) or runs on it (`schedule`: null).
  */
 export async function refuseHeldAccounts(root: string, what: string | null, dataset?: DatasetLocation): Promise<void> {
   const held = await heldAccounts(root, dataset);

@@ -1,10 +1,8 @@
 /**
- * Moving an account's data between stores (docs/accounts.md): into a many-account store from a
- * per-account store of the layout before schema 3 (accounts/NAME/), or from another many-account
- * store (the number of shards changed). One transaction on the target copies the account's rows
- * (its table or its Parquet files, and what was committed but not merged yet: pending rows and
- * record files, newest version of each session kept) and its state (coverage, runs, backfills,
- * rejected records), and records the move; the source is then emptied of it (removeAccounts).
+ * Moving an account's data into a many-account store (docs/accounts.md), from a per-account store
+ * of the layout before schema 3 or another many-account store (the number of shards changed): one
+ * transaction on the target copies its rows (committed but unmerged ones too, the newest version of
+ * each session) and state, and records the move; the source is then emptied of it (removeAccounts).
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { queryRows, sqlString } from './duckdb.js';
@@ -21,18 +19,14 @@ export interface TransferSource {
   describe: string;
   dbPath: string;
   format: OutputFormat;
-  /**
-   * A store of this one account (a per-account store of the layout before schema 3): every row and
-   * state row is the account's, and its rows have no account column. Otherwise a many-account store.
-   */
+  /** A store of this one account (the layout before schema 3): its rows have no account column. Else a many-account store. */
   whole: boolean;
-  /** Its pending record files' directory (their rows are committed, not merged yet). */
+  /** Its pending record files' directory. */
   pendingDir: string;
   /** With format parquet: the glob of the Parquet files that hold its rows. */
   filesGlob?: string;
 }
 
-/** The state tables moved with an account. */
 const STATE_TABLES = ['_coverage', '_runs', '_backfills', 'rejected_sessions', '_verified_days'] as const;
 
 /** The meta key recording that an account was moved into this store (so that a move cut short is finished, not done twice). */
@@ -41,9 +35,8 @@ export function movedKey(account: string): string {
 }
 
 /**
- * Copies `account`'s rows and state from `src` into the store on `c` (a many-account store), in one
- * transaction; marks the days it touches for a Parquet rewrite (the caller flushes). Returns the
- * number of sessions copied.
+ * Copies `account`'s rows and state from `src` into the many-account store on `c` in one transaction,
+ * marking its days for a Parquet rewrite (the caller flushes). Returns the number of sessions copied.
  */
 export async function importAccount(
   c: DuckDBConnection,
@@ -82,8 +75,7 @@ export async function importAccount(
       );
     }
     const acct = sqlString(account);
-    await c.run('BEGIN TRANSACTION');
-    try {
+    return await inWriteTransaction(c, `moving account ${account} from ${src.describe}`, async () => {
       let rows = 0;
       if (sources.length) {
         await c.run(
@@ -120,21 +112,14 @@ export async function importAccount(
       }
       await c.run(`DELETE FROM _removed_accounts WHERE account = ${acct}`);
       await c.run(`INSERT OR REPLACE INTO _session_etl_meta VALUES ($1, $2)`, [movedKey(account), src.describe]);
-      await c.run('COMMIT');
       return rows;
-    } catch (err) {
-      await c.run('ROLLBACK').catch(() => {});
-      throw wrapWriteError(err, `moving account ${account} from ${src.describe}`);
-    }
+    });
   } finally {
     await c.run(`DETACH ${alias}`).catch(() => {});
   }
 }
 
-/**
- * Removes the accounts' rows and state from the store on `c` (one transaction) after they were
- * moved to another store, marking the days they were in for a rewrite without them (the caller flushes).
- */
+/** Removes moved accounts' rows and state from the store on `c` in one transaction, marking their days for a rewrite (the caller flushes). */
 export async function removeAccounts(
   c: DuckDBConnection,
   format: OutputFormat,
@@ -145,8 +130,7 @@ export async function removeAccounts(
 ): Promise<void> {
   if (!accounts.length) return;
   const list = `(${accounts.map(sqlString).join(', ')})`;
-  await c.run('BEGIN TRANSACTION');
-  try {
+  await inWriteTransaction(c, `removing accounts ${accounts.join(', ')} moved to another store`, async () => {
     if (format !== 'parquet') {
       if (format === 'both') {
         await c.run(`INSERT INTO _parquet_pending SELECT DISTINCT ${PARTITION_OF_STORED}, $1 FROM sessions WHERE account IN ${list}`, [await nextGen()]);
@@ -161,27 +145,19 @@ export async function removeAccounts(
           `INSERT INTO _parquet_pending SELECT DISTINCT ${PARTITION_OF_STORED}, $1
            FROM read_parquet(${sqlString(filesGlob)}, hive_partitioning = false, union_by_name = true) WHERE account IN ${list}`,
           [gen],
-        ).catch((err: unknown) => {
-          // No file yet: nothing of theirs to rewrite.
-          if (!/No files found/i.test(String((err as Error).message))) throw err;
-        });
+        ).catch(noFilesYet);
       }
       await c.run(`INSERT OR IGNORE INTO _removed_accounts SELECT unnest([${accounts.map(sqlString).join(', ')}])`);
     }
     await c.run(`DELETE FROM _pending_rows WHERE account IN ${list}`);
     for (const t of STATE_TABLES) await c.run(`DELETE FROM ${t} WHERE account IN ${list}`);
-    await c.run('COMMIT');
-  } catch (err) {
-    await c.run('ROLLBACK').catch(() => {});
-    throw wrapWriteError(err, `removing accounts ${accounts.join(', ')} moved to another store`);
-  }
+  });
 }
 
 /**
- * Makes a single-account store the store of many accounts holding this one (`accounts adopt`), in
- * one transaction: every state row becomes the account's, the sessions table gains the `account`
- * column, and every day is marked for a rewrite (with format parquet, the days' rows are loaded as
- * pending rows: a file without the account column is then replaced, not merged). The caller flushes.
+ * `accounts adopt`: makes a single-account store a many-account one holding this account, in one
+ * transaction, every day marked for a rewrite (format parquet: the days' rows loaded as pending rows,
+ * so that a file without the account column is replaced, not merged). The caller flushes.
  */
 export async function convertToManyAccounts(
   c: DuckDBConnection,
@@ -192,8 +168,7 @@ export async function convertToManyAccounts(
   filesGlob: string,
 ): Promise<void> {
   const acct = sqlString(account);
-  await c.run('BEGIN TRANSACTION');
-  try {
+  await inWriteTransaction(c, `making the store account ${account}'s`, async () => {
     for (const t of [...STATE_TABLES, '_pending_files']) await c.run(`UPDATE ${t} SET account = ${acct}`);
     const gen = await nextGen();
     if (format !== 'parquet') {
@@ -209,18 +184,30 @@ export async function convertToManyAccounts(
       await c.run(
         `INSERT INTO _pending_rows_many SELECT ${acct}, ${COLUMN_LIST}, ${PARTITION_OF_STORED}
          FROM read_parquet(${sqlString(filesGlob)}, hive_partitioning = false)`,
-      ).catch((err: unknown) => {
-        if (!/No files found/i.test(String((err as Error).message))) throw err;
-      });
+      ).catch(noFilesYet);
     }
     await c.run('DROP TABLE _pending_rows');
     await c.run('ALTER TABLE _pending_rows_many RENAME TO _pending_rows');
     await c.run(`INSERT OR REPLACE INTO _session_etl_meta VALUES ('accounts', 'many')`);
+  });
+}
+
+/** Runs `fn` in one transaction on `c`; a failure rolls it back and is thrown as the write error of `what`. */
+export async function inWriteTransaction<T>(c: DuckDBConnection, what: string, fn: () => Promise<T>): Promise<T> {
+  await c.run('BEGIN TRANSACTION');
+  try {
+    const out = await fn();
     await c.run('COMMIT');
+    return out;
   } catch (err) {
     await c.run('ROLLBACK').catch(() => {});
-    throw wrapWriteError(err, `making the store account ${account}'s`);
+    throw wrapWriteError(err, what);
   }
+}
+
+/** No day file yet: nothing to read (a read of none fails). */
+function noFilesYet(err: unknown): void {
+  if (!/No files found/i.test(String((err as Error).message))) throw err;
 }
 
 /** The columns of every table of a database (the connection's own without `database`), by table. */

@@ -1,17 +1,11 @@
 /**
- * One writer at a time: an inter-process lock on the data directory.
- *
- * The lock is a directory holding `holder.json` (pid, host, start time, command), prepared aside
- * and renamed into place (atomic on every local file system, and it fails while a lock is there), so
- * a lock never exists without its holder file. The holder refreshes the file's mtime every few
- * seconds. A lock is stale when its holder is on this host and its pid is gone (a crash or kill -9:
- * detected at once), or when its heartbeat is older than `staleMs` (a holder on another host).
- * A stale lock is taken over by renaming it aside first, so that of two processes taking it over
- * only one succeeds.
- *
+ * One writer at a time: a lock directory holding `holder.json`, whose mtime the holder refreshes
+ * every few seconds. It is stale when its holder is on this host and its pid is gone (a crash or
+ * kill -9), or its heartbeat is older than `staleMs` (another host); a stale lock is renamed aside
+ * before it is taken over, so that of two processes taking it over only one succeeds.
  * The one file lock: the token store's refreshes take it too (auth/file-token-store.ts).
  */
-import { mkdir, readdir, readFile, rename, rm, utimes } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, utimes } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -45,11 +39,10 @@ export class LockHeldError extends Error {
   }
 }
 
-export interface LockOptions {
+interface LockOptions {
   command: string;
   /** The run taking the lock (written to holder.json, so that readers can name it). */
   runId?: string;
-  /** Wait for the lock instead of failing at once. */
   wait?: boolean;
   /** Give up waiting after this long, ms (default: forever). */
   waitTimeoutMs?: number;
@@ -58,7 +51,6 @@ export interface LockOptions {
   pollMs?: number;
   sleep?: Sleep;
   signal?: AbortSignal;
-  /** Called once when the lock is found held and we start waiting. */
   onWait?: (holder: LockHolder | undefined) => void;
 }
 
@@ -85,12 +77,9 @@ export async function acquireLock(path: string, opts: LockOptions): Promise<Lock
     ...(opts.runId ? { runId: opts.runId } : {}),
   };
   for (;;) {
-    // The lock appears with its holder file already in it: the directory is prepared aside and
-    // renamed into place (atomic; it fails while another lock is there). A writer killed half-way
-    // leaves only the aside directory, never a lock nobody can be named for. The aside directory's
-    // name has an unguessable part and the holder file is created exclusively, never through a
-    // link (the one writer of src/util/temp-file.ts): nothing planted in the data directory is
-    // ever written through.
+    // Prepared aside and renamed into place (atomic; it fails while another lock is there), so a lock
+    // never exists without its holder file. The aside name is unguessable and the holder file created
+    // exclusively (util/temp-file.ts): nothing planted in the data directory is ever written through.
     const staging = `${path}.new-${process.pid}-${Date.now()}-${unguessable()}`;
     try {
       await mkdir(staging, { mode: 0o755 });
@@ -133,9 +122,8 @@ async function removeLeftovers(path: string): Promise<void> {
 }
 
 /**
- * Locks this process holds (resolved paths). A lock naming this host and this process's pid that is
- * not among them was left by an earlier process that had the same pid: in a container every
- * process is pid 1, and a Kubernetes Job's retried pod has the same host name as the one that died.
+ * Locks this process holds (resolved paths). One naming this host and pid that is not among them was
+ * left by an earlier process with the same pid (pid 1 in containers; a retried Kubernetes pod keeps its host name).
  */
 const heldHere = new Set<string>();
 
@@ -160,14 +148,9 @@ function holdLock(path: string, tookOverFrom: LockHolder | undefined): Lock {
   };
 }
 
-/** A holder file as session-etl writes it. */
 const HolderSchema = z.object({ pid: z.number().int(), host: z.string(), startedAt: z.string(), command: z.string(), runId: z.string().optional() });
 
-/**
- * The lock's holder; undefined when there is none, or when its file is not one session-etl wrote
- * (not JSON, `null`, fields missing or of another type: a lock is only ever created with a valid
- * one, so such a lock is debris, taken over at once).
- */
+/** The lock's holder; undefined when there is none, or its file is not one session-etl wrote (debris, taken over at once). */
 export async function readHolder(path: string): Promise<LockHolder | undefined> {
   try {
     const parsed = HolderSchema.safeParse(JSON.parse(await readFile(join(path, HOLDER), 'utf8')));
@@ -177,10 +160,7 @@ export async function readHolder(path: string): Promise<LockHolder | undefined> 
   }
 }
 
-/**
- * What can be said of a lock's holder from here: `dead` only for a holder on this host whose pid is
- * gone (a kill -9 or a crash); a holder on another host is taken at its word (`alive`).
- */
+/** `dead` only for a holder on this host whose pid is gone; one on another host is taken at its word. */
 export function holderState(holder: LockHolder): 'alive' | 'dead' {
   return holder.host === hostname() && !pidAlive(holder.pid) ? 'dead' : 'alive';
 }
@@ -201,9 +181,7 @@ async function isStale(path: string, holder: LockHolder | undefined, staleMs: nu
   if (!holder) return true;
   // A holder on another host: judge by the heartbeat.
   try {
-    const { stat } = await import('node:fs/promises');
-    const st = await stat(holder ? join(path, HOLDER) : path);
-    return Date.now() - st.mtimeMs > staleMs;
+    return Date.now() - (await stat(join(path, HOLDER))).mtimeMs > staleMs;
   } catch {
     return false;
   }
@@ -217,9 +195,7 @@ async function takeOver(path: string, judged: LockHolder | undefined): Promise<b
   } catch {
     return false; // someone else took it over first: try again from the top
   }
-  const moved = await readHolder(aside);
-  const same = JSON.stringify(moved) === JSON.stringify(judged);
-  if (!same) {
+  if (JSON.stringify(await readHolder(aside)) !== JSON.stringify(judged)) {
     await rename(aside, path).catch(() => {});
     return false;
   }

@@ -1,8 +1,4 @@
-/**
- * Opening the data directory: the writer's settings, the checks that run before anything is
- * written (a file of another program where ours go, a DuckDB file that is not ours), creating the
- * directories, and opening the DuckDB file with the message a user can act on when that fails.
- */
+/** Opening the data directory: the checks before anything is written, its directories, and its DuckDB file. */
 import { chmod, lstat, mkdir, readdir, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { writeNewFile } from '../util/temp-file.js';
@@ -16,22 +12,18 @@ import { makeDirs } from './make-dirs.js';
 import { formatMismatch } from './schema.js';
 
 /**
- * DuckDB's memory limit for a writer that is not given one (the run's memory budget gives one:
- * config/memory-budget.ts): SESSION_ETL_DUCKDB_MEMORY_LIMIT, default 256MB. Without one, DuckDB
- * keeps every block it reads or writes cached up to 80 % of the machine, so a run's memory grew with
- * the history. Readers keep DuckDB's default.
+ * A writer's DuckDB memory limit when the run's budget gives none: without one, DuckDB caches every
+ * block up to 80 % of the machine, so a run's memory grew with the history. Readers keep the default.
  */
 const WRITER_MEMORY_LIMIT = process.env.SESSION_ETL_DUCKDB_MEMORY_LIMIT || '256MB';
 
 /**
- * DuckDB worker threads of a writer while it runs. A run keeps several statements going at once (a
- * merge, two Parquet COPYs, commits, besides the fetching); with DuckDB's default (one per core)
- * they fought over the two cores: the 1 M backfill used 26-31 core-seconds, and 20-25 with one
- * thread, in less time (docs/benchmarks.md). The checkpoint when the store closes gets every core.
+ * A writer's DuckDB threads: its concurrent statements (merge, COPYs, commits) fought over the cores
+ * with one thread per core, costing more core-seconds and time (docs/benchmarks.md). Its closing checkpoint gets every core.
  */
 const WRITER_THREADS = 1;
 
-/** Refuses a writer setting from the environment that is not valid (before anything is created). */
+/** Refuses an invalid writer setting from the environment (before anything is created). */
 export function checkWriterSettings(): void {
   if (!/^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i.test(WRITER_MEMORY_LIMIT.trim())) {
     throw new StoreSettingError(
@@ -40,8 +32,7 @@ export function checkWriterSettings(): void {
   }
 }
 
-/** What opening a data directory found. */
-export interface OpenedDataDir {
+interface OpenedDataDir {
   db: Db;
   layout: StoreLayout;
   /** The format the DuckDB file's name says (sessions.duckdb: duckdb or both; state.duckdb: parquet). */
@@ -53,20 +44,18 @@ export interface OpenedDataDir {
 }
 
 /**
- * Checks the directory and opens its DuckDB file. Nothing is written to a directory before it is
- * known to be ours: a file of another program where ours go, a link out of it, or a DuckDB file
- * that is not ours, is refused first.
+ * Checks the directory and opens its DuckDB file. Nothing is written before the directory is known
+ * to be ours: a file of another program where ours go, a link out of it, or a foreign DuckDB file is refused first.
  */
 export async function openDataDir(
   dataDir: string,
   asked: OutputFormat | undefined,
   readOnly: boolean,
   shard?: ShardId,
-  /** A writer's DuckDB memory_limit (the run's budget's share); default WRITER_MEMORY_LIMIT. */
+  /** A writer's DuckDB memory_limit and row group bytes: the run's budget's shares. */
   memoryLimit?: string,
   /** Directories besides the data directory DuckDB may read (a reader's dataset elsewhere: status's copy of a bucket's). */
   readDirs: readonly string[] = [],
-  /** A writer's row group bytes (the run's budget's share); default DEFAULT_ROW_GROUP_BYTES. */
   rowGroupBytes: number = DEFAULT_ROW_GROUP_BYTES,
 ): Promise<OpenedDataDir> {
   if (!readOnly) checkWriterSettings();
@@ -96,10 +85,8 @@ export async function openDataDir(
   try {
     db = await openDb(layout.dbPath, {
       readOnly,
-      // Its files: the dataset, .tmp/, pending/, and the stores an account is moved from (all under the data directory).
       allowedDirectories: [dataDir, ...readDirs],
-      // A writer spills to .tmp/duckdb/ when a merge needs more than its memory_limit (DuckDB removes its files).
-      // A writer's row groups hold rowGroupBytes of rows of the size the store holds (store/row-groups.ts).
+      // A writer spills to .tmp/duckdb/ when a merge needs more than its memory_limit; its row groups hold rowGroupBytes (row-groups.ts).
       ...(readOnly
         ? {}
         : {
@@ -129,11 +116,7 @@ export async function openDataDir(
   return { db, layout, fileFormat, existed, created };
 }
 
-/**
- * Which DuckDB file to open: state.duckdb for format parquet, sessions.duckdb for duckdb and both.
- * Without a format asked for, the file the directory holds (a new directory: both). Refuses a format
- * whose file is missing while the other one is there, and a directory holding both without a format.
- */
+/** Which DuckDB file to open (state.duckdb: format parquet); without a format asked for, the one there (none: both). */
 async function formatOfFiles(dataDir: string, asked: OutputFormat | undefined, readOnly: boolean, shard?: ShardId): Promise<OutputFormat> {
   const sessionsFile = await exists(layoutOf(dataDir, 'both', shard).dbPath);
   const stateFile = await exists(layoutOf(dataDir, 'parquet', shard).dbPath);
@@ -151,10 +134,7 @@ async function formatOfFiles(dataDir: string, asked: OutputFormat | undefined, r
   return 'both';
 }
 
-/**
- * Removes what a writer created, once closed, when its run committed nothing: the DuckDB file it
- * created (and its WAL), and the directories it created when they are empty. Nothing else.
- */
+/** Removes what a closed writer that committed nothing created: its new DuckDB file (and WAL), and its directories when empty. */
 export async function discardNew(created: readonly string[]): Promise<void> {
   for (const p of created) {
     if (!p.endsWith('.duckdb')) continue;
@@ -251,7 +231,6 @@ function translateOpenError(err: unknown, path: string, readOnly: boolean): Erro
   return err instanceof Error ? err : new Error(msg);
 }
 
-/** EEXIST: the directory is there (false); any other error is thrown. */
 function ignoreExists(err: unknown): false {
   if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
   throw err;

@@ -1,20 +1,13 @@
 /**
- * `session-etl verify`'s comparison: what the source returned for a range, against what the store
- * holds, session by session, in DuckDB. Each window the verify fetched arrives as a record file
- * (as a backfill's commit would take it); once enough rows wait, a slice of windows is compared on a
- * connection of its own while later windows are fetched:
- *
- * - the sessions each window returned that started in it (`_vf`; every rule of which sessions a
- *   window returns includes those) against the stored sessions that started in it (`_vs`);
- * - in both with a field of the column contract that differs (not `extracted_at`): changed; only
- *   fetched: missing (for now); only stored: gone (for now). Differences are kept (`_vfix`,
- *   `_vgone`), the rest dropped with the slice, so memory follows the slice and the differences.
- *
- * At the end a session found "missing" whose id the store holds elsewhere (its start moved) is
- * changed, and a "gone" one the source returned in another window is not gone. `repair` then makes
- * the store equal the source: each window's missing and changed rows committed with its coverage,
- * as a backfill's commit does (one record file per window, all or nothing), and with
- * `deleteMissing` the gone sessions removed; the store's flush merges them and rewrites the days.
+ * `session-etl verify`'s comparison of what the source returned for a range with what the store
+ * holds, in DuckDB. Each fetched window arrives as a record file; once enough rows wait, a slice of
+ * windows is compared on a connection of its own while later windows are fetched: the sessions each
+ * window returned that started in it (`_vf`) against the stored ones that started in it (`_vs`). In
+ * both with a contract field that differs (not `extracted_at`): changed; only fetched: missing (for
+ * now); only stored: gone (for now). Only the differences are kept (`_vfix`, `_vgone`), so memory
+ * follows the slice and the differences. At the end a "missing" session whose id the store holds
+ * elsewhere (its start moved) is changed, and a "gone" one returned in another window is not gone.
+ * `repair` commits each window's missing and changed rows with its coverage, as a backfill does.
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -40,7 +33,7 @@ const REPAIR_GROUP = 64;
 const COMPARED = SESSION_COLUMNS.filter((c) => c.source !== 'lineage').map((c) => c.name);
 
 /** One window the verify fetched: its records as a file (every one checked), or none when it returned nothing. */
-export interface FetchedWindow {
+interface FetchedWindow {
   window: Window;
   file: string | null;
   count: number;
@@ -50,6 +43,7 @@ export interface FetchedWindow {
 
 /** What the comparison found on one day (sessions that started on it, within the range). */
 export interface DayComparison {
+  /** YYYY-MM-DD (UTC). */
   date: string;
   source: number;
   stored: number;
@@ -61,23 +55,20 @@ export interface DayComparison {
 }
 
 /** What a comparison needs of its store (a SessionStore gives it). */
-export interface ComparedStore {
+interface ComparedStore {
   readonly format: OutputFormat;
   readonly shape: StoreShape;
   readonly layout: StoreLayout;
   /** A connection of its own (closed by the comparison). */
   openConnection(): Promise<DuckDBConnection>;
-  /** Commits one window's records with its coverage (the store's commit queue). */
   commitWindow(commit: WindowCommit): Promise<CommitResult>;
-  /** Removes sessions of an account and rewrites their days (the store's write queue). Returns those removed. */
   removeSessions(account: string, ids: readonly string[], days: readonly string[]): Promise<number>;
 }
 
 export class RangeComparison {
-  /** Windows not handed to a slice yet, and their rows. */
+  /** Windows not handed to a slice yet, and their rows; rows handed over and not compared yet. */
   private waiting: FetchedWindow[] = [];
   private waitingRows = 0;
-  /** Rows of the slices handed over and not compared yet. */
   private queuedRows = 0;
   private comparing: Promise<void> = Promise.resolve();
   private failure: unknown;
@@ -106,10 +97,7 @@ export class RangeComparison {
     return c;
   }
 
-  /**
-   * Takes a fetched window. A slice is compared once enough rows wait, while later windows are
-   * fetched; this waits when two slices' worth are waiting already, so that the files on disk stay bounded.
-   */
+  /** Takes a fetched window; waits while two slices' worth wait already, so that the files on disk stay bounded. */
   async add(w: FetchedWindow): Promise<void> {
     if (this.failure !== undefined) throw this.failure;
     this.fetched.push({ window: w.window, extractedAt: w.extractedAt });
@@ -134,7 +122,7 @@ export class RangeComparison {
         this.failure ??= err;
       } finally {
         this.queuedRows -= rows;
-        await Promise.all(slice.map((w) => (w.file ? rm(w.file, { force: true }).catch(() => {}) : undefined)));
+        await removeFiles(slice);
       }
     });
   }
@@ -166,7 +154,7 @@ export class RangeComparison {
        JOIN _vw w ON epoch(s.started_at) >= w.ws AND epoch(s.started_at) < w.we`,
     );
     const differs = COMPARED.map((col) => `f.${col} IS DISTINCT FROM s.${col}`).join(' OR ');
-    const fields = `list_filter([${COMPARED.map((col) => `CASE WHEN f.${col} IS DISTINCT FROM s.${col} THEN '${col}' END`).join(', ')}], x -> x IS NOT NULL)`;
+    const fields = differingFields('f', 's');
     const fixCols = [...shape.columns, 'partition', 'ws', 'we'];
     const f = (cols: readonly string[]) => cols.map((x) => `f.${x}`).join(', ');
     await c.run(
@@ -188,32 +176,27 @@ export class RangeComparison {
     await c.run('DROP TABLE _vf; DROP TABLE _vs; DROP TABLE _vw');
   }
 
-  /** The stored sessions of the account that may have started in the slice's windows (the table, or this store's day files). */
+  /** The account's stored sessions that may have started in the slice's windows. */
   private async storedSql(lo: number, hi: number, slice: readonly FetchedWindow[]): Promise<string> {
     const { shape } = this.store;
     const own = ` AND ${shape.account()} = ${sqlString(this.account)}`;
     const range = `started_at >= to_timestamp(${lo}) AND started_at < to_timestamp(${hi})${own}`;
-    if (this.store.format !== 'parquet') return `SELECT ${shape.columnList} FROM sessions WHERE ${range}`;
-    const files = await this.dayFiles(daysOf(slice.map((w) => w.window)));
-    if (!files.length) return `SELECT ${shape.columnList} FROM _vfix WHERE false`;
-    return `SELECT ${shape.columnList} FROM read_parquet([${files.map(sqlString).join(', ')}]) WHERE ${range}`;
+    const source = await this.storedSource(() => daysOf(slice.map((w) => w.window)));
+    return source ? `SELECT ${shape.columnList} FROM ${source} WHERE ${range}` : `SELECT ${shape.columnList} FROM _vfix WHERE false`;
   }
 
-  /** This store's files of these days, those that exist. */
-  private async dayFiles(days: Iterable<string>): Promise<string[]> {
-    const out: string[] = [];
-    for (const d of days) {
+  /** Where the stored sessions are: the table, or this store's existing files of these days (null: none). */
+  private async storedSource(days: () => Iterable<string> | Promise<Iterable<string>>): Promise<string | null> {
+    if (this.store.format !== 'parquet') return 'sessions';
+    const files: string[] = [];
+    for (const d of await days()) {
       const file = join(partitionDir(this.store.layout.parquetDir, d), this.store.layout.partitionFile);
-      if (await exists(file)) out.push(file);
+      if (await exists(file)) files.push(file);
     }
-    return out;
+    return files.length ? `read_parquet([${files.map(sqlString).join(', ')}])` : null;
   }
 
-  /**
-   * Compares what is left, then settles what the slices could not: a "missing" session whose id the
-   * store holds (its start moved, from inside the range or from outside it) is changed; a "gone"
-   * one the source returned in another window is not gone. Returns each day's findings, oldest first.
-   */
+  /** Compares what is left, then settles moved sessions (see the top). Returns each day's findings, oldest first. */
   async finish(): Promise<DayComparison[]> {
     this.compareWaiting();
     await this.comparing;
@@ -223,18 +206,14 @@ export class RangeComparison {
     const candidates = Number((await queryRows<{ n: bigint }>(c, `SELECT count(*) AS n FROM _vfix WHERE kind = 'missing'`))[0]?.n ?? 0);
     if (candidates > 0) {
       const own = ` AND ${shape.account()} = ${sqlString(this.account)}`;
-      const source =
-        this.store.format !== 'parquet'
-          ? 'sessions'
-          : await this.dayFiles(await this.allDays()).then((files) => (files.length ? `read_parquet([${files.map(sqlString).join(', ')}])` : null));
+      const source = await this.storedSource(() => this.allDays());
       if (source) {
         await c.run(
           `CREATE OR REPLACE TEMP TABLE _vlook AS SELECT ${shape.columnList} FROM ${source}
            WHERE session_id IN (SELECT session_id FROM _vfix WHERE kind = 'missing')${own}`,
         );
-        const fields = `list_filter([${COMPARED.map((col) => `CASE WHEN _vfix.${col} IS DISTINCT FROM l.${col} THEN '${col}' END`).join(', ')}], x -> x IS NOT NULL)`;
         await c.run(
-          `UPDATE _vfix SET kind = 'changed', fields = ${fields} FROM _vlook l
+          `UPDATE _vfix SET kind = 'changed', fields = ${differingFields('_vfix', 'l')} FROM _vlook l
            WHERE _vfix.kind = 'missing' AND ${shape.sameSession('_vfix', 'l')};
            DROP TABLE _vlook`,
         );
@@ -269,10 +248,8 @@ export class RangeComparison {
   }
 
   /**
-   * Makes the store equal the source for the compared windows: with `deleteMissing` the gone
-   * sessions (of `deleteDays` only, when given) are removed first (their days rewritten by the store); then every fetched window is
-   * committed with its missing and changed sessions and its coverage, as a backfill commits a window.
-   * The store's next flush merges the rows and rewrites their days.
+   * Makes the store equal the source for the compared windows: with `deleteMissing` the gone sessions
+   * (of `deleteDays` only, when given) removed first; then every fetched window committed with its missing and changed sessions.
    */
   async repair(o: { runId: string; deleteMissing: boolean; deleteDays?: ReadonlySet<string> }): Promise<{ repaired: number; deleted: number }> {
     const c = this.conn;
@@ -283,8 +260,7 @@ export class RangeComparison {
       if (gone.length) deleted = await this.store.removeSessions(this.account, gone.map((g) => g.id), [...new Set(gone.map((g) => g.day))]);
     }
     const repaired = Number((await queryRows<{ n: bigint }>(c, 'SELECT count(*) AS n FROM _vfix'))[0]?.n ?? 0);
-    // Each window's missing and changed rows as its record file, committed with its coverage as a
-    // backfill's window is (the commit queue groups the windows waiting into one transaction).
+    // Each window's rows as its record file, committed with its coverage (the commit queue groups waiting windows).
     const windows = [...this.fetched].sort((a, b) => a.window.start - b.window.start);
     const waiting: Array<Promise<unknown>> = [];
     for (const w of windows) {
@@ -313,14 +289,23 @@ export class RangeComparison {
     if (this.closed) return;
     this.closed = true;
     await this.comparing.catch(() => {});
-    await Promise.all(this.waiting.map((w) => (w.file ? rm(w.file, { force: true }).catch(() => {}) : undefined)));
+    await removeFiles(this.waiting);
     this.waiting = [];
     this.conn.closeSync();
   }
 }
 
+/** The names of the compared columns in which rows `a` and `b` differ, as SQL. */
+function differingFields(a: string, b: string): string {
+  return `list_filter([${COMPARED.map((col) => `CASE WHEN ${a}.${col} IS DISTINCT FROM ${b}.${col} THEN '${col}' END`).join(', ')}], x -> x IS NOT NULL)`;
+}
+
+async function removeFiles(windows: readonly FetchedWindow[]): Promise<void> {
+  await Promise.all(windows.map((w) => (w.file ? rm(w.file, { force: true }).catch(() => {}) : undefined)));
+}
+
 /** The UTC days (YYYY-MM-DD) that windows touch. */
-export function daysOf(windows: readonly Window[]): Set<string> {
+function daysOf(windows: readonly Window[]): Set<string> {
   const out = new Set<string>();
   for (const w of windows) {
     for (let d = Math.floor(w.start / 86_400) * 86_400; d < w.end; d += 86_400) out.add(new Date(d * 1000).toISOString().slice(0, 10));

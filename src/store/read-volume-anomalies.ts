@@ -1,9 +1,6 @@
 /**
- * The volume anomalies of a store, by account: its sessions counted per UTC day (the `sessions`
- * table, or this store's files of the Parquet dataset for format parquet), judged against each
- * account's coverage and the days `verify` confirmed (volume-anomalies.ts). One GROUP BY over the
- * table (tens of milliseconds for a million sessions); the dataset's counts come from the files'
- * footers and their `date=` directories.
+ * A store's volume anomalies by account: its sessions counted per UTC day (one GROUP BY over the table,
+ * or the dataset files' footers for format parquet), judged by volume-anomalies.ts.
  */
 import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
@@ -17,7 +14,7 @@ import { readConfirmedDays } from './verify-log.js';
 import { findVolumeAnomalies, type VolumeAnomaly, type VolumeRule } from './volume-anomalies.js';
 
 /** What of a store the counts need (a SessionStore is one). */
-export interface CountedStore {
+interface CountedStore {
   format: OutputFormat;
   shape: StoreShape;
   layout: StoreLayout;
@@ -33,9 +30,8 @@ export async function readDayCounts(conn: DuckDBConnection, store: CountedStore,
          FROM read_parquet(${sqlString(join(store.layout.parquetDir, 'date=*', store.layout.partitionFile))}, hive_partitioning = true)
          WHERE "date" IS NOT NULL${own} GROUP BY ALL`
       : `SELECT ${account} AS a, strftime(started_at, '%Y-%m-%d') AS d, count(*) AS n FROM sessions WHERE started_at IS NOT NULL${own} GROUP BY ALL`;
-  // A Parquet-only store with no day file here (none written yet, or the dataset in a bucket) has
-  // nothing to count: looked up first, as a failed read would abort the caller's transaction.
-  if (store.format === 'parquet' && !(await hasDayFile(store.layout))) return new Map();
+  // No day file here (none yet, or a bucket's): looked up first, as a failed read would abort the caller's transaction.
+  if (store.format === 'parquet' && !(await hasDayFile(store.layout.parquetDir, store.layout.partitionFile))) return new Map();
   const rows = await queryRows<{ a: string; d: string; n: bigint | number }>(conn, sql);
   const out = new Map<string, Map<string, number>>();
   for (const r of rows) {
@@ -45,12 +41,9 @@ export async function readDayCounts(conn: DuckDBConnection, store: CountedStore,
   return out;
 }
 
-async function hasDayFile(layout: StoreLayout): Promise<boolean> {
-  const days = await readdir(layout.parquetDir).catch(() => [] as string[]);
-  for (const d of days) {
-    if (d.startsWith('date=') && existsSync(join(layout.parquetDir, d, layout.partitionFile))) return true;
-  }
-  return false;
+/** Whether a dataset directory holds a day file to read: a read of none fails. */
+export async function hasDayFile(dir: string, file: string): Promise<boolean> {
+  return (await readdir(dir).catch(() => [] as string[])).some((d) => d.startsWith('date=') && existsSync(join(dir, d, file)));
 }
 
 /** Each account's volume anomalies (every account that has coverage; none when the rule is off). */

@@ -1,9 +1,7 @@
 /**
- * Removing sessions of an account from a store (`verify --delete-missing`: sessions the source no
- * longer returns). Formats duckdb and both: deleted from the `sessions` table and (both) their days
- * marked for a Parquet rewrite, in one transaction, rewritten by the next flush. Format parquet: each
- * day's file is written again without them and put through the store's dataset (dataset/dataset.ts:
- * renamed into place locally, one upload to a bucket), as every rewrite of a day is.
+ * `verify --delete-missing`: removes sessions the source no longer returns. Formats duckdb and both:
+ * from the table, their days marked for the next flush's rewrite, in one transaction. Format parquet:
+ * each day's file written again without them and put through the store's dataset, as every rewrite is.
  */
 import { rm } from 'node:fs/promises';
 import { parquetCopyOptions } from './row-groups.js';
@@ -12,6 +10,7 @@ import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { unguessable } from '../util/temp-file.js';
 import { queryRows, sqlString } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
+import { inWriteTransaction } from './account-transfer.js';
 import type { OutputFormat, StoreLayout } from './layout.js';
 import type { Dataset } from './dataset/dataset.js';
 import type { StoreShape } from './shape.js';
@@ -29,18 +28,13 @@ export async function removeSessions(
   const { shape } = store;
   const own = ` AND ${shape.account()} = ${sqlString(account)}`;
   if (store.format !== 'parquet') {
-    await c.run('BEGIN TRANSACTION');
-    try {
+    return inWriteTransaction(c, 'removing sessions the source no longer returns', async () => {
       const r = await c.run(`DELETE FROM sessions WHERE session_id IN (SELECT unnest($1::VARCHAR[]))${own}`, [listValue([...ids])]);
       if (store.format === 'both' && days.length) {
         await c.run('INSERT INTO _parquet_pending SELECT unnest($1::VARCHAR[]), $2', [listValue([...days]), await nextGen(c)]);
       }
-      await c.run('COMMIT');
       return Number(r.rowsChanged);
-    } catch (err) {
-      await c.run('ROLLBACK').catch(() => {});
-      throw wrapWriteError(err, 'removing sessions the source no longer returns');
-    }
+    });
   }
   let removed = 0;
   for (const day of days) {

@@ -3,26 +3,19 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Window } from '../time/windows.js';
 import { clipText, MAX_ERROR_CHARS } from '../util/clip-text.js';
 import { oneLine } from '../util/terminal-text.js';
-import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { queryRows, sqlString } from './duckdb.js';
 import type { OutputFormat, StoreLayout } from './layout.js';
 import { NDJSON_MAX_OBJECT_BYTES } from './ndjson.js';
-
-/**
- * Longest `_runs.error` kept: a backstop. A run clips the server's text to MAX_ERROR_CHARS and adds
- * what is committed and what to do (src/pipeline/run.ts); this leaves room for that, and clips any
- * other writer, and rows recorded whole before the bound, when they are read.
- */
-export const MAX_RUN_ERROR_CHARS = 2 * MAX_ERROR_CHARS;
+import { hasDayFile } from './read-volume-anomalies.js';
 
 /**
  * A run's error as kept and shown (status, state.json, the dashboard): one printable line (no
- * terminal control sequence from a server), clipped to MAX_RUN_ERROR_CHARS.
+ * terminal control sequence from a server), clipped to twice MAX_ERROR_CHARS: a backstop leaving room
+ * for what a run adds to the server's clipped text (pipeline/run.ts), for any other writer and older rows.
  */
 export function boundRunError<T>(error: T): T | string {
-  return typeof error === 'string' ? clipText(oneLine(error), MAX_RUN_ERROR_CHARS) : error;
+  return typeof error === 'string' ? clipText(oneLine(error), 2 * MAX_ERROR_CHARS) : error;
 }
 
 export interface RunRow {
@@ -39,7 +32,7 @@ export interface RunRow {
   sessions_written: number;
   sessions_new: number | null;
   sessions_updated: number | null;
-  /** Read again as stored (not in sessions_written); null when not counted (a run of an earlier release, a died or failed run). */
+  /** Read again as stored (not in sessions_written); null when not counted (an earlier release's, a died or failed run). */
   sessions_unchanged?: number | null;
   rejected: number;
   requests: number;
@@ -78,10 +71,8 @@ export async function recordRun(conn: DuckDBConnection, run: RunRow): Promise<vo
 }
 
 /**
- * Records every run still marked `running` as `died` (ended_at = now): called by a writer holding the
- * lock, so none of them is running any more (killed, or crashed, without recording its outcome).
- * Its figures become what the store holds of it (committedUnder): a died run never recorded its own.
- * Returns their run ids.
+ * Records every run still marked `running` as `died` (called by the lock's holder: none of them runs
+ * any more), with what the store holds of it as its figures (committedUnder). Returns their run ids.
  */
 export async function recordDiedRuns(
   conn: DuckDBConnection,
@@ -107,7 +98,7 @@ export async function recordDiedRuns(
 }
 
 /** Where a store keeps its committed rows, to count those of a run (committedUnder). */
-export interface CommittedRows {
+interface CommittedRows {
   format: OutputFormat;
   /** A stored row's account, as SQL (store/shape.ts `account()`). */
   account: string;
@@ -117,7 +108,6 @@ export interface CommittedRows {
   pendingDir: string;
 }
 
-/** Where a store keeps its committed rows (a SessionStore is one). */
 export function committedRowsOf(store: { format: OutputFormat; shape: { account(): string }; layout: StoreLayout; dataset: { location: { kind: string } } }): CommittedRows {
   return {
     format: store.format,
@@ -127,26 +117,16 @@ export function committedRowsOf(store: { format: OutputFormat; shape: { account(
   };
 }
 
-/** What the store holds of a run: its committed windows, its sessions, and the UTC days its windows cover. */
-export interface Committed {
-  windows: number;
-  /** Sessions whose stored version it fetched; null when they cannot be counted here (a bucket's day files). */
-  sessions: number | null;
-  days: number;
-}
-
 /**
- * What the store says a run committed, for a run that recorded no figures (it died): its coverage
- * rows (each carries its run id until a finished run compacts the map), the UTC days they cover,
- * and the sessions fetched between its start and `untilMs` (a session's stored version carries the
- * time it was fetched: extracted_at), merged or still pending. One lock holder at a time, so no other
- * run of the account fetched in between.
+ * What a died run committed: its coverage rows (carrying its run id until a finished run compacts the
+ * map), their UTC days, and the sessions fetched between its start and `untilMs` (one lock holder at a
+ * time: no other run of the account fetched in between); null sessions when a bucket holds the day files.
  */
-export async function committedUnder(
+async function committedUnder(
   conn: DuckDBConnection,
   rows: CommittedRows,
   run: { runId: string; account: string; startedMs: number; untilMs?: number },
-): Promise<Committed> {
+): Promise<{ windows: number; sessions: number | null; days: number }> {
   const windows = await queryRows<{ start_s: bigint | number; end_s: bigint | number }>(conn, 'SELECT start_s, end_s FROM _coverage WHERE run_id = $1', [run.runId]);
   const days = new Set<number>();
   for (const w of windows) {
@@ -161,7 +141,7 @@ export async function committedUnder(
   const sources = [`SELECT ${key} AS k FROM _pending_rows WHERE ${fetched}`];
   if (rows.format !== 'parquet') sources.push(`SELECT ${key} AS k FROM sessions WHERE ${fetched}`);
   else if (rows.parquet === null) return { windows: windows.length, sessions: null, days: days.size };
-  else if (await anyDayFile(rows.parquet)) {
+  else if (await hasDayFile(rows.parquet.dir, rows.parquet.file)) {
     const files = join(rows.parquet.dir, 'date=*', rows.parquet.file);
     sources.push(`SELECT ${key} AS k FROM read_parquet(${sqlString(files)}, hive_partitioning = true) WHERE ${fetched}`);
   }
@@ -183,16 +163,9 @@ export async function committedUnder(
   return { windows: windows.length, sessions: Number(n[0]?.n ?? 0), days: days.size };
 }
 
-/** Whether there is a day file to read (a read of none fails). */
-async function anyDayFile(p: { dir: string; file: string }): Promise<boolean> {
-  for (const d of await readdir(p.dir).catch(() => [] as string[])) if (d.startsWith('date=') && existsSync(join(p.dir, d, p.file))) return true;
-  return false;
-}
-
 /**
- * `_runs` rows read while no run holds the store: one still marked running died (the next run
- * records it so), and shows what the store holds of it instead of the zeros it started with
- * (committedUnder); new and updated are not known.
+ * `_runs` rows read while no run holds the store: one still marked running died, and shows what the
+ * store holds of it (committedUnder) instead of the zeros it started with; new and updated are unknown.
  */
 export async function withDiedRunFigures(conn: DuckDBConnection, rows: CommittedRows, runs: Array<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> {
   const out: Array<Record<string, unknown>> = [];
@@ -221,7 +194,6 @@ export async function lastRuns(conn: DuckDBConnection, limit = 10, account?: str
   return rows.map((r) => ({ ...r, error: boundRunError(r.error) }));
 }
 
-/** The latest `limit` runs of each account, newest first. */
 export async function lastRunsByAccount(conn: DuckDBConnection, limit = 10): Promise<Record<string, unknown>[]> {
   return queryRows(
     conn,

@@ -1,17 +1,15 @@
 /**
- * The state snapshot: `<data-dir>/state.json`, what `status` shows, published by the writer so that
- * readers can see it while a run holds the DuckDB file (DuckDB lets no other process open a file a
- * writer has open). Written atomically (a temporary file, fsync, rename) after commits — at most
- * about once a second — and at the end of every run; mode 0640. It is a public read interface
- * (docs/running.md "State snapshot"): `readStateSnapshot(dataDir)` validates it and returns a typed object.
- * It holds no secret: the run history's errors are redacted before they are recorded.
+ * The state snapshot `<data-dir>/state.json`: what `status` shows, published by the writer (at most
+ * about once a second after commits, and at each run's end) so that readers see it while a run holds
+ * the DuckDB file, which DuckDB lets no other process open. A public read interface (docs/running.md
+ * "State snapshot"); it holds no secret (run errors are redacted before they are recorded).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { z } from 'zod';
 import { checkpointOf, holes } from '../time/intervals.js';
-import { isoOf } from '../time/windows.js';
+import { isoOf, type Window } from '../time/windows.js';
 import { queryRows, tableExists } from './duckdb.js';
 import { writeFileAtomic } from './durable-fs.js';
 import { DataDirError } from './errors.js';
@@ -19,22 +17,33 @@ import { boundRunError } from './run-log.js';
 import { SINGLE_ACCOUNT, type SessionStore } from './session-store.js';
 import { readVolumeAnomalies } from './read-volume-anomalies.js';
 import { readLastVerifications } from './verify-log.js';
-import { DEFAULT_VOLUME_RULE, type VolumeAnomaly, type VolumeRule } from './volume-anomalies.js';
+import { DEFAULT_VOLUME_RULE, type VolumeRule } from './volume-anomalies.js';
 
 export const STATE_FILE = 'state.json';
 export const STATE_SNAPSHOT_VERSION = 1;
 
 const Interval = z.object({ from: z.string(), to: z.string() });
+const CoverageFields = { checkpoint: z.string().nullable(), coverage: z.array(Interval), coverageHoles: z.array(Interval) };
 
 /** A finished day with far fewer sessions than its weekday usually has (volume-anomalies.ts). */
-const VolumeAnomalySchema = z.object({ date: z.string(), sessions: z.number(), expected: z.number() });
+const VolumeAnomalySchema = z.object({
+  /** The UTC day, YYYY-MM-DD. */
+  date: z.string(),
+  /** Sessions stored for it. */
+  sessions: z.number(),
+  /** The median of the same weekday over the previous `weeks` weeks (rounded). */
+  expected: z.number(),
+});
+export type VolumeAnomaly = z.infer<typeof VolumeAnomalySchema>;
 
-/** The latest `session-etl verify` and what it found (verify-log.ts). */
+/** The latest `session-etl verify` of an account and what it found (verify-log.ts). */
 const LastVerificationSchema = z.object({
   runId: z.string(),
+  /** When it ended (or started, while it runs or when it never finished), ISO. */
   at: z.string(),
   outcome: z.string(),
   range: Interval.nullable(),
+  /** Days compared (whole or in part). */
   days: z.number(),
   source: z.number(),
   missing: z.number(),
@@ -42,36 +51,33 @@ const LastVerificationSchema = z.object({
   changed: z.number(),
   repaired: z.number(),
   deleted: z.number(),
+  /** Days that differed, oldest first (at most 20). */
   differingDays: z.array(z.object({ date: z.string(), missing: z.number(), gone: z.number(), changed: z.number(), equalNow: z.boolean() })),
   error: z.string().nullable(),
 });
+export type LastVerification = z.infer<typeof LastVerificationSchema>;
 
 /** One account of a many-account store, as the snapshot and `status` show it. */
 const AccountStateSchema = z.object({
   account: z.string(),
-  checkpoint: z.string().nullable(),
-  coverage: z.array(Interval),
-  coverageHoles: z.array(Interval),
+  ...CoverageFields,
   /** Its rows of the sessions table (null for format parquet). */
   rows: z.number().nullable(),
   rejected: z.number(),
   /** Its latest row of `_runs`. */
   lastRun: z.record(z.string(), z.unknown()).nullable(),
-  /** Its volume anomalies (absent in snapshots of older versions). */
+  /** Absent in snapshots of older versions, as the rest that is optional. */
   volumeAnomalies: z.array(VolumeAnomalySchema).optional(),
-  /** Its latest verification; null when never verified (absent in snapshots of older versions). */
   lastVerification: LastVerificationSchema.nullable().optional(),
 });
-export type AccountState = z.infer<typeof AccountStateSchema>;
+type AccountState = z.infer<typeof AccountStateSchema>;
 
 export const StateSnapshotSchema = z.object({
   version: z.literal(STATE_SNAPSHOT_VERSION),
   /** When this snapshot was written (ISO 8601, UTC). */
   writtenAt: z.string(),
   format: z.enum(['duckdb', 'parquet', 'both']),
-  checkpoint: z.string().nullable(),
-  coverage: z.array(Interval),
-  coverageHoles: z.array(Interval),
+  ...CoverageFields,
   /** Rows of the sessions table (null for format parquet: see the dataset). */
   rows: z.number().nullable(),
   pendingPartitions: z.array(z.string()),
@@ -84,13 +90,8 @@ export const StateSnapshotSchema = z.object({
    * `coverageHoles` are then empty, `checkpoint` is the oldest account's, and `lastRuns` every account's.
    */
   accounts: z.array(AccountStateSchema).optional(),
-  /**
-   * Finished days with far fewer sessions than their weekday usually has, under the rule of the
-   * run that wrote the snapshot (docs/data-quality.md "Volume anomalies"); a many-account store's are each
-   * account's. Absent in snapshots of older versions.
-   */
+  /** Judged under the rule of the run that wrote the snapshot; a many-account store's are each account's. */
   volumeAnomalies: z.array(VolumeAnomalySchema).optional(),
-  /** The latest `session-etl verify` and what it found; null when never verified. */
   lastVerification: LastVerificationSchema.nullable().optional(),
   /** The run that wrote this snapshot while it was going; null in the snapshot written at its end. */
   running: z
@@ -100,7 +101,7 @@ export const StateSnapshotSchema = z.object({
       host: z.string(),
       startedAt: z.string(),
       command: z.string(),
-      /** How far the run has got, as of its last commit (absent in snapshots of older versions). */
+      /** How far the run has got, as of its last commit. */
       progress: z
         .object({ windowsTotal: z.number(), windowsDone: z.number(), sessions: z.number(), at: z.string() })
         .optional(),
@@ -109,7 +110,7 @@ export const StateSnapshotSchema = z.object({
 });
 
 export type StateSnapshot = z.infer<typeof StateSnapshotSchema>;
-export type RunningRun = NonNullable<StateSnapshot['running']>;
+type RunningRun = NonNullable<StateSnapshot['running']>;
 /** A run's progress as it reports it after each commit (the snapshot adds when). */
 export type RunProgress = Omit<NonNullable<RunningRun['progress']>, 'at'>;
 /** How many rows of `_runs` a run's snapshot carries (the dashboard's run history). */
@@ -117,16 +118,7 @@ export const SNAPSHOT_RUNS = 50;
 /** What the store itself holds (the snapshot without its envelope). */
 export type StoreState = Omit<StateSnapshot, 'version' | 'writtenAt' | 'running'>;
 
-/** `storeDir`: the data directory, or a shard's store directory (layout.ts). */
-export function stateSnapshotPath(storeDir: string): string {
-  return join(storeDir, STATE_FILE);
-}
-
-/**
- * Reads the store's state on `conn` in one read transaction (one consistent view while a run
- * commits on other connections). A many-account store's adds each account's own (`accounts`); its
- * top-level coverage is empty and its checkpoint the oldest account's.
- */
+/** Reads the store's state on `conn` in one read transaction (one consistent view while a run commits on other connections). */
 export async function collectState(store: SessionStore, conn: DuckDBConnection, runs = 10, o: CollectOptions = {}): Promise<StoreState> {
   await conn.run('BEGIN TRANSACTION');
   try {
@@ -150,13 +142,9 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
     const anomalies = o.anomalies ?? (await readVolumeAnomalies(conn, store, o.volume ?? DEFAULT_VOLUME_RULE));
     const verifications = await readLastVerifications(conn);
     if (!many) {
-      const coverage = await store.coverage(SINGLE_ACCOUNT, conn);
-      const cp = checkpointOf(coverage);
       return {
         ...common,
-        checkpoint: cp !== undefined ? isoOf(cp) : null,
-        coverage: coverage.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
-        coverageHoles: holes(coverage).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
+        ...coverageState(await store.coverage(SINGLE_ACCOUNT, conn)),
         volumeAnomalies: anomalies.get(SINGLE_ACCOUNT) ?? [],
         lastVerification: verifications.get(SINGLE_ACCOUNT) ?? null,
       };
@@ -179,14 +167,12 @@ export async function collectState(store: SessionStore, conn: DuckDBConnection, 
   }
 }
 
-export interface CollectOptions {
-  /** The volume-anomaly rule (default: the configuration's defaults). */
+interface CollectOptions {
   volume?: VolumeRule;
   /** Anomalies computed already (the state publisher reuses them between the start and the end of a run). */
   anomalies?: Map<string, VolumeAnomaly[]>;
 }
 
-/** Each account of a many-account store: its coverage and checkpoint, rows, rejected records and latest run. */
 async function accountStates(store: SessionStore, conn: DuckDBConnection): Promise<AccountState[]> {
   const coverage = await store.allCoverage(conn);
   const names = await store.accountNames(conn);
@@ -200,19 +186,20 @@ async function accountStates(store: SessionStore, conn: DuckDBConnection): Promi
       plainRow(r, { keepAccount: true }),
     ]),
   );
-  return names.map((account) => {
-    const c = coverage.get(account) ?? [];
-    const cp = checkpointOf(c);
-    return {
-      account,
-      checkpoint: cp !== undefined ? isoOf(cp) : null,
-      coverage: c.map((w) => ({ from: isoOf(w.start), to: isoOf(w.end) })),
-      coverageHoles: holes(c).map((h) => ({ from: isoOf(h.start), to: isoOf(h.end) })),
-      rows: rows ? (rows.get(account) ?? 0) : null,
-      rejected: rejected.get(account) ?? 0,
-      lastRun: latest.get(account) ?? null,
-    };
-  });
+  return names.map((account) => ({
+    account,
+    ...coverageState(coverage.get(account) ?? []),
+    rows: rows ? (rows.get(account) ?? 0) : null,
+    rejected: rejected.get(account) ?? 0,
+    lastRun: latest.get(account) ?? null,
+  }));
+}
+
+/** A coverage's checkpoint, windows and holes, as the snapshot shows them. */
+function coverageState(c: readonly Window[]): Pick<AccountState, 'checkpoint' | 'coverage' | 'coverageHoles'> {
+  const cp = checkpointOf(c);
+  const iso = (w: Window) => ({ from: isoOf(w.start), to: isoOf(w.end) });
+  return { checkpoint: cp !== undefined ? isoOf(cp) : null, coverage: c.map(iso), coverageHoles: holes(c).map(iso) };
 }
 
 /**
@@ -232,19 +219,16 @@ export function plainRow(r: Record<string, unknown>, { keepAccount }: { keepAcco
 
 /** Writes the snapshot atomically, mode 0640 whatever the umask: readers see the old one or the new one whole. */
 export async function writeStateSnapshot(dataDir: string, tmpDir: string, snapshot: StateSnapshot): Promise<void> {
-  await writeFileAtomic(stateSnapshotPath(dataDir), JSON.stringify(snapshot, null, 1) + '\n', {
+  await writeFileAtomic(join(dataDir, STATE_FILE), JSON.stringify(snapshot, null, 1) + '\n', {
     tmpDir,
     mode: 0o640,
     exactMode: true,
   });
 }
 
-/**
- * The data directory's state snapshot, validated; null when there is none (no run has written one
- * yet). Throws DataDirError when the file is there but is not a snapshot this version can read.
- */
+/** The data directory's state snapshot, validated; null when there is none; DataDirError when it cannot be read. */
 export async function readStateSnapshot(dataDir: string): Promise<StateSnapshot | null> {
-  const path = stateSnapshotPath(dataDir);
+  const path = join(dataDir, STATE_FILE);
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -272,9 +256,8 @@ export async function readStateSnapshot(dataDir: string): Promise<StateSnapshot 
 }
 
 /**
- * Publishes a run's state snapshot: `soon()` after each commit (at most one write per
- * `minIntervalMs`, the last request always honoured), `final()` at the end of the run. Reads go on
- * a connection of their own, so commits never wait for a snapshot.
+ * Publishes a run's state snapshot: `soon()` after each commit (at most one write per `minIntervalMs`,
+ * the last request always honoured), `final()` at the end, read on a connection of its own so commits never wait.
  */
 export class StatePublisher {
   private last = 0;
@@ -291,17 +274,10 @@ export class StatePublisher {
     private readonly opts: { minIntervalMs?: number; onError?: (err: unknown) => void; now?: () => number; volume?: VolumeRule } = {},
   ) {}
 
-  /**
-   * The volume anomalies of the snapshots written while the run goes: read once, at the first (the
-   * store as the run found it), so that a snapshot a second costs no count of the whole table; the
-   * final snapshot reads them again.
-   */
+  /** Read at the first snapshot and the final one only: a snapshot a second must not count the whole table. */
   private anomalies: Map<string, VolumeAnomaly[]> | undefined;
 
-  /**
-   * Asks for a snapshot soon (throttled), with the run's progress when given. Never throws; a
-   * failed write is reported once through onError.
-   */
+  /** Asks for a snapshot soon (throttled), with the run's progress. Never throws; a failed write is reported once (onError). */
   soon(progress?: RunProgress): void {
     if (this.stopped) return;
     if (progress) this.progress = { ...progress, at: new Date((this.opts.now ?? Date.now)()).toISOString() };
@@ -320,7 +296,11 @@ export class StatePublisher {
     }
     this.dirty = false;
     this.inFlight = this.publish(this.running)
-      .catch((err) => this.report(err))
+      .catch((err) => {
+        if (this.warned) return;
+        this.warned = true;
+        this.opts.onError?.(err);
+      })
       .finally(() => {
         this.inFlight = undefined;
         this.last = Date.now();
@@ -337,14 +317,6 @@ export class StatePublisher {
     await this.publish(null);
   }
 
-  /** Stops without a final write, waiting for a write in progress (before the store closes). */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.inFlight;
-  }
-
   /** Outside the write queue, on a connection of its own (a new store re-attaching its file holds its statements: read-gate.ts). */
   private async publish(running: RunningRun | null): Promise<void> {
     const conn = await this.store.readConnection();
@@ -359,11 +331,5 @@ export class StatePublisher {
       ...state,
       running: running && this.progress ? { ...running, progress: this.progress } : running,
     });
-  }
-
-  private report(err: unknown): void {
-    if (this.warned) return;
-    this.warned = true;
-    this.opts.onError?.(err);
   }
 }

@@ -9,112 +9,51 @@ import { rangeArgs, suggestedCommand } from '../util/suggested-command.js';
 import { bucketCacheDir, bucketDatasetSize, copyBucketState, mirrorDataset } from './dataset/bucket-reader.js';
 import type { DatasetLocation } from './dataset/location.js';
 import { queryRows, sqlString } from './duckdb.js';
-import { readVolumeAnomalies } from './read-volume-anomalies.js';
+import { hasDayFile, readVolumeAnomalies } from './read-volume-anomalies.js';
 import { committedRowsOf, withDiedRunFigures } from './run-log.js';
 import { DEFAULT_VOLUME_RULE } from './volume-anomalies.js';
 import { sizeOf } from './durable-fs.js';
 import { DataDirError, StoreBusyError } from './errors.js';
 import { holderState, readHolder, type LockHolder } from './lock.js';
-import { layoutOf, type OutputFormat, type ShardId, type StoreLayout } from './layout.js';
+import { layoutOf, type ShardId, type StoreLayout } from './layout.js';
 import { SessionStore, SINGLE_ACCOUNT } from './session-store.js';
 import { collectState, plainRow, readStateSnapshot, STATE_FILE, type StoreState } from './state-snapshot.js';
-import type { LastVerification } from './verify-log.js';
-import type { VolumeAnomaly, VolumeRule } from './volume-anomalies.js';
+import type { VolumeRule } from './volume-anomalies.js';
 
-export interface StoreStatus {
-  dataDir: string;
-  format: OutputFormat;
-  checkpoint: string | null;
-  /** now - checkpoint, seconds. */
-  lagSeconds: number | null;
-  coverage: Array<{ from: string; to: string }>;
-  coverageHoles: Array<{ from: string; to: string }>;
-  rows: number | null;
-  partitions: number;
-  pendingPartitions: string[];
-  /** Committed windows' records not merged into `sessions` yet (merged by the next run). */
-  pendingRows: number;
-  rejected: number;
-  bytes: { duckdb: number; parquet: number; total: number };
-  lastRuns: Array<Record<string, unknown>>;
-  /** The run holding the data directory now (a live process). */
-  runningNow: LockHolder | null;
-  /** The lock's holder when its process is gone (on this host): the run died (kill -9, a crash). */
-  lastRunDied: { runId: string | null; pid: number; host: string; startedAt: string } | null;
-  /** Where the figures come from: the DuckDB file, or (while a run holds it) the run's state snapshot. */
-  source: 'duckdb' | 'snapshot';
-  /** When the snapshot was written (source snapshot), else null. */
-  asOf: string | null;
-  /**
-   * How far the run going now has got, as of its last commit (from its state snapshot); null when
-   * none is going. With many accounts, the run of the whole store (every account it runs).
-   */
-  /** Finished days with far fewer sessions than their weekday usually has (docs/data-quality.md "Volume anomalies"). */
-  volumeAnomalies: VolumeAnomaly[];
-  /** The latest `session-etl verify` and what it found; null when never verified. */
-  lastVerification: LastVerification | null;
-  progress: RunProgress | null;
-  /**
-   * Backfills begun and not completed (interrupted, failed, or going now), with the part of their
-   * range not covered yet and the command that resumes each; null while a run holds the DuckDB file.
-   */
-  unfinishedBackfills: UnfinishedBackfill[] | null;
-  /**
-   * The schema version of a store written by an earlier release, read as it is (the next export or
-   * backfill upgrades it: schema.ts readAsCurrentSchema); null when it is this release's, or unknown (a snapshot).
-   */
-  olderSchema: number | null;
-  /**
-   * A many-account store's accounts: its partitions, size, pending work and running run are the
-   * whole store's, shared by them (each account's own figures are its checkpoint, coverage, rows and runs); null with one account.
-   */
-  storeAccounts: number | null;
-}
+type Interval = { from: string; to: string };
+type RunRows = Array<Record<string, unknown>>;
 
-export interface RunProgress {
-  windowsTotal: number;
-  windowsDone: number;
-  sessions: number;
-  at: string;
-}
+/** What `status` shows of one account (of the one account of a single-account store): accountStatus. */
+export type StoreStatus = ReturnType<typeof accountStatus>;
+/** One read of a store: its own figures, its state, and each account's latest runs. */
+type StoreReading = Awaited<ReturnType<typeof readStoreReading>>;
 
-export interface UnfinishedBackfill {
+interface UnfinishedBackfill {
   from: string;
   to: string;
   runId: string;
   startedAt: string;
   /** The parts of [from, to) not covered yet. */
-  missing: Array<{ from: string; to: string }>;
-  /** Resumes it: the same range again (finished windows are not fetched again). */
+  missing: Interval[];
+  /** The same range again (finished windows are not fetched again). */
   resume: string;
 }
 
-/**
- * What `status` reports of a data directory's store (`shard`: shard I of N's; layout.ts). A
- * many-account store: use readStoreReading and accountStatus.
- */
+/** What `status` reports of a data directory's store (`shard`: layout.ts). Many accounts: readStoreReading and accountStatus. */
 export async function readStatus(dataDir: string, nowMs = Date.now(), runs = 10, shard?: ShardId, dataset?: DatasetLocation, volume?: VolumeRule): Promise<StoreStatus> {
   return accountStatus(await readStoreReading(dataDir, runs, shard, dataset, volume), SINGLE_ACCOUNT, nowMs, runs);
 }
 
-/** One read of a store: its own figures, its state, and each account's latest runs. */
-export interface StoreReading {
-  dataDir: string;
-  format: OutputFormat;
-  accounts: 'single' | 'many';
+/** What readState reads of the store itself. */
+interface StoreRead {
   state: StoreState;
-  /** A many-account store's latest runs of each account (up to the number asked for). */
-  runsByAccount: Map<string, Array<Record<string, unknown>>>;
-  partitions: number;
-  bytes: { duckdb: number; parquet: number; total: number };
-  runningNow: LockHolder | null;
-  lastRunDied: LockHolder | null;
-  source: 'duckdb' | 'snapshot';
+  /** When the snapshot read was written; null when read from the DuckDB file. */
   asOf: string | null;
-  progress: RunProgress | null;
+  /** A many-account store's latest runs of each account (up to the number asked for). */
+  runsByAccount: Map<string, RunRows>;
   /** Each account's unfinished backfills ('' in a single-account store); null from a snapshot. */
   unfinishedByAccount: Map<string, UnfinishedBackfill[]> | null;
-  /** See StoreStatus.olderSchema. */
+  /** The schema version of a store of an earlier release, read as it is (schema.ts readAsCurrentSchema); null when current or unknown. */
   olderSchema: number | null;
 }
 
@@ -124,7 +63,7 @@ interface DatasetListing {
 }
 
 /** Reads a store once (the DuckDB file, or while a run holds it the run's snapshot), without writing anything. */
-export async function readStoreReading(dataDir: string, runs = 10, shard?: ShardId, dataset?: DatasetLocation, volume?: VolumeRule): Promise<StoreReading> {
+export async function readStoreReading(dataDir: string, runs = 10, shard?: ShardId, dataset?: DatasetLocation, volume?: VolumeRule) {
   // The lock lives at the same place whatever the format.
   const lockLayout = layoutOf(dataDir, 'both', shard);
   const holder = (await readHolder(lockLayout.lockPath)) ?? null;
@@ -148,14 +87,16 @@ export async function readStoreReading(dataDir: string, runs = 10, shard?: Shard
   return {
     dataDir,
     format: state.format,
-    accounts: state.accounts ? 'many' : 'single',
+    accounts: state.accounts ? ('many' as const) : ('single' as const),
     state,
     runsByAccount,
     partitions,
     bytes: { duckdb: duckdbBytes, parquet: parquetBytes, total: duckdbBytes + parquetBytes },
     runningNow: alive,
+    /** The lock's holder when its process is gone (on this host): the run died (kill -9, a crash). */
     lastRunDied: died,
-    source: asOf ? 'snapshot' : 'duckdb',
+    /** The DuckDB file, or (while a run holds it) the run's state snapshot, written at `asOf`. */
+    source: asOf ? ('snapshot' as const) : ('duckdb' as const),
     asOf,
     progress,
     unfinishedByAccount,
@@ -164,10 +105,11 @@ export async function readStoreReading(dataDir: string, runs = 10, shard?: Shard
 }
 
 /** One account's status from a store's reading ('' for a single-account store). */
-export function accountStatus(r: StoreReading, account: string, nowMs = Date.now(), runs = 10): StoreStatus {
-  const own = r.state.accounts?.find((a) => a.account === account);
+export function accountStatus(r: StoreReading, account: string, nowMs = Date.now(), runs = 10) {
   const many = r.state.accounts !== undefined;
-  const checkpoint = many ? (own?.checkpoint ?? null) : r.state.checkpoint;
+  // A many-account store's figures are the account's own; a single-account store's, the state's.
+  const own = many ? r.state.accounts?.find((a) => a.account === account) : r.state;
+  const checkpoint = own?.checkpoint ?? null;
   const cp = checkpoint !== null ? Date.parse(checkpoint) / 1000 : undefined;
   const lastRuns = many
     ? (r.runsByAccount.get(account) ?? r.state.lastRuns.filter((x) => x.account === account))
@@ -179,32 +121,33 @@ export function accountStatus(r: StoreReading, account: string, nowMs = Date.now
     source: r.source,
     asOf: r.asOf,
     checkpoint,
+    /** now - checkpoint, seconds. */
     lagSeconds: cp !== undefined ? Math.round(nowMs / 1000 - cp) : null,
-    coverage: many ? (own?.coverage ?? []) : r.state.coverage,
-    coverageHoles: many ? (own?.coverageHoles ?? []) : r.state.coverageHoles,
+    coverage: own?.coverage ?? [],
+    coverageHoles: own?.coverageHoles ?? [],
     rows: many ? (own?.rows ?? (r.format === 'parquet' ? null : 0)) : r.state.rows,
     partitions: r.partitions,
     pendingPartitions: r.state.pendingPartitions,
+    /** Committed windows' records not merged into `sessions` yet (merged by the next run). */
     pendingRows: r.state.pendingRows,
-    rejected: many ? (own?.rejected ?? 0) : r.state.rejected,
+    rejected: own?.rejected ?? 0,
     bytes: r.bytes,
     lastRuns: lastRuns.slice(0, runs).map((x) => markDied(x, r.runningNow, died)),
+    /** The run holding the data directory now (a live process), and its progress as of its last commit (its snapshot's). */
     runningNow: r.runningNow,
     progress: r.progress,
     unfinishedBackfills: r.unfinishedByAccount ? (r.unfinishedByAccount.get(account) ?? []) : null,
     lastRunDied: died ? { runId: died.runId ?? runIdOf(died.command), pid: died.pid, host: died.host, startedAt: died.startedAt } : null,
-    volumeAnomalies: (many ? own?.volumeAnomalies : r.state.volumeAnomalies) ?? [],
-    lastVerification: (many ? own?.lastVerification : r.state.lastVerification) ?? null,
+    /** Finished days with far fewer sessions than their weekday usually has (docs/data-quality.md "Volume anomalies"). */
+    volumeAnomalies: own?.volumeAnomalies ?? [],
+    lastVerification: own?.lastVerification ?? null,
     olderSchema: r.olderSchema,
+    /** A many-account store's accounts (its partitions, size, pending work and running run are the whole store's). */
     storeAccounts: many ? (r.state.accounts?.length ?? 0) : null,
   };
 }
 
-/**
- * The store's state (in the format the data directory recorded) from the DuckDB file; while a run
- * holds it (DuckDB lets no other process open it meanwhile), from the snapshot the run publishes,
- * with the time it was written.
- */
+/** The store's state from the DuckDB file; while a run holds it (DuckDB lets no other process open it), from its snapshot. */
 async function readState(
   dataDir: string,
   runs: number,
@@ -214,13 +157,7 @@ async function readState(
   dataset?: DatasetLocation,
   held = false,
   listed: DatasetListing = {},
-): Promise<{
-  state: StoreState;
-  asOf: string | null;
-  runsByAccount: Map<string, Array<Record<string, unknown>>>;
-  unfinishedByAccount: Map<string, UnfinishedBackfill[]> | null;
-  olderSchema: number | null;
-}> {
+): Promise<StoreRead> {
   let store: SessionStore;
   try {
     // Its dataset may be outside the store's directory: the command's data directory (a bucket's local
@@ -229,8 +166,7 @@ async function readState(
     store = await SessionStore.open({ dataDir, readOnly: true, readDirs, ...(shard ? { shard } : {}) });
   } catch (err) {
     if (!(err instanceof StoreBusyError)) throw err;
-    const storeDir = layoutOf(dataDir, 'both', shard).storeDir;
-    const snapshot = await readStateSnapshot(storeDir);
+    const snapshot = await readStateSnapshot(layoutOf(dataDir, 'both', shard).storeDir);
     if (!snapshot) {
       throw new StoreBusyError(`${err.message}, and it has not published a state snapshot (${STATE_FILE}) yet: try again in a moment`, {
         cause: err,
@@ -249,9 +185,9 @@ async function readState(
     if (store.format === 'parquet') state = await withDatasetCounts(store, state, commandDataDir, volume, dataset, listed);
     // No run holds the store: a run still marked running died, and the store says what it committed.
     const rowsOf = committedRowsOf(store);
-    const died = (list: Array<Record<string, unknown>>) => (held ? Promise.resolve(list) : withDiedRunFigures(store.conn, rowsOf, list));
+    const died = (list: RunRows) => (held ? Promise.resolve(list) : withDiedRunFigures(store.conn, rowsOf, list));
     state = { ...state, lastRuns: await died(state.lastRuns) };
-    const runsByAccount = new Map<string, Array<Record<string, unknown>>>();
+    const runsByAccount = new Map<string, RunRows>();
     if (store.shape.many) {
       for (const r of await died((await store.lastRunsByAccount(runs)).map((x) => plainRow(x, { keepAccount: true })))) {
         const list = runsByAccount.get(String(r.account)) ?? runsByAccount.set(String(r.account), []).get(String(r.account))!;
@@ -266,10 +202,8 @@ async function readState(
 }
 
 /**
- * A Parquet-only store's rows, counted in its day files (their footers: DuckDB reads a file's row
- * count from its metadata), and its volume anomalies judged on them. With the dataset in a bucket,
- * the files are those of the data directory's local copy (bucket-reader.ts: only the files that
- * changed since the last copy are downloaded), which the state's own counts cannot see.
+ * A Parquet-only store's rows counted in its day files' footers; with the dataset in a bucket, in the
+ * local copy (only changed files downloaded), with the volume anomalies the state's own counts cannot see.
  */
 async function withDatasetCounts(
   store: SessionStore,
@@ -287,9 +221,8 @@ async function withDatasetCounts(
   }
   const counted = { format: store.format, shape: store.shape, layout: { ...store.layout, parquetDir } };
   const files = join(parquetDir, 'date=*', store.layout.partitionFile);
-  const any = (await readdir(parquetDir).catch(() => [] as string[])).some((d) => d.startsWith('date=') && existsSync(join(parquetDir, d, store.layout.partitionFile)));
   const rows = new Map<string, number>();
-  if (any) {
+  if (await hasDayFile(parquetDir, store.layout.partitionFile)) {
     for (const r of await queryRows<{ a: string; n: bigint }>(store.conn, `SELECT ${store.shape.account()} AS a, count(*) AS n FROM read_parquet(${sqlString(files)}, hive_partitioning = true) GROUP BY ALL`)) {
       rows.set(r.a, Number(r.n));
     }
@@ -305,10 +238,7 @@ async function withDatasetCounts(
   };
 }
 
-/**
- * A copy of the state a bucket keeps for the store (format parquet), in the data directory's cache:
- * a directory to read as a store. Refused (as "no data") when the bucket keeps none.
- */
+/** A copy of the state a bucket keeps for the store (format parquet), in the data directory's cache; "no data" without one. */
 async function bucketStateHere(dataDir: string, l: Extract<DatasetLocation, { kind: 's3' }>, layout: StoreLayout): Promise<string> {
   const store = layout.storeDir === dataDir ? '' : layout.storeDir.slice(dataDir.length + 1);
   const dir = join(bucketCacheDir(dataDir), 'state', store);
@@ -323,10 +253,7 @@ async function bucketStateHere(dataDir: string, l: Extract<DatasetLocation, { ki
   return dir;
 }
 
-/**
- * Backfills begun and never completed whose range is not wholly covered since (a later run may have
- * loaded it), by account; each with the command that resumes it.
- */
+/** Backfills never completed whose range is not wholly covered since (a later run may have loaded it), by account. */
 async function unfinished(store: SessionStore, dataDir: string): Promise<Map<string, UnfinishedBackfill[]>> {
   const rows = await queryRows<{ account: string; range_from: bigint | number; range_to: bigint | number; run_id: string; started: Date | string }>(
     store.conn,
@@ -355,34 +282,17 @@ function runIdOf(command: string): string | null {
   return /\(run ([^)]+)\)/.exec(command)?.[1] ?? null;
 }
 
-/**
- * A run recorded as running that does not hold the lock is not running: it was killed or crashed
- * (the next run records it as died; until then status shows it so).
- */
+/** A run recorded as running while no live process holds the lock died (a live holder recorded the others when it began). */
 function markDied(r: Record<string, unknown>, alive: LockHolder | null, died: LockHolder | null): Record<string, unknown> {
-  if (r.outcome !== 'running') return r;
-  // The run holding the lock recorded every running row it found as died when it began: the rest are its own.
-  if (alive) return r;
-  const deadHolder = died;
-  return {
-    ...r,
-    outcome: 'died',
-    error: deadHolder
-      ? `its process (pid ${deadHolder.pid} on ${deadHolder.host}) is gone: killed or crashed; the next run records it and resumes its work`
-      : 'it is not running (its process is gone): killed or crashed; the next run records it and resumes its work',
-  };
+  if (r.outcome !== 'running' || alive) return r;
+  const gone = died ? `its process (pid ${died.pid} on ${died.host}) is gone` : 'it is not running (its process is gone)';
+  return { ...r, outcome: 'died', error: `${gone}: killed or crashed; the next run records it and resumes its work` };
 }
 
 async function datasetSize(root: string): Promise<{ count: number; bytes: number }> {
   let count = 0;
   let bytes = 0;
-  let dirs: string[] = [];
-  try {
-    dirs = await readdir(root);
-  } catch {
-    return { count, bytes };
-  }
-  for (const d of dirs) {
+  for (const d of await readdir(root).catch(() => [] as string[])) {
     for (const f of await readdir(join(root, d)).catch(() => [] as string[])) {
       if (!f.endsWith('.parquet')) continue;
       count++;

@@ -1,33 +1,23 @@
 /**
- * What `session-etl verify` found, day by day (`_verified_days`): the sessions the source returned
- * and the store held, those missing, gone from the source and changed, what was repaired, and
- * whether the store held the source's sessions of the day when the verify ended. The run itself is
- * a `_runs` row of kind `verify`. Read back by `status` (the latest verification) and by the
- * volume-anomaly check (a day verify found equal to the source is a quiet day, not an anomaly).
+ * What `session-etl verify` found, day by day (`_verified_days`; the run is a `_runs` row of kind
+ * `verify`): read back by `status` and by the volume-anomaly check (a day found equal is a quiet day).
  */
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { queryRows, tableExists } from './duckdb.js';
+import type { DayComparison } from './range-comparison.js';
+import type { LastVerification } from './state-snapshot.js';
+
+export type { LastVerification };
 
 export const VERIFIED_DAYS_DDL = `CREATE TABLE IF NOT EXISTS _verified_days (
   account VARCHAR NOT NULL DEFAULT '', day VARCHAR NOT NULL, run_id VARCHAR NOT NULL, verified_at TIMESTAMPTZ NOT NULL,
   whole BOOLEAN NOT NULL, source BIGINT, stored BIGINT, missing BIGINT, gone BIGINT, changed BIGINT,
   repaired BIGINT, deleted BIGINT, equal BOOLEAN NOT NULL, stored_after BIGINT)`;
 
-/** One day of a verification. */
-export interface VerifiedDay {
-  /** YYYY-MM-DD (UTC). */
-  date: string;
+/** One day of a verification (what the comparison found, source and stored counted before the verify). */
+export interface VerifiedDay extends Omit<DayComparison, 'changedFields'> {
   /** The whole day lay inside the verified range (false: the range began or ended inside it). */
   whole: boolean;
-  /** Sessions of the day (within the range) the source returned, and the store held before the verify. */
-  source: number;
-  stored: number;
-  /** Returned by the source, not in the store. */
-  missing: number;
-  /** In the store, no longer returned by the source. */
-  gone: number;
-  /** In both, with fields that differ. */
-  changed: number;
   /** Missing and changed sessions committed by --repair, and gone ones removed by --delete-missing. */
   repaired: number;
   deleted: number;
@@ -55,10 +45,7 @@ export async function recordVerifiedDays(
   }
 }
 
-/**
- * Days a verify found equal to the source (whole days only), with the sessions the store held
- * then, by account: the latest verification of each day counts. Empty for a store from before verify.
- */
+/** Whole days whose latest verify found them equal to the source, with the sessions stored then, by account. */
 export async function readConfirmedDays(conn: DuckDBConnection): Promise<Map<string, Map<string, number>>> {
   const rows = !(await tableExists(conn, '_verified_days'))
     ? []
@@ -75,25 +62,7 @@ export async function readConfirmedDays(conn: DuckDBConnection): Promise<Map<str
   return out;
 }
 
-/** The latest verification of an account, as `status` shows it. */
-export interface LastVerification {
-  runId: string;
-  /** When it ended (or started, while it runs or when it never finished), ISO. */
-  at: string;
-  outcome: string;
-  range: { from: string; to: string } | null;
-  /** Days compared (whole or in part). */
-  days: number;
-  source: number;
-  missing: number;
-  gone: number;
-  changed: number;
-  repaired: number;
-  deleted: number;
-  /** Days that differed, oldest first (at most 20). */
-  differingDays: Array<{ date: string; missing: number; gone: number; changed: number; equalNow: boolean }>;
-  error: string | null;
-}
+const SUMMED = ['source', 'missing', 'gone', 'changed', 'repaired', 'deleted'] as const;
 
 /** The latest verify run of each account, with what it found (accounts without one are absent). */
 export async function readLastVerifications(conn: DuckDBConnection): Promise<Map<string, LastVerification>> {
@@ -116,7 +85,7 @@ export async function readLastVerifications(conn: DuckDBConnection): Promise<Map
   const iso = (v: Date | string | null) => (v == null ? null : v instanceof Date ? v.toISOString().replace('.000Z', 'Z') : String(v));
   for (const r of runs) {
     const own = days.filter((d) => d.run_id === r.run_id);
-    const sum = (k: 'source' | 'missing' | 'gone' | 'changed' | 'repaired' | 'deleted') => own.reduce((n, d) => n + Number(d[k]), 0);
+    const sums = Object.fromEntries(SUMMED.map((k) => [k, own.reduce((n, d) => n + Number(d[k]), 0)])) as Record<(typeof SUMMED)[number], number>;
     const f = iso(r.f);
     const t = iso(r.t);
     out.set(r.account, {
@@ -125,12 +94,7 @@ export async function readLastVerifications(conn: DuckDBConnection): Promise<Map
       outcome: r.outcome,
       range: f && t ? { from: f, to: t } : null,
       days: own.length,
-      source: sum('source'),
-      missing: sum('missing'),
-      gone: sum('gone'),
-      changed: sum('changed'),
-      repaired: sum('repaired'),
-      deleted: sum('deleted'),
+      ...sums,
       differingDays: own
         .filter((d) => Number(d.missing) + Number(d.gone) + Number(d.changed) > 0)
         .slice(0, 20)

@@ -1,21 +1,13 @@
 /**
- * Volume anomalies: finished days that hold far fewer sessions than their weekday usually does.
- * An endpoint that answers 200 without part of a day (after an outage, loading the rest hours or
- * days later) leaves a day that looks complete in the coverage; only its volume gives it away.
- *
- * The rule (docs/data-quality.md "Volume anomalies"): a day covered whole is compared with the median of the
- * same weekday in each of the previous `weeks` weeks (weekends against weekends, so a quiet Sunday
- * is no alarm, and the median lets one odd week, a holiday, not move the expectation). It is judged
- * only when every one of those days is covered whole too and their median is at least
- * `minSessions` (too little history or volume to tell a dip from noise); it is an anomaly when it
- * holds fewer than `threshold` × that median. A threshold of 0 turns the check off. A day that a
- * later run fills back is judged on its new count; a day `verify` found equal to the source (and
- * that still holds what it held then) is a quiet day, not an anomaly.
- *
- * Pure: the counts, the coverage and the confirmed days come from the caller.
+ * Volume anomalies: finished days with far fewer sessions than their weekday usually has, which an
+ * endpoint answering 200 without part of a day leaves looking complete in the coverage. The rule is
+ * docs/data-quality.md "Volume anomalies". Pure: the counts, coverage and confirmed days come from the caller.
  */
 import { mergeIntervals } from '../time/intervals.js';
 import type { Window } from '../time/windows.js';
+import type { VolumeAnomaly } from './state-snapshot.js';
+
+export type { VolumeAnomaly };
 
 const DAY = 86_400;
 
@@ -31,21 +23,8 @@ export interface VolumeRule {
 /** The configuration's defaults (config/defaults.ts states the same). */
 export const DEFAULT_VOLUME_RULE: VolumeRule = { threshold: 0.5, weeks: 4, minSessions: 20 };
 
-export interface VolumeAnomaly {
-  /** The UTC day, YYYY-MM-DD. */
-  date: string;
-  /** Sessions stored for it. */
-  sessions: number;
-  /** The median of the same weekday over the previous `weeks` weeks (rounded). */
-  expected: number;
-}
 
-/**
- * The anomalies among the days covered whole by `coverage`, oldest first.
- * @param counts stored sessions per day (`YYYY-MM-DD`); a day absent holds none
- * @param coverage the account's coverage (merged or not)
- * @param confirmed days `verify` found equal to the source, with the sessions stored then
- */
+/** The anomalies among the days `coverage` covers whole, oldest first; `confirmed`: days verify found equal, with their count then. */
 export function findVolumeAnomalies(
   counts: ReadonlyMap<string, number>,
   coverage: readonly Window[],
