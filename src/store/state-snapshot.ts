@@ -110,7 +110,7 @@ export const StateSnapshotSchema = z.object({
 });
 
 export type StateSnapshot = z.infer<typeof StateSnapshotSchema>;
-type RunningRun = NonNullable<StateSnapshot['running']>;
+export type RunningRun = NonNullable<StateSnapshot['running']>;
 /** A run's progress as it reports it after each commit (the snapshot adds when). */
 export type RunProgress = Omit<NonNullable<RunningRun['progress']>, 'at'>;
 /** How many rows of `_runs` a run's snapshot carries (the dashboard's run history). */
