@@ -56,9 +56,7 @@ export function register(program: Command): void {
         // With a bucket, the data directory only keeps the page's copy of it: made when missing.
         if (config.parquetUrl) mkdirSync(config.dataDir, { recursive: true, mode: 0o750 });
         isDir = statSync(config.dataDir).isDirectory();
-      } catch {
-        // reported below
-      }
+      } catch {}
       if (!isDir) {
         throw new UsageError(`the data directory ${config.dataDir} does not exist (or is not a directory): give --data-dir, or run a backfill into it first`);
       }
@@ -66,13 +64,10 @@ export function register(program: Command): void {
       const { generateAccessToken, loadAccessToken, TokenSetupError, TOKEN_ENV } = await import('../../dashboard/access-token.js');
       const { isLoopback, startDashboard } = await import('../../dashboard/server.js');
       const { redact, registerSecret } = await import('../../util/redact.js');
-      let fixedToken: string | null;
-      try {
-        fixedToken = loadAccessToken(flags.tokenFile ? { tokenFile: flags.tokenFile } : {});
-      } catch (err) {
-        if (err instanceof TokenSetupError) throw new UsageError(err.message);
-        throw err;
-      }
+      const fixedToken = asUsage(
+        () => loadAccessToken(flags.tokenFile ? { tokenFile: flags.tokenFile } : {}),
+        (err) => err instanceof TokenSetupError,
+      );
       if (!isLoopback(flags.host) && fixedToken === null) {
         throw new UsageError(
           `--host ${flags.host} makes the page (customer names, IPs, notes) reachable from other machines: set an access token in ${TOKEN_ENV} or --token-file (mode 0600), e.g. openssl rand -hex 24`,
@@ -147,26 +142,19 @@ async function dashboardDuckdbLimit(loaded: LoadedConfig): Promise<string> {
   const { memorySettingName } = await import('../run-options.js');
   const override = process.env.SESSION_ETL_DUCKDB_MEMORY_LIMIT?.trim();
   const c = loaded.config;
-  try {
+  return asUsage(() => {
     if (override) return `${Math.floor(parseSize(override, 'SESSION_ETL_DUCKDB_MEMORY_LIMIT') / MiB)}MiB`;
     const name = memorySettingName(loaded);
     const setting = c.memoryLimit !== null && c.memoryLimit !== undefined ? { bytes: parseSize(c.memoryLimit, name), name } : undefined;
     const budget = chooseBudget(readCgroupLimit(), setting);
     const share = Math.floor(((budget.bytes - FIXED_BYTES) * 0.6) / MiB);
-    return `${Math.min(1024, Math.max(DASHBOARD_MIN_DUCKDB_MIB, share))}MiB`;
-  } catch (err) {
-    if (err instanceof MemoryBudgetError) throw new UsageError(err.message);
-    throw err;
-  }
+    return `${Math.min(1024, Math.max(256, share))}MiB`;
+  }, (err) => err instanceof MemoryBudgetError);
 }
 
-/** The dashboard's smallest DuckDB pool (see dashboardDuckdbLimit). */
-const DASHBOARD_MIN_DUCKDB_MIB = 256;
-
 /**
- * The account a dashboard shows: with an accounts map, the one named by --account (or the only one
- * configured), or every one (their names) when several are configured and none is named; without
- * one, none (the data directory's own store), and a directory of accounts in the layout before schema 3 is refused.
+ * The account a dashboard shows: with an accounts map, the one --account names (or the only one), else
+ * every one's name; without one, none (a directory of accounts in the layout before schema 3 is refused).
  */
 function chooseAccount(loaded: LoadedConfig, named: string | undefined): string | string[] | null {
   if (!hasAccounts(loaded)) {
@@ -175,9 +163,7 @@ function chooseAccount(loaded: LoadedConfig, named: string | undefined): string 
     return null;
   }
   const names = accountNames(loaded);
-  if (named === undefined) {
-    return names.length === 1 ? names[0]! : names;
-  }
+  if (named === undefined) return names.length === 1 ? names[0]! : names;
   if (!names.includes(named)) throw new UsageError(`--account ${named} is not configured; the accounts are: ${names.join(', ')}`);
   return named;
 }

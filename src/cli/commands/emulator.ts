@@ -12,45 +12,15 @@ import { parseInstant } from '../../time/windows.js';
 import { collect } from '../account-options.js';
 import { UsageError } from '../usage-error.js';
 
-export interface EmulatorFlags {
-  host: string;
-  port: string;
-  apiKey?: string;
-  seed: string;
-  from?: string;
-  to?: string;
-  sessionsPerDay: string;
-  longNotes?: boolean;
-  loneSurrogateRate?: string;
-  now?: string;
-  windowRule: string;
-  argTypes: string;
-  latencyMs?: string;
-  rateLimitRps?: string;
-  serverErrorRate?: string;
-  resetRate?: string;
-  truncateRate?: string;
-  partialErrorRate?: string;
-  maxResults?: string;
-  maxSpanSeconds?: string;
-  truncateResultsTo?: string;
-  faultRate?: string;
-  faultKinds?: string;
-  rateLimitSchedule?: string;
-  sharedQuotaSchedule?: string;
-  concurrencyLimit?: string;
-  rateLimitHeaders?: string;
-  retryAfterFormat?: string;
-  logRequests?: boolean;
-  holdBack?: string[];
-  releaseAt?: string;
-  releaseAfterRequests?: string;
-  amend?: string[];
-  amendAt?: string;
-  amendAfterRequests?: string;
-  accounts?: string;
-  accountsFile?: string;
-}
+/** The flags as commander gives them: strings (those with a default always set), switches and repeatable lists. */
+export type EmulatorFlags = Record<'host' | 'port' | 'seed' | 'sessionsPerDay' | 'windowRule' | 'argTypes', string> &
+  Partial<Record<
+    'apiKey' | 'from' | 'to' | 'loneSurrogateRate' | 'now' | 'latencyMs' | 'rateLimitRps' | 'serverErrorRate' | 'resetRate' |
+    'truncateRate' | 'partialErrorRate' | 'maxResults' | 'maxSpanSeconds' | 'truncateResultsTo' | 'faultRate' | 'faultKinds' |
+    'rateLimitSchedule' | 'sharedQuotaSchedule' | 'concurrencyLimit' | 'rateLimitHeaders' | 'retryAfterFormat' | 'releaseAt' |
+    'releaseAfterRequests' | 'amendAt' | 'amendAfterRequests' | 'accounts' | 'accountsFile',
+    string
+  >> & { longNotes?: boolean; logRequests?: boolean; holdBack?: string[]; amend?: string[] };
 
 export function register(program: Command): void {
   program

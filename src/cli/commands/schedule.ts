@@ -1,8 +1,7 @@
 import { Command } from 'commander';
-import { notifyRunEnd, notifyRunEnds, runEndOf, type NotifySettings } from '../../monitoring/notify.js';
+import { notifyRunEnd, notifyRunEnds, runEndOf } from '../../monitoring/notify.js';
 import type { RunSummary } from '../../pipeline/run.js';
 import { parseDuration, parseInstant } from '../../time/windows.js';
-import type { Logger } from '../../util/logger.js';
 import { ExitCode } from '../exit-codes.js';
 import { createCliLogger } from '../logging.js';
 import { exitCodeOf } from '../execute-run.js';
@@ -10,7 +9,7 @@ import { parseHttpPort, warnIfMaxLagBelowSettle } from '../monitoring-options.js
 import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, type CommonFlags } from '../run-options.js';
 import { formatSummary } from '../summary.js';
 import { volumeRuleOf } from '../volume-options.js';
-import { UsageError } from '../usage-error.js';
+import { asUsage, UsageError } from '../usage-error.js';
 import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 import type { LoadedConfig } from '../../config/load.js';
 import { holdsStore } from '../../store/layout.js';
@@ -126,10 +125,8 @@ export function register(program: Command): void {
           exitCode: a.exitCode,
         }));
         await monitor?.onRunEnd(job, r, parts);
-        if (r.summary && flags.json) process.stdout.write(JSON.stringify(r.summary) + '\n');
-        else if (r.summary) process.stdout.write(formatSummary(r.summary));
         // A failed or interrupted run's summary (its error carries it) is printed as a finished one's.
-        const s = (r.error as { summary?: RunSummary } | undefined)?.summary;
+        const s = r.summary ?? (r.error as { summary?: RunSummary } | undefined)?.summary;
         if (s) process.stdout.write(flags.json ? JSON.stringify(s) + '\n' : formatSummary(s));
         if (!notify) return;
         // A stop (SIGINT/SIGTERM) lets the posts in flight go on for the grace period, then aborts them.
@@ -145,7 +142,10 @@ export function register(program: Command): void {
             })),
             { logger, stopSignal },
           );
-        } else await notifyScheduledRun(notify, job, base.dataDir, r, logger, stopSignal);
+        } else {
+          const exitCode = r.error === undefined ? ExitCode.ok : exitCodeOf(r.error);
+          await notifyRunEnd(notify, runEndOf({ command: 'schedule', job, dataDir: base.dataDir, exitCode, ...r }), { logger, stopSignal });
+        }
       },
     });
     // The stop is in place before anything says the scheduler is up: a signal sent as soon as the
@@ -212,28 +212,10 @@ async function refuseWithoutStart(loaded: LoadedConfig, accounts: string[] | nul
   }
 }
 
-/** A scheduled run's notifications, with the exit code `export` would have ended with. */
-async function notifyScheduledRun(
-  settings: NotifySettings,
-  job: string,
-  dataDir: string,
-  r: { summary?: RunSummary; error?: unknown; startedMs: number; endedMs: number },
-  logger: Logger,
-  stopSignal: AbortSignal,
-): Promise<void> {
-  const exitCode = r.error === undefined ? ExitCode.ok : exitCodeOf(r.error);
-  await notifyRunEnd(settings, runEndOf({ command: 'schedule', job, dataDir, exitCode, ...r }), { logger, stopSignal });
-}
-
 async function startMonitor(o: SchedulerMonitorOptions) {
   const { startSchedulerMonitor } = await import('../../monitoring/scheduler-monitor.js');
   const { MonitoringServerError } = await import('../../monitoring/http-server.js');
-  try {
-    return await startSchedulerMonitor(o);
-  } catch (err) {
-    if (err instanceof MonitoringServerError) throw new UsageError(err.message, { cause: err });
-    throw err;
-  }
+  return asUsage(() => startSchedulerMonitor(o), (err) => err instanceof MonitoringServerError);
 }
 
 /** "2026-11-29 02:00" in `timezone`: an instant as a clock on that zone's wall reads it. */
