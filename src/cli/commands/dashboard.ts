@@ -73,8 +73,7 @@ export function register(program: Command): void {
           `--host ${flags.host} makes the page (customer names, IPs, notes) reachable from other machines: set an access token in ${TOKEN_ENV} or --token-file (mode 0600), e.g. openssl rand -hex 24`,
         );
       }
-      // Every request needs a token: without a fixed one, a new one for this start, shown once in
-      // the address printed below (the only place it is ever written).
+      // Without a fixed token, a new one for this start, written only in the address printed below.
       const token = fixedToken ?? generateAccessToken();
       registerSecret(token);
       const duckdbMemoryLimit = await dashboardDuckdbLimit(loaded);
@@ -168,7 +167,6 @@ function chooseAccount(loaded: LoadedConfig, named: string | undefined): string 
   return named;
 }
 
-/** Where a dashboard of one account reads: the state of the store that holds it, and its rows of the dataset. */
 async function accountSource(root: string, account: string): Promise<{ stateDir: string; parquetRoot: string; account: string }> {
   const { shardCount, storeFor } = await import('../../accounts/stores.js');
   const { layoutOf } = await import('../../store/layout.js');
@@ -177,9 +175,8 @@ async function accountSource(root: string, account: string): Promise<{ stateDir:
 }
 
 /**
- * With the dataset in a bucket, where the page reads: a local copy of the dataset (mirrored now and
- * every 30 s after, only what changed), and the state of this machine's store, or (none here: the
- * runs happen elsewhere) a copy of the one the bucket keeps (format parquet).
+ * With the dataset in a bucket, where the page reads: a local copy of it (mirrored now and every 30 s),
+ * and this machine's store state or, when the runs happen elsewhere, a copy of the bucket's.
  */
 async function bucketSource<S extends { stateDir: string; parquetRoot: string }>(config: { dataDir: string; parquetUrl?: string | null; s3PathStyle: boolean }, source: S): Promise<S> {
   if (!config.parquetUrl) return source;

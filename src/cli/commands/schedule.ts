@@ -40,8 +40,7 @@ export function register(program: Command): void {
     const loaded = configFromFlags(flags, { scheduleCron: flags.cron, scheduleTimezone: flags.timezone });
     // With accounts, each job runs once per chosen account (its own options); `base` only names the data directory.
     const accounts = chosenAccounts(loaded, flags);
-    // No accounts map on a data directory of many accounts: refused at start (exit 2, naming them),
-    // as each export it would start refuses it, rather than serving a /healthz of one empty store.
+    // No accounts map on a data directory of many accounts: refused at start (exit 2), as each export would be.
     if (!accounts) {
       const { datasetOf } = await import('../../pipeline/run.js');
       const { dataset } = datasetOf({ ...(loaded.config.parquetUrl ? { parquetUrl: loaded.config.parquetUrl } : {}), s3PathStyle: loaded.config.s3PathStyle });
@@ -148,8 +147,7 @@ export function register(program: Command): void {
         }
       },
     });
-    // The stop is in place before anything says the scheduler is up: a signal sent as soon as the
-    // metrics URL is printed is a clean stop, never the default action's kill.
+    // In place before anything says the scheduler is up: a signal sent at once is a clean stop, never a kill.
     let signalled = false;
     const stopped = new Promise<void>((resolve) => {
       const onSignal = (sig: NodeJS.Signals) => {
@@ -159,9 +157,8 @@ export function register(program: Command): void {
           process.exit(code);
         }
         signalled = true;
-        // A clean stop exits 0, also with a run going: it is stopped (windows in flight commit) and
-        // the next start continues it; 130/143 would read as a failure to systemd. Only a second
-        // signal, which does not wait, exits with the signal's code.
+        // A clean stop exits 0, also with a run going (the next start continues it): 130/143 would read as a
+        // failure to systemd. Only a second signal, which does not wait, exits with the signal's code.
         logger.warn({ signal: sig, running: scheduler.running }, 'scheduler stopping');
         stop.abort(new Error(`stopped by ${sig}`));
         setTimeout(() => abort.abort(new Error(`stopped by ${sig}`)), 10_000).unref();
@@ -185,10 +182,7 @@ export function register(program: Command): void {
   });
 }
 
-/**
- * Refuses (exit 2) to start a scheduler whose nightly export would fail every night: a data
- * directory (an account's, with accounts) with nothing stored and no startDate to begin from.
- */
+/** Refuses (exit 2) a scheduler whose nightly export would fail every night: nothing stored and no startDate. */
 async function refuseWithoutStart(loaded: LoadedConfig, accounts: string[] | null, hasStartDate: boolean): Promise<void> {
   const advice =
     'set startDate in the configuration file (where the first export starts, e.g. "startDate": "2026-01-01"), ' +

@@ -11,6 +11,7 @@ import { didYouMean } from '../../util/did-you-mean.js';
 import { displayWidth, padToWidth, truncateToWidth } from '../display-width.js';
 import type { ListRequest } from '../../list/index.js';
 import { filterFieldRefs } from '../../list/parse-filter.js';
+import { isoOf } from '../../time/windows.js';
 import { ACCOUNT_COLUMN } from '../../list/compile-to-sql.js';
 import type { DuckDBValue } from '@duckdb/node-api';
 
@@ -191,7 +192,7 @@ export function register(program: Command): void {
           out.write(`no sessions match${whyNone(req)}\n`);
         } else {
           // For a person: times as ISO 8601 UTC instead of epoch seconds.
-          for (const r of rows) for (const c of cols) if (list.resolveField(c)?.kind === 'epoch' && typeof r[c] === 'number') r[c] = isoUtc(r[c]);
+          for (const r of rows) for (const c of cols) if (list.resolveField(c)?.kind === 'epoch' && typeof r[c] === 'number') r[c] = isoOf(r[c]);
           let table = renderTable(cols, rows);
           // The default columns on a narrow terminal: the last ones give way (never id or account), and it says so.
           const width = out === process.stdout && process.stdout.isTTY ? process.stdout.columns : undefined;
@@ -281,7 +282,7 @@ function noteCut(page: { items: unknown[]; total: number; offset: number }): voi
 
 function whyNone(req: ListRequest): string {
   const from = req.startedFrom;
-  return from !== null && from > Date.now() / 1000 ? ` (--from ${isoUtc(from)} is in the future)` : '';
+  return from !== null && from > Date.now() / 1000 ? ` (--from ${isoOf(from)} is in the future)` : '';
 }
 
 /** Every field's path in interface order. */
@@ -303,10 +304,6 @@ function requestedFields(attributeNames: string | undefined, list: ListModule): 
     for (const p of paths) if (!out.includes(p)) out.push(p);
   }
   return out;
-}
-
-function isoUtc(epochSeconds: number): string {
-  return new Date(epochSeconds * 1000).toISOString().replace('.000Z', 'Z');
 }
 
 /** The record with its keys in the asked order (an object where its first field was asked, its fields in asked order). */
