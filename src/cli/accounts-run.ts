@@ -41,10 +41,7 @@ export interface AccountOutcome {
   exitCode: number;
 }
 
-/**
- * Runs the chosen accounts, prints the summaries, refreshes all-accounts.duckdb, and returns the exit
- * code; --metrics-file and notifications follow once every account has ended.
- */
+/** Runs the chosen accounts, prints the summaries, refreshes all-accounts.duckdb; returns the exit code. */
 export async function executeAccountsRun(
   command: 'backfill' | 'export' | 'verify',
   loaded: LoadedConfig,

@@ -130,11 +130,9 @@ export function register(program: Command): void {
 }
 
 /**
- * DuckDB's memory_limit for the page's queries, from the memory budget (the container's limit, or
- * memoryLimit / SESSION_ETL_MEMORY_LIMIT, else 300 MB; config/memory-budget.ts): three fifths of
- * what the budget leaves beyond Node's fixed part, at least 256 MiB (at 128 MiB, the six queries the
- * page runs at most at once — four answers and two downloads — failed with DuckDB's "Out of Memory"
- * on a 110 k-session store) and at most 1 GiB; SESSION_ETL_DUCKDB_MEMORY_LIMIT replaces it.
+ * DuckDB's memory_limit for the page: three fifths of what the memory budget leaves beyond Node's fixed part,
+ * at most 1 GiB and at least 256 MiB (at 128 MiB, the page's six concurrent queries failed with "Out of Memory"
+ * on a 110 k-session store); SESSION_ETL_DUCKDB_MEMORY_LIMIT replaces it.
  */
 async function dashboardDuckdbLimit(loaded: LoadedConfig): Promise<string> {
   const { chooseBudget, FIXED_BYTES, MemoryBudgetError, MiB, parseSize, readCgroupLimit } = await import('../../config/memory-budget.js');

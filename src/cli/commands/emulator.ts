@@ -1,7 +1,4 @@
-/**
- * `session-etl emulator`: runs the reporting endpoint emulator (and the rest of the emulated vendor
- * interface) on loopback until SIGINT or SIGTERM, for trying the CLI or other clients against it.
- */
+/** `session-etl emulator`: the emulated vendor interface on loopback until SIGINT or SIGTERM. */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import type { EmulatorAccount, EmulatorFaults, EmulatorOptions } from '../../emulator/index.js';
@@ -81,8 +78,7 @@ export async function runEmulator(flags: EmulatorFlags, io: EmulatorCommandIo): 
   if (flags.logRequests) options.log = (line) => io.stderr.write(`${line}\n`);
   const { startEmulator } = await import('../../emulator/index.js');
   const emulator = await startEmulator(options).catch((err: unknown) => {
-    // The checks the flags cannot make on their own become usage errors too, and so does a port
-    // that cannot be had: a setting to change, not a failure to retry (docs/emulator.md).
+    // The checks the flags cannot make alone, and a port that cannot be had, are settings to change: usage errors.
     const code = (err as NodeJS.ErrnoException | null)?.code;
     if (code === 'EADDRINUSE') throw new UsageError(`port ${options.port} is in use (--port): choose another or 0 (any free port)`, { cause: err });
     if (code === 'EACCES') throw new UsageError(`port ${options.port} cannot be opened by this user (--port): choose one above 1023, or 0 (any free port)`, { cause: err });
