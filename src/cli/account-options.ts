@@ -1,8 +1,4 @@
-/**
- * The account flags of the commands (--account, --shard, --account-concurrency) and which accounts
- * they choose. Light: the commands import it when they register; the runs (accounts-run.ts) load
- * when a command runs.
- */
+/** The account flags (--account, --shard, --account-concurrency) and the accounts they choose; light, imported at registration. */
 import { Command } from 'commander';
 import { hasAccounts, refuseAccountsDir } from '../accounts/resolve.js';
 import { parseShard, selectAccounts } from '../accounts/select.js';
@@ -20,7 +16,7 @@ export interface AccountFlags {
   accountConcurrency?: string;
 }
 
-export const DEFAULT_ACCOUNT_CONCURRENCY = 4;
+const DEFAULT_ACCOUNT_CONCURRENCY = 4;
 
 export function addAccountOptions(cmd: Command): Command {
   return addAccountSelection(cmd).option('--account-concurrency <n>', `with an accounts map: accounts run side by side (default ${DEFAULT_ACCOUNT_CONCURRENCY})`);
@@ -33,10 +29,7 @@ export function addAccountSelection(cmd: Command): Command {
     .option('--shard <i/n>', 'with an accounts map: only the accounts whose FNV-1a 32-bit hash of the name modulo N is I (docs/accounts.md)');
 }
 
-/**
- * The accounts a command works on, or null when the configuration has none (the single-account
- * behaviour, unchanged; a data directory that holds accounts is refused then).
- */
+/** The accounts a command works on, or null without an accounts map (a data directory that holds accounts is refused then). */
 export function chosenAccounts(loaded: LoadedConfig, flags: AccountFlags): string[] | null {
   const named = flags.account ?? [];
   if (!hasAccounts(loaded)) {

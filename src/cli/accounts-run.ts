@@ -1,16 +1,8 @@
-/**
- * `backfill`, `export` and `schedule` over many accounts (docs/accounts.md): the accounts chosen
- * (all, --account, --shard) run side by side (--account-concurrency) on the store they belong in
- * (the data directory's, or their shard's), each with its own key, options and rate control; their
- * commits, merges, Parquet files and checkpoint are shared. Signals are handled once for all of
- * them; the summary has one entry per account and a total; the exit code is 1 when any account
- * failed, and the message names them.
- */
+/** `backfill`, `export`, `verify` and `schedule` over many accounts, side by side on their stores (docs/accounts.md). */
 import { allAccountsViewSql, writeAllAccountsView } from '../accounts/all-accounts-view.js';
 import { bringAccountsIn } from '../accounts/bring-in.js';
 import { datasetRoot } from '../accounts/layout.js';
 import { legacyFormat } from '../accounts/legacy.js';
-import type { OutputFormat } from '../store/layout.js';
 import { resolveAccounts, type ResolvedAccount } from '../accounts/resolve.js';
 import { parseShard, type Shard } from '../accounts/select.js';
 import { byStore, shardCount } from '../accounts/stores.js';
@@ -37,10 +29,8 @@ export class AccountKeyError extends Error {
   readonly exitCode = ExitCode.runFailed;
 }
 
-/** What one account's part of a run is, from its resolved configuration (the command's flags applied). */
 export type AccountJobOf = (account: ResolvedAccount, opts: ReturnType<typeof pipelineOptions>) => AccountJob;
 
-/** The flags of a command that runs accounts (backfill, export, verify). */
 export type AccountsRunFlags = CommonFlags & AccountFlags & { metricsFile?: string };
 
 export interface AccountOutcome {
@@ -51,11 +41,7 @@ export interface AccountOutcome {
   exitCode: number;
 }
 
-/**
- * Runs the accounts `command`'s flags chose, prints the summaries, refreshes all-accounts.duckdb, and
- * returns the exit code. --metrics-file is written after every account has ended (`{shard}` in it
- * stands for the shard); each account's run end is judged on its own for notifyUrl, all posted under one budget.
- */
+/** Runs the chosen accounts, prints the summaries, refreshes all-accounts.duckdb; returns the exit code. */
 export async function executeAccountsRun(
   command: 'backfill' | 'export' | 'verify',
   loaded: LoadedConfig,
@@ -80,20 +66,15 @@ export async function executeAccountsRun(
   });
   const { stop, abort } = signals;
   const t0 = Date.now();
-  let results: AccountResultOf[];
-  try {
-    results = await runManyAccounts(loaded, names, jobOf, {
-      concurrency: accountConcurrency(flags),
-      shard,
-      waitFlags: flags,
-      logger,
-      stopSignal: stop.signal,
-      abortSignal: abort.signal,
-      stopExitCode: () => signals.exitCode,
-    });
-  } finally {
-    signals.dispose();
-  }
+  const results = await runManyAccounts(loaded, names, jobOf, {
+    concurrency: accountConcurrency(flags),
+    shard,
+    waitFlags: flags,
+    logger,
+    stopSignal: stop.signal,
+    abortSignal: abort.signal,
+    stopExitCode: () => signals.exitCode,
+  }).finally(() => signals.dispose());
   const outcomes = results.map(outcomeOf);
   const root = loaded.config.dataDir;
   // Each account's end: what the notifications and the metrics file say of it.
@@ -148,7 +129,6 @@ export async function executeAccountsRun(
   return ExitCode.ok;
 }
 
-/** An account's result, in the order of the names given. */
 type AccountResultOf = AccountResult & { account: string };
 
 interface ManyOptions {
@@ -162,8 +142,7 @@ interface ManyOptions {
 }
 
 /**
- * The accounts' runs, store by store (one store unless the data directory is sharded and several
- * shards' accounts are named): each store's accounts in one runBatch, after the accounts whose data
+ * The accounts' runs, in the order named: each store's accounts in one runBatch, after those whose data
  * is elsewhere were moved in (accounts/bring-in.ts). A failure of a store fails its accounts.
  */
 async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: AccountJobOf, o: ManyOptions): Promise<AccountResultOf[]> {
@@ -195,6 +174,7 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
     const t0 = Date.now();
     try {
       const lock = anyJob?.opts.lock;
+      const format = anyJob?.opts.format ?? legacyFormat(root, group.names);
       const batch = await runBatch(
         {
           dataDir: root,
@@ -204,7 +184,8 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
           logger: o.logger,
           ...(anyJob?.opts.memoryLimit ? { memoryLimit: anyJob.opts.memoryLimit } : {}),
           ...(group.store ? { shard: group.store } : {}),
-          ...(formatOf(anyJob, root, group.names) ? { format: formatOf(anyJob, root, group.names)! } : {}),
+          // The format asked for; else, for a store still to be made from the layout before schema 3, that layout's.
+          ...(format ? { format } : {}),
           ...(lock !== undefined ? { lock } : {}),
           ...(anyJob?.opts.volumeRule ? { volumeRule: anyJob.opts.volumeRule } : {}),
           ...(o.stopSignal ? { stopSignal: o.stopSignal } : {}),
@@ -230,7 +211,6 @@ async function runManyAccounts(loaded: LoadedConfig, names: string[], jobOf: Acc
   return names.map((n) => results.get(n) ?? { account: n, ok: false, error: new Error(`account ${n} did not run`), durationMs: 0 });
 }
 
-/** Where an account's key comes from, as the advice for a refused key names it. */
 function keySourceText(a: ResolvedAccount): string {
   return a.keySource.kind === 'env'
     ? `account ${a.name}'s key, the environment variable ${a.keySource.name} (its apiKeyEnv)`
@@ -240,11 +220,6 @@ function keySourceText(a: ResolvedAccount): string {
 /** The options of an account that cannot run (its key could not be read): enough to plan nothing and name it. */
 function placeholderOptions(a: ResolvedAccount): ReturnType<typeof pipelineOptions> {
   return { reportingUrl: a.loaded.config.reportingUrl ?? '', apiKey: '', dataDir: a.loaded.config.dataDir };
-}
-
-/** The format asked for; else, for a store still to be made from the layout before schema 3, that layout's. */
-function formatOf(job: AccountJob | undefined, root: string, names: readonly string[]): OutputFormat | undefined {
-  return job?.opts.format ?? legacyFormat(root, names);
 }
 
 function outcomeOf(r: AccountResultOf): AccountOutcome {
@@ -301,10 +276,8 @@ function formatAccounts(outcomes: AccountOutcome[], t: AccountsTotal): string {
 }
 
 /**
- * A scheduler job run for every chosen account (`schedule` with accounts): each account's part is
- * what the job's `accountJob` says for the account's own options, `since` (its startDate) and
- * lookback; they run side by side as in `export`. The job's summary is the total; it fails (naming
- * the accounts) when any account failed. The per-account entries go to `onAccounts` (printed by `schedule`).
+ * A scheduler job run for every chosen account (`schedule` with accounts), each with its own options,
+ * startDate and lookback. Its summary is the total; it fails (naming them) when any account failed.
  */
 export function accountsJob(
   job: JobDefinition,

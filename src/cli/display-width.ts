@@ -1,14 +1,8 @@
-/**
- * How many terminal columns a string takes, for tables that line up whatever the text: a CJK
- * character or an emoji (keycaps and flags too) takes two columns, a combining mark or a zero-width
- * joiner none. The widths are string-width's (Unicode's East Asian Width and the emoji data, kept
- * current by its maintainers); cutting goes by grapheme (what a terminal draws as one character).
- */
+/** Terminal columns of a string (string-width's: a CJK character or emoji takes two, a combining mark none); cut by grapheme. */
 import stringWidth from 'string-width';
 
 const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 
-/** Columns `s` takes on a terminal. */
 export function displayWidth(s: string): number {
   return stringWidth(s);
 }

@@ -1,10 +1,7 @@
 /**
- * A reader that stops early (`session-etl config | head -1`, `sessions … | less` then q) closes
- * the pipe, and the next write fails with EPIPE. Node ignores SIGPIPE, so without a listener the
- * 'error' event is unhandled and the process dies with a stack trace and exit 1. Instead the rest
- * of that stream's output is dropped quietly and the command ends with its own exit code (0 for
- * `config | head -1`): a run whose log reader went away still finishes, commits and reports its
- * outcome in the exit code rather than stopping half-way with a code that hides what happened.
+ * A reader that stops early (`config | head -1`) makes the next write fail with EPIPE, which Node (ignoring
+ * SIGPIPE) would turn into a crash with exit 1. The rest of that stream's output is dropped instead: a run
+ * whose log reader went away still finishes, commits and reports its outcome in the exit code.
  */
 export function dropOutputOnEpipe(stream: NodeJS.WriteStream): void {
   stream.on('error', (err: NodeJS.ErrnoException) => {
@@ -14,11 +11,7 @@ export function dropOutputOnEpipe(stream: NodeJS.WriteStream): void {
   });
 }
 
-/**
- * Resolves, once everything written to `stream` so far has gone out, to whether its reader is
- * still there: false when a write failed (EPIPE) or the stream was destroyed. A note about output
- * (`note: wrote 100 of 160 …` on stderr) is for a reader that got the output, so it waits for this.
- */
+/** Resolves, once what was written to `stream` has gone out, to whether its reader is still there (a note about output waits for it). */
 export function outputStillRead(stream: NodeJS.WritableStream): Promise<boolean> {
   const s = stream as NodeJS.WritableStream & { destroyed?: boolean; errored?: unknown };
   if (s.destroyed || s.errored) return Promise.resolve(false);

@@ -1,8 +1,4 @@
-/**
- * Runs a backfill or export for the CLI: logger, progress, signals (first SIGINT/SIGTERM stops
- * starting windows and lets running ones commit, within a grace period; a second one exits at
- * once — committed data is safe either way), summary and exit code.
- */
+/** Runs a backfill, export or verify for the CLI: logger, progress, two-stage stop (stop-signals.ts), summary and exit code. */
 import { notifyRunEnd, runEndOf, type NotifyDeps, type NotifySettings, type RunEnd } from '../monitoring/notify.js';
 import { RunFailedError, RunInterruptedError } from '../pipeline/errors.js';
 import type { PipelineOptions, RunSummary } from '../pipeline/run.js';
@@ -59,7 +55,6 @@ export async function executeRun(
   return code;
 }
 
-/** The exit code a failure ends the command with (as reportFailure decides it): defined with the errors. */
 export { exitCodeOf };
 
 async function executeRunCore(

@@ -1,8 +1,6 @@
 /**
- * The CLI's logger: pino, JSON lines on stderr when stderr is not a terminal, readable lines on a
- * terminal (pino-pretty). Every byte goes through `redact()` on its way out, so no registered
- * secret can reach a log, and no bidirectional-text control (escaped as `\u202e`). Lines go out through `writeLines` (progress.ts), which keeps them apart
- * from a progress bar drawn on the same terminal.
+ * The CLI's logger: pino, JSON lines on stderr, pino-pretty on a terminal. Every byte goes through `redact()`
+ * and escapeBidi, and out through `writeLines` (progress.ts), which keeps it apart from a progress bar.
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';

@@ -1,8 +1,4 @@
-/**
- * The `session-etl` command line. One file per command under ./commands, each exporting
- * `register(program)`; heavy modules (DuckDB, the pipeline) are imported inside the actions,
- * so `--help` stays fast.
- */
+/** The `session-etl` command line: one file per command; heavy modules load inside the actions, so `--help` stays fast. */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
@@ -36,11 +32,10 @@ export async function main(argv: string[] = process.argv): Promise<number> {
   // Nothing we write (DuckDB's own files included) is readable by others or writable by the group,
   // whatever the umask (docs/design.md "What is stored in depth"); a stricter umask stays as it is.
   process.umask(process.umask(0o027) | 0o027);
-  // A .env file in the working directory is read if present (the environment still wins).
+  // A .env file in the working directory is read if present (the environment still wins); `config` names what came from it.
   if (existsSync('.env')) {
     const before = new Set(Object.keys(process.env));
     process.loadEnvFile('.env');
-    // `config` says which values came from it.
     setDotEnvNames(Object.keys(process.env).filter((k) => !before.has(k)));
   }
   const program = new Command('session-etl')
@@ -58,16 +53,12 @@ export async function main(argv: string[] = process.argv): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) {
       // Help and version are not errors; every other parse error is a usage error.
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.help' || err.code === 'commander.version') {
-        return ExitCode.ok;
-      }
-      return ExitCode.usage;
+      return ['commander.helpDisplayed', 'commander.help', 'commander.version'].includes(err.code) ? ExitCode.ok : ExitCode.usage;
     }
     return reportFailure(err);
   }
 }
 
-/** The version in session-etl's package.json. */
 function packageVersion(): string {
   try {
     return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;

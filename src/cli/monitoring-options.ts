@@ -8,16 +8,12 @@ import { humanDuration } from '../time/human-duration.js';
 import { parseDuration } from '../time/windows.js';
 import { asUsage, UsageError } from './usage-error.js';
 
-/** --max-lag: a duration such as 26h or 2d; default 26 h. */
 export function parseMaxLag(text: string | undefined): number {
   if (text === undefined) return DEFAULT_MAX_LAG_SECONDS;
   return asUsage(() => parseDuration(text, '--max-lag'));
 }
 
-/**
- * Warns on stderr when the lag limit is not above settle: a checkpoint never comes closer to now
- * than settle, so such a limit is always exceeded (every health check unhealthy, every export a lag alert).
- */
+/** Warns when the lag limit is not above settle: a checkpoint never comes closer to now than settle. */
 export function warnIfMaxLagBelowSettle(maxLagSeconds: number, settle: string, stderr: NodeJS.WritableStream = process.stderr): void {
   let settleSeconds: number;
   try {
@@ -32,7 +28,6 @@ export function warnIfMaxLagBelowSettle(maxLagSeconds: number, settle: string, s
   );
 }
 
-/** --http-port: 0 to 65535 (0 picks a free port). */
 export function parseHttpPort(text: string): number {
   const n = Number(text);
   if (!/^\d+$/.test(text.trim()) || n > 65_535) {
@@ -41,10 +36,7 @@ export function parseHttpPort(text: string): number {
   return n;
 }
 
-/**
- * With --metrics-file, `run` wrapped so that the metrics file is written after it, whatever the
- * outcome; without, `run` itself. The path is checked now, before anything runs.
- */
+/** With --metrics-file (checked now), `run` wrapped so that the metrics file is written after it, whatever the outcome. */
 export async function withMetricsFile(
   path: string | undefined,
   command: string,
@@ -56,13 +48,11 @@ export async function withMetricsFile(
   return (o) => writeMetricsAfter(path, command, o.dataDir, () => run(o), o.volumeRule);
 }
 
-/** What `{shard}` in a --metrics-file path stands for. */
 export const SHARD_PLACEHOLDER = '{shard}';
 
 /**
- * The --metrics-file of shard I of N: the path with `{shard}` replaced by `I-of-N`. Shards given
- * one file would overwrite each other's (one shard's failure erased by another's success), so with
- * --shard the placeholder is required (exit 2 without it); without --shard it is refused.
+ * The --metrics-file of shard I of N: `{shard}` replaced by `I-of-N`. Required with --shard (shards would
+ * overwrite each other's, one's failure erased by another's success), refused without.
  */
 export function metricsFileOfShard(path: string, shard: Shard | undefined): string {
   if (!shard) {
@@ -80,7 +70,7 @@ export function metricsFileOfShard(path: string, shard: Shard | undefined): stri
   return resolved;
 }
 
-/** Refuses (exit 2) a --metrics-file path that cannot be written: checked before anything runs. */
+/** Refuses (exit 2) a --metrics-file path that cannot be written. */
 export function checkMetricsFile(path: string): void {
   const dir = dirname(path);
   if (path.trim() === '') throw new UsageError('--metrics-file needs a file path');

@@ -1,10 +1,6 @@
 /**
- * A progress bar with ETA on a terminal (cli-progress); nothing otherwise (the log lines say enough).
- *
- * The bar and the log share the terminal, so log lines go out through `writeLines`: with a bar
- * drawn on that stream, it clears the bar's line, writes the lines, and draws the bar again below
- * them. `stop` clears the bar and leaves the cursor at the start of that empty line, so whatever
- * follows (the summary, the Ctrl-C message) starts on a clean line.
+ * A progress bar with ETA on a terminal (cli-progress); nothing otherwise. Log lines go out through
+ * `writeLines`, which clears the bar, writes them and redraws it below; `stop` leaves the cursor on a clean line.
  */
 import { clearLine, cursorTo } from 'node:readline';
 import cliProgress from 'cli-progress';
@@ -12,11 +8,7 @@ import type { Progress } from '../pipeline/run.js';
 
 export interface RunProgress {
   update(p: Progress): void;
-  /**
-   * Clears the bar (once drawn) and shows the cursor again. With `final` (the summary's counts,
-   * `finalProgress`), the bar's last frame shows them first: the last window's count reaches the
-   * bar only after its commit was reported, so without them the last frame would stop short.
-   */
+  /** Clears the bar; with `final`, its last frame shows them first (the last window's commit is reported after it ends). */
   stop(final?: Progress): void;
 }
 
@@ -25,10 +17,8 @@ export function finalProgress(s: { windows: { total: number; done: number }; ses
   return { windowsTotal: s.windows.total, windowsDone: s.windows.done, sessions: s.sessions.fetched ?? 0 };
 }
 
-/** Back to column 0, and erase the whole line. */
 export const CLEAR_LINE = '\r\x1b[2K';
 
-/** The bar drawn on each stream now, redrawn after each log line written there. */
 const drawnOn = new Map<NodeJS.WritableStream, () => void>();
 
 /** Writes whole lines (ending in a newline) to `stream` without mixing them into a bar drawn there. */
@@ -93,7 +83,6 @@ export function createProgress(enabled: boolean, stream: NodeJS.WriteStream = pr
         bar.setTotal(final.windowsTotal);
         bar.update(final.windowsDone, { sessions: final.sessions });
       }
-      // cli-progress draws the last frame, then clears it.
       bar.stop();
     },
   };

@@ -1,7 +1,4 @@
-/**
- * Flags shared by `backfill`, `export` and `schedule`, and their translation into the library's
- * PipelineOptions through the one configuration (defaults < file < env < flags).
- */
+/** Flags shared by `backfill`, `export` and `schedule`, and their translation into PipelineOptions. */
 import { Command, Option } from 'commander';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
@@ -11,7 +8,7 @@ import type { ExecuteRunOptions } from './execute-run.js';
 import { chunkBelowMinChunk, parseDuration } from '../time/windows.js';
 import { warnIfMaxLagBelowSettle } from './monitoring-options.js';
 import { asUsage, UsageError } from './usage-error.js';
-import { addVolumeOptions, volumeConfigFlags, volumeRuleOf, type VolumeFlags } from './volume-options.js';
+import { addVolumeOptions, num, volumeConfigFlags, volumeRuleOf, type VolumeFlags } from './volume-options.js';
 
 export interface CommonFlags extends VolumeFlags {
   config?: string;
@@ -63,19 +60,6 @@ export function addCommonOptions(cmd: Command): Command {
   return addVolumeOptions(cmd);
 }
 
-function int(v: string | undefined, flag: string): number | undefined {
-  if (v === undefined) return undefined;
-  if (!/^-?\d+$/.test(v.trim())) throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(v)}`);
-  return Number(v);
-}
-
-function num(v: string | undefined, flag: string): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`${flag} must be a number, got ${JSON.stringify(v)}`);
-  return n;
-}
-
 /** Loads the configuration with these flags on top. Throws UsageError (exit 2) on any bad value. */
 export function configFromFlags(flags: CommonFlags, extra: Partial<Record<keyof Config, unknown>> = {}): LoadedConfig {
   return loadConfig({
@@ -85,14 +69,14 @@ export function configFromFlags(flags: CommonFlags, extra: Partial<Record<keyof 
       format: flags.format,
       parquetUrl: flags.parquetUrl,
       chunk: flags.chunk,
-      concurrency: int(flags.concurrency, '--concurrency'),
-      maxResultsPerQuery: int(flags.maxResultsPerQuery, '--max-results-per-query'),
+      concurrency: num(flags.concurrency, '--concurrency', true),
+      maxResultsPerQuery: num(flags.maxResultsPerQuery, '--max-results-per-query', true),
       minChunk: flags.minChunk,
       settle: flags.settle,
       onInvalid: flags.onInvalid,
       maxRequestsPerSecond: num(flags.maxRequestsPerSecond, '--max-requests-per-second'),
       requestTimeout: flags.requestTimeout,
-      maxAttempts: int(flags.maxAttempts, '--max-attempts'),
+      maxAttempts: num(flags.maxAttempts, '--max-attempts', true),
       logLevel: flags.logLevel,
       notifyUrl: flags.notifyUrl,
       maxLag: flags.maxLag,
@@ -114,10 +98,10 @@ function urlSourceText(loaded: LoadedConfig): string {
   return texts[loaded.sources.reportingUrl ?? ''] ?? 'REPORTING_URL (or reportingUrl in the configuration file)';
 }
 
-/** PipelineOptions from an effective configuration. The endpoint and key must be set. */
 /** How long --wait waits, for the lock and then for readers of the DuckDB file, unless --wait-timeout says otherwise. */
-export const DEFAULT_WAIT_TIMEOUT = '6h';
+const DEFAULT_WAIT_TIMEOUT = '6h';
 
+/** PipelineOptions from an effective configuration. The endpoint and key must be set. */
 export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; waitTimeout?: string } = {}): PipelineOptions {
   const c = loaded.config;
   if (!c.reportingUrl) {
@@ -135,8 +119,7 @@ export function pipelineOptions(loaded: LoadedConfig, flags: { wait?: boolean; w
     reportingUrlSource: urlSourceText(loaded),
     apiKey: c.apiKey,
     dataDir: c.dataDir,
-    // Set by the user (flag, environment, file): checked against the data directory's format.
-    // Otherwise the data directory's own format is used (a new one: the default).
+    // Set by the user: checked against the data directory's format; else the directory's own is used.
     ...(loaded.sources.format && loaded.sources.format !== 'default' ? { format: c.format } : {}),
     ...(c.parquetUrl ? { parquetUrl: c.parquetUrl, s3PathStyle: c.s3PathStyle } : {}),
     chunkSeconds,
@@ -181,11 +164,6 @@ export function notifySettings(loaded: LoadedConfig): NotifySettings | undefined
 
 /** executeRun's options for a run command (`backfill`, `export`, `verify`): summary form, progress bar, log level, notifications. */
 export function runCommandOptions(loaded: LoadedConfig, flags: { json?: boolean; progress?: boolean }, command: string): ExecuteRunOptions {
-  return { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel, ...withNotify(loaded, command) };
-}
-
-/** The `notify` part of executeRun's options, when notifications are configured. */
-export function withNotify(loaded: LoadedConfig, command: string): { notify?: NotifySettings & { command: string } } {
   const n = notifySettings(loaded);
-  return n ? { notify: { ...n, command } } : {};
+  return { json: Boolean(flags.json), progress: flags.progress !== false, logLevel: loaded.config.logLevel, ...(n ? { notify: { ...n, command } } : {}) };
 }

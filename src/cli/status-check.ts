@@ -1,8 +1,4 @@
-/**
- * `session-etl status --check`: the health check for cron, Nagios/Icinga, a Kubernetes probe or a
- * CI job. The same verdict as the scheduler's /healthz: exit 0 and one `OK` line when healthy,
- * exit 1 and one line per reason when not.
- */
+/** `status --check`: the scheduler's /healthz verdict; exit 0 and one `OK` line, or exit 1 and one line per reason. */
 import type { DatasetLocation } from '../store/dataset/location.js';
 import { checkHealth } from '../monitoring/health.js';
 import { readMonitoredState } from '../monitoring/read-state.js';

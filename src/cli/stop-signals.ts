@@ -1,7 +1,6 @@
 /**
- * The two-stage stop of a run (README "Exit codes"): the first SIGINT/SIGTERM stops new work and
- * lets running windows finish and commit (`stop`), aborting them after `graceMs` (`abort`); a second
- * signal exits at once with 130/143 (every committed window is durable, nothing partial is visible).
+ * The two-stage stop of a run (README "Exit codes"): the first SIGINT/SIGTERM stops new work (`stop`) and
+ * aborts what runs after `graceMs` (`abort`); a second exits at once with 130/143 (committed windows are durable).
  */
 import type { Logger } from '../util/logger.js';
 import { ExitCode } from './exit-codes.js';
@@ -13,7 +12,6 @@ export interface StopSignals {
   abort: AbortController;
   /** 130 or 143, from the signal received (130 until one is). */
   readonly exitCode: number;
-  /** Removes the handlers and the grace timer. */
   dispose(): void;
 }
 

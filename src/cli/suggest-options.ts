@@ -1,11 +1,7 @@
 /**
- * "Did you mean …?" for an unknown option, knowing the command. Commander suggests the nearest
- * spelling, which for a word that means something else is the wrong one (`export --from` got
- * `--format`; export starts at `--since`). The names people bring from other tools and from the
- * sister command are mapped here first; commander's own suggestion answers the rest.
- *
- * Commander also checks required options before unknown ones, so `backfill --form …` said
- * "required option '--from <time>' not specified"; here the unknown option is reported instead.
+ * "Did you mean …?" for an unknown option, knowing the command: commander's nearest spelling can mean
+ * something else (`export --from` got `--format`), so names from other tools and the sister command are
+ * mapped first. And an unknown option is reported before a missing required one (`backfill --form …`).
  */
 import type { Command } from 'commander';
 
@@ -27,10 +23,8 @@ const ALIASES: Record<string, Record<string, string>> = {
 };
 
 /**
- * A `preSubcommand` hook for the program: before a command parses its line, a dry parse (public
- * `parseOptions`, state restored after) finds the first unknown option; a mapped one is reported
- * with its hint, and any other is left to commander with the required options made optional, so
- * that commander reports it rather than the required option it displaced.
+ * A `preSubcommand` hook: a dry parse (state restored after) finds the first unknown option; a mapped one
+ * is reported with its hint, any other left to commander with the required options made optional.
  */
 export function suggestOptions(program: Command, sub: Command): void {
   if (sub.commands.length > 0) return;

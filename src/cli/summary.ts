@@ -13,9 +13,7 @@ export function formatSummary(s: RunSummary): string {
     `${s.kind} ${s.runId}: ${s.outcome}${s.resumed ? ' (resumed an interrupted backfill)' : ''}`,
     `  range          ${s.range ? `${s.range.from} – ${s.range.to}` : '(nothing to fetch)'}`,
     `  windows        ${s.windows.done} of ${s.windows.total} done${s.windows.skipped ? `, ${s.windows.skipped} not started` : ''}`,
-    // "written" counts sessions once each, new or changed; "fetched" is what the progress bar
-    // counted (records: a session on a window's boundary comes in both windows), and where the
-    // difference went is said.
+    // "written" counts sessions once each; "fetched" (the progress bar's) counts records, a boundary session twice.
     `  sessions       ${s.sessions.written} written (${s.sessions.new ?? '?'} new, ${s.sessions.updated ?? '?'} updated), ` +
       `${s.sessions.unchanged ?? '?'} unchanged (read again as stored), ${s.sessions.rejected} rejected`,
     ...(s.sessions.fetched !== undefined ? [`  records        ${recordsLine(s.sessions)}`] : []),
@@ -46,7 +44,7 @@ function recordsLine(x: RunSummary['sessions']): string {
   return `${fetched} = ${parts.join(' + ')}`;
 }
 
-/** How many day partitions were rewritten, and why (nothing changed: nothing rewritten, or the reason). */
+/** How many day partitions were rewritten, and why. */
 function partitionsLine(s: RunSummary): string {
   const n = s.files.partitionsWritten.length;
   const head = `${n} partition${n === 1 ? '' : 's'} rewritten`;

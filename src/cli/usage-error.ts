@@ -9,12 +9,16 @@ export class UsageError extends Error {
   }
 }
 
-/** `fn()`, with what it throws (a bad duration, instant…) rethrown as a UsageError of the same message. */
-export function asUsage<T>(fn: () => T): T {
+/** `fn()`, with what it throws (a bad duration, instant…; only what `when` picks) rethrown as a UsageError of the same message. */
+export function asUsage<T>(fn: () => T, when: (err: unknown) => boolean = () => true): T {
+  const rethrow = (err: unknown): never => {
+    throw when(err) ? new UsageError((err as Error).message, { cause: err }) : err;
+  };
   try {
-    return fn();
+    const out = fn();
+    return (out instanceof Promise ? out.catch(rethrow) : out) as T;
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    return rethrow(err);
   }
 }
 

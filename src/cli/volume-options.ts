@@ -1,7 +1,4 @@
-/**
- * The volume-anomaly flags (docs/data-quality.md "Volume anomalies") of `status` and the run commands, and the
- * rule they and the configuration make.
- */
+/** The volume-anomaly flags of `status` and the run commands (docs/data-quality.md "Volume anomalies"), and their rule. */
 import type { Command } from 'commander';
 import type { Config } from '../config/schema.js';
 import type { VolumeRule } from '../store/volume-anomalies.js';
@@ -20,14 +17,16 @@ export function addVolumeOptions(cmd: Command): Command {
     .option('--volume-anomaly-min-sessions <n>', 'days expected to hold fewer sessions are not judged (default 20)');
 }
 
+/** A flag's number (`whole`: an integer), undefined when not given. */
+export function num(v: string | undefined, flag: string, whole = false): number | undefined {
+  if (v === undefined) return undefined;
+  const ok = whole ? /^-?\d+$/.test(v.trim()) : v.trim() !== '' && Number.isFinite(Number(v));
+  if (!ok) throw new UsageError(`${flag} must be a ${whole ? 'whole number' : 'number'}, got ${JSON.stringify(v)}`);
+  return Number(v);
+}
+
 /** The flags as configuration values (the schema checks their ranges, naming the key). */
 export function volumeConfigFlags(flags: VolumeFlags): Partial<Record<keyof Config, unknown>> {
-  const num = (v: string | undefined, flag: string) => {
-    if (v === undefined) return undefined;
-    const n = Number(v);
-    if (v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`${flag} must be a number, got ${JSON.stringify(v)}`);
-    return n;
-  };
   return {
     volumeAnomalyThreshold: num(flags.volumeAnomalyThreshold, '--volume-anomaly-threshold'),
     volumeAnomalyWeeks: num(flags.volumeAnomalyWeeks, '--volume-anomaly-weeks'),

@@ -12,7 +12,7 @@ import { loginWithLoopback, SESSION_CONTROL_SCOPE } from '../../auth/loopback-lo
 import type { StoredTokens, TokenSummary } from '../../auth/stored-tokens.js';
 import { summarizeTokens } from '../../auth/stored-tokens.js';
 import { redact } from '../../util/redact.js';
-import { UsageError } from '../usage-error.js';
+import { asUsage, UsageError } from '../usage-error.js';
 
 /** What the interface commands read and write; tests substitute them. */
 export interface InterfaceCommandDeps extends InterfaceRuntime {
@@ -45,12 +45,10 @@ export function defaultDeps(): InterfaceCommandDeps {
 
 /** Loads the settings the command needs; a missing or bad one is a usage error (exit 2). */
 export function loadConfig(deps: InterfaceCommandDeps, require: ReadonlyArray<keyof InterfaceConfig>): InterfaceConfig {
-  try {
-    return loadInterfaceConfig({ env: deps.env, ...(deps.config ? { config: deps.config } : {}), require });
-  } catch (err) {
-    if (err instanceof InterfaceConfigError) throw new UsageError(err.message);
-    throw err;
-  }
+  return asUsage(
+    () => loadInterfaceConfig({ env: deps.env, ...(deps.config ? { config: deps.config } : {}), require }),
+    (err) => err instanceof InterfaceConfigError,
+  );
 }
 
 /** Writes a line, passed through redact() first. */

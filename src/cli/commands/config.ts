@@ -32,8 +32,7 @@ export function register(program: Command): void {
         const row = rows.find((r) => r.key === 'apiKeyFile');
         if (row) Object.assign(row, { value: keyFile.path, source: keyFile.setting === 'apiKeyFile' ? 'file' : 'env', problem: `key file ${keyFile.path} ${keyFile.reason}` });
       }
-      // A format not given anywhere is the one the data directory recorded at its first run (docs/design.md "What is stored in depth"):
-      // show that one, read from its state snapshot (a plain file: no lock, no DuckDB), not the default for a new directory.
+      // A format not given anywhere is the one the data directory recorded (its state snapshot: no lock, no DuckDB).
       const format = rows.find((r) => r.key === 'format');
       if (format?.source === 'default' && !loaded.config.accounts) {
         const recorded = await readStateSnapshot(loaded.config.dataDir).catch(() => null);

@@ -56,9 +56,7 @@ export function register(program: Command): void {
         // With a bucket, the data directory only keeps the page's copy of it: made when missing.
         if (config.parquetUrl) mkdirSync(config.dataDir, { recursive: true, mode: 0o750 });
         isDir = statSync(config.dataDir).isDirectory();
-      } catch {
-        // reported below
-      }
+      } catch {}
       if (!isDir) {
         throw new UsageError(`the data directory ${config.dataDir} does not exist (or is not a directory): give --data-dir, or run a backfill into it first`);
       }
@@ -66,20 +64,16 @@ export function register(program: Command): void {
       const { generateAccessToken, loadAccessToken, TokenSetupError, TOKEN_ENV } = await import('../../dashboard/access-token.js');
       const { isLoopback, startDashboard } = await import('../../dashboard/server.js');
       const { redact, registerSecret } = await import('../../util/redact.js');
-      let fixedToken: string | null;
-      try {
-        fixedToken = loadAccessToken(flags.tokenFile ? { tokenFile: flags.tokenFile } : {});
-      } catch (err) {
-        if (err instanceof TokenSetupError) throw new UsageError(err.message);
-        throw err;
-      }
+      const fixedToken = asUsage(
+        () => loadAccessToken(flags.tokenFile ? { tokenFile: flags.tokenFile } : {}),
+        (err) => err instanceof TokenSetupError,
+      );
       if (!isLoopback(flags.host) && fixedToken === null) {
         throw new UsageError(
           `--host ${flags.host} makes the page (customer names, IPs, notes) reachable from other machines: set an access token in ${TOKEN_ENV} or --token-file (mode 0600), e.g. openssl rand -hex 24`,
         );
       }
-      // Every request needs a token: without a fixed one, a new one for this start, shown once in
-      // the address printed below (the only place it is ever written).
+      // Without a fixed token, a new one for this start, written only in the address printed below.
       const token = fixedToken ?? generateAccessToken();
       registerSecret(token);
       const duckdbMemoryLimit = await dashboardDuckdbLimit(loaded);
@@ -136,37 +130,28 @@ export function register(program: Command): void {
 }
 
 /**
- * DuckDB's memory_limit for the page's queries, from the memory budget (the container's limit, or
- * memoryLimit / SESSION_ETL_MEMORY_LIMIT, else 300 MB; config/memory-budget.ts): three fifths of
- * what the budget leaves beyond Node's fixed part, at least 256 MiB (at 128 MiB, the six queries the
- * page runs at most at once — four answers and two downloads — failed with DuckDB's "Out of Memory"
- * on a 110 k-session store) and at most 1 GiB; SESSION_ETL_DUCKDB_MEMORY_LIMIT replaces it.
+ * DuckDB's memory_limit for the page: three fifths of what the memory budget leaves beyond Node's fixed part,
+ * at most 1 GiB and at least 256 MiB (at 128 MiB, the page's six concurrent queries failed with "Out of Memory"
+ * on a 110 k-session store); SESSION_ETL_DUCKDB_MEMORY_LIMIT replaces it.
  */
 async function dashboardDuckdbLimit(loaded: LoadedConfig): Promise<string> {
   const { chooseBudget, FIXED_BYTES, MemoryBudgetError, MiB, parseSize, readCgroupLimit } = await import('../../config/memory-budget.js');
   const { memorySettingName } = await import('../run-options.js');
   const override = process.env.SESSION_ETL_DUCKDB_MEMORY_LIMIT?.trim();
   const c = loaded.config;
-  try {
+  return asUsage(() => {
     if (override) return `${Math.floor(parseSize(override, 'SESSION_ETL_DUCKDB_MEMORY_LIMIT') / MiB)}MiB`;
     const name = memorySettingName(loaded);
     const setting = c.memoryLimit !== null && c.memoryLimit !== undefined ? { bytes: parseSize(c.memoryLimit, name), name } : undefined;
     const budget = chooseBudget(readCgroupLimit(), setting);
     const share = Math.floor(((budget.bytes - FIXED_BYTES) * 0.6) / MiB);
-    return `${Math.min(1024, Math.max(DASHBOARD_MIN_DUCKDB_MIB, share))}MiB`;
-  } catch (err) {
-    if (err instanceof MemoryBudgetError) throw new UsageError(err.message);
-    throw err;
-  }
+    return `${Math.min(1024, Math.max(256, share))}MiB`;
+  }, (err) => err instanceof MemoryBudgetError);
 }
 
-/** The dashboard's smallest DuckDB pool (see dashboardDuckdbLimit). */
-const DASHBOARD_MIN_DUCKDB_MIB = 256;
-
 /**
- * The account a dashboard shows: with an accounts map, the one named by --account (or the only one
- * configured), or every one (their names) when several are configured and none is named; without
- * one, none (the data directory's own store), and a directory of accounts in the layout before schema 3 is refused.
+ * The account a dashboard shows: with an accounts map, the one --account names (or the only one), else
+ * every one's name; without one, none (a directory of accounts in the layout before schema 3 is refused).
  */
 function chooseAccount(loaded: LoadedConfig, named: string | undefined): string | string[] | null {
   if (!hasAccounts(loaded)) {
@@ -175,14 +160,11 @@ function chooseAccount(loaded: LoadedConfig, named: string | undefined): string 
     return null;
   }
   const names = accountNames(loaded);
-  if (named === undefined) {
-    return names.length === 1 ? names[0]! : names;
-  }
+  if (named === undefined) return names.length === 1 ? names[0]! : names;
   if (!names.includes(named)) throw new UsageError(`--account ${named} is not configured; the accounts are: ${names.join(', ')}`);
   return named;
 }
 
-/** Where a dashboard of one account reads: the state of the store that holds it, and its rows of the dataset. */
 async function accountSource(root: string, account: string): Promise<{ stateDir: string; parquetRoot: string; account: string }> {
   const { shardCount, storeFor } = await import('../../accounts/stores.js');
   const { layoutOf } = await import('../../store/layout.js');
@@ -191,9 +173,8 @@ async function accountSource(root: string, account: string): Promise<{ stateDir:
 }
 
 /**
- * With the dataset in a bucket, where the page reads: a local copy of the dataset (mirrored now and
- * every 30 s after, only what changed), and the state of this machine's store, or (none here: the
- * runs happen elsewhere) a copy of the one the bucket keeps (format parquet).
+ * With the dataset in a bucket, where the page reads: a local copy of it (mirrored now and every 30 s),
+ * and this machine's store state or, when the runs happen elsewhere, a copy of the bucket's.
  */
 async function bucketSource<S extends { stateDir: string; parquetRoot: string }>(config: { dataDir: string; parquetUrl?: string | null; s3PathStyle: boolean }, source: S): Promise<S> {
   if (!config.parquetUrl) return source;

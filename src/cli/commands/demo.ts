@@ -21,10 +21,7 @@ interface DemoFlags {
 /** Written by `demo` into a directory it creates (or finds empty): only such a directory is ever cleared. */
 export const DEMO_MARKER = '.session-etl-demo';
 
-/**
- * Whether `rel` (a path under the demo directory, '/'-separated) is a file session-etl writes there.
- * Directories: isDemoDir.
- */
+/** Whether `rel` (a '/'-separated path under the demo directory) is a file session-etl writes there. */
 function isDemoFile(rel: string): boolean {
   const parts = rel.split('/');
   const [top, a, b, c] = parts;
@@ -69,11 +66,9 @@ async function walk(dir: string): Promise<{ files: string[]; dirs: string[]; for
 }
 
 /**
- * Makes `dir` the demo's directory. A missing or empty one is created and marked; one holding
- * anything without the demo's marker is refused (it may be a real export); in a marked one, only
- * files the demo can prove are its own (known names) are deleted, and any other file (or link)
- * anywhere in it is refused. Nothing is deleted before the whole tree has been checked. A directory
- * a run is using is left alone (exit 3).
+ * Makes `dir` the demo's directory: a missing or empty one is created and marked; an unmarked one is
+ * refused (it may be a real export); in a marked one only the demo's own files are deleted, after the
+ * whole tree was checked (any other file refuses it). A directory a run is using is left alone (exit 3).
  */
 async function prepareDemoDir(dir: string, keep: boolean): Promise<void> {
   let names: string[];

@@ -1,7 +1,4 @@
-/**
- * `session-etl emulator`: runs the reporting endpoint emulator (and the rest of the emulated vendor
- * interface) on loopback until SIGINT or SIGTERM, for trying the CLI or other clients against it.
- */
+/** `session-etl emulator`: the emulated vendor interface on loopback until SIGINT or SIGTERM. */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import type { EmulatorAccount, EmulatorFaults, EmulatorOptions } from '../../emulator/index.js';
@@ -12,45 +9,15 @@ import { parseInstant } from '../../time/windows.js';
 import { collect } from '../account-options.js';
 import { UsageError } from '../usage-error.js';
 
-export interface EmulatorFlags {
-  host: string;
-  port: string;
-  apiKey?: string;
-  seed: string;
-  from?: string;
-  to?: string;
-  sessionsPerDay: string;
-  longNotes?: boolean;
-  loneSurrogateRate?: string;
-  now?: string;
-  windowRule: string;
-  argTypes: string;
-  latencyMs?: string;
-  rateLimitRps?: string;
-  serverErrorRate?: string;
-  resetRate?: string;
-  truncateRate?: string;
-  partialErrorRate?: string;
-  maxResults?: string;
-  maxSpanSeconds?: string;
-  truncateResultsTo?: string;
-  faultRate?: string;
-  faultKinds?: string;
-  rateLimitSchedule?: string;
-  sharedQuotaSchedule?: string;
-  concurrencyLimit?: string;
-  rateLimitHeaders?: string;
-  retryAfterFormat?: string;
-  logRequests?: boolean;
-  holdBack?: string[];
-  releaseAt?: string;
-  releaseAfterRequests?: string;
-  amend?: string[];
-  amendAt?: string;
-  amendAfterRequests?: string;
-  accounts?: string;
-  accountsFile?: string;
-}
+/** The flags as commander gives them: strings (those with a default always set), switches and repeatable lists. */
+export type EmulatorFlags = Record<'host' | 'port' | 'seed' | 'sessionsPerDay' | 'windowRule' | 'argTypes', string> &
+  Partial<Record<
+    'apiKey' | 'from' | 'to' | 'loneSurrogateRate' | 'now' | 'latencyMs' | 'rateLimitRps' | 'serverErrorRate' | 'resetRate' |
+    'truncateRate' | 'partialErrorRate' | 'maxResults' | 'maxSpanSeconds' | 'truncateResultsTo' | 'faultRate' | 'faultKinds' |
+    'rateLimitSchedule' | 'sharedQuotaSchedule' | 'concurrencyLimit' | 'rateLimitHeaders' | 'retryAfterFormat' | 'releaseAt' |
+    'releaseAfterRequests' | 'amendAt' | 'amendAfterRequests' | 'accounts' | 'accountsFile',
+    string
+  >> & { longNotes?: boolean; logRequests?: boolean; holdBack?: string[]; amend?: string[] };
 
 export function register(program: Command): void {
   program
@@ -111,8 +78,7 @@ export async function runEmulator(flags: EmulatorFlags, io: EmulatorCommandIo): 
   if (flags.logRequests) options.log = (line) => io.stderr.write(`${line}\n`);
   const { startEmulator } = await import('../../emulator/index.js');
   const emulator = await startEmulator(options).catch((err: unknown) => {
-    // The checks the flags cannot make on their own become usage errors too, and so does a port
-    // that cannot be had: a setting to change, not a failure to retry (docs/emulator.md).
+    // The checks the flags cannot make alone, and a port that cannot be had, are settings to change: usage errors.
     const code = (err as NodeJS.ErrnoException | null)?.code;
     if (code === 'EADDRINUSE') throw new UsageError(`port ${options.port} is in use (--port): choose another or 0 (any free port)`, { cause: err });
     if (code === 'EACCES') throw new UsageError(`port ${options.port} cannot be opened by this user (--port): choose one above 1023, or 0 (any free port)`, { cause: err });

@@ -1,8 +1,7 @@
 import { Command } from 'commander';
-import { notifyRunEnd, notifyRunEnds, runEndOf, type NotifySettings } from '../../monitoring/notify.js';
+import { notifyRunEnd, notifyRunEnds, runEndOf } from '../../monitoring/notify.js';
 import type { RunSummary } from '../../pipeline/run.js';
 import { parseDuration, parseInstant } from '../../time/windows.js';
-import type { Logger } from '../../util/logger.js';
 import { ExitCode } from '../exit-codes.js';
 import { createCliLogger } from '../logging.js';
 import { exitCodeOf } from '../execute-run.js';
@@ -10,7 +9,7 @@ import { parseHttpPort, warnIfMaxLagBelowSettle } from '../monitoring-options.js
 import { addCommonOptions, configFromFlags, notifySettings, pipelineOptions, type CommonFlags } from '../run-options.js';
 import { formatSummary } from '../summary.js';
 import { volumeRuleOf } from '../volume-options.js';
-import { UsageError } from '../usage-error.js';
+import { asUsage, UsageError } from '../usage-error.js';
 import { accountConcurrency, addAccountOptions, chosenAccounts, type AccountFlags } from '../account-options.js';
 import type { LoadedConfig } from '../../config/load.js';
 import { holdsStore } from '../../store/layout.js';
@@ -41,8 +40,7 @@ export function register(program: Command): void {
     const loaded = configFromFlags(flags, { scheduleCron: flags.cron, scheduleTimezone: flags.timezone });
     // With accounts, each job runs once per chosen account (its own options); `base` only names the data directory.
     const accounts = chosenAccounts(loaded, flags);
-    // No accounts map on a data directory of many accounts: refused at start (exit 2, naming them),
-    // as each export it would start refuses it, rather than serving a /healthz of one empty store.
+    // No accounts map on a data directory of many accounts: refused at start (exit 2), as each export would be.
     if (!accounts) {
       const { datasetOf } = await import('../../pipeline/run.js');
       const { dataset } = datasetOf({ ...(loaded.config.parquetUrl ? { parquetUrl: loaded.config.parquetUrl } : {}), s3PathStyle: loaded.config.s3PathStyle });
@@ -126,10 +124,8 @@ export function register(program: Command): void {
           exitCode: a.exitCode,
         }));
         await monitor?.onRunEnd(job, r, parts);
-        if (r.summary && flags.json) process.stdout.write(JSON.stringify(r.summary) + '\n');
-        else if (r.summary) process.stdout.write(formatSummary(r.summary));
         // A failed or interrupted run's summary (its error carries it) is printed as a finished one's.
-        const s = (r.error as { summary?: RunSummary } | undefined)?.summary;
+        const s = r.summary ?? (r.error as { summary?: RunSummary } | undefined)?.summary;
         if (s) process.stdout.write(flags.json ? JSON.stringify(s) + '\n' : formatSummary(s));
         if (!notify) return;
         // A stop (SIGINT/SIGTERM) lets the posts in flight go on for the grace period, then aborts them.
@@ -145,11 +141,13 @@ export function register(program: Command): void {
             })),
             { logger, stopSignal },
           );
-        } else await notifyScheduledRun(notify, job, base.dataDir, r, logger, stopSignal);
+        } else {
+          const exitCode = r.error === undefined ? ExitCode.ok : exitCodeOf(r.error);
+          await notifyRunEnd(notify, runEndOf({ command: 'schedule', job, dataDir: base.dataDir, exitCode, ...r }), { logger, stopSignal });
+        }
       },
     });
-    // The stop is in place before anything says the scheduler is up: a signal sent as soon as the
-    // metrics URL is printed is a clean stop, never the default action's kill.
+    // In place before anything says the scheduler is up: a signal sent at once is a clean stop, never a kill.
     let signalled = false;
     const stopped = new Promise<void>((resolve) => {
       const onSignal = (sig: NodeJS.Signals) => {
@@ -159,9 +157,8 @@ export function register(program: Command): void {
           process.exit(code);
         }
         signalled = true;
-        // A clean stop exits 0, also with a run going: it is stopped (windows in flight commit) and
-        // the next start continues it; 130/143 would read as a failure to systemd. Only a second
-        // signal, which does not wait, exits with the signal's code.
+        // A clean stop exits 0, also with a run going (the next start continues it): 130/143 would read as a
+        // failure to systemd. Only a second signal, which does not wait, exits with the signal's code.
         logger.warn({ signal: sig, running: scheduler.running }, 'scheduler stopping');
         stop.abort(new Error(`stopped by ${sig}`));
         setTimeout(() => abort.abort(new Error(`stopped by ${sig}`)), 10_000).unref();
@@ -185,10 +182,7 @@ export function register(program: Command): void {
   });
 }
 
-/**
- * Refuses (exit 2) to start a scheduler whose nightly export would fail every night: a data
- * directory (an account's, with accounts) with nothing stored and no startDate to begin from.
- */
+/** Refuses (exit 2) a scheduler whose nightly export would fail every night: nothing stored and no startDate. */
 async function refuseWithoutStart(loaded: LoadedConfig, accounts: string[] | null, hasStartDate: boolean): Promise<void> {
   const advice =
     'set startDate in the configuration file (where the first export starts, e.g. "startDate": "2026-01-01"), ' +
@@ -212,28 +206,10 @@ async function refuseWithoutStart(loaded: LoadedConfig, accounts: string[] | nul
   }
 }
 
-/** A scheduled run's notifications, with the exit code `export` would have ended with. */
-async function notifyScheduledRun(
-  settings: NotifySettings,
-  job: string,
-  dataDir: string,
-  r: { summary?: RunSummary; error?: unknown; startedMs: number; endedMs: number },
-  logger: Logger,
-  stopSignal: AbortSignal,
-): Promise<void> {
-  const exitCode = r.error === undefined ? ExitCode.ok : exitCodeOf(r.error);
-  await notifyRunEnd(settings, runEndOf({ command: 'schedule', job, dataDir, exitCode, ...r }), { logger, stopSignal });
-}
-
 async function startMonitor(o: SchedulerMonitorOptions) {
   const { startSchedulerMonitor } = await import('../../monitoring/scheduler-monitor.js');
   const { MonitoringServerError } = await import('../../monitoring/http-server.js');
-  try {
-    return await startSchedulerMonitor(o);
-  } catch (err) {
-    if (err instanceof MonitoringServerError) throw new UsageError(err.message, { cause: err });
-    throw err;
-  }
+  return asUsage(() => startSchedulerMonitor(o), (err) => err instanceof MonitoringServerError);
 }
 
 /** "2026-11-29 02:00" in `timezone`: an instant as a clock on that zone's wall reads it. */

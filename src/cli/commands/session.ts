@@ -14,7 +14,7 @@ import {
 import type { SessionWebhook } from '../../control/requests.js';
 import { registerSecret } from '../../util/redact.js';
 import { collect } from '../account-options.js';
-import { UsageError } from '../usage-error.js';
+import { asUsage } from '../usage-error.js';
 import { defaultDeps, loadConfig, println, TOKEN_SETTINGS, type InterfaceCommandDeps } from './auth.js';
 
 /** Environment variable holding the token sent to webhook targets (kept off the command line). */
@@ -60,6 +60,7 @@ export function register(program: Command, deps: InterfaceCommandDeps = defaultD
           agentEmail: opts.agentEmail ?? null,
           webhooks: webhooks.length > 0 ? webhooks : null,
         }),
+        refusedBeforeSending,
       );
       if (opts.json) {
         println(deps.stdout, JSON.stringify({ agentUrl: started.agentUrl, clientUrl: started.clientUrl, sessionId: started.sessionId ?? null }, null, 2));
@@ -88,6 +89,7 @@ export function register(program: Command, deps: InterfaceCommandDeps = defaultD
       const client = controlClient(deps);
       const result = await asUsage(() =>
         client.endSession({ sessionId: id, endSource: opts.endSource ?? null, showWrapup: opts.showWrapup === true }, { method: opts.method }),
+        refusedBeforeSending,
       );
       if (opts.json) println(deps.stdout, JSON.stringify({ sessionId: id, ended: true, status: result.status, method: result.method, body: result.body ?? null }));
       else println(deps.stdout, `Session ${id} ended (HTTP ${result.status}, ${result.method}).`);
@@ -105,14 +107,7 @@ function controlClient(deps: InterfaceCommandDeps): SessionControlClient {
 }
 
 /** A request refused before sending (bad e-mail, bad UUID...) is a usage error. */
-async function asUsage<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof InvalidControlRequestError) throw new UsageError(err.message, { cause: err });
-    throw err;
-  }
-}
+const refusedBeforeSending = (err: unknown): boolean => err instanceof InvalidControlRequestError;
 
 function parseInteger(v: string): number {
   const n = Number(v);

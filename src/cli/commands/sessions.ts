@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { loadConfig } from '../../config/load.js';
-import { UsageError } from '../usage-error.js';
+import { asUsage, UsageError } from '../usage-error.js';
 import { outputStillRead } from '../epipe.js';
 import { chosenAccounts, collect } from '../account-options.js';
 import { sessionsCsv } from '../../util/csv-cell.js';
@@ -11,32 +11,16 @@ import { didYouMean } from '../../util/did-you-mean.js';
 import { displayWidth, padToWidth, truncateToWidth } from '../display-width.js';
 import type { ListRequest } from '../../list/index.js';
 import { filterFieldRefs } from '../../list/parse-filter.js';
+import { isoOf } from '../../time/windows.js';
 import { ACCOUNT_COLUMN } from '../../list/compile-to-sql.js';
 import type { DuckDBValue } from '@duckdb/node-api';
 
-interface SessionsFlags {
-  account?: string[];
-  dataDir?: string;
-  config?: string;
-  filter?: string;
-  ascending?: string;
-  descending?: string;
-  sort?: string;
-  attributeNames?: string;
-  columns?: string;
-  fromDate?: string;
-  from?: string;
-  toDate?: string;
-  to?: string;
-  pageSize?: string;
-  offset?: string;
-  page?: string;
-  size?: string;
-  output?: string;
-  format?: string;
-  source?: string;
-  parquetUrl?: string;
-}
+/** Every flag but --account (repeatable) is one string. */
+type SessionsFlags = { account?: string[] } & Partial<Record<
+  | 'dataDir' | 'config' | 'filter' | 'ascending' | 'descending' | 'sort' | 'attributeNames' | 'columns' | 'fromDate' | 'from' | 'toDate' | 'to'
+  | 'pageSize' | 'offset' | 'page' | 'size' | 'output' | 'format' | 'source' | 'parquetUrl',
+  string
+>>;
 
 export function register(program: Command): void {
   program
@@ -76,7 +60,6 @@ export function register(program: Command): void {
     .action(async (get: string | undefined, id: string | undefined, flags: SessionsFlags) => {
       const loaded = loadConfig({ ...(flags.config ? { configFile: flags.config } : {}), flags: { dataDir: flags.dataDir, parquetUrl: flags.parquetUrl } });
       const { config } = loaded;
-      // With accounts: one account's DuckDB file and partitions, or (no --account) the whole dataset.
       const accounts = chosenAccounts(loaded, { ...(flags.account ? { account: flags.account } : {}) });
       if (accounts && (flags.account?.length ?? 0) > 1) throw new UsageError('sessions reads one account (--account NAME) or, without --account, every account');
       const list = await import('../../list/index.js');
@@ -94,7 +77,7 @@ export function register(program: Command): void {
         ascending: flags.ascending,
         descending: flags.descending,
         sort: flags.sort,
-        // `account` is no session field: it is asked of the store (withAccount), not of the list.
+        // `account` is no session field: asked of the store (withAccount), not of the list.
         attributeNames:
           columns === 'all'
             ? undefined
@@ -114,16 +97,9 @@ export function register(program: Command): void {
         params.filter = `id="${id.replace(/[\\.^$|?*+()[\]{}]/g, '\\$&')}"`;
         params.pageSize = '1';
       }
-      let req;
-      try {
-        req = list.parseListRequest(params);
-      } catch (err) {
-        if (list.isListSyntaxError(err)) throw new UsageError(err.message);
-        throw err;
-      }
-      // A name no session field has counts as null (the interface's rule, docs/list-conventions.md):
-      // in a filter it reads as "", in a sort it orders nothing. On the command line that is a typo
-      // that would print nothing or drop the order with exit 0: a usage error naming the fields.
+      const req = asUsage(() => list.parseListRequest(params), list.isListSyntaxError);
+      // A name no session field has counts as null (docs/list-conventions.md): in a filter or sort that
+      // is a typo that would print nothing or drop the order with exit 0, so a usage error naming the fields.
       refuseUnknownFields(req, params, list.knownFieldNames());
       // Asked for, it is an empty column (the documented shape), with a warning.
       for (const name of req.unknownFields ?? []) {
@@ -181,28 +157,17 @@ export function register(program: Command): void {
       const asked = requestedFields(columns === 'all' ? undefined : columns, list);
       if (asked && withAccount && !asked.includes(ACCOUNT_COLUMN)) asked.unshift(ACCOUNT_COLUMN);
       const source = useDuck ? { table: 'sessions', ...filter } : { parquetGlob: join(parquetDir, '**', '*.parquet'), ...filter };
-      if (everything) {
-        try {
-          await writeEveryMatch(db.conn, list, req, source, format, asked, withAccount);
-        } finally {
-          db.close();
-        }
-        return;
-      }
       let page;
       try {
+        if (everything) return await writeEveryMatch(db.conn, list, req, source, format, asked, withAccount);
         page = await list.queryDuckDb(db.conn, req, source);
       } finally {
         db.close();
       }
       if (get !== undefined) {
-        const one = page.items[0];
-        if (!one) {
-          process.stderr.write(`no session with id ${id}\n`);
-          process.exitCode = 1;
-          return;
-        }
-        process.stdout.write(JSON.stringify(one, null, 2) + '\n');
+        if (page.items[0]) return void process.stdout.write(JSON.stringify(page.items[0], null, 2) + '\n');
+        process.stderr.write(`no session with id ${id}\n`);
+        process.exitCode = 1;
         return;
       }
       const out = process.stdout;
@@ -219,7 +184,6 @@ export function register(program: Command): void {
         // A person's table: a few columns that fit a terminal unless --columns asks for others.
         const cols = asked ?? [...(withAccount ? [ACCOUNT_COLUMN] : []), ...(format === 'table' && columns !== 'all' ? TABLE_COLUMNS : leafPaths(list))];
         if (format === 'csv') {
-          // The dialect the dashboard's download has too (util/csv-cell.ts).
           const csv = csvOf(list, cols);
           out.write(csv.header);
           for (const r of rows) out.write(csv.row(cols.map((c) => r[c])));
@@ -228,7 +192,7 @@ export function register(program: Command): void {
           out.write(`no sessions match${whyNone(req)}\n`);
         } else {
           // For a person: times as ISO 8601 UTC instead of epoch seconds.
-          for (const r of rows) for (const c of cols) if (list.resolveField(c)?.kind === 'epoch' && typeof r[c] === 'number') r[c] = isoUtc(r[c]);
+          for (const r of rows) for (const c of cols) if (list.resolveField(c)?.kind === 'epoch' && typeof r[c] === 'number') r[c] = isoOf(r[c]);
           let table = renderTable(cols, rows);
           // The default columns on a narrow terminal: the last ones give way (never id or account), and it says so.
           const width = out === process.stdout && process.stdout.isTTY ? process.stdout.columns : undefined;
@@ -247,15 +211,14 @@ export function register(program: Command): void {
 
 const OUTPUTS = ['table', 'json', 'csv', 'ndjson'];
 
-/** The table's columns without --columns: what a person scans for, narrow enough for a terminal. */
+/** The table's columns without --columns: narrow enough for a terminal. */
 const TABLE_COLUMNS = ['id', 'started', 'ended', 'duration', 'sessionType', 'agent.name'];
 
 type ListModule = typeof import('../../list/index.js');
 
 /**
- * CSV or NDJSON of every match, streamed from DuckDB chunk by chunk, so that memory follows a chunk
- * and not the result (one query; paging through it with OFFSET sorted the whole result once a
- * page). A reader that went away (`| head`) ends it; a slow one is waited for.
+ * CSV or NDJSON of every match, streamed chunk by chunk in one query (paging with OFFSET sorted the
+ * whole result once a page). A reader that went away (`| head`) ends it; a slow one is waited for.
  */
 async function writeEveryMatch(
   conn: Parameters<ListModule['queryDuckDb']>[0],
@@ -302,12 +265,12 @@ async function writeEveryMatch(
   }
 }
 
-/** The CSV writer of `cols`: one dialect with the dashboard's download (CRLF, text quoted, times in ISO 8601 UTC, no formula a spreadsheet would run). */
+/** The CSV writer of `cols`: the dashboard download's dialect (util/csv-cell.ts). */
 function csvOf(list: ListModule, cols: string[]): ReturnType<typeof sessionsCsv> {
   return sessionsCsv(cols, cols.map((c) => list.resolveField(c)?.kind === 'epoch'));
 }
 
-/** On stderr, when a page of CSV or NDJSON (--page-size, --page/--size) left matches out: a file's reader would not know. */
+/** On stderr, when a page of CSV or NDJSON left matches out: a file's reader would not know. */
 function noteCut(page: { items: unknown[]; total: number; offset: number }): void {
   if (page.items.length < page.total) {
     process.stderr.write(
@@ -317,13 +280,12 @@ function noteCut(page: { items: unknown[]; total: number; offset: number }): voi
   }
 }
 
-/** Why nothing matched, when the range says it: a --from in the future. */
 function whyNone(req: ListRequest): string {
   const from = req.startedFrom;
-  return from !== null && from > Date.now() / 1000 ? ` (--from ${isoUtc(from)} is in the future)` : '';
+  return from !== null && from > Date.now() / 1000 ? ` (--from ${isoOf(from)} is in the future)` : '';
 }
 
-/** Every field's path in interface order (the columns of csv and table without --attribute-names). */
+/** Every field's path in interface order. */
 function leafPaths(list: ListModule): string[] {
   return list.knownFieldNames().flatMap((n) => {
     const f = list.resolveField(n);
@@ -331,10 +293,7 @@ function leafPaths(list: ListModule): string[] {
   });
 }
 
-/**
- * The fields --attribute-names asks for, in its order, an object field giving its fields; a name
- * no field has is kept (as a null column: it counts as null). Undefined without --attribute-names.
- */
+/** The fields --attribute-names asks for, in its order (an object field: its fields; an unknown name: kept, as null). */
 function requestedFields(attributeNames: string | undefined, list: ListModule): string[] | undefined {
   if (attributeNames === undefined || attributeNames.trim() === '') return undefined;
   const out: string[] = [];
@@ -347,17 +306,12 @@ function requestedFields(attributeNames: string | undefined, list: ListModule): 
   return out;
 }
 
-function isoUtc(epochSeconds: number): string {
-  return new Date(epochSeconds * 1000).toISOString().replace('.000Z', 'Z');
-}
-
 /** The record with its keys in the asked order (an object where its first field was asked, its fields in asked order). */
 function inOrder(view: Record<string, unknown>, paths: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const p of paths) {
     const dot = p.indexOf('.');
     if (dot < 0) {
-      // A name no field has: null (absent from the view).
       out[p] = p in view ? view[p] : null;
       continue;
     }
@@ -393,7 +347,7 @@ export function renderTable(cols: string[], rows: Record<string, unknown>[]): st
   return line(cols) + line(widths.map((w) => '-'.repeat(w))) + rows.map((r) => line(cols.map((c) => cell(r[c])))).join('');
 }
 
-/** A filter or sort naming no session field: exit 2, naming the flag, the nearest field and the fields there are. */
+/** A filter or sort naming no session field: exit 2, naming the flag, the nearest field and the fields. */
 function refuseUnknownFields(req: ListRequest, params: Record<string, string | undefined>, known: readonly string[]): void {
   const fieldList = () => known.filter((n) => !n.includes('_')).join(', ');
   const inFilter = req.filter ? filterFieldRefs(req.filter).filter((r) => !r.field).map((r) => r.name) : [];

@@ -61,13 +61,9 @@ export function register(program: Command): void {
     });
 }
 
-/** Where `npm start` (the demo) writes, relative to the working directory. */
 const DEMO_DIR = join('data', 'demo');
 
-/**
- * A data directory that does not exist is a typo, not an empty export (exit 2, for --check too).
- * The default ./data with nothing in it, beside the demo's data/demo, points to the demo.
- */
+/** A missing data directory is a typo (exit 2, for --check too); an empty default ./data beside data/demo points to the demo. */
 function refuseMissingDataDir(dir: string, isDefault: boolean): void {
   if (!existsSync(dir)) throw new UsageError(`no such directory: ${dir} (the data directory): check --data-dir or SESSION_ETL_DATA_DIR`);
   if (isDefault && !holdsStore(dir) && existsSync(join(DEMO_DIR, DEMO_MARKER))) {
@@ -75,7 +71,6 @@ function refuseMissingDataDir(dir: string, isDefault: boolean): void {
   }
 }
 
-/** UTC days (partitions) only partly covered, so incomplete in the data; see partial-days.ts. */
 function describePartialDays(coverage: StoreStatus['coverage']): string {
   const days = partialDays(coverage);
   if (!days.length) return 'none';
@@ -83,7 +78,6 @@ function describePartialDays(coverage: StoreStatus['coverage']): string {
   return shown.join(', ') + (days.length > shown.length ? `, and ${days.length - shown.length} more` : '');
 }
 
-/** Backfills begun and not finished: what of each is missing and the command that resumes it. */
 function describeBackfills(b: StoreStatus['unfinishedBackfills']): string {
   if (b === null) return '(not known while a run holds the DuckDB file)';
   if (!b.length) return 'none unfinished';
@@ -92,7 +86,6 @@ function describeBackfills(b: StoreStatus['unfinishedBackfills']): string {
     .join('\n                ');
 }
 
-/** Volume anomalies (docs/data-quality.md "Volume anomalies"), each day with its count and what its weekday usually holds. */
 function describeAnomalies(s: StoreStatus): string {
   if (!s.volumeAnomalies.length) return 'no anomalies';
   const days = s.volumeAnomalies.map((a) => `${a.date} (${a.sessions} sessions, expected about ${a.expected})`);
@@ -110,26 +103,19 @@ function human(bytes: number): string {
   return `${v.toFixed(i ? 1 : 0)} ${u[i]}`;
 }
 
-/**
- * A run's sessions read again as stored (undefined when not counted): its own count since written
- * means new or updated (issue 42); a run of an earlier release counted them in sessions_written.
- */
+/** A run's sessions read again as stored: counted apart since issue 42, earlier in sessions_written. */
 function unchangedOf(r: Record<string, unknown>): number | undefined {
   if (r.sessions_unchanged != null) return Number(r.sessions_unchanged);
   if (r.sessions_new == null || r.sessions_updated == null || r.sessions_written == null) return undefined;
   return Number(r.sessions_written) - Number(r.sessions_new) - Number(r.sessions_updated);
 }
 
-/**
- * A run's sessions: new, updated and unchanged; for a run that died (it recorded no figures), what the
- * store holds of it, or "unknown" when it cannot be counted here.
- */
+/** A run's sessions: new, updated and unchanged; for a run that died, what the store holds of it. */
 function sessionsOf(r: Record<string, unknown>): string {
   const n = r.sessions_written == null ? 'unknown' : String(r.sessions_written);
   if (r.outcome === 'died' && r.sessions_new == null) {
     return `committed before it stopped: ${r.windows ?? 'unknown'} windows, ${n} sessions, ${r.partitions_written ?? 'unknown'} days (new and updated not known)`;
   }
-  // Each session the run stored or read again, once: new + updated + unchanged.
   const unchanged = unchangedOf(r);
   const all = r.sessions_unchanged != null && r.sessions_written != null ? String(Number(r.sessions_written) + Number(r.sessions_unchanged)) : n;
   return `${all} sessions (${r.sessions_new ?? '?'} new, ${r.sessions_updated ?? '?'} updated, ${unchanged ?? '?'} unchanged)`;
