@@ -5,7 +5,7 @@
  * each session) and state, and records the move; the source is then emptied of it (removeAccounts).
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { queryRows, sqlString } from './duckdb.js';
+import { inTransaction, queryRows, sqlString } from './duckdb.js';
 import { wrapWriteError } from './errors.js';
 import type { OutputFormat } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, NDJSON_SELECT } from './ndjson.js';
@@ -193,16 +193,8 @@ export async function convertToManyAccounts(
 }
 
 /** Runs `fn` in one transaction on `c`; a failure rolls it back and is thrown as the write error of `what`. */
-export async function inWriteTransaction<T>(c: DuckDBConnection, what: string, fn: () => Promise<T>): Promise<T> {
-  await c.run('BEGIN TRANSACTION');
-  try {
-    const out = await fn();
-    await c.run('COMMIT');
-    return out;
-  } catch (err) {
-    await c.run('ROLLBACK').catch(() => {});
-    throw wrapWriteError(err, what);
-  }
+export function inWriteTransaction<T>(c: DuckDBConnection, what: string, fn: () => Promise<T>): Promise<T> {
+  return inTransaction(c, fn, (err) => wrapWriteError(err, what));
 }
 
 /** No day file yet: nothing to read (a read of none fails). */
