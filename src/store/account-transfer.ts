@@ -5,8 +5,7 @@
  * each session) and state, and records the move; the source is then emptied of it (removeAccounts).
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { inTransaction, queryRows, sqlString } from './duckdb.js';
-import { wrapWriteError } from './errors.js';
+import { inWriteTransaction, queryRows, sqlString } from './duckdb.js';
 import type { OutputFormat } from './layout.js';
 import { NDJSON_COLUMNS, NDJSON_MAX_OBJECT_BYTES, NDJSON_SELECT } from './ndjson.js';
 import { COLUMN_LIST, PARTITION_OF_STORED, pendingRowsDdl } from './schema.js';
@@ -190,11 +189,6 @@ export async function convertToManyAccounts(
     await c.run('ALTER TABLE _pending_rows_many RENAME TO _pending_rows');
     await c.run(`INSERT OR REPLACE INTO _session_etl_meta VALUES ('accounts', 'many')`);
   });
-}
-
-/** Runs `fn` in one transaction on `c`; a failure rolls it back and is thrown as the write error of `what`. */
-export function inWriteTransaction<T>(c: DuckDBConnection, what: string, fn: () => Promise<T>): Promise<T> {
-  return inTransaction(c, fn, (err) => wrapWriteError(err, what));
 }
 
 /** No day file yet: nothing to read (a read of none fails). */

@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { traceInstance } from '../util/memory-trace.js';
 import { ReadGate } from './read-gate.js';
+import { wrapWriteError } from './errors.js';
 
 export interface Db {
   /** Further connections to this file (a writer's pass its gate). */
@@ -272,6 +273,11 @@ export async function inTransaction<T>(c: DuckDBConnection, fn: () => Promise<T>
     await c.run('ROLLBACK').catch(() => {});
     throw wrap(err);
   }
+}
+
+/** Runs `fn` in one transaction on `c`; a failure rolls it back and is thrown as the write error of `what`. */
+export function inWriteTransaction<T>(c: DuckDBConnection, what: string, fn: () => Promise<T>): Promise<T> {
+  return inTransaction(c, fn, (err) => wrapWriteError(err, what));
 }
 
 /** Quotes a string as a SQL literal (for file paths in COPY, which cannot be bound parameters). */

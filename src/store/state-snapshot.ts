@@ -16,46 +16,14 @@ import { DataDirError } from './errors.js';
 import { boundRunError } from './run-log.js';
 import { SINGLE_ACCOUNT, type SessionStore } from './session-store.js';
 import { readVolumeAnomalies } from './read-volume-anomalies.js';
-import { readLastVerifications } from './verify-log.js';
-import { DEFAULT_VOLUME_RULE, type VolumeRule } from './volume-anomalies.js';
+import { LastVerificationSchema, readLastVerifications } from './verify-log.js';
+import { DEFAULT_VOLUME_RULE, VolumeAnomalySchema, type VolumeAnomaly, type VolumeRule } from './volume-anomalies.js';
 
 export const STATE_FILE = 'state.json';
 export const STATE_SNAPSHOT_VERSION = 1;
 
 const Interval = z.object({ from: z.string(), to: z.string() });
 const CoverageFields = { checkpoint: z.string().nullable(), coverage: z.array(Interval), coverageHoles: z.array(Interval) };
-
-/** A finished day with far fewer sessions than its weekday usually has (volume-anomalies.ts). */
-const VolumeAnomalySchema = z.object({
-  /** The UTC day, YYYY-MM-DD. */
-  date: z.string(),
-  /** Sessions stored for it. */
-  sessions: z.number(),
-  /** The median of the same weekday over the previous `weeks` weeks (rounded). */
-  expected: z.number(),
-});
-export type VolumeAnomaly = z.infer<typeof VolumeAnomalySchema>;
-
-/** The latest `session-etl verify` of an account and what it found (verify-log.ts). */
-const LastVerificationSchema = z.object({
-  runId: z.string(),
-  /** When it ended (or started, while it runs or when it never finished), ISO. */
-  at: z.string(),
-  outcome: z.string(),
-  range: Interval.nullable(),
-  /** Days compared (whole or in part). */
-  days: z.number(),
-  source: z.number(),
-  missing: z.number(),
-  gone: z.number(),
-  changed: z.number(),
-  repaired: z.number(),
-  deleted: z.number(),
-  /** Days that differed, oldest first (at most 20). */
-  differingDays: z.array(z.object({ date: z.string(), missing: z.number(), gone: z.number(), changed: z.number(), equalNow: z.boolean() })),
-  error: z.string().nullable(),
-});
-export type LastVerification = z.infer<typeof LastVerificationSchema>;
 
 /** One account of a many-account store, as the snapshot and `status` show it. */
 const AccountStateSchema = z.object({

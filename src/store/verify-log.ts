@@ -5,9 +5,28 @@
 import { listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { queryRows, tableExists } from './duckdb.js';
 import type { DayComparison } from './range-comparison.js';
-import type { LastVerification } from './state-snapshot.js';
+import { z } from 'zod';
 
-export type { LastVerification };
+/** The latest `session-etl verify` of an account and what it found. */
+export const LastVerificationSchema = z.object({
+  runId: z.string(),
+  /** When it ended (or started, while it runs or when it never finished), ISO. */
+  at: z.string(),
+  outcome: z.string(),
+  range: z.object({ from: z.string(), to: z.string() }).nullable(),
+  /** Days compared (whole or in part). */
+  days: z.number(),
+  source: z.number(),
+  missing: z.number(),
+  gone: z.number(),
+  changed: z.number(),
+  repaired: z.number(),
+  deleted: z.number(),
+  /** Days that differed, oldest first (at most 20). */
+  differingDays: z.array(z.object({ date: z.string(), missing: z.number(), gone: z.number(), changed: z.number(), equalNow: z.boolean() })),
+  error: z.string().nullable(),
+});
+export type LastVerification = z.infer<typeof LastVerificationSchema>;
 
 export const VERIFIED_DAYS_DDL = `CREATE TABLE IF NOT EXISTS _verified_days (
   account VARCHAR NOT NULL DEFAULT '', day VARCHAR NOT NULL, run_id VARCHAR NOT NULL, verified_at TIMESTAMPTZ NOT NULL,

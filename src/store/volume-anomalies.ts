@@ -5,9 +5,18 @@
  */
 import { mergeIntervals } from '../time/intervals.js';
 import type { Window } from '../time/windows.js';
-import type { VolumeAnomaly } from './state-snapshot.js';
+import { z } from 'zod';
 
-export type { VolumeAnomaly };
+/** A finished day with far fewer sessions than its weekday usually has. */
+export const VolumeAnomalySchema = z.object({
+  /** The UTC day, YYYY-MM-DD. */
+  date: z.string(),
+  /** Sessions stored for it. */
+  sessions: z.number(),
+  /** The median of the same weekday over the previous `weeks` weeks (rounded). */
+  expected: z.number(),
+});
+export type VolumeAnomaly = z.infer<typeof VolumeAnomalySchema>;
 
 const DAY = 86_400;
 
@@ -22,7 +31,6 @@ export interface VolumeRule {
 
 /** The configuration's defaults (config/defaults.ts states the same). */
 export const DEFAULT_VOLUME_RULE: VolumeRule = { threshold: 0.5, weeks: 4, minSessions: 20 };
-
 
 /** The anomalies among the days `coverage` covers whole, oldest first; `confirmed`: days verify found equal, with their count then. */
 export function findVolumeAnomalies(
