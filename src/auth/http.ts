@@ -1,5 +1,6 @@
 import { describeNetworkError } from '../util/describe-network-error.js';
 import { redact } from '../util/redact.js';
+import type { ZodError } from 'zod';
 /** The `fetch` signature the clients accept, so tests and callers can inject their own. */
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -23,3 +24,6 @@ export function summarizeBody(body: unknown): string {
   const text = redact(typeof body === 'string' ? body : JSON.stringify(body));
   return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }
+
+/** Each issue of a validation as `path: message` (`(body)` for the whole answer). */
+export const describeIssues = (e: ZodError): string[] => e.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`);

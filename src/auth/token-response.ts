@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { registerSecret } from '../util/redact.js';
+import { describeIssues } from './http.js';
 import { MAX_SECRET_TEXT, secretTooLarge } from '../util/secret-size.js';
 import { InvalidTokenResponseError } from './errors/invalid-token-response-error.js';
 import type { TokenServiceVariant } from './variants.js';
@@ -72,7 +73,7 @@ export function normalizeTokenResponse(raw: unknown, variant: TokenServiceVarian
   }
   const parsed = RawTokenResponse.safeParse(raw);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`);
+    const issues = describeIssues(parsed.error);
     throw new InvalidTokenResponseError(`the ${variant} token service sent an answer that is not a token: ${issues.join('; ')}`, issues);
   }
   const p = parsed.data;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { registerSecret } from '../util/redact.js';
+import { describeIssues } from '../auth/http.js';
 import { InvalidControlRequestError } from './errors/invalid-control-request-error.js';
 
 /** A webhook attached to a session creation request. Its payload and trigger are not published. */
@@ -55,9 +56,6 @@ export const SessionV1ResponseSchema = z.looseObject({
   sessionType: z.number().int().optional(),
   webhooks: z.array(z.looseObject({})).nullable().optional(),
 });
-
-/** Each issue as `path: message`. */
-export const describeIssues = (e: z.ZodError): string[] => e.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`);
 
 /** Validates a request body; registers every webhook token as a secret first. */
 export function validateRequest<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {

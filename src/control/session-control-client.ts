@@ -13,10 +13,9 @@ import {
   type EndSessionRequest,
   type RemoteViewSessionRequest,
   type SessionV1Request,
-  describeIssues,
 } from './requests.js';
 import type { z } from 'zod';
-import { describeNetworkError, parseBody, type FetchLike } from '../auth/http.js';
+import { describeIssues, describeNetworkError, parseBody, type FetchLike } from '../auth/http.js';
 
 export type EndSessionMethod = 'DELETE' | 'POST' | 'PUT' | 'PATCH';
 export const END_SESSION_METHODS: readonly EndSessionMethod[] = ['DELETE', 'POST', 'PUT', 'PATCH'];

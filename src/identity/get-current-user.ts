@@ -1,7 +1,6 @@
 import { describeRedirect, isRedirect } from '../util/display-url.js';
 import { z } from 'zod';
-import { describeNetworkError, parseBody, summarizeBody, type FetchLike } from '../auth/http.js';
-import { describeIssues } from '../control/requests.js';
+import { describeIssues, describeNetworkError, parseBody, summarizeBody, type FetchLike } from '../auth/http.js';
 import { IdentityError } from './errors/identity-error.js';
 
 export interface CurrentUser {
